@@ -1,0 +1,259 @@
+"""Looking at trees: a per-leaf summary, the structural differences between two trees, and a
+closeness assertion that names the leaf at fault."""
+
+import html
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import jax
+import numpy as np
+from jax.tree_util import default_registry, keystr
+
+from ._errors import is_array_like
+from ._typing import PyTree
+
+
+def _path_text(path: tuple[Any, ...]) -> str:
+    return keystr(path) or "<root>"
+
+
+def _leaf_spec(leaf: Any) -> str:
+    """``f32[3,2]`` for an array, ``float 0.5`` for a Python number, the type name otherwise."""
+    if isinstance(leaf, (jax.Array, np.ndarray, np.generic)):
+        dtype = np.dtype(leaf.dtype)
+        short = {"f": "f", "i": "i", "u": "u", "b": "bool", "c": "c"}.get(dtype.kind, dtype.name)
+        name = short + (str(dtype.itemsize * 8) if short != "bool" else "")
+        if dtype.name == "bfloat16":
+            name = "bf16"
+        return f"{name}[{','.join(map(str, np.shape(leaf)))}]"
+    if isinstance(leaf, (bool, int, float, complex)):
+        return f"{type(leaf).__name__} {leaf!r}"
+    return type(leaf).__name__
+
+
+@dataclass(frozen=True)
+class LeafRow:
+    """One leaf of a :class:`TreeSummary`."""
+
+    path: str
+    shape: tuple[int, ...] | None
+    dtype: str
+    size: int
+    nbytes: int
+
+
+@dataclass(frozen=True)
+class TreeSummary:
+    """Key path, shape, dtype and size of every leaf, with totals. Prints as text, shows as a table."""
+
+    rows: tuple[LeafRow, ...]
+
+    @property
+    def size(self) -> int:
+        """Elements in all array leaves."""
+        return sum(row.size for row in self.rows)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes in all array leaves."""
+        return sum(row.nbytes for row in self.rows)
+
+    def _cells(self) -> list[tuple[str, str, str, str, str]]:
+        cells = [("path", "shape", "dtype", "size", "bytes")]
+        for row in self.rows:
+            shape = "" if row.shape is None else str(row.shape)
+            cells.append((row.path, shape, row.dtype, f"{row.size:,}", _human_bytes(row.nbytes)))
+        leaves = f"{len(self.rows)} lea{'f' if len(self.rows) == 1 else 'ves'}"
+        cells.append((f"total: {leaves}", "", "", f"{self.size:,}", _human_bytes(self.nbytes)))
+        return cells
+
+    def __str__(self) -> str:
+        cells = self._cells()
+        widths = [max(len(row[i]) for row in cells) for i in range(5)]
+        lines = []
+        for i, row in enumerate(cells):
+            left = [row[j].ljust(widths[j]) for j in range(3)]
+            right = [row[j].rjust(widths[j]) for j in range(3, 5)]
+            lines.append("  ".join(left + right).rstrip())
+            if i == 0 or i == len(cells) - 2:
+                lines.append("-" * len(lines[0]))
+        return "\n".join(lines)
+
+    __repr__ = __str__
+
+    def _repr_html_(self) -> str:
+        cells = self._cells()
+        head = "".join(f"<th>{html.escape(c)}</th>" for c in cells[0])
+        body = "".join(
+            "<tr>" + "".join(f"<td><code>{html.escape(c)}</code></td>" for c in row) + "</tr>"
+            for row in cells[1:-1]
+        )
+        total = "".join(f"<th>{html.escape(c)}</th>" for c in cells[-1])
+        return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody><tfoot><tr>{total}</tr></tfoot></table>"
+
+
+def _human_bytes(n: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    raise AssertionError("unreachable")
+
+
+def tree_summary(tree: PyTree) -> TreeSummary:
+    """Summarise every leaf of ``tree`` by key path, with the total size and bytes.
+
+    >>> print(tree_summary({"w": jnp.ones((3, 2)), "b": jnp.zeros(2)}))
+    path             shape   dtype    size  bytes
+    ---------------------------------------------
+    ['b']            (2,)    float32     2    8 B
+    ['w']            (3, 2)  float32     6   24 B
+    ---------------------------------------------
+    total: 2 leaves                      8   32 B
+    """
+    rows = []
+    for path, leaf in jax.tree_util.tree_leaves_with_path(tree):
+        if is_array_like(leaf):
+            dtype = np.dtype(jax.numpy.result_type(leaf))
+            size = int(np.size(leaf))
+            rows.append(LeafRow(_path_text(path), tuple(np.shape(leaf)), dtype.name, size, size * dtype.itemsize))
+        else:
+            rows.append(LeafRow(_path_text(path), None, type(leaf).__name__, 0, 0))
+    return TreeSummary(tuple(rows))
+
+
+class TreeDiff(list[str]):
+    """The differences :func:`tree_diff` found, one plain sentence each; empty when none."""
+
+    def __repr__(self) -> str:
+        if not self:
+            return "TreeDiff: no differences"
+        return f"TreeDiff: {len(self)} difference{'s' if len(self) > 1 else ''}\n" + "\n".join(
+            f"  {line}" for line in self
+        )
+
+
+def _children(node: Any) -> tuple[list[tuple[Any, Any]], Any] | None:
+    """Children with their keys and the node's metadata, or ``None`` for a leaf."""
+    if node is None:
+        return [], None
+    flat = default_registry.flatten_one_level_with_keys(node)
+    if flat is None:
+        return None
+    children, metadata = flat
+    return list(children), metadata
+
+
+def _kind(node: Any) -> str:
+    if node is None:
+        return "None"
+    kind = type(node).__name__
+    if isinstance(node, tuple) and hasattr(node, "_fields"):
+        return f"namedtuple {kind}"
+    return kind
+
+
+def _node_phrase(node: Any) -> str:
+    return "None (an empty subtree)" if node is None else f"a {_kind(node)} node"
+
+
+def _key_name(key: Any) -> str:
+    return keystr((key,))
+
+
+def _walk_diff(path: tuple[Any, ...], a: Any, b: Any, names: Sequence[str]) -> Iterator[str]:
+    where = _path_text(path)
+    na, nb = names
+    ca, cb = _children(a), _children(b)
+    if ca is None and cb is None:
+        sa, sb = _leaf_spec(a), _leaf_spec(b)
+        if is_array_like(a) and is_array_like(b):
+            shape_a, shape_b = np.shape(a), np.shape(b)
+            if shape_a != shape_b:
+                yield f"at {where}: shape {shape_a} in {na}, {shape_b} in {nb}"
+            dtype_a, dtype_b = jax.numpy.result_type(a), jax.numpy.result_type(b)
+            if dtype_a != dtype_b:
+                yield f"at {where}: dtype {dtype_a} in {na}, {dtype_b} in {nb}"
+        elif type(a) is not type(b):
+            yield f"at {where}: leaf {sa} in {na}, leaf {sb} in {nb}"
+        return
+    if ca is None or cb is None:
+        da = f"a leaf ({_leaf_spec(a)})" if ca is None else _node_phrase(a)
+        db = f"a leaf ({_leaf_spec(b)})" if cb is None else _node_phrase(b)
+        yield f"at {where}: {da} in {na}, {db} in {nb}"
+        return
+    if type(a) is not type(b):
+        yield f"at {where}: {_kind(a)} in {na}, {_kind(b)} in {nb}"
+        return
+    (kids_a, meta_a), (kids_b, meta_b) = ca, cb
+    keys_a = [_key_name(k) for k, _ in kids_a]
+    keys_b = [_key_name(k) for k, _ in kids_b]
+    if isinstance(a, (list, tuple)) and not hasattr(a, "_fields") and len(kids_a) != len(kids_b):
+        yield f"at {where}: {_kind(a)} of length {len(kids_a)} in {na}, length {len(kids_b)} in {nb}"
+        return
+    if keys_a != keys_b:
+        only_a = [k for k in keys_a if k not in keys_b]
+        only_b = [k for k in keys_b if k not in keys_a]
+        parts = []
+        if only_a:
+            parts.append(f"{', '.join(only_a)} only in {na}")
+        if only_b:
+            parts.append(f"{', '.join(only_b)} only in {nb}")
+        yield f"at {where}: {_kind(a)} keys differ: {'; '.join(parts)}"
+    elif not isinstance(a, dict) and meta_a != meta_b:
+        yield f"at {where}: {_kind(a)} node metadata (static fields) {meta_a!r} in {na}, {meta_b!r} in {nb}"
+    by_key_b = dict(zip(keys_b, kids_b))
+    for name, (key, child_a) in zip(keys_a, kids_a):
+        if name in by_key_b:
+            yield from _walk_diff((*path, key), child_a, by_key_b[name][1], names)
+
+
+def tree_diff(tree_a: PyTree, tree_b: PyTree, names: Sequence[str] = ("a", "b")) -> TreeDiff:
+    """Every structural difference between two trees, by key path, in plain language.
+
+    Reports container types, dict keys, sequence lengths, node metadata (such as a static
+    dataclass field), and each leaf's shape and dtype. Leaf values are not compared.
+
+    >>> tree_diff({"w": jnp.ones(3), "b": [1.0]}, {"w": jnp.ones(2), "c": (1.0,)})
+    TreeDiff: 2 differences
+      at <root>: dict keys differ: ['b'] only in a; ['c'] only in b
+      at ['w']: shape (3,) in a, (2,) in b
+    """
+    return TreeDiff(_walk_diff((), tree_a, tree_b, names))
+
+
+def assert_trees_close(actual: PyTree, expected: PyTree, rtol: float = 1e-6, atol: float = 1e-6) -> None:
+    """Raise ``AssertionError`` unless the trees match in structure and their leaves are close.
+
+    Structure is compared first (the message lists every difference); then leaves, in order, and
+    the message names the first leaf that differs, with the largest difference and where it is.
+
+    >>> assert_trees_close({"w": jnp.ones(2)}, {"w": jnp.array([1.0, 1.5])})
+    Traceback (most recent call last):
+    AssertionError: leaf ['w'] differs: 1 of 2 elements not close (rtol=1e-06, atol=1e-06); largest difference 0.5 at index (1,): actual 1.0, expected 1.5
+    """
+    if jax.tree.structure(actual) != jax.tree.structure(expected):
+        lines = "\n".join(f"  {line}" for line in tree_diff(actual, expected, ("actual", "expected")))
+        raise AssertionError(
+            "trees differ in structure:\n"
+            f"  actual:   {jax.tree.structure(actual)}\n  expected: {jax.tree.structure(expected)}\n{lines}"
+        )
+    for (path, leaf_a), leaf_e in zip(jax.tree_util.tree_leaves_with_path(actual), jax.tree.leaves(expected)):
+        where = _path_text(path)
+        if not (is_array_like(leaf_a) and is_array_like(leaf_e)):
+            if leaf_a != leaf_e:
+                raise AssertionError(f"leaf {where} differs: actual {leaf_a!r}, expected {leaf_e!r}")
+            continue
+        a, e = np.asarray(leaf_a), np.asarray(leaf_e)
+        if a.shape != e.shape:
+            raise AssertionError(f"leaf {where} has shape {a.shape}, expected {e.shape}")
+        close = np.isclose(a, e, rtol=rtol, atol=atol, equal_nan=True)
+        if not close.all():
+            gap = np.where(close, 0, np.abs(a.astype(np.float64) - e.astype(np.float64)))
+            worst = np.unravel_index(np.argmax(gap), a.shape) if a.shape else ()
+            raise AssertionError(
+                f"leaf {where} differs: {int((~close).sum())} of {a.size} elements not close "
+                f"(rtol={rtol:g}, atol={atol:g}); largest difference {gap[worst]:.3g} at index "
+                f"{tuple(int(i) for i in worst)}: actual {a[worst].item()!r}, expected {e[worst].item()!r}"
+            )
