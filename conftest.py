@@ -1,4 +1,5 @@
-"""Strict JAX for every test, and `jnp`/`jax` in every doctest's namespace."""
+"""Strict JAX for every test and doctest (rank promotion raises), and `jax`/`jnp` in every
+doctest's namespace, as in the library's docstring examples."""
 
 import jax
 import jax.numpy as jnp
