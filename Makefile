@@ -23,9 +23,13 @@ $(STAMP): pyproject.toml
 	@touch $(STAMP)
 	@echo ">> environment ready"
 
+# LAB_ARGS lets tests start this very server on a chosen port and token without a browser.
+LAB_ARGS ?=
+# Jupyter refuses to run as root unless told; containers and CI machines often are root.
+AS_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
 lab: $(STAMP)
 	@echo ">> opening the course in JupyterLab (Ctrl-C here stops it)"
-	$(BIN)/jupyter lab notebooks/00_start_here.ipynb
+	$(BIN)/jupyter lab --ServerApp.root_dir="$(CURDIR)" $(AS_ROOT) $(LAB_ARGS) notebooks/00_start_here.ipynb
 
 test: $(STAMP)
 	@echo ">> unit tests, doctests, notebooks, exercise sync, browser tests"
