@@ -1,0 +1,236 @@
+"""The navigation cell tool, on small made-up courses and on temporary copies of the real one."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+
+from course_lib.authoring import exercises, navigation
+from course_lib.authoring._files import notebook_text
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _write(path: Path, nb: nbformat.NotebookNode) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(notebook_text(nb), encoding="utf-8")
+
+
+def _lesson(title: str) -> nbformat.NotebookNode:
+    return new_notebook(
+        cells=[
+            new_markdown_cell(f"# {title}\n\nIntro.", id="title"),
+            new_code_cell("1 + 1", id="code"),
+            new_markdown_cell("## Summary", id="summary"),
+        ]
+    )
+
+
+def _read(path: Path) -> nbformat.NotebookNode:
+    return nbformat.read(path, as_version=4)
+
+
+def _snapshot(root: Path) -> dict[str, tuple[bytes, int]]:
+    return {
+        p.relative_to(root).as_posix(): (p.read_bytes(), p.stat().st_mtime_ns)
+        for p in root.rglob("*.ipynb")
+    }
+
+
+@pytest.fixture
+def course(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Three lessons, one of them with a solution notebook and its generated exercises."""
+    _write(tmp_path / "notebooks" / "00_start_here.ipynb", _lesson("Start here"))
+    _write(tmp_path / "notebooks" / "01_leaves.ipynb", _lesson("01 · Leaves and [nodes]"))
+    _write(tmp_path / "notebooks" / "02_mapping.ipynb", _lesson("02 · Mapping"))
+    solution = new_notebook(
+        cells=[
+            new_markdown_cell("# Exercises: leaves", id="title"),
+            new_code_cell("### BEGIN SOLUTION\nx = 1\n### END SOLUTION", id="answer"),
+        ]
+    )
+    _write(tmp_path / "solutions" / "01_leaves.ipynb", solution)
+    (tmp_path / "README.md").write_text("# Course\n")
+    monkeypatch.chdir(tmp_path)
+    assert exercises.main([]) == 0
+    return tmp_path
+
+
+def test_navigation_lessons_link_neighbours_contents_and_exercises(course: Path) -> None:
+    assert navigation.main([]) == 0
+    first, middle, last = (
+        _read(course / "notebooks" / name).cells[-1].source.split("\n")[1]
+        for name in ("00_start_here.ipynb", "01_leaves.ipynb", "02_mapping.ipynb")
+    )
+    assert first == (
+        "[Contents](../README.md) · [01 · Leaves and \\[nodes\\] →](01_leaves.ipynb)"
+    )
+    assert middle == (
+        "[← Start here](00_start_here.ipynb) · [Contents](../README.md)"
+        " · [Exercises](../exercises/01_leaves.ipynb) · [02 · Mapping →](02_mapping.ipynb)"
+    )
+    assert last == "[← 01 · Leaves and \\[nodes\\]](01_leaves.ipynb) · [Contents](../README.md)"
+
+
+def test_navigation_solutions_and_exercises_link_their_lesson(course: Path) -> None:
+    navigation.main([])
+    expected = (
+        "[← Back to the lesson: 01 · Leaves and \\[nodes\\]](../notebooks/01_leaves.ipynb)"
+        " · [Contents](../README.md)"
+    )
+    for folder in ("solutions", "exercises"):
+        cell = _read(course / folder / "01_leaves.ipynb").cells[-1]
+        assert cell.source.split("\n")[1] == expected
+
+
+def test_navigation_cell_is_last_marked_and_has_a_fixed_id(course: Path) -> None:
+    navigation.main([])
+    for path in sorted(course.rglob("*.ipynb")):
+        cells = _read(path).cells
+        assert [navigation.is_navigation(c) for c in cells].count(True) == 1
+        assert cells[-1].metadata == {"course": {"navigation": True}}
+        assert cells[-1].id == "course-navigation"
+        assert cells[-1].cell_type == "markdown"
+
+
+def test_navigation_rerun_changes_nothing(course: Path) -> None:
+    navigation.main([])
+    before = _snapshot(course)
+    assert navigation.main([]) == 0
+    assert _snapshot(course) == before
+    assert navigation.main(["--check"]) == 0
+
+
+def test_navigation_agrees_with_the_exercise_generator(course: Path) -> None:
+    navigation.main([])
+    assert exercises.main(["--check"]) == 0
+    exercises.main([])
+    assert navigation.main(["--check"]) == 0
+
+
+def test_navigation_leaves_other_cells_alone(course: Path) -> None:
+    path = course / "notebooks" / "01_leaves.ipynb"
+    before = _read(path)
+    navigation.main([])
+    after = _read(path)
+    assert after.cells[:-1] == before.cells
+    assert after.metadata == before.metadata
+
+
+def test_check_exit_codes_and_writes_nothing(
+    course: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    before = _snapshot(course)
+    assert navigation.main(["--check"]) == 1
+    out = capsys.readouterr().out
+    assert "notebooks/00_start_here.ipynb: navigation cell missing or out of date" in out
+    assert "exercises/01_leaves.ipynb" in out and "make navigation" in out
+    assert _snapshot(course) == before
+    assert navigation.main([]) == 0
+    assert navigation.main(["--check"]) == 0
+
+
+def test_check_catches_hand_edits_and_moved_cells(course: Path) -> None:
+    navigation.main([])
+    path = course / "notebooks" / "02_mapping.ipynb"
+    pristine = path.read_bytes()
+
+    nb = _read(path)
+    nb.cells[-1].source = nb.cells[-1].source.replace("Contents", "Index")
+    _write(path, nb)
+    assert navigation.main(["--check"]) == 1
+
+    nb = nbformat.reads(pristine.decode(), as_version=4)
+    nb.cells.insert(0, nb.cells.pop())  # right text, wrong place
+    _write(path, nb)
+    assert navigation.main(["--check"]) == 1
+    assert navigation.main([]) == 0
+    nb = _read(path)
+    assert [navigation.is_navigation(c) for c in nb.cells] == [False, False, False, True]
+    assert navigation.main(["--check"]) == 0
+    assert path.read_bytes() == pristine
+
+
+def test_navigation_replaces_rather_than_stacks(course: Path) -> None:
+    navigation.main([])
+    path = course / "notebooks" / "00_start_here.ipynb"
+    nb = _read(path)
+    stray = new_markdown_cell("old nav", metadata={"course": {"navigation": True}}, id="old-nav")
+    nb.cells.insert(1, stray)
+    _write(path, nb)
+    navigation.main([])
+    cells = _read(path).cells
+    assert [c.id for c in cells] == ["title", "code", "summary", "course-navigation"]
+
+
+def test_navigation_follows_title_changes(course: Path) -> None:
+    navigation.main([])
+    nb = _read(course / "notebooks" / "02_mapping.ipynb")
+    nb.cells[0].source = "# 02 · Mapping over trees"
+    _write(course / "notebooks" / "02_mapping.ipynb", nb)
+    assert navigation.main(["--check"]) == 1  # lesson 01 names lesson 02 in its "next" link
+    navigation.main([])
+    assert "[02 · Mapping over trees →]" in _read(course / "notebooks" / "01_leaves.ipynb").cells[-1].source
+
+
+def test_navigation_without_cell_ids(course: Path) -> None:
+    nb = _lesson("Old format")
+    nb.nbformat_minor = 4
+    for cell in nb.cells:
+        del cell["id"]
+    _write(course / "notebooks" / "03_old.ipynb", nb)
+    assert navigation.main([]) == 0
+    last = _read(course / "notebooks" / "03_old.ipynb").cells[-1]
+    assert navigation.is_navigation(last) and "id" not in last
+    assert navigation.main(["--check"]) == 0
+
+
+def test_navigation_skips_unnumbered_notebooks(course: Path) -> None:
+    _write(course / "notebooks" / "scratch.ipynb", _lesson("Scratch"))
+    navigation.main([])
+    assert _read(course / "notebooks" / "scratch.ipynb").cells[-1].id == "summary"
+    assert "Scratch" not in _read(course / "notebooks" / "02_mapping.ipynb").cells[-1].source
+
+
+def test_navigation_unreadable_notebook_is_an_error(
+    course: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (course / "notebooks" / "03_broken.ipynb").write_text("{not json")
+    before = _snapshot(course)
+    assert navigation.main([]) == 2
+    assert "notebooks/03_broken.ipynb: cannot read the notebook" in capsys.readouterr().err
+    del before["notebooks/03_broken.ipynb"]
+    after = _snapshot(course)
+    del after["notebooks/03_broken.ipynb"]
+    assert after == before
+
+
+def test_navigation_on_a_copy_of_the_course(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for folder in ("notebooks", "solutions", "exercises"):
+        shutil.copytree(ROOT / folder, tmp_path / folder)
+    monkeypatch.chdir(tmp_path)
+    assert navigation.main([]) == 0
+    assert navigation.main(["--check"]) == 0
+    assert exercises.main(["--check"]) == 0
+    for path in sorted((tmp_path / "notebooks").glob("*.ipynb")):
+        original = _read(ROOT / "notebooks" / path.name).cells
+        updated = _read(path).cells
+        assert [c for c in updated if not navigation.is_navigation(c)] == [
+            c for c in original if not navigation.is_navigation(c)
+        ]
+        assert navigation.is_navigation(updated[-1])
+
+
+def test_cli_check_in_a_subprocess(course: Path) -> None:
+    command = [sys.executable, "-m", "course_lib.authoring.navigation", "--check"]
+    result = subprocess.run(command, capture_output=True, text=True, cwd=course)
+    assert result.returncode == 1, result.stderr
+    assert "make navigation" in result.stdout
