@@ -21,6 +21,14 @@ def is_array_like(leaf: object) -> bool:
     return isinstance(leaf, (jax.Array, np.ndarray, np.generic, int, float, complex))
 
 
+def leaf_dtype(leaf: object) -> np.dtype:
+    """The dtype of an array leaf as it is; for a Python number, the dtype JAX gives it (float32 for a float)."""
+    dtype = getattr(leaf, "dtype", None)
+    if dtype is not None:
+        return np.dtype(dtype)
+    return np.dtype(jax.numpy.result_type(leaf))
+
+
 def check_array_leaves(tree: PyTree, where: str) -> None:
     """Raise :class:`TreeLeafError` naming the first leaf of ``tree`` that is not array-like."""
     for path, leaf in jax.tree_util.tree_leaves_with_path(tree):

@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._errors import check_array_leaves, check_same_structure
+from ._errors import check_array_leaves, check_same_structure, leaf_dtype
 from ._typing import PyTree, Scalar
 
 
@@ -156,13 +156,16 @@ def tree_size(tree: PyTree) -> int:
 
 
 def tree_bytes(tree: PyTree) -> int:
-    """Bytes taken by all leaves together (Python numbers count as their NumPy scalars).
+    """Bytes taken by all leaves together, each in its own dtype.
 
-    >>> tree_bytes({"w": jnp.ones((3, 2)), "b": jnp.zeros(2, dtype=jnp.bfloat16)})
-    28
+    A Python number counts as the scalar JAX makes of it (4 bytes for a ``float``); a NumPy
+    ``float64`` array counts 8 bytes an element, though JAX would store it as ``float32``.
+
+    >>> tree_bytes({"w": jnp.ones((3, 2)), "b": jnp.zeros(2, dtype=jnp.bfloat16), "lr": 0.1})
+    32
     """
     check_array_leaves(tree, "tree_bytes")
-    return sum(int(np.size(leaf)) * np.dtype(jnp.result_type(leaf)).itemsize for leaf in jax.tree.leaves(tree))
+    return sum(int(np.size(leaf)) * leaf_dtype(leaf).itemsize for leaf in jax.tree.leaves(tree))
 
 
 def tree_cast(tree: PyTree, dtype: jnp.dtype | None) -> PyTree:
@@ -179,23 +182,31 @@ def tree_cast(tree: PyTree, dtype: jnp.dtype | None) -> PyTree:
 
 def tree_allclose(
     tree_x: PyTree, tree_y: PyTree, rtol: float = 1e-5, atol: float = 1e-8, equal_nan: bool = False
-) -> bool:
+) -> bool | jax.Array:
     """Whether two trees have the same structure and leaves that are close (as ``np.allclose``).
 
-    Unlike ``optax.tree_utils.tree_allclose``, trees of different structure give ``False``
-    rather than an error, and the answer is a Python ``bool``.
+    Unlike ``optax.tree_utils.tree_allclose``, trees of different structure, or leaves of
+    different shapes, give ``False`` rather than an error or a broadcast, and the answer is a
+    Python ``bool``. Under ``jit`` the values are not known until the program runs, so there
+    the answer is a traced boolean array (structure and shapes are still decided at once).
 
     >>> tree_allclose({"a": jnp.ones(2)}, {"a": jnp.ones(2) + 1e-7})
     True
     >>> tree_allclose({"a": jnp.ones(2)}, {"b": jnp.ones(2)})
     False
+    >>> jax.jit(tree_allclose)({"a": jnp.ones(2)}, {"a": jnp.zeros(2)})
+    Array(False, dtype=bool)
     """
     if jax.tree.structure(tree_x) != jax.tree.structure(tree_y):
         return False
     check_array_leaves(tree_x, "tree_allclose")
     check_array_leaves(tree_y, "tree_allclose")
-    pairs = zip(jax.tree.leaves(tree_x), jax.tree.leaves(tree_y))
-    return all(
-        np.shape(x) == np.shape(y) and np.allclose(x, y, rtol=rtol, atol=atol, equal_nan=equal_nan)
-        for x, y in pairs
-    )
+    traced = []
+    for x, y in zip(jax.tree.leaves(tree_x), jax.tree.leaves(tree_y)):
+        if np.shape(x) != np.shape(y):
+            return False
+        if isinstance(x, jax.core.Tracer) or isinstance(y, jax.core.Tracer):
+            traced.append(jnp.allclose(x, y, rtol=rtol, atol=atol, equal_nan=equal_nan))
+        elif not np.allclose(x, y, rtol=rtol, atol=atol, equal_nan=equal_nan):
+            return False
+    return functools.reduce(jnp.logical_and, traced) if traced else True
