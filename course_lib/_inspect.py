@@ -10,7 +10,7 @@ import jax
 import numpy as np
 from jax.tree_util import default_registry, keystr
 
-from ._errors import is_array_like
+from ._errors import is_array_like, leaf_dtype
 from ._typing import PyTree
 
 
@@ -115,7 +115,7 @@ def tree_summary(tree: PyTree) -> TreeSummary:
     rows = []
     for path, leaf in jax.tree_util.tree_leaves_with_path(tree):
         if is_array_like(leaf):
-            dtype = np.dtype(jax.numpy.result_type(leaf))
+            dtype = leaf_dtype(leaf)
             size = int(np.size(leaf))
             rows.append(LeafRow(_path_text(path), tuple(np.shape(leaf)), dtype.name, size, size * dtype.itemsize))
         else:
@@ -138,11 +138,23 @@ def _children(node: Any) -> tuple[list[tuple[Any, Any]], Any] | None:
     """Children with their keys and the node's metadata, or ``None`` for a leaf."""
     if node is None:
         return [], None
-    flat = default_registry.flatten_one_level_with_keys(node)
+    flat = default_registry.flatten_one_level(node)
     if flat is None:
         return None
     children, metadata = flat
-    return list(children), metadata
+    # The keys come from a one-level flatten with paths: jaxlib 0.10's
+    # flatten_one_level_with_keys names every field of a namedtuple after its first one.
+    keyed, _ = jax.tree_util.tree_flatten_with_path(node, is_leaf=lambda child: child is not node)
+    return [(path[0], child) for (path, _), child in zip(keyed, children, strict=True)], metadata
+
+
+def _same_metadata(meta_a: Any, meta_b: Any) -> bool:
+    # Static fields may hold values whose == is elementwise (NumPy arrays); JAX then cannot
+    # compare the two structures either, so anything but a plain True counts as different.
+    try:
+        return bool(meta_a == meta_b)
+    except (TypeError, ValueError):
+        return meta_a is meta_b
 
 
 def _kind(node: Any) -> str:
@@ -172,7 +184,7 @@ def _walk_diff(path: tuple[Any, ...], a: Any, b: Any, names: Sequence[str]) -> I
             shape_a, shape_b = np.shape(a), np.shape(b)
             if shape_a != shape_b:
                 yield f"at {where}: shape {shape_a} in {na}, {shape_b} in {nb}"
-            dtype_a, dtype_b = jax.numpy.result_type(a), jax.numpy.result_type(b)
+            dtype_a, dtype_b = leaf_dtype(a), leaf_dtype(b)
             if dtype_a != dtype_b:
                 yield f"at {where}: dtype {dtype_a} in {na}, {dtype_b} in {nb}"
         elif type(a) is not type(b):
@@ -200,8 +212,10 @@ def _walk_diff(path: tuple[Any, ...], a: Any, b: Any, names: Sequence[str]) -> I
             parts.append(f"{', '.join(only_a)} only in {na}")
         if only_b:
             parts.append(f"{', '.join(only_b)} only in {nb}")
+        if not parts:  # an OrderedDict remembers its order, and the order is part of the structure
+            parts.append(f"the same keys in another order ({', '.join(keys_a)} in {na}, {', '.join(keys_b)} in {nb})")
         yield f"at {where}: {_kind(a)} keys differ: {'; '.join(parts)}"
-    elif not isinstance(a, dict) and meta_a != meta_b:
+    elif not isinstance(a, dict) and not _same_metadata(meta_a, meta_b):
         yield f"at {where}: {_kind(a)} node metadata (static fields) {meta_a!r} in {na}, {meta_b!r} in {nb}"
     by_key_b = dict(zip(keys_b, kids_b))
     for name, (key, child_a) in zip(keys_a, kids_a):
