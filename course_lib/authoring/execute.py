@@ -1,0 +1,236 @@
+"""Re-execute notebooks in place, each in a fresh kernel, and report how long each took.
+
+::
+
+    python -m course_lib.authoring.execute [--timeout S] [--notebook-timeout S] NB [NB ...]
+
+For each notebook in turn: start a new ``python3`` kernel in the notebook's folder, run every
+code cell top to bottom (no cell may take longer than ``--timeout`` seconds, default 120, and
+the whole notebook no longer than ``--notebook-timeout``, default 600), shut the kernel down,
+and on success write the notebook back atomically, in ``nbformat.write``'s format. A cell
+tagged ``raises-exception`` must raise (that is the lesson it teaches); any other cell must not.
+On a failure the notebook file is left untouched and the notebook, cell and error are reported;
+the remaining notebooks still run, and the exit status is 1.
+
+One line per notebook reports the wall time, kernel start and shutdown included, and the time
+from the first cell starting to the last cell finishing: this is how lesson timings are
+measured. Kernels log "Kernel is running over TCP without encryption" on start: that is noise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from nbformat import NotebookNode
+
+from ._files import (
+    NotebookError,
+    cell_label,
+    display_path,
+    notebook_text,
+    read_notebook,
+    write_text_atomic,
+)
+
+__all__ = [
+    "DEFAULT_CELL_TIMEOUT",
+    "DEFAULT_NOTEBOOK_TIMEOUT",
+    "ExecutionFailed",
+    "Timing",
+    "execute_notebook",
+    "main",
+    "silent_raises_exception_cells",
+]
+
+DEFAULT_CELL_TIMEOUT = 120.0
+DEFAULT_NOTEBOOK_TIMEOUT = 600.0
+RAISES_TAG = "raises-exception"
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
+class ExecutionFailed(Exception):
+    """A notebook did not run cleanly; the message names the notebook, the cell and the error."""
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Seconds spent on one notebook: in all, and from the first cell's start to the last's end."""
+
+    total: float
+    cells: float
+
+
+class _NotebookTimeout(Exception):
+    pass
+
+
+def silent_raises_exception_cells(nb: NotebookNode) -> list[int]:
+    """Indices of code cells tagged ``raises-exception`` whose outputs show no error.
+
+    >>> from nbformat.v4 import new_notebook, new_code_cell, new_output
+    >>> tagged = {"tags": ["raises-exception"]}
+    >>> nb = new_notebook(cells=[
+    ...     new_code_cell("1 / 0", metadata=tagged, outputs=[
+    ...         new_output("error", ename="ZeroDivisionError", evalue="division by zero")]),
+    ...     new_code_cell("1 / 1", metadata=tagged),
+    ...     new_code_cell("1 + 1"),
+    ... ])
+    >>> silent_raises_exception_cells(nb)
+    [1]
+    """
+    return [
+        index
+        for index, cell in enumerate(nb.cells)
+        if cell.cell_type == "code"
+        and cell.source.strip()
+        and RAISES_TAG in cell.metadata.get("tags", [])
+        and not any(output.get("output_type") == "error" for output in cell.get("outputs", []))
+    ]
+
+
+def execute_notebook(
+    path: str | Path,
+    *,
+    cell_timeout: float = DEFAULT_CELL_TIMEOUT,
+    notebook_timeout: float = DEFAULT_NOTEBOOK_TIMEOUT,
+    kernel_name: str = "python3",
+) -> Timing:
+    """Run ``path`` top to bottom in a fresh kernel and write it back; raise `ExecutionFailed`.
+
+    The file is only written when every cell ran as it should.
+    """
+    # Imported here: nbclient pulls in jupyter_client and zmq, which the other tools don't need.
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
+
+    path = Path(path).absolute()
+    where = display_path(path)
+    started = time.monotonic()
+    deadline = started + notebook_timeout
+    try:
+        nb = read_notebook(path)
+    except NotebookError as error:
+        raise ExecutionFailed(str(error)) from None
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            cell.metadata.pop("execution", None)  # stale timings from another executor
+
+    state: dict[str, float | int | None] = {"index": None, "first": None, "last": None}
+
+    def on_cell_start(cell: NotebookNode, cell_index: int) -> None:
+        state["index"] = cell_index
+        if time.monotonic() >= deadline:
+            raise _NotebookTimeout
+        if state["first"] is None and cell.cell_type == "code":
+            state["first"] = time.monotonic()
+
+    def on_cell_executed(cell: NotebookNode, cell_index: int, execute_reply: object) -> None:
+        state["last"] = time.monotonic()
+
+    def timeout_for(cell: NotebookNode) -> float:
+        return max(0.1, min(cell_timeout, deadline - time.monotonic()))
+
+    client = NotebookClient(
+        nb,
+        timeout=cell_timeout,
+        timeout_func=timeout_for,
+        kernel_name=kernel_name,
+        resources={"metadata": {"path": str(path.parent)}},
+        allow_errors=False,
+        record_timing=False,
+        on_cell_start=on_cell_start,
+        on_cell_executed=on_cell_executed,
+    )
+
+    def failure(problem: str) -> ExecutionFailed:
+        index = state["index"]
+        if isinstance(index, int) and 0 <= index < len(nb.cells):
+            problem = f"{cell_label(nb.cells[index], index)}: {problem}"
+        return ExecutionFailed(f"{where}: {problem}")
+
+    try:
+        client.execute()
+    except CellExecutionError as error:
+        traceback = _ANSI.sub("", error.traceback).rstrip()
+        raise failure(f"{error.ename}: {error.evalue}\n{traceback}") from None
+    except (_NotebookTimeout, CellTimeoutError):
+        if time.monotonic() >= deadline - 0.5:
+            raise failure(f"the notebook ran past its {notebook_timeout:g} s limit") from None
+        raise failure(f"the cell ran past its {cell_timeout:g} s limit") from None
+    except DeadKernelError as error:
+        raise failure(f"the kernel died ({error})") from None
+    except Exception as error:  # kernel that won't start, lost connection, ...
+        raise failure(f"{type(error).__name__}: {error}") from None
+
+    silent = silent_raises_exception_cells(nb)
+    if silent:
+        labels = ", ".join(cell_label(nb.cells[i], i) for i in silent)
+        raise ExecutionFailed(f"{where}: {labels}: tagged {RAISES_TAG!r} but raised nothing")
+
+    text = notebook_text(nb, where)
+    write_text_atomic(path, text)
+    first, last = state["first"], state["last"]
+    cells = float(last - first) if first is not None and last is not None else 0.0
+    return Timing(total=time.monotonic() - started, cells=cells)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Command line entry point; returns the exit status (0 all ran, 1 some failed)."""
+    parser = argparse.ArgumentParser(
+        prog="python -m course_lib.authoring.execute",
+        description="Re-execute notebooks in place, one fresh kernel each, and time them.",
+    )
+    parser.add_argument("notebooks", nargs="*", type=Path, metavar="NB")
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=DEFAULT_CELL_TIMEOUT,
+        metavar="S",
+        help=f"longest any one cell may run, in seconds (default {DEFAULT_CELL_TIMEOUT:g})",
+    )
+    parser.add_argument(
+        "--notebook-timeout",
+        type=float,
+        default=DEFAULT_NOTEBOOK_TIMEOUT,
+        metavar="S",
+        help=f"longest one notebook may run, in seconds (default {DEFAULT_NOTEBOOK_TIMEOUT:g})",
+    )
+    args = parser.parse_args(argv)
+    if not args.notebooks:
+        print("No notebooks to execute.")
+        return 0
+
+    failed: list[str] = []
+    total = 0.0
+    for path in args.notebooks:
+        where = display_path(path)
+        started = time.monotonic()
+        try:
+            timing = execute_notebook(
+                path, cell_timeout=args.timeout, notebook_timeout=args.notebook_timeout
+            )
+        except ExecutionFailed as error:
+            elapsed = time.monotonic() - started
+            total += elapsed
+            failed.append(where)
+            print(f"{where}: FAILED after {elapsed:.1f} s, file left as it was", flush=True)
+            print(error, file=sys.stderr, flush=True)
+            continue
+        total += timing.total
+        print(f"{where}: {timing.total:.1f} s (cells {timing.cells:.1f} s)", flush=True)
+    ran = len(args.notebooks)
+    print(f"{ran} notebook(s) in {total:.1f} s; {len(failed)} failed", flush=True)
+    if failed:
+        print("Failed: " + " ".join(failed), file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
