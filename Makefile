@@ -36,9 +36,21 @@ test: $(STAMP)
 	$(BIN)/python -m pytest -p no:cacheprovider tests course_lib --doctest-modules
 	$(BIN)/python -m pytest -p no:cacheprovider $(NBVAL) -n 2 --dist loadfile $(NOTEBOOKS) $(SOLUTIONS)
 
-# Re-execute every lesson and solution in place, one kernel per notebook, with a cell timeout.
+# Re-execute every lesson and solution in place, one kernel per notebook, with a cell timeout,
+# printing each notebook's time. Then regenerate exercises/: they copy the solutions' metadata.
 notebooks: $(STAMP)
 	$(BIN)/python -m course_lib.authoring.execute $(NOTEBOOKS) $(SOLUTIONS)
+	$(BIN)/python -m course_lib.authoring.exercises
+
+# Write exercises/NN_stem.ipynb from solutions/NN_stem.ipynb: answers between ### BEGIN SOLUTION
+# and ### END SOLUTION become `raise NotImplementedError(...)`, outputs go, a banner comes first.
+exercises: $(STAMP)
+	$(BIN)/python -m course_lib.authoring.exercises
+
+# Rewrite the generated navigation cell (previous · contents · next) at the end of every lesson,
+# solution and exercise notebook; the titles come from each lesson's first `# ` heading.
+navigation: $(STAMP)
+	$(BIN)/python -m course_lib.authoring.navigation
 
 bench: $(STAMP)
 	$(BIN)/python bench/bench_sgd.py
