@@ -14,6 +14,7 @@ from pathlib import Path
 
 import nbformat
 from nbformat import NotebookNode
+from nbformat.warnings import DuplicateCellId, MissingIDFieldWarning
 
 __all__ = [
     "NotebookError",
@@ -101,11 +102,12 @@ def read_notebook(path: str | os.PathLike[str]) -> NotebookNode:
 
 def _validate(nb: NotebookNode, where: str) -> None:
     with warnings.catch_warnings():
-        # Ids were settled above; anything nbformat still warns about is reported as invalid.
-        warnings.simplefilter("error")
+        # nbformat "repairs" missing or duplicate cell ids with random ones, and only warns.
+        warnings.simplefilter("error", MissingIDFieldWarning)
+        warnings.simplefilter("error", DuplicateCellId)
         try:
             nbformat.validate(nb)
-        except (nbformat.ValidationError, Warning) as error:
+        except (nbformat.ValidationError, MissingIDFieldWarning, DuplicateCellId) as error:
             first_line = str(error).strip().splitlines()[0]
             raise NotebookError(f"{where}: not a valid notebook: {first_line}") from None
 
