@@ -1,0 +1,10 @@
+"""Tools for course authors; they edit notebook files and are never imported by the lessons.
+
+Each module is a command (``python -m course_lib.authoring.<name> --help``):
+
+* `course_lib.authoring.exercises`: write ``exercises/`` from ``solutions/`` (``make exercises``).
+* `course_lib.authoring.navigation`: the generated navigation cell of every notebook
+  (``make navigation``).
+* `course_lib.authoring.execute`: re-execute notebooks in place, one fresh kernel each, and time
+  them (``make notebooks``).
+"""

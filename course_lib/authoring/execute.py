@@ -186,7 +186,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         prog="python -m course_lib.authoring.execute",
         description="Re-execute notebooks in place, one fresh kernel each, and time them.",
     )
-    parser.add_argument("notebooks", nargs="*", type=Path, metavar="NB")
+    parser.add_argument("notebooks", nargs="*", type=Path, metavar="NB", help="notebooks to run")
     parser.add_argument(
         "--timeout",
         type=float,
