@@ -1,0 +1,63 @@
+"""Self-checks for the exercise notebooks, and the exercise definitions the grader uses too.
+
+In a notebook::
+
+    from course_lib.checks import check, progress
+    check("01.count_params", count_params)   # right after the exercise cell
+    progress("01")                            # last cell: which exercises pass
+
+``check`` prints "passed" with the points, "not attempted yet" while the stub still raises
+``NotImplementedError``, or "incorrect" with a hint aimed at the first failing case (the structure
+that differs, by key path; the leaf whose value differs; "returned None: missing `return`?"; a
+compile count with JAX's cache-miss explanation); each further failing call reveals one more hint,
+never the solution. Output is deterministic. Under ``CI`` (or ``COURSE_STRICT_CHECKS=1``, or
+``set_strict(True)``, or ``strict=True``) a check that does not pass raises :class:`CheckFailed`.
+
+How the parts fit (checks run inside the learner's kernel; the grader imports them, never the
+other way round):
+
+* ``_spec.py``: :class:`Exercise`, :class:`Case`, :class:`Outcome`, :class:`Verdict`.
+* ``_kit.py``: probes (``call_value``, ``call_tree``, ``compile_report``), judges
+  (``judge_number``, ``judge_bool``, ``judge_equal``, ``tree_judge``, ``judge_compiles``) and
+  random trees (``random_tree``, ``random_leaf``, the ``Layer``/``Point`` namedtuples).
+* ``_evaluate.py``: ``probe_all`` runs the learner's function on cases in the learner's process,
+  with the exercise's ``forbidden`` course functions refused (``_guard.py``); ``judge_outcomes``
+  compares the outcomes with the reference results anywhere.
+* ``_runner.py``: what the grader calls inside a submission's kernel.
+* ``_lessonNN.py``: the exercises of lesson NN.
+
+Adding the exercises of a lesson (say 02):
+
+1. Create ``_lesson02.py`` defining ``EXERCISES = (...)``, a tuple of :class:`Exercise` in the
+   order the notebook asks them. It is found by its name; nothing else needs registering.
+2. For each exercise give: ``id="02.sgd_step"`` (also the ``course.exercise`` metadata of the
+   exercise cell), ``name`` (the function or class the learner defines), ``title``, ``points``,
+   ``cases`` (``rng -> list[Case]``, deterministic: use only ``rng``; include ``None`` subtrees and
+   several container types; put facts a judge needs in ``Case.info``), ``reference`` (the course's
+   answer; it may use ``course_lib``), ``probe`` (``call_value`` / ``call_tree`` or your own
+   ``(fn, case) -> plain data``; call ``fn`` only through the argument, so the guard sees it),
+   ``judge`` (``(got, expected, case) -> None | hint``; start from a ``_kit`` judge and add
+   targeted hints), three progressive ``hints``, and ``forbidden``: the ``course_lib`` names that
+   do the exercise's job (say so in the notebook's prompt).
+3. In ``solutions/02_*.ipynb``: the exercise cell (metadata ``{"course": {"exercise": id}}``,
+   solution between ``### BEGIN SOLUTION`` / ``### END SOLUTION``), then a check cell (metadata
+   ``{"course": {"check": id}}``) with ``check(id, name)``, and ``progress("02")`` last.
+4. Add cases to ``tests/test_checks.py``: not attempted, a typical wrong answer with its hint,
+   and the reference passing.
+"""
+
+from ._registry import all_exercises as all_exercises
+from ._registry import exercises as exercises
+from ._registry import get_exercise as get_exercise
+from ._registry import lessons as lessons
+from ._selfcheck import CheckFailed as CheckFailed
+from ._selfcheck import check as check
+from ._selfcheck import evaluate as evaluate
+from ._selfcheck import is_strict as is_strict
+from ._selfcheck import progress as progress
+from ._selfcheck import reset_hints as reset_hints
+from ._selfcheck import set_strict as set_strict
+from ._spec import Case as Case
+from ._spec import Exercise as Exercise
+from ._spec import Outcome as Outcome
+from ._spec import Verdict as Verdict

@@ -1,0 +1,260 @@
+"""Turning what a learner's function returned into plain data, and back into trees for judging.
+
+``to_plain`` reduces a value (numbers, strings, arrays, lists, tuples, dicts) to plain data and
+refuses anything else. ``tree_plain`` records a whole pytree, containers and all (node type, keys,
+metadata, leaves), so that list-vs-tuple or a namedtuple's type survives the trip to the grader.
+``rebuild_tree`` turns that record back into a real tree of equivalent containers, which the core's
+``tree_diff`` and ``assert_trees_close`` can compare.
+"""
+
+import collections
+import functools
+from typing import Any
+
+import jax
+import numpy as np
+from jax.tree_util import default_registry, keystr
+
+_MAX_DEPTH = 60
+
+
+class Unplain(TypeError):
+    """The value cannot be reduced to plain data."""
+
+
+def _is_namedtuple(x: Any) -> bool:
+    return isinstance(x, tuple) and hasattr(type(x), "_fields")
+
+
+def _array(x: Any) -> np.ndarray:
+    array = np.asarray(x)
+    if array.dtype.kind not in "biufc":
+        raise Unplain(f"an array of dtype {array.dtype}")
+    return array
+
+
+def to_plain(value: Any, _depth: int = 0) -> Any:
+    """Plain data for ``value``: arrays (JAX or NumPy, scalars included) become NumPy arrays.
+
+    >>> to_plain({"n": jnp.int32(3), "names": ("a", None)})
+    {'n': array(3, dtype=int32), 'names': ('a', None)}
+    """
+    if _depth > _MAX_DEPTH:
+        raise Unplain("a value nested too deeply")
+    if value is None or isinstance(value, (bool, int, float, complex, str, bytes)):
+        return value
+    if isinstance(value, (jax.Array, np.ndarray, np.generic)):
+        return _array(value)
+    if _is_namedtuple(value):
+        raise Unplain(f"a namedtuple {type(value).__name__}")
+    if type(value) in (list, tuple):
+        return type(value)(to_plain(item, _depth + 1) for item in value)
+    if type(value) is dict:
+        return {to_plain(key, _depth + 1): to_plain(item, _depth + 1) for key, item in value.items()}
+    raise Unplain(f"a {type(value).__name__}")
+
+
+# --- whole trees -----------------------------------------------------------------------------
+
+
+def _short_repr(x: Any, limit: int = 80) -> str:
+    try:
+        text = repr(x)
+    except Exception:  # noqa: BLE001 (a learner's object may fail to print)
+        text = f"<{type(x).__name__}>"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _node_kind(node: Any) -> str:
+    if _is_namedtuple(node):
+        return "namedtuple"
+    for kind in (collections.OrderedDict, collections.defaultdict):
+        if type(node) is kind:
+            return kind.__name__
+    if type(node) in (dict, list, tuple):
+        return type(node).__name__
+    return "custom"
+
+
+def _plain_leaf(leaf: Any) -> dict[str, Any]:
+    if leaf is None or isinstance(leaf, (bool, int, float, complex, str, bytes)):
+        return {"leaf": leaf}
+    if isinstance(leaf, (jax.Array, np.ndarray, np.generic)):
+        try:
+            return {"leaf": _array(leaf)}
+        except Unplain:
+            pass
+    return {"opaque": type(leaf).__name__, "repr": _short_repr(leaf)}
+
+
+def _plain_key(key: Any) -> Any:
+    return key if isinstance(key, (str, int, float, bool)) or key is None else _short_repr(key)
+
+
+def tree_plain(tree: Any, _depth: int = 0) -> dict[str, Any]:
+    """A plain record of ``tree``: every node's kind, type name, child keys and metadata, and its leaves.
+
+    >>> tree_plain({"b": None, "a": [1.0]})["keys"]
+    ["['a']", "['b']"]
+    """
+    if _depth > _MAX_DEPTH:
+        raise Unplain("a tree nested too deeply")
+    if tree is None:
+        return {"node": "None"}
+    flat = default_registry.flatten_one_level_with_keys(tree)
+    if flat is None:
+        return _plain_leaf(tree)
+    children, metadata = flat
+    kind = _node_kind(tree)
+    if kind == "namedtuple":
+        # Field names come from the class: flatten_one_level_with_keys names every field like the first.
+        keys = [f".{name}" for name in type(tree)._fields]
+    else:
+        keys = [keystr((key,)) for key, _ in children]
+    record: dict[str, Any] = {
+        "node": kind,
+        "type": type(tree).__name__,
+        "keys": keys,
+        "children": [tree_plain(child, _depth + 1) for _, child in children],
+    }
+    if kind == "namedtuple":
+        record["fields"] = list(type(tree)._fields)
+    elif kind in ("dict", "OrderedDict", "defaultdict"):
+        record["dict_keys"] = [_plain_key(key.key) for key, _ in children]
+        if kind == "defaultdict":
+            record["factory"] = getattr(metadata[0], "__name__", _short_repr(metadata[0]))
+    elif kind == "custom":
+        record["meta"] = _short_repr(metadata, 200)
+    return record
+
+
+class PlainNode:
+    """Stands in for a registered class the judge cannot import: its type name, metadata and children."""
+
+    def __init__(self, type_name: str, meta: str, keys: tuple[str, ...], children: list[Any]):
+        self.type_name, self.meta, self.keys, self.children = type_name, meta, keys, children
+
+    def __repr__(self) -> str:
+        return f"{self.type_name}({', '.join(f'{k}={c!r}' for k, c in zip(self.keys, self.children))})"
+
+
+class _TextKey:
+    """A key that prints as the text recorded for it (``keystr`` joins ``str`` of each key)."""
+
+    def __init__(self, text: str):
+        self.text = text
+
+    def __str__(self) -> str:
+        return self.text
+
+    __repr__ = __str__
+
+
+def _flatten_plain_node(node: PlainNode) -> tuple[list[tuple[Any, Any]], tuple[str, str, tuple[str, ...]]]:
+    return [(_TextKey(k), c) for k, c in zip(node.keys, node.children)], (node.type_name, node.meta, node.keys)
+
+
+def _unflatten_plain_node(aux: tuple[str, str, tuple[str, ...]], children: Any) -> PlainNode:
+    return PlainNode(aux[0], aux[1], aux[2], list(children))
+
+
+jax.tree_util.register_pytree_with_keys(
+    PlainNode, _flatten_plain_node, _unflatten_plain_node
+)
+
+
+class OpaqueLeaf:
+    """Stands in for a leaf that is not a number, a string or an array: equal when type and repr are."""
+
+    def __init__(self, type_name: str, text: str):
+        self.type_name, self.text = type_name, text
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, OpaqueLeaf) and (self.type_name, self.text) == (other.type_name, other.text)
+
+    def __hash__(self) -> int:
+        return hash((self.type_name, self.text))
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+@functools.cache
+def _namedtuple_class(type_name: str, fields: tuple[str, ...]) -> type:
+    return collections.namedtuple(type_name, fields)  # type: ignore[misc]
+
+
+def rebuild_tree(record: Any) -> Any:
+    """A real tree, with equivalent containers, from a :func:`tree_plain` record (raises ``ValueError``)."""
+    if not isinstance(record, dict):
+        raise ValueError("a tree record must be a dict")
+    if "leaf" in record:
+        return record["leaf"]
+    if "opaque" in record:
+        return OpaqueLeaf(str(record["opaque"]), str(record.get("repr", "")))
+    kind = record.get("node")
+    if kind == "None":
+        return None
+    children = [rebuild_tree(child) for child in record.get("children", [])]
+    if kind == "list":
+        return children
+    if kind == "tuple":
+        return tuple(children)
+    if kind == "namedtuple":
+        return _namedtuple_class(str(record["type"]), tuple(record["fields"]))(*children)
+    if kind in ("dict", "OrderedDict", "defaultdict"):
+        keys = record["dict_keys"]
+        if kind == "dict":
+            return dict(zip(keys, children))
+        if kind == "OrderedDict":
+            return collections.OrderedDict(zip(keys, children))
+        return collections.defaultdict(None, zip(keys, children))
+    if kind == "custom":
+        return PlainNode(str(record["type"]), str(record.get("meta", "")), tuple(record["keys"]), children)
+    raise ValueError(f"unknown node kind {kind!r} in a tree record")
+
+
+# --- describing inputs and results in hints ----------------------------------------------------
+
+
+def _spec(leaf: Any) -> str:
+    array = np.asarray(leaf)
+    kind = {"f": "f", "i": "i", "u": "u", "c": "c", "b": "bool"}.get(array.dtype.kind, array.dtype.name)
+    bits = "" if kind == "bool" else str(array.dtype.itemsize * 8)
+    return f"{kind}{bits}[{','.join(map(str, array.shape))}]"
+
+
+def describe(value: Any, limit: int = 160) -> str:
+    """A short, deterministic picture of a tree: arrays as ``f32[3,2]``, containers as written.
+
+    >>> describe({"b": None, "w": [jnp.ones((3, 2)), 1.5]})
+    "{'b': None, 'w': [f32[3,2], 1.5]}"
+    """
+    text = _describe(value, 0)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _describe(x: Any, depth: int) -> str:
+    if depth > 12:
+        return "..."
+    if isinstance(x, (jax.Array, np.ndarray)):
+        return _spec(x)
+    if isinstance(x, np.generic):
+        return f"np.{type(x).__name__}({x.item()!r})"
+    if _is_namedtuple(x):
+        inner = ", ".join(f"{f}={_describe(v, depth + 1)}" for f, v in zip(type(x)._fields, x))
+        return f"{type(x).__name__}({inner})"
+    if isinstance(x, dict):
+        inner = ", ".join(f"{k!r}: {_describe(v, depth + 1)}" for k, v in x.items())
+        if type(x) is dict:
+            return "{" + inner + "}"
+        return f"{type(x).__name__}({{{inner}}})"
+    if type(x) is list:
+        return "[" + ", ".join(_describe(v, depth + 1) for v in x) + "]"
+    if type(x) is tuple:
+        return "(" + ", ".join(_describe(v, depth + 1) for v in x) + ("," if len(x) == 1 else "") + ")"
+    if isinstance(x, PlainNode):
+        return repr(x)
+    if isinstance(x, (bool, int, float, complex, str, bytes)) or x is None:
+        return repr(x)
+    return _short_repr(x, 60)

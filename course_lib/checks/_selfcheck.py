@@ -1,0 +1,135 @@
+"""The two calls a learner makes in an exercise notebook: ``check`` after each exercise, ``progress`` at the end."""
+
+import os
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from ._evaluate import judge_outcomes, probe_all, reference_results, source_uses
+from ._plain import describe
+from ._registry import exercises, get_exercise
+from ._spec import Exercise, Verdict
+
+_strict_override: bool | None = None
+_hints_shown: dict[str, int] = {}
+_references: dict[str, list[Any]] = {}
+
+
+class CheckFailed(AssertionError):
+    """A self-check did not pass while checks are strict (under ``CI``, for instance)."""
+
+
+def _truthy(value: str | None) -> bool:
+    return value is not None and value.strip().lower() not in ("", "0", "false", "no", "off")
+
+
+def set_strict(strict: bool | None) -> None:
+    """Make every check raise on failure (``True``), never (``False``), or follow the environment (``None``)."""
+    global _strict_override
+    _strict_override = strict
+
+
+def is_strict() -> bool:
+    """Whether a failing check raises: ``set_strict``, else ``COURSE_STRICT_CHECKS``, else ``CI``."""
+    if _strict_override is not None:
+        return _strict_override
+    if os.environ.get("COURSE_STRICT_CHECKS") is not None:
+        return _truthy(os.environ["COURSE_STRICT_CHECKS"])
+    return _truthy(os.environ.get("CI"))
+
+
+def reset_hints() -> None:
+    """Forget how many hints were shown (a fresh kernel does the same)."""
+    _hints_shown.clear()
+
+
+def evaluate(exercise: Exercise, fn: Any) -> Verdict:
+    """Run the self-check cases of ``exercise`` on ``fn`` and judge them against the reference."""
+    cases = exercise.make_cases("check")
+    if exercise.id not in _references:
+        _references[exercise.id] = reference_results(exercise, cases)
+    if not callable(fn):
+        return Verdict("error", 0, exercise.points, f"expected the function {exercise.name}, got {describe(fn)}.")
+    outcomes = probe_all(exercise, fn, cases)
+    return judge_outcomes(exercise, outcomes, _references[exercise.id], cases, source_uses(exercise, fn))
+
+
+def _points(verdict: Verdict) -> str:
+    return f"{verdict.points}/{verdict.max_points} point{'s' if verdict.max_points != 1 else ''}"
+
+
+def _report(exercise: Exercise, verdict: Verdict) -> str:
+    head = exercise.id
+    if verdict.status == "passed":
+        return f"{head}: passed ({_points(verdict)}, {verdict.cases} cases)"
+    if verdict.status == "not_attempted":
+        return (
+            f"{head}: not attempted yet\n"
+            f"  {exercise.name} still raises NotImplementedError. Replace that line with your code, run the "
+            "cell, then run this check again."
+        )
+    lines = [f"{head}: incorrect ({_points(verdict)})"]
+    lines += [f"  {line}" for line in verdict.message.splitlines()]
+    if verdict.case is not None:
+        case = exercise.make_cases("check")[verdict.case]
+        shown = case.shown or ", ".join(describe(arg, 200) for arg in case.args)
+        lines.append(f"  input: {shown}")
+    level = min(_hints_shown.get(exercise.id, 0) + 1, len(exercise.hints))
+    _hints_shown[exercise.id] = level
+    for i in range(level):
+        lines.append(f"  hint {i + 1}/{len(exercise.hints)}: {exercise.hints[i]}")
+    if level < len(exercise.hints):
+        lines.append("  (run this check again for another hint)")
+    elif exercise.hints:
+        lines.append("  (no more hints: the lesson notebook of the same number shows each idea used here)")
+    return "\n".join(lines)
+
+
+def check(exercise_id: str, fn: Callable[..., Any], *, strict: bool | None = None) -> None:
+    """Check the learner's answer to one exercise and print what to do next.
+
+    Prints "passed" with the points, "not attempted yet" while the stub still raises
+    ``NotImplementedError``, or "incorrect" with a hint aimed at the first failing case; each
+    further failing call reveals one more general hint. Never prints the solution. When checks are
+    strict (``strict=True``, ``COURSE_STRICT_CHECKS=1`` or ``CI`` set), anything but "passed"
+    raises :class:`CheckFailed` with the same text instead of printing it.
+    """
+    exercise = get_exercise(exercise_id)
+    verdict = evaluate(exercise, fn)
+    text = _report(exercise, verdict)
+    if verdict.status != "passed" and (is_strict() if strict is None else strict):
+        raise CheckFailed(text)
+    print(text)
+
+
+_WORDS = {"passed": "passed", "failed": "incorrect", "error": "incorrect", "not_attempted": "not attempted", "missing": "missing"}
+
+
+def progress(lesson: str, *, strict: bool | None = None) -> None:
+    """Print which exercises of ``lesson`` pass, looking up each function in the caller's namespace.
+
+    Shows no hints. When checks are strict, raises :class:`CheckFailed` unless all pass.
+    """
+    namespace = sys._getframe(1).f_globals  # the notebook's namespace when called from a cell
+    listed = exercises(lesson)
+    if not listed:
+        raise KeyError(f"lesson {lesson!r} has no exercises")
+    rows = []
+    for exercise in listed:
+        if exercise.name not in namespace:
+            rows.append((exercise, "missing", 0, f"(no {exercise.name} defined yet: run its cell)"))
+            continue
+        verdict = evaluate(exercise, namespace[exercise.name])
+        rows.append((exercise, verdict.status, verdict.points, ""))
+    passed = sum(status == "passed" for _, status, _, _ in rows)
+    points = sum(p for _, _, p, _ in rows)
+    total = sum(e.points for e in listed)
+    width = max(len(e.id) for e in listed)
+    lines = [f"Lesson {lesson}: {passed} of {len(rows)} exercises passed, {points}/{total} points"]
+    for exercise, status, got, note in rows:
+        word = _WORDS.get(status, status)
+        lines.append(f"  {word:<15}{exercise.id:<{width}}  {got}/{exercise.points}  {note}".rstrip())
+    text = "\n".join(lines)
+    if passed < len(rows) and (is_strict() if strict is None else strict):
+        raise CheckFailed(text)
+    print(text)
