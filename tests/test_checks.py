@@ -1,0 +1,501 @@
+"""Self-checks: not attempted, incorrect with the right hint, correct; hints, strict mode, the guard, plain data."""
+
+from __future__ import annotations
+
+import collections
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import course_lib as cl
+from course_lib import checks
+from course_lib.checks import CheckFailed, Exercise, check, evaluate, get_exercise, progress
+from course_lib.checks import _wire
+from course_lib.checks._evaluate import judge_outcomes, probe_all, reference_results
+from course_lib.checks._guard import forbid, static_uses
+from course_lib.checks._kit import call_value, compile_report, judge_compiles, random_tree
+from course_lib.checks._plain import describe, rebuild_tree, tree_plain
+
+LESSON_01 = ("01.count_params", "01.leaf_paths", "01.is_node", "01.replace_leaves", "01.same_structure")
+
+
+@pytest.fixture(autouse=True)
+def _fresh_checks(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CI", raising=False)
+    monkeypatch.delenv("COURSE_STRICT_CHECKS", raising=False)
+    checks.set_strict(None)
+    checks.reset_hints()
+    yield
+    checks.set_strict(None)
+    checks.reset_hints()
+
+
+def stub(*args: object) -> None:
+    raise NotImplementedError("Write your solution here, then run the check below.")
+
+
+# --- answers, right and wrong --------------------------------------------------------------------
+
+
+def count_params(tree):
+    return sum(int(np.size(leaf)) for leaf in jax.tree.leaves(tree))
+
+
+def count_leaves(tree):
+    return len(jax.tree.leaves(tree))
+
+
+def count_with_none(tree):
+    return sum(int(np.size(leaf)) for leaf in jax.tree.leaves(tree, is_leaf=lambda x: x is None))
+
+
+def count_forgetting_return(tree):
+    sum(int(np.size(leaf)) for leaf in jax.tree.leaves(tree))
+
+
+def count_with_course_version(tree):
+    return cl.tree_size(tree)
+
+
+def count_with_hidden_course_version(tree):
+    sneaky = getattr(cl, "tree_" + "size")
+    try:
+        return sneaky(tree)
+    except BaseException:  # noqa: BLE001 (swallowing the refusal gains nothing)
+        return sum(int(np.size(leaf)) for leaf in jax.tree.leaves(tree))
+
+
+def leaf_paths(tree):
+    pairs = jax.tree_util.tree_leaves_with_path(tree, is_leaf=lambda x: x is None)
+    return [jax.tree_util.keystr(path) for path, _ in pairs]
+
+
+def leaf_paths_without_none(tree):
+    return [jax.tree_util.keystr(path) for path, _ in jax.tree_util.tree_leaves_with_path(tree)]
+
+
+def leaf_paths_as_tuple(tree):
+    return tuple(leaf_paths(tree))
+
+
+def is_node(x):
+    return jax.tree.structure(x) != jax.tree.structure(0)
+
+
+def is_node_by_treedef_is_leaf(x):
+    return not jax.tree_util.treedef_is_leaf(jax.tree.structure(x))
+
+
+def is_node_by_leaf_count(x):
+    return len(jax.tree.leaves(x)) != 1
+
+
+def replace_leaves(tree, values):
+    return jax.tree.unflatten(jax.tree.structure(tree), values)
+
+
+def replace_returning_values(tree, values):
+    return values
+
+
+def replace_in_insertion_order(tree, values):
+    rest = iter(values)
+
+    def fill(node):
+        if node is None:
+            return None
+        if isinstance(node, dict):
+            return type(node)((k, fill(v)) for k, v in node.items())
+        if isinstance(node, tuple) and hasattr(node, "_fields"):
+            return type(node)(*(fill(v) for v in node))
+        if isinstance(node, (list, tuple)):
+            return type(node)(fill(v) for v in node)
+        return next(rest)
+
+    return fill(tree)
+
+
+def same_structure(a, b):
+    return jax.tree.structure(a) == jax.tree.structure(b)
+
+
+def same_leaf_count(a, b):
+    return len(jax.tree.leaves(a)) == len(jax.tree.leaves(b))
+
+
+def same_structure_with_course_version(a, b):
+    return not cl.tree_diff(a, b)
+
+
+RIGHT = {
+    "01.count_params": count_params,
+    "01.leaf_paths": leaf_paths,
+    "01.is_node": is_node,
+    "01.replace_leaves": replace_leaves,
+    "01.same_structure": same_structure,
+}
+
+WRONG = [
+    ("01.count_params", count_leaves, "the number of leaves"),
+    ("01.count_params", count_with_none, "each None seems to count as a parameter"),
+    ("01.count_params", count_forgetting_return, "returned None: missing `return`?"),
+    ("01.leaf_paths", leaf_paths_without_none, "the paths of the None entries"),
+    ("01.leaf_paths", leaf_paths_as_tuple, "returned a tuple; return a list of strings"),
+    ("01.is_node", is_node_by_treedef_is_leaf, "is_node returned False, expected True"),
+    ("01.is_node", is_node_by_leaf_count, "is_node returned"),
+    ("01.replace_leaves", replace_returning_values, "list in your result, dict in the expected result"),
+    ("01.replace_leaves", replace_in_insertion_order, "in another order"),
+    ("01.same_structure", same_leaf_count, "same_structure returned"),
+]
+
+
+# --- the lesson-01 exercises -----------------------------------------------------------------
+
+
+def test_lesson01_has_its_exercises() -> None:
+    assert [e.id for e in checks.exercises("01")] == list(LESSON_01)
+    for exercise in checks.exercises("01"):
+        assert len(exercise.hints) == 3
+        assert all(hasattr(cl, name) for name in exercise.forbidden)
+
+
+@pytest.mark.parametrize("exercise_id", LESSON_01)
+def test_check_not_attempted(exercise_id: str, capsys: pytest.CaptureFixture[str]) -> None:
+    check(exercise_id, stub)
+    out = capsys.readouterr().out
+    assert out.startswith(f"{exercise_id}: not attempted yet")
+    assert "hint" not in out
+
+
+@pytest.mark.parametrize("exercise_id", LESSON_01)
+def test_check_correct(exercise_id: str, capsys: pytest.CaptureFixture[str]) -> None:
+    check(exercise_id, RIGHT[exercise_id])
+    exercise = get_exercise(exercise_id)
+    assert capsys.readouterr().out.startswith(f"{exercise_id}: passed ({exercise.points}/{exercise.points} point")
+
+
+@pytest.mark.parametrize("exercise_id", LESSON_01)
+def test_reference_passes_every_case_set(exercise_id: str) -> None:
+    exercise = get_exercise(exercise_id)
+    for seed in range(3):
+        cases = exercise.make_cases("grade", seed)
+        outcomes = probe_all(exercise, exercise.reference, cases)
+        verdict = judge_outcomes(exercise, outcomes, reference_results(exercise, cases), cases)
+        assert verdict.status == "passed", verdict.message
+
+
+@pytest.mark.parametrize(("exercise_id", "answer", "hint"), WRONG, ids=lambda x: getattr(x, "__name__", None))
+def test_check_incorrect_gives_the_targeted_hint(exercise_id: str, answer, hint: str, capsys: pytest.CaptureFixture[str]) -> None:
+    check(exercise_id, answer)
+    out = capsys.readouterr().out
+    assert out.startswith(f"{exercise_id}: incorrect (0/")
+    assert hint in out
+    assert "input: " in out
+    assert "hint 1/3" in out and "hint 2/3" not in out
+
+
+def test_cases_have_none_subtrees_and_several_containers() -> None:
+    for exercise_id in ("01.count_params", "01.leaf_paths", "01.replace_leaves"):
+        trees = [case.args[0] for case in get_exercise(exercise_id).make_cases("grade")]
+        nodes = {type(node).__name__ for tree in trees for node in _nodes(tree)}
+        assert {"dict", "list", "tuple", "OrderedDict"} <= nodes, exercise_id
+        assert any(x is None for tree in trees for x in jax.tree.leaves(tree, is_leaf=lambda x: x is None))
+        assert any(hasattr(node, "_fields") for tree in trees for node in _nodes(tree))
+
+
+def _nodes(tree):
+    if tree is None:
+        return []
+    flat = jax.tree_util.default_registry.flatten_one_level(tree)
+    if flat is None:
+        return []
+    return [tree, *(n for child in flat[0] for n in _nodes(child))]
+
+
+def _fingerprint(case: checks.Case) -> str:
+    return _wire.dumps(tree_plain(list(case.args)))
+
+
+def test_grading_cases_differ_from_self_check_cases() -> None:
+    for exercise_id in LESSON_01:
+        exercise = get_exercise(exercise_id)
+        shown = {_fingerprint(c) for c in exercise.make_cases("check")}
+        graded = [_fingerprint(c) for c in exercise.make_cases("grade")]
+        assert sum(g in shown for g in graded) < len(graded) / 2, exercise_id
+
+
+def test_cases_are_deterministic() -> None:
+    for exercise in checks.exercises("01"):
+        one = [_fingerprint(c) for c in exercise.make_cases("grade", 5)]
+        two = [_fingerprint(c) for c in exercise.make_cases("grade", 5)]
+        assert one == two
+
+
+# --- hints, output, strict mode ---------------------------------------------------------------
+
+
+def test_hints_are_revealed_one_per_failed_check(capsys: pytest.CaptureFixture[str]) -> None:
+    outputs = []
+    for _ in range(4):
+        check("01.count_params", count_leaves)
+        outputs.append(capsys.readouterr().out)
+    assert "hint 1/3" in outputs[0] and "hint 2/3" not in outputs[0] and "run this check again" in outputs[0]
+    assert "hint 2/3" in outputs[1] and "hint 3/3" not in outputs[1]
+    assert "hint 3/3" in outputs[2] and "no more hints" in outputs[2]
+    assert outputs[3] == outputs[2]
+    for out in outputs:
+        assert "jax.tree.leaves(tree)" not in out.split("hint 1/3")[0]  # the targeted part names no solution
+
+
+def test_check_output_is_deterministic(capsys: pytest.CaptureFixture[str]) -> None:
+    texts = []
+    for _ in range(2):
+        checks.reset_hints()
+        check("01.replace_leaves", replace_in_insertion_order)
+        check("01.is_node", is_node_by_treedef_is_leaf)
+        texts.append(capsys.readouterr().out)
+    assert texts[0] == texts[1]
+    assert "0x" not in texts[0]
+
+
+def test_check_never_prints_the_reference_source(capsys: pytest.CaptureFixture[str]) -> None:
+    for exercise_id, answer, _ in WRONG:
+        for _ in range(4):
+            check(exercise_id, answer)
+    out = capsys.readouterr().out
+    assert "tree_leaves_with_path(tree, is_leaf" not in out
+    assert "jax.tree.unflatten(jax.tree.structure" not in out
+
+
+@pytest.mark.parametrize("switch", ["env_ci", "env_course", "set_strict", "argument"])
+def test_strict_mode_raises(switch: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    kwargs = {}
+    if switch == "env_ci":
+        monkeypatch.setenv("CI", "true")
+    elif switch == "env_course":
+        monkeypatch.setenv("COURSE_STRICT_CHECKS", "1")
+    elif switch == "set_strict":
+        checks.set_strict(True)
+    else:
+        kwargs = {"strict": True}
+    with pytest.raises(CheckFailed, match="incorrect") as failed:
+        check("01.count_params", count_leaves, **kwargs)
+    assert "the number of leaves" in str(failed.value)
+    with pytest.raises(CheckFailed, match="not attempted"):
+        check("01.leaf_paths", stub, **kwargs)
+    check("01.is_node", is_node, **kwargs)
+    assert "passed" in capsys.readouterr().out
+
+
+def test_strict_can_be_turned_off_under_ci(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("CI", "true")
+    monkeypatch.setenv("COURSE_STRICT_CHECKS", "0")
+    check("01.count_params", count_leaves)
+    assert "incorrect" in capsys.readouterr().out
+
+
+def test_progress_summarises_the_callers_functions(capsys: pytest.CaptureFixture[str]) -> None:
+    namespace = {"count_params": count_params, "leaf_paths": stub, "is_node": is_node_by_leaf_count, "progress": progress}
+    exec("progress('01')", namespace)  # noqa: S102 (progress reads its caller's globals, like a notebook's)
+    out = capsys.readouterr().out
+    assert out.splitlines()[0] == "Lesson 01: 1 of 5 exercises passed, 2/8 points"
+    assert "passed         01.count_params" in out
+    assert "not attempted  01.leaf_paths" in out
+    assert "incorrect      01.is_node" in out
+    assert "missing        01.replace_leaves" in out
+    assert "hint" not in out
+    checks.set_strict(True)
+    with pytest.raises(CheckFailed):
+        exec("progress('01')", namespace)  # noqa: S102
+
+
+def test_unknown_exercise_names_the_known_ones() -> None:
+    with pytest.raises(KeyError, match="01.count_params"):
+        check("01.count_parameters", count_params)
+
+
+def test_not_a_function(capsys: pytest.CaptureFixture[str]) -> None:
+    check("01.count_params", 42)
+    assert "expected the function count_params, got 42" in capsys.readouterr().out
+
+
+# --- the guard against the course's own answers -------------------------------------------------
+
+
+def test_course_version_is_refused_statically_and_at_run_time() -> None:
+    exercise = get_exercise("01.count_params")
+    static = evaluate(exercise, count_with_course_version)
+    assert static.status == "failed" and "cl.tree_size (found in your code)" in static.message
+    hidden = evaluate(exercise, count_with_hidden_course_version)
+    assert hidden.status == "failed" and "cl.tree_size (called while it ran)" in hidden.message
+    assert cl.tree_size({"a": jnp.ones(3)}) == 3  # restored afterwards
+
+
+def test_same_structure_may_not_use_tree_diff() -> None:
+    verdict = evaluate(get_exercise("01.same_structure"), same_structure_with_course_version)
+    assert verdict.status == "failed" and "cl.tree_diff" in verdict.message
+
+
+def test_forbid_restores_functions_and_classes() -> None:
+    size, flat_init = cl.tree_size.__code__, cl.FlatTree.__dict__["__init__"]
+    with forbid(["tree_size", "FlatTree"]) as refused:
+        with pytest.raises(BaseException, match="course's own version"):
+            cl.FlatTree.from_tree({"a": jnp.ones(2)})
+    assert refused == ["FlatTree"]
+    assert cl.tree_size.__code__ is size and cl.FlatTree.__dict__["__init__"] is flat_init
+    assert cl.FlatTree.from_tree({"a": jnp.ones(2)}).buffer.shape == (2,)
+
+
+def test_static_uses_finds_imports_and_aliases() -> None:
+    names = ["tree_size"]
+    assert static_uses("from course_lib import tree_size as ts\ndef f(t):\n    return ts(t)", names) == names
+    assert static_uses("def f(t):\n    return ts(t)", names, aliases={"ts": "tree_size"}) == names
+    assert static_uses("def f(t):\n    return len(t)\nx = cl.tree_size(1)", names, within="f") == []
+    assert static_uses("%time x = 1\ndef f(t):\n    return cl.tree_size(t)", names, within="f") == names
+    assert static_uses("def f(:", names) == []
+
+
+# --- plain data, trees and the wire --------------------------------------------------------------
+
+
+def test_wire_round_trip_keeps_types() -> None:
+    value = {
+        "list": [1, 2.5, None, True],
+        "tuple": ("a", b"raw", 1 + 2j),
+        (1, "k"): np.arange(6, dtype=np.int32).reshape(2, 3),
+        "special": [float("nan"), float("inf")],
+        "scalar": np.float32(1.5),
+    }
+    back = _wire.loads(_wire.dumps(value))
+    assert type(back["tuple"]) is tuple and type(back["list"]) is list
+    np.testing.assert_array_equal(back[(1, "k")], value[(1, "k")])
+    assert back[(1, "k")].dtype == np.int32 and back["scalar"].dtype == np.float32
+    assert np.isnan(back["special"][0]) and back["special"][1] == float("inf")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "{",
+        "[1, 2]",
+        '{"x": 1}',
+        '{"a": ["|O8", [1], "AAAAAAAAAAA="]}',
+        '{"a": ["<f4", [3], "AAAAAA=="]}',
+        '{"f": "1e400"}',
+        "NaN",
+        '{"d": [[{"l": []}, 1]]}',
+    ],
+)
+def test_wire_rejects_malformed_reports(text: str) -> None:
+    with pytest.raises(_wire.WireError):
+        _wire.loads(text)
+
+
+def test_wire_refuses_objects() -> None:
+    with pytest.raises(_wire.WireError):
+        _wire.dumps({"f": print})
+
+
+def test_tree_plain_round_trip_keeps_structure() -> None:
+    Pair = collections.namedtuple("Pair", "left right")
+    tree = {"b": [1.0, None, (jnp.ones((2, 3)),)], "a": Pair(jnp.int32(3), None), "o": collections.OrderedDict(z=1, y=2)}
+    rebuilt = rebuild_tree(_wire.loads(_wire.dumps(tree_plain(tree))))
+    assert str(jax.tree.structure(rebuilt)).replace("Pair", "P") == str(jax.tree.structure(tree)).replace("Pair", "P")
+    assert [jax.tree_util.keystr(p) for p, _ in jax.tree_util.tree_leaves_with_path(rebuilt)] == [
+        jax.tree_util.keystr(p) for p, _ in jax.tree_util.tree_leaves_with_path(tree)
+    ]
+    assert not cl.tree_diff(rebuilt, rebuild_tree(tree_plain(tree)))
+
+
+def test_describe_is_short_and_stable() -> None:
+    tree = {"w": [jnp.ones((3, 2)), 1.5], "b": None, "c": np.zeros(2, np.int32)}
+    assert describe(tree) == "{'w': [f32[3,2], 1.5], 'b': None, 'c': i32[2]}"
+    assert len(describe(list(range(1000)))) == 160
+
+
+def test_random_tree_is_deterministic() -> None:
+    one = random_tree(np.random.default_rng(3), depth=4)
+    two = random_tree(np.random.default_rng(3), depth=4)
+    assert describe(one, 10_000) == describe(two, 10_000)
+
+
+# --- the framework for later lessons: compile counts, exceptions, custom exercises ---------------
+
+
+def _compile_probe(fn, case):
+    step = fn()
+    inputs = [jnp.ones(n) for n in case.args[0]]
+    return compile_report(lambda: [step(x) for x in inputs])
+
+
+def _jit_once():
+    return jax.jit(lambda x: 2 * x)
+
+
+COMPILES = Exercise(
+    id="05.toy_compiles",
+    name="make_step",
+    title="a toy compile-count exercise",
+    points=1,
+    cases=lambda rng: [checks.Case(((4, 4, 4),), label="three calls with the same shape"), checks.Case(((2, 3, 5),), label="three shapes")],
+    reference=_jit_once,
+    probe=_compile_probe,
+    judge=judge_compiles,
+    hints=("Compile once.",),
+)
+
+
+def test_compile_count_hint_quotes_the_cache_miss_explanation() -> None:
+    expected = reference_results(COMPILES, COMPILES.make_cases("check"))
+
+    def make_step():
+        return jax.jit(lambda x, pad=(): 2 * x)
+
+    outcomes = probe_all(COMPILES, make_step, COMPILES.make_cases("check"))
+    assert judge_outcomes(COMPILES, outcomes, expected, COMPILES.make_cases("check")).status == "passed"
+
+    def recompiles_every_call():
+        return lambda x: jax.jit(lambda y: 2 * y)(x)
+
+    cases = COMPILES.make_cases("check")
+    verdict = judge_outcomes(COMPILES, probe_all(COMPILES, recompiles_every_call, cases), expected, cases)
+    assert verdict.status == "failed"
+    assert "compiled 3 times, expected 1: see the cache-miss explanation below." in verdict.message
+    assert "CACHE MISS" in verdict.message or "cache miss" in verdict.message.lower()
+
+
+def test_exception_in_learner_code_is_an_error_with_its_line() -> None:
+    def broken(tree):
+        return 1 / 0
+
+    verdict = evaluate(get_exercise("01.count_params"), broken)
+    assert verdict.status == "error"
+    assert "count_params raised ZeroDivisionError: division by zero (line" in verdict.message
+
+
+def test_unreadable_result() -> None:
+    verdict = evaluate(get_exercise("01.count_params"), lambda tree: object())
+    assert verdict.status == "failed" and "which the check cannot compare" in verdict.message
+
+
+def test_exercise_spec_is_validated() -> None:
+    good = {
+        "name": "f", "title": "t", "points": 1, "cases": lambda rng: [], "reference": len,
+        "probe": call_value, "judge": lambda g, e, c: None,
+    }
+    with pytest.raises(ValueError, match="must look like"):
+        Exercise(id="1.f", **good)
+    with pytest.raises(ValueError, match="points"):
+        Exercise(id="01.f", **{**good, "points": 0})
+    with pytest.raises(ValueError, match="no cases"):
+        Exercise(id="01.f", **good).make_cases("check")
+
+
+def test_partial_and_lambda_answers_are_judged(capsys: pytest.CaptureFixture[str]) -> None:
+    check("01.same_structure", functools.partial(same_structure))
+    check("01.is_node", lambda x: jax.tree.structure(x) != jax.tree.structure(0))
+    out = capsys.readouterr().out
+    assert out.count("passed") == 2
