@@ -14,8 +14,9 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
-from ._errors import check_array_leaves, check_same_structure
+from ._errors import check_array_leaves, check_same_structure, leaf_dtype
 from ._tree_math import tree_zeros_like
 from ._typing import PyTree, Scalar
 
@@ -45,7 +46,28 @@ class AdamState(NamedTuple):
 def _as_rate(learning_rate: Scalar) -> jax.Array:
     # Always a strongly typed float32 array: a Python float and a jnp.float32 would otherwise be
     # two different inputs to jit (weak types) and compile twice.
-    return jnp.asarray(learning_rate, dtype=jnp.float32)
+    rate = jnp.asarray(learning_rate, dtype=jnp.float32)
+    if rate is learning_rate:
+        # The state is donated: without a copy, the caller's own array would be deleted by the
+        # first update. device_put copies without compiling anything.
+        rate = jax.device_put(rate, may_alias=False)
+    return rate
+
+
+def _is_weak(leaf: object) -> bool:
+    if isinstance(leaf, (bool, np.generic)):  # np.float64 is a float, but not a weak one
+        return False
+    return isinstance(leaf, (int, float, complex)) or bool(getattr(leaf, "weak_type", False))
+
+
+def _without_weak_types(tree: PyTree) -> tuple[PyTree, bool]:
+    """``tree`` with its weakly typed leaves made plain arrays of the same dtype, and whether it had any."""
+    leaves, treedef = jax.tree.flatten(tree)
+    weak = [_is_weak(leaf) for leaf in leaves]
+    if not any(weak):
+        return tree, False
+    plain = [jnp.asarray(leaf, dtype=leaf_dtype(leaf)) if w else leaf for leaf, w in zip(leaves, weak)]
+    return jax.tree.unflatten(treedef, plain), True
 
 
 class Optimizer:
@@ -78,6 +100,7 @@ class Optimizer:
             return step(grads, state, params)
 
         self._step = jax.jit(checked_step, donate_argnums=(1, 2) if donate else ())
+        self._types_settled = False
 
     def init(self, params: PyTree) -> Any:
         """The initial state for ``params`` (every leaf must be an array)."""
@@ -93,9 +116,18 @@ class Optimizer:
         ``params`` and ``state`` are donated when the optimizer was built with ``donate=True``:
         their buffers are reused for the results, so do not read the old ones afterwards.
         ``learning_rate``, when given, replaces the one in the state without recompiling.
+
+        Weakly typed leaves (``jnp.array(3.0)``, a Python float) are made plain first: the step
+        returns plain arrays, and a weak input would make the next call compile a second program.
+        Those leaves are copied, so their old buffers are not the ones donated.
         """
         if learning_rate is not None:
             state = state._replace(learning_rate=_as_rate(learning_rate))
+        if not self._types_settled:
+            # Checked until a call brings no weak leaf: from then on the inputs are the step's
+            # own outputs and gradients of them, and each leaf costs nothing more per call.
+            (grads, state, params), had_weak = _without_weak_types((grads, state, params))
+            self._types_settled = not had_weak
         try:
             return self._step(grads, state, params)
         except TypeError:
