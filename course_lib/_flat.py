@@ -31,7 +31,7 @@ class FlatLayout:
     size: int
 
 
-@jax.tree_util.register_pytree_node_class
+@jax.tree_util.register_pytree_with_keys_class
 class FlatTree:
     """A pytree stored as one 1-D array plus a static layout.
 
@@ -64,14 +64,16 @@ class FlatTree:
         leaves = [jnp.asarray(leaf) for _, leaf in with_paths]
         paths = tuple(keystr(path) for path, _ in with_paths)
         if dtype is None:
-            dtypes = {leaf.dtype for leaf in leaves}
-            if len(dtypes) > 1:
-                examples = ", ".join(f"{p}: {leaf.dtype}" for p, leaf in list(zip(paths, leaves))[:4])
+            first_with = {}  # each dtype, with the first leaf that has it
+            for p, leaf in zip(paths, leaves):
+                first_with.setdefault(leaf.dtype, p)
+            if len(first_with) > 1:
+                examples = ", ".join(f"{dt} at {p}" for dt, p in first_with.items())
                 raise TreeLeafError(
-                    f"FlatTree.from_tree: leaves have different dtypes ({examples}, ...). "
+                    f"FlatTree.from_tree: leaves have different dtypes ({examples}). "
                     "Pass dtype=... to cast them all, or cast the tree first with tree_cast."
                 )
-            dtype = dtypes.pop() if dtypes else jnp.float32
+            dtype = next(iter(first_with), jnp.float32)
         shapes = tuple(leaf.shape for leaf in leaves)
         sizes = [int(np.prod(shape, dtype=np.int64)) for shape in shapes]
         offsets = tuple(int(o) for o in np.cumsum([0, *sizes[:-1]])) if sizes else ()
@@ -109,6 +111,10 @@ class FlatTree:
 
     def tree_flatten(self) -> tuple[tuple[jax.Array], FlatLayout]:
         return (self.buffer,), self.layout
+
+    def tree_flatten_with_keys(self) -> tuple[tuple[tuple[jax.tree_util.GetAttrKey, jax.Array]], FlatLayout]:
+        # The key path of the one leaf reads `.buffer` in summaries and error messages.
+        return ((jax.tree_util.GetAttrKey("buffer"), self.buffer),), self.layout
 
     @classmethod
     def tree_unflatten(cls, layout: FlatLayout, children: tuple[Any, ...]) -> "FlatTree":
