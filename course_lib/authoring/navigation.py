@@ -77,7 +77,7 @@ def is_navigation(cell: NotebookNode) -> bool:
 
 def _is_generated(cell: NotebookNode) -> bool:
     course = cell.get("metadata", {}).get("course")
-    return isinstance(course, dict) and True in (course.get("navigation"), course.get("banner"))
+    return isinstance(course, dict) and any(course.get(k) is True for k in ("navigation", "banner"))
 
 
 def notebook_title(nb: NotebookNode, fallback: str) -> str:
