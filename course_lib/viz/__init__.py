@@ -1,0 +1,9 @@
+"""Pictures and widgets for the course: tree drawings, a tree explorer, a live training playground.
+
+This layer sits on the core: it imports matplotlib and ipywidgets, and nothing in the core
+imports it. Notebooks use ``from course_lib import viz``.
+"""
+
+from ._draw import draw_tree as draw_tree
+from ._explorer import TreeExplorer as TreeExplorer
+from ._training import TrainingPlayground as TrainingPlayground

@@ -1,0 +1,549 @@
+"""Tests for course_lib.viz: the tree drawing, the tree explorer and the training playground."""
+
+import collections
+import dataclasses
+import itertools
+import re
+import time
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+
+from course_lib import viz  # noqa: E402
+
+
+@jax.tree_util.register_dataclass
+@dataclasses.dataclass
+class Linear:
+    w: jax.Array
+    b: jax.Array
+    name: str = dataclasses.field(metadata={"static": True}, default="dense")
+
+
+class Box:
+    """A class registered by hand, with metadata that is not a dataclass field."""
+
+    def __init__(self, value, tag):
+        self.value, self.tag = value, tag
+
+
+jax.tree_util.register_pytree_with_keys(
+    Box,
+    lambda box: (((jax.tree_util.GetAttrKey("value"), box.value),), box.tag),
+    lambda tag, kids: Box(kids[0], tag),
+)
+
+Point = collections.namedtuple("Point", "x y")
+Pair = collections.namedtuple("Pair", "w weight")
+
+
+@pytest.fixture(autouse=True)
+def _close_figures():
+    yield
+    plt.close("all")
+
+
+def _nested():
+    point = Point(jnp.zeros((2, 2)), 3)
+    return {"a": [1.0, (jnp.ones(3), None)], "b": None, "c": (point, {"d": jnp.int32(1)}), "e": []}
+
+
+def _linears():
+    return {
+        "layer": Linear(jnp.ones((4, 3)), jnp.zeros(3)),
+        "out": Linear(jnp.ones((3, 1)), jnp.zeros(1), "head"),
+    }
+
+
+def _params():
+    return {"w": jnp.ones((3, 2)), "b": jnp.zeros(2)}
+
+
+def _layers(n, width=8):
+    return {f"layer_{i}": {"w": jnp.ones((width, width)), "b": jnp.zeros(width)} for i in range(n)}
+
+
+def _texts(fig, kind=None):
+    texts = fig.axes[0].texts
+    if kind is not None:
+        texts = [t for t in texts if (t.get_gid() or "").startswith(f"tree-{kind}")]
+    return [t.get_text() for t in texts]
+
+
+def _bottom_texts(fig):
+    return [t for k in ("leaf", "none", "summary", "more") for t in _texts(fig, k)]
+
+
+# draw_tree
+
+
+def test_draw_tree_params_labels():
+    fig = viz.draw_tree(_params())
+    assert isinstance(fig, Figure)
+    assert sorted(_texts(fig)) == ["['b']", "['w']", "dict", "f32[2]", "f32[3,2]"]
+    assert _texts(fig, "node") == ["dict"]
+    assert sorted(_texts(fig, "leaf")) == ["f32[2]", "f32[3,2]"]
+    assert sorted(_texts(fig, "edge")) == ["['b']", "['w']"]
+
+
+def test_draw_tree_is_detached_from_pyplot():
+    before = plt.get_fignums()
+    viz.draw_tree(_params())
+    assert plt.get_fignums() == before
+
+
+def test_draw_tree_containers_none_and_scalars():
+    fig = viz.draw_tree(_nested())
+    assert sorted(_texts(fig, "node")) == ["Point", "dict", "dict", "list", "list (empty)", "tuple", "tuple"]
+    assert sorted(_texts(fig, "leaf")) == ["1.0", "3", "f32[2,2]", "f32[3]", "i32[]"]
+    assert _texts(fig, "none") == ["None", "None"]
+    assert {".x", ".y", "['d']", "[0]", "[1]", "['a']", "['b']", "['e']"} <= set(_texts(fig, "edge"))
+
+
+def test_draw_tree_static_metadata():
+    fig = viz.draw_tree(_linears())
+    assert sorted(_texts(fig, "node")) == ["Linear name='dense'", "Linear name='head'", "dict"]
+    assert sorted(_texts(fig, "edge")) == [".b", ".b", ".w", ".w", "['layer']", "['out']"]
+
+
+def test_draw_tree_registered_node_metadata():
+    fig = viz.draw_tree(Box(jnp.ones(2), "blue"))
+    assert _texts(fig, "node") == ["Box 'blue'"]
+    assert _texts(fig, "edge") == [".value"]
+
+
+@pytest.mark.parametrize(
+    "tree, text", [(jnp.ones(3), "f32[3]"), (None, "None"), ({}, "dict (empty)"), (5, "5")]
+)
+def test_draw_tree_single_node(tree, text):
+    assert _texts(viz.draw_tree(tree)) == [text]
+
+
+def test_draw_tree_title():
+    fig = viz.draw_tree(_params(), title="params")
+    assert _texts(fig, "title") == ["params"]
+
+
+def test_draw_tree_leaf_count_under_max():
+    tree = _layers(25)  # 50 leaves
+    fig = viz.draw_tree(tree, max_leaves=50)
+    assert len(_texts(fig, "leaf")) == 50
+    assert _texts(fig, "summary") == _texts(fig, "more") == _texts(fig, "note") == []
+
+
+def _counts(texts):
+    """Leaves and params stated by the summary and "more" boxes."""
+    leaves = params = 0
+    for text in texts:
+        flat = text.replace(",", "")
+        leaves += int(re.search(r"(\d+) lea(f|ves)", flat)[1])
+        params += int(re.search(r"(\d+) params?", flat)[1])
+    return leaves, params
+
+
+def test_draw_tree_summarises_200_leaves():
+    tree = {"encoder": [_params() for _ in range(50)], "decoder": [_params() for _ in range(50)]}
+    fig = viz.draw_tree(tree, max_leaves=50)
+    assert len(_bottom_texts(fig)) <= 50
+    folded = _texts(fig, "summary") + _texts(fig, "more")
+    assert folded
+    # What is drawn plus what the boxes stand for is the whole tree.
+    drawn = _texts(fig, "leaf")
+    drawn_params = sum(6 if text.endswith("f32[3,2]") else 2 for text in drawn)
+    leaves, params = _counts(folded)
+    assert len(drawn) + leaves == 200
+    assert drawn_params + params == 800
+    assert _texts(fig, "note") == ["200 leaves · 800 params in all; grey boxes are folded subtrees"]
+
+
+def test_draw_tree_wide_node_shows_first_children_and_the_rest():
+    fig = viz.draw_tree([jnp.ones(4)] * 200, max_leaves=20)
+    leaves = _texts(fig, "leaf")
+    assert len(leaves) == 19 and leaves[0] == "[0] f32[4]"  # sideways: the key comes first
+    assert _texts(fig, "more") == ["181 more\n181 leaves\n724 params"]
+    assert "[19] … [199]" in _texts(fig, "edge")
+
+
+def test_draw_tree_alike_children_show_a_few_in_depth():
+    fig = viz.draw_tree({"layers": [_params() for _ in range(100)]}, max_leaves=50)
+    assert _texts(fig, "leaf") == ["f32[2]", "f32[3,2]"] * 3  # [0], [1], [2] in full
+    assert _texts(fig, "more") == ["97 more\n194 leaves\n776 params"]
+    assert "[3] … [99]" in _texts(fig, "edge")
+
+
+def test_draw_tree_rejects_tiny_max_leaves():
+    with pytest.raises(ValueError, match="max_leaves"):
+        viz.draw_tree(_params(), max_leaves=1)
+
+
+def _artists(fig):
+    return [(t.get_text(), t.get_gid(), t.get_position(), t.get_rotation()) for t in fig.axes[0].texts]
+
+
+def test_draw_tree_is_deterministic():
+    tree = {"a": [1.0, (jnp.ones(3), None)], "big": [jnp.ones(2)] * 80}
+    first, second = viz.draw_tree(tree), viz.draw_tree(tree)
+    assert _artists(first) == _artists(second)
+    assert tuple(first.get_size_inches()) == tuple(second.get_size_inches())
+
+
+def _overlaps(fig):
+    fig.canvas.draw()  # places the boxes around the labels
+    renderer = fig.canvas.get_renderer()
+    boxes = []
+    for text in fig.axes[0].texts:
+        extent = text.get_window_extent(renderer)
+        patch = text.get_bbox_patch()
+        boxes.append((text.get_text(), extent, patch.get_window_extent(renderer) if patch else extent))
+    for (a, ta, pa), (b, tb, pb) in itertools.combinations(boxes, 2):
+        if ta.overlaps(tb) or pa.overlaps(pb):
+            yield a, b
+
+
+@pytest.mark.parametrize(
+    "tree",
+    [
+        _layers(25),  # 50 leaves: labels turn sideways
+        _nested(),
+        _linears(),
+        {"encoder": [_params() for _ in range(50)], "decoder": [_params() for _ in range(50)]},
+        [jnp.ones(4)] * 200,
+    ],
+    ids=["50-leaves", "nested", "dataclasses", "200-leaves", "flat-200"],
+)
+def test_draw_tree_labels_do_not_overlap(tree):
+    fig = viz.draw_tree(tree, title="a title")
+    assert list(_overlaps(fig)) == []
+    renderer, frame = fig.canvas.get_renderer(), fig.bbox
+    for text in fig.axes[0].texts:
+        patch = text.get_bbox_patch()
+        box = (patch or text).get_window_extent(renderer)
+        inside = frame.x0 <= box.x0 and box.x1 <= frame.x1 and frame.y0 <= box.y0 and box.y1 <= frame.y1
+        assert inside, text.get_text()
+
+
+def test_draw_tree_50_leaf_labels_are_spread_evenly():
+    fig = viz.draw_tree(_layers(25))
+    xs = sorted(t.get_position()[0] for t in fig.axes[0].texts if t.get_gid().startswith("tree-leaf"))
+    steps = np.diff(xs)
+    assert len(xs) == 50 and steps.min() > 0 and np.allclose(steps, steps[0])
+
+
+def test_draw_tree_into_given_axes():
+    fig, (left, right) = plt.subplots(1, 2)
+    assert viz.draw_tree(_params(), ax=right) is fig
+    assert len(left.texts) == 0
+    assert sorted(t.get_text() for t in right.texts) == ["['b']", "['w']", "dict", "f32[2]", "f32[3,2]"]
+
+
+# TreeExplorer
+
+
+def _model():
+    return {
+        "encoder": {
+            "layers": [{"w": jnp.arange(6.0).reshape(3, 2), "b": jnp.zeros(2)} for _ in range(3)],
+            "scale": 0.5,
+        },
+        "decoder": Linear(jnp.ones((2, 4)), jnp.full(4, 2.0), "out"),
+        "mask": None,
+        "act": "relu",
+    }
+
+
+def _expected_totals(subtree):
+    leaves = jax.tree.leaves(subtree)
+    return len(leaves), sum(int(np.size(leaf)) for leaf in leaves if not isinstance(leaf, str))
+
+
+def test_explorer_first_rows():
+    explorer = viz.TreeExplorer(_model())
+    assert explorer.visible_rows() == [
+        ("<root>", "▾ <root>  dict · 10 leaves · 37 params"),
+        ("['act']", "• ['act']  'relu'"),
+        ("['decoder']", "▸ ['decoder']  Linear name='out' · 2 leaves · 12 params"),
+        ("['encoder']", "▸ ['encoder']  dict · 7 leaves · 25 params"),
+        ("['mask']", "· ['mask']  None · empty subtree"),
+    ]
+    assert explorer.is_expanded() and not explorer.is_expanded("['encoder']")
+
+
+@pytest.mark.parametrize(
+    "path", ["", "['encoder']", "['encoder']['layers']", "['encoder']['layers'][1]", "['decoder']"]
+)
+def test_explorer_subtree_totals(path):
+    tree = _model()
+    explorer = viz.TreeExplorer(tree)
+    subtree = tree
+    for key in re.findall(r"\['(\w+)'\]|\[(\d+)\]", path):
+        subtree = subtree[key[0]] if key[0] else subtree[int(key[1])]
+    leaves, params = _expected_totals(subtree)
+    label = explorer.label(path)
+    assert f"· {leaves:,} leaves · {params:,} params" in label
+
+
+def test_explorer_expand_and_collapse():
+    explorer = viz.TreeExplorer(_model())
+    explorer.expand("['encoder']['layers']")
+    paths = [path for path, _ in explorer.visible_rows()]
+    assert explorer.is_expanded("['encoder']") and explorer.is_expanded("['encoder']['layers']")
+    assert paths[paths.index("['encoder']") :][:7] == [
+        "['encoder']",
+        "['encoder']['layers']",
+        "['encoder']['layers'][0]",
+        "['encoder']['layers'][1]",
+        "['encoder']['layers'][2]",
+        "['encoder']['scale']",
+        "['mask']",
+    ]
+    assert explorer.label("['encoder']").startswith("▾")
+    explorer.collapse("['encoder']")
+    assert "['encoder']['layers']" not in [path for path, _ in explorer.visible_rows()]
+    assert explorer.label("['encoder']").startswith("▸")
+    explorer.toggle("['encoder']")  # opens again, with ['layers'] still open inside
+    assert "['encoder']['layers'][2]" in [path for path, _ in explorer.visible_rows()]
+
+
+def test_explorer_select_leaf_shows_details():
+    tree = _model()
+    explorer = viz.TreeExplorer(tree)
+    explorer.select("['encoder']['layers'][1]['w']")
+    values = np.arange(6.0).reshape(3, 2)
+    assert explorer.selected == "['encoder']['layers'][1]['w']"
+    assert explorer.is_expanded("['encoder']['layers'][1]")  # opened on the way
+    details = dict(line.split(None, 1) for line in explorer.details.splitlines())
+    assert details["path"] == "['encoder']['layers'][1]['w']"
+    assert details["shape"] == "(3, 2)" and details["dtype"] == "float32"
+    assert details["size"] == "6 params · 24 B"
+    for name, fn in [("mean", np.mean), ("std", np.std), ("min", np.min), ("max", np.max)]:
+        assert details[name] == f"{fn(values):.4g}"
+    assert "course-explorer-selected" in _buttons(explorer)["['encoder']['layers'][1]['w']"]._dom_classes
+
+
+def test_explorer_select_scalar_string_and_node():
+    explorer = viz.TreeExplorer(_model())
+    explorer.select("['encoder']['scale']")
+    assert "value  0.5" in explorer.details
+    explorer.select("['act']")
+    assert "value  'relu'" in explorer.details
+    explorer.select("['decoder']")
+    assert "node    Linear name='out'" in explorer.details and "leaves  2" in explorer.details
+    explorer.select("['mask']")
+    assert "empty subtree" in explorer.details
+
+
+def test_explorer_paths_as_key_tuples_and_prefix_keys():
+    explorer = viz.TreeExplorer({"p": Pair(jnp.ones(1), jnp.ones(5))})
+    explorer.select("['p'].weight")
+    assert "f32[5]" in explorer.details  # not confused with .w, a prefix of .weight
+    explorer.select("['p'].w")
+    assert "f32[1]" in explorer.details
+    keys = jax.tree_util.tree_flatten_with_path({"p": Pair(jnp.ones(1), jnp.ones(5))})[0][1][0]
+    explorer.select(keys)
+    assert explorer.selected == "['p'].weight"
+
+
+def test_explorer_unknown_path():
+    explorer = viz.TreeExplorer(_model())
+    with pytest.raises(KeyError, match="nope"):
+        explorer.expand("['nope']")
+    with pytest.raises(ValueError, match="is a leaf"):
+        explorer.expand("['act']")
+
+
+def _buttons(explorer):
+    rows = explorer.widget.children[0].children
+    return {button.tooltip: button for button in rows if "course-explorer-more" not in button._dom_classes}
+
+
+def test_explorer_clicks():
+    explorer = viz.TreeExplorer(_model())
+    _buttons(explorer)["['encoder']"].click()
+    assert explorer.is_expanded("['encoder']")
+    assert "course-explorer-expanded" in _buttons(explorer)["['encoder']"]._dom_classes
+    _buttons(explorer)["['encoder']['scale']"].click()
+    assert explorer.selected == "['encoder']['scale']"
+    _buttons(explorer)["['encoder']"].click()
+    assert not explorer.is_expanded("['encoder']")
+    assert "course-explorer-expanded" not in _buttons(explorer)["['encoder']"]._dom_classes
+
+
+def test_explorer_css_classes():
+    explorer = viz.TreeExplorer(_model())
+    assert "course-explorer" in explorer.widget._dom_classes
+    tree_box, details = explorer.widget.children
+    assert "course-explorer-tree" in tree_box._dom_classes
+    assert "course-explorer-details" in details._dom_classes
+    classes = {button.tooltip: button._dom_classes for button in tree_box.children}
+    assert "course-explorer-node" in classes["['encoder']"] and "course-explorer-leaf" in classes["['act']"]
+    assert "course-explorer-expanded" in classes["<root>"]
+
+
+def test_explorer_pages_long_lists():
+    explorer = viz.TreeExplorer([jnp.ones(2)] * 250, page_size=100)
+    rows = explorer.widget.children[0].children
+    assert len(explorer.visible_rows()) == 101 and "course-explorer-more" in rows[-1]._dom_classes
+    assert rows[-1].description == "… 150 more: show 100"
+    explorer.show_more()
+    assert len(explorer.visible_rows()) == 201
+    explorer.collapse()
+    explorer.select("[240]")  # jumps to the page holding it
+    paths = [path for path, _ in explorer.visible_rows()]
+    assert paths[1] == "[200]" and paths[-1] == "[249]"
+    assert "course-explorer-previous" in explorer.widget.children[0].children[1]._dom_classes
+    explorer.show_previous()
+    assert [path for path, _ in explorer.visible_rows()][1] == "[100]"
+
+
+def test_explorer_opens_10000_leaves_at_once():
+    tree = {"layers": [{"w": np.ones((4, 4), np.float32), "b": np.zeros(4, np.float32)} for _ in range(5000)]}
+    start = time.perf_counter()
+    explorer = viz.TreeExplorer(tree)
+    explorer.expand("['layers']")
+    assert time.perf_counter() - start < 5.0  # building every row would take far longer
+    assert len(explorer.widget.children[0].children) == 1 + 1 + 100 + 1  # root, layers, a page, "more"
+    assert explorer.label() == "▾ <root>  dict · 10,000 leaves · 100,000 params"
+    explorer.close()
+
+
+def test_explorer_display():
+    explorer = viz.TreeExplorer(_params())
+    bundle = explorer._repr_mimebundle_()
+    assert bundle["text/plain"] == "TreeExplorer(<root>  dict · 2 leaves · 8 params)"
+    assert "application/vnd.jupyter.widget-view+json" in bundle
+
+
+# TrainingPlayground
+
+MAX_STEPS = 60
+_X = jnp.linspace(-1.0, 1.0, 16)
+_Y = 3.0 * _X + 0.5
+
+
+@jax.jit
+def _train(learning_rate, steps):
+    """Gradient descent on a line fit, for a traced number of steps: one compilation for all."""
+
+    def loss(params):
+        return jnp.mean((params["w"] * _X + params["b"] - _Y) ** 2)
+
+    def step(i, carry):
+        params, losses = carry
+        value, grads = jax.value_and_grad(loss)(params)
+        params = jax.tree.map(lambda p, g: p - learning_rate * g, params, grads)
+        return params, losses.at[i].set(value)
+
+    start = {"w": jnp.zeros(()), "b": jnp.zeros(())}
+    return jax.lax.fori_loop(0, steps, step, (start, jnp.zeros(MAX_STEPS)))[1]
+
+
+def _run(learning_rate, steps):
+    return np.asarray(_train(learning_rate, steps))[:steps]
+
+
+def test_training_first_run_compiles_once():
+    _train.clear_cache()
+    playground = viz.TrainingPlayground(_run, learning_rate=0.1, steps=40, max_steps=MAX_STEPS)
+    assert playground.compiles == 1 and playground.runs == 1
+    assert len(playground.losses) == 40 and len(playground.line.get_ydata()) == 40
+    assert playground.stats_text.splitlines() == [
+        "learning rate 0.1 · 40 steps",
+        f"final loss {float(playground.losses[-1]):.3g}",
+        "compilations: 1 for this change, 1 in all",
+    ]
+    assert bytes(playground.plot.value).startswith(b"\x89PNG")
+
+
+def test_training_learning_rate_redraws_without_compiling():
+    playground = viz.TrainingPlayground(_run, learning_rate=0.1, steps=40, max_steps=MAX_STEPS)
+    compiles, stats = playground.compiles, playground.stats_text
+    curve, image = np.array(playground.line.get_ydata()), bytes(playground.plot.value)
+    playground.lr_slider.value = 0.5
+    assert not np.allclose(playground.line.get_ydata(), curve)
+    np.testing.assert_allclose(playground.line.get_ydata(), _run(jnp.float32(0.5), 40))
+    assert playground.stats_text != stats and bytes(playground.plot.value) != image
+    assert "learning rate 0.5" in playground.stats_text
+    assert playground.compiles == compiles and playground.last_compiles == 0
+    assert playground.stats_text.endswith(f"compilations: 0 for this change, {compiles} in all")
+
+
+def test_training_steps_change_the_number_of_points():
+    playground = viz.TrainingPlayground(_run, learning_rate=0.1, steps=40, max_steps=MAX_STEPS)
+    compiles = playground.compiles
+    playground.steps_slider.value = 17
+    assert len(playground.line.get_xdata()) == len(playground.line.get_ydata()) == 17
+    assert "17 steps" in playground.stats_text
+    assert playground.compiles == compiles
+
+
+def test_training_counts_compilations_of_a_static_step_count():
+    static = jax.jit(lambda lr, steps: jnp.full(steps, lr), static_argnums=1)
+    playground = viz.TrainingPlayground(static, learning_rate=0.1, steps=5, max_steps=MAX_STEPS)
+    playground.steps_slider.value = 6
+    assert playground.last_compiles == 1 and playground.compiles == 2
+    playground.lr_slider.value = 0.2
+    assert playground.last_compiles == 0 and playground.compiles == 2
+
+
+def test_training_shows_errors_instead_of_raising():
+    def broken(learning_rate, steps):
+        raise TypeError("loss is not a scalar")
+
+    playground = viz.TrainingPlayground(broken, steps=5, max_steps=MAX_STEPS)
+    assert playground.error == "TypeError: loss is not a scalar"
+    assert "run failed: TypeError: loss is not a scalar" in playground.stats_text
+    playground.run = _run
+    playground.steps_slider.value = 6
+    assert playground.error is None and len(playground.losses) == 6
+
+
+def test_training_rejects_bad_arguments():
+    with pytest.raises(ValueError, match="outside lr_range"):
+        viz.TrainingPlayground(_run, learning_rate=2.0)
+    with pytest.raises(ValueError, match="max_steps"):
+        viz.TrainingPlayground(_run, steps=600, max_steps=500)
+
+
+def test_training_passes_a_float32_array_and_an_int():
+    seen = []
+
+    def run(learning_rate, steps):
+        seen.append((learning_rate, steps))
+        return np.ones(steps)
+
+    viz.TrainingPlayground(run, learning_rate=0.01, steps=3, max_steps=MAX_STEPS)
+    (learning_rate, steps), = seen
+    assert isinstance(learning_rate, jax.Array) and learning_rate.shape == ()
+    assert learning_rate.dtype == jnp.float32 and not learning_rate.weak_type
+    assert type(steps) is int
+
+
+def test_training_css_classes_and_display():
+    playground = viz.TrainingPlayground(_run, steps=5, max_steps=MAX_STEPS)
+    assert "course-lr-slider" in playground.lr_slider._dom_classes
+    assert "course-steps-slider" in playground.steps_slider._dom_classes
+    assert "course-training-stats" in playground.stats._dom_classes
+    assert "course-loss-plot" in playground.plot._dom_classes
+    assert "course-training" in playground.widget._dom_classes
+    assert playground._repr_mimebundle_()["text/plain"] == "TrainingPlayground(learning_rate=0.1, steps=5)"
+    playground.close()
+
+
+def test_core_does_not_import_viz():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, course_lib\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'matplotlib', 'ipywidgets'}))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
