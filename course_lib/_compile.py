@@ -140,17 +140,18 @@ def _too_many(what: str, count: int, limit: int, misses: list[str]) -> str:
     why = "\n".join(misses) if misses else "(JAX gave no explanation: a new function or a new jit wrapper)"
     return (
         f"{what} compiled {count} times, more than the limit of {limit}. "
-        f"JAX's explanation of the last cache miss:\n{why}"
+        f"JAX's explanation of the cache misses:\n{why}"
     )
 
 
-# "at /tmp/ipykernel_123/456.py:3:9 (<module>)" and "id=1403..." change on every run.
+# "at /tmp/ipykernel_123/456.py:3:9 (<module>)" and "id=1403..." change on every run, and an
+# empty "({})" after a type (no sharding to show) says nothing to a learner.
 _LOCATION = re.compile(r"(?:/[^\s:()]+/)?(?:ipykernel_\d+/)?([^\s/:()]+\.py):(\d+)(?::\d+)?")
 _OBJECT_ID = re.compile(r" id=\d+")
 
 
 def _tidy(message: str) -> str:
-    message = _OBJECT_ID.sub("", message)
+    message = _OBJECT_ID.sub("", message).replace("({})", "")
     message = _LOCATION.sub(lambda m: "<cell>" if re.fullmatch(r"\d+\.py", m[1]) else f"{m[1]}:{m[2]}", message)
     return message.replace("}https://", "} see https://")
 
