@@ -1,7 +1,8 @@
 """Saving a tree to a ``.npz`` file keyed by key paths, and loading it back with a structure check."""
 
+import json
 import os
-import tempfile
+import uuid
 from pathlib import Path
 
 import jax
@@ -13,13 +14,15 @@ from ._errors import TreeStructureError, check_array_leaves
 from ._typing import PyTree
 
 _STRUCTURE_KEY = "__treedef__"
+_DTYPES_KEY = "__dtypes__"
 
 
 def save_tree(path: str | os.PathLike[str], tree: PyTree) -> None:
     """Write every leaf of ``tree`` to ``path`` (NumPy ``.npz``), named by its key path.
 
     The file is written to a temporary name and renamed into place, so a crash never leaves a
-    half-written checkpoint.
+    half-written checkpoint. Dtypes NumPy cannot store itself (``bfloat16``, the float8 types)
+    are kept as raw bits and restored by :func:`load_tree`.
 
     >>> import tempfile, pathlib
     >>> target = pathlib.Path(tempfile.mkdtemp()) / "params.npz"
@@ -28,16 +31,24 @@ def save_tree(path: str | os.PathLike[str], tree: PyTree) -> None:
     {'b': [Array([0.], dtype=float32)], 'w': Array([1., 1.], dtype=float32)}
     """
     check_array_leaves(tree, "save_tree")
-    arrays = {keystr(p): np.asarray(leaf) for p, leaf in jax.tree_util.tree_leaves_with_path(tree)}
+    arrays, extension_dtypes = {}, {}
+    for key_path, leaf in jax.tree_util.tree_leaves_with_path(tree):
+        name, array = keystr(key_path), np.asarray(leaf)
+        if array.dtype.kind == "V":  # an ml_dtypes type: .npz would store it as opaque void
+            extension_dtypes[name] = array.dtype.name
+            array = array.view(np.dtype(f"u{array.dtype.itemsize}"))
+        arrays[name] = array
     arrays[_STRUCTURE_KEY] = np.asarray(str(jax.tree.structure(tree)))
+    arrays[_DTYPES_KEY] = np.asarray(json.dumps(extension_dtypes))
     target = Path(path)
-    handle, temporary = tempfile.mkstemp(dir=target.parent, suffix=".npz.tmp")
+    # A plain open (not mkstemp) so the file gets the usual permissions of the umask.
+    temporary = target.with_name(f".{target.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
     try:
-        with os.fdopen(handle, "wb") as file:
+        with open(temporary, "xb") as file:
             np.savez(file, **arrays)
         os.replace(temporary, target)
     except BaseException:
-        os.unlink(temporary)
+        temporary.unlink(missing_ok=True)
         raise
 
 
@@ -45,19 +56,27 @@ def load_tree(path: str | os.PathLike[str], like: PyTree) -> PyTree:
     """Read a tree saved by :func:`save_tree` into the structure of ``like``.
 
     Every key path of ``like`` must be in the file with the same shape and dtype, and the file
-    must hold nothing else; otherwise a :class:`TreeStructureError` lists what differs.
+    must hold nothing else; otherwise a :class:`TreeStructureError` lists what differs. Only the
+    shapes and dtypes of ``like`` are read, so ``jax.eval_shape(init, ...)`` serves as well as
+    real arrays.
     """
     with np.load(path) as data:
-        stored = {name: data[name] for name in data.files if name != _STRUCTURE_KEY}
+        stored = {name: data[name] for name in data.files if name not in (_STRUCTURE_KEY, _DTYPES_KEY)}
+        extension_dtypes = json.loads(str(data[_DTYPES_KEY])) if _DTYPES_KEY in data.files else {}
+    for name, dtype_name in extension_dtypes.items():
+        if name in stored:
+            stored[name] = stored[name].view(jnp.dtype(dtype_name))
     with_paths, treedef = jax.tree_util.tree_flatten_with_path(like)
     wanted = {keystr(p): leaf for p, leaf in with_paths}
     problems = [f"{name} is missing from the file" for name in wanted if name not in stored]
     problems += [f"{name} is in the file but not in `like`" for name in stored if name not in wanted]
     for name, leaf in wanted.items():
         if name in stored:
-            have, want = stored[name], np.asarray(leaf)
-            if have.shape != want.shape or have.dtype != want.dtype:
-                problems.append(f"{name} is {have.dtype}{list(have.shape)} in the file, {want.dtype}{list(want.shape)} in `like`")
+            have = stored[name]
+            shape = tuple(np.shape(leaf))
+            dtype = np.dtype(leaf.dtype) if hasattr(leaf, "dtype") else np.asarray(leaf).dtype
+            if have.shape != shape or have.dtype != dtype:
+                problems.append(f"{name} is {have.dtype}{list(have.shape)} in the file, {dtype}{list(shape)} in `like`")
     if problems:
         listed = "\n".join(f"  - {p}" for p in problems)
         raise TreeStructureError(f"load_tree: {path} does not fit the structure of `like`:\n{listed}")
