@@ -273,6 +273,10 @@ def test_tree_zeros_like_of_python_numbers_and_under_jit():
     assert_tree_equal(cl.tree_zeros_like({"a": 3.0, "b": None}), {"a": np.float32(0.0), "b": None})
     result = jax.jit(lambda t: cl.tree_full_like(t, 0.5))(make_x())
     assert_tree_equal(result, otu.tree_full_like(make_x(), 0.5))
+    zeros, ones = jax.jit(lambda t: (cl.tree_zeros_like(t), cl.tree_ones_like(t, jnp.int32)))(make_x())
+    assert_tree_equal(zeros, otu.tree_zeros_like(make_x()))
+    assert_tree_equal(ones, otu.tree_ones_like(make_x(), jnp.int32))
+    assert {leaf.dtype for leaf in jax.tree.leaves(ones)} == {jnp.dtype(jnp.int32)}
 
 
 def test_tree_full_like_string_leaf_names_the_path():
