@@ -70,6 +70,20 @@ def _without_weak_types(tree: PyTree) -> tuple[PyTree, bool]:
     return jax.tree.unflatten(treedef, plain), True
 
 
+def _shared_buffers_message(name: str, grads: PyTree, state: Any, params: PyTree) -> str:
+    """Which leaves are one array, for the error XLA raises when a donated buffer is passed twice."""
+    where: dict[int, list[str]] = {}
+    for label, tree in (("params", params), ("state", state), ("grads", grads)):
+        for path, leaf in jax.tree_util.tree_leaves_with_path(tree):
+            where.setdefault(id(leaf), []).append(label + jax.tree_util.keystr(path))
+    shared = "; ".join(" and ".join(paths) for paths in where.values() if len(paths) > 1)
+    return (
+        f"{name}.update: params and state are donated (their buffers are reused for the results), "
+        f"so no array may appear twice among the inputs, and here some do: {shared or 'see the XLA error above'}. "
+        f"Pass a copy (jnp.copy) where one array is used twice, or build the optimizer with donate=False."
+    )
+
+
 class Optimizer:
     """An ``init`` / ``update`` pair with one compiled step.
 
@@ -133,6 +147,10 @@ class Optimizer:
         except TypeError:
             check_array_leaves(grads, f"{self.name}.update (grads)")
             check_array_leaves(params, f"{self.name}.update (params)")
+            raise
+        except jax.errors.JaxRuntimeError as error:
+            if self.donate and "donate" in str(error):
+                raise ValueError(_shared_buffers_message(self.name, grads, state, params)) from error
             raise
 
     def __repr__(self) -> str:

@@ -230,6 +230,22 @@ def test_donation_leaves_the_callers_learning_rate_alone():
     assert float(opt.init(params).learning_rate) == pytest.approx(0.1)  # the optimizer still works
 
 
+def test_one_array_donated_twice_names_both_places():
+    tied = jnp.ones(3)
+    params = {"embed": tied, "unembed": tied}  # tied weights: one array in two places
+    opt = cl.sgd(0.1)
+    grads = {"embed": jnp.ones(3), "unembed": jnp.ones(3)}
+    with pytest.raises(ValueError, match=r"appear twice.*: params\['embed'\] and params\['unembed'\]\. Pass a copy"):
+        opt.update(grads, opt.init(params), params)
+    assert not tied.is_deleted()
+    same = {"w": jnp.ones(2)}
+    with pytest.raises(ValueError, match=r"params\['w'\] and grads\['w'\]"):
+        opt.update(same, opt.init(same), same)
+    kept = cl.sgd(0.1, donate=False)
+    new, _ = kept.update(grads, kept.init(params), params)
+    np.testing.assert_allclose(np.asarray(new["unembed"]), [0.9, 0.9, 0.9], rtol=1e-6)
+
+
 def test_update_inside_a_jitted_train_step_with_a_traced_rate():
     opt = cl.momentum(0.1, beta=0.5, donate=False)
     params = [jnp.array(0.0)]
