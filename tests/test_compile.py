@@ -2,6 +2,7 @@
 
 import logging
 import re
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
@@ -11,10 +12,10 @@ import pytest
 import course_lib as cl
 
 
-def fresh_jit():  # noqa: ANN201
+def fresh_jit() -> Callable[[jax.Array], jax.Array]:
     """A new jitted function each time, so no test sees another's cache."""
 
-    def scaled_sum(x):  # noqa: ANN001, ANN202
+    def scaled_sum(x: jax.Array) -> jax.Array:
         return jnp.sum(2 * x)
 
     return jax.jit(scaled_sum)
@@ -127,7 +128,7 @@ def test_compile_limit_block_lets_other_errors_through():
 def test_compile_limit_decorator_counts_over_calls():
     @cl.compile_limit(2)
     @jax.jit
-    def cube(x):  # noqa: ANN001, ANN202
+    def cube(x: jax.Array) -> jax.Array:
         return x**3
 
     a, b, c = jnp.ones(2), jnp.ones(3), jnp.ones(4)
@@ -145,7 +146,7 @@ def test_compile_limit_decorator_counts_over_calls():
 def test_compile_limit_decorator_on_a_python_float_then_a_jax_float():
     @cl.compile_limit(1)
     @jax.jit
-    def halve(x):  # noqa: ANN001, ANN202
+    def halve(x: jax.Array) -> jax.Array:
         return x / 2
 
     halve(1.0)
@@ -159,7 +160,7 @@ def test_compile_limit_decorator_on_a_python_float_then_a_jax_float():
 
 
 def test_capture_cache_misses_weak_type_explanation():
-    def add_one(x):  # noqa: ANN001, ANN202
+    def add_one(x: jax.Array) -> jax.Array:
         return x + 1
 
     f = jax.jit(add_one)

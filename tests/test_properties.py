@@ -4,6 +4,9 @@ Each function is compared with optax.tree_utils and with NumPy on the flattened 
 few laws tie the functions together.
 """
 
+from collections.abc import Callable
+from typing import Any
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -34,7 +37,7 @@ def assert_same_tree(actual: object, expected: object, rtol: float = 1e-6, atol:
         np.testing.assert_allclose(np.asarray(a, np.float64), np.asarray(e, np.float64), rtol=rtol, atol=atol)
 
 
-def numpy_map(fn, *trees_):  # noqa: ANN001, ANN202
+def numpy_map(fn: Callable[..., np.ndarray], *trees_: Any) -> Any:
     """``fn`` on NumPy float64 copies of matching leaves, rebuilt into the first tree's structure."""
     leaves = [jax.tree.leaves(t) for t in trees_]
     treedef = jax.tree.structure(trees_[0])
@@ -46,7 +49,7 @@ def numpy_map(fn, *trees_):  # noqa: ANN001, ANN202
 
 @modest
 @given(tree_pairs())
-def test_tree_add_matches_optax_and_numpy(pair):  # noqa: ANN001
+def test_tree_add_matches_optax_and_numpy(pair: tuple[Any, Any]) -> None:
     x, y = pair
     result = cl.tree_add(x, y, x)
     assert_same_tree(result, otu.tree_add(x, y, x))
@@ -55,7 +58,7 @@ def test_tree_add_matches_optax_and_numpy(pair):  # noqa: ANN001
 
 @modest
 @given(tree_pairs())
-def test_tree_sub_matches_optax_and_numpy(pair):  # noqa: ANN001
+def test_tree_sub_matches_optax_and_numpy(pair: tuple[Any, Any]) -> None:
     x, y = pair
     result = cl.tree_sub(x, y)
     assert_same_tree(result, otu.tree_sub(x, y))
@@ -64,7 +67,7 @@ def test_tree_sub_matches_optax_and_numpy(pair):  # noqa: ANN001
 
 @modest
 @given(trees(), scalars)
-def test_tree_scale_matches_optax_and_numpy(tree, scalar):  # noqa: ANN001
+def test_tree_scale_matches_optax_and_numpy(tree: Any, scalar: float) -> None:
     result = cl.tree_scale(scalar, tree)
     assert_same_tree(result, otu.tree_scale(scalar, tree))
     assert_same_tree(result, numpy_map(lambda a: scalar * a, tree), atol=1e-5)
@@ -72,7 +75,7 @@ def test_tree_scale_matches_optax_and_numpy(tree, scalar):  # noqa: ANN001
 
 @modest
 @given(tree_pairs(), scalars)
-def test_tree_add_scale_matches_optax_and_numpy(pair, scalar):  # noqa: ANN001
+def test_tree_add_scale_matches_optax_and_numpy(pair: tuple[Any, Any], scalar: float) -> None:
     x, y = pair
     result = cl.tree_add_scale(x, scalar, y)
     assert_same_tree(result, otu.tree_add_scale(x, scalar, y))
@@ -81,7 +84,7 @@ def test_tree_add_scale_matches_optax_and_numpy(pair, scalar):  # noqa: ANN001
 
 @modest
 @given(tree_pairs())
-def test_tree_vdot_matches_optax_and_numpy(pair):  # noqa: ANN001
+def test_tree_vdot_matches_optax_and_numpy(pair: tuple[Any, Any]) -> None:
     x, y = pair
     result = cl.tree_vdot(x, y)
     expected = float(np.dot(flat64(x), flat64(y)))
@@ -91,7 +94,7 @@ def test_tree_vdot_matches_optax_and_numpy(pair):  # noqa: ANN001
 
 @modest
 @given(trees())
-def test_tree_sum_matches_optax_and_numpy(tree):  # noqa: ANN001
+def test_tree_sum_matches_optax_and_numpy(tree: Any) -> None:
     result = float(cl.tree_sum(tree))
     np.testing.assert_allclose(result, float(otu.tree_sum(tree)), rtol=1e-5, atol=1e-4)
     np.testing.assert_allclose(result, flat64(tree).sum(), rtol=1e-5, atol=1e-4)
@@ -99,7 +102,7 @@ def test_tree_sum_matches_optax_and_numpy(tree):  # noqa: ANN001
 
 @modest
 @given(trees(), st.booleans())
-def test_tree_norm_matches_optax_and_numpy(tree, squared):  # noqa: ANN001
+def test_tree_norm_matches_optax_and_numpy(tree: Any, squared: bool) -> None:
     v = flat64(tree)
     numpy_norms = {
         2: np.sqrt(np.sum(v**2)),
@@ -118,7 +121,7 @@ def test_tree_norm_matches_optax_and_numpy(tree, squared):  # noqa: ANN001
 
 @modest
 @given(trees(), st.sampled_from([None, jnp.int32, jnp.bfloat16]))
-def test_tree_like_constructors_match_optax_and_numpy(tree, dtype):  # noqa: ANN001
+def test_tree_like_constructors_match_optax_and_numpy(tree: Any, dtype: Any) -> None:
     for ours, theirs, value in [
         (cl.tree_zeros_like(tree, dtype), otu.tree_zeros_like(tree, dtype), 0.0),
         (cl.tree_ones_like(tree, dtype), otu.tree_ones_like(tree, dtype), 1.0),
@@ -132,7 +135,7 @@ def test_tree_like_constructors_match_optax_and_numpy(tree, dtype):  # noqa: ANN
 
 @modest
 @given(trees())
-def test_tree_size_and_bytes_match_optax_and_numpy(tree):  # noqa: ANN001
+def test_tree_size_and_bytes_match_optax_and_numpy(tree: Any) -> None:
     numpy_leaves = [np.asarray(leaf) for leaf in jax.tree.leaves(tree)]
     assert cl.tree_size(tree) == int(otu.tree_size(tree)) == sum(a.size for a in numpy_leaves)
     assert cl.tree_bytes(tree) == sum(a.nbytes for a in numpy_leaves)
@@ -141,7 +144,7 @@ def test_tree_size_and_bytes_match_optax_and_numpy(tree):  # noqa: ANN001
 
 @modest
 @given(trees(), st.sampled_from([jnp.float16, jnp.bfloat16, jnp.int32]))
-def test_tree_cast_matches_optax_and_numpy(tree, dtype):  # noqa: ANN001
+def test_tree_cast_matches_optax_and_numpy(tree: Any, dtype: Any) -> None:
     result = cl.tree_cast(tree, dtype)
     expected = otu.tree_cast(tree, dtype)
     assert jax.tree.structure(result) == jax.tree.structure(expected)
@@ -153,7 +156,7 @@ def test_tree_cast_matches_optax_and_numpy(tree, dtype):  # noqa: ANN001
 
 @modest
 @given(tree_pairs(), st.sampled_from([0.0, 1e-7, 1e-3]))
-def test_tree_allclose_matches_optax_and_numpy(pair, noise):  # noqa: ANN001
+def test_tree_allclose_matches_optax_and_numpy(pair: tuple[Any, Any], noise: float) -> None:
     x, y = pair
     # y itself (far from x, almost surely) and x nudged by a noise that may or may not be tolerated.
     for other in (y, jax.tree.map(lambda a, b: a + noise * b, x, y)):
@@ -169,7 +172,7 @@ def test_tree_allclose_matches_optax_and_numpy(pair, noise):  # noqa: ANN001
 
 @modest
 @given(trees())
-def test_flatten_unflatten_round_trip(tree):  # noqa: ANN001
+def test_flatten_unflatten_round_trip(tree: Any) -> None:
     leaves, treedef = jax.tree.flatten(tree)
     rebuilt = jax.tree.unflatten(treedef, leaves)
     assert jax.tree.structure(rebuilt) == treedef
@@ -179,7 +182,7 @@ def test_flatten_unflatten_round_trip(tree):  # noqa: ANN001
 
 @modest
 @given(trees())
-def test_flat_tree_round_trip(tree):  # noqa: ANN001
+def test_flat_tree_round_trip(tree: Any) -> None:
     flat = cl.FlatTree.from_tree(tree)
     assert flat.buffer.shape == (cl.tree_size(tree),)
     np.testing.assert_array_equal(np.asarray(flat.buffer, np.float64), flat64(tree))
@@ -192,7 +195,7 @@ def test_flat_tree_round_trip(tree):  # noqa: ANN001
 
 @modest
 @given(trees())
-def test_tree_diff_of_a_tree_with_itself_is_empty(tree):  # noqa: ANN001
+def test_tree_diff_of_a_tree_with_itself_is_empty(tree: Any) -> None:
     assert cl.tree_diff(tree, tree) == []
     copy = jax.tree.map(lambda leaf: leaf + 0, tree)
     assert cl.tree_diff(tree, copy) == []
@@ -200,7 +203,7 @@ def test_tree_diff_of_a_tree_with_itself_is_empty(tree):  # noqa: ANN001
 
 @modest
 @given(trees().filter(lambda t: len(jax.tree.leaves(t)) > 0), st.data())
-def test_tree_diff_finds_one_changed_shape(tree, data):  # noqa: ANN001
+def test_tree_diff_finds_one_changed_shape(tree: Any, data: st.DataObject) -> None:
     with_paths, treedef = jax.tree_util.tree_flatten_with_path(tree)
     index = data.draw(st.integers(0, len(with_paths) - 1), label="leaf index")
     path, leaf = with_paths[index]
@@ -213,14 +216,14 @@ def test_tree_diff_finds_one_changed_shape(tree, data):  # noqa: ANN001
 
 @modest
 @given(tree_pairs())
-def test_add_then_sub_gives_back_x(pair):  # noqa: ANN001
+def test_add_then_sub_gives_back_x(pair: tuple[Any, Any]) -> None:
     x, y = pair
     assert_same_tree(cl.tree_sub(cl.tree_add(x, y), y), x, rtol=1e-6, atol=1e-5)
 
 
 @modest
 @given(trees())
-def test_vdot_with_itself_is_squared_norm(tree):  # noqa: ANN001
+def test_vdot_with_itself_is_squared_norm(tree: Any) -> None:
     norm = float(cl.tree_norm(tree))
     np.testing.assert_allclose(float(cl.tree_vdot(tree, tree)), norm**2, rtol=1e-5, atol=1e-4)
     np.testing.assert_allclose(float(cl.tree_norm(tree, squared=True)), norm**2, rtol=1e-5, atol=1e-4)
@@ -228,7 +231,7 @@ def test_vdot_with_itself_is_squared_norm(tree):  # noqa: ANN001
 
 @modest
 @given(trees())
-def test_summary_totals_agree_with_size_and_bytes(tree):  # noqa: ANN001
+def test_summary_totals_agree_with_size_and_bytes(tree: Any) -> None:
     summary = cl.tree_summary(tree)
     assert summary.size == cl.tree_size(tree)
     assert summary.nbytes == cl.tree_bytes(tree)
