@@ -8,28 +8,11 @@ from typing import Any
 
 import jax
 import numpy as np
-from jax.tree_util import default_registry, keystr
+from jax.tree_util import keystr
 
 from ._errors import is_array_like, leaf_dtype
+from ._nodes import children, human_bytes, leaf_spec, metadata, path_text
 from ._typing import PyTree
-
-
-def _path_text(path: tuple[Any, ...]) -> str:
-    return keystr(path) or "<root>"
-
-
-def _leaf_spec(leaf: Any) -> str:
-    """``f32[3,2]`` for an array, ``float 0.5`` for a Python number, the type name otherwise."""
-    if isinstance(leaf, (jax.Array, np.ndarray, np.generic)):
-        dtype = np.dtype(leaf.dtype)
-        short = {"f": "f", "i": "i", "u": "u", "b": "bool", "c": "c"}.get(dtype.kind, dtype.name)
-        name = short + (str(dtype.itemsize * 8) if short != "bool" else "")
-        if dtype.name == "bfloat16":
-            name = "bf16"
-        return f"{name}[{','.join(map(str, np.shape(leaf)))}]"
-    if isinstance(leaf, (bool, int, float, complex)):
-        return f"{type(leaf).__name__} {leaf!r}"
-    return type(leaf).__name__
 
 
 @dataclass(frozen=True)
@@ -63,9 +46,9 @@ class TreeSummary:
         cells = [("path", "shape", "dtype", "size", "bytes")]
         for row in self.rows:
             shape = "" if row.shape is None else str(row.shape)
-            cells.append((row.path, shape, row.dtype, f"{row.size:,}", _human_bytes(row.nbytes)))
+            cells.append((row.path, shape, row.dtype, f"{row.size:,}", human_bytes(row.nbytes)))
         leaves = f"{len(self.rows)} lea{'f' if len(self.rows) == 1 else 'ves'}"
-        cells.append((f"total: {leaves}", "", "", f"{self.size:,}", _human_bytes(self.nbytes)))
+        cells.append((f"total: {leaves}", "", "", f"{self.size:,}", human_bytes(self.nbytes)))
         return cells
 
     def __str__(self) -> str:
@@ -93,14 +76,6 @@ class TreeSummary:
         return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody><tfoot><tr>{total}</tr></tfoot></table>"
 
 
-def _human_bytes(n: int) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
-            return f"{n} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    raise AssertionError("unreachable")
-
-
 def tree_summary(tree: PyTree) -> TreeSummary:
     """Summarise every leaf of ``tree`` by key path, with the total size and bytes.
 
@@ -117,9 +92,9 @@ def tree_summary(tree: PyTree) -> TreeSummary:
         if is_array_like(leaf):
             dtype = leaf_dtype(leaf)
             size = int(np.size(leaf))
-            rows.append(LeafRow(_path_text(path), tuple(np.shape(leaf)), dtype.name, size, size * dtype.itemsize))
+            rows.append(LeafRow(path_text(path), tuple(np.shape(leaf)), dtype.name, size, size * dtype.itemsize))
         else:
-            rows.append(LeafRow(_path_text(path), None, type(leaf).__name__, 0, 0))
+            rows.append(LeafRow(path_text(path), None, type(leaf).__name__, 0, 0))
     return TreeSummary(tuple(rows))
 
 
@@ -136,16 +111,8 @@ class TreeDiff(list[str]):
 
 def _children(node: Any) -> tuple[list[tuple[Any, Any]], Any] | None:
     """Children with their keys and the node's metadata, or ``None`` for a leaf."""
-    if node is None:
-        return [], None
-    flat = default_registry.flatten_one_level(node)
-    if flat is None:
-        return None
-    children, metadata = flat
-    # The keys come from a one-level flatten with paths: jaxlib 0.10's
-    # flatten_one_level_with_keys names every field of a namedtuple after its first one.
-    keyed, _ = jax.tree_util.tree_flatten_with_path(node, is_leaf=lambda child: child is not node)
-    return [(path[0], child) for (path, _), child in zip(keyed, children, strict=True)], metadata
+    kids = children(node)
+    return None if kids is None else (kids, metadata(node))
 
 
 def _same_metadata(meta_a: Any, meta_b: Any) -> bool:
@@ -166,6 +133,13 @@ def _kind(node: Any) -> str:
     return kind
 
 
+def _leaf_phrase(leaf: Any) -> str:
+    # In a comparison the Python type matters too: 1 and 1.0 are different leaves.
+    if isinstance(leaf, (bool, int, float, complex)):
+        return f"{type(leaf).__name__} {leaf!r}"
+    return leaf_spec(leaf)
+
+
 def _node_phrase(node: Any) -> str:
     return "None (an empty subtree)" if node is None else f"a {_kind(node)} node"
 
@@ -175,11 +149,11 @@ def _key_name(key: Any) -> str:
 
 
 def _walk_diff(path: tuple[Any, ...], a: Any, b: Any, names: Sequence[str]) -> Iterator[str]:
-    where = _path_text(path)
+    where = path_text(path)
     na, nb = names
     ca, cb = _children(a), _children(b)
     if ca is None and cb is None:
-        sa, sb = _leaf_spec(a), _leaf_spec(b)
+        sa, sb = _leaf_phrase(a), _leaf_phrase(b)
         if is_array_like(a) and is_array_like(b):
             shape_a, shape_b = np.shape(a), np.shape(b)
             if shape_a != shape_b:
@@ -191,8 +165,8 @@ def _walk_diff(path: tuple[Any, ...], a: Any, b: Any, names: Sequence[str]) -> I
             yield f"at {where}: leaf {sa} in {na}, leaf {sb} in {nb}"
         return
     if ca is None or cb is None:
-        da = f"a leaf ({_leaf_spec(a)})" if ca is None else _node_phrase(a)
-        db = f"a leaf ({_leaf_spec(b)})" if cb is None else _node_phrase(b)
+        da = f"a leaf ({_leaf_phrase(a)})" if ca is None else _node_phrase(a)
+        db = f"a leaf ({_leaf_phrase(b)})" if cb is None else _node_phrase(b)
         yield f"at {where}: {da} in {na}, {db} in {nb}"
         return
     if type(a) is not type(b):
@@ -254,7 +228,7 @@ def assert_trees_close(actual: PyTree, expected: PyTree, rtol: float = 1e-6, ato
             f"  actual:   {jax.tree.structure(actual)}\n  expected: {jax.tree.structure(expected)}\n{lines}"
         )
     for (path, leaf_a), leaf_e in zip(jax.tree_util.tree_leaves_with_path(actual), jax.tree.leaves(expected)):
-        where = _path_text(path)
+        where = path_text(path)
         if not (is_array_like(leaf_a) and is_array_like(leaf_e)):
             if leaf_a != leaf_e:
                 raise AssertionError(f"leaf {where} differs: actual {leaf_a!r}, expected {leaf_e!r}")

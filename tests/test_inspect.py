@@ -134,7 +134,7 @@ def test_tree_diff_none_versus_leaf():
 
 def test_tree_diff_node_versus_leaf_and_leaf_types():
     assert cl.tree_diff({"w": {"k": 1.0}}, {"w": 1.0}) == ["at ['w']: a dict node in a, a leaf (float 1.0) in b"]
-    assert cl.tree_diff(["relu"], [jnp.ones(2)]) == ["at [0]: leaf str in a, leaf f32[2] in b"]
+    assert cl.tree_diff(["relu"], [jnp.ones(2)]) == ["at [0]: leaf 'relu' in a, leaf f32[2] in b"]
 
 
 def test_tree_diff_names_each_namedtuple_field():

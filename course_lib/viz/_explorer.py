@@ -11,6 +11,7 @@ import jax
 import numpy as np
 
 from .. import PyTree
+from .._nodes import human_bytes
 from ._nodes import (
     Totals,
     children,
@@ -28,15 +29,6 @@ KeyPath = str | Sequence[Any]
 the tuple of key entries that ``jax.tree_util.tree_flatten_with_path`` gives."""
 
 _INDENT_PX = 18
-
-
-def _human_bytes(n: int) -> str:
-    size = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if size < 1024 or unit == "GiB":
-            return f"{n} B" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    raise AssertionError("unreachable")
 
 
 class _Row:
@@ -413,7 +405,7 @@ def _node_details(row: _Row) -> list[tuple[str, str]]:
         ("node", node_label(row.value) if row.value is not None else "None (an empty subtree: no leaves)"),
         ("keys", listed or "(none)"),
         ("leaves", f"{t.leaves:,}"),
-        ("size", f"{t.params:,} params · {_human_bytes(t.nbytes)}"),
+        ("size", f"{t.params:,} params · {human_bytes(t.nbytes)}"),
     ]
     return lines
 
@@ -428,7 +420,7 @@ def _leaf_details(row: _Row) -> list[tuple[str, str]]:
     lines += [
         ("shape", str(tuple(leaf.shape))),
         ("dtype", str(np.dtype(leaf.dtype))),
-        ("size", f"{t.params:,} params · {_human_bytes(t.nbytes)}"),
+        ("size", f"{t.params:,} params · {human_bytes(t.nbytes)}"),
     ]
     try:
         values = np.asarray(leaf)
