@@ -1,0 +1,28 @@
+"""The autograder: ``python -m course_lib.grade PATH... [--out DIR] [--timeout S] [--jobs N]``.
+
+It runs outside the learners' kernels. For each submitted notebook it starts a fresh ``python3``
+kernel (nbclient) in a scratch folder holding a copy, runs the notebook's cells under per-cell,
+per-notebook and memory limits (check and progress calls left out), asks the kernel to call each
+exercise's function on inputs generated now from the grading seed, reads the plain-data results
+back, and judges them here against reference results computed here once per exercise. It never
+imports what a notebook defined, and trusts nothing the notebook printed.
+
+Modules: ``_submissions.py`` (finding, reading and planning notebooks), ``_kernel.py`` (the fenced
+kernel), ``_grader.py`` (one submission, and the batch), ``_gradebook.py`` (results and files),
+``_cli.py`` (arguments and exit status).
+"""
+
+from ._cli import main as main
+from ._gradebook import ExerciseResult as ExerciseResult
+from ._gradebook import SubmissionResult as SubmissionResult
+from ._submissions import Submission as Submission
+from ._submissions import find_submissions as find_submissions
+
+
+def __getattr__(name: str) -> object:
+    # The grading machinery imports nbclient (slow to import); load it when first asked for.
+    if name in ("Options", "grade_all"):
+        from . import _grader
+
+        return getattr(_grader, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

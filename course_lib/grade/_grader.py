@@ -1,0 +1,381 @@
+"""Grading submissions: each in a fresh kernel, its exercises probed there, judged here.
+
+For one submission: read the bytes (never the original file again), check it is a notebook, find
+its lesson and exercise cells, copy it to a scratch folder, start a kernel there, run its cells
+(check and progress calls left out) under time and memory limits, then for each exercise run the
+probe from ``course_lib.checks._runner`` in the kernel and judge the outcomes in this process
+against reference results computed here once per exercise. A kernel that dies (a crash,
+``os._exit``, the memory limit, a loop deaf to interrupts) is replaced, the cells that ran before
+are run again, and the cell at fault is skipped.
+"""
+
+import asyncio
+import os
+import secrets
+import shutil
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import course_lib
+from course_lib.checks import Exercise, Outcome, Verdict
+from course_lib.checks._evaluate import forbidden_message, judge_outcomes, reference_results
+from course_lib.checks._spec import Case
+from course_lib.checks._wire import WireError, loads
+
+from ._gradebook import ExerciseResult, SubmissionResult
+from ._kernel import CellResult, KernelStartError, Limits, Sandbox
+from ._submissions import NotebookProblem, Plan, PlannedCell, Submission, detect_lesson, plan_cells, read_notebook
+
+MAX_RESTARTS = 3
+MAX_NOTES = 20
+MAX_REPORT_BYTES = 32 * 2**20
+_LOUD_OUTPUT = 2**20
+
+
+@dataclass
+class Options:
+    """How to grade: limits, parallelism and the seed of the grading inputs."""
+
+    cell_timeout: float = 30.0
+    notebook_timeout: float = 300.0
+    memory_mb: int = 2048
+    jobs: int = 1
+    seed: int = 0
+    quiet: bool = False
+
+    def settings(self) -> dict[str, Any]:
+        """What the grades depend on, recorded in the gradebook."""
+        return {
+            "course_lib": course_lib.__version__,
+            "seed": self.seed,
+            "cell_timeout_s": self.cell_timeout,
+            "notebook_timeout_s": self.notebook_timeout,
+            "memory_mb": self.memory_mb,
+        }
+
+
+@dataclass
+class Context:
+    """What every submission of a batch shares."""
+
+    options: Options
+    scratch: Path
+    env: dict[str, str]
+    references: dict[str, tuple[list[Case], list[Any]]] = field(default_factory=dict)
+
+    @property
+    def limits(self) -> Limits:
+        return Limits(cell_seconds=self.options.cell_timeout, memory_bytes=self.options.memory_mb * 2**20)
+
+    def reference(self, exercise: Exercise) -> tuple[list[Case], list[Any]]:
+        """Grading cases and the reference results for them, computed once per exercise."""
+        if exercise.id not in self.references:
+            cases = exercise.make_cases("grade", self.options.seed)
+            self.references[exercise.id] = (cases, reference_results(exercise, cases))
+        return self.references[exercise.id]
+
+
+def kernel_env(scratch: Path) -> dict[str, str]:
+    """The kernel's environment: the grader's, without strict-check switches, on the CPU, headless."""
+    env = {k: v for k, v in os.environ.items() if k not in ("CI", "COURSE_STRICT_CHECKS", "JPY_PARENT_PID")}
+    env.update(
+        JAX_PLATFORMS="cpu",
+        MPLBACKEND="Agg",
+        PYTHONHASHSEED="0",
+        IPYTHONDIR=str(scratch / "ipython"),
+        TF_CPP_MIN_LOG_LEVEL="3",
+    )
+    return env
+
+
+def _runner_source(exercise: Exercise, seed: int, report: Path, nonce: str) -> str:
+    # Every name is local, so a notebook that shadowed builtins or modules in its namespace changes nothing.
+    fn = f"_course_grader_{nonce}"
+    return (
+        f"def {fn}():\n"
+        "    import importlib, sys\n"
+        "    for name in sys.modules.copy():\n"
+        "        if name == 'course_lib.checks' or name.startswith('course_lib.checks.'):\n"
+        "            del sys.modules[name]\n"
+        "    runner = importlib.import_module('course_lib.checks._runner')\n"
+        f"    runner.run({exercise.id!r}, {seed!r}, sys._getframe(1).f_globals, {str(report)!r}, {nonce!r})\n"
+        f"{fn}()\n"
+        f"del {fn}\n"
+    )
+
+
+@dataclass
+class _Report:
+    found: str
+    type_name: str
+    outcomes: list[Outcome]
+
+
+def _read_report(path: Path, exercise: Exercise, nonce: str, n_cases: int) -> _Report | str:
+    """The runner's report, or a message saying why it cannot be trusted."""
+    try:
+        if path.stat().st_size > MAX_REPORT_BYTES:
+            return "the results were too large to read"
+        data = loads(path.read_bytes())
+    except FileNotFoundError:
+        return "the probe left no results"
+    except (OSError, WireError) as error:
+        return f"the results could not be read ({error})"
+    if not (isinstance(data, dict) and data.get("nonce") == nonce and data.get("exercise") == exercise.id):
+        return "the results were not the grader's own"
+    found, outcomes = data.get("found"), data.get("outcomes")
+    if found not in ("yes", "missing", "not_callable") or not isinstance(outcomes, list):
+        return "the results were malformed"
+    try:
+        parsed = [Outcome.from_plain(o) for o in outcomes]
+    except ValueError as error:
+        return f"the results were malformed ({error})"
+    if found == "yes" and len(parsed) != n_cases:
+        return "the results did not cover every grading input"
+    return _Report(found, str(data.get("type", "")), parsed)
+
+
+class _GiveUp(Exception):
+    pass
+
+
+@dataclass
+class _Run:
+    fates: dict[int, CellResult] = field(default_factory=dict)
+    reports: dict[str, "_Report | CellResult | str"] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    fatal: str = ""
+
+
+async def _execute(plan: Plan, workdir: Path, reports_dir: Path, ctx: Context) -> _Run:
+    """Run the planned cells, then one probe per exercise, restarting the kernel when it dies."""
+    run = _Run()
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + ctx.options.notebook_timeout
+    cell_limit = ctx.options.cell_timeout
+    completed: list[PlannedCell] = []
+    restarts = 0
+    sandbox: Sandbox | None = None
+    nonce = secrets.token_hex(8)
+
+    def remaining() -> float:
+        return deadline - loop.time()
+
+    async def fresh_kernel(replay: bool) -> Sandbox:
+        nonlocal sandbox
+        if sandbox is not None:
+            await sandbox.stop()
+        sandbox = Sandbox(str(workdir), ctx.env, ctx.limits)
+        await sandbox.start()
+        for cell in completed if replay else []:
+            if remaining() <= 0:
+                raise _GiveUp(f"the notebook's {ctx.options.notebook_timeout:g} s ran out while re-running its cells")
+            again = await sandbox.run(cell.source, min(cell_limit, remaining()))
+            if not sandbox.usable:
+                raise _GiveUp(f"the kernel died again while re-running cell {cell.index} ({again.reason or again.status})")
+        return sandbox
+
+    async def recover(what: str) -> Sandbox:
+        nonlocal restarts
+        restarts += 1
+        if restarts > MAX_RESTARTS:
+            raise _GiveUp(f"the kernel died {restarts} times; grading stopped after {what}")
+        return await fresh_kernel(replay=True)
+
+    try:
+        try:
+            sandbox = await fresh_kernel(replay=False)
+        except KernelStartError as error:
+            run.fatal = f"the grader could not start a kernel: {error}"
+            return run
+        for cell in plan.cells:
+            if remaining() <= 0:
+                run.fates[cell.index] = CellResult("timeout", reason="notebook")
+                continue
+            result = await sandbox.run(cell.source, min(cell_limit, remaining()))
+            run.fates[cell.index] = result
+            _note_cell(run.notes, cell, result, cell_limit)
+            if result.status in ("ok", "error"):
+                completed.append(cell)
+            if not sandbox.usable:
+                sandbox = await recover(f"cell {cell.index}")
+        for exercise in plan.exercises:
+            if remaining() <= 0:
+                run.reports[exercise.id] = CellResult("timeout", reason="notebook")
+                continue
+            report_path = reports_dir / f"{nonce}-{exercise.id}.json"
+            n_cases = len(ctx.reference(exercise)[0])
+            source = _runner_source(exercise, ctx.options.seed, report_path, nonce)
+            result = await sandbox.run(source, min(cell_limit, remaining()))
+            if result.status == "ok":
+                run.reports[exercise.id] = _read_report(report_path, exercise, nonce, n_cases)
+            else:
+                run.reports[exercise.id] = result
+            if result.output_bytes > _LOUD_OUTPUT:
+                run.notes.append(f"{exercise.name} printed {result.output_bytes / 2**20:.1f} MiB while graded (not kept)")
+            if not sandbox.usable and exercise is not plan.exercises[-1]:
+                sandbox = await recover(f"grading {exercise.id}")
+    except _GiveUp as stop:
+        run.notes.append(str(stop))
+        run.fatal = run.fatal or str(stop)
+    finally:
+        if sandbox is not None:
+            await sandbox.stop()
+    return run
+
+
+def _note_cell(notes: list[str], cell: PlannedCell, result: CellResult, limit: float) -> None:
+    where = f"cell {cell.index}"
+    if result.status == "error":
+        note = f"{where} raised {result.ename}: {result.evalue}" if result.evalue else f"{where} raised {result.ename}"
+    elif result.status == "timeout":
+        note = f"{where} ran past the {limit:g} s limit and was stopped" + (f"; it {result.reason}" if result.reason else "")
+    elif result.status == "died":
+        note = f"the kernel died in {where} ({result.reason}); a fresh kernel re-ran the cells before it and skipped it"
+    else:
+        note = ""
+    if note and len(notes) < MAX_NOTES:
+        notes.append(note)
+    if result.output_bytes > _LOUD_OUTPUT and len(notes) < MAX_NOTES:
+        notes.append(f"{where} printed {result.output_bytes / 2**20:.1f} MiB of output (not kept)")
+
+
+def _cell_fate_verdict(exercise: Exercise, fate: CellResult | None, limit: float) -> tuple[str, str] | None:
+    name = exercise.name
+    if fate is None or fate.status == "ok":
+        return None
+    if fate.status == "timeout":
+        if fate.reason == "notebook":
+            return "timeout", f"the notebook ran out of time before the cell defining {name} could run."
+        return "timeout", f"the cell defining {name} ran past the {limit:g} s limit and was stopped, so {name} was never defined."
+    if fate.status == "died":
+        return "error", f"the kernel died while running the cell defining {name} ({fate.reason})."
+    detail = f"{fate.ename}: {fate.evalue}" if fate.evalue else fate.ename
+    return "error", f"the cell defining {name} raised {detail}" + ("" if detail.endswith(".") else ".")
+
+
+def _verdict(exercise: Exercise, plan: Plan, run: _Run, ctx: Context) -> tuple[str, str]:
+    name, limit = exercise.name, ctx.options.cell_timeout
+    fate = run.fates.get(plan.exercise_cells.get(exercise.id, -1))
+    report = run.reports.get(exercise.id)
+    if exercise.id in plan.static:
+        return "failed", forbidden_message(exercise, plan.static[exercise.id], "found in your code")
+    if report is None:
+        return "error", f"{name} was not graded: {run.fatal or 'grading stopped early'}."
+    if isinstance(report, str):
+        return "error", f"{name} could not be graded: {report}."
+    if isinstance(report, CellResult):
+        if report.status == "timeout":
+            if report.reason == "notebook":
+                return "timeout", f"the notebook used up its {ctx.options.notebook_timeout:g} s before {name} was graded."
+            return "timeout", f"{name} did not finish within {limit:g} s on the grading inputs."
+        if report.status == "died":
+            return "error", f"the kernel died while {name} ran on the grading inputs ({report.reason})."
+        return "error", f"grading {name} failed: {report.ename}: {report.evalue} (does the notebook change Python or course_lib itself?)"
+    if report.found == "missing":
+        from_cell = _cell_fate_verdict(exercise, fate, limit)
+        if from_cell:
+            return from_cell
+        if exercise.id in plan.exercise_cells:
+            return "missing", f"the exercise cell is there but defines no {name}; the function must be called {name}."
+        return "missing", f"no cell defines {name}: the exercise cell was deleted or the function renamed."
+    if report.found == "not_callable":
+        return "error", f"{name} is a {report.type_name}, not a function."
+    cases, expected = ctx.reference(exercise)
+    verdict: Verdict = judge_outcomes(exercise, report.outcomes, expected, cases)
+    return verdict.status, "" if verdict.status == "passed" else verdict.message
+
+
+def _error_result(sub: Submission, lesson: str | None, message: str, status: str = "error") -> SubmissionResult:
+    from course_lib.checks import exercises
+
+    listed = exercises(lesson) if lesson else ()
+    rows = [ExerciseResult(e.id, e.name, status, 0, e.points, message) for e in listed]
+    return SubmissionResult(sub.student, sub.notebook, str(sub.path), lesson, "error", message, rows)
+
+
+async def grade_submission(sub: Submission, ctx: Context) -> SubmissionResult:
+    """Grade one submission; every problem becomes a status and a message, never an exception."""
+    try:
+        data = sub.path.read_bytes()
+    except OSError as error:
+        return _error_result(sub, None, f"the file could not be read ({error.strerror or error})")
+    try:
+        notebook = read_notebook(data)
+    except NotebookProblem as problem:
+        from ._submissions import _FILENAME_LESSON
+        from course_lib.checks import lessons
+
+        match = _FILENAME_LESSON.match(sub.notebook.rsplit("/", 1)[-1])
+        lesson = match[1] if match and match[1] in lessons() else None
+        return _error_result(sub, lesson, str(problem))
+    lesson = detect_lesson(notebook, sub.notebook)
+    if lesson is None:
+        return _error_result(sub, None, "the notebook belongs to no lesson with exercises (no exercise ids, lesson number or exercise functions found)")
+    plan = plan_cells(notebook, lesson)
+    for exercise in plan.exercises:
+        ctx.reference(exercise)
+    workdir = Path(tempfile.mkdtemp(prefix="submission-", dir=ctx.scratch))
+    reports_dir = Path(tempfile.mkdtemp(prefix="reports-", dir=ctx.scratch))
+    try:
+        (workdir / Path(sub.notebook).name).write_bytes(data)  # the kernel sees a copy, never the original
+        run = await _execute(plan, workdir, reports_dir, ctx)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+        shutil.rmtree(reports_dir, ignore_errors=True)
+    rows = []
+    for exercise in plan.exercises:
+        status, message = _verdict(exercise, plan, run, ctx)
+        rows.append(ExerciseResult(exercise.id, exercise.name, status, exercise.points if status == "passed" else 0, exercise.points, message))
+    status = "error" if run.fatal and not run.reports else "graded"
+    return SubmissionResult(sub.student, sub.notebook, str(sub.path), lesson, status, run.fatal, rows, run.notes)
+
+
+class _Progress:
+    def __init__(self, total: int, quiet: bool):
+        self.total, self.done, self.quiet, self.start = total, 0, quiet, time.monotonic()
+
+    def update(self, result: SubmissionResult, seconds: float) -> None:
+        self.done += 1
+        if self.quiet:
+            return
+        width = 20
+        filled = round(width * self.done / self.total)
+        bar = "#" * filled + "." * (width - filled)
+        score = f"{result.points}/{result.max_points}" if result.status == "graded" else "error"
+        print(
+            f"[{bar}] {self.done:>{len(str(self.total))}}/{self.total}  {result.student}/{result.notebook}: {score} ({seconds:.1f} s)",
+            file=sys.stderr,
+            flush=True,
+        )
+
+
+async def grade_all(subs: list[Submission], options: Options) -> list[SubmissionResult]:
+    """Grade every submission, ``options.jobs`` at a time; results in the order of ``subs``."""
+    scratch = Path(tempfile.mkdtemp(prefix="course-grade-"))
+    (scratch / "ipython").mkdir()
+    ctx = Context(options, scratch, kernel_env(scratch))
+    gate = asyncio.Semaphore(max(1, options.jobs))
+    progress = _Progress(len(subs), options.quiet)
+    results: list[SubmissionResult | None] = [None] * len(subs)
+
+    async def one(i: int, sub: Submission) -> None:
+        async with gate:
+            started = time.monotonic()
+            try:
+                result = await grade_submission(sub, ctx)
+            except Exception as error:  # noqa: BLE001 (a grader bug must not stop the batch)
+                result = _error_result(sub, None, f"internal grader error: {type(error).__name__}: {error}")
+            results[i] = result
+            progress.update(result, time.monotonic() - started)
+
+    try:
+        await asyncio.gather(*(one(i, sub) for i, sub in enumerate(subs)))
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return [r for r in results if r is not None]
+

@@ -1,0 +1,281 @@
+"""One submission's kernel, fenced in: fresh process, time limits, a memory limit, no stored output.
+
+The kernel is a plain ``python3`` Jupyter kernel started by ``jupyter_client`` and driven by
+``nbclient``. Around it:
+
+* memory: ``RLIMIT_AS`` (set on the running kernel with ``prlimit``) makes a huge allocation fail
+  with ``MemoryError``; a watchdog sums the resident memory of the kernel and its children every
+  0.1 s and kills the process group past the limit.
+* time: each cell has a limit; past it the kernel is interrupted, and killed when it does not
+  answer after the interrupt.
+* output: nothing a cell prints is kept, only counted (a flood costs the grader no memory); the
+  error name and message of a failing cell are kept, shortened.
+* files: the kernel runs in a scratch folder holding a copy of the notebook, with its standard
+  streams sent to ``/dev/null``, core dumps off and written files capped at 256 MiB.
+"""
+
+import asyncio
+import logging
+import math
+import os
+import signal
+import subprocess
+from dataclasses import dataclass
+from typing import Any
+
+import nbformat
+import psutil
+from jupyter_client.manager import AsyncKernelManager
+from jupyter_core.utils import ensure_async
+from nbclient import NotebookClient
+from nbclient.exceptions import CellTimeoutError, DeadKernelError
+
+_TIMEOUT_NAME = "CourseGraderCellTimeout"
+_QUIET = logging.getLogger("course_lib.grade.kernel")
+_QUIET.addHandler(logging.NullHandler())
+_QUIET.propagate = False
+_ERROR_TEXT_LIMIT = 300
+_VIRTUAL_SLACK = 4 * 2**30  # JAX reserves address space for thread stacks and its allocator
+
+
+@dataclass
+class Limits:
+    """The fence around every kernel."""
+
+    cell_seconds: float = 30.0
+    memory_bytes: int = 2 * 2**30
+    startup_seconds: float = 60.0
+
+
+@dataclass
+class CellResult:
+    """How a cell ended: ``ok``, ``error`` (with ``ename``/``evalue``), ``timeout`` or ``died`` (with ``reason``)."""
+
+    status: str
+    ename: str = ""
+    evalue: str = ""
+    reason: str = ""
+    output_bytes: int = 0
+
+
+class KernelStartError(RuntimeError):
+    """The kernel did not start."""
+
+
+def _shorten(text: str, limit: int = _ERROR_TEXT_LIMIT) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+class _Client(NotebookClient):
+    """``NotebookClient`` that keeps no outputs: it counts their bytes and remembers the last error."""
+
+    def output(self, outs: list[Any], msg: dict[str, Any], display_id: str | None, cell_index: int) -> None:
+        content = msg.get("content", {})
+        kind = msg.get("msg_type")
+        if kind == "stream":
+            self.output_bytes += len(content.get("text", ""))
+        elif kind in ("display_data", "execute_result"):
+            self.output_bytes += sum(len(str(v)) for v in content.get("data", {}).values())
+        elif kind == "error":
+            self.last_error = (_shorten(content.get("ename", "")), _shorten(content.get("evalue", "")))
+        return None
+
+    def handle_comm_msg(self, outs: list[Any], msg: dict[str, Any], cell_index: int) -> None:
+        return None  # widgets are not graded; their messages are dropped
+
+    def remember_reply(self, cell: Any, cell_index: int, execute_reply: dict[str, Any] | None) -> None:
+        self.last_reply = (execute_reply or {}).get("content", {})
+
+
+def _signal_name(code: int | None) -> str:
+    if code is None:
+        return "the kernel stopped answering"
+    if code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exited with status {code}"
+
+
+class Sandbox:
+    """A fresh kernel for one submission; use ``await start()``, ``await run(source, seconds)``, ``await stop()``."""
+
+    def __init__(self, workdir: str, env: dict[str, str], limits: Limits):
+        self.workdir, self.env, self.limits = workdir, env, limits
+        self.km: AsyncKernelManager | None = None
+        self.client: _Client | None = None
+        self.pid: int | None = None
+        self.killed_for: str = ""
+        self._killed = False
+        self._watchdog: asyncio.Task[None] | None = None
+        self._scratch = nbformat.v4.new_notebook()
+
+    async def start(self) -> None:
+        self.km = AsyncKernelManager(kernel_name="python3", log=_QUIET)
+        try:
+            await asyncio.wait_for(
+                self.km.start_kernel(
+                    cwd=self.workdir,
+                    env=self.env,
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                    extra_arguments=["--HistoryManager.hist_file=:memory:"],
+                ),
+                self.limits.startup_seconds,
+            )
+            self.pid = self.km.provisioner.process.pid  # type: ignore[union-attr]
+            self._fence()
+            self.client = _Client(
+                self._scratch,
+                km=self.km,
+                timeout=None,
+                startup_timeout=int(self.limits.startup_seconds),
+                allow_errors=True,
+                interrupt_on_timeout=True,
+                error_on_timeout={"ename": _TIMEOUT_NAME, "evalue": "", "traceback": []},
+                iopub_timeout=2,
+                store_widget_state=False,
+                record_timing=False,
+            )
+            self.client.log = _QUIET
+            self.client.on_cell_executed = self.client.remember_reply
+            self.client.output_bytes = 0
+            self.client.last_error = None
+            self.client.last_reply = {}
+            await self.client.async_start_new_kernel_client()
+        except Exception as error:
+            await self.stop()
+            raise KernelStartError(_shorten(f"{type(error).__name__}: {error}")) from None
+        self._watchdog = asyncio.ensure_future(self._watch())
+
+    def _fence(self) -> None:
+        process = psutil.Process(self.pid)
+        virtual = process.memory_info().vms + self.limits.memory_bytes + _VIRTUAL_SLACK
+        process.rlimit(psutil.RLIMIT_AS, (virtual, virtual))
+        process.rlimit(psutil.RLIMIT_CORE, (0, 0))
+        process.rlimit(psutil.RLIMIT_FSIZE, (256 * 2**20, 256 * 2**20))
+
+    def _resident(self) -> int:
+        try:
+            root = psutil.Process(self.pid)
+            processes = [root, *root.children(recursive=True)]
+        except psutil.Error:
+            return 0
+        total = 0
+        for process in processes:
+            try:
+                total += process.memory_info().rss
+            except psutil.Error:
+                pass
+        return total
+
+    async def _watch(self) -> None:
+        while True:
+            await asyncio.sleep(0.1)
+            if self._resident() > self.limits.memory_bytes:
+                self.killed_for = f"used more than the {self.limits.memory_bytes / 2**30:.1f} GiB memory limit"
+                self._kill()
+                return
+
+    def _kill(self) -> None:
+        self._killed = True
+        if self.pid is None:
+            return
+        try:
+            os.killpg(self.pid, signal.SIGKILL)  # the kernel leads its own session and group
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    def _death_reason(self) -> str:
+        if self.killed_for:
+            return self.killed_for
+        process = getattr(self.km, "provisioner", None) and self.km.provisioner.process  # type: ignore[union-attr]
+        code = process.poll() if process is not None else None
+        return _signal_name(code)
+
+    async def run(self, source: str, seconds: float) -> CellResult:
+        """Run one cell with a time limit; never raises for what the cell does."""
+        assert self.client is not None
+        client = self.client
+        cell = nbformat.v4.new_code_cell(source)
+        self._scratch.cells = [cell]
+        client.timeout = max(1, math.ceil(seconds))
+        client.last_error = None
+        client.last_reply = {}
+        client.output_bytes = 0
+        try:
+            await client.async_execute_cell(cell, 0, store_history=False)
+        except DeadKernelError:
+            self._kill()
+            return CellResult("died", reason=self._death_reason(), output_bytes=client.output_bytes)
+        except CellTimeoutError:
+            return await self._after_timeout(client.output_bytes)
+        except Exception as error:  # noqa: BLE001 (anything else from the client: treat the kernel as lost)
+            self._kill()
+            return CellResult("died", reason=_shorten(f"lost contact with the kernel ({type(error).__name__})"))
+        if not await self._alive():
+            self._kill()
+            return CellResult("died", reason=self._death_reason(), output_bytes=client.output_bytes)
+        reply = client.last_reply if isinstance(client.last_reply, dict) else {}
+        if reply.get("ename") == _TIMEOUT_NAME:
+            return await self._after_timeout(client.output_bytes)
+        if reply.get("status") == "error" or client.last_error is not None:
+            ename, evalue = client.last_error or ("", "")
+            ename = ename or _shorten(reply.get("ename", "")) or "Error"
+            evalue = evalue or _shorten(reply.get("evalue", ""))
+            return CellResult("error", ename, evalue, output_bytes=client.output_bytes)
+        return CellResult("ok", output_bytes=client.output_bytes)
+
+    async def _after_timeout(self, output_bytes: int) -> CellResult:
+        """The kernel was interrupted; check it answers, or kill it so the caller restarts one."""
+        assert self.client is not None
+        self.client.timeout = 3
+        self.client.last_error = None
+        self.client.last_reply = {}
+        probe = nbformat.v4.new_code_cell("pass")
+        self._scratch.cells = [probe]
+        try:
+            await self.client.async_execute_cell(probe, 0, store_history=False)
+            answered = self.client.last_reply.get("status") == "ok" and await self._alive()
+        except Exception:  # noqa: BLE001
+            answered = False
+        if answered:
+            return CellResult("timeout", output_bytes=output_bytes)
+        self._kill()
+        return CellResult("timeout", reason="did not stop when interrupted, so the kernel was killed", output_bytes=output_bytes)
+
+    async def _alive(self) -> bool:
+        try:
+            return bool(await self.km.is_alive())  # type: ignore[union-attr]
+        except Exception:  # noqa: BLE001
+            return False
+
+    @property
+    def usable(self) -> bool:
+        """False once the kernel was killed or died."""
+        process = getattr(self.km, "provisioner", None) and self.km.provisioner.process  # type: ignore[union-attr]
+        return process is not None and process.poll() is None and not self._killed
+
+    async def stop(self) -> None:
+        """Kill the kernel's whole process group and release everything; never raises."""
+        if self._watchdog is not None:
+            self._watchdog.cancel()
+        self._kill()
+        if self.client is not None and self.client.kc is not None:
+            try:
+                self.client.kc.stop_channels()
+            except Exception:  # noqa: BLE001
+                pass
+        if self.km is not None:
+            try:
+                if self.km.has_kernel:
+                    await asyncio.wait_for(self.km.shutdown_kernel(now=True), 10)
+            except Exception:  # noqa: BLE001
+                pass
+            try:
+                await ensure_async(self.km.cleanup_resources())
+            except Exception:  # noqa: BLE001
+                pass

@@ -1,0 +1,292 @@
+"""Finding submissions, reading them without trusting them, and deciding which cells to run.
+
+Nothing here executes a notebook: it reads bytes, checks they are a notebook the grader can run,
+works out the lesson and the exercise cells, and plans the cells to execute (check and progress
+calls taken out).
+"""
+
+import ast
+import json
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from course_lib.checks import Exercise, exercises, lessons
+from course_lib.checks._guard import imported_aliases, parse_cell, static_uses
+
+MAX_NOTEBOOK_BYTES = 50 * 1024 * 1024
+
+
+class UsageError(Exception):
+    """The grader cannot run with these arguments."""
+
+
+class NotebookProblem(Exception):
+    """The file is not a notebook the grader can run; the message says why, for the student."""
+
+
+@dataclass(frozen=True)
+class Submission:
+    """One submitted notebook: where it is, whose it is, and how the gradebook names it."""
+
+    path: Path
+    student: str
+    notebook: str
+
+    @property
+    def label(self) -> str:
+        return f"{self.student}/{self.notebook}"
+
+
+def _hidden(part: str) -> bool:
+    return part.startswith(".") or part == "__pycache__" or part.endswith("-checkpoint.ipynb")
+
+
+def find_submissions(paths: list[str]) -> list[Submission]:
+    """Every submission under ``paths``, sorted by student and notebook.
+
+    A file is one submission by the student named after its folder. A folder with notebooks of its
+    own is one student's (notebooks in its subfolders too); a folder with only subfolders is a
+    class, one student per subfolder. Hidden files and folders (``.ipynb_checkpoints``) are skipped.
+    """
+    found: dict[Path, Submission] = {}
+    for text in paths:
+        root = Path(text)
+        if not root.exists():
+            raise UsageError(f"{text}: no such file or folder")
+        if root.is_file():
+            real = root.resolve()
+            found.setdefault(real, Submission(root, real.parent.name or "student", root.name))
+            continue
+        if not root.is_dir():
+            raise UsageError(f"{text}: not a file or a folder")
+        name = root.resolve().name or "student"
+        try:
+            notebooks = sorted(p for p in root.rglob("*.ipynb") if p.is_file())
+        except OSError as error:
+            raise UsageError(f"{text}: cannot list the folder ({error.strerror})") from None
+        visible = [p for p in notebooks if not any(_hidden(part) for part in p.relative_to(root).parts)]
+        one_student = any(len(p.relative_to(root).parts) == 1 for p in visible)
+        for path in visible:
+            relative = path.relative_to(root)
+            if one_student:
+                submission = Submission(path, name, "/".join(relative.parts))
+            else:
+                submission = Submission(path, relative.parts[0], "/".join(relative.parts[1:]))
+            found.setdefault(path.resolve(), submission)
+    if not found:
+        raise UsageError(f"no notebooks (*.ipynb) found in: {' '.join(paths)}")
+    subs = sorted(found.values(), key=lambda s: (s.student, s.notebook, str(s.path)))
+    seen: Counter[tuple[str, str]] = Counter()
+    unique = []
+    for sub in subs:
+        seen[(sub.student, sub.notebook)] += 1
+        n = seen[(sub.student, sub.notebook)]
+        unique.append(sub if n == 1 else Submission(sub.path, sub.student, f"{sub.notebook} ({n})"))
+    return unique
+
+
+@dataclass
+class Cell:
+    """A notebook cell as the grader sees it."""
+
+    index: int
+    cell_type: str
+    source: str
+    metadata: dict[str, Any]
+
+    @property
+    def course(self) -> dict[str, Any]:
+        course = self.metadata.get("course")
+        return course if isinstance(course, dict) else {}
+
+
+@dataclass
+class Notebook:
+    """The parts of a submitted notebook the grader uses."""
+
+    cells: list[Cell]
+    metadata: dict[str, Any]
+
+
+def _source(value: Any, index: int) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list) and all(isinstance(line, str) for line in value):
+        return "".join(value)
+    raise NotebookProblem(f"cell {index} has no readable source")
+
+
+def read_notebook(data: bytes) -> Notebook:
+    """The notebook in ``data``, or :class:`NotebookProblem` saying plainly what is wrong."""
+    if not data.strip():
+        raise NotebookProblem("the file is empty")
+    if len(data) > MAX_NOTEBOOK_BYTES:
+        raise NotebookProblem(f"the file is {len(data) / 2**20:.0f} MiB, more than the {MAX_NOTEBOOK_BYTES // 2**20} MiB a notebook may be")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise NotebookProblem("the file is not UTF-8 text, so it is not a notebook") from None
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise NotebookProblem(
+            f"the file is not valid JSON (line {error.lineno}, column {error.colno}: {error.msg}); "
+            "it may be truncated or edited outside Jupyter"
+        ) from None
+    except (ValueError, RecursionError) as error:
+        raise NotebookProblem(f"the file is not valid JSON ({type(error).__name__})") from None
+    if not isinstance(raw, dict):
+        raise NotebookProblem(f"the JSON is a {type(raw).__name__}, not a notebook")
+    major, minor = raw.get("nbformat"), raw.get("nbformat_minor", 0)
+    if not isinstance(major, int) or isinstance(major, bool):
+        raise NotebookProblem("the file has no nbformat version, so it is not a notebook")
+    if major != 4:
+        if major < 4:
+            raise NotebookProblem(
+                f"the notebook is in format {major}.{minor}, which the grader does not read: it reads format 4 "
+                "(open the file in a current Jupyter and save it to convert it)"
+            )
+        raise NotebookProblem(f"the notebook is in format {major}.{minor}, newer than format 4 that the grader reads")
+    cells = raw.get("cells")
+    if not isinstance(cells, list):
+        raise NotebookProblem("the notebook has no list of cells")
+    out = []
+    for index, cell in enumerate(cells):
+        if not isinstance(cell, dict) or not isinstance(cell.get("cell_type"), str):
+            raise NotebookProblem(f"cell {index} is not a notebook cell")
+        metadata = cell.get("metadata")
+        out.append(Cell(index, cell["cell_type"], _source(cell.get("source", ""), index), metadata if isinstance(metadata, dict) else {}))
+    metadata = raw.get("metadata")
+    return Notebook(out, metadata if isinstance(metadata, dict) else {})
+
+
+def defined_names(source: str) -> set[str]:
+    """Names a cell binds at top level (``def``, ``class``, assignment, import)."""
+    tree = parse_cell(source)
+    names: set[str] = set()
+    if tree is None:
+        return names
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names.update(t.id for t in targets if isinstance(t, ast.Name))
+    return names
+
+
+_FILENAME_LESSON = re.compile(r"(\d\d)[_\- ]")
+
+
+def detect_lesson(notebook: Notebook, filename: str) -> str | None:
+    """The lesson a notebook belongs to: its metadata, else its exercise ids, else its file name, else its functions."""
+    known = lessons()
+    meta = notebook.metadata.get("course")
+    if isinstance(meta, dict) and meta.get("lesson") in known:
+        return str(meta["lesson"])
+    ids = Counter(
+        str(cell.course["exercise"]).split(".", 1)[0]
+        for cell in notebook.cells
+        if isinstance(cell.course.get("exercise"), str)
+    )
+    for lesson, _ in ids.most_common():
+        if lesson in known:
+            return lesson
+    match = _FILENAME_LESSON.match(Path(filename).name)
+    if match and match[1] in known:
+        return match[1]
+    names = set().union(*(defined_names(c.source) for c in notebook.cells if c.cell_type == "code"))
+    scores = {lesson: sum(e.name in names for e in exercises(lesson)) for lesson in known}
+    best = max(scores, key=lambda lesson: scores[lesson], default=None)
+    return best if best is not None and scores[best] > 0 else None
+
+
+_CHECK_CALL = re.compile(r"\b(check|progress)\s*\(")
+_CHECK_LINE = re.compile(r"^\s*(?:[A-Za-z_]\w*\.)*(?:check|progress)\s*\(.*$", re.MULTILINE)
+
+
+def _is_check_call(node: ast.stmt) -> bool:
+    if not (isinstance(node, ast.Expr) and isinstance(node.value, ast.Call)):
+        return False
+    func = node.value.func
+    name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+    return name in ("check", "progress")
+
+
+def without_checks(source: str) -> str:
+    """``source`` without its top-level ``check(...)`` and ``progress(...)`` calls."""
+    if not _CHECK_CALL.search(source):
+        return source
+    tree = parse_cell(source)
+    if tree is None:
+        return _CHECK_LINE.sub("", source)
+    lines = source.splitlines(keepends=True)
+    drop: set[int] = set()
+    for node in tree.body:
+        if _is_check_call(node):
+            drop.update(range(node.lineno - 1, (node.end_lineno or node.lineno)))
+    return "".join(line for i, line in enumerate(lines) if i not in drop)
+
+
+@dataclass
+class PlannedCell:
+    """A code cell the grader will run; ``exercise`` is the id of the exercise it defines, if any."""
+
+    index: int
+    source: str
+    exercise: str | None = None
+
+
+@dataclass
+class Plan:
+    """What to run for one submission and what the grader already knows about its exercises."""
+
+    lesson: str
+    exercises: tuple[Exercise, ...]
+    cells: list[PlannedCell]
+    exercise_cells: dict[str, int] = field(default_factory=dict)
+    static: dict[str, list[str]] = field(default_factory=dict)
+    skipped_checks: int = 0
+
+
+def plan_cells(notebook: Notebook, lesson: str) -> Plan:
+    """Which cells to run (check cells and check calls left out) and where each exercise is defined.
+
+    An exercise cell is found by its ``course.exercise`` metadata, or, when that was lost, by a
+    top-level definition of the exercise's name. Forbidden ``course_lib`` uses are looked for in
+    that definition.
+    """
+    listed = exercises(lesson)
+    ids = {e.id for e in listed}
+    plan = Plan(lesson, listed, [])
+    code = [cell for cell in notebook.cells if cell.cell_type == "code"]
+    for cell in code:
+        if cell.course.get("check") is not None:
+            plan.skipped_checks += 1
+            continue
+        source = without_checks(cell.source)
+        if not source.strip():
+            plan.skipped_checks += 1
+            continue
+        exercise_id = cell.course.get("exercise")
+        planned = PlannedCell(cell.index, source, exercise_id if exercise_id in ids else None)
+        if planned.exercise and planned.exercise not in plan.exercise_cells:
+            plan.exercise_cells[planned.exercise] = cell.index
+        plan.cells.append(planned)
+    for exercise in listed:
+        defining = [c for c in plan.cells if exercise.name in defined_names(c.source)]
+        if exercise.id not in plan.exercise_cells and defining:
+            plan.exercise_cells[exercise.id] = defining[-1].index
+            if defining[-1].exercise is None:
+                defining[-1].exercise = exercise.id
+        if exercise.forbidden and defining:
+            # The last definition is the one the notebook ends up with.
+            everything = "\n".join(c.source for c in plan.cells)
+            aliases = imported_aliases(everything, exercise.forbidden)
+            uses = static_uses(defining[-1].source, exercise.forbidden, aliases, within=exercise.name)
+            if uses:
+                plan.static[exercise.id] = uses
+    return plan
