@@ -182,7 +182,7 @@ def test_reference_passes_every_case_set(exercise_id: str) -> None:
     exercise = get_exercise(exercise_id)
     for seed in range(3):
         cases = exercise.make_cases("grade", seed)
-        outcomes = probe_all(exercise, exercise.reference, cases)
+        outcomes = probe_all(exercise, RIGHT[exercise_id], cases)
         verdict = judge_outcomes(exercise, outcomes, reference_results(exercise, cases), cases)
         assert verdict.status == "passed", verdict.message
 
@@ -332,6 +332,25 @@ def test_course_version_is_refused_statically_and_at_run_time() -> None:
     hidden = evaluate(exercise, count_with_hidden_course_version)
     assert hidden.status == "failed" and "cl.tree_size (called while it ran)" in hidden.message
     assert cl.tree_size({"a": jnp.ones(3)}) == 3  # restored afterwards
+
+
+def test_the_reference_answer_is_refused() -> None:
+    from course_lib.checks import _lesson01
+
+    exercise = get_exercise("01.count_params")
+    aliased = evaluate(exercise, _lesson01._count_params)
+    assert aliased.status == "failed" and "the course's reference answer (called while it ran)" in aliased.message
+
+    def wrapped(tree):
+        return get_exercise("01.count_params").reference(tree)
+
+    static = evaluate(exercise, wrapped)
+    assert static.status == "failed" and "the course's reference answer (found in your code)" in static.message
+    hidden = evaluate(exercise, lambda tree: getattr(exercise, "refer" + "ence")(tree))
+    assert hidden.status == "failed" and "reference answer" in hidden.message
+    import sys
+
+    assert sys.getprofile() is None  # the watch is gone afterwards
 
 
 def test_same_structure_may_not_use_tree_diff() -> None:

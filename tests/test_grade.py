@@ -167,6 +167,10 @@ for ex in C.exercises("01"):
     cell_of(renamed, "01.is_node").source = cell_of(renamed, "01.is_node").source.replace("def is_node", "def is_a_node")
     write(folder, "renamed_function", renamed)
     write(folder, "syntax_error", prepend(solution(), "01.replace_leaves", "def broken(:"))
+    reference = exercise_version()
+    cell_of(reference, "01.count_params").source = "from course_lib.checks._lesson01 import _count_params as count_params"
+    cell_of(reference, "01.is_node").source = "import course_lib.checks._lesson01 as L\nis_node = getattr(L, '_is_' + 'node')"
+    write(folder, "uses_reference", reference)
 
 
 @pytest.fixture(scope="module")
@@ -204,6 +208,7 @@ EXPECTED = {
     "wrong_answer": {**ALL_PASSED, "01.leaf_paths": "failed"},
     "renamed_function": {**ALL_PASSED, "01.is_node": "missing"},
     "syntax_error": {**ALL_PASSED, "01.replace_leaves": "error"},
+    "uses_reference": {**dict.fromkeys(IDS, "not_attempted"), "01.count_params": "failed", "01.is_node": "failed"},
 }
 
 
@@ -253,6 +258,8 @@ def test_hostile_messages_say_what_happened(hostile) -> None:
     assert "defines no is_node" in message(books["renamed_function"], "01.is_node")
     assert "SyntaxError" in message(books["syntax_error"], "01.replace_leaves")
     assert books["lost_metadata"]["lesson"] == "01"
+    assert "the course's reference answer (found in your code)" in message(books["uses_reference"], "01.count_params")
+    assert "the course's reference answer (called while it ran)" in message(books["uses_reference"], "01.is_node")
 
 
 def test_submissions_are_never_modified(hostile) -> None:
@@ -427,8 +434,6 @@ def test_memory_watchdog_kills_a_growing_kernel(tmp_path: Path) -> None:
 
     from course_lib.grade._grader import kernel_env
     from course_lib.grade._kernel import Limits, Sandbox
-
-    (tmp_path / "ipython").mkdir()
 
     async def scenario() -> tuple:
         sandbox = Sandbox(str(tmp_path), kernel_env(tmp_path), Limits(memory_bytes=300 * 2**20))

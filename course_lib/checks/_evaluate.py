@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from . import _wire
-from ._guard import ForbiddenCall, forbid, static_uses
+from ._guard import REFERENCE, ForbiddenCall, forbid, static_uses, watch_references
 from ._plain import Unplain
 from ._spec import Case, Exercise, Outcome, Verdict
 
@@ -63,11 +63,12 @@ def probe_case(exercise: Exercise, fn: Callable[..., Any], case: Case) -> Outcom
 
     def guarded(*args: Any, **kwargs: Any) -> Any:
         seen: list[str] = []
+        used: list[str] = []
         try:
-            with forbid(exercise.forbidden) as seen:
+            with forbid(exercise.forbidden) as seen, watch_references() as used:
                 return fn(*args, **kwargs)
         finally:
-            refused.extend(seen)
+            refused.extend(seen + used)
 
     try:
         value = exercise.probe(guarded, case)
@@ -110,8 +111,6 @@ def reference_results(exercise: Exercise, cases: Sequence[Case]) -> list[Any]:
 
 def source_uses(exercise: Exercise, fn: Any) -> list[str]:
     """Forbidden names found in the source of ``fn`` (empty when the source cannot be read)."""
-    if not exercise.forbidden:
-        return []
     try:
         source = textwrap.dedent(inspect.getsource(fn))
     except (OSError, TypeError):
@@ -120,7 +119,7 @@ def source_uses(exercise: Exercise, fn: Any) -> list[str]:
 
 
 def forbidden_message(exercise: Exercise, names: Sequence[str], found_where: str) -> str:
-    listed = ", ".join(f"cl.{name}" for name in names)
+    listed = ", ".join("the course's reference answer" if name == REFERENCE else f"cl.{name}" for name in names)
     return (
         f"{exercise.name} uses {listed} ({found_where}): that is the course's own version of what this "
         "exercise asks you to write, so it does not count. Write it with JAX itself "

@@ -8,11 +8,15 @@ Two ways, because each misses something the other catches:
   the learner's function runs, whatever name they were reached by (an alias made earlier, a
   ``getattr`` with a computed name). A refused call is recorded even if the learner's code
   swallows the exception, so catching it gains nothing.
+* :func:`watch_references` notices a call to any exercise's ``reference`` (the course's own answer
+  in ``_lessonNN.py``) while the learner's function runs. It matches code by file, line and name,
+  so a copy of a lesson module imported before the grader reloaded it counts too.
 """
 
 import ast
 import contextlib
 import re
+import sys
 import types
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
@@ -116,6 +120,49 @@ def forbid(names: Iterable[str]) -> Iterator[list[str]]:
         del _calls[start:]
 
 
+REFERENCE = "reference"
+"""The name :func:`watch_references` and :func:`static_uses` report for a use of an exercise's reference."""
+
+
+def _code_key(code: types.CodeType) -> tuple[str, int, str]:
+    return (code.co_filename, code.co_firstlineno, code.co_name)
+
+
+def _reference_keys() -> set[tuple[str, int, str]]:
+    from ._registry import all_exercises  # local: the registry imports lesson modules, which import this one
+
+    keys = set()
+    for exercise in all_exercises():
+        code = getattr(exercise.reference, "__code__", None)
+        if isinstance(code, types.CodeType):
+            keys.add(_code_key(code))
+    return keys
+
+
+@contextlib.contextmanager
+def watch_references() -> Iterator[list[str]]:
+    """Record (as ``"reference"``) any call of an exercise's reference made inside the block, in this thread."""
+    keys = _reference_keys()
+    seen: list[str] = []
+    known: dict[types.CodeType, bool] = {}
+
+    def hook(frame: types.FrameType, event: str, arg: Any) -> None:
+        if event == "call":
+            code = frame.f_code
+            hit = known.get(code)
+            if hit is None:
+                hit = known[code] = _code_key(code) in keys
+            if hit and not seen:
+                seen.append(REFERENCE)
+
+    previous = sys.getprofile()
+    sys.setprofile(hook)
+    try:
+        yield seen
+    finally:
+        sys.setprofile(previous)
+
+
 _MAGIC = re.compile(r"^\s*[%!].*$", re.MULTILINE)
 
 
@@ -139,9 +186,10 @@ def _definition(tree: ast.Module, name: str) -> ast.AST | None:
 def static_uses(
     source: str, names: Iterable[str], aliases: Mapping[str, str] | None = None, within: str | None = None
 ) -> list[str]:
-    """The forbidden ``course_lib`` names that ``source`` uses, sorted.
+    """The forbidden ``course_lib`` names that ``source`` uses, sorted; ``"reference"`` for the course's answer.
 
-    Finds ``<anything>.name`` attribute uses, ``from course_lib import name`` imports, and bare uses
+    Finds ``<anything>.name`` attribute uses, ``from course_lib import name`` imports, any
+    ``.reference`` or import from a ``course_lib.checks._lessonNN`` module, and bare uses
     of an alias of a forbidden name, imported in ``source`` or listed in ``aliases`` (``{alias:
     name}`` from other cells of the notebook, as :func:`imported_aliases` finds them). With
     ``within``, only the top-level definition of that name is read, so a cell that compares its
@@ -154,7 +202,7 @@ def static_uses(
     """
     wanted = set(names)
     tree = parse_cell(source)
-    if tree is None or not wanted:
+    if tree is None:
         return []
     bound = {**(aliases or {}), **imported_aliases(source, wanted)}
     scope: ast.AST | None = tree if within is None else _definition(tree, within)
@@ -166,9 +214,13 @@ def static_uses(
             found.add(node.attr)
         elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "course_lib":
             found.update(alias.name for alias in node.names if alias.name in wanted)
+            if (node.module or "").startswith("course_lib.checks._lesson"):
+                found.add(REFERENCE)
         elif isinstance(node, ast.Name) and node.id in bound:
             found.add(bound[node.id])
-    return sorted(n for n in found if n in wanted)
+        elif isinstance(node, ast.Attribute) and node.attr == REFERENCE:
+            found.add(REFERENCE)
+    return sorted(n for n in found if n in wanted or n == REFERENCE)
 
 
 def imported_aliases(source: str, names: Iterable[str]) -> dict[str, str]:

@@ -11,7 +11,6 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 import course_lib as cl
@@ -207,7 +206,7 @@ def random_leaf(rng: np.random.Generator) -> Any:
         array = rng.integers(-9, 10, size=shape).astype(np.int32)
     else:
         array = rng.normal(size=shape).round(3).astype(np.float32)
-    return jnp.asarray(array) if choice % 2 else array
+    return jax.device_put(array) if choice % 2 else array  # device_put: jnp.asarray compiles per shape
 
 
 def random_tree(

@@ -210,7 +210,7 @@ def _node_cases(rng: np.random.Generator) -> list[Case]:
         ("an OrderedDict", collections.OrderedDict(b=a, a=b), "ordered"),
         ("the shape of an array", arr.shape, "shape"),
         ("a NumPy array", arr, "array"),
-        ("a JAX array", jax.numpy.asarray(arr), "array"),
+        ("a JAX array", jax.device_put(arr), "array"),
         ("a 0-d array", np.float32(rng.normal()).round(2), "array"),
         ("a Python float", round(float(rng.normal()), 2), "number"),
         ("a Python int", int(rng.integers(0, 100)), "number"),

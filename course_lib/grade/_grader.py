@@ -64,7 +64,6 @@ class Context:
 
     options: Options
     scratch: Path
-    env: dict[str, str]
     references: dict[str, tuple[list[Case], list[Any]]] = field(default_factory=dict)
 
     @property
@@ -79,14 +78,27 @@ class Context:
         return self.references[exercise.id]
 
 
-def kernel_env(scratch: Path) -> dict[str, str]:
-    """The kernel's environment: the grader's, without strict-check switches, on the CPU, headless."""
-    env = {k: v for k, v in os.environ.items() if k not in ("CI", "COURSE_STRICT_CHECKS", "JPY_PARENT_PID")}
+_PASSED_ENV = {"PATH", "LANG", "LANGUAGE", "TZ", "TMPDIR", "USER", "LOGNAME", "VIRTUAL_ENV", "PYTHONPATH", "PYTHONDONTWRITEBYTECODE", "SYSTEMROOT"}
+
+
+def kernel_env(workdir: Path) -> dict[str, str]:
+    """The kernel's environment: a few of the grader's variables (no secrets, no ``CI``), its own home.
+
+    Home, IPython and Matplotlib folders live in the submission's scratch folder, so nothing one
+    notebook writes there (an IPython startup file, say) reaches the next notebook's kernel.
+    """
+    home = workdir / ".home"
+    home.mkdir(exist_ok=True)
+    env = {k: v for k, v in os.environ.items() if k in _PASSED_ENV or k.startswith("LC_")}
     env.update(
+        HOME=str(home),
+        IPYTHONDIR=str(home / ".ipython"),
+        MPLCONFIGDIR=str(home / ".matplotlib"),
+        XDG_CACHE_HOME=str(home / ".cache"),
         JAX_PLATFORMS="cpu",
         MPLBACKEND="Agg",
         PYTHONHASHSEED="0",
-        IPYTHONDIR=str(scratch / "ipython"),
+        PYTHONNOUSERSITE="1",
         TF_CPP_MIN_LOG_LEVEL="3",
     )
     return env
@@ -169,7 +181,7 @@ async def _execute(plan: Plan, workdir: Path, reports_dir: Path, ctx: Context) -
         nonlocal sandbox
         if sandbox is not None:
             await sandbox.stop()
-        sandbox = Sandbox(str(workdir), ctx.env, ctx.limits)
+        sandbox = Sandbox(str(workdir), kernel_env(workdir), ctx.limits)
         await sandbox.start()
         for cell in completed if replay else []:
             if remaining() <= 0:
@@ -194,6 +206,8 @@ async def _execute(plan: Plan, workdir: Path, reports_dir: Path, ctx: Context) -
             return run
         for cell in plan.cells:
             if remaining() <= 0:
+                if not any(f.reason == "notebook" for f in run.fates.values()):
+                    run.notes.append(f"the notebook's {ctx.options.notebook_timeout:g} s ran out before cell {cell.index}; later cells were not run")
                 run.fates[cell.index] = CellResult("timeout", reason="notebook")
                 continue
             result = await sandbox.run(cell.source, min(cell_limit, remaining()))
@@ -357,8 +371,7 @@ class _Progress:
 async def grade_all(subs: list[Submission], options: Options) -> list[SubmissionResult]:
     """Grade every submission, ``options.jobs`` at a time; results in the order of ``subs``."""
     scratch = Path(tempfile.mkdtemp(prefix="course-grade-"))
-    (scratch / "ipython").mkdir()
-    ctx = Context(options, scratch, kernel_env(scratch))
+    ctx = Context(options, scratch)
     gate = asyncio.Semaphore(max(1, options.jobs))
     progress = _Progress(len(subs), options.quiet)
     results: list[SubmissionResult | None] = [None] * len(subs)

@@ -175,6 +175,8 @@ def defined_names(source: str) -> set[str]:
         elif isinstance(node, (ast.Assign, ast.AnnAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             names.update(t.id for t in targets if isinstance(t, ast.Name))
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
     return names
 
 
@@ -282,11 +284,13 @@ def plan_cells(notebook: Notebook, lesson: str) -> Plan:
             plan.exercise_cells[exercise.id] = defining[-1].index
             if defining[-1].exercise is None:
                 defining[-1].exercise = exercise.id
-        if exercise.forbidden and defining:
+        if defining:
             # The last definition is the one the notebook ends up with.
             everything = "\n".join(c.source for c in plan.cells)
             aliases = imported_aliases(everything, exercise.forbidden)
-            uses = static_uses(defining[-1].source, exercise.forbidden, aliases, within=exercise.name)
+            source = defining[-1].source
+            within = exercise.name if f"def {exercise.name}" in source or f"class {exercise.name}" in source else None
+            uses = static_uses(source, exercise.forbidden, aliases, within=within)
             if uses:
                 plan.static[exercise.id] = uses
     return plan
