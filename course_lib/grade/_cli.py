@@ -101,14 +101,12 @@ def main(argv: list[str] | None = None) -> int:
     import jax
 
     jax.config.update("jax_platforms", "cpu")  # references are computed here, the same way as in the kernels
-    from course_lib.checks import all_exercises
-
     start = time.monotonic()
     if not args.quiet:
         print(f"grading {len(submissions)} notebook(s), {options.jobs} at a time", file=sys.stderr)
     results = asyncio.run(grade_all(submissions, options))
     try:
-        write_all(out, results, options.settings(), list(all_exercises()))
+        write_all(out, results, options.settings())
     except OSError as error:
         print(f"course-grade: error: cannot write the gradebook in {out}: {error.strerror or error}", file=sys.stderr)
         return EXIT_OUTPUT

@@ -85,12 +85,17 @@ def safe_name(text: str) -> str:
     return name[:120]
 
 
+def graded_exercises(results: list[SubmissionResult]) -> list[Exercise]:
+    """The exercises of the lessons graded in this batch, in lesson and notebook order."""
+    from course_lib.checks import exercises
+
+    lessons = sorted({r.lesson for r in results if r.lesson})
+    return [e for lesson in lessons for e in exercises(lesson)]
+
+
 def exercise_columns(results: list[SubmissionResult]) -> list[str]:
     """The exercise ids graded in this batch, in lesson and notebook order."""
-    from course_lib.checks import all_exercises
-
-    seen = {e.id for r in results for e in r.exercises}
-    return [e.id for e in all_exercises() if e.id in seen]
+    return [e.id for e in graded_exercises(results)]
 
 
 def gradebook_csv(results: list[SubmissionResult]) -> str:
@@ -105,7 +110,8 @@ def gradebook_csv(results: list[SubmissionResult]) -> str:
     return out.getvalue()
 
 
-def gradebook_json(results: list[SubmissionResult], settings: dict[str, Any], listed: list[Exercise]) -> str:
+def gradebook_json(results: list[SubmissionResult], settings: dict[str, Any]) -> str:
+    listed = graded_exercises(results)
     document = {
         "grader": settings,
         "exercises": {e.id: {"name": e.name, "title": e.title, "points": e.points} for e in listed},
@@ -143,11 +149,11 @@ def feedback_path(out: Path, r: SubmissionResult) -> Path:
     return out / "feedback" / safe_name(r.student) / f"{safe_name(stem)}.txt"
 
 
-def write_all(out: Path, results: list[SubmissionResult], settings: dict[str, Any], listed: list[Exercise]) -> None:
+def write_all(out: Path, results: list[SubmissionResult], settings: dict[str, Any]) -> None:
     """Feedback files first, then the two gradebooks, each replaced atomically."""
     for r in results:
         _atomic_write(feedback_path(out, r), feedback_text(r))
-    _atomic_write(out / "gradebook.json", gradebook_json(results, settings, listed))
+    _atomic_write(out / "gradebook.json", gradebook_json(results, settings))
     _atomic_write(out / "gradebook.csv", gradebook_csv(results))
 
 

@@ -201,7 +201,12 @@ def detect_lesson(notebook: Notebook, filename: str) -> str | None:
     if match and match[1] in known:
         return match[1]
     names = set().union(*(defined_names(c.source) for c in notebook.cells if c.cell_type == "code"))
-    scores = {lesson: sum(e.name in names for e in exercises(lesson)) for lesson in known}
+    scores = {}
+    for lesson in known:
+        try:
+            scores[lesson] = sum(e.name in names for e in exercises(lesson))
+        except Exception:  # noqa: BLE001 (a lesson module that does not import cannot be this notebook's)
+            scores[lesson] = 0
     best = max(scores, key=lambda lesson: scores[lesson], default=None)
     return best if best is not None and scores[best] > 0 else None
 
