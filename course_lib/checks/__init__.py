@@ -21,8 +21,11 @@ other way round):
   (``judge_number``, ``judge_bool``, ``judge_equal``, ``tree_judge``, ``judge_compiles``) and
   random trees (``random_tree``, ``random_leaf``, the ``Layer``/``Point`` namedtuples).
 * ``_evaluate.py``: ``probe_all`` runs the learner's function on cases in the learner's process,
-  with the exercise's ``forbidden`` course functions refused (``_guard.py``); ``judge_outcomes``
-  compares the outcomes with the reference results anywhere.
+  with the exercise's ``forbidden`` course functions refused and any call of an exercise's
+  ``reference`` noticed (``_guard.py``); ``judge_outcomes`` compares the outcomes with the
+  reference results anywhere.
+* ``_plain.py`` and ``_wire.py``: results as plain data (``to_plain``, ``tree_plain``) and as
+  JSON for the trip from a kernel to the grader (never pickle).
 * ``_runner.py``: what the grader calls inside a submission's kernel.
 * ``_lessonNN.py``: the exercises of lesson NN.
 
@@ -33,12 +36,14 @@ Adding the exercises of a lesson (say 02):
 2. For each exercise give: ``id="02.sgd_step"`` (also the ``course.exercise`` metadata of the
    exercise cell), ``name`` (the function or class the learner defines), ``title``, ``points``,
    ``cases`` (``rng -> list[Case]``, deterministic: use only ``rng``; include ``None`` subtrees and
-   several container types; put facts a judge needs in ``Case.info``), ``reference`` (the course's
-   answer; it may use ``course_lib``), ``probe`` (``call_value`` / ``call_tree`` or your own
-   ``(fn, case) -> plain data``; call ``fn`` only through the argument, so the guard sees it),
-   ``judge`` (``(got, expected, case) -> None | hint``; start from a ``_kit`` judge and add
-   targeted hints), three progressive ``hints``, and ``forbidden``: the ``course_lib`` names that
-   do the exercise's job (say so in the notebook's prompt).
+   several container types; put facts a judge needs in ``Case.info``; make JAX arrays with
+   ``jax.device_put``, since ``jnp.asarray`` compiles once per new shape), ``reference`` (the
+   course's answer, a module-level function that may use ``course_lib``; keep it self-contained,
+   since a helper it calls could be called by a learner unnoticed), ``probe`` (``call_value`` /
+   ``call_tree`` or your own ``(fn, case) -> plain data``; call ``fn`` only through the argument,
+   so the guard sees it), ``judge`` (``(got, expected, case) -> None | hint``; start from a
+   ``_kit`` judge and add targeted hints), three progressive ``hints``, and ``forbidden``: the
+   ``course_lib`` names that do the exercise's job (say so in the notebook's prompt).
 3. In ``solutions/02_*.ipynb``: the exercise cell (metadata ``{"course": {"exercise": id}}``,
    solution between ``### BEGIN SOLUTION`` / ``### END SOLUTION``), then a check cell (metadata
    ``{"course": {"check": id}}``) with ``check(id, name)``, and ``progress("02")`` last.

@@ -37,7 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=(
             "Writes DIR/gradebook.csv, DIR/gradebook.json and DIR/feedback/<student>/<notebook>.txt. "
             "Exit status: 0 when grading ran (whatever the scores), 2 for bad arguments, 3 when the output "
-            "folder cannot be written."
+            "folder cannot be written, 130 when interrupted."
         ),
     )
     parser.add_argument("paths", nargs="+", metavar="PATH", help="a notebook, or a folder of notebooks or of student folders")
@@ -104,7 +104,11 @@ def main(argv: list[str] | None = None) -> int:
     start = time.monotonic()
     if not args.quiet:
         print(f"grading {len(submissions)} notebook(s), {options.jobs} at a time", file=sys.stderr)
-    results = asyncio.run(grade_all(submissions, options))
+    try:
+        results = asyncio.run(grade_all(submissions, options))
+    except KeyboardInterrupt:
+        print("course-grade: interrupted; every kernel was stopped and no gradebook was written", file=sys.stderr)
+        return 130
     try:
         write_all(out, results, options.settings())
     except OSError as error:
