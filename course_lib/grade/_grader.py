@@ -196,7 +196,10 @@ async def _execute(plan: Plan, workdir: Path, reports_dir: Path, ctx: Context) -
         restarts += 1
         if restarts > MAX_RESTARTS:
             raise _GiveUp(f"the kernel died {restarts} times; grading stopped after {what}")
-        return await fresh_kernel(replay=True)
+        try:
+            return await fresh_kernel(replay=True)
+        except KernelStartError as error:
+            raise _GiveUp(f"no new kernel could be started after {what}: {error}") from None
 
     try:
         try:

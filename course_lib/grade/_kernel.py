@@ -152,11 +152,15 @@ class Sandbox:
         self._watchdog = asyncio.ensure_future(self._watch())
 
     def _fence(self) -> None:
-        process = psutil.Process(self.pid)
-        virtual = process.memory_info().vms + self.limits.memory_bytes + _VIRTUAL_SLACK
-        process.rlimit(psutil.RLIMIT_AS, (virtual, virtual))
-        process.rlimit(psutil.RLIMIT_CORE, (0, 0))
-        process.rlimit(psutil.RLIMIT_FSIZE, (256 * 2**20, 256 * 2**20))
+        # Where the system refuses to set limits on another process, the watchdog still holds.
+        try:
+            process = psutil.Process(self.pid)
+            virtual = process.memory_info().vms + self.limits.memory_bytes + _VIRTUAL_SLACK
+            process.rlimit(psutil.RLIMIT_AS, (virtual, virtual))
+            process.rlimit(psutil.RLIMIT_CORE, (0, 0))
+            process.rlimit(psutil.RLIMIT_FSIZE, (256 * 2**20, 256 * 2**20))
+        except (psutil.Error, OSError, AttributeError):
+            pass
 
     def _resident(self) -> int:
         try:
