@@ -1,0 +1,1122 @@
+"""Exercises of lesson 06, optimizer state is a pytree too: momentum, Adam, checkpoints, a scan carry.
+
+The judges here go beyond "the values differ": for a wrong answer they recompute the usual wrong
+algorithms (old velocity, no bias correction, the count off by one, eps inside the square root, ...)
+from the case's own inputs and say which one the answer matches.
+"""
+
+import collections
+import os
+import shutil
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.tree_util import keystr
+
+import course_lib as cl
+
+from ._kit import Layer, Point, random_tree, tree_judge
+from ._plain import describe, rebuild_tree, tree_plain
+from ._spec import Case, Exercise
+
+
+class AdamState(NamedTuple):
+    """The Adam state of the exercises (the notebook defines the same class): no learning rate inside."""
+
+    count: Any
+    mu: Any
+    nu: Any
+
+
+# --- small helpers ---------------------------------------------------------------------------
+
+
+def _f32(rng: np.random.Generator, *shape: int, scale: float = 1.0) -> np.ndarray:
+    return (scale * rng.normal(size=shape)).round(3).astype(np.float32)
+
+
+# Few shapes on purpose: every new shape costs each eager jnp operation a compilation, and a
+# self-check should take a moment, not seconds. The trees vary in their containers instead.
+_SHAPES = ((), (3,), (2, 3))
+
+
+def _shape(rng: np.random.Generator) -> tuple[int, ...]:
+    return _SHAPES[int(rng.integers(0, len(_SHAPES)))]
+
+
+_LAYER = (2, 3)
+"""The shape of a layer's weight matrix in the optimizer cases: its shapes are among ``_SHAPES``."""
+
+
+def _any_shape(rng: np.random.Generator) -> tuple[int, ...]:
+    return tuple(int(n) for n in rng.integers(1, 5, size=int(rng.integers(0, 3))))
+
+
+def _float_leaf(rng: np.random.Generator) -> Any:
+    """A float32 array, NumPy or JAX, of a small random shape (0-d included)."""
+    array = _f32(rng, *_shape(rng))
+    return jax.device_put(array) if rng.random() < 0.5 else array
+
+
+def _array_leaf(rng: np.random.Generator) -> Any:
+    """A float32 or int32 array, NumPy or JAX: what a checkpoint holds."""
+    if rng.random() < 0.25:
+        array: np.ndarray = rng.integers(-9, 10, size=_any_shape(rng)).astype(np.int32)
+    else:
+        array = _f32(rng, *_any_shape(rng))
+    return jax.device_put(array) if rng.random() < 0.5 else array
+
+
+def _float_tree(rng: np.random.Generator, none_rate: float = 0.25) -> Any:
+    """A random tree of float32 leaves, with at least one leaf at the top."""
+    return {"head": _float_leaf(rng), "body": random_tree(rng, depth=3, none_rate=none_rate, leaf=_float_leaf)}
+
+
+def _like(rng: np.random.Generator, tree: Any, scale: float = 1.0) -> Any:
+    """A tree shaped like ``tree`` with new float32 values of the same kind (NumPy or JAX)."""
+
+    def new(leaf: Any) -> Any:
+        array = _f32(rng, *np.shape(leaf), scale=scale)
+        return jax.device_put(array) if isinstance(leaf, jax.Array) else array
+
+    return jax.tree.map(new, tree)
+
+
+def _describe(tree: Any, limit: int = 160) -> str:
+    """``describe``, with bfloat16 leaves written bf16 (``describe`` writes them as bfloat1616)."""
+    text = describe(tree, 10_000).replace("bfloat1616", "bf16")
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _plain(tree: Any) -> Any:
+    """``tree`` as a judge sees a learner's result: the same containers rebuilt from plain data."""
+    return rebuild_tree(tree_plain(tree))
+
+
+def _close(mine: Any, theirs: Any, rtol: float = 1e-5, atol: float = 1e-6) -> bool:
+    """Same structure and close leaves (NaN equal to NaN), never an error."""
+    if jax.tree.structure(mine) != jax.tree.structure(theirs):
+        return False
+    for a, b in zip(jax.tree.leaves(mine), jax.tree.leaves(theirs)):
+        try:
+            a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+        except (TypeError, ValueError):
+            return False
+        if a.shape != b.shape or not np.allclose(a, b, rtol=rtol, atol=atol, equal_nan=True):
+            return False
+    return True
+
+
+def _matching_variant(mine: Any, variants: list[tuple[Callable[[], Any], str]]) -> str | None:
+    """The hint of the first wrong algorithm whose result ``mine`` matches."""
+    for make, hint in variants:
+        with np.errstate(all="ignore"):
+            if _close(mine, _plain(make())):
+                return hint
+    return None
+
+
+def _is_namedtuple(x: Any) -> bool:
+    return isinstance(x, tuple) and hasattr(type(x), "_fields")
+
+
+def _structure_problem(mine: Any, theirs: Any, what: str) -> str | None:
+    """The structure difference between two rebuilt trees, by key path, or ``None``."""
+    if jax.tree.structure(mine) == jax.tree.structure(theirs):
+        return None
+    lines = list(cl.tree_diff(mine, theirs, names=("yours", "expected")))
+    if not lines:
+        lines = [f"yours: {jax.tree.structure(mine)}", f"expected: {jax.tree.structure(theirs)}"]
+    return f"{what} has another structure than expected:\n" + "\n".join(f"  {line}" for line in lines)
+
+
+_leaf_judge = tree_judge()
+
+
+def _leaf_problem(mine: Any, theirs: Any, what: str) -> str | None:
+    problem = _leaf_judge(tree_plain(mine), tree_plain(theirs), Case(()))
+    return None if problem is None else f"{what}: {problem}"
+
+
+# --- 06.momentum_step ------------------------------------------------------------------------
+
+
+def _momentum_step(params: Any, grads: Any, velocity: Any, lr: Any, beta: Any) -> tuple[Any, Any]:
+    velocity = jax.tree.map(lambda v, g: beta * v + g, velocity, grads)
+    return jax.tree.map(lambda p, v: p - lr * v, params, velocity), velocity
+
+
+def _momentum_case(
+    rng: np.random.Generator, params: Any, label: str, lr: Any = 0.1, beta: float = 0.9, first: bool = False
+) -> Case:
+    grads = _like(rng, params)
+    velocity = jax.tree.map(np.zeros_like, params) if first else _like(rng, params)
+    return Case((params, grads, velocity, lr, beta), label=label)
+
+
+def _momentum_cases(rng: np.random.Generator) -> list[Case]:
+    m, n = _LAYER
+    cases = [
+        _momentum_case(rng, {"w": _f32(rng, m, n), "b": _f32(rng, n)}, "the first step (velocity all zeros)", first=True),
+        _momentum_case(rng, {"w": _f32(rng, m, n), "b": _f32(rng, n)}, "a layer with a velocity from earlier steps"),
+        _momentum_case(
+            rng,
+            {"encoder": {"w": _f32(rng, m, n), "b": None}, "decoder": None, "scale": _f32(rng)},
+            "a dict with None subtrees",
+            beta=0.5,
+        ),
+        _momentum_case(
+            rng,
+            [Layer(w=_f32(rng, m, n), b=None), Layer(w=_f32(rng, m, n), b=_f32(rng, n))],
+            "a list of namedtuples with a None field",
+        ),
+        _momentum_case(
+            rng,
+            collections.OrderedDict(z=(_f32(rng, n), jax.device_put(_f32(rng, 3))), a=Point(x=_f32(rng), y=None)),
+            "an OrderedDict of tuples and a namedtuple, with lr a float32 array",
+            lr=jax.device_put(np.float32(0.05)),
+        ),
+        _momentum_case(rng, {"w": _f32(rng, n), "b": _f32(rng)}, "beta = 0: plain SGD", beta=0.0),
+    ]
+    for i in range(3):
+        tree = _float_tree(rng)
+        cases.append(_momentum_case(rng, tree, f"random tree {i + 1}, {describe(tree, 100)}", lr=0.01 * (i + 1)))
+    return cases
+
+
+def _momentum_variants(case: Case) -> list[tuple[Callable[[], Any], str]]:
+    params, grads, velocity, lr, beta = case.args
+    tmap = jax.tree.map
+
+    def new_velocity() -> Any:
+        return tmap(lambda v, g: beta * v + g, velocity, grads)
+
+    def old_velocity() -> Any:
+        return tmap(lambda p, v: p - lr * v, params, velocity), new_velocity()
+
+    def dampened() -> Any:
+        v = tmap(lambda v, g: beta * v + (1 - beta) * g, velocity, grads)
+        return tmap(lambda p, v: p - lr * v, params, v), v
+
+    def lr_in_velocity() -> Any:
+        v = tmap(lambda v, g: beta * v - lr * g, velocity, grads)
+        return tmap(lambda p, v: p + v, params, v), v
+
+    def lr_in_velocity_plus() -> Any:
+        v = tmap(lambda v, g: beta * v + lr * g, velocity, grads)
+        return tmap(lambda p, v: p - v, params, v), v
+
+    def uphill() -> Any:
+        return tmap(lambda p, v: p + lr * v, params, new_velocity()), new_velocity()
+
+    def stale_velocity() -> Any:
+        return _momentum_step(params, grads, velocity, lr, beta)[0], velocity
+
+    def nesterov() -> Any:
+        v = new_velocity()
+        return tmap(lambda p, v, g: p - lr * (g + beta * v), params, v, grads), v
+
+    def swapped() -> Any:
+        new_params, v = _momentum_step(params, grads, velocity, lr, beta)
+        return v, new_params
+
+    return [
+        (swapped, "the two results are swapped: return (new_params, new_velocity), in that order."),
+        (
+            old_velocity,
+            "the new params were moved with the old velocity. Update the velocity first, then move the "
+            "params with the new one: the gradient of this step counts at once.",
+        ),
+        (
+            stale_velocity,
+            "the params are right, but the velocity returned is the one that came in: return the new velocity, "
+            "or the next step starts from the old one.",
+        ),
+        (
+            dampened,
+            "your velocity averages the gradients, beta * v + (1 - beta) * g. Momentum here (as in "
+            "optax.sgd(momentum=beta)) adds the whole gradient: v = beta * v + g.",
+        ),
+        (
+            lr_in_velocity,
+            "your velocity has the learning rate inside (v = beta * v - lr * g). Keep the velocity a running "
+            "sum of gradients, v = beta * v + g, and apply lr when you move the params.",
+        ),
+        (
+            lr_in_velocity_plus,
+            "your velocity has the learning rate inside (v = beta * v + lr * g). Keep the velocity a running "
+            "sum of gradients, v = beta * v + g, and apply lr when you move the params.",
+        ),
+        (uphill, "the params moved uphill: subtract lr * v, do not add it."),
+        (nesterov, "that is the Nesterov step (p - lr * (g + beta * v)); this exercise asks for plain momentum, p - lr * v."),
+    ]
+
+
+def _judge_momentum(got: Any, expected: Any, case: Case) -> str | None:
+    mine, theirs = rebuild_tree(got), rebuild_tree(expected)
+    if not (type(mine) is tuple and len(mine) == 2):
+        kind = "a list" if isinstance(mine, list) else describe(mine, 80)
+        return f"returned {kind}; return a tuple of two trees, (new_params, new_velocity)."
+    problem = _structure_problem(mine[0], theirs[0], "new_params")
+    if problem is None:
+        problem = _structure_problem(mine[1], theirs[1], "the new velocity")
+        if problem is not None:
+            problem += (
+                "\n  The velocity must keep the structure of params (None subtrees, containers and all): "
+                "build it with jax.tree.map."
+            )
+    if problem is not None:
+        return problem
+    if _close(mine, theirs):
+        return _leaf_problem(mine, theirs, "the result")
+    return _matching_variant(mine, _momentum_variants(case)) or _leaf_problem(mine, theirs, "the result")
+
+
+MOMENTUM_STEP = Exercise(
+    id="06.momentum_step",
+    name="momentum_step",
+    title="A momentum step over a whole tree",
+    points=2,
+    cases=_momentum_cases,
+    reference=_momentum_step,
+    probe=lambda fn, case: tree_plain(fn(*case.args, **case.kwargs)),
+    judge=_judge_momentum,
+    hints=(
+        "Two jax.tree.map calls: first the new velocity from velocity and grads, then the new params from "
+        "params and that new velocity.",
+        "The velocity adds the whole gradient, v = beta * v + g (as optax.sgd(momentum=beta) does); the params "
+        "move by p - lr * v, with the new v.",
+        "jax.tree.map keeps None subtrees and every container, so both results come out shaped like params. "
+        "Return them as a tuple: (new_params, new_velocity).",
+    ),
+    forbidden=("momentum", "tree_add", "tree_add_scale", "tree_scale", "tree_sub"),
+)
+
+
+# --- 06.adam_init ----------------------------------------------------------------------------
+
+
+def _adam_init(params: Any) -> AdamState:
+    return AdamState(jnp.zeros((), jnp.int32), jax.tree.map(jnp.zeros_like, params), jax.tree.map(jnp.zeros_like, params))
+
+
+def _half_leaf(rng: np.random.Generator) -> Any:
+    return jax.device_put(_f32(rng, *_shape(rng)).astype(np.float16))
+
+
+def _init_cases(rng: np.random.Generator) -> list[Case]:
+    m, n = _LAYER
+    cases = [
+        Case(({"w": _f32(rng, m, n), "b": _f32(rng, n)},), label=f"a layer with w of shape ({m}, {n}) and b of shape ({n},)"),
+        Case(({"encoder": {"w": _f32(rng, m, n), "b": None}, "decoder": None},), label="a dict with None subtrees"),
+        Case(
+            ([Layer(w=_f32(rng, m, n), b=None), Point(x=_f32(rng), y=jax.device_put(_f32(rng, n)))],),
+            label="a list of namedtuples",
+        ),
+        Case(
+            ({"w": _half_leaf(rng), "b": jax.device_put(_f32(rng, n))},),
+            label="float16 weights next to float32 biases (the moments keep each leaf's dtype)",
+        ),
+    ]
+    for i in range(3):
+        tree = _float_tree(rng)
+        if i == 1:
+            tree["half"] = _half_leaf(rng)
+        cases.append(Case((tree,), label=f"random tree {i + 1}, {describe(tree, 100)}"))
+    return cases
+
+
+def _state_problem(state: Any, what: str) -> str | None:
+    """What is wrong with the shape of an Adam state (its type, its fields, its count), or ``None``."""
+    if type(state) is tuple:
+        return f"{what} is a plain tuple; return an AdamState(count=..., mu=..., nu=...), the class defined above."
+    if not _is_namedtuple(state):
+        return f"{what} is {describe(state, 80)}; return an AdamState(count=..., mu=..., nu=...), the class defined above."
+    fields = tuple(type(state)._fields)
+    if type(state).__name__ != "AdamState" or fields != AdamState._fields:
+        return (
+            f"{what} is a namedtuple {type(state).__name__} with the fields {', '.join(fields)}; expected the AdamState "
+            "class defined above, with the fields count, mu, nu."
+        )
+    count = state.count
+    if not isinstance(count, np.ndarray):
+        return (
+            f"the count in {what} is {describe(count, 40)}, a Python {type(count).__name__}; keep the count an int32 "
+            "array (jnp.zeros((), jnp.int32) to start), as optax does."
+        )
+    if count.shape != () or count.dtype != np.int32:
+        return (
+            f"the count in {what} is an array of dtype {count.dtype} and shape {count.shape}; keep it an int32 "
+            "scalar, shape ()."
+        )
+    return None
+
+
+def _judge_init(got: Any, expected: Any, case: Case) -> str | None:
+    mine, theirs = rebuild_tree(got), rebuild_tree(expected)
+    problem = _state_problem(mine, "the state")
+    if problem is not None:
+        return problem
+    if int(mine.count) != 0:
+        return f"the count starts at {int(mine.count)}; a state before the first step has count 0."
+    for field in ("mu", "nu"):
+        problem = _structure_problem(getattr(mine, field), getattr(theirs, field), f"the state's {field}")
+        if problem is not None:
+            return problem + "\n  It must have the structure of params: build it with jax.tree.map over params."
+    problem = _leaf_problem(mine, theirs, "the state")
+    if problem is not None and "has dtype" in problem:
+        problem += " jnp.zeros_like(leaf) keeps each leaf's dtype (and shape)."
+    return problem
+
+
+ADAM_INIT = Exercise(
+    id="06.adam_init",
+    name="adam_init",
+    title="An Adam state for any parameter tree",
+    points=1,
+    cases=_init_cases,
+    reference=_adam_init,
+    probe=lambda fn, case: tree_plain(fn(*case.args)),
+    judge=_judge_init,
+    hints=(
+        "mu and nu are trees shaped like params (the same structure, shapes and dtypes), filled with zeros; "
+        "jax.tree.map builds one tree from another.",
+        "jnp.zeros_like(leaf) keeps a leaf's shape and dtype; jax.tree.map keeps the None subtrees and containers.",
+        "The count starts at 0 as an int32 scalar array, jnp.zeros((), jnp.int32). Return AdamState(count=..., mu=..., nu=...).",
+    ),
+    forbidden=("adam", "tree_zeros_like", "tree_full_like"),
+)
+
+
+# --- 06.adam_step ----------------------------------------------------------------------------
+
+
+def _adam_step(
+    params: Any, grads: Any, state: AdamState, lr: Any, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8
+) -> tuple[Any, AdamState]:
+    count = state.count + 1
+    mu = jax.tree.map(lambda m, g: b1 * m + (1 - b1) * g, state.mu, grads)
+    nu = jax.tree.map(lambda v, g: b2 * v + (1 - b2) * g**2, state.nu, grads)
+    c1, c2 = 1 - b1**count, 1 - b2**count
+    new = jax.tree.map(lambda p, m, v: p - lr * (m / c1) / (jnp.sqrt(v / c2) + eps), params, mu, nu)
+    return new, AdamState(count, mu, nu)
+
+
+def _adam_variant(
+    params: Any,
+    grads: Any,
+    state: Any,
+    lr: Any,
+    b1: float = 0.9,
+    b2: float = 0.999,
+    eps: float = 1e-8,
+    *,
+    bias: bool = True,
+    shift: int = 0,
+    eps_inside: bool = False,
+    square: bool = True,
+    old_moments: bool = False,
+    undamped: bool = False,
+) -> tuple[Any, AdamState]:
+    """One Adam step done wrong in one of the usual ways (NumPy, float32)."""
+    count = np.asarray(state.count) + 1
+    keep1, keep2 = (1.0, 1.0) if undamped else (1 - b1, 1 - b2)
+    mu = jax.tree.map(lambda m, g: b1 * np.asarray(m) + keep1 * np.asarray(g), state.mu, grads)
+    nu = jax.tree.map(lambda v, g: b2 * np.asarray(v) + keep2 * (np.square(g) if square else np.asarray(g)), state.nu, grads)
+    t = np.float32(count + shift)
+    c1, c2 = (1 - b1**t, 1 - b2**t) if bias else (1.0, 1.0)
+    use_mu, use_nu = (state.mu, state.nu) if old_moments else (mu, nu)
+
+    def move(p: Any, m: Any, v: Any) -> Any:
+        m_hat, v_hat = np.asarray(m) / c1, np.asarray(v) / c2
+        step = m_hat / (np.sqrt(v_hat + eps) if eps_inside else np.sqrt(v_hat) + eps)
+        return (np.asarray(p) - lr * step).astype(np.float32)
+
+    new = jax.tree.map(move, params, use_mu, use_nu)
+    return new, AdamState(np.asarray(count, np.int32), mu, nu)
+
+
+_ADAM_VARIANTS: tuple[tuple[dict[str, Any], str], ...] = (
+    (
+        {"bias": False},
+        "this is Adam without bias correction. Divide mu by (1 - b1**count) and nu by (1 - b2**count), with "
+        "the count of this step, before using them.",
+    ),
+    (
+        {"shift": -1},
+        "the bias correction used the count from before this step (off by one): on a fresh state that divides "
+        "by 1 - b1**0 = 0. Add 1 to the count first and correct with the new count: the first step is step 1.",
+    ),
+    (
+        {"shift": 1},
+        "the bias correction used count + 1 after the count was already increased (off by one): the first "
+        "step is step 1, so correct with the new count itself.",
+    ),
+    ({"eps_inside": True}, "eps went inside the square root; Adam adds it outside: m_hat / (sqrt(v_hat) + eps)."),
+    ({"square": False}, "nu must average the squared gradients: b2 * nu + (1 - b2) * g**2."),
+    (
+        {"old_moments": True},
+        "the params moved with the old mu and nu; update the moments first, then move the params with the new ones.",
+    ),
+    (
+        {"undamped": True},
+        "the moments add the whole gradient; Adam's are averages: b1 * mu + (1 - b1) * g, b2 * nu + (1 - b2) * g**2.",
+    ),
+)
+
+
+def _adam_probe(fn: Callable[..., Any], case: Case) -> list[Any]:
+    """Run ``fn`` for several steps, feeding it its own params and state back; record every step."""
+    params, grads_seq, state, lr = case.args
+    records = []
+    for grads in grads_seq:
+        out = fn(params, grads, state, lr, **case.kwargs)
+        records.append(tree_plain(out))
+        if not (isinstance(out, tuple) and len(out) == 2 and all(hasattr(out[1], f) for f in AdamState._fields)):
+            break  # the judge says what is wrong with this step; a next one would only fail in a muddle
+        params, state = out
+    return records
+
+
+def _judge_adam(got: Any, expected: Any, case: Case) -> str | None:
+    params, grads_seq, state, lr = case.args
+    # The wrong variants are computed on rebuilt trees, the containers the learner's results come back in.
+    params, state, kwargs = _plain(params), AdamState(*_plain(state)), dict(case.kwargs)
+    for i, (record, want) in enumerate(zip(got, expected)):
+        at = f"at step {i + 1} of {len(expected)}: " if len(expected) > 1 else ""
+        mine, theirs = rebuild_tree(record), rebuild_tree(want)
+        if not (isinstance(mine, tuple) and not _is_namedtuple(mine) and len(mine) == 2):
+            return f"{at}returned {describe(mine, 80)}; return a pair (new_params, new_state)."
+        problem = _structure_problem(mine[0], theirs[0], "new_params") or _state_problem(mine[1], "the new state")
+        if problem is None:
+            for field in ("mu", "nu"):
+                problem = _structure_problem(getattr(mine[1], field), getattr(theirs[1], field), f"the new state's {field}")
+                if problem:
+                    break
+        if problem is not None:
+            return at + problem
+        count, want_count = int(mine[1].count), int(theirs[1].count)
+        if _close(mine, theirs):
+            problem = _leaf_problem(mine, theirs, "the result")
+            if problem is not None:
+                return at + problem
+            params, state = theirs[0], AdamState(*theirs[1])
+            continue
+        if count == want_count - 1 and _close(mine[0], theirs[0]):
+            return at + f"the new state's count is {count}, expected {want_count}: return the increased count."
+        grads = _plain(grads_seq[i])
+        for flags, hint in _ADAM_VARIANTS:
+            if _matching_variant(mine, [(lambda flags=flags: _adam_variant(params, grads, state, lr, **kwargs, **flags), hint)]):
+                return at + hint
+        if count != want_count:
+            return at + f"the new state's count is {count}, expected {want_count}: each step adds 1."
+        return at + (_leaf_problem(mine, theirs, "the result") or "the result differs from the expected one.")
+    if len(got) < len(expected):
+        return f"stopped after step {len(got)} of {len(expected)}."
+    return None
+
+
+def _adam_case(
+    rng: np.random.Generator,
+    params: Any,
+    label: str,
+    lr: float = 0.1,
+    fresh: bool = True,
+    steps: int = 3,
+    scale: float = 1.0,
+    **kwargs: float,
+) -> Case:
+    grads_seq = [_like(rng, params, scale) for _ in range(steps)]
+    if fresh:
+        state = AdamState(jax.device_put(np.int32(0)), jax.tree.map(np.zeros_like, params), jax.tree.map(np.zeros_like, params))
+    else:
+        mu = _like(rng, params, 0.1 * scale)
+        nu = jax.tree.map(lambda m: (np.square(m) + 1e-3 * scale**2).astype(np.float32), _like(rng, params, scale))
+        state = AdamState(jax.device_put(np.int32(rng.integers(3, 20))), mu, nu)
+    shown = (
+        f"params {describe(params, 100)}, {steps} steps of gradients, a state with count={int(state.count)}, lr={lr}"
+        + "".join(f", {k}={v}" for k, v in kwargs.items())
+    )
+    return Case((params, grads_seq, state, lr), kwargs=kwargs, label=label, shown=shown)
+
+
+def _adam_cases(rng: np.random.Generator) -> list[Case]:
+    m, n = _LAYER
+    cases = [
+        _adam_case(rng, {"w": _f32(rng, m, n), "b": _f32(rng, n)}, "a layer, from a fresh state"),
+        _adam_case(rng, {"encoder": {"w": _f32(rng, m, n), "b": None}, "decoder": None}, "a dict with None subtrees", lr=0.01),
+        _adam_case(
+            rng,
+            [Layer(w=_f32(rng, m, n), b=None), Point(x=_f32(rng), y=_f32(rng, n))],
+            "namedtuples, from a state 3 to 19 steps old",
+            lr=0.05,
+            fresh=False,
+        ),
+        _adam_case(rng, ({"w": _f32(rng, n)}, [_f32(rng, m, n)]), "other betas, b1=0.8 and b2=0.99", b1=0.8, b2=0.99),
+        _adam_case(
+            rng, {"w": _f32(rng, n), "b": _f32(rng)}, "gradients of size about 0.001, where eps matters", lr=0.01, scale=1e-3
+        ),
+    ]
+    for i in range(2):
+        tree = _float_tree(rng)
+        cases.append(_adam_case(rng, tree, f"random tree {i + 1}, {describe(tree, 100)}", lr=0.02, fresh=i == 0))
+    return cases
+
+
+ADAM_STEP = Exercise(
+    id="06.adam_step",
+    name="adam_step",
+    title="An Adam step: one map over four trees",
+    points=3,
+    cases=_adam_cases,
+    reference=_adam_step,
+    probe=_adam_probe,
+    judge=_judge_adam,
+    hints=(
+        "One step: count + 1; then mu = b1 * mu + (1 - b1) * g and nu = b2 * nu + (1 - b2) * g**2; then the "
+        "params. jax.tree.map takes several trees at once: jax.tree.map(f, params, mu, nu).",
+        "Bias correction uses the new count: mu_hat = mu / (1 - b1**count), nu_hat = nu / (1 - b2**count). The "
+        "params move by lr * mu_hat / (sqrt(nu_hat) + eps), eps outside the square root.",
+        "Return (new_params, AdamState(count=..., mu=..., nu=...)), the count still an int32 array and mu, nu "
+        "shaped like params (None subtrees stay None).",
+    ),
+    forbidden=("adam",),
+)
+
+
+# --- 06.save_checkpoint ----------------------------------------------------------------------
+
+
+def _save_checkpoint(path: Any, tree: Any) -> None:
+    arrays = {keystr(p): np.asarray(leaf) for p, leaf in jax.tree_util.tree_leaves_with_path(tree)}
+    np.savez(path, **arrays)
+
+
+def _read_npz(path: Path) -> dict[str, Any]:
+    """The entries of an ``.npz`` file, or why it cannot be read without pickle."""
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            return {"entries": {name: data[name] for name in data.files}}
+    except Exception as error:  # noqa: BLE001 (whatever the learner wrote)
+        return {"unreadable": f"{type(error).__name__}: {error}"[:300]}
+
+
+def _save_probe(fn: Callable[..., Any], case: Case) -> dict[str, Any]:
+    """Call ``fn`` with a path in a fresh temporary folder, then read back what it wrote."""
+    name, tree = case.args
+    folder = Path(tempfile.mkdtemp(prefix="course-06-"))
+    try:
+        target = folder / name
+        fn(target if case.info.get("as_path") else str(target), tree)
+        found = sorted(os.listdir(folder))
+        record: dict[str, Any] = {"files": found}
+        if target.is_file():
+            record.update(_read_npz(target))
+        return record
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _spec_text(array: Any) -> str:
+    return describe(np.asarray(array))
+
+
+def _judge_save(got: Any, expected: Any, case: Case) -> str | None:
+    name = case.args[0]
+    if not isinstance(got, dict) or "files" not in got:
+        return "the check could not read what save_checkpoint wrote."
+    if "entries" not in got and "unreadable" not in got:
+        if got["files"]:
+            return (
+                f"nothing was written at the path you were given ({name}); the folder holds {got['files']}. "
+                "Write to `path` itself."
+            )
+        return "nothing was written: save_checkpoint must write a file at `path` (np.savez(path, ...))."
+    if "unreadable" in got:
+        why = got["unreadable"]
+        if "Object arrays" in why or "pickle" in why:
+            return (
+                "the file holds pickled Python objects, not plain arrays. Save only the leaves, each as np.asarray(leaf): "
+                "None subtrees hold no leaves, so they write nothing."
+            )
+        return f"the file is not an .npz archive NumPy can read ({why})."
+    mine, theirs = got["entries"], expected["entries"]
+    if set(mine) == set(theirs):
+        for key in theirs:
+            a, e = np.asarray(mine[key]), np.asarray(theirs[key])
+            if a.shape != e.shape or a.dtype != e.dtype:
+                return (
+                    f"the entry {key} holds {_spec_text(a)}, expected {_spec_text(e)}: save each leaf as it is, "
+                    "np.asarray(leaf)."
+                )
+            if not np.array_equal(a, e):
+                return f"the entry {key} holds other values than the leaf at {key}."
+        return None
+    if theirs and all(k.startswith("arr_") for k in mine) and len(mine) == len(theirs):
+        return (
+            f"the entries are named {', '.join(sorted(mine)[:3])}{', ...' if len(mine) > 3 else ''}: that is what "
+            "np.savez does with positional arrays. Name each one by its key path, as jax.tree_util.keystr writes it: "
+            f"{next(iter(theirs))}."
+        )
+    missing = [k for k in theirs if k not in mine]
+    extra = [k for k in mine if k not in theirs]
+    if extra:
+        return (
+            f"the file has an entry named {extra[0]!r}, which is not the key path of a leaf. Name each entry "
+            f"as jax.tree_util.keystr writes the key path, for example {missing[0] if missing else next(iter(theirs))}."
+        )
+    return f"the entry {missing[0]} is missing: every leaf gets one entry, named by its key path."
+
+
+def _training_state(rng: np.random.Generator) -> dict[str, Any]:
+    m, n = (int(k) for k in rng.integers(2, 5, size=2))
+    params = {"w": _f32(rng, m, n), "b": jax.device_put(_f32(rng, n))}
+    opt = AdamState(jax.device_put(np.int32(rng.integers(1, 50))), _like(rng, params), _like(rng, params))
+    return {"params": params, "opt": opt}
+
+
+def _save_cases(rng: np.random.Generator) -> list[Case]:
+    m, n = (int(k) for k in rng.integers(2, 5, size=2))
+    leaf = lambda: _array_leaf(rng)  # noqa: E731
+    cases = [
+        Case(("layer.npz", {"w": _f32(rng, m, n), "b": _f32(rng, n)}), label="a layer"),
+        Case(("state.npz", _training_state(rng)), label="a training state: params and an AdamState with an int32 count"),
+        Case(("ckpt.npz", [leaf(), None, {"z": leaf(), "a": None}]), label="a list with None subtrees", info={"as_path": True}),
+        Case(
+            ("model.npz", (Layer(w=leaf(), b=leaf()), collections.OrderedDict(z=leaf(), a=Point(x=leaf(), y=None)))),
+            label="namedtuples and an OrderedDict",
+        ),
+    ]
+    for i in range(3):
+        tree = {"params": random_tree(rng, depth=3, none_rate=0.3, leaf=_array_leaf), "step": jax.device_put(np.int32(i + 1))}
+        label = f"random tree {i + 1}, {describe(tree, 100)}"
+        cases.append(Case((f"random_{i + 1}.npz", tree), label=label, info={"as_path": i == 1}))
+    return cases
+
+
+SAVE_CHECKPOINT = Exercise(
+    id="06.save_checkpoint",
+    name="save_checkpoint",
+    title="Save a tree, one entry per key path",
+    points=2,
+    cases=_save_cases,
+    reference=_save_checkpoint,
+    probe=_save_probe,
+    judge=_judge_save,
+    hints=(
+        "jax.tree_util.tree_leaves_with_path(tree) gives (key path, leaf) pairs; jax.tree_util.keystr(path) "
+        "writes a key path as text, like ['params']['w'].",
+        "np.savez(path, **arrays) stores each array under the name of its keyword; np.asarray(leaf) turns a JAX "
+        "array into a NumPy one.",
+        "None subtrees have no leaves and so no entries; write nothing else to the file.",
+    ),
+    forbidden=("save_tree", "load_tree"),
+)
+
+
+# --- 06.restore_checkpoint -------------------------------------------------------------------
+
+
+def _restore_checkpoint(path: Any, like: Any) -> Any:
+    with np.load(path, allow_pickle=False) as data:
+        stored = {name: data[name] for name in data.files}
+    with_paths, treedef = jax.tree_util.tree_flatten_with_path(like)
+    wanted = {keystr(p): leaf for p, leaf in with_paths}
+    problems = [f"{name} is missing from the file" for name in wanted if name not in stored]
+    problems += [f"{name} is in the file but not in `like`" for name in stored if name not in wanted]
+    problems += [
+        f"{name} has shape {stored[name].shape} in the file, {np.shape(leaf)} in `like`"
+        for name, leaf in wanted.items()
+        if name in stored and stored[name].shape != np.shape(leaf)
+    ]
+    if problems:
+        raise ValueError("the checkpoint does not fit `like`: " + "; ".join(problems))
+    return jax.tree.unflatten(treedef, [jax.device_put(stored[name]) for name in wanted])
+
+
+def _restore_probe(fn: Callable[..., Any], case: Case) -> dict[str, Any]:
+    """Write the case's entries to a fresh temporary ``.npz``, call ``fn`` on it, record a tree or an error."""
+    name, like = case.args
+    folder = Path(tempfile.mkdtemp(prefix="course-06-"))
+    try:
+        target = folder / name
+        np.savez(target, **case.info["entries"])
+        try:
+            out = fn(str(target), like)
+        except NotImplementedError:
+            raise
+        except Exception as error:  # noqa: BLE001 (raising is the point in some cases)
+            message = str(error).replace(str(folder), "<folder>")[:600]
+            return {"raised": type(error).__name__, "value_error": isinstance(error, ValueError), "message": message}
+        return {"returned": tree_plain(out)}
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+_MISFIT = {
+    "missing": "`like` has a leaf at {path} that the file does not hold",
+    "extra": "the file holds an entry {path} that `like` has no leaf for",
+    "shape": "the entry {path} has another shape in the file than in `like`",
+    "renamed": "the file's key paths are not those of `like` ({path}, for one)",
+}
+
+
+def _judge_restore(got: Any, expected: Any, case: Case) -> str | None:
+    if not isinstance(got, dict):
+        return "the check could not read what restore_checkpoint did."
+    kind, offending = case.info["kind"], list(case.info["offending"])
+    if "raised" in expected:
+        why = _MISFIT[kind].format(path=offending[0])
+        if "returned" in got:
+            return (
+                f"returned a tree, but {why}. Compare the key paths (and shapes) first, and raise ValueError "
+                "naming the path."
+            )
+        if not got["value_error"]:
+            return (
+                f"raised {got['raised']} ({got['message'][:120]}), but the exception must be a ValueError: {why}. "
+                "Check every key path and shape before reading, and raise ValueError naming the path."
+            )
+        if not any(path in got["message"] for path in offending):
+            return (
+                f"the ValueError says {got['message'][:160]!r}, but not where: {why}. Name the key path in the message, "
+                "written as jax.tree_util.keystr writes it."
+            )
+        return None
+    if "raised" in got:
+        return f"raised {got['raised']}: {got['message'][:200]}; but this file fits `like` and should load."
+    mine, theirs = rebuild_tree(got["returned"]), rebuild_tree(expected["returned"])
+    problem = _structure_problem(mine, theirs, "the restored tree")
+    if problem is not None:
+        return problem + "\n  Rebuild the structure of `like`: jax.tree.unflatten with the treedef of `like`."
+    problem = _leaf_problem(mine, theirs, "the restored tree")
+    if problem is None:
+        return None
+    mine_leaves = sorted(describe(leaf) + str(np.asarray(leaf).tolist()) for leaf in jax.tree.leaves(mine))
+    their_leaves = sorted(describe(leaf) + str(np.asarray(leaf).tolist()) for leaf in jax.tree.leaves(theirs))
+    if mine_leaves == their_leaves:
+        return problem + (
+            " The arrays are all there, in the wrong places: take them in the order of like's leaves, by key path."
+        )
+    return problem
+
+
+def _entries(tree: Any) -> dict[str, np.ndarray]:
+    return {keystr(p): np.asarray(leaf) for p, leaf in jax.tree_util.tree_leaves_with_path(tree)}
+
+
+def _restore_case(saved: Any, like: Any, label: str, kind: str = "fits", offending: tuple[str, ...] = ()) -> Case:
+    entries = _entries(saved)
+    shown = f"a file with the entries {', '.join(entries)}; like={describe(like, 140)}"
+    info = {"entries": entries, "kind": kind, "offending": offending}
+    return Case(("checkpoint.npz", like), label=label, info=info, shown=shown)
+
+
+def _zeros(tree: Any) -> Any:
+    return jax.tree.map(np.zeros_like, tree)
+
+
+def _restore_cases(rng: np.random.Generator) -> list[Case]:
+    m, n = (int(k) for k in rng.integers(2, 5, size=2))
+    leaf = lambda: _array_leaf(rng)  # noqa: E731
+    layer = {"w": _f32(rng, m, n), "b": _f32(rng, n)}
+    state = _training_state(rng)
+    state["opt"] = state["opt"]._replace(nu=None)
+    named = [Layer(w=_f32(rng, m, m), b=_f32(rng, m)), Layer(w=_f32(rng, m, 1), b=_f32(rng, 1))]
+    listed = [leaf(), [leaf(), leaf()], None]
+    wider_bias = _f32(rng, n + 1)
+    opt_paths = tuple(keystr(p) for p, _ in jax.tree_util.tree_leaves_with_path({"opt": state["opt"]}))
+    cases = [
+        _restore_case(layer, _zeros(layer), "a layer, into a template of zeros"),
+        _restore_case(state, _zeros(state), "a training state with a None subtree"),
+        _restore_case(named, _zeros(named), "namedtuples, whose fields w, b are not in sorted order"),
+        _restore_case(listed, tuple(_zeros(listed)), "a tuple as the template of a file written from a list (same key paths)"),
+        _restore_case(
+            layer,
+            {**_zeros(layer), "scale": np.ones(1, np.float32)},
+            "a template with a leaf the file lacks",
+            "missing",
+            ("['scale']",),
+        ),
+        _restore_case(state, {"params": _zeros(state["params"])}, "a file with entries the template lacks", "extra", opt_paths),
+        _restore_case(
+            {"params": layer, "step": np.int32(3)},
+            {"params": {"w": _zeros(layer["w"]), "b": _zeros(wider_bias)}, "step": np.int32(0)},
+            "a template whose bias has another shape",
+            "shape",
+            ("['params']['b']",),
+        ),
+        _restore_case(
+            {"x": layer["b"], "y": layer["w"]},
+            Point(x=_zeros(layer["b"]), y=_zeros(layer["w"])),
+            "a namedtuple template for a file written from a dict: .x is not ['x']",
+            "renamed",
+            (".x", ".y", "['x']", "['y']"),
+        ),
+    ]
+    for i in range(2):
+        tree = {"params": random_tree(rng, depth=3, none_rate=0.3, leaf=_array_leaf), "step": np.int32(i)}
+        cases.append(_restore_case(tree, _zeros(tree), f"random tree {i + 1}, {describe(tree, 100)}"))
+    return cases
+
+
+RESTORE_CHECKPOINT = Exercise(
+    id="06.restore_checkpoint",
+    name="restore_checkpoint",
+    title="Restore a tree, checking its structure",
+    points=3,
+    cases=_restore_cases,
+    reference=_restore_checkpoint,
+    probe=_restore_probe,
+    judge=_judge_restore,
+    hints=(
+        "np.load(path) opens the file and .files lists its entry names; the names to expect are the key paths of "
+        "`like`, from jax.tree_util.tree_flatten_with_path(like) and jax.tree_util.keystr.",
+        "Before building anything, compare the two sets of names and each shape; raise ValueError with the "
+        "offending key path in its message.",
+        "Rebuild with jax.tree.unflatten(treedef, arrays), the treedef of `like` and the arrays in the order of its "
+        "leaves; None subtrees have no entries.",
+    ),
+    forbidden=("save_tree", "load_tree"),
+)
+
+
+# --- 06.train_loop ---------------------------------------------------------------------------
+
+
+def _train_loss(params: Any, batch: dict[str, jax.Array]) -> jax.Array:
+    """Each leaf pulled towards the batch's target, with the batch's weight: a float32 scalar."""
+    total = jnp.zeros((), jnp.float32)
+    for leaf in jax.tree.leaves(params):
+        x = jnp.asarray(leaf).astype(jnp.float32)
+        total = total + batch["weight"] * jnp.mean(jnp.square(x - batch["target"]))
+    return total
+
+
+def _train_loop(
+    loss_fn: Callable[..., Any], params: Any, batches: Any, lr: Any, beta: float
+) -> tuple[Any, Any, jax.Array]:
+    def body(carry: tuple[Any, Any], batch: Any) -> tuple[tuple[Any, Any], jax.Array]:
+        params, velocity = carry
+        loss, grads = jax.value_and_grad(loss_fn)(params, batch)
+        velocity = jax.tree.map(lambda v, g: beta * v + g, velocity, grads)
+        params = jax.tree.map(lambda p, v: (p - lr * v).astype(p.dtype), params, velocity)
+        return (params, velocity), loss
+
+    velocity = jax.tree.map(jnp.zeros_like, params)
+    (params, velocity), losses = jax.lax.scan(body, (params, velocity), batches)
+    return params, velocity, losses
+
+
+def _has_loop(jaxpr: Any) -> bool:
+    """Whether a (closed) jaxpr holds a ``scan`` or ``while`` anywhere, nested programs included."""
+    seen = [jaxpr]
+    while seen:
+        current = seen.pop()
+        inner = getattr(current, "jaxpr", current)
+        for eqn in getattr(inner, "eqns", ()):
+            if eqn.primitive.name in ("scan", "while"):
+                return True
+            for value in eqn.params.values():
+                for item in value if isinstance(value, (tuple, list)) else (value,):
+                    if hasattr(item, "eqns") or hasattr(getattr(item, "jaxpr", None), "eqns"):
+                        seen.append(item)
+    return False
+
+
+def _as_float32(leaf: Any) -> Any:
+    """A bfloat16 (or other non-NumPy float) array as float32, so that it travels as plain data."""
+    dtype = getattr(leaf, "dtype", None)
+    if dtype is not None and np.dtype(dtype).kind == "V":  # bfloat16 and the other ml_dtypes types
+        return np.asarray(leaf).astype(np.float32)
+    return leaf
+
+
+def _dtype_name(leaf: Any) -> str:
+    dtype = getattr(leaf, "dtype", None)
+    return np.dtype(dtype).name if dtype is not None else type(leaf).__name__
+
+
+def _record(tree: Any) -> dict[str, Any]:
+    """A tree as plain data with its dtypes on the side (bfloat16 leaves travel as float32)."""
+    with_paths = jax.tree_util.tree_leaves_with_path(tree)
+    return {
+        "tree": tree_plain(jax.tree.map(_as_float32, tree)),
+        "dtypes": [[keystr(p), _dtype_name(leaf)] for p, leaf in with_paths],
+    }
+
+
+def _train_probe(fn: Callable[..., Any], case: Case) -> dict[str, Any]:
+    """Trace ``fn`` under ``jax.jit`` (is there a loop in the program?), then compile and run it once."""
+    loss_fn, params, batches, lr, beta = case.args
+    try:
+        traced = jax.jit(lambda p, b: fn(loss_fn, p, b, lr, beta)).trace(params, batches)
+        out = traced.lower().compile()(params, batches)
+    except NotImplementedError:
+        raise
+    except Exception as error:  # noqa: BLE001 (a broken carry raises inside JAX: that is the lesson)
+        return {"raised": type(error).__name__, "message": str(error)[:1500]}
+    loop = _has_loop(traced.jaxpr)
+    if not (type(out) is tuple and len(out) == 3):
+        return {"loop": loop, "shape": describe(out, 120)}
+    return {"loop": loop, "params": _record(out[0]), "velocity": _record(out[1]), "losses": _record(out[2])}
+
+
+def _carry_hint(message: str) -> str:
+    lines = [line.strip() for line in message.splitlines() if line.strip()]
+    detail = next((line for line in lines if line.lower().lstrip("* ").startswith("the input carry")), "")
+    detail = detail.lstrip("* ").rstrip(";")
+    quoted = f"\n  JAX says: {detail}" if detail else ""
+    if "same pytree structure" in message:
+        return (
+            "Pitfall 15: the carry of lax.scan came out with another structure than it went in with." + quoted + "\n  "
+            "Build the whole carry before the loop: the velocity is jax.tree.map(jnp.zeros_like, params), "
+            "with the structure of params, never None or a list of leaves."
+        )
+    if "dtypes do not match" in message:
+        return (
+            "Pitfall 15: a leaf of the carry changed dtype inside the loop." + quoted + "\n  "
+            "With lr a float32 array, lr * v is float32 even when v is bfloat16: cast each new leaf back, "
+            ".astype(p.dtype), and build the velocity with jnp.zeros_like(p) so it has the dtype of p."
+        )
+    if "shapes do not match" in message:
+        return (
+            "Pitfall 15: a leaf of the carry changed shape inside the loop." + quoted + "\n  "
+            "Each velocity leaf must have the shape of its parameter from the start: jnp.zeros_like(p), not 0.0."
+        )
+    return ""
+
+
+def _train_tolerance(dtype: str) -> tuple[float, float]:
+    return (5e-2, 5e-2) if dtype in ("bfloat16", "float16") else (1e-4, 1e-5)
+
+
+def _compare_record(mine: dict[str, Any], theirs: dict[str, Any], what: str) -> str | None:
+    a, e = rebuild_tree(mine["tree"]), rebuild_tree(theirs["tree"])
+    problem = _structure_problem(a, e, what)
+    if problem is not None:
+        return problem
+    for (path, dtype), (_, want) in zip(mine["dtypes"], theirs["dtypes"]):
+        if dtype != want:
+            fix = (
+                "build it with jnp.zeros_like(p), which keeps the dtype of p"
+                if what == "the velocity"
+                else "cast each new leaf back with .astype(p.dtype)"
+            )
+            return (
+                f"{what}: the leaf {path} is {dtype}, expected {want}: every leaf of a scan carry keeps its dtype "
+                f"(Pitfall 15), so {fix}."
+            )
+    for (path, dtype), x, y in zip(theirs["dtypes"], jax.tree.leaves(a), jax.tree.leaves(e)):
+        where = f"{what}: the leaf {path}" if path else what
+        rtol, atol = _train_tolerance(dtype)
+        x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
+        if x.shape != y.shape:
+            return f"{where} has shape {x.shape}, expected {y.shape}."
+        if not np.allclose(x, y, rtol=rtol, atol=atol, equal_nan=True):
+            worst = float(np.nanmax(np.abs(x - y))) if x.size else 0.0
+            verb = "differ" if where == "losses" else "differs"
+            return f"{where} {verb} from the expected values (largest difference {worst:.3g})."
+    return None
+
+
+def _judge_train(got: Any, expected: Any, case: Case) -> str | None:
+    if "raised" in got:
+        hint = _carry_hint(got["message"]) or f"train_loop raised {got['raised']}: {got['message'][:300]}"
+        if "tracer" in got["message"].lower() or "Concretization" in got["raised"]:
+            hint += (
+                "\n  The check runs train_loop under jax.jit, and scan traces its body the same way: no float(), "
+                ".item() or NumPy calls on values computed from params or batches."
+            )
+        return hint
+    if "shape" in got:
+        return f"returned {got['shape']}; return a tuple of three: (params, velocity, losses)."
+    steps = int(np.shape(case.args[2]["target"])[0])
+    losses, want = rebuild_tree(got["losses"]["tree"]), rebuild_tree(expected["losses"]["tree"])
+    if not isinstance(losses, np.ndarray) or losses.shape != want.shape:
+        return (
+            f"losses is {describe(losses, 60)}; expected one loss per step, an array of shape ({steps},): the second "
+            "output of the scan body, which scan stacks for you."
+        )
+    for what, key in (("params", "params"), ("the velocity", "velocity"), ("losses", "losses")):
+        problem = _compare_record(got[key], expected[key], what)
+        if problem is not None:
+            if key == "losses" and "differ" in problem:
+                problem += (
+                    " Record the loss at the params each step starts from: jax.value_and_grad gives it with the gradients."
+                )
+            return problem
+    if not got["loop"]:
+        return (
+            f"the results are right, but the traced program holds no loop: Python unrolled {steps} copies of the step. "
+            "Write the step as a body function and run it with jax.lax.scan."
+        )
+    return None
+
+
+def _train_case(rng: np.random.Generator, params: Any, label: str, lr: Any, steps: int, beta: float = 0.9) -> Case:
+    batches = {
+        "target": jax.device_put(_f32(rng, steps)),
+        "weight": jax.device_put(rng.uniform(0.5, 1.5, size=steps).astype(np.float32)),
+    }
+    lr_text = f"jnp.float32({float(lr):g})" if isinstance(lr, jax.Array) else repr(lr)
+    shown = f"loss_fn, params={_describe(params, 120)}, batches={describe(batches)}, lr={lr_text}, beta={beta}"
+    return Case((_train_loss, params, batches, lr, beta), label=label, shown=shown)
+
+
+def _bf16(rng: np.random.Generator, *shape: int) -> jax.Array:
+    return jax.device_put(_f32(rng, *shape).astype(jnp.bfloat16))
+
+
+def _train_cases(rng: np.random.Generator) -> list[Case]:
+    # Three cases only: each one compiles a whole training loop, twice (the reference and yours).
+    m, n = _LAYER
+    tree = jax.device_put(_float_tree(rng, none_rate=0.3))
+    tree["skip"] = None
+    layer = jax.device_put({"w": _f32(rng, m, n), "b": _f32(rng, n)})
+    return [
+        _train_case(rng, layer, "a layer, lr a Python float", 0.1, 4),
+        _train_case(
+            rng,
+            tree,
+            f"a random tree with None subtrees, lr a float32 array, {_describe(tree, 100)}",
+            jax.device_put(np.float32(0.05)),
+            5,
+        ),
+        _train_case(
+            rng,
+            [Layer(w=_bf16(rng, m, n), b=None), Point(x=jax.device_put(_f32(rng, n)), y=_bf16(rng, n))],
+            "bfloat16 leaves next to float32 ones, lr a float32 array",
+            jax.device_put(np.float32(0.1)),
+            4,
+        ),
+    ]
+
+
+TRAIN_LOOP = Exercise(
+    id="06.train_loop",
+    name="train_loop",
+    title="A training loop in one lax.scan: the carry keeps its structure",
+    points=3,
+    cases=_train_cases,
+    reference=_train_loop,
+    probe=_train_probe,
+    judge=_judge_train,
+    hints=(
+        "Write the step as body(carry, batch) -> (new_carry, loss) with carry = (params, velocity), and run it with "
+        "jax.lax.scan(body, carry, batches): scan hands the body one batch at a time, sliced off the leading axis.",
+        "Pitfall 15: the carry must come out with exactly the structure, shapes and dtypes it went in with. Create "
+        "the velocity before the loop, jax.tree.map(jnp.zeros_like, params), never inside the body.",
+        "With lr a float32 array, lr * v is float32 even for a bfloat16 v: cast each new leaf back with "
+        ".astype(p.dtype). jax.value_and_grad(loss_fn)(params, batch) gives the loss and the gradients at once.",
+    ),
+    forbidden=("momentum", "tree_zeros_like", "tree_full_like", "tree_add", "tree_add_scale", "tree_scale", "tree_sub"),
+)
+
+
+EXERCISES = (MOMENTUM_STEP, ADAM_INIT, ADAM_STEP, SAVE_CHECKPOINT, RESTORE_CHECKPOINT, TRAIN_LOOP)

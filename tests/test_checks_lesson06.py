@@ -1,0 +1,605 @@
+"""Lesson 06 self-checks: not attempted, incorrect with the targeted hint, correct; references against optax."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import nbformat
+import numpy as np
+import optax
+import pytest
+
+import course_lib as cl
+from course_lib import checks
+from course_lib.checks import _lesson06 as lesson
+from course_lib.checks import check, evaluate, get_exercise
+from course_lib.checks._evaluate import judge_outcomes, probe_all, reference_results
+from course_lib.checks._plain import rebuild_tree, tree_plain
+
+ROOT = Path(__file__).resolve().parents[1]
+LESSON_06 = (
+    "06.momentum_step",
+    "06.adam_init",
+    "06.adam_step",
+    "06.save_checkpoint",
+    "06.restore_checkpoint",
+    "06.train_loop",
+)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_checks(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CI", raising=False)
+    monkeypatch.delenv("COURSE_STRICT_CHECKS", raising=False)
+    checks.set_strict(None)
+    checks.reset_hints()
+    yield
+    checks.set_strict(None)
+    checks.reset_hints()
+
+
+def stub(*args: object, **kwargs: object) -> None:
+    raise NotImplementedError("Write your solution here, then run the check below.")
+
+
+class AdamState(NamedTuple):
+    """The class the notebook defines for exercises 2 and 3."""
+
+    count: Any
+    mu: Any
+    nu: Any
+
+
+def keystr(path: Any) -> str:
+    return jax.tree_util.keystr(path)
+
+
+# --- answers, right and wrong --------------------------------------------------------------------
+
+
+def momentum_step(params, grads, velocity, lr, beta):
+    velocity = jax.tree.map(lambda v, g: beta * v + g, velocity, grads)
+    return jax.tree.map(lambda p, v: p - lr * v, params, velocity), velocity
+
+
+def momentum_old_velocity(params, grads, velocity, lr, beta):
+    new_params = jax.tree.map(lambda p, v: p - lr * v, params, velocity)
+    return new_params, jax.tree.map(lambda v, g: beta * v + g, velocity, grads)
+
+
+def momentum_dampened(params, grads, velocity, lr, beta):
+    velocity = jax.tree.map(lambda v, g: beta * v + (1 - beta) * g, velocity, grads)
+    return jax.tree.map(lambda p, v: p - lr * v, params, velocity), velocity
+
+
+def momentum_lr_inside(params, grads, velocity, lr, beta):
+    velocity = jax.tree.map(lambda v, g: beta * v - lr * g, velocity, grads)
+    return jax.tree.map(lambda p, v: p + v, params, velocity), velocity
+
+
+def momentum_velocity_as_leaves(params, grads, velocity, lr, beta):
+    leaves = [beta * v + g for v, g in zip(jax.tree.leaves(velocity), jax.tree.leaves(grads))]
+    moved = [p - lr * v for p, v in zip(jax.tree.leaves(params), leaves)]
+    return jax.tree.unflatten(jax.tree.structure(params), moved), leaves
+
+
+def momentum_swapped(params, grads, velocity, lr, beta):
+    new_params, velocity = momentum_step(params, grads, velocity, lr, beta)
+    return velocity, new_params
+
+
+def momentum_stale_velocity(params, grads, velocity, lr, beta):
+    return momentum_step(params, grads, velocity, lr, beta)[0], velocity
+
+
+def momentum_as_list(params, grads, velocity, lr, beta):
+    return list(momentum_step(params, grads, velocity, lr, beta))
+
+
+def momentum_with_course_version(params, grads, velocity, lr, beta):
+    velocity = cl.tree_add_scale(grads, beta, velocity)
+    return jax.tree.map(lambda p, v: p - lr * v, params, velocity), velocity
+
+
+def adam_init(params):
+    return AdamState(jnp.zeros((), jnp.int32), jax.tree.map(jnp.zeros_like, params), jax.tree.map(jnp.zeros_like, params))
+
+
+def adam_init_plain_tuple(params):
+    return tuple(adam_init(params))
+
+
+def adam_init_python_count(params):
+    return adam_init(params)._replace(count=0)
+
+
+def adam_init_float32(params):
+    zeros = lambda p: jnp.zeros(jnp.shape(p))  # noqa: E731
+    return AdamState(jnp.zeros((), jnp.int32), jax.tree.map(zeros, params), jax.tree.map(zeros, params))
+
+
+def adam_init_leaf_lists(params):
+    zeros = [jnp.zeros_like(p) for p in jax.tree.leaves(params)]
+    return AdamState(jnp.zeros((), jnp.int32), zeros, list(zeros))
+
+
+def adam_init_course_state(params):
+    return cl.AdamState(jnp.float32(0.1), jnp.zeros((), jnp.int32), *adam_init(params)[1:])
+
+
+def adam_init_with_course_version(params):
+    return AdamState(jnp.zeros((), jnp.int32), cl.tree_zeros_like(params), cl.tree_zeros_like(params))
+
+
+def make_adam_step(bias=True, shift=0, eps_inside=False, keep_count=False, plain_tuple=False):
+    def adam_step(params, grads, state, lr, b1=0.9, b2=0.999, eps=1e-8):
+        count = state.count + 1
+        mu = jax.tree.map(lambda m, g: b1 * m + (1 - b1) * g, state.mu, grads)
+        nu = jax.tree.map(lambda v, g: b2 * v + (1 - b2) * g**2, state.nu, grads)
+        t = count + shift
+        c1, c2 = (1 - b1**t, 1 - b2**t) if bias else (1.0, 1.0)
+
+        def move(p, m, v):
+            scale = jnp.sqrt(v / c2 + eps) if eps_inside else jnp.sqrt(v / c2) + eps
+            return p - lr * (m / c1) / scale
+
+        fields = (state.count if keep_count else count, mu, nu)
+        return jax.tree.map(move, params, mu, nu), (fields if plain_tuple else AdamState(*fields))
+
+    return adam_step
+
+
+def adam_step_with_course_version(params, grads, state, lr, b1=0.9, b2=0.999, eps=1e-8):
+    opt = cl.adam(lr, b1, b2, eps, donate=False)
+    new, inner = opt.update(grads, opt.init(params)._replace(count=state.count, mu=state.mu, nu=state.nu), params)
+    return new, AdamState(inner.count, inner.mu, inner.nu)
+
+
+def save_checkpoint(path, tree):
+    np.savez(path, **{keystr(p): np.asarray(leaf) for p, leaf in jax.tree_util.tree_leaves_with_path(tree)})
+
+
+def save_positional(path, tree):
+    np.savez(path, *[np.asarray(leaf) for leaf in jax.tree.leaves(tree)])
+
+
+def save_slash_names(path, tree):
+    def name(path):
+        return "/".join(str(getattr(k, "key", getattr(k, "idx", getattr(k, "name", k)))) for k in path)
+
+    np.savez(path, **{name(p): np.asarray(leaf) for p, leaf in jax.tree_util.tree_leaves_with_path(tree)})
+
+
+def save_adding_suffix(path, tree):
+    save_checkpoint(str(path) + ".npz", tree)
+
+
+def save_none_too(path, tree):
+    pairs = jax.tree_util.tree_leaves_with_path(tree, is_leaf=lambda x: x is None)
+    np.savez(path, **{keystr(p): leaf if leaf is None else np.asarray(leaf) for p, leaf in pairs})
+
+
+def save_with_course_version(path, tree):
+    cl.save_tree(path, tree)
+
+
+def restore_checkpoint(path, like):
+    with np.load(path) as data:
+        stored = {name: data[name] for name in data.files}
+    pairs, treedef = jax.tree_util.tree_flatten_with_path(like)
+    wanted = {keystr(p): leaf for p, leaf in pairs}
+    bad = [n for n in wanted if n not in stored] + [n for n in stored if n not in wanted]
+    bad += [n for n, leaf in wanted.items() if n in stored and stored[n].shape != np.shape(leaf)]
+    if bad:
+        raise ValueError(f"does not fit: {', '.join(bad)}")
+    return jax.tree.unflatten(treedef, [jnp.asarray(stored[n]) for n in wanted])
+
+
+def restore_unchecked(path, like):
+    data = np.load(path)
+    pairs, treedef = jax.tree_util.tree_flatten_with_path(like)
+    return jax.tree.unflatten(treedef, [jnp.asarray(data[keystr(p)]) for p, _ in pairs])
+
+
+def restore_names_only(path, like):
+    data = np.load(path)
+    pairs, treedef = jax.tree_util.tree_flatten_with_path(like)
+    names = [keystr(p) for p, _ in pairs]
+    if set(names) != set(data.files):
+        raise ValueError(f"mismatch: {sorted(set(names) ^ set(data.files))}")
+    return jax.tree.unflatten(treedef, [jnp.asarray(data[n]) for n in names])
+
+
+def restore_vague_error(path, like):
+    try:
+        return restore_checkpoint(path, like)
+    except ValueError:
+        raise ValueError("the checkpoint does not fit") from None
+
+
+def restore_sorted_names(path, like):
+    data = np.load(path)
+    return jax.tree.unflatten(jax.tree.structure(like), [jnp.asarray(data[n]) for n in sorted(data.files)])
+
+
+def restore_naming_its_file(path, like):
+    raise ValueError(f"cannot read {path}")
+
+
+def restore_with_course_version(path, like):
+    return cl.load_tree(path, like)
+
+
+def make_train_loop(cast=True, init="zeros_like", python_loop=False, loss_after=False, lazy=False):
+    def train_loop(loss_fn, params, batches, lr, beta):
+        def body(carry, batch):
+            params, velocity = carry
+            if velocity is None:
+                velocity = jax.tree.map(jnp.zeros_like, params)
+            loss, grads = jax.value_and_grad(loss_fn)(params, batch)
+            velocity = jax.tree.map(lambda v, g: beta * v + g, velocity, grads)
+            params = jax.tree.map(lambda p, v: (p - lr * v).astype(p.dtype) if cast else p - lr * v, params, velocity)
+            return (params, velocity), (loss_fn(params, batch) if loss_after else loss)
+
+        velocity = {
+            "zeros_like": lambda: jax.tree.map(jnp.zeros_like, params),
+            "scalar": lambda: jax.tree.map(lambda p: 0.0, params),
+            "float32": lambda: jax.tree.map(lambda p: jnp.zeros(p.shape), params),
+        }[init]()
+        carry = (params, None if lazy else velocity)
+        if python_loop:
+            losses = []
+            for i in range(batches["target"].shape[0]):
+                carry, loss = body(carry, jax.tree.map(lambda b: b[i], batches))
+                losses.append(loss)
+            return carry[0], carry[1], jnp.stack(losses)
+        (params, velocity), losses = jax.lax.scan(body, carry, batches)
+        return params, velocity, losses
+
+    return train_loop
+
+
+def train_loop_float_losses(loss_fn, params, batches, lr, beta):
+    params, velocity, losses = make_train_loop()(loss_fn, params, batches, lr, beta)
+    return params, velocity, float(losses[-1])
+
+
+def train_loop_with_course_version(loss_fn, params, batches, lr, beta):
+    velocity = cl.tree_zeros_like(params)
+    return make_train_loop()(loss_fn, params, batches, lr, beta)[0], velocity, jnp.zeros(3)
+
+
+RIGHT = {
+    "06.momentum_step": momentum_step,
+    "06.adam_init": adam_init,
+    "06.adam_step": make_adam_step(),
+    "06.save_checkpoint": save_checkpoint,
+    "06.restore_checkpoint": restore_checkpoint,
+    "06.train_loop": make_train_loop(),
+}
+
+WRONG = [
+    ("06.momentum_step", momentum_old_velocity, "moved with the old velocity"),
+    ("06.momentum_step", momentum_dampened, "averages the gradients, beta * v + (1 - beta) * g"),
+    ("06.momentum_step", momentum_lr_inside, "has the learning rate inside"),
+    ("06.momentum_step", momentum_velocity_as_leaves, "the new velocity has another structure"),
+    ("06.momentum_step", momentum_swapped, "the two results are swapped"),
+    ("06.momentum_step", momentum_stale_velocity, "the velocity returned is the one that came in"),
+    ("06.momentum_step", momentum_as_list, "returned a list; return a tuple"),
+    ("06.adam_init", adam_init_plain_tuple, "the state is a plain tuple"),
+    ("06.adam_init", adam_init_python_count, "a Python int; keep the count an int32 array"),
+    ("06.adam_init", adam_init_float32, "dtype float32, expected float16. jnp.zeros_like(leaf) keeps"),
+    ("06.adam_init", adam_init_leaf_lists, "the state's mu has another structure"),
+    ("06.adam_init", adam_init_course_state, "with the fields learning_rate, count, mu, nu"),
+    ("06.adam_step", make_adam_step(bias=False), "Adam without bias correction"),
+    ("06.adam_step", make_adam_step(shift=-1), "the count from before this step (off by one)"),
+    ("06.adam_step", make_adam_step(shift=1), "count + 1 after the count was already increased (off by one)"),
+    ("06.adam_step", make_adam_step(eps_inside=True), "eps went inside the square root"),
+    ("06.adam_step", make_adam_step(keep_count=True), "the new state's count is 0, expected 1"),
+    ("06.adam_step", make_adam_step(plain_tuple=True), "the new state is a plain tuple"),
+    ("06.save_checkpoint", save_positional, "named arr_0, arr_1"),
+    ("06.save_checkpoint", save_slash_names, "which is not the key path of a leaf"),
+    ("06.save_checkpoint", save_adding_suffix, "the folder holds ['layer.npz.npz']"),
+    ("06.save_checkpoint", save_none_too, "None subtrees hold no leaves, so they write nothing"),
+    ("06.restore_checkpoint", restore_unchecked, "raised KeyError"),
+    ("06.restore_checkpoint", restore_names_only, "returned a tree, but the entry ['params']['b'] has another shape"),
+    ("06.restore_checkpoint", restore_vague_error, "but not where"),
+    ("06.restore_checkpoint", restore_sorted_names, "in the wrong places"),
+    ("06.train_loop", make_train_loop(lazy=True), "Pitfall 15: the carry of lax.scan came out with another structure"),
+    ("06.train_loop", make_train_loop(cast=False), "Pitfall 15: a leaf of the carry changed dtype"),
+    ("06.train_loop", make_train_loop(init="scalar"), "Pitfall 15: a leaf of the carry changed shape"),
+    ("06.train_loop", make_train_loop(init="float32"), "the velocity: the leaf [0].w is float32, expected bfloat16"),
+    ("06.train_loop", make_train_loop(python_loop=True), "the traced program holds no loop"),
+    ("06.train_loop", make_train_loop(loss_after=True), "Record the loss at the params each step starts from"),
+    ("06.train_loop", train_loop_float_losses, "The check runs train_loop under jax.jit"),
+]
+
+COURSE_VERSIONS = [
+    ("06.momentum_step", momentum_with_course_version, "cl.tree_add_scale"),
+    ("06.adam_init", adam_init_with_course_version, "cl.tree_zeros_like"),
+    ("06.adam_step", adam_step_with_course_version, "cl.adam"),
+    ("06.save_checkpoint", save_with_course_version, "cl.save_tree"),
+    ("06.restore_checkpoint", restore_with_course_version, "cl.load_tree"),
+    ("06.train_loop", train_loop_with_course_version, "cl.tree_zeros_like"),
+]
+
+
+def _name(x: Any) -> str | None:
+    return getattr(x, "__qualname__", None) if callable(x) else None
+
+
+# --- the checks ------------------------------------------------------------------------------------
+
+
+def test_lesson06_has_its_exercises() -> None:
+    assert [e.id for e in checks.exercises("06")] == list(LESSON_06)
+    assert sum(e.points for e in checks.exercises("06")) == 14
+    for exercise in checks.exercises("06"):
+        assert len(exercise.hints) == 3
+        assert all(hasattr(cl, name) for name in exercise.forbidden)
+
+
+@pytest.mark.parametrize("exercise_id", LESSON_06)
+def test_check_not_attempted(exercise_id: str, capsys: pytest.CaptureFixture[str]) -> None:
+    check(exercise_id, stub)
+    out = capsys.readouterr().out
+    assert out.startswith(f"{exercise_id}: not attempted yet")
+    assert "hint" not in out
+
+
+@pytest.mark.parametrize("exercise_id", LESSON_06)
+def test_check_correct(exercise_id: str, capsys: pytest.CaptureFixture[str]) -> None:
+    check(exercise_id, RIGHT[exercise_id])
+    exercise = get_exercise(exercise_id)
+    assert capsys.readouterr().out.startswith(f"{exercise_id}: passed ({exercise.points}/{exercise.points} point")
+
+
+@pytest.mark.parametrize("exercise_id", LESSON_06)
+def test_reference_passes_every_case_set(exercise_id: str) -> None:
+    exercise = get_exercise(exercise_id)
+    for seed in range(2):
+        cases = exercise.make_cases("grade", seed)
+        outcomes = probe_all(exercise, RIGHT[exercise_id], cases)
+        verdict = judge_outcomes(exercise, outcomes, reference_results(exercise, cases), cases)
+        assert verdict.status == "passed", verdict.message
+
+
+@pytest.mark.parametrize(("exercise_id", "answer", "hint"), WRONG, ids=_name)
+def test_check_incorrect_gives_the_targeted_hint(exercise_id: str, answer, hint: str, capsys: pytest.CaptureFixture[str]) -> None:
+    check(exercise_id, answer)
+    out = capsys.readouterr().out
+    assert out.startswith(f"{exercise_id}: incorrect (0/")
+    assert hint in out
+    assert "input: " in out
+    assert "hint 1/3" in out and "hint 2/3" not in out
+
+
+@pytest.mark.parametrize(("exercise_id", "answer", "name"), COURSE_VERSIONS, ids=_name)
+def test_course_versions_do_not_count(exercise_id: str, answer, name: str) -> None:
+    verdict = evaluate(get_exercise(exercise_id), answer)
+    assert verdict.status == "failed"
+    assert f"uses {name} (found in your code)" in verdict.message
+
+
+def test_hidden_course_version_is_refused_while_it_runs() -> None:
+    def momentum_step(params, grads, velocity, lr, beta):
+        course = getattr(cl, "mo" + "mentum")(lr, beta, donate=False)
+        new, state = course.update(grads, course.init(params)._replace(velocity=velocity), params)
+        return new, state.velocity
+
+    verdict = evaluate(get_exercise("06.momentum_step"), momentum_step)
+    assert verdict.status == "failed" and "cl.momentum (called while it ran)" in verdict.message
+
+
+def test_check_output_is_deterministic(capsys: pytest.CaptureFixture[str]) -> None:
+    texts = []
+    for _ in range(2):
+        checks.reset_hints()
+        check("06.adam_step", make_adam_step(shift=-1))
+        check("06.train_loop", make_train_loop(cast=False))
+        check("06.restore_checkpoint", restore_naming_its_file)
+        texts.append(capsys.readouterr().out)
+    assert texts[0] == texts[1]
+    assert "0x" not in texts[0] and tempfile.gettempdir() not in texts[0]
+
+
+# --- the references against optax and against each other ---------------------------------------
+
+
+def _leaves_close(a: Any, b: Any, rtol: float = 1e-5, atol: float = 1e-6) -> None:
+    assert jax.tree.structure(a) == jax.tree.structure(b)
+    for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b)):
+        np.testing.assert_allclose(np.asarray(x), np.asarray(y), rtol=rtol, atol=atol)
+
+
+def test_momentum_reference_is_optax_sgd_with_momentum() -> None:
+    for case in get_exercise("06.momentum_step").make_cases("grade"):
+        params, grads, velocity, lr, beta = case.args
+        opt = optax.sgd(lr, momentum=beta)
+        state = opt.init(params)
+        state = (optax.TraceState(trace=velocity), *state[1:])
+        updates, state = opt.update(grads, state, params)
+        new_params, new_velocity = lesson._momentum_step(params, grads, velocity, lr, beta)
+        _leaves_close(new_params, optax.apply_updates(params, updates))
+        _leaves_close(new_velocity, state[0].trace)
+
+
+def test_adam_reference_is_optax_adam_over_several_steps() -> None:
+    exercise = get_exercise("06.adam_step")
+    for case in exercise.make_cases("grade"):
+        params, grads_seq, state, lr = case.args
+        b1, b2 = case.kwargs.get("b1", 0.9), case.kwargs.get("b2", 0.999)
+        opt = optax.adam(lr, b1=b1, b2=b2, eps=1e-8)
+        theirs = (optax.ScaleByAdamState(count=state.count, mu=state.mu, nu=state.nu), optax.EmptyState())
+        ours, ours_params, their_params = state, params, params
+        for grads in grads_seq:
+            updates, theirs = opt.update(grads, theirs, their_params)
+            their_params = optax.apply_updates(their_params, updates)
+            ours_params, ours = lesson._adam_step(ours_params, grads, ours, lr, **case.kwargs)
+            _leaves_close(ours_params, their_params)
+            _leaves_close((ours.mu, ours.nu), (theirs[0].mu, theirs[0].nu), atol=1e-9)
+            assert int(ours.count) == int(theirs[0].count)
+
+
+def test_adam_hints_name_wrong_algorithms_that_really_differ() -> None:
+    # The judge's Adam without flags is Adam; each wrong variant differs from it on some self-check case.
+    cases = get_exercise("06.adam_step").make_cases("check")
+    differs = {i: False for i in range(len(lesson._ADAM_VARIANTS))}
+    for case in cases:
+        params, grads_seq, state, lr = case.args
+        right = lesson._plain(lesson._adam_step(params, grads_seq[0], state, lr, **case.kwargs))
+        assert lesson._close(lesson._plain(lesson._adam_variant(params, grads_seq[0], state, lr, **case.kwargs)), right)
+        for i, (flags, _) in enumerate(lesson._ADAM_VARIANTS):
+            with np.errstate(all="ignore"):
+                wrong = lesson._plain(lesson._adam_variant(params, grads_seq[0], state, lr, **case.kwargs, **flags))
+            differs[i] |= not lesson._close(wrong, right)
+    assert all(differs.values()), differs
+
+
+def test_train_loop_reference_is_momentum_steps_in_a_python_loop() -> None:
+    case = get_exercise("06.train_loop").make_cases("grade")[1]
+    loss_fn, params, batches, lr, beta = case.args
+
+    @jax.jit
+    def step(params, velocity, batch):
+        loss, grads = jax.value_and_grad(loss_fn)(params, batch)
+        return *lesson._momentum_step(params, grads, velocity, lr, beta), loss
+
+    velocity, losses = jax.tree.map(jnp.zeros_like, params), []
+    for i in range(batches["target"].shape[0]):
+        params, velocity, loss = step(params, velocity, jax.tree.map(lambda b: b[i], batches))
+        losses.append(loss)
+    got = lesson._train_loop(*case.args)
+    _leaves_close(got, (params, velocity, jnp.stack(losses)), rtol=1e-4, atol=1e-5)
+
+
+def test_train_loop_reference_keeps_bfloat16() -> None:
+    case = next(c for c in get_exercise("06.train_loop").make_cases("check") if "bfloat16" in c.label)
+    params, velocity, _ = lesson._train_loop(*case.args)
+    assert [leaf.dtype for leaf in jax.tree.leaves(params)] == [leaf.dtype for leaf in jax.tree.leaves(case.args[1])]
+    assert np.dtype(jnp.bfloat16) in {leaf.dtype for leaf in jax.tree.leaves(velocity)}
+
+
+def test_checkpoint_round_trip_and_misfits(tmp_path: Path) -> None:
+    state = {"params": {"w": jnp.ones((2, 3)), "b": None}, "opt": AdamState(jnp.int32(4), [jnp.zeros(3)], None)}
+    lesson._save_checkpoint(tmp_path / "state.npz", state)
+    with np.load(tmp_path / "state.npz") as data:
+        assert sorted(data.files) == ["['opt'].count", "['opt'].mu[0]", "['params']['w']"]
+    back = lesson._restore_checkpoint(tmp_path / "state.npz", state)
+    assert jax.tree.structure(back) == jax.tree.structure(state) and cl.tree_allclose(back, state)
+    with pytest.raises(ValueError, match=r"\['params'\]\['w'\] has shape \(2, 3\) in the file, \(3, 2\)"):
+        lesson._restore_checkpoint(tmp_path / "state.npz", {**state, "params": {"w": jnp.ones((3, 2)), "b": None}})
+    with pytest.raises(ValueError, match=r"\['opt'\]\.count is in the file but not in `like`"):
+        lesson._restore_checkpoint(tmp_path / "state.npz", {**state, "opt": AdamState(None, [jnp.zeros(3)], None)})
+
+
+# --- cases and probes ------------------------------------------------------------------------------
+
+
+def _nodes(tree: Any) -> list[Any]:
+    if tree is None:
+        return []
+    flat = jax.tree_util.default_registry.flatten_one_level(tree)
+    if flat is None:
+        return []
+    return [tree, *(n for child in flat[0] for n in _nodes(child))]
+
+
+@pytest.mark.parametrize("exercise_id", ["06.momentum_step", "06.adam_step", "06.save_checkpoint", "06.restore_checkpoint", "06.train_loop"])
+def test_cases_have_none_subtrees_and_several_containers(exercise_id: str) -> None:
+    for purpose in ("check", "grade"):
+        cases = get_exercise(exercise_id).make_cases(purpose)
+        trees = [case.args[1] if exercise_id in ("06.save_checkpoint", "06.restore_checkpoint", "06.train_loop") else case.args[0] for case in cases]
+        if exercise_id == "06.restore_checkpoint":
+            trees += [case.info["entries"] for case in cases]
+        nodes = {type(node).__name__ for tree in trees for node in _nodes(tree)}
+        assert {"dict", "list"} <= nodes and any(hasattr(node, "_fields") for tree in trees for node in _nodes(tree)), (purpose, nodes)
+        assert any(x is None for tree in trees for x in jax.tree.leaves(tree, is_leaf=lambda x: x is None)), purpose
+
+
+def test_cases_are_deterministic_and_grading_differs() -> None:
+    for exercise in checks.exercises("06"):
+        def fingerprint(case: checks.Case) -> str:
+            inputs = [a for a in case.args if not callable(a)], dict(case.info)
+            return repr(tree_plain(jax.tree.map(lesson._as_float32, inputs)))
+
+        one = [fingerprint(c) for c in exercise.make_cases("grade", 5)]
+        assert one == [fingerprint(c) for c in exercise.make_cases("grade", 5)], exercise.id
+        shown = {fingerprint(c) for c in exercise.make_cases("check")}
+        assert sum(g in shown for g in one) < len(one) / 2, exercise.id
+
+
+def _leftovers() -> set[str]:
+    return {name for name in os.listdir(tempfile.gettempdir()) if name.startswith("course-06-")}
+
+
+def test_checkpoint_probes_clean_up_after_themselves() -> None:
+    before = _leftovers()
+    for exercise_id, answer in (
+        ("06.save_checkpoint", save_checkpoint),
+        ("06.save_checkpoint", save_adding_suffix),
+        ("06.restore_checkpoint", restore_checkpoint),
+        ("06.restore_checkpoint", restore_naming_its_file),
+    ):
+        evaluate(get_exercise(exercise_id), answer)
+    assert _leftovers() <= before
+
+
+def test_restore_messages_never_show_the_temporary_folder() -> None:
+    verdict = evaluate(get_exercise("06.restore_checkpoint"), restore_naming_its_file)
+    assert verdict.status == "failed"
+    assert "cannot read <folder>/checkpoint.npz" in verdict.message and tempfile.gettempdir() not in verdict.message
+
+
+def test_bfloat16_results_travel_as_float32_with_their_dtype() -> None:
+    record = lesson._record({"w": jnp.ones(2, jnp.bfloat16), "b": None, "n": np.arange(2, dtype=np.int32)})
+    assert record["dtypes"] == [["['n']", "int32"], ["['w']", "bfloat16"]]
+    rebuilt = rebuild_tree(record["tree"])
+    assert rebuilt["w"].dtype == np.float32 and rebuilt["b"] is None
+
+
+def test_has_loop_finds_scan_and_while_anywhere() -> None:
+    def traced(fn: Any) -> Any:
+        return jax.jit(fn).trace(jnp.ones(3)).jaxpr
+
+    assert lesson._has_loop(traced(lambda x: jax.lax.scan(lambda c, _: (c * 2, None), x, length=3)[0]))
+    assert lesson._has_loop(traced(lambda x: jax.lax.fori_loop(0, 3, lambda i, c: c * 2, x)))
+    assert lesson._has_loop(traced(lambda x: jax.jit(lambda y: jax.lax.while_loop(lambda c: c[0] < 9, lambda c: c * 2, y))(x)))
+    assert not lesson._has_loop(traced(lambda x: x * 2 * 2 * 2))
+
+
+# --- the lesson's notebooks, graded in this process -------------------------------------------------
+
+
+def _namespace(path: Path) -> dict[str, Any]:
+    """Run a notebook's code cells, check and progress calls left out, in a fresh namespace."""
+    namespace: dict[str, Any] = {}
+    for cell in nbformat.read(path, as_version=4).cells:
+        if cell.cell_type == "code" and "check" not in cell.metadata.get("course", {}) and "progress(" not in cell.source:
+            exec(compile(cell.source, str(path), "exec"), namespace)  # noqa: S102 (the course's own notebook)
+    return namespace
+
+
+def _grade(namespace: dict[str, Any], exercise: checks.Exercise, expected: bool = True) -> checks.Verdict:
+    cases = exercise.make_cases("grade", 1)
+    outcomes = probe_all(exercise, namespace[exercise.name], cases)
+    results = reference_results(exercise, cases) if expected else [None] * len(cases)
+    return judge_outcomes(exercise, outcomes, results, cases)
+
+
+def test_solution_notebook_scores_full_marks_on_grading_cases() -> None:
+    namespace = _namespace(ROOT / "solutions" / "06_optimizer_state.ipynb")
+    for exercise in checks.exercises("06"):
+        verdict = _grade(namespace, exercise)
+        assert verdict.status == "passed", (exercise.id, verdict.message)
+
+
+def test_exercise_notebook_is_not_attempted() -> None:
+    namespace = _namespace(ROOT / "exercises" / "06_optimizer_state.ipynb")
+    for exercise in checks.exercises("06"):
+        assert _grade(namespace, exercise, expected=False).status == "not_attempted", exercise.id
