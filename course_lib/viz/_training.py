@@ -85,7 +85,7 @@ class TrainingPlayground:
         """The text beside the curve."""
 
         self.lr_slider = widgets.FloatLogSlider(
-            value=learning_rate, base=10, min=math.log10(low), max=math.log10(high), step=0.01,
+            value=learning_rate, base=10, min=math.log10(low), max=math.log10(high), step=0.05,
             description="learning rate", readout_format=".3g", continuous_update=False,
             style={"description_width": "initial"}, layout=widgets.Layout(width="420px"),
         )
