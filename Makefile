@@ -8,7 +8,7 @@ SOLUTIONS := $(sort $(wildcard solutions/*.ipynb))
 # One place that says how every notebook is checked.
 NBVAL := --nbval --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout 120
 
-.PHONY: lab test unit notebooks-check notebooks exercises navigation bench clean
+.PHONY: lab test notebooks exercises navigation bench clean
 
 # Recreated when missing or older than pyproject.toml. uv is fetched into the venv first because it
 # installs in seconds; --compile-bytecode matters where PYTHONDONTWRITEBYTECODE is set (import jax
@@ -31,10 +31,16 @@ lab: $(STAMP)
 	@echo ">> opening the course in JupyterLab (Ctrl-C here stops it)"
 	$(BIN)/jupyter lab --ServerApp.root_dir="$(CURDIR)" $(AS_ROOT) $(LAB_ARGS) notebooks/00_start_here.ipynb
 
+# What CI runs, in order: unit and property tests, doctests, the notebook checks (executed, in
+# sync, no removed APIs), the generator and the grader; then every lesson and solution under strict
+# nbval; then the course in a real browser (skipped, with a message, when Chromium is missing).
 test: $(STAMP)
-	@echo ">> unit tests, doctests, notebooks, exercise sync, browser tests"
-	$(BIN)/python -m pytest -p no:cacheprovider tests course_lib --doctest-modules
+	@echo ">> 1/3 unit tests, doctests, exercises and grader"
+	$(BIN)/python -m pytest -p no:cacheprovider tests course_lib --doctest-modules -m "not browser"
+	@echo ">> 2/3 notebooks under strict nbval"
 	$(BIN)/python -m pytest -p no:cacheprovider $(NBVAL) -n 2 --dist loadfile $(NOTEBOOKS) $(SOLUTIONS)
+	@echo ">> 3/3 the course in JupyterLab and Chromium"
+	$(BIN)/python -m pytest -p no:cacheprovider -m browser tests/browser
 
 # Re-execute every lesson and solution in place, one kernel per notebook, with a cell timeout,
 # printing each notebook's time. Then regenerate exercises/: they copy the solutions' metadata.
