@@ -1,0 +1,641 @@
+"""Exercises of lesson 04, static fields: what is traced, what is configuration, and what each costs.
+
+Three exercises ask for a class. A class registers with JAX once, and a fresh class starts with an
+empty compilation cache, so the learner writes a function that defines the class and returns it;
+each case calls it for a class of its own. Probes clear JAX's caches before they count
+compilations, so a count does not depend on what the process compiled before.
+"""
+
+import collections
+import dataclasses
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import course_lib as cl
+
+from ._kit import judge_compiles
+from ._plain import describe
+from ._spec import Case, Exercise
+
+ACTIVATIONS: dict[str, Callable[[Any], Any]] = {"tanh": jnp.tanh, "relu": jax.nn.relu, "identity": lambda x: x}
+
+
+def _f32(rng: np.random.Generator, *shape: int) -> np.ndarray:
+    return rng.normal(size=shape).round(3).astype(np.float32)
+
+
+def _counted(run: Callable[[], Any]) -> tuple[Any, dict[str, Any]]:
+    """``run()``'s result, and how often jitted functions compiled in it, from empty caches.
+
+    The report is ``{"compiles": n, "misses": [...], "eager": m}`` like ``compile_report``'s, with
+    the compilations of JAX's own eager operations (``m``), which log no cache-miss explanation,
+    left out of ``n``.
+    """
+    jax.clear_caches()
+    with cl.count_compiles() as counter, cl.capture_cache_misses() as misses:
+        result = jax.block_until_ready(run())
+    named = set(re.findall(r"(\S+) defined at", "\n".join(misses)))
+    compiles = sum(name.startswith("jit(") and name[4:-1] in named for name in counter.compiled)
+    return result, {"compiles": compiles, "misses": list(misses), "eager": counter.compiles - compiles}
+
+
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+_LOCATION = re.compile(r" (?:at|defined at) \S+\.py:\d+")
+
+
+def _error_text(error: BaseException) -> str:
+    """``Type: first line`` of an exception, without memory addresses or file locations."""
+    lines = str(error).strip().splitlines() or [""]
+    text = _LOCATION.sub("", _ADDRESS.sub("", lines[0]))
+    return f"{type(error).__name__}: {text}"[:300]
+
+
+def _attempt(run: Callable[[], Any]) -> tuple[Any, str | None]:
+    """``(run(), None)``, or ``(None, error text)`` when ``run`` raised (the stub's exception passes)."""
+    try:
+        return run(), None
+    except NotImplementedError:
+        raise
+    except Exception as error:  # noqa: BLE001 (the judge turns the error into a hint)
+        return None, _error_text(error)
+
+
+def _not_a_class(value: Any) -> str | None:
+    """``None`` (the framework then asks about a missing ``return``) or a description of what came back."""
+    return None if value is None else f"returned {describe(value, 60)}, not a class"
+
+
+def _leaf_text(leaf: Any) -> str:
+    """``f32[3,2]`` for an array, the repr for a number, a string or a bool, ``<Type>`` otherwise."""
+    if isinstance(leaf, (jax.Array, np.ndarray, np.generic, str, bool, int, float)) or leaf is None:
+        return describe(leaf, 60)
+    return f"<{type(leaf).__name__}>"
+
+
+def _outputs_problem(got: list[Any], expected: list[Any], what: list[str]) -> str | None:
+    for i, (mine, theirs) in enumerate(zip(got, expected)):
+        if not isinstance(mine, np.ndarray) or mine.shape != theirs.shape:
+            return f"{what[i]} gave {describe(mine, 60)}, expected an array of shape {theirs.shape}."
+        if not np.allclose(mine, theirs, rtol=1e-5, atol=1e-5):
+            return f"{what[i]} gave other values than expected."
+    return None
+
+
+def _count_problem(got: dict[str, Any], expected: dict[str, Any], case: Case, advice: str | None) -> str | None:
+    """:func:`judge_compiles`, with ``advice`` (what the miss means here) after its first line."""
+    problem = judge_compiles(got, expected, case)
+    if problem is None or advice is None:
+        return problem
+    first, newline, rest = problem.partition("\n")
+    return f"{first}\n{advice}" + (f"\n{rest}" if newline else "")
+
+
+# --- 04.dense --------------------------------------------------------------------------------
+
+
+def _define_dense() -> type:
+    @jax.tree_util.register_dataclass
+    @dataclass
+    class Dense:
+        w: jax.Array
+        b: jax.Array
+        activation: str = field(default="tanh", metadata={"static": True})
+        use_bias: bool = field(default=True, metadata={"static": True})
+
+        def __call__(self, x: jax.Array) -> jax.Array:
+            y = x @ self.w
+            if self.use_bias:
+                y = y + self.b
+            return ACTIVATIONS[self.activation](y)
+
+    return Dense
+
+
+def _dense_cases(rng: np.random.Generator) -> list[Case]:
+    cases = []
+    for _ in range(2):
+        d_in, d_out = (int(k) for k in rng.integers(2, 6, size=2))
+        first, second = (str(a) for a in rng.choice(["relu", "identity"], size=2, replace=False))
+        info = {
+            "x": _f32(rng, d_in),
+            "weights": [(_f32(rng, d_in, d_out), _f32(rng, d_out)) for _ in range(2)],
+            # (weights, activation, use_bias), None meaning "use the defaults"
+            "layers": [(0, None, None), (1, None, None), (0, first, True), (0, first, False), (1, second, True), (1, "tanh", True)],
+        }
+        what = [
+            "Dense(w, b)",
+            "Dense(w2, b2), new weights",
+            f"Dense(w, b, activation={first!r})",
+            f"Dense(w, b, activation={first!r}, use_bias=False)",
+            f"Dense(w2, b2, activation={second!r})",
+            "Dense(w2, b2, activation='tanh', use_bias=True)",
+        ]
+        info["what"] = what
+        shown = f"x f32[{d_in}], w f32[{d_in},{d_out}], b f32[{d_out}]; in turn " + ", ".join(what)
+        cases.append(Case((), label=f"six Dense layers of shape ({d_in}, {d_out})", info=info, shown=shown))
+    return cases
+
+
+def _dense_probe(fn: Callable[..., Any], case: Case) -> dict[str, Any]:
+    cls = fn()
+    if not isinstance(cls, type):
+        return _not_a_class(cls)
+    info = case.info
+    layers = []
+    for index, activation, use_bias in info["layers"]:
+        w, b = info["weights"][index]
+        if activation is None:
+            layers.append(cls(w=w, b=b))
+        else:
+            layers.append(cls(w=w, b=b, activation=activation, use_bias=use_bias))
+    report: dict[str, Any] = {"leaves": [_leaf_text(leaf) for leaf in jax.tree.leaves(layers[0])]}
+    forward = jax.jit(lambda layer, x: layer(x))
+    x = info["x"]
+    counted, error = _attempt(lambda: _counted(lambda: [forward(layer, x) for layer in layers]))
+    if error:
+        return {**report, "error": error}
+    outputs, counts = counted
+    return {**report, "outputs": [np.asarray(out) for out in outputs], **counts}
+
+
+def _leaves_problem(got: list[str], expected: list[str], names: dict[str, str]) -> str | None:
+    """A hint when the leaves are not the expected arrays (``names`` maps a leaf's text to its field)."""
+    if got == expected:
+        return None
+    if len(got) == 1 and got[0].startswith("<"):
+        return (
+            f"jax.tree.leaves(layer) is [layer]: JAX sees a {got[0][1:-1]} as one opaque leaf. "
+            "Register the class (jax.tree_util.register_dataclass) so that its fields are children."
+        )
+    for text, name in names.items():
+        if text in got and text.startswith("'"):
+            return (
+                f"{text} is a leaf, so the field {name} is traced, and jit cannot trace a string: it fails "
+                f"with a TypeError before tracing starts. {name} is configuration: mark the field static."
+            )
+        if text in got:
+            return (
+                f"{text} is a leaf, so the field {name} is traced: under jit it becomes a tracer, and "
+                f"Python's `if` or a slice cannot use a tracer. {name} is configuration: mark the field static."
+            )
+    arrays = [t for t in expected if t not in got]
+    if arrays and len(got) < len(expected):
+        return (
+            f"the leaves are {got}, expected {expected}: an array field is static. Arrays are data, never "
+            "static metadata (Pitfall 8): leave them as ordinary fields."
+        )
+    return f"the leaves are {got}, expected {expected} (in the order the fields are declared)."
+
+
+def _judge_dense(got: Any, expected: Any, case: Case) -> str | None:
+    if isinstance(got, str):
+        return f"define_dense() {got}: return the class Dense."
+    names = {"'tanh'": "activation", "'relu'": "activation", "'identity'": "activation", "True": "use_bias", "False": "use_bias"}
+    problem = _leaves_problem(got["leaves"], expected["leaves"], names)
+    if problem:
+        return problem
+    if got.get("error"):
+        return f"calling the jitted forward raised {got['error']}"
+    what = case.info["what"]
+    outputs, want = got["outputs"], expected["outputs"]
+    if len(outputs) > 3 and np.allclose(outputs[3], want[2], atol=1e-5) and not np.allclose(want[3], want[2], atol=1e-5):
+        return f"{what[3]} gave the same result as with the bias: use_bias=False must leave b out."
+    without_bias = np.tanh(case.info["x"] @ case.info["weights"][1][0])
+    if np.shape(outputs[1]) == without_bias.shape and np.allclose(outputs[1], without_bias, atol=1e-5):
+        return f"{what[1]} left the bias out: the defaults are activation='tanh' and use_bias=True."
+    problem = _outputs_problem(outputs, want, what)
+    if problem:
+        return problem
+    advice = None
+    if got["compiles"] > expected["compiles"]:
+        advice = (
+            "Only a new activation or a new use_bias should compile again; new weights, and a "
+            "configuration seen before, reuse a compiled program."
+        )
+    return _count_problem(got, expected, case, advice)
+
+
+DENSE = Exercise(
+    id="04.dense",
+    name="define_dense",
+    title="A Dense layer: traced weights, static configuration",
+    points=3,
+    cases=_dense_cases,
+    reference=_define_dense,
+    probe=_dense_probe,
+    judge=_judge_dense,
+    hints=(
+        "Ask of each field: does the forward only compute with it (data, a leaf), or does Python "
+        "need its value while tracing, for an `if` or a dictionary lookup (configuration, static)?",
+        "A registered dataclass: @jax.tree_util.register_dataclass on top of @dataclass; a static "
+        "field is field(default=..., metadata={'static': True}) (or jax.tree.static(default=...)).",
+        "Fields in this order: w, b, activation='tanh', use_bias=True. __call__(self, x) computes "
+        "x @ w, adds b only when use_bias, then applies ACTIVATIONS[activation].",
+    ),
+)
+
+
+# --- 04.fixed_mlp ----------------------------------------------------------------------------
+
+
+def _define_mlp() -> type:
+    @jax.tree_util.register_dataclass
+    @dataclass
+    class MLP:
+        layers: list[dict[str, Any]]
+        depth: int = field(metadata={"static": True})
+        act: str = field(metadata={"static": True})
+        scale: float = 1.0
+
+        def __call__(self, x: jax.Array) -> jax.Array:
+            for layer in self.layers[: self.depth]:
+                x = x @ layer["w"]
+                if layer["b"] is not None:
+                    x = x + layer["b"]
+                x = ACTIVATIONS[self.act](x)
+            return self.scale * x
+
+    return MLP
+
+
+def _mlp_layers(rng: np.random.Generator, d: int, container: str) -> Any:
+    def layer(i: int) -> dict[str, Any]:
+        b = None if i == 1 else _f32(rng, d)
+        if container == "OrderedDict":
+            return collections.OrderedDict(w=_f32(rng, d, d), b=b)
+        return {"w": _f32(rng, d, d), "b": b}
+
+    layers = [layer(i) for i in range(3)]
+    return tuple(layers) if container == "OrderedDict" else layers
+
+
+def _mlp_cases(rng: np.random.Generator) -> list[Case]:
+    cases = []
+    for container in ("dict", "OrderedDict"):
+        d = int(rng.integers(2, 5))
+        first, second = (str(a) for a in rng.choice(list(ACTIVATIONS), size=2, replace=False))
+        scale = round(float(rng.uniform(0.2, 0.9)), 2)
+        plans = [(0, 2, first, 1.0), (1, 2, first, 1.0), (0, 2, first, scale), (0, 3, first, scale), (0, 3, second, scale)]
+        what = [
+            f"MLP(layers, depth=2, act={first!r}, scale=1.0)",
+            "the same with new weights",
+            f"the same with scale={scale}",
+            "then depth=3",
+            f"then act={second!r}",
+        ]
+        info = {"x": _f32(rng, d), "layers": [_mlp_layers(rng, d, container) for _ in range(2)], "plans": plans, "what": what}
+        kind = "a tuple of OrderedDicts" if container == "OrderedDict" else "a list of dicts"
+        shown = f"x f32[{d}], layers {kind} (w f32[{d},{d}], the second layer's b None); in turn " + ", ".join(what)
+        cases.append(Case((), label=f"an MLP whose layers are {kind}", info=info, shown=shown))
+    return cases
+
+
+def _mlp_probe(fn: Callable[..., Any], case: Case) -> dict[str, Any]:
+    cls = fn()
+    if not isinstance(cls, type):
+        return _not_a_class(cls)
+    info = case.info
+    models = [cls(layers=info["layers"][i], depth=depth, act=act, scale=scale) for i, depth, act, scale in info["plans"]]
+    report: dict[str, Any] = {"leaves": [_leaf_text(leaf) for leaf in jax.tree.leaves(models[2])]}
+    forward = jax.jit(lambda model, x: model(x))
+    x = info["x"]
+    counted, error = _attempt(lambda: _counted(lambda: [forward(model, x) for model in models]))
+    if error:
+        return {**report, "error": error}
+    outputs, counts = counted
+    return {**report, "outputs": [np.asarray(out) for out in outputs], **counts}
+
+
+def _judge_mlp(got: Any, expected: Any, case: Case) -> str | None:
+    if isinstance(got, str):
+        return f"define_mlp() {got}: return the class MLP."
+    mine, theirs = got["leaves"], expected["leaves"]
+    scale = case.info["plans"][2][3]
+    if mine != theirs:
+        if describe(scale) not in mine and all(t in mine for t in theirs if t != describe(scale)) and len(mine) == len(theirs) - 1:
+            return (
+                "scale is not a leaf: it is static, so every new scale compiles a new program, although "
+                "the forward only multiplies by it. Leave scale an ordinary field: a traced leaf."
+            )
+        names = {f"'{a}'": "act" for a in ACTIVATIONS}
+        names.update({str(d): "depth" for d in (2, 3)})
+        return _leaves_problem(mine, theirs, names)
+    if got.get("error"):
+        return f"calling the jitted forward raised {got['error']}"
+    problem = _outputs_problem(got["outputs"], expected["outputs"], case.info["what"])
+    if problem:
+        return problem
+    advice = "New weights and a new scale reuse the program; only a new depth or a new act compiles again."
+    return _count_problem(got, expected, case, advice if got["compiles"] > expected["compiles"] else None)
+
+
+FIXED_MLP = Exercise(
+    id="04.fixed_mlp",
+    name="define_mlp",
+    title="Fix a config-as-leaf bug",
+    points=2,
+    cases=_mlp_cases,
+    reference=_define_mlp,
+    probe=_mlp_probe,
+    judge=_judge_mlp,
+    hints=(
+        "Run the broken LeafyMLP under jit and read both errors: which field is a string leaf, which "
+        "int becomes a tracer?",
+        "Python needs depth (to slice the list of layers) and act (to look up a function) while "
+        "tracing: those two are static. layers holds arrays and scale is only multiplied: leaves.",
+        "Mark a field static with field(metadata={'static': True}); a field without a default cannot "
+        "follow one with a default, so keep the order layers, depth, act, scale=1.0.",
+    ),
+)
+
+
+# --- 04.frozen_config ------------------------------------------------------------------------
+
+
+def _define_config() -> type:
+    @dataclass(frozen=True)
+    class TrainConfig:
+        hidden: tuple[int, ...]
+        activation: str = "relu"
+
+        def __post_init__(self) -> None:
+            object.__setattr__(self, "hidden", tuple(self.hidden))
+
+    return TrainConfig
+
+
+def _config_cases(rng: np.random.Generator) -> list[Case]:
+    cases = []
+    for _ in range(2):
+        hidden = [int(h) for h in rng.integers(2, 9, size=int(rng.integers(2, 4)))]
+        other = hidden[:-1]
+        act = str(rng.choice(["tanh", "identity"]))
+        n = int(rng.integers(2, 5))
+        calls = [
+            ("list", hidden, act),
+            ("tuple", hidden, act),
+            ("list", hidden, act),
+            ("tuple", other, act),
+            ("tuple", hidden, "relu"),
+        ]
+        what = [
+            f"TrainConfig(hidden={hidden}, activation={act!r})",
+            f"TrainConfig(hidden={tuple(hidden)}, activation={act!r})",
+            f"a new TrainConfig(hidden={hidden}, activation={act!r})",
+            f"TrainConfig(hidden={tuple(other)}, activation={act!r})",
+            f"TrainConfig(hidden={tuple(hidden)}) (activation left to its default)",
+        ]
+        info = {"x": _f32(rng, n), "calls": calls, "what": what}
+        shown = f"x f32[{n}]; in turn " + ", ".join(what)
+        cases.append(Case((), label=f"configs with hidden sizes {hidden}", info=info, shown=shown))
+    return cases
+
+
+def _config_program(x: jax.Array, config: Any) -> jax.Array:
+    """What the probe compiles: Python reads the configuration while tracing."""
+    for size in config.hidden:
+        x = ACTIVATIONS[config.activation](jnp.concatenate([x, x])[:size] + size)
+    return x
+
+
+def _config_probe(fn: Callable[..., Any], case: Case) -> dict[str, Any]:
+    cls = fn()
+    if not isinstance(cls, type):
+        return _not_a_class(cls)
+    configs = []
+    for kind, hidden, act in case.info["calls"]:
+        value = list(hidden) if kind == "list" else tuple(hidden)
+        configs.append(cls(hidden=value) if act == "relu" else cls(hidden=value, activation=act))
+    report: dict[str, Any] = {"hidden_type": type(configs[0].hidden).__name__}
+    _, report["hash_error"] = _attempt(lambda: hash(configs[0]))
+    report["equal"] = bool(configs[0] == configs[1] == configs[2]) and configs[0] != configs[3]
+    report["same_hash"] = report["hash_error"] is None and hash(configs[0]) == hash(configs[1]) == hash(configs[2])
+    spare = cls(hidden=tuple(case.info["calls"][0][1]))
+    _, mutation_error = _attempt(lambda: setattr(spare, "activation", "tanh"))
+    report["frozen"] = mutation_error is not None
+    program = jax.jit(_config_program, static_argnums=1)
+    x = case.info["x"]
+    counted, error = _attempt(lambda: _counted(lambda: [program(x, config) for config in configs]))
+    if error:
+        return {**report, "error": error}
+    outputs, counts = counted
+    return {**report, "outputs": [np.asarray(out) for out in outputs], **counts}
+
+
+def _judge_config(got: Any, expected: Any, case: Case) -> str | None:
+    if isinstance(got, str):
+        return f"define_config() {got}: return the class TrainConfig."
+    error = got["hash_error"]
+    if error and "list" in error:
+        return (
+            "hash(config) fails with 'unhashable type: list': hidden was given as a list and kept as one. "
+            "Frozen or not, a config is hashable only if every field is: turn hidden into a tuple "
+            "when the config is made (in __post_init__)."
+        )
+    if error:
+        return (
+            f"hash(config) fails ({error}): a plain @dataclass sets __hash__ to None (Pitfall 7), so jit "
+            "refuses it as a static argument. Make the dataclass frozen."
+        )
+    if not got["frozen"]:
+        return (
+            "config.activation = 'tanh' worked: the config can change after jit has used it as a cache key, "
+            "and then serves stale programs (Pitfall 6). Make the dataclass frozen."
+        )
+    if not got["equal"]:
+        return (
+            "configs with the same fields must be equal (==), and configs with other fields not: equal "
+            "configs built separately must share one compiled program."
+        )
+    if not got["same_hash"]:
+        return "equal configs must have equal hashes: let the dataclass write __hash__ (frozen=True) instead of writing your own."
+    if got["hidden_type"] != "tuple":
+        return f"config.hidden is a {got['hidden_type']}; store it as a tuple."
+    if got.get("error"):
+        return f"a jitted function with the config as a static argument raised {got['error']}"
+    problem = _outputs_problem(got["outputs"], expected["outputs"], case.info["what"])
+    if problem:
+        return problem
+    advice = "Configs equal to one seen before must reuse its program: equal configs, equal hashes."
+    return _count_problem(got, expected, case, advice if got["compiles"] > expected["compiles"] else None)
+
+
+FROZEN_CONFIG = Exercise(
+    id="04.frozen_config",
+    name="define_config",
+    title="A hashable, frozen configuration",
+    points=2,
+    cases=_config_cases,
+    reference=_define_config,
+    probe=_config_probe,
+    judge=_judge_config,
+    hints=(
+        "A static value is a cache key: it must be hashable, compare by value, and never change.",
+        "@dataclass(frozen=True) writes __eq__ and __hash__ from the fields and refuses assignments.",
+        "A list field makes the hash fail even in a frozen dataclass: in __post_init__, store "
+        "tuple(self.hidden) with object.__setattr__(self, 'hidden', ...) (a frozen dataclass refuses "
+        "self.hidden = ...).",
+    ),
+)
+
+
+# --- 04.static_and_traced --------------------------------------------------------------------
+
+
+@jax.tree_util.register_dataclass
+@dataclass
+class Linear:
+    """Static field first, by field metadata."""
+
+    name: str = field(metadata={"static": True})
+    w: Any = None
+    b: Any = None
+
+
+@jax.tree_util.register_dataclass
+@dataclass
+class Conv:
+    """``jax.tree.static()`` fields around a data field."""
+
+    stride: int = jax.tree.static(default=1)
+    kernel: Any = None
+    padding: str = jax.tree.static(default="SAME")
+
+
+@dataclass
+class Norm:
+    """Registered by naming the fields (no metadata at all)."""
+
+    eps: float
+    scale: Any
+    axis: int
+    bias: Any
+
+
+jax.tree_util.register_dataclass(Norm, data_fields=["bias", "scale"], meta_fields=["eps", "axis"])
+
+
+@jax.tree_util.register_static
+@dataclass(frozen=True)
+class Activation:
+    """A whole class made static."""
+
+    name: str
+    slope: float = 0.0
+
+
+@jax.tree_util.register_dataclass
+@dataclass
+class Block:
+    """Data fields that hold trees, ``None`` and a Python number."""
+
+    params: Any
+    depth: int = field(metadata={"static": True})
+    extra: Any = None
+    temperature: float = 1.0
+    sizes: tuple[int, ...] = field(default=(), metadata={"static": True})
+
+
+def _static_and_traced(obj: Any) -> tuple[list[str], list[str]]:
+    pairs, _ = jax.tree_util.tree_flatten_with_path(obj, is_leaf=lambda node: node is not obj)
+    children = {path[0].name for path, _ in pairs}
+    names = [f.name for f in dataclasses.fields(obj)]
+    return [n for n in names if n in children], [n for n in names if n not in children]
+
+
+def _split_cases(rng: np.random.Generator) -> list[Case]:
+    def arr(*shape: int) -> Any:
+        return _f32(rng, *shape)
+
+    d = int(rng.integers(2, 5))
+    objects = [
+        ("a dataclass with a static field (metadata) declared first", Linear("head", arr(d, 2), arr(2)), "metadata"),
+        ("a dataclass whose static fields come from jax.tree.static()", Conv(2, arr(3, 3, d), "VALID"), "tree_static"),
+        ("a dataclass registered with data_fields= and meta_fields= (no field metadata)", Norm(1e-5, arr(d), -1, None), "named"),
+        ("an instance of a class made static with register_static", Activation("leaky_relu", 0.1), "register_static"),
+        (
+            "a dataclass whose data fields hold a dict, None and a Python float",
+            Block({"w": arr(d, d), "b": [arr(d), None]}, depth=2, extra=None, temperature=0.5, sizes=(d, d)),
+            "nested",
+        ),
+        ("a dataclass with a registered dataclass inside a data field", Block([Linear("inner", arr(d), None)], depth=1), "inner"),
+        ("a dataclass whose w and b are both None", Linear("empty"), "none"),
+    ]
+    order = rng.permutation(len(objects))
+    return [Case((objects[i][1],), label=objects[i][0], info={"kind": objects[i][2]}) for i in order]
+
+
+def _judge_split(got: Any, expected: Any, case: Case) -> str | None:
+    if not (isinstance(got, tuple) and len(got) == 2 and all(isinstance(part, list) for part in got)):
+        return f"returned {describe(got, 80)}; return a pair of lists of field names: (traced, static)."
+    if got == expected:
+        return None
+    (traced, static), (want_traced, want_static) = got, expected
+    kind = case.info["kind"]
+    paths = [name for name in traced + static if not name.isidentifier()]
+    if paths and paths[0].startswith(".") and paths[0][1:].isidentifier():
+        return f"{paths[0]!r} is a key written out; the field's name is {paths[0][1:]!r} (a GetAttrKey's .name)."
+    if paths:
+        return (
+            f"{paths[0]!r} is not a field name: count each field once, at the top level of the object, even "
+            "when it holds a whole tree (look one level deep, not at every leaf)."
+        )
+    if kind == "named" and set(traced) >= {"eps", "axis"}:
+        return (
+            "this class was registered with data_fields=[...] and meta_fields=[...]: its fields carry no "
+            "metadata, so reading dataclasses.fields(...).metadata cannot tell. Ask JAX how it flattens the object."
+        )
+    if kind == "register_static" and traced:
+        return "register_static makes the whole object static: no field of it is traced."
+    obj = case.args[0]
+    empty = [name for name in want_traced if name not in traced and getattr(obj, name) is None]
+    if empty:
+        return (
+            f"{empty[0]!r} holds None and is missing from the traced fields: a field that holds None has "
+            "no leaves, yet it is traced (a child of the object), not static."
+        )
+    if sorted(traced) == sorted(want_traced) and sorted(static) == sorted(want_static):
+        return "the right names in another order: list them in the order the dataclass declares its fields."
+    wrong = [name for name in traced if name in want_static] + [name for name in static if name in want_traced]
+    if wrong:
+        where = "traced" if wrong[0] in traced else "static"
+        return f"the field {wrong[0]!r} is not {where}."
+    return f"returned ({traced}, {static}), expected other field names."
+
+
+def _plain_pair(result: Any) -> Any:
+    """The learner's pair of lists, tuples of names turned into lists so that both forms are judged alike."""
+    if isinstance(result, (tuple, list)) and len(result) == 2 and all(isinstance(p, (tuple, list)) for p in result):
+        return tuple([str(name) if not isinstance(name, str) else name for name in part] for part in result)
+    if isinstance(result, (str, int, float, bool)) or result is None:
+        return result
+    return describe(result, 80)
+
+
+STATIC_AND_TRACED = Exercise(
+    id="04.static_and_traced",
+    name="static_and_traced",
+    title="Which fields are traced, which are static?",
+    points=2,
+    cases=_split_cases,
+    reference=_static_and_traced,
+    probe=lambda fn, case: _plain_pair(fn(*case.args)),
+    judge=_judge_split,
+    hints=(
+        "Field metadata is only one of the ways to make a field static: register_dataclass(cls, "
+        "data_fields=..., meta_fields=...) and register_static leave no metadata. Ask JAX instead.",
+        "Flatten only one level: jax.tree_util.tree_flatten_with_path(obj, is_leaf=lambda x: x is not "
+        "obj) gives one (path, child) per traced field, None included; path[0].name is the field's name.",
+        "dataclasses.fields(obj) lists every field in declaration order: the ones JAX did not give as "
+        "children are static.",
+    ),
+)
+
+
+EXERCISES = (DENSE, FIXED_MLP, FROZEN_CONFIG, STATIC_AND_TRACED)

@@ -1,0 +1,312 @@
+"""Lesson 04 self-checks: not attempted, the hint each typical mistake gets, and right answers passing."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from course_lib import checks
+from course_lib.checks import check, evaluate, get_exercise
+from course_lib.checks._evaluate import judge_outcomes, probe_all, reference_results
+
+LESSON_04 = ("04.dense", "04.fixed_mlp", "04.frozen_config", "04.static_and_traced")
+
+ACTIVATIONS = {"tanh": jnp.tanh, "relu": jax.nn.relu, "identity": lambda x: x}
+
+
+@pytest.fixture(autouse=True)
+def _fresh_checks(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CI", raising=False)
+    monkeypatch.delenv("COURSE_STRICT_CHECKS", raising=False)
+    checks.set_strict(None)
+    checks.reset_hints()
+    yield
+    checks.set_strict(None)
+    checks.reset_hints()
+
+
+def stub(*args: object) -> None:
+    raise NotImplementedError("Write your solution here, then run the check below.")
+
+
+# --- 04.dense ------------------------------------------------------------------------------------
+
+
+def dense_class(static: tuple[str, ...] = ("activation", "use_bias"), register: bool = True, bias_always: bool = False):
+    """A Dense class with the given fields static (a right answer with the defaults)."""
+
+    @dataclass
+    class Dense:
+        w: jax.Array = field(metadata={"static": "w" in static})
+        b: jax.Array = field(metadata={"static": "b" in static})
+        activation: str = field(default="tanh", metadata={"static": "activation" in static})
+        use_bias: bool = field(default=True, metadata={"static": "use_bias" in static})
+
+        def __call__(self, x):
+            y = x @ self.w
+            if self.use_bias or bias_always:
+                y = y + self.b
+            return ACTIVATIONS[self.activation](y)
+
+    return jax.tree_util.register_dataclass(Dense) if register else Dense
+
+
+def define_dense():
+    return dense_class()
+
+
+def dense_activation_leaf():
+    return dense_class(static=("use_bias",))
+
+
+def dense_use_bias_leaf():
+    return dense_class(static=("activation",))
+
+
+def dense_unregistered():
+    return dense_class(register=False)
+
+
+def dense_weights_static():
+    return dense_class(static=("w", "b", "activation", "use_bias"))
+
+
+def dense_bias_always():
+    return dense_class(bias_always=True)
+
+
+# --- 04.fixed_mlp --------------------------------------------------------------------------------
+
+
+def mlp_class(static: tuple[str, ...]):
+    @jax.tree_util.register_dataclass
+    @dataclass
+    class MLP:
+        layers: list = field(metadata={"static": "layers" in static})
+        depth: int = field(metadata={"static": "depth" in static})
+        act: str = field(metadata={"static": "act" in static})
+        scale: float = field(default=1.0, metadata={"static": "scale" in static})
+
+        def __call__(self, x):
+            for layer in self.layers[: self.depth]:
+                x = x @ layer["w"]
+                if layer["b"] is not None:
+                    x = x + layer["b"]
+                x = ACTIVATIONS[self.act](x)
+            return self.scale * x
+
+    return MLP
+
+
+def define_mlp():
+    return mlp_class(("depth", "act"))
+
+
+def mlp_scale_static():
+    return mlp_class(("depth", "act", "scale"))
+
+
+def mlp_depth_leaf():
+    return mlp_class(("act",))
+
+
+def mlp_unchanged():
+    return mlp_class(())
+
+
+# --- 04.frozen_config ----------------------------------------------------------------------------
+
+
+def config_class(to_tuple: bool = True, **options: bool):
+    @dataclass(**options)
+    class TrainConfig:
+        hidden: tuple
+        activation: str = "relu"
+
+        def __post_init__(self):
+            if to_tuple:
+                object.__setattr__(self, "hidden", tuple(self.hidden))
+
+    return TrainConfig
+
+
+def define_config():
+    return config_class(frozen=True)
+
+
+def config_plain():
+    return config_class()
+
+
+def config_keeps_list():
+    return config_class(to_tuple=False, frozen=True)
+
+
+def config_unsafe_hash():
+    return config_class(unsafe_hash=True)
+
+
+def config_by_identity():
+    return config_class(frozen=True, eq=False)
+
+
+# --- 04.static_and_traced ------------------------------------------------------------------------
+
+
+def static_and_traced(obj):
+    children, _ = jax.tree_util.tree_flatten_with_path(obj, is_leaf=lambda node: node is not obj)
+    traced = {path[0].name for path, _ in children}
+    names = [f.name for f in dataclasses.fields(obj)]
+    return [n for n in names if n in traced], [n for n in names if n not in traced]
+
+
+def split_by_metadata(obj):
+    fields = dataclasses.fields(obj)
+    return [f.name for f in fields if not f.metadata.get("static")], [f.name for f in fields if f.metadata.get("static")]
+
+
+def split_by_leaves(obj):
+    traced = []
+    for path, _ in jax.tree_util.tree_leaves_with_path(obj):
+        if path[0].name not in traced:
+            traced.append(path[0].name)
+    return traced, [f.name for f in dataclasses.fields(obj) if f.name not in traced]
+
+
+def split_by_key_paths(obj):
+    return [jax.tree_util.keystr(path) for path, _ in jax.tree_util.tree_leaves_with_path(obj)], []
+
+
+def split_sorted(obj):
+    traced, static = static_and_traced(obj)
+    return sorted(traced), sorted(static)
+
+
+RIGHT = {
+    "04.dense": define_dense,
+    "04.fixed_mlp": define_mlp,
+    "04.frozen_config": define_config,
+    "04.static_and_traced": static_and_traced,
+}
+
+WRONG = [
+    ("04.dense", dense_activation_leaf, "'tanh' is a leaf, so the field activation is traced, and jit cannot trace a string"),
+    ("04.dense", dense_use_bias_leaf, "True is a leaf, so the field use_bias is traced"),
+    ("04.dense", dense_unregistered, "JAX sees a Dense as one opaque leaf"),
+    ("04.dense", dense_weights_static, "Arrays are data, never static metadata (Pitfall 8)"),
+    ("04.dense", dense_bias_always, "use_bias=False must leave b out"),
+    ("04.fixed_mlp", mlp_scale_static, "scale is not a leaf: it is static, so every new scale compiles a new program"),
+    ("04.fixed_mlp", mlp_depth_leaf, "2 is a leaf, so the field depth is traced"),
+    ("04.fixed_mlp", mlp_unchanged, "so the field act is traced, and jit cannot trace a string"),
+    ("04.frozen_config", config_plain, "a plain @dataclass sets __hash__ to None (Pitfall 7)"),
+    ("04.frozen_config", config_keeps_list, "hidden was given as a list and kept as one"),
+    ("04.frozen_config", config_unsafe_hash, "the config can change after jit has used it as a cache key"),
+    ("04.frozen_config", config_by_identity, "configs with the same fields must be equal (==)"),
+    ("04.static_and_traced", split_by_metadata, "its fields carry no metadata"),
+    ("04.static_and_traced", split_by_leaves, "holds None and is missing from the traced fields"),
+    ("04.static_and_traced", split_by_key_paths, "is a key written out; the field's name is"),
+    ("04.static_and_traced", split_sorted, "list them in the order the dataclass declares its fields"),
+]
+
+
+def test_lesson04_has_its_exercises() -> None:
+    listed = checks.exercises("04")
+    assert [e.id for e in listed] == list(LESSON_04)
+    assert sum(e.points for e in listed) == 9
+    assert all(len(e.hints) == 3 for e in listed)
+
+
+@pytest.mark.parametrize("exercise_id", LESSON_04)
+def test_check_not_attempted(exercise_id: str, capsys: pytest.CaptureFixture[str]) -> None:
+    check(exercise_id, stub)
+    out = capsys.readouterr().out
+    assert out.startswith(f"{exercise_id}: not attempted yet")
+    assert "hint" not in out
+
+
+@pytest.mark.parametrize("exercise_id", LESSON_04)
+def test_check_correct(exercise_id: str, capsys: pytest.CaptureFixture[str]) -> None:
+    check(exercise_id, RIGHT[exercise_id])
+    points = get_exercise(exercise_id).points
+    assert capsys.readouterr().out.startswith(f"{exercise_id}: passed ({points}/{points} point")
+
+
+@pytest.mark.parametrize("exercise_id", LESSON_04)
+def test_right_answer_passes_the_grading_cases(exercise_id: str) -> None:
+    exercise = get_exercise(exercise_id)
+    for seed in (0, 1):
+        cases = exercise.make_cases("grade", seed)
+        outcomes = probe_all(exercise, RIGHT[exercise_id], cases)
+        verdict = judge_outcomes(exercise, outcomes, reference_results(exercise, cases), cases)
+        assert verdict.status == "passed", verdict.message
+
+
+@pytest.mark.parametrize(("exercise_id", "answer", "hint"), WRONG, ids=lambda x: getattr(x, "__name__", None))
+def test_check_incorrect_gives_the_targeted_hint(exercise_id: str, answer, hint: str, capsys: pytest.CaptureFixture[str]) -> None:
+    check(exercise_id, answer)
+    out = capsys.readouterr().out
+    assert out.startswith(f"{exercise_id}: incorrect (0/")
+    assert hint in out
+    assert "input: " in out
+    assert "hint 1/3" in out and "hint 2/3" not in out
+    assert "0x" not in out
+
+
+def test_dense_counts_a_compilation_per_configuration() -> None:
+    exercise = get_exercise("04.dense")
+    case = exercise.make_cases("check")[0]
+    report = exercise.probe(define_dense, case)
+    assert report["compiles"] == 4  # tanh, then the first and second activations, and use_bias=False
+    assert report["leaves"] == [f"f32[{case.info['x'].size},{case.info['weights'][0][1].size}]", f"f32[{case.info['weights'][0][1].size}]"]
+
+
+def test_counts_do_not_depend_on_earlier_compilations(capsys: pytest.CaptureFixture[str]) -> None:
+    for _ in range(2):
+        check("04.fixed_mlp", define_mlp)
+        check("04.frozen_config", define_config)
+    assert capsys.readouterr().out.count("passed") == 4
+
+
+def test_static_and_traced_cases_cover_every_way_to_be_static() -> None:
+    kinds = {case.info["kind"] for case in get_exercise("04.static_and_traced").make_cases("grade")}
+    assert {"metadata", "tree_static", "named", "register_static", "nested", "none"} <= kinds
+
+
+def dense_branching_on_a_leaf():
+    @jax.tree_util.register_dataclass
+    @dataclass
+    class Dense:
+        w: jax.Array
+        b: jax.Array
+        activation: str = field(default="tanh", metadata={"static": True})
+        use_bias: bool = field(default=True, metadata={"static": True})
+
+        def __call__(self, x):
+            if self.b.sum() > 0:  # a traced value in an `if`
+                return x @ self.w
+            return x @ self.w + self.b
+
+    return Dense
+
+
+def test_jit_errors_are_reported_without_addresses_or_locations() -> None:
+    verdict = evaluate(get_exercise("04.dense"), dense_branching_on_a_leaf)
+    assert verdict.status == "failed"
+    assert "calling the jitted forward raised TracerBoolConversionError" in verdict.message
+    assert "0x" not in verdict.message and ".py:" not in verdict.message
+
+
+def test_cases_are_deterministic_and_differ_for_grading() -> None:
+    for exercise in checks.exercises("04"):
+        one = [repr(c.shown or c.label) for c in exercise.make_cases("grade", 3)]
+        two = [repr(c.shown or c.label) for c in exercise.make_cases("grade", 3)]
+        assert one == two
+    dense = get_exercise("04.dense")
+    shown = {str(np.asarray(c.info["x"]).tolist()) for c in dense.make_cases("check")}
+    graded = {str(np.asarray(c.info["x"]).tolist()) for c in dense.make_cases("grade")}
+    assert not shown & graded
