@@ -1,0 +1,616 @@
+"""Exercises of lesson 05, recompilation: every probe counts compilations.
+
+Counts do not depend on what the process compiled before: each probe clears JAX's caches
+(``jax.clear_caches()``) first. They count the programs of jitted functions only: JAX's own eager
+operations (``jnp.asarray(lr, jnp.float32)`` outside ``jit``, say) compile too, once per process
+and shape, but never log a cache-miss explanation, so a compilation counts when its function is
+one that an explanation names.
+"""
+
+import collections
+import re
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import course_lib as cl
+
+from ._kit import Layer, Point, count_none, judge_compiles, random_tree, tree_judge
+from ._plain import describe, rebuild_tree, tree_plain
+from ._spec import Case, Exercise
+
+
+def _f32(rng: np.random.Generator, *shape: int) -> np.ndarray:
+    return rng.normal(size=shape).round(3).astype(np.float32)
+
+
+def _float_leaf(rng: np.random.Generator) -> Any:
+    """A float32 array (NumPy or JAX) with 1 or 2 dimensions of 2 to 4."""
+    shape = tuple(int(n) for n in rng.integers(2, 5, size=int(rng.integers(1, 3))))
+    array = _f32(rng, *shape)
+    return jax.device_put(array) if rng.random() < 0.5 else array  # device_put compiles nothing
+
+
+def _like(rng: np.random.Generator, tree: Any) -> Any:
+    """A tree of the structure and shapes of ``tree`` with new float32 values."""
+    return jax.tree.map(lambda leaf: _f32(rng, *np.shape(leaf)), tree)
+
+
+def _param_tree(rng: np.random.Generator, kind: int) -> Any:
+    """Parameters with ``None`` subtrees, in one of several container layouts."""
+    leaf = lambda: _float_leaf(rng)  # noqa: E731
+    if kind == 0:
+        return {"dense": {"w": leaf(), "b": leaf()}, "norm": None, "head": [leaf(), None]}
+    if kind == 1:
+        return [Layer(w=leaf(), b=None), Layer(w=leaf(), b=leaf()), (leaf(),)]
+    if kind == 2:
+        return collections.OrderedDict(emb=leaf(), out=Point(x=leaf(), y=None), extra=())
+    extra = random_tree(rng, depth=2, none_rate=0.3, leaf=_float_leaf)
+    return {"layer": Layer(w=leaf(), b=leaf()), "extra": extra}
+
+
+def _counted(run: Callable[[], Any]) -> tuple[Any, dict[str, Any]]:
+    """``run()``'s result, and how often jitted functions compiled in it, from empty caches.
+
+    The report is ``{"compiles": n, "misses": [...], "eager": m}`` like ``compile_report``'s, with
+    the compilations of JAX's own eager operations (``m``) left out of ``n``.
+    """
+    jax.clear_caches()
+    with cl.count_compiles() as counter, cl.capture_cache_misses() as misses:
+        result = jax.block_until_ready(run())
+    named = set(re.findall(r"(\S+) defined at", "\n".join(misses)))
+    compiles = sum(name.startswith("jit(") and name[4:-1] in named for name in counter.compiled)
+    return result, {"compiles": compiles, "misses": list(misses), "eager": counter.compiles - compiles}
+
+
+def _miss_paths(misses: Sequence[str]) -> list[str]:
+    """The input paths (``lr``, ``state['loss_avg']``) that JAX's cache-miss explanations name."""
+    return [m[1] for text in misses for m in re.finditer(r"\* at ([^,]+), now", text)]
+
+
+Advice = tuple[str | None, str]
+"""What a cache miss means for the exercise, and a text that picks the explanation to quote."""
+
+
+def _count_problem(got: dict[str, Any], expected: dict[str, Any], case: Case, advice: Advice = (None, "")) -> str | None:
+    """:func:`judge_compiles`, quoting the last explanation that holds ``advice[1]``, with ``advice[0]`` before it."""
+    text, about = advice
+    quoted = [miss for miss in got["misses"] if about in miss][-1:] or got["misses"][-1:]
+    problem = judge_compiles({**got, "misses": quoted}, expected, case)
+    if problem is None or text is None:
+        return problem
+    first, newline, rest = problem.partition("\n")
+    return f"{first}\n{text}" + (f"\n{rest}" if newline else "")
+
+
+def _not_a_function(value: Any) -> str | None:
+    """``None`` (the framework then asks about a missing ``return``) or a description of what came back."""
+    return None if value is None else f"returned {describe(value, 60)}, not a function"
+
+
+def _no_miss_advice(got: dict[str, Any], expected: dict[str, Any]) -> Advice:
+    if got["compiles"] or not expected["compiles"]:
+        return None, ""
+    return (
+        "Nothing you jitted was compiled: the computation ran operation by operation outside jit "
+        "(each operation compiled on its own). Put the whole computation inside one jitted function."
+    ), ""
+
+
+# --- 05.make_step ----------------------------------------------------------------------------
+
+
+def _make_step() -> Callable[[Any, Any, Any], Any]:
+    @jax.jit
+    def sgd(params: Any, grads: Any, lr: jax.Array) -> Any:
+        return jax.tree.map(lambda p, g: p - lr * g, params, grads)
+
+    def step(params: Any, grads: Any, lr: Any) -> Any:
+        return sgd(params, grads, jnp.asarray(lr, dtype=jnp.float32))
+
+    return step
+
+
+_RATE_KINDS = {
+    "python": ("a Python float", lambda v: float(v)),
+    "numpy": ("a NumPy float32", lambda v: np.float32(v)),
+    "jax": ("a JAX float32", lambda v: jax.device_put(np.float32(v))),
+    "weak_jax": ("a weakly typed JAX scalar", lambda v: jax.device_put(float(v))),
+    "int": ("the Python int 1", lambda v: 1),
+}
+
+_RATE_PLANS = (
+    ("python", "numpy", "jax", "int", "python"),
+    ("jax", "weak_jax", "python", "numpy"),
+)
+
+
+def _rate_text(rate: Any) -> str:
+    if isinstance(rate, jax.Array):  # jnp.asarray of a Python float is weakly typed
+        return f"jnp.{'asarray' if rate.weak_type else 'float32'}({float(rate):.4g})"
+    if isinstance(rate, np.generic):
+        return f"np.float32({float(rate):.4g})"
+    return repr(rate)
+
+
+def _step_cases(rng: np.random.Generator) -> list[Case]:
+    cases = []
+    for kind, plan in zip(rng.permutation(4), _RATE_PLANS):
+        params = _param_tree(rng, int(kind))
+        grads = _like(rng, params)
+        rates = [_RATE_KINDS[k][1](round(float(rng.uniform(0.01, 0.5)), 3)) for k in plan]
+        label = "learning rates given as " + ", ".join(_RATE_KINDS[k][0] for k in plan)
+        shown = f"params {describe(params, 110)}; lr in turn {', '.join(_rate_text(r) for r in rates)}"
+        cases.append(Case((params, grads, rates), label=label, info={"plan": list(plan)}, shown=shown))
+    return cases
+
+
+def _step_probe(fn: Callable[..., Any], case: Case) -> dict[str, Any]:
+    params, grads, rates = case.args
+    step = fn()
+    if not callable(step):
+        return _not_a_function(step)
+    try:
+        results, report = _counted(lambda: [step(params, grads, rate) for rate in rates])
+    except NotImplementedError:
+        raise
+    except Exception as error:  # noqa: BLE001 (the judge turns a static lr's error into a hint)
+        return {"error": f"{type(error).__name__}: {' '.join(str(error).strip().splitlines()[:2])}"}
+    return {"results": [tree_plain(result) for result in results], **report}
+
+
+_tree = tree_judge()
+
+
+_STATIC_LR = (
+    "lr is a static argument, so every new learning rate compiles a new program, and a JAX array "
+    "cannot be static at all (it is not hashable). A learning rate is data: pass it as an array."
+)
+
+
+def _step_advice(got: dict[str, Any], expected: dict[str, Any]) -> Advice:
+    misses = got["misses"]
+    if any("Static(val=" in text for text in misses):
+        return _STATIC_LR, "Static(val="
+    if any("weak_type" in text for text in misses):
+        return (
+            "A Python float is weakly typed, a NumPy or JAX float32 is not: two kinds of input, two "
+            "programs (Pitfall 11). Converting lr inside the jitted function comes too late, because "
+            "the cache key is made from the arguments as they arrive: turn lr into a float32 array "
+            "before it reaches the jitted function."
+        ), "weak_type"
+    if any("i32[]" in text for text in misses):
+        return "lr = 1 arrived as an integer scalar: convert lr with an explicit dtype, float32.", "i32[]"
+    return _no_miss_advice(got, expected)
+
+
+def _judge_step(got: Any, expected: Any, case: Case) -> str | None:
+    params, grads, rates = case.args
+    if isinstance(got, str):
+        return f"make_step() {got}: return the function step."
+    if isinstance(got, dict) and "error" in got:
+        if "Non-hashable static arguments" in got["error"]:
+            return f"step raised {got['error']}\n{_STATIC_LR}"
+        return f"step raised {got['error']}"
+    results = got.get("results") if isinstance(got, dict) else None
+    if not isinstance(results, list) or len(results) != len(expected["results"]):
+        return "make_step() should return a function step(params, grads, lr) that returns the new params."
+    for rate, mine, theirs in zip(rates, results, expected["results"]):
+        if rebuild_tree(mine) is None and rebuild_tree(theirs) is not None:
+            return f"with lr = {_rate_text(rate)}, step returned None: missing `return`?"
+        problem = _tree(mine, theirs, case)
+        if problem is None:
+            continue
+        if not problem.startswith("the structure"):
+            uphill = jax.tree.map(lambda p, g: np.asarray(p) + float(rate) * np.asarray(g), params, grads)
+            no_rate = jax.tree.map(lambda p, g: np.asarray(p) - np.asarray(g), params, grads)
+            if _tree(mine, tree_plain(uphill), case) is None:
+                return f"with lr = {_rate_text(rate)}, step added lr * grads: SGD goes downhill, params - lr * grads."
+            if _tree(mine, tree_plain(no_rate), case) is None:
+                return f"with lr = {_rate_text(rate)}, step returned params - grads: it ignores lr."
+        return f"with lr = {_rate_text(rate)}, {problem}"
+    return _count_problem(got, expected, case, _step_advice(got, expected))
+
+
+MAKE_STEP = Exercise(
+    id="05.make_step",
+    name="make_step",
+    title="A training step that compiles once across learning rates",
+    points=3,
+    cases=_step_cases,
+    reference=_make_step,
+    probe=_step_probe,
+    judge=_judge_step,
+    hints=(
+        "The cache key holds each argument's shape, dtype and weak type: 0.1, np.float32(0.1) and "
+        "jnp.float32(0.1) are not all the same kind of input.",
+        "Inside a jitted function it is too late to change what the cache key saw; convert lr where "
+        "it enters, before calling the jitted part (jnp.asarray with a dtype).",
+        "Write the update as one jax.tree.map over params and grads (p - lr * g) inside jax.jit; "
+        "make_step returns a small function that converts lr and calls it.",
+    ),
+    forbidden=("sgd", "momentum", "adam", "tree_add_scale", "tree_scale", "tree_sub", "tree_add"),
+)
+
+
+# --- 05.pad_to_bucket ------------------------------------------------------------------------
+
+_SIZES = tuple(range(3, 18))
+
+
+def _rows(batch: Any, n: int) -> Any:
+    return jax.tree.map(lambda leaf: leaf[:n], batch)
+
+
+def _pad_to_bucket(batch: Any, buckets: Sequence[int]) -> tuple[Any, np.ndarray]:
+    n = len(jax.tree.leaves(batch)[0])
+    fits = [size for size in buckets if size >= n]
+    if not fits:
+        raise ValueError(f"a batch of {n} rows fits no bucket of {list(buckets)}")
+    size = min(fits)
+
+    def pad(leaf: Any) -> np.ndarray:
+        return np.pad(np.asarray(leaf), [(0, size - n)] + [(0, 0)] * (np.ndim(leaf) - 1))
+
+    return jax.tree.map(pad, batch), np.arange(size) < n
+
+
+def _batch(rng: np.random.Generator, kind: int, rows: int) -> Any:
+    d = int(rng.integers(2, 5))
+    features = _f32(rng, rows, d)
+    labels = rng.integers(0, 10, size=rows).astype(np.int32)
+    if kind == 0:
+        return {"x": features, "y": labels}
+    if kind == 1:
+        return (_f32(rng, rows, 2, d), None, labels)
+    if kind == 2:
+        return Point(x=labels, y={"weights": _f32(rng, rows, 1), "extra": None})
+    return collections.OrderedDict(tokens=rng.integers(0, 50, size=(rows, d)).astype(np.int32), x=features)
+
+
+_BUCKET_PLANS = ((8, 16, 32), [20, 6, 12], (18,))
+
+
+def _pad_cases(rng: np.random.Generator) -> list[Case]:
+    cases = []
+    for kind, buckets in zip(rng.permutation(4), _BUCKET_PLANS):  # three of four layouts
+        batch = _batch(rng, int(kind), max(buckets) + 1)
+        used = len({min(b for b in buckets if b >= n) for n in _SIZES})
+        shown = f"batches {describe(_rows(batch, 3), 90)} with 3 to 17 rows, buckets {buckets!r}"
+        label = f"batches of 3 to 17 rows and buckets {buckets!r}"
+        cases.append(Case((batch, buckets), label=label, info={"nones": count_none(batch), "buckets_used": used}, shown=shown))
+    return cases
+
+
+def _masked_total() -> Callable[[Any, Any], Any]:
+    """A fresh jitted function of a padded batch and its mask (a new one for every probe)."""
+
+    def total(batch: Any, mask: Any) -> Any:
+        def masked(leaf: jax.Array) -> jax.Array:
+            keep = jnp.reshape(mask, (-1,) + (1,) * (leaf.ndim - 1))
+            return jnp.sum(jnp.where(keep, leaf, 0))
+
+        return jax.tree.map(masked, batch)
+
+    return jax.jit(total)
+
+
+def _pad_probe(fn: Callable[..., Any], case: Case) -> dict[str, Any]:
+    batch, buckets = case.args
+    results = [fn(_rows(batch, n), buckets) for n in _SIZES]
+    plain = [tree_plain(result) for result in results]
+    total = _masked_total()
+    report: dict[str, Any] = {"compiles": 0, "misses": []}
+    if all(isinstance(r, tuple) and len(r) == 2 for r in results):
+        try:
+            _, report = _counted(lambda: [total(*r) for r in results])
+        except Exception as error:  # noqa: BLE001 (a malformed result is judged from its values)
+            report = {"compiles": 0, "misses": [], "error": type(error).__name__}
+    try:
+        fn(_rows(batch, max(buckets) + 1), buckets)
+        too_big = "returned"
+    except ValueError:
+        too_big = "ValueError"
+    except NotImplementedError:
+        raise
+    except Exception as error:  # noqa: BLE001 (any other exception is reported by name)
+        too_big = type(error).__name__
+    return {"results": plain, "too_big": too_big, **report}
+
+
+def _judge_padded(n: int, buckets: Sequence[int], mine: Any, theirs: Any, case: Case) -> str | None:
+    got, want = rebuild_tree(mine), rebuild_tree(theirs)
+    if not (isinstance(got, tuple) and len(got) == 2):
+        return f"for a batch of {n} rows, pad_to_bucket returned {describe(got, 80)}; return a pair (padded batch, mask)."
+    (padded, mask), (want_padded, want_mask) = got, want
+    size = len(want_mask)
+    rows = {np.shape(leaf)[0] if np.ndim(leaf) else None for leaf in jax.tree.leaves(padded)}
+    if len(rows) == 1 and (got_rows := rows.pop()) != size:
+        at = f"for a batch of {n} rows"
+        if got_rows == n:
+            return f"{at}, the padded batch still has {n} rows: pad it to the smallest bucket that holds it, {size}."
+        if got_rows in buckets and got_rows > size and n == size:
+            return f"{at}, you padded to {got_rows}: a batch of exactly {n} rows already fits the bucket of {n}."
+        if got_rows in buckets and got_rows > size:
+            order = "" if list(buckets) == sorted(buckets) else f" (the buckets {list(buckets)} are not sorted)"
+            return f"{at}, you padded to {got_rows}, but {size} is the smallest bucket that holds {n} rows{order}."
+        return f"{at}, the padded leaves have {got_rows} rows, expected {size}."
+    if isinstance(mask, np.ndarray) and mask.shape == want_mask.shape and np.array_equal(mask, want_mask[::-1]) and n < size:
+        return f"for a batch of {n} rows, the padding comes first: keep the {n} real rows first and add the zero rows after them."
+    problem = _tree(tree_plain(padded), tree_plain(want_padded), case)
+    if problem is not None:
+        if problem.startswith("the structure") and case.info["nones"]:
+            problem += "\n(None subtrees stay None: jax.tree.map keeps them.)"
+        return f"for a batch of {n} rows, the padded batch: {problem}"
+    if not isinstance(mask, np.ndarray) or mask.shape != want_mask.shape:
+        return f"for a batch of {n} rows, the mask is {describe(mask, 60)}; expected a boolean array of shape {want_mask.shape}."
+    if mask.dtype != np.bool_:
+        return f"for a batch of {n} rows, the mask has dtype {mask.dtype}: make it a boolean array (True for real rows)."
+    if np.array_equal(mask, ~want_mask):
+        return f"for a batch of {n} rows, the mask is inverted: True marks the {n} real rows, False the padding."
+    if not np.array_equal(mask, want_mask):
+        return f"for a batch of {n} rows, the mask should be True for the first {n} rows and False for the padding after them."
+    return None
+
+
+def _judge_pad(got: Any, expected: Any, case: Case) -> str | None:
+    batch, buckets = case.args
+    if got["compiles"] > expected["compiles"]:
+        advice = (
+            f"Each new batch shape is a new program. Padded to {case.info['buckets_used']} bucket sizes, "
+            f"3 to 17 rows need only {expected['compiles']} compilations of a jitted step."
+        )
+        return _count_problem(got, expected, case, (advice, ""))
+    for n, mine, theirs in zip(_SIZES, got["results"], expected["results"]):
+        problem = _judge_padded(n, buckets, mine, theirs, case)
+        if problem:
+            return problem
+    if got.get("error"):
+        return f"a jitted function of (padded batch, mask) raised {got['error']} on your results."
+    if got["too_big"] != "ValueError":
+        what = "returned" if got["too_big"] == "returned" else f"raised {got['too_big']}"
+        return f"a batch of {max(buckets) + 1} rows fits no bucket: pad_to_bucket {what}, expected it to raise ValueError."
+    return _count_problem(got, expected, case)
+
+
+PAD_TO_BUCKET = Exercise(
+    id="05.pad_to_bucket",
+    name="pad_to_bucket",
+    title="Pad a batch to a bucket size, with a mask",
+    points=3,
+    cases=_pad_cases,
+    reference=_pad_to_bucket,
+    probe=_pad_probe,
+    judge=_judge_pad,
+    hints=(
+        "The batch size n is the first dimension of any leaf; the target size is the smallest bucket "
+        "that is at least n (the buckets may come in any order).",
+        "Pad every leaf with the same jax.tree.map: zero rows at the end of the first axis only "
+        "(np.pad or jnp.pad with one (before, after) pair per axis); the dtype stays.",
+        "The mask is np.arange(size) < n; raise ValueError when no bucket is large enough.",
+    ),
+)
+
+
+# --- 05.init_state ---------------------------------------------------------------------------
+
+
+def train_step(state: dict[str, Any], grads: Any, loss: Any) -> dict[str, Any]:
+    """The step of the exercise: momentum SGD that also keeps a running loss and a step counter."""
+    velocity = state.get("velocity", jax.tree.map(jnp.zeros_like, grads))
+    velocity = jax.tree.map(lambda v, g: 0.9 * v + g, velocity, grads)
+    params = jax.tree.map(lambda p, v: p - 0.1 * v, state["params"], velocity)
+    loss_avg = 0.9 * state.get("loss_avg", loss) + 0.1 * loss
+    return {"params": params, "velocity": velocity, "loss_avg": loss_avg, "step": state.get("step", 0) + 1}
+
+
+def _init_state(params: Any) -> dict[str, Any]:
+    # NumPy zeros: the same input to jit as jnp.zeros_like, and nothing to compile.
+    return {
+        "params": params,
+        "velocity": jax.tree.map(lambda p: np.zeros(p.shape, p.dtype), params),
+        "loss_avg": np.zeros((), np.float32),
+        "step": np.zeros((), np.int32),
+    }
+
+
+_STEPS = 4
+
+
+def _state_cases(rng: np.random.Generator) -> list[Case]:
+    cases = []
+    for kind in rng.permutation(4)[:2]:
+        params = _param_tree(rng, int(kind))
+        grads = [_like(rng, params) for _ in range(_STEPS)]
+        losses = [np.float32(round(float(rng.uniform(0.5, 2.0)), 3)) for _ in range(_STEPS)]
+        shown = f"params {describe(params, 140)}"
+        cases.append(Case((params,), label=f"params {describe(params, 60)}", info={"grads": grads, "losses": losses}, shown=shown))
+    return cases
+
+
+def _state_probe(fn: Callable[..., Any], case: Case) -> dict[str, Any]:
+    state = fn(*case.args)
+    step = jax.jit(train_step)
+
+    def run() -> Any:
+        current = state
+        for grads, loss in zip(case.info["grads"], case.info["losses"]):
+            current = step(current, grads, loss)
+        return current
+
+    final, report = _counted(run)
+    return {"final": tree_plain(final), **report}
+
+
+def _state_advice(got: dict[str, Any], expected: dict[str, Any]) -> Advice:
+    misses = got["misses"]
+    for text in misses:
+        keys = re.search(r"symmetric difference of key sets: (\{.*?\})", text)
+        if keys:
+            return (
+                f"The state gained or lost the keys {keys[1]} after the first step: a new dict key is a new "
+                "structure, and a new structure a new program (Pitfall 5). Start with every key train_step returns."
+            ), "key sets"
+    weak = [text for text in misses if "weak_type" in text]
+    if weak:
+        paths = ", ".join(dict.fromkeys(_miss_paths(weak))) or "a leaf"
+        return (
+            f"At {paths} the first state held a Python number, which is weakly typed, and train_step "
+            "gave back a float32 array: two kinds of input, two programs (Pitfall 11). Start with arrays "
+            "of the dtypes train_step returns."
+        ), "weak_type"
+    if any("different input pytree" in text for text in misses):
+        return (
+            "The state's structure changed after the first step: compare jax.tree.structure of your "
+            "state with that of the state train_step returns."
+        ), "different input pytree"
+    if any("different input types" in text for text in misses):
+        paths = ", ".join(dict.fromkeys(_miss_paths(misses))) or "a leaf"
+        return (
+            f"At {paths} a leaf changed its dtype or shape after the first step: start with what "
+            "train_step returns there."
+        ), "different input types"
+    return _no_miss_advice(got, expected)
+
+
+def _judge_state(got: Any, expected: Any, case: Case) -> str | None:
+    problem = _count_problem(got, expected, case, _state_advice(got, expected))
+    if problem:
+        return problem
+    problem = _tree(got["final"], expected["final"], case)
+    if problem:
+        return f"after {_STEPS} steps of train_step from your state, {problem}"
+    return None
+
+
+INIT_STATE = Exercise(
+    id="05.init_state",
+    name="init_state",
+    title="A training state whose structure never changes",
+    points=2,
+    cases=_state_cases,
+    reference=_init_state,
+    probe=_state_probe,
+    judge=_judge_state,
+    hints=(
+        "Look at what train_step returns: the state you build must be the same tree (the same keys, "
+        "the same structure inside each key, the same dtypes), or the second step compiles again.",
+        "The velocity has the structure of the params, None subtrees included: one jax.tree.map over "
+        "the params with jnp.zeros_like.",
+        "Python numbers are weakly typed; train_step returns float32 and int32 arrays: start "
+        "loss_avg as jnp.zeros((), jnp.float32) and step as jnp.zeros((), jnp.int32).",
+    ),
+    forbidden=("tree_zeros_like", "tree_full_like", "momentum", "adam"),
+)
+
+
+# --- 05.make_scaled --------------------------------------------------------------------------
+
+
+def squash(tree: Any) -> Any:
+    """``tanh`` of every leaf."""
+    return jax.tree.map(jnp.tanh, tree)
+
+
+def energy(tree: Any) -> jax.Array:
+    """Half the sum of squares of all the leaves: one number."""
+    return 0.5 * sum(jnp.sum(leaf**2) for leaf in jax.tree.leaves(tree))
+
+
+def halve(tree: Any) -> Any:
+    """Every leaf divided by 2."""
+    return jax.tree.map(lambda leaf: leaf / 2, tree)
+
+
+_FUNCTIONS = {"squash": squash, "energy": energy, "halve": halve}
+_jitted_for: dict[Callable[..., Any], Callable[..., Any]] = {}
+
+
+def _make_scaled(f: Callable[[Any], Any]) -> Callable[[Any, Any], Any]:
+    if f not in _jitted_for:
+        _jitted_for[f] = jax.jit(lambda x, factor: jax.tree.map(lambda y: factor * y, f(x)))
+    return _jitted_for[f]
+
+
+def _scaled_cases(rng: np.random.Generator) -> list[Case]:
+    cases = []
+    names = list(_FUNCTIONS)
+    for kind in rng.permutation(4)[:2]:
+        x = _param_tree(rng, int(kind))
+        first, second = (names[int(i)] for i in rng.choice(3, size=2, replace=False))
+        order = [first, first, second, first, second, first]
+        plan = [(name, round(float(rng.uniform(-3, 3)), 2)) for name in order]
+        calls = ", ".join(f"make_scaled({name})(x, {factor})" for name, factor in plan)
+        shown = f"x = {describe(x, 100)}; in turn {calls}"
+        label = f"make_scaled called {len(plan)} times with {first} and {second}"
+        cases.append(Case((x, plan), label=label, info={"functions": 2}, shown=shown))
+    return cases
+
+
+def _scaled_probe(fn: Callable[..., Any], case: Case) -> dict[str, Any]:
+    x, plan = case.args
+    first = fn(_FUNCTIONS[plan[0][0]])
+    if not callable(first):
+        return _not_a_function(first)
+    results, report = _counted(lambda: [fn(_FUNCTIONS[name])(x, factor) for name, factor in plan])
+    return {"results": [tree_plain(result) for result in results], **report}
+
+
+def _scaled_advice(got: dict[str, Any], expected: dict[str, Any]) -> Advice:
+    misses = got["misses"]
+    if any("Static(val=" in text for text in misses):
+        return (
+            "factor is a static argument, so every new factor compiles anew. It is data: pass it as an "
+            "ordinary argument."
+        ), "Static(val="
+    if sum("never seen function" in text for text in misses) > expected["compiles"]:
+        return (
+            "Each call of make_scaled jits a function JAX has never seen: a new lambda, partial or "
+            "def is a new cache key (Pitfall 12). Build the jitted function once per f, keep it, and "
+            "return the same one whenever make_scaled gets that f again."
+        ), "never seen function"
+    return _no_miss_advice(got, expected)
+
+
+def _judge_scaled(got: Any, expected: Any, case: Case) -> str | None:
+    x, plan = case.args
+    if isinstance(got, str):
+        return f"make_scaled(f) {got}: return the function scaled."
+    for (name, factor), mine, theirs in zip(plan, got["results"], expected["results"]):
+        problem = _tree(mine, theirs, case)
+        if problem:
+            first = plan[0][0]
+            if name != first and _tree(mine, tree_plain(_make_scaled(_FUNCTIONS[first])(x, factor)), case) is None:
+                return (
+                    f"make_scaled({name}) gave the results of make_scaled({first}): keep one jitted "
+                    "function per f, and look it up by f."
+                )
+            return f"make_scaled({name})(x, {factor}): {problem}"
+    return _count_problem(got, expected, case, _scaled_advice(got, expected))
+
+
+MAKE_SCALED = Exercise(
+    id="05.make_scaled",
+    name="make_scaled",
+    title="Jit once per function, not once per call",
+    points=2,
+    cases=_scaled_cases,
+    reference=_make_scaled,
+    probe=_scaled_probe,
+    judge=_judge_scaled,
+    hints=(
+        "The function object is part of the cache key: a lambda or partial made inside make_scaled "
+        "is new at every call.",
+        "Keep what you jit: the first make_scaled(f) builds jax.jit(...) and stores it under f; later "
+        "calls with the same f return the stored one.",
+        "factor changes on every call: make it an argument of the jitted function, not a static "
+        "argument and not a value captured when the function is built.",
+    ),
+    forbidden=("tree_scale",),
+)
+
+
+EXERCISES = (MAKE_STEP, PAD_TO_BUCKET, INIT_STATE, MAKE_SCALED)

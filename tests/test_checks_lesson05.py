@@ -1,0 +1,352 @@
+"""Lesson 05 self-checks: compile counts, the hint each typical mistake gets, and right answers passing."""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from course_lib import checks
+from course_lib.checks import check, get_exercise
+from course_lib.checks._evaluate import judge_outcomes, probe_all, reference_results
+
+LESSON_05 = ("05.make_step", "05.pad_to_bucket", "05.init_state", "05.make_scaled")
+
+
+@pytest.fixture(autouse=True)
+def _fresh_checks(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CI", raising=False)
+    monkeypatch.delenv("COURSE_STRICT_CHECKS", raising=False)
+    checks.set_strict(None)
+    checks.reset_hints()
+    yield
+    checks.set_strict(None)
+    checks.reset_hints()
+
+
+def stub(*args: object) -> None:
+    raise NotImplementedError("Write your solution here, then run the check below.")
+
+
+def sgd_tree(params, grads, lr):
+    return jax.tree.map(lambda p, g: p - lr * g, params, grads)
+
+
+# --- 05.make_step --------------------------------------------------------------------------------
+
+
+def make_step():
+    sgd = jax.jit(sgd_tree)
+    return lambda params, grads, lr: sgd(params, grads, jnp.asarray(lr, dtype=jnp.float32))
+
+
+def make_step_plain_jit():
+    return jax.jit(sgd_tree)
+
+
+def make_step_converting_inside():
+    @jax.jit
+    def step(params, grads, lr):
+        return sgd_tree(params, grads, jnp.asarray(lr, jnp.float32))
+
+    return step
+
+
+def make_step_static_lr():
+    return jax.jit(sgd_tree, static_argnums=2)
+
+
+def make_step_without_jit():
+    return lambda params, grads, lr: sgd_tree(params, grads, np.float32(lr))
+
+
+def make_step_uphill():
+    step = jax.jit(lambda params, grads, lr: jax.tree.map(lambda p, g: p + lr * g, params, grads))
+    return lambda params, grads, lr: step(params, grads, np.float32(lr))
+
+
+# --- 05.pad_to_bucket ----------------------------------------------------------------------------
+
+
+def padded_to(batch, size, n, front=False):
+    def pad(leaf):
+        rows = (size - n, 0) if front else (0, size - n)
+        return np.pad(np.asarray(leaf), [rows] + [(0, 0)] * (np.ndim(leaf) - 1))
+
+    return jax.tree.map(pad, batch)
+
+
+def batch_rows(batch):
+    return len(jax.tree.leaves(batch)[0])
+
+
+def pad_to_bucket(batch, buckets):
+    n = batch_rows(batch)
+    if n > max(buckets):
+        raise ValueError("too big")
+    size = min(b for b in buckets if b >= n)
+    return padded_to(batch, size, n), np.arange(size) < n
+
+
+def pad_with_jnp(batch, buckets):
+    n = batch_rows(batch)
+    size = min(b for b in buckets if b >= n)  # min() of nothing raises ValueError too
+    padded = jax.tree.map(lambda leaf: jnp.pad(leaf, [(0, size - n)] + [(0, 0)] * (leaf.ndim - 1)), batch)
+    return padded, jnp.arange(size) < n
+
+
+def pad_nothing(batch, buckets):
+    return batch, np.ones(batch_rows(batch), bool)
+
+
+def pad_to_largest(batch, buckets):
+    n = batch_rows(batch)
+    return padded_to(batch, max(buckets), n), np.arange(max(buckets)) < n
+
+
+def pad_to_first_fit(batch, buckets):
+    n = batch_rows(batch)
+    size = next((b for b in buckets if b >= n), None)
+    if size is None:
+        raise ValueError("too big")
+    return padded_to(batch, size, n), np.arange(size) < n
+
+
+def pad_strictly_larger(batch, buckets):
+    n = batch_rows(batch)
+    size = min(b for b in buckets if b > n)
+    return padded_to(batch, size, n), np.arange(size) < n
+
+
+def pad_float_mask(batch, buckets):
+    padded, mask = pad_to_bucket(batch, buckets)
+    return padded, mask.astype(np.float32)
+
+
+def pad_with_float64_zeros(batch, buckets):
+    n = batch_rows(batch)
+    if n > max(buckets):
+        raise ValueError("too big")
+    size = min(b for b in buckets if b >= n)
+    padded = jax.tree.map(lambda a: np.concatenate([a, np.zeros((size - n, *a.shape[1:]))]), batch)
+    return padded, np.arange(size) < n
+
+
+def pad_in_front(batch, buckets):
+    n = batch_rows(batch)
+    if n > max(buckets):
+        raise ValueError("too big")
+    size = min(b for b in buckets if b >= n)
+    return padded_to(batch, size, n, front=True), np.arange(size) >= size - n
+
+
+def pad_too_big_anyway(batch, buckets):
+    n = batch_rows(batch)
+    if n > max(buckets):
+        return batch, np.ones(n, bool)
+    return pad_to_bucket(batch, buckets)
+
+
+# --- 05.init_state -------------------------------------------------------------------------------
+
+
+def init_state(params):
+    return {
+        "params": params,
+        "velocity": jax.tree.map(jnp.zeros_like, params),
+        "loss_avg": jnp.zeros((), jnp.float32),
+        "step": jnp.zeros((), jnp.int32),
+    }
+
+
+def init_params_only(params):
+    return {"params": params}
+
+
+def init_python_numbers(params):
+    return {**init_state(params), "loss_avg": 0.0, "step": 0}
+
+
+def init_without_velocity(params):
+    state = init_state(params)
+    del state["velocity"]
+    return state
+
+
+def init_float_step(params):
+    return {**init_state(params), "step": jnp.zeros(())}
+
+
+# --- 05.make_scaled ------------------------------------------------------------------------------
+
+_jitted_for: dict = {}
+
+
+def make_scaled(f):
+    if f not in _jitted_for:
+        _jitted_for[f] = jax.jit(lambda x, factor: jax.tree.map(lambda y: factor * y, f(x)))
+    return _jitted_for[f]
+
+
+def _apply_scaled(f, x, factor):
+    return jax.tree.map(lambda y: factor * y, f(x))
+
+
+_apply_scaled_jit = jax.jit(_apply_scaled, static_argnums=0)
+
+
+def make_scaled_static_f(f):
+    return functools.partial(_apply_scaled_jit, f)
+
+
+def make_scaled_fresh(f):
+    return jax.jit(lambda x, factor: jax.tree.map(lambda y: factor * y, f(x)))
+
+
+_static_factor_for: dict = {}
+
+
+def make_scaled_static_factor(f):
+    if f not in _static_factor_for:
+        _static_factor_for[f] = jax.jit(functools.partial(_apply_scaled, f), static_argnums=1)
+    return _static_factor_for[f]
+
+
+_only_one: list = []
+
+
+def make_scaled_ignoring_f(f):
+    if not _only_one:
+        _only_one.append(jax.jit(lambda x, factor: jax.tree.map(lambda y: factor * y, f(x))))
+    return _only_one[0]
+
+
+def make_scaled_jit_per_call(f):
+    return lambda x, factor: jax.jit(lambda v: jax.tree.map(lambda y: factor * y, f(v)))(x)
+
+
+RIGHT = {
+    "05.make_step": make_step,
+    "05.pad_to_bucket": pad_to_bucket,
+    "05.init_state": init_state,
+    "05.make_scaled": make_scaled,
+}
+
+WRONG = [
+    ("05.make_step", make_step_plain_jit, "compiled 3 times, expected 1"),
+    ("05.make_step", make_step_converting_inside, "Converting lr inside the jitted function comes too late"),
+    ("05.make_step", make_step_static_lr, "lr is a static argument"),
+    ("05.make_step", make_step_without_jit, "Nothing you jitted was compiled"),
+    ("05.make_step", make_step_uphill, "step added lr * grads"),
+    ("05.pad_to_bucket", pad_nothing, "compiled 15 times, expected 3"),
+    ("05.pad_to_bucket", pad_to_largest, "you padded to 32, but 8 is the smallest bucket that holds 3 rows"),
+    ("05.pad_to_bucket", pad_to_first_fit, "are not sorted"),
+    ("05.pad_to_bucket", pad_strictly_larger, "a batch of exactly 8 rows already fits the bucket of 8"),
+    ("05.pad_to_bucket", pad_float_mask, "the mask has dtype float32"),
+    ("05.pad_to_bucket", pad_with_float64_zeros, "has dtype float64, expected int32"),
+    ("05.pad_to_bucket", pad_in_front, "the padding comes first"),
+    ("05.pad_to_bucket", pad_too_big_anyway, "fits no bucket: pad_to_bucket returned, expected it to raise ValueError"),
+    ("05.init_state", init_params_only, "a new dict key is a new structure"),
+    ("05.init_state", init_without_velocity, "gained or lost the keys {'velocity'}"),
+    ("05.init_state", init_python_numbers, "At state['loss_avg'] the first state held a Python number"),
+    ("05.init_state", init_float_step, "leaf ['step'] has dtype float32, expected int32"),
+    ("05.make_scaled", make_scaled_fresh, "compiled 6 times, expected 2"),
+    ("05.make_scaled", make_scaled_jit_per_call, "a new lambda, partial or def is a new cache key"),
+    ("05.make_scaled", make_scaled_static_factor, "factor is a static argument"),
+    ("05.make_scaled", make_scaled_ignoring_f, "keep one jitted function per f"),
+]
+
+
+def test_lesson05_has_its_exercises() -> None:
+    listed = checks.exercises("05")
+    assert [e.id for e in listed] == list(LESSON_05)
+    assert sum(e.points for e in listed) == 10
+    assert all(len(e.hints) == 3 for e in listed)
+
+
+@pytest.mark.parametrize("exercise_id", LESSON_05)
+def test_check_not_attempted(exercise_id: str, capsys: pytest.CaptureFixture[str]) -> None:
+    check(exercise_id, stub)
+    out = capsys.readouterr().out
+    assert out.startswith(f"{exercise_id}: not attempted yet")
+    assert "hint" not in out
+
+
+@pytest.mark.parametrize("exercise_id", LESSON_05)
+def test_check_correct(exercise_id: str, capsys: pytest.CaptureFixture[str]) -> None:
+    check(exercise_id, RIGHT[exercise_id])
+    points = get_exercise(exercise_id).points
+    assert capsys.readouterr().out.startswith(f"{exercise_id}: passed ({points}/{points} point")
+
+
+@pytest.mark.parametrize("exercise_id", LESSON_05)
+def test_right_answer_passes_the_grading_cases(exercise_id: str) -> None:
+    exercise = get_exercise(exercise_id)
+    cases = exercise.make_cases("grade", 1)
+    outcomes = probe_all(exercise, RIGHT[exercise_id], cases)
+    verdict = judge_outcomes(exercise, outcomes, reference_results(exercise, cases), cases)
+    assert verdict.status == "passed", verdict.message
+
+
+@pytest.mark.parametrize(("exercise_id", "answer", "hint"), WRONG, ids=lambda x: getattr(x, "__name__", None))
+def test_check_incorrect_gives_the_targeted_hint(exercise_id: str, answer, hint: str, capsys: pytest.CaptureFixture[str]) -> None:
+    check(exercise_id, answer)
+    out = capsys.readouterr().out
+    assert out.startswith(f"{exercise_id}: incorrect (0/")
+    assert hint in out
+    assert "input: " in out
+    assert "hint 1/3" in out and "hint 2/3" not in out
+    assert "0x" not in out
+
+
+@pytest.mark.parametrize(
+    ("exercise_id", "answer"),
+    [("05.make_scaled", make_scaled), ("05.make_scaled", make_scaled_static_f), ("05.make_step", make_step)],
+    ids=lambda x: getattr(x, "__name__", None),
+)
+def test_answers_that_keep_their_jitted_functions_pass_again(exercise_id: str, answer, capsys: pytest.CaptureFixture[str]) -> None:
+    for _ in range(2):  # the second check finds the programs of the first in the answer's own cache
+        check(exercise_id, answer)
+    assert capsys.readouterr().out.count(": passed") == 2
+
+
+def test_eager_operations_are_not_counted() -> None:
+    exercise = get_exercise("05.pad_to_bucket")
+    case = exercise.make_cases("check")[0]
+    report = exercise.probe(pad_with_jnp, case)
+    assert report["compiles"] == 3
+    step = get_exercise("05.make_step")
+    report = step.probe(make_step, step.make_cases("check")[0])
+    assert report["compiles"] == 1 and report["eager"] >= 1  # the conversions of lr compiled eagerly
+
+
+def test_miss_quoted_matches_the_advice(capsys: pytest.CaptureFixture[str]) -> None:
+    check("05.make_step", make_step_plain_jit)
+    out = capsys.readouterr().out
+    advice, _, quoted = out.partition("comes too late")
+    assert "weak_type=True" in quoted.split("input: ")[0]
+
+
+def _nodes(tree):
+    flat = jax.tree_util.default_registry.flatten_one_level(tree)
+    if tree is None or flat is None:
+        return []
+    return [tree, *(n for child in flat[0] for n in _nodes(child))]
+
+
+@pytest.mark.parametrize("exercise_id", LESSON_05)
+def test_cases_hold_none_subtrees_and_several_containers(exercise_id: str) -> None:
+    trees = [case.args[0] for purpose in ("check", "grade") for case in get_exercise(exercise_id).make_cases(purpose)]
+    kinds = {type(node).__name__ if not hasattr(node, "_fields") else "namedtuple" for tree in trees for node in _nodes(tree)}
+    assert len(kinds & {"dict", "list", "tuple", "OrderedDict", "namedtuple"}) >= 3, kinds
+    assert any(x is None for tree in trees for x in jax.tree.leaves(tree, is_leaf=lambda x: x is None))
+
+
+def test_cases_are_deterministic_and_differ_for_grading() -> None:
+    for exercise in checks.exercises("05"):
+        one = [c.shown for c in exercise.make_cases("grade", 2)]
+        assert one == [c.shown for c in exercise.make_cases("grade", 2)]
+        assert one != [c.shown for c in exercise.make_cases("check")]
