@@ -15,6 +15,8 @@ import jax
 import numpy as np
 from jax.tree_util import default_registry, keystr
 
+from .._nodes import leaf_spec
+
 _MAX_DEPTH = 60
 
 
@@ -217,13 +219,6 @@ def rebuild_tree(record: Any) -> Any:
 # --- describing inputs and results in hints ----------------------------------------------------
 
 
-def _spec(leaf: Any) -> str:
-    array = np.asarray(leaf)
-    kind = {"f": "f", "i": "i", "u": "u", "c": "c", "b": "bool"}.get(array.dtype.kind, array.dtype.name)
-    bits = "" if kind == "bool" else str(array.dtype.itemsize * 8)
-    return f"{kind}{bits}[{','.join(map(str, array.shape))}]"
-
-
 def describe(value: Any, limit: int = 160) -> str:
     """A short, deterministic picture of a tree: arrays as ``f32[3,2]``, containers as written.
 
@@ -238,7 +233,7 @@ def _describe(x: Any, depth: int) -> str:
     if depth > 12:
         return "..."
     if isinstance(x, (jax.Array, np.ndarray)):
-        return _spec(x)
+        return leaf_spec(x)
     if isinstance(x, np.generic):
         return f"np.{type(x).__name__}({x.item()!r})"
     if _is_namedtuple(x):
