@@ -1,0 +1,702 @@
+"""Exercises of lesson 02, mapping over trees: the SGD update, several trees at once, norms, stacking."""
+
+import collections
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import course_lib as cl
+
+from ._evaluate import forbidden_message
+from ._guard import ForbiddenCall, forbid
+from ._kit import (
+    Layer,
+    Point,
+    call_tree,
+    call_value,
+    compile_report,
+    judge_compiles,
+    judge_number,
+    random_tree,
+    to_python,
+    tree_judge,
+)
+from ._plain import describe, rebuild_tree, tree_plain
+from ._spec import Case, Exercise
+
+# --- shared helpers ----------------------------------------------------------------------------
+
+
+def _f32(rng: np.random.Generator, *shape: int, scale: float = 1.0) -> np.ndarray:
+    return np.asarray((scale * rng.normal(size=shape)).round(3), dtype=np.float32)
+
+
+# Few shapes, so that JAX compiles each eager operation once for all the cases (a compilation
+# costs about 0.1 s on a small CPU, and a self-check should take well under a second).
+# The explicit cases hold JAX arrays; random trees hold NumPy arrays, where `p - lr * g` compiles nothing.
+_SHAPES = ((), (3,), (2, 3))
+
+
+def _float_leaf(rng: np.random.Generator) -> np.ndarray:
+    """A float32 NumPy array of one of a few small shapes, 0-d included."""
+    return _f32(rng, *_SHAPES[int(rng.integers(0, len(_SHAPES)))])
+
+
+def _float_tree(rng: np.random.Generator, depth: int = 3) -> Any:
+    """A random tree of float32 leaves with at least one leaf."""
+    while True:
+        tree = {"params": random_tree(rng, depth=depth, none_rate=0.3, leaf=_float_leaf), "head": _float_leaf(rng)}
+        if len(jax.tree.leaves(tree)) >= 2:
+            return tree
+
+
+def _like(rng: np.random.Generator, tree: Any, scale: float = 1.0) -> Any:
+    """A tree of the structure of ``tree`` with new float32 leaves of the same shapes (NumPy or JAX alike)."""
+
+    def fresh(leaf: Any) -> Any:
+        array = _f32(rng, *np.shape(leaf), scale=scale)
+        if isinstance(leaf, float):
+            return round(float(array), 3)
+        return jax.device_put(array) if isinstance(leaf, jax.Array) else array
+
+    return jax.tree.map(fresh, tree)
+
+
+def _np(leaf: Any) -> Any:
+    """A leaf as NumPy (a Python number stays one): the references below compute in NumPy, which
+    compiles nothing, so that a self-check costs only the compilations of the learner's own code."""
+    return leaf if isinstance(leaf, (int, float)) else np.asarray(leaf)
+
+
+def _close(a: Any, b: Any, rtol: float = 1e-4, atol: float = 1e-5) -> bool:
+    """Whether two trees have one structure and close leaves (for spotting a typical mistake)."""
+    try:
+        cl.assert_trees_close(a, b, rtol=rtol, atol=atol)
+    except (AssertionError, TypeError, ValueError):
+        return False
+    return True
+
+
+def _first_mistake(mine: Any, variants: list[tuple[str, Callable[[], Any]]]) -> str | None:
+    """The message of the first variant (a typical wrong answer, built lazily) that ``mine`` matches."""
+    for message, build in variants:
+        try:
+            wrong = build()
+        except Exception:  # noqa: BLE001 (a variant that cannot be built is simply not the mistake)
+            continue
+        if _close(mine, wrong):
+            return message
+    return None
+
+
+def _flat_leaves_hint(mine: Any, reference_tree: Any, name: str) -> str | None:
+    """A hint when ``mine`` is a flat list of leaves where a tree shaped like ``reference_tree`` was due."""
+    n = len(jax.tree.leaves(reference_tree))
+    if isinstance(mine, (list, tuple)) and len(mine) == n and not isinstance(reference_tree, type(mine)):
+        return (
+            f"returned a flat {type(mine).__name__} of {n} leaves; return a tree shaped like {name}. "
+            "jax.tree.map builds the containers for you."
+        )
+    return None
+
+
+_tree_judge = tree_judge(rtol=1e-5, atol=1e-6)
+
+
+def _is_none_record(got: Any) -> bool:
+    """Whether a :func:`call_tree` result records a bare ``None`` (the framework's own check sees a dict)."""
+    return got == {"node": "None"}
+
+
+def _missing_return(name: str) -> str:
+    return f"{name} returned None: missing `return`?"
+
+
+# --- 02.sgd_step -------------------------------------------------------------------------------
+
+
+def _sgd_step(params: Any, grads: Any, lr: Any) -> Any:
+    rate = _np(lr)
+    return jax.tree.map(lambda p, g: _np(p) - rate * _np(g), params, grads)
+
+
+def _sgd_cases(rng: np.random.Generator) -> list[Case]:
+    m, n = 2, 3
+    trees = [
+        ({"w": _f32(rng, m, n), "b": _f32(rng, n)}, 0.1, "the brief's layer, a dict with w and b"),
+        (
+            [
+                {"w": jax.device_put(_f32(rng, m, n)), "b": None},
+                {"w": _f32(rng, m, n), "b": jax.device_put(_f32(rng, n))},
+            ],
+            0.01,
+            "a list of layers, the first without a bias (None)",
+        ),
+        (
+            (Layer(w=_f32(rng, m, n), b=None), collections.OrderedDict(scale=_f32(rng), shift=_f32(rng, n))),
+            0.5,
+            "a namedtuple with a None field and an OrderedDict",
+        ),
+        (
+            {"alpha": round(float(rng.normal()), 3), "emb": Point(x=_f32(rng, m, n), y=None)},
+            0.25,
+            "a Python float leaf",
+        ),
+    ]
+    cases = [Case((params, _like(rng, params), lr), label=label) for params, lr, label in trees]
+    for i in range(2):
+        params = _float_tree(rng)
+        lr = float(rng.choice([0.1, 0.03, 0.2]))
+        cases.append(Case((params, _like(rng, params), lr), label=f"random tree {i + 1}, {describe(params, 100)}"))
+    return cases
+
+
+def _judge_sgd(got: Any, expected: Any, case: Case) -> str | None:
+    if _is_none_record(got) and not _is_none_record(expected):
+        return _missing_return("sgd_step")
+    problem = _tree_judge(got, expected, case)
+    if problem is None:
+        return None
+    params, grads, lr = case.args
+    mine = rebuild_tree(got)
+    if problem.startswith("the structure"):
+        return _flat_leaves_hint(mine, params, "params") or problem
+    mistake = _first_mistake(
+        mine,
+        [
+            ("you added the step: p + lr * g climbs the loss; gradient descent subtracts, p - lr * g.",
+             lambda: jax.tree.map(lambda p, g: p + lr * g, params, grads)),
+            ("the learning rate is missing: each leaf moved by the whole gradient, p - g.",
+             lambda: jax.tree.map(lambda p, g: p - g, params, grads)),
+            ("you returned params unchanged: the update must move every leaf.", lambda: params),
+            ("you returned the step -lr * g, not the new parameters p - lr * g.",
+             lambda: jax.tree.map(lambda g: -lr * g, grads)),
+            ("you returned lr * g: the new parameters are p - lr * g.", lambda: jax.tree.map(lambda g: lr * g, grads)),
+        ],
+    )
+    return f"{problem} It looks like {mistake}" if mistake else problem
+
+
+SGD_STEP = Exercise(
+    id="02.sgd_step",
+    name="sgd_step",
+    title="One SGD step over a whole tree",
+    points=2,
+    cases=_sgd_cases,
+    reference=_sgd_step,
+    probe=call_tree,
+    judge=_judge_sgd,
+    hints=(
+        "Each parameter leaf moves against its own gradient leaf: p - lr * g.",
+        "jax.tree.map(f, params, grads) calls f with one leaf of params and the matching leaf of grads.",
+        "None subtrees need nothing from you: jax.tree.map keeps them as None in its result.",
+    ),
+    forbidden=("sgd", "momentum", "adam", "tree_add_scale", "tree_sub", "tree_scale", "tree_add"),
+)
+
+
+# --- 02.average_trees --------------------------------------------------------------------------
+
+
+def _average_trees(trees: list[Any]) -> Any:
+    return jax.tree.map(lambda *leaves: sum(map(_np, leaves)) / len(leaves), *trees)
+
+
+def _average_cases(rng: np.random.Generator) -> list[Case]:
+    first = {"w": _f32(rng, 2, 3), "b": None, "layers": [_f32(rng), (jax.device_put(_f32(rng, 3)),)]}
+    ordered = collections.OrderedDict(z=Layer(w=_f32(rng, 2, 3), b=None), a=[_f32(rng)])
+    cases = [
+        Case(([first, _like(rng, first), _like(rng, first)],), label="three dicts with a None entry"),
+        Case(([ordered, _like(rng, ordered)],), label="two OrderedDicts holding a namedtuple"),
+        Case(([(_f32(rng, 3), [None, _f32(rng, 2, 3)])],), label="a list holding a single tree"),
+        Case(([Point(x=_f32(rng), y=_f32(rng, 3)) for _ in range(4)],), label="four namedtuples of 0-d and 1-d arrays"),
+    ]
+    for i in range(2):
+        tree = _float_tree(rng)
+        k = int(rng.integers(2, 4))
+        trees = [tree] + [_like(rng, tree) for _ in range(k - 1)]
+        cases.append(Case((trees,), label=f"{k} copies of random tree {i + 1}, {describe(tree, 90)}"))
+    return cases
+
+
+def _judge_average(got: Any, expected: Any, case: Case) -> str | None:
+    if _is_none_record(got) and not _is_none_record(expected):
+        return _missing_return("average_trees")
+    problem = _tree_judge(got, expected, case)
+    if problem is None:
+        return None
+    (trees,) = case.args
+    k, mine, theirs = len(trees), rebuild_tree(got), rebuild_tree(expected)
+    if problem.startswith("the structure"):
+        if isinstance(mine, list) and len(mine) == k and not isinstance(theirs, list):
+            return (
+                f"returned a list of {k} trees, one per input: the answer is one tree shaped like trees[0]. "
+                "Pass the trees to jax.tree.map as separate arguments, jax.tree.map(f, *trees), so that f "
+                "receives one leaf from each tree."
+            )
+        return problem
+    if _shape_collapsed(mine, theirs):
+        return (
+            f"{problem} Each leaf of the result keeps its shape: average the matching leaves across the "
+            "trees, not the entries inside one leaf."
+        )
+    mistake = _first_mistake(
+        mine,
+        [
+            (f"you returned the sum of the {k} trees: divide by len(trees).",
+             lambda: jax.tree.map(lambda *xs: sum(xs), *trees)),
+            ("you returned the first tree: every tree of the list must count.", lambda: trees[0]),
+            ("you returned the last tree: every tree of the list must count.", lambda: trees[-1]),
+        ],
+    )
+    return f"{problem} It looks like {mistake}" if mistake else problem
+
+
+def _shape_collapsed(mine: Any, theirs: Any) -> bool:
+    return any(np.shape(a) == () and np.shape(b) != () for a, b in zip(jax.tree.leaves(mine), jax.tree.leaves(theirs)))
+
+
+AVERAGE_TREES = Exercise(
+    id="02.average_trees",
+    name="average_trees",
+    title="The leaf-by-leaf mean of several trees",
+    points=2,
+    cases=_average_cases,
+    reference=_average_trees,
+    probe=call_tree,
+    judge=_judge_average,
+    hints=(
+        "jax.tree.map accepts any number of trees after the function: jax.tree.map(f, t1, t2, t3).",
+        "With a list, unpack it: jax.tree.map(f, *trees); f then receives one leaf from each tree.",
+        "Write f to take any number of leaves, lambda *leaves: ..., and divide their sum by how many there are.",
+    ),
+    forbidden=("tree_add", "tree_scale", "tree_add_scale", "tree_sum"),
+)
+
+
+# --- 02.make_sgd_step --------------------------------------------------------------------------
+
+
+def _model_loss(params: dict[str, Any], batch: tuple[Any, Any]) -> jax.Array:
+    """Mean squared error of a two-layer tanh network times a learned scale.
+
+    ``params`` mixes containers on purpose: ``{"layers": [{"w", "b": None}, Layer(w, b)], "scale": ...}``.
+    """
+    x, y = batch
+    first, second = params["layers"]
+    hidden = jnp.tanh(x @ first["w"])
+    out = params["scale"] * (hidden @ second.w + second.b[None, :])
+    return jnp.mean((out - y) ** 2)
+
+
+def _make_sgd_step(loss_fn: Callable[[Any, Any], jax.Array]) -> Callable[..., Any]:
+    @jax.jit
+    def step(params: Any, batch: Any, lr: Any) -> tuple[Any, jax.Array]:
+        loss, grads = jax.value_and_grad(loss_fn)(params, batch)
+        return jax.tree.map(lambda p, g: p - lr * g, params, grads), loss
+
+    return step
+
+
+def _train_cases(rng: np.random.Generator) -> list[Case]:
+    # One case: each new jitted step costs a compilation of its own (a few tenths of a second).
+    n_in, hidden, n_out, batch_size = 2, 3, 2, 8
+    params = {
+        "layers": [
+            {"w": jax.device_put(_f32(rng, n_in, hidden, scale=0.5)), "b": None},
+            Layer(w=jax.device_put(_f32(rng, hidden, n_out, scale=0.5)), b=jax.device_put(_f32(rng, n_out, scale=0.1))),
+        ],
+        "scale": jax.device_put(np.float32(1.0)),
+    }
+    batches = [(_f32(rng, batch_size, n_in), _f32(rng, batch_size, n_out)) for _ in range(3)]
+    lrs = [float(lr) for lr in rng.choice([0.2, 0.1, 0.05, 0.02], size=3, replace=False)]
+    shown = (
+        "loss_fn = mean squared error of a two-layer tanh network, params "
+        f"{describe(params, 120)}, 3 steps on batches of {batch_size} examples with lr = {', '.join(map(str, lrs))}"
+    )
+    label = "a model whose layers are a dict with a None bias and a namedtuple"
+    return [Case((params, batches, lrs), label=label, shown=shown)]
+
+
+_STEP_FORBIDDEN = ("sgd", "momentum", "adam", "tree_add_scale", "tree_sub", "tree_scale", "tree_add")
+
+
+def _probe_train(fn: Callable[..., Any], case: Case) -> Any:
+    params, batches, lrs = case.args
+    step = fn(_model_loss)
+    report: dict[str, Any] = {"jitted": hasattr(step, "lower") and hasattr(step, "trace"), "losses": [], "output": ""}
+    if not callable(step):
+        return {**report, "output": f"make_sgd_step returned {describe(step, 60)}, not a function"}
+    state: dict[str, Any] = {"params": params}
+
+    def run() -> Any:
+        for batch, lr in zip(batches, lrs):
+            out = step(state["params"], batch, lr)
+            if not (isinstance(out, tuple) and len(out) == 2):
+                report["output"] = f"step returned {describe(out, 80)}; it must return a pair (new_params, loss)"
+                return None
+            state["params"], loss = out
+            report["losses"].append(np.asarray(loss, dtype=np.float32))
+        return state["params"]
+
+    with forbid(_STEP_FORBIDDEN) as refused:
+        try:
+            compiled = compile_report(run)
+        except ForbiddenCall:
+            compiled = {"compiles": 0, "misses": []}
+    if refused:
+        return {"forbidden": sorted(set(refused))}
+    report.update(compiled)
+    report["params"] = tree_plain(state["params"]) if not report["output"] else None
+    return report
+
+
+def _judge_train(got: Any, expected: Any, case: Case) -> str | None:
+    if "forbidden" in got:
+        return forbidden_message(MAKE_SGD_STEP, got["forbidden"], "called while step ran")
+    if got["output"]:
+        return got["output"] + "."
+    for i, (mine, want) in enumerate(zip(got["losses"], expected["losses"])):
+        if not np.isclose(mine, want, rtol=1e-4, atol=1e-6):
+            if i == 0:
+                return (
+                    f"the first step returned the loss {round(float(mine), 5)}, expected {round(float(want), 5)}: "
+                    "return loss_fn(params, batch) for the params the step received, before the update "
+                    "(jax.value_and_grad gives the loss and the gradient together)."
+                )
+            going_up = float(got["losses"][i]) > float(got["losses"][0])
+            return (
+                f"after {i} step{'s' if i > 1 else ''} the loss is {round(float(mine), 5)}, expected "
+                f"{round(float(want), 5)}, so the update is wrong"
+                + (": the loss went up, so the step climbs the gradient; subtract lr * g." if going_up else ".")
+            )
+    problem = _tree_judge(got["params"], expected["params"], case)
+    if problem is not None:
+        return "after three steps, " + problem
+    if not got["jitted"]:
+        return (
+            "the values are right, but the function make_sgd_step returns is not jitted: put @jax.jit on the "
+            "whole step (gradient and update together), not only on a part of it."
+        )
+    return judge_compiles(got, expected, case)
+
+
+MAKE_SGD_STEP = Exercise(
+    id="02.make_sgd_step",
+    name="make_sgd_step",
+    title="A jitted training step that compiles once",
+    points=3,
+    cases=_train_cases,
+    reference=_make_sgd_step,
+    probe=_probe_train,
+    judge=_judge_train,
+    hints=(
+        "Inside make_sgd_step, define step(params, batch, lr) and return it; @jax.jit goes on step itself.",
+        "jax.value_and_grad(loss_fn)(params, batch) returns (loss, grads), and grads is shaped like params.",
+        "The learning rate is an ordinary argument of step: a new value is new data for the same program, "
+        "so do not make it static.",
+    ),
+    forbidden=_STEP_FORBIDDEN,
+)
+
+
+# --- 02.global_norm ----------------------------------------------------------------------------
+
+
+def _global_norm(tree: Any) -> float:
+    return float(np.sqrt(sum(np.sum(np.square(np.asarray(leaf, np.float64))) for leaf in jax.tree.leaves(tree))))
+
+
+def _norm_cases(rng: np.random.Generator) -> list[Case]:
+    m, n = 2, 3
+    trees = [
+        ({"w": _f32(rng, m, n, scale=2.0), "b": _f32(rng, n, scale=2.0)}, "a layer with w and b"),
+        (
+            [jax.device_put(_f32(rng, n, scale=3.0)), None, {"z": None, "a": _f32(rng, m, n, scale=3.0)}],
+            "a list with None subtrees",
+        ),
+        ((Layer(w=rng.integers(-4, 5, size=(n,)).astype(np.int32), b=None), 2.5), "int32 entries and a Python float"),
+        (
+            collections.OrderedDict(only=np.array(-round(2 + rng.random(), 3), np.float32)),
+            "a single 0-d array holding a negative number",
+        ),
+        ({"a": None, "b": [(), {}]}, "a tree with no leaves at all"),
+    ]
+    cases = [Case((tree,), label=label) for tree, label in trees]
+    for i in range(2):
+        tree = _float_tree(rng)
+        cases.append(Case((tree,), label=f"random tree {i + 1}, {describe(tree, 100)}"))
+    return cases
+
+
+def _number(x: Any) -> float | None:
+    value = to_python(x)
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _judge_norm(got: Any, expected: Any, case: Case) -> str | None:
+    want = float(to_python(expected))
+    value = _number(got)
+    if value is None:
+        if isinstance(got, (list, tuple, dict)) or (isinstance(got, np.ndarray) and got.shape != ()):
+            return (
+                f"returned {describe(got, 80)}, one value per leaf or entry: the global norm is a single "
+                "number for the whole tree."
+            )
+        return judge_number(got, expected, case)
+    if np.isclose(value, want, rtol=1e-5, atol=1e-6):
+        return None
+    text = f"returned {round(value, 5)}, expected {round(want, 5)}"
+    (tree,) = case.args
+    leaves = [np.asarray(leaf, dtype=np.float64) for leaf in jax.tree.leaves(tree)]
+    per_leaf = [float(np.sqrt(np.sum(leaf**2))) for leaf in leaves]
+    if np.isclose(value, want**2, rtol=1e-4):
+        return f"{text}: that is the sum of squares; the norm is its square root."
+    if per_leaf and np.isclose(value, sum(per_leaf), rtol=1e-4):
+        return (
+            f"{text}: that is the sum of the leaves' norms. The global norm is the square root of the sum of "
+            "the squares of every entry of every leaf."
+        )
+    if per_leaf and np.isclose(value, max(per_leaf), rtol=1e-4):
+        return f"{text}: that is the largest norm of a single leaf; every leaf counts."
+    if leaves and np.isclose(value, np.sqrt(sum(float(np.sum(leaf)) ** 2 for leaf in leaves)), rtol=1e-4):
+        return f"{text}: square each entry before adding, not the sum of a leaf."
+    return text + "."
+
+
+GLOBAL_NORM = Exercise(
+    id="02.global_norm",
+    name="global_norm",
+    title="The global norm of a tree",
+    points=1,
+    cases=_norm_cases,
+    reference=_global_norm,
+    probe=call_value,
+    judge=_judge_norm,
+    hints=(
+        "Treat the whole tree as one long vector: square every entry of every leaf and add them all up.",
+        "jax.tree.leaves gives the leaves; jnp.sum(jnp.square(leaf)) is one leaf's part (jax.tree.reduce works too).",
+        "Finish with jnp.sqrt; a tree without leaves has norm 0.",
+    ),
+    forbidden=("tree_norm", "tree_vdot", "tree_sum", "FlatTree"),
+)
+
+
+# --- 02.clip_by_global_norm --------------------------------------------------------------------
+
+
+def _clip_by_global_norm(grads: Any, max_norm: Any) -> Any:
+    norm = _global_norm(grads)
+    scale = max_norm / norm if norm > max_norm else 1.0
+    return jax.tree.map(lambda g: g * scale if isinstance(g, float) else np.asarray(g) * np.float32(scale), grads)
+
+
+def _clip_cases(rng: np.random.Generator) -> list[Case]:
+    def case(tree: Any, ratio: float, label: str, jit: bool = False) -> Case:
+        norm = _global_norm(tree)
+        max_norm = round(norm * ratio, 3) if norm else 1.0
+        return Case((tree, max_norm), label=label, info={"norm": norm, "jit": jit})
+
+    m, n = 2, 3
+    cases = [
+        case(
+            {"w": _f32(rng, m, n, scale=2.0), "b": _f32(rng, n, scale=2.0)},
+            0.5,
+            "a layer whose norm is twice max_norm, under jax.jit",
+            jit=True,
+        ),
+        case({"w": _f32(rng, m, n), "b": None}, 2.0, "a layer whose norm is already below max_norm (nothing to clip)"),
+        case([Layer(w=jax.device_put(_f32(rng, n, scale=3.0)), b=None), (_f32(rng, scale=0.1),)], 0.8,
+             "a list with a namedtuple, one large leaf and one small leaf"),
+        case(collections.OrderedDict(a=np.zeros((m, n), np.float32), b=None), 0.5, "a tree of zeros (norm 0)"),
+    ]
+    for i in range(2):
+        tree = _float_tree(rng)
+        ratio = float(rng.choice([0.3, 0.7, 1.5]))
+        cases.append(case(tree, ratio, f"random tree {i + 1}, {describe(tree, 90)}"))
+    return cases
+
+
+def _probe_clip(fn: Callable[..., Any], case: Case) -> Any:
+    eager = tree_plain(fn(*case.args))
+    if not case.info["jit"]:
+        return {"eager": eager, "jit": None}
+    try:
+        jitted: Any = tree_plain(jax.jit(fn)(*case.args))
+    except NotImplementedError:
+        raise
+    except Exception as error:  # noqa: BLE001 (what fails under jit is the hint)
+        jitted = {"error": type(error).__name__}
+    return {"eager": eager, "jit": jitted}
+
+
+def _judge_clip(got: Any, expected: Any, case: Case) -> str | None:
+    if _is_none_record(got["eager"]) and not _is_none_record(expected["eager"]):
+        return _missing_return("clip_by_global_norm")
+    grads, max_norm = case.args
+    problem = _tree_judge(got["eager"], expected["eager"], case)
+    if problem is not None:
+        mine = rebuild_tree(got["eager"])
+        if problem.startswith("the structure"):
+            return _flat_leaves_hint(mine, grads, "grads") or problem
+        norm = case.info["norm"]
+        if norm > 0 and any(np.isnan(np.asarray(leaf, dtype=np.float64)).any() for leaf in jax.tree.leaves(mine)):
+            return f"{problem} Your result holds nan."
+        if norm == 0 and any(np.isnan(np.asarray(leaf, dtype=np.float64)).any() for leaf in jax.tree.leaves(mine)):
+            return f"{problem} The norm is 0 here, and dividing by it gives nan: only divide when clipping is needed."
+
+        def per_leaf() -> Any:
+            def clip(g: Any) -> Any:
+                n = float(np.sqrt(np.sum(np.asarray(g, np.float64) ** 2)))
+                return g * (max_norm / n) if n > max_norm else g
+
+            return jax.tree.map(clip, grads)
+
+        mistake = _first_mistake(
+            mine,
+            [
+                ("you clipped each leaf by its own norm; the norm to compare with max_norm is the global norm of "
+                 "the whole tree, and every leaf is scaled by the same factor.", per_leaf),
+                ("you scaled even though the global norm is below max_norm: gradients that are small enough "
+                 "must come back unchanged.", lambda: jax.tree.map(lambda g: g * (max_norm / norm), grads)),
+                ("you scaled by norm / max_norm; the factor is max_norm / norm.",
+                 lambda: jax.tree.map(lambda g: g * (norm / max_norm), grads)),
+                ("nothing was clipped: when the global norm is above max_norm, scale every leaf by max_norm / norm.",
+                 lambda: grads),
+            ],
+        )
+        return f"{problem} It looks like {mistake}" if mistake else problem
+    if got["jit"] is None:
+        return None
+    if "error" in got["jit"]:
+        return (
+            f"right without jit, but under jax.jit it raised {got['jit']['error']}. Inside jit the norm is a "
+            "tracer: a Python `if` or min() on it cannot decide; compute the factor with jnp.minimum or jnp.where."
+        )
+    # The reference computes in NumPy, which cannot run under jit: the jitted answer must match its eager result.
+    problem = _tree_judge(got["jit"], expected["eager"], case)
+    return None if problem is None else "under jax.jit, " + problem
+
+
+CLIP_BY_GLOBAL_NORM = Exercise(
+    id="02.clip_by_global_norm",
+    name="clip_by_global_norm",
+    title="Clip gradients by their global norm",
+    points=2,
+    cases=_clip_cases,
+    reference=_clip_by_global_norm,
+    probe=_probe_clip,
+    judge=_judge_clip,
+    hints=(
+        "First the global norm of the whole tree (exercise 4), then one factor for every leaf.",
+        "The factor is max_norm / norm when norm > max_norm, and 1 otherwise; jnp.minimum(1.0, max_norm / norm) "
+        "says both, but mind a norm of 0.",
+        "Under jax.jit the norm is a tracer: no Python `if` on it. jnp.where(cond, a, b) chooses without Python.",
+    ),
+    forbidden=("tree_norm", "tree_vdot", "tree_sum", "tree_scale", "FlatTree"),
+)
+
+
+# --- 02.stack_trees ----------------------------------------------------------------------------
+
+
+def _stack_trees(trees: list[Any]) -> Any:
+    return jax.tree.map(lambda *leaves: np.stack([np.asarray(leaf) for leaf in leaves]), *trees)
+
+
+def _stack_cases(rng: np.random.Generator) -> list[Case]:
+    def ints(*shape: int) -> np.ndarray:
+        return rng.integers(-9, 10, size=shape).astype(np.int32)
+
+    layer = {"w": _f32(rng, 2, 3), "b": None, "steps": ints()}
+    cases = [
+        Case(
+            ([layer, _like_any(rng, layer), _like_any(rng, layer)],),
+            label="three dicts with a None entry and a 0-d int32",
+        ),
+        Case(
+            ([Layer(w=jax.device_put(_f32(rng, 3)), b=[ints(3)]) for _ in range(2)],),
+            label="two namedtuples holding a list",
+        ),
+        Case(([collections.OrderedDict(z=_f32(rng, 2, 3), a=(None, _f32(rng)))],), label="a single OrderedDict"),
+    ]
+    for i in range(2):
+        tree = _float_tree(rng)
+        k = int(rng.integers(2, 4))
+        trees = [tree] + [_like(rng, tree) for _ in range(k - 1)]
+        cases.append(Case((trees,), label=f"{k} copies of random tree {i + 1}, {describe(tree, 90)}"))
+    return cases
+
+
+def _like_any(rng: np.random.Generator, tree: Any) -> Any:
+    """Like :func:`_like`, keeping integer leaves integer."""
+
+    def fresh(leaf: Any) -> Any:
+        if np.asarray(leaf).dtype.kind == "i":
+            return rng.integers(-9, 10, size=np.shape(leaf)).astype(np.int32)
+        return _f32(rng, *np.shape(leaf))
+
+    return jax.tree.map(fresh, tree)
+
+
+def _judge_stack(got: Any, expected: Any, case: Case) -> str | None:
+    if _is_none_record(got) and not _is_none_record(expected):
+        return _missing_return("stack_trees")
+    problem = _tree_judge(got, expected, case)
+    if problem is None:
+        return None
+    (trees,) = case.args
+    k, mine, theirs = len(trees), rebuild_tree(got), rebuild_tree(expected)
+    if problem.startswith("the structure"):
+        if isinstance(mine, list) and len(mine) == k and not isinstance(theirs, list):
+            return (
+                f"returned a list of {k} trees: the answer is one tree shaped like trees[0]. Unpack the list, "
+                "jax.tree.map(f, *trees), so that f receives the matching leaves of all the trees."
+            )
+        try:
+            pieces = jax.tree.structure(theirs).flatten_up_to(mine)
+        except (ValueError, TypeError):
+            return problem
+        if pieces and all(isinstance(p, (list, tuple)) and len(p) == k for p in pieces):
+            return (
+                f"each leaf of your result is a {type(pieces[0]).__name__} of {k} arrays: that is a transpose. "
+                "Stack them into one array with a new first axis (jnp.stack)."
+            )
+        return problem
+    for a, b in zip(jax.tree.leaves(mine), jax.tree.leaves(theirs)):
+        shape_a, shape_b = np.shape(a), np.shape(b)
+        if shape_a == shape_b:
+            continue
+        if len(shape_a) == len(shape_b) - 1 and shape_a[:1] == (shape_b[0] * shape_b[1],) and shape_a[1:] == shape_b[2:]:
+            return (
+                f"a leaf has shape {shape_a}, expected {shape_b}: jnp.concatenate joins along an existing axis; "
+                "jnp.stack adds a new first axis of length len(trees)."
+            )
+        if sorted(shape_a) == sorted(shape_b):
+            return f"a leaf has shape {shape_a}, expected {shape_b}: stack along a new first axis (axis 0)."
+        return problem
+    return problem
+
+
+STACK_TREES = Exercise(
+    id="02.stack_trees",
+    name="stack_trees",
+    title="Stack a list of trees into one tree of arrays",
+    points=2,
+    cases=_stack_cases,
+    reference=_stack_trees,
+    probe=call_tree,
+    judge=_judge_stack,
+    hints=(
+        "The result has the structure of trees[0]; each of its leaves gathers the matching leaves of all the trees.",
+        "jax.tree.map(f, *trees) hands f the matching leaves; jnp.stack turns a sequence of arrays into one array.",
+        "jnp.stack adds a new first axis, so k arrays of shape (3,) become one of shape (k, 3); 0-d leaves become (k,).",
+    ),
+    forbidden=("FlatTree",),
+)
+
+
+EXERCISES = (SGD_STEP, AVERAGE_TREES, MAKE_SGD_STEP, GLOBAL_NORM, CLIP_BY_GLOBAL_NORM, STACK_TREES)
