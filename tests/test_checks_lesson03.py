@@ -1,0 +1,496 @@
+"""Lesson 03 self-checks: classes registered three ways, and weight decay by key path."""
+
+from __future__ import annotations
+
+import collections
+import json
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from dataclasses import dataclass, field
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax.tree_util import DictKey, GetAttrKey, keystr
+
+from course_lib import checks
+from course_lib.checks import check, evaluate, get_exercise
+from course_lib.checks import _wire
+from course_lib.checks._evaluate import judge_outcomes, probe_all, reference_results
+from course_lib.checks._lesson03 import Block
+from course_lib.checks._plain import tree_plain
+
+ROOT = Path(__file__).resolve().parents[1]
+LESSON_03 = ("03.dense", "03.conv1d", "03.layer_norm", "03.decay_weights")
+
+
+@pytest.fixture(autouse=True)
+def _fresh_checks(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.delenv("CI", raising=False)
+    monkeypatch.delenv("COURSE_STRICT_CHECKS", raising=False)
+    checks.set_strict(None)
+    checks.reset_hints()
+    yield
+    checks.set_strict(None)
+    checks.reset_hints()
+
+
+STUB = "Write your solution here, then run the check below."
+
+
+# --- the exercise notebook's starting points ---------------------------------------------------------
+
+
+def stub_define_dense():
+    raise NotImplementedError(STUB)
+
+
+def stub_define_conv1d():
+    class Conv1D:
+        def __init__(self, kernel, bias, stride=1, padding="SAME"):
+            self.kernel, self.bias, self.stride, self.padding = kernel, bias, stride, padding
+
+    def conv1d_flatten(layer):
+        raise NotImplementedError(STUB)
+
+    def conv1d_unflatten(aux_data, children):
+        raise NotImplementedError(STUB)
+
+    jax.tree_util.register_pytree_node(Conv1D, conv1d_flatten, conv1d_unflatten)
+    return Conv1D
+
+
+def stub_define_layer_norm():
+    @jax.tree_util.register_pytree_node_class
+    class LayerNorm(NormBase):
+        def tree_flatten(self):
+            raise NotImplementedError(STUB)
+
+        @classmethod
+        def tree_unflatten(cls, aux_data, children):
+            raise NotImplementedError(STUB)
+
+    return LayerNorm
+
+
+def stub_decay(params, rate):
+    raise NotImplementedError(STUB)
+
+
+class ConvBase:
+    """What the exercise gives: a constructor that stores what it gets."""
+
+    def __init__(self, kernel, bias, stride=1, padding="SAME"):
+        self.kernel, self.bias, self.stride, self.padding = kernel, bias, stride, padding
+
+
+class NormBase:
+    """What the exercise gives: a constructor that converts its arguments."""
+
+    def __init__(self, scale, offset, eps=1e-5):
+        self.scale = jnp.asarray(scale, dtype=jnp.float32)
+        self.offset = jnp.asarray(offset, dtype=jnp.float32)
+        self.eps = float(eps)
+
+
+STUBS = {
+    "03.dense": stub_define_dense,
+    "03.conv1d": stub_define_conv1d,
+    "03.layer_norm": stub_define_layer_norm,
+    "03.decay_weights": stub_decay,
+}
+
+
+# --- right answers --------------------------------------------------------------------------------
+
+
+def define_dense():
+    @jax.tree_util.register_dataclass
+    @dataclass
+    class Dense:
+        w: jax.Array
+        b: jax.Array
+        activation: str = field(default="relu", metadata=dict(static=True))
+
+    return Dense
+
+
+def define_frozen_dense():
+    @jax.tree_util.register_dataclass
+    @dataclass(frozen=True)
+    class Dense:
+        w: jax.Array
+        b: jax.Array
+        activation: str = field(default="relu", metadata=dict(static=True))
+
+    return Dense
+
+
+def define_conv1d():
+    class Conv1D(ConvBase):
+        pass
+
+    def conv1d_flatten(layer):
+        return (layer.kernel, layer.bias), (layer.stride, layer.padding)
+
+    def conv1d_unflatten(aux_data, children):
+        return Conv1D(*children, *aux_data)
+
+    jax.tree_util.register_pytree_node(Conv1D, conv1d_flatten, conv1d_unflatten)
+    return Conv1D
+
+
+def define_layer_norm():
+    @jax.tree_util.register_pytree_node_class
+    class LayerNorm(NormBase):
+        def tree_flatten(self):
+            return (self.scale, self.offset), self.eps
+
+        @classmethod
+        def tree_unflatten(cls, aux_data, children):
+            layer = object.__new__(cls)
+            layer.scale, layer.offset = children
+            layer.eps = aux_data
+            return layer
+
+    return LayerNorm
+
+
+def decay_weights(params, rate):
+    def decay(path, leaf):
+        name = getattr(path[-1], "key", getattr(path[-1], "name", None)) if path else None
+        return leaf * (1 - rate) if name == "w" else leaf
+
+    return jax.tree.map_with_path(decay, params)
+
+
+RIGHT = {
+    "03.dense": define_dense,
+    "03.conv1d": define_conv1d,
+    "03.layer_norm": define_layer_norm,
+    "03.decay_weights": decay_weights,
+}
+
+
+# --- typical wrong answers --------------------------------------------------------------------------
+
+
+def dense_unregistered():
+    @dataclass
+    class Dense:
+        w: jax.Array
+        b: jax.Array
+        activation: str = "relu"
+
+    return Dense
+
+
+def dense_activation_as_leaf():
+    @jax.tree_util.register_dataclass
+    @dataclass
+    class Dense:
+        w: jax.Array
+        b: jax.Array
+        activation: str = "relu"
+
+    return Dense
+
+
+def dense_fields_reordered():
+    @jax.tree_util.register_dataclass
+    @dataclass
+    class Dense:
+        b: jax.Array
+        w: jax.Array
+        activation: str = field(default="relu", metadata=dict(static=True))
+
+        def __init__(self, w, b, activation="relu"):
+            self.w, self.b, self.activation = w, b, activation
+
+    return Dense
+
+
+def dense_by_hand():
+    class Dense:
+        def __init__(self, w, b, activation="relu"):
+            self.w, self.b, self.activation = w, b, activation
+
+    jax.tree_util.register_pytree_node(Dense, lambda d: ((d.w, d.b), d.activation), lambda a, c: Dense(*c, a))
+    return Dense
+
+
+def dense_without_return():
+    @jax.tree_util.register_dataclass
+    @dataclass
+    class Dense:
+        w: jax.Array
+        b: jax.Array
+        activation: str = field(default="relu", metadata=dict(static=True))
+
+
+def dense_returning_an_instance():
+    @jax.tree_util.register_dataclass
+    @dataclass
+    class Dense:
+        w: jax.Array
+        b: jax.Array
+        activation: str = field(default="relu", metadata=dict(static=True))
+
+    return Dense(jnp.ones((3, 2)), None)
+
+
+def _conv(flatten, unflatten):
+    class Conv1D(ConvBase):
+        pass
+
+    jax.tree_util.register_pytree_node(Conv1D, flatten, lambda aux, children: unflatten(Conv1D, aux, children))
+    return Conv1D
+
+
+def conv_everything_a_child():
+    return _conv(lambda c: ((c.kernel, c.bias, c.stride, c.padding), None), lambda cls, aux, ch: cls(*ch))
+
+
+def conv_forgetting_aux():
+    return _conv(lambda c: ((c.kernel, c.bias), (c.stride, c.padding)), lambda cls, aux, ch: cls(*ch))
+
+
+def conv_returning_tuple():
+    return _conv(lambda c: ((c.kernel, c.bias), (c.stride, c.padding)), lambda cls, aux, ch: tuple(ch))
+
+
+def conv_half_done():
+    def unflatten(cls, aux, children):
+        raise NotImplementedError(STUB)
+
+    return _conv(lambda c: ((c.kernel, c.bias), (c.stride, c.padding)), unflatten)
+
+
+def norm_calling_init():
+    @jax.tree_util.register_pytree_node_class
+    class LayerNorm(NormBase):
+        def tree_flatten(self):
+            return (self.scale, self.offset), self.eps
+
+        @classmethod
+        def tree_unflatten(cls, aux_data, children):
+            return cls(*children, aux_data)
+
+    return LayerNorm
+
+
+def norm_eps_as_child():
+    @jax.tree_util.register_pytree_node_class
+    class LayerNorm(NormBase):
+        def tree_flatten(self):
+            return (self.scale, self.offset, self.eps), None
+
+        @classmethod
+        def tree_unflatten(cls, aux_data, children):
+            layer = object.__new__(cls)
+            layer.scale, layer.offset, layer.eps = children
+            return layer
+
+    return LayerNorm
+
+
+def norm_losing_eps():
+    @jax.tree_util.register_pytree_node_class
+    class LayerNorm(NormBase):
+        def tree_flatten(self):
+            return (self.scale, self.offset), None
+
+        @classmethod
+        def tree_unflatten(cls, aux_data, children):
+            layer = object.__new__(cls)
+            layer.scale, layer.offset = children
+            layer.eps = 1e-5
+            return layer
+
+    return LayerNorm
+
+
+def decay_by_text_ending(params, rate):
+    return jax.tree.map_with_path(lambda p, x: x * (1 - rate) if keystr(p).endswith(".w") else x, params)
+
+
+def decay_by_text_containing(params, rate):
+    return jax.tree.map_with_path(lambda p, x: x * (1 - rate) if "w" in keystr(p) else x, params)
+
+
+def decay_by_rate(params, rate):
+    def decay(path, leaf):
+        name = getattr(path[-1], "key", getattr(path[-1], "name", None)) if path else None
+        return leaf * rate if name == "w" else leaf
+
+    return jax.tree.map_with_path(decay, params)
+
+
+def decay_empty_path_crash(params, rate):
+    def decay(path, leaf):
+        name = getattr(path[-1], "key", getattr(path[-1], "name", None))
+        return leaf * (1 - rate) if name == "w" else leaf
+
+    return jax.tree.map_with_path(decay, params)
+
+
+def decay_everything(params, rate):
+    return jax.tree.map(lambda x: x * (1 - rate), params)
+
+
+def decay_forgetting_return(params, rate):
+    jax.tree.map(lambda x: x * (1 - rate), params)
+
+
+WRONG = [
+    ("03.dense", dense_unregistered, "JAX sees a Dense as a single leaf"),
+    ("03.dense", dense_activation_as_leaf, "activation is configuration"),
+    ("03.dense", dense_fields_reordered, "declare the fields in the order w, b, activation"),
+    ("03.dense", dense_by_hand, "register_dataclass names each child by its field"),
+    ("03.dense", dense_without_return, "define_dense returned None: missing `return Dense`"),
+    ("03.dense", dense_returning_an_instance, "define_dense returned a Dense, not a class"),
+    ("03.conv1d", conv_everything_a_child, "stride is configuration"),
+    ("03.conv1d", conv_forgetting_aux, "The auxiliary data carries stride"),
+    ("03.conv1d", conv_returning_tuple, "gave a tuple, not a Conv1D"),
+    ("03.conv1d", conv_half_done, "Is part of a stub still there?"),
+    ("03.layer_norm", norm_calling_init, "Pitfall 3"),
+    ("03.layer_norm", norm_eps_as_child, "eps is configuration"),
+    ("03.layer_norm", norm_losing_eps, "differ only in eps have the same structure"),
+    ("03.decay_weights", decay_by_text_ending, "In a dict the key prints as ['w']"),
+    ("03.decay_weights", decay_by_text_containing, "was decayed, but its last key is not w"),
+    ("03.decay_weights", decay_by_rate, "multiplied by rate; decay multiplies by (1 - rate)"),
+    ("03.decay_weights", decay_empty_path_crash, "raised IndexError"),
+    ("03.decay_weights", decay_everything, "was decayed, but its last key is not w"),
+    ("03.decay_weights", decay_forgetting_return, "decay_weights returned None: missing `return`?"),
+]
+
+
+# --- the tests --------------------------------------------------------------------------------------
+
+
+def test_lesson03_has_its_exercises() -> None:
+    assert [e.id for e in checks.exercises("03")] == list(LESSON_03)
+    assert [e.name for e in checks.exercises("03")] == ["define_dense", "define_conv1d", "define_layer_norm", "decay_weights"]
+    for exercise in checks.exercises("03"):
+        assert len(exercise.hints) == 3
+
+
+@pytest.mark.parametrize("exercise_id", LESSON_03)
+def test_check_not_attempted(exercise_id: str, capsys: pytest.CaptureFixture[str]) -> None:
+    check(exercise_id, STUBS[exercise_id])
+    out = capsys.readouterr().out
+    assert out.startswith(f"{exercise_id}: not attempted yet"), out
+    assert "hint" not in out
+
+
+@pytest.mark.parametrize("exercise_id", LESSON_03)
+def test_check_correct(exercise_id: str, capsys: pytest.CaptureFixture[str]) -> None:
+    check(exercise_id, RIGHT[exercise_id])
+    points = get_exercise(exercise_id).points
+    assert capsys.readouterr().out.startswith(f"{exercise_id}: passed ({points}/{points} point")
+
+
+def test_a_frozen_dataclass_is_right_too(capsys: pytest.CaptureFixture[str]) -> None:
+    check("03.dense", define_frozen_dense)
+    assert "passed" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("exercise_id", LESSON_03)
+def test_right_answer_passes_the_grading_cases(exercise_id: str) -> None:
+    exercise = get_exercise(exercise_id)
+    for seed in range(2):
+        cases = exercise.make_cases("grade", seed)
+        outcomes = probe_all(exercise, RIGHT[exercise_id], cases)
+        verdict = judge_outcomes(exercise, outcomes, reference_results(exercise, cases), cases)
+        assert verdict.status == "passed", verdict.message
+
+
+@pytest.mark.parametrize(("exercise_id", "answer", "hint"), WRONG, ids=lambda x: getattr(x, "__name__", None))
+def test_check_incorrect_gives_the_targeted_hint(exercise_id: str, answer, hint: str, capsys: pytest.CaptureFixture[str]) -> None:
+    check(exercise_id, answer)
+    out = capsys.readouterr().out
+    assert out.startswith(f"{exercise_id}: incorrect (0/"), out
+    assert hint in out, out
+    assert "input: " in out
+    assert "hint 1/3" in out and "hint 2/3" not in out
+
+
+def test_every_check_gets_a_fresh_class() -> None:
+    made = []
+
+    def counting():
+        made.append(define_conv1d())
+        return made[-1]
+
+    assert evaluate(get_exercise("03.conv1d"), counting).status == "passed"
+    assert len(made) == len(get_exercise("03.conv1d").make_cases("check")) and len(set(made)) == len(made)
+    assert evaluate(get_exercise("03.conv1d"), lambda: ConvBase).status == "failed"  # not registered
+
+
+def test_unflatten_is_probed_with_placeholders_and_jacobian(capsys: pytest.CaptureFixture[str]) -> None:
+    check("03.layer_norm", norm_calling_init)
+    out = capsys.readouterr().out
+    assert "placeholder leaves raised TypeError" in out
+
+
+def test_decay_cases_cover_dicts_lists_none_dataclasses_and_traps() -> None:
+    cases = get_exercise("03.decay_weights").make_cases("grade")
+    trees = [case.args[0] for case in cases]
+    keys = [path[-1] for tree in trees for path, _ in jax.tree_util.tree_leaves_with_path(tree) if path]
+    assert any(isinstance(k, DictKey) and k.key == "w" for k in keys)
+    assert any(isinstance(k, GetAttrKey) and k.name == "w" for k in keys)
+    assert any(isinstance(k, DictKey) and k.key in ("bw", "raw") for k in keys)
+    assert any(isinstance(node, Block) for tree in trees for node in jax.tree.leaves(tree, is_leaf=lambda x: isinstance(x, Block)))
+    assert any(x is None for tree in trees for x in jax.tree.leaves(tree, is_leaf=lambda x: x is None))
+    assert any(isinstance(tree, np.ndarray) for tree in trees)  # a tree that is one leaf: empty key path
+    assert any(isinstance(node, list) for tree in trees for node in jax.tree.leaves(tree, is_leaf=lambda x: isinstance(x, list)))
+
+
+def _fingerprint(case: checks.Case) -> str:
+    return _wire.dumps(tree_plain([list(case.args), dict(case.kwargs)]))
+
+
+@pytest.mark.parametrize("exercise_id", LESSON_03)
+def test_cases_are_deterministic_and_grading_differs(exercise_id: str) -> None:
+    exercise = get_exercise(exercise_id)
+    one = [_fingerprint(c) for c in exercise.make_cases("grade", 5)]
+    assert one == [_fingerprint(c) for c in exercise.make_cases("grade", 5)]
+    shown = {_fingerprint(c) for c in exercise.make_cases("check")}
+    assert sum(g in shown for g in one) < max(1, len(one) / 2)
+
+
+def test_self_check_output_is_deterministic(capsys: pytest.CaptureFixture[str]) -> None:
+    texts = []
+    for _ in range(2):
+        checks.reset_hints()
+        check("03.layer_norm", norm_calling_init)
+        check("03.conv1d", conv_forgetting_aux)
+        texts.append(capsys.readouterr().out)
+    assert texts[0] == texts[1]
+    assert "0x" not in texts[0] and "/tmp" not in texts[0] and "/work" not in texts[0]
+
+
+def test_the_reference_classes_are_refused() -> None:
+    from course_lib.checks import _lesson03
+
+    verdict = evaluate(get_exercise("03.dense"), lambda: _lesson03.Dense)
+    assert verdict.status == "failed" and "the course's own Dense" in verdict.message
+
+
+@pytest.mark.slow
+def test_grader_gives_the_solution_full_marks_and_the_exercise_version_zero(tmp_path: Path) -> None:
+    name = "03_registering_classes.ipynb"
+    for student, folder in (("solution", "solutions"), ("blank", "exercises")):
+        (tmp_path / "class" / student).mkdir(parents=True)
+        shutil.copy(ROOT / folder / name, tmp_path / "class" / student / name)
+    command = [sys.executable, "-m", "course_lib.grade", str(tmp_path / "class"), "--out", str(tmp_path / "out"), "--quiet"]
+    subprocess.run(command, check=True, capture_output=True, timeout=600, cwd=ROOT)
+    book = {s["student"]: s for s in json.loads((tmp_path / "out" / "gradebook.json").read_text())["submissions"]}
+    assert [e["status"] for e in book["solution"]["exercises"]] == ["passed"] * len(LESSON_03)
+    assert book["solution"]["points"] == book["solution"]["max_points"] == 8
+    assert [e["status"] for e in book["blank"]["exercises"]] == ["not_attempted"] * len(LESSON_03)
+    assert book["blank"]["points"] == 0
