@@ -23,7 +23,7 @@ _COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-@dataclass
+@dataclass(eq=False)  # compared by identity: nested counters may hold equal counts
 class CompileCounter:
     """What happened inside a :func:`count_compiles` block, live while the block runs."""
 

@@ -217,3 +217,15 @@ def test_capture_cache_misses_stays_quiet_and_restores_logging(capfd):
     b = jnp.ones(16)
     f(b)  # outside the block nothing is collected
     assert len(misses) == 1
+
+
+def test_count_compiles_nested_counters_with_equal_counts_leave_cleanly():
+    with cl.count_compiles() as outer:
+        with cl.count_compiles() as inner:
+            pass
+        assert outer.compiles == inner.compiles == 0
+    f = jax.jit(lambda x: x + 1)
+    x = jnp.ones(7)
+    with cl.count_compiles() as after:
+        f(x).block_until_ready()
+    assert after.compiles == 1 and outer.compiles == 0 and inner.compiles == 0

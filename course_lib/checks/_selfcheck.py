@@ -61,7 +61,7 @@ def _points(verdict: Verdict) -> str:
 def _report(exercise: Exercise, verdict: Verdict) -> str:
     head = exercise.id
     if verdict.status == "passed":
-        return f"{head}: passed ({_points(verdict)}, {verdict.cases} cases)"
+        return f"{head}: passed ({_points(verdict)}, {verdict.cases} case{'' if verdict.cases == 1 else 's'})"
     if verdict.status == "not_attempted":
         return (
             f"{head}: not attempted yet\n"
