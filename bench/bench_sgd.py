@@ -392,7 +392,11 @@ def fmt_ms(seconds: float) -> str:
 
 
 def fmt(value: float | None, spec: str, width: int) -> str:
-    return f"{value:{spec}}".rjust(width) if value is not None else "-".rjust(width)
+    if value is None:
+        return "-".rjust(width)
+    if spec == ".2f" and value < 0.1:
+        spec = ".3f"  # 0.004x, not 0.00x
+    return f"{value:{spec}}".rjust(width)
 
 
 def print_table(sections: list[dict]) -> None:
@@ -434,7 +438,7 @@ def check_targets(sections: list[dict], on_cpu: bool) -> list[dict]:
             add(f"{tag}: flat <= {TARGET_X_REF}x bandwidth ref", ratio <= TARGET_X_REF if on_cpu else None,
                 f"flat {flat * 1e3:.3f} ms / ref {ref * 1e3:.3f} ms = {ratio:.2f}x")
         add(f"{tag}: flat never slower than optax", flat <= best_optax,
-            f"flat {flat * 1e3:.3f} ms vs {best_optax_name} {best_optax * 1e3:.3f} ms = {flat / best_optax:.2f}x")
+            f"flat {flat * 1e3:.3f} ms vs {best_optax_name} {best_optax * 1e3:.3f} ms = {flat / best_optax:.3g}x")
         if section.get("many_leaves"):
             speedup = best_optax / flat
             add(f"{tag}: flat >= {TARGET_X_OPTAX_MANY_LEAVES:g}x faster than optax",
