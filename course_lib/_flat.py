@@ -4,7 +4,12 @@ A jitted call pays a few microseconds for every leaf it receives, so a tree of t
 leaves spends its time in dispatch, not arithmetic. :class:`FlatTree` keeps every leaf in one 1-D
 buffer and remembers where each one lives. It is itself a pytree with a single leaf, so an
 optimizer update over it is one kernel, and ``jax.grad`` of a function of a ``FlatTree`` returns a
-``FlatTree`` of gradients. Inside ``jit`` the per-leaf views are slices that XLA fuses away.
+``FlatTree`` of gradients. Inside ``jit`` the per-leaf views come from one ``lax.split``, whose
+gradient is one concatenate.
+
+Compiling a loss that reads hundreds of views is slow on the CPU backend (a 400-leaf MLP step took
+~25 s against ~1.5 s for the plain tree, on JAX 0.10.2); running it is as fast as the tree. For
+many small leaves, the cheapest pattern is a tree loss and a flat update.
 """
 
 from dataclasses import dataclass
@@ -79,7 +84,9 @@ class FlatTree:
         offsets = tuple(int(o) for o in np.cumsum([0, *sizes[:-1]])) if sizes else ()
         layout = FlatLayout(treedef, paths, shapes, offsets, np.dtype(dtype), sum(sizes))
         parts = [leaf.reshape(-1).astype(dtype) for leaf in leaves]
-        buffer = jnp.concatenate(parts) if parts else jnp.zeros((0,), dtype)
+        # concatenate hands a single part back as it is; copy it, so that donating the FlatTree
+        # never deletes the caller's own array.
+        buffer = jnp.concatenate(parts) if len(parts) > 1 else jnp.array(parts[0] if parts else jnp.zeros((0,), dtype))
         return cls(buffer, layout)
 
     def to_tree(self) -> PyTree:
@@ -89,10 +96,13 @@ class FlatTree:
         {'a': Array([0., 1., 2.], dtype=float32), 'b': None}
         """
         layout = self.layout
-        leaves = [
-            self.buffer[offset : offset + int(np.prod(shape, dtype=np.int64))].reshape(shape)
-            for offset, shape in zip(layout.offsets, layout.shapes)
-        ]
+        if not layout.shapes:
+            return jax.tree.unflatten(layout.treedef, [])
+        # One `split` rather than a slice per leaf: its transpose is a single concatenate, so the
+        # gradient of a loss over the views is one buffer, not one padded full-size buffer per leaf.
+        sizes = [int(np.prod(shape, dtype=np.int64)) for shape in layout.shapes]
+        pieces = jax.lax.split(self.buffer, sizes)
+        leaves = [piece.reshape(shape) for piece, shape in zip(pieces, layout.shapes)]
         return jax.tree.unflatten(layout.treedef, leaves)
 
     def __getitem__(self, path: str) -> jax.Array:

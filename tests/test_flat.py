@@ -150,3 +150,19 @@ def test_empty_tree():
 
 def test_repr():
     assert repr(cl.FlatTree.from_tree(make_tree())) == "FlatTree(3 leaves, 9 x float32, buffer=ArrayImpl)"
+
+
+def test_from_tree_single_leaf_is_a_copy_so_donation_spares_the_caller():
+    leaf = jnp.arange(4.0)
+    flat = cl.FlatTree.from_tree([leaf])
+    assert flat.buffer is not leaf
+    opt = cl.sgd(0.5)
+    opt.update(cl.FlatTree.from_tree([jnp.ones(4)]), opt.init(flat), flat)
+    assert not leaf.is_deleted() and flat.buffer.is_deleted()
+
+
+def test_to_tree_gradient_is_one_concatenate_not_a_padded_buffer_per_leaf():
+    flat = cl.FlatTree.from_tree([{"w": jnp.ones((2, 2)), "b": jnp.zeros(2)} for _ in range(3)])
+    loss = lambda f: sum(jnp.sum(leaf**2) for leaf in jax.tree.leaves(f.to_tree()))
+    jaxpr = str(jax.make_jaxpr(jax.grad(loss))(flat))
+    assert "pad[" not in jaxpr and jaxpr.count("concatenate[") == 1
