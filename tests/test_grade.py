@@ -8,6 +8,7 @@ import csv
 import difflib
 import hashlib
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +17,7 @@ import nbformat
 import pytest
 
 from course_lib.authoring.exercises import make_exercise
+from course_lib.checks import all_exercises
 from course_lib.grade._submissions import (
     NotebookProblem,
     UsageError,
@@ -305,6 +307,30 @@ def test_same_folder_twice_gives_the_same_gradebook(tmp_path: Path) -> None:
     assert (tmp_path / "one" / "feedback" / "cy" / "01_what_is_a_pytree.txt").read_bytes() == (
         tmp_path / "two" / "feedback" / "cy" / "01_what_is_a_pytree.txt"
     ).read_bytes()
+
+
+@pytest.mark.slow
+def test_every_solution_gets_full_marks_and_every_exercise_notebook_zero(tmp_path: Path) -> None:
+    """One grader run over the whole course: all six solution notebooks and all six exercise notebooks."""
+    folder = tmp_path / "class"
+    for student, source in (("solution", "solutions"), ("blank", "exercises")):
+        (folder / student).mkdir(parents=True)
+        for path in sorted((ROOT / source).glob("[0-9][0-9]_*.ipynb")):
+            shutil.copy(path, folder / student / path.name)
+    result = grade([folder], tmp_path / "out", "--jobs", "2", "--quiet")
+    assert result.returncode == 0, result.stderr[-3000:]
+    submissions = json.loads((tmp_path / "out" / "gradebook.json").read_text())["submissions"]
+    everything = [(e.id, e.points) for e in all_exercises()]
+    for student, status in (("solution", "passed"), ("blank", "not_attempted")):
+        books = sorted((s for s in submissions if s["student"] == student), key=lambda s: s["lesson"])
+        assert [b["status"] for b in books] == ["graded"] * len(books), [b["message"] for b in books]
+        graded = [e for book in books for e in book["exercises"]]
+        assert [(e["id"], e["max_points"]) for e in graded] == everything
+        assert all(e["id"].startswith(book["lesson"] + ".") for book in books for e in book["exercises"])
+        assert {e["id"]: e["status"] for e in graded} == dict.fromkeys((i for i, _ in everything), status)
+        earned = [(e["id"], e["points"]) for e in graded]
+        assert earned == (everything if status == "passed" else [(i, 0) for i, _ in everything])
+    assert len(submissions) == 12
 
 
 # --- bad arguments: non-zero exit and a message, no kernels started --------------------------------
