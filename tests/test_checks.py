@@ -18,23 +18,9 @@ from course_lib.checks._evaluate import judge_outcomes, probe_all, reference_res
 from course_lib.checks._guard import forbid, static_uses
 from course_lib.checks._kit import call_value, compile_report, judge_compiles, random_tree
 from course_lib.checks._plain import describe, rebuild_tree, tree_plain
+from exercise_support import LessonChecks, fresh_checks, has_none, nodes, repeated_check_output, stub  # noqa: F401 (fresh_checks: autouse)
 
 LESSON_01 = ("01.count_params", "01.leaf_paths", "01.is_node", "01.replace_leaves", "01.same_structure")
-
-
-@pytest.fixture(autouse=True)
-def _fresh_checks(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("CI", raising=False)
-    monkeypatch.delenv("COURSE_STRICT_CHECKS", raising=False)
-    checks.set_strict(None)
-    checks.reset_hints()
-    yield
-    checks.set_strict(None)
-    checks.reset_hints()
-
-
-def stub(*args: object) -> None:
-    raise NotImplementedError("Write your solution here, then run the check below.")
 
 
 # --- answers, right and wrong --------------------------------------------------------------------
@@ -155,83 +141,21 @@ WRONG = [
 # --- the lesson-01 exercises -----------------------------------------------------------------
 
 
-def test_lesson01_has_its_exercises() -> None:
-    assert [e.id for e in checks.exercises("01")] == list(LESSON_01)
-    for exercise in checks.exercises("01"):
-        assert len(exercise.hints) == 3
-        assert all(hasattr(cl, name) for name in exercise.forbidden)
-
-
-@pytest.mark.parametrize("exercise_id", LESSON_01)
-def test_check_not_attempted(exercise_id: str, capsys: pytest.CaptureFixture[str]) -> None:
-    check(exercise_id, stub)
-    out = capsys.readouterr().out
-    assert out.startswith(f"{exercise_id}: not attempted yet")
-    assert "hint" not in out
-
-
-@pytest.mark.parametrize("exercise_id", LESSON_01)
-def test_check_correct(exercise_id: str, capsys: pytest.CaptureFixture[str]) -> None:
-    check(exercise_id, RIGHT[exercise_id])
-    exercise = get_exercise(exercise_id)
-    assert capsys.readouterr().out.startswith(f"{exercise_id}: passed ({exercise.points}/{exercise.points} point")
-
-
-@pytest.mark.parametrize("exercise_id", LESSON_01)
-def test_reference_passes_every_case_set(exercise_id: str) -> None:
-    exercise = get_exercise(exercise_id)
-    for seed in range(3):
-        cases = exercise.make_cases("grade", seed)
-        outcomes = probe_all(exercise, RIGHT[exercise_id], cases)
-        verdict = judge_outcomes(exercise, outcomes, reference_results(exercise, cases), cases)
-        assert verdict.status == "passed", verdict.message
-
-
-@pytest.mark.parametrize(("exercise_id", "answer", "hint"), WRONG, ids=lambda x: getattr(x, "__name__", None))
-def test_check_incorrect_gives_the_targeted_hint(exercise_id: str, answer, hint: str, capsys: pytest.CaptureFixture[str]) -> None:
-    check(exercise_id, answer)
-    out = capsys.readouterr().out
-    assert out.startswith(f"{exercise_id}: incorrect (0/")
-    assert hint in out
-    assert "input: " in out
-    assert "hint 1/3" in out and "hint 2/3" not in out
+class TestLesson01(LessonChecks):
+    ids = LESSON_01
+    points = 8
+    right = RIGHT
+    wrong = WRONG
+    grading_seeds = (0, 1, 2)
 
 
 def test_cases_have_none_subtrees_and_several_containers() -> None:
     for exercise_id in ("01.count_params", "01.leaf_paths", "01.replace_leaves"):
         trees = [case.args[0] for case in get_exercise(exercise_id).make_cases("grade")]
-        nodes = {type(node).__name__ for tree in trees for node in _nodes(tree)}
-        assert {"dict", "list", "tuple", "OrderedDict"} <= nodes, exercise_id
-        assert any(x is None for tree in trees for x in jax.tree.leaves(tree, is_leaf=lambda x: x is None))
-        assert any(hasattr(node, "_fields") for tree in trees for node in _nodes(tree))
-
-
-def _nodes(tree):
-    if tree is None:
-        return []
-    flat = jax.tree_util.default_registry.flatten_one_level(tree)
-    if flat is None:
-        return []
-    return [tree, *(n for child in flat[0] for n in _nodes(child))]
-
-
-def _fingerprint(case: checks.Case) -> str:
-    return _wire.dumps(tree_plain(list(case.args)))
-
-
-def test_grading_cases_differ_from_self_check_cases() -> None:
-    for exercise_id in LESSON_01:
-        exercise = get_exercise(exercise_id)
-        shown = {_fingerprint(c) for c in exercise.make_cases("check")}
-        graded = [_fingerprint(c) for c in exercise.make_cases("grade")]
-        assert sum(g in shown for g in graded) < len(graded) / 2, exercise_id
-
-
-def test_cases_are_deterministic() -> None:
-    for exercise in checks.exercises("01"):
-        one = [_fingerprint(c) for c in exercise.make_cases("grade", 5)]
-        two = [_fingerprint(c) for c in exercise.make_cases("grade", 5)]
-        assert one == two
+        kinds = {type(node).__name__ for tree in trees for node in nodes(tree)}
+        assert {"dict", "list", "tuple", "OrderedDict"} <= kinds, exercise_id
+        assert has_none(trees)
+        assert any(hasattr(node, "_fields") for tree in trees for node in nodes(tree))
 
 
 # --- hints, output, strict mode ---------------------------------------------------------------
@@ -251,14 +175,8 @@ def test_hints_are_revealed_one_per_failed_check(capsys: pytest.CaptureFixture[s
 
 
 def test_check_output_is_deterministic(capsys: pytest.CaptureFixture[str]) -> None:
-    texts = []
-    for _ in range(2):
-        checks.reset_hints()
-        check("01.replace_leaves", replace_in_insertion_order)
-        check("01.is_node", is_node_by_treedef_is_leaf)
-        texts.append(capsys.readouterr().out)
-    assert texts[0] == texts[1]
-    assert "0x" not in texts[0]
+    text = repeated_check_output(capsys, [("01.replace_leaves", replace_in_insertion_order), ("01.is_node", is_node_by_treedef_is_leaf)])
+    assert "0x" not in text
 
 
 def test_check_never_prints_the_reference_source(capsys: pytest.CaptureFixture[str]) -> None:

@@ -3,25 +3,15 @@
 from __future__ import annotations
 
 import collections
-import json
-import shutil
-import subprocess
-import sys
-from collections.abc import Iterator
-from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 import pytest
 
 import course_lib as cl
-from course_lib import checks
-from course_lib.checks import check, evaluate, get_exercise
-from course_lib.checks import _wire
-from course_lib.checks._evaluate import judge_outcomes, probe_all, reference_results
-from course_lib.checks._plain import tree_plain
+from course_lib.checks import evaluate, get_exercise
+from exercise_support import LessonChecks, fresh_checks, has_none, nodes, repeated_check_output  # noqa: F401 (fresh_checks: autouse)
 
-ROOT = Path(__file__).resolve().parents[1]
 LESSON_02 = (
     "02.sgd_step",
     "02.average_trees",
@@ -30,21 +20,6 @@ LESSON_02 = (
     "02.clip_by_global_norm",
     "02.stack_trees",
 )
-
-
-@pytest.fixture(autouse=True)
-def _fresh_checks(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.delenv("CI", raising=False)
-    monkeypatch.delenv("COURSE_STRICT_CHECKS", raising=False)
-    checks.set_strict(None)
-    checks.reset_hints()
-    yield
-    checks.set_strict(None)
-    checks.reset_hints()
-
-
-def stub(*args: object) -> None:
-    raise NotImplementedError("Write your solution here, then run the check below.")
 
 
 # --- right answers, written as a learner would ---------------------------------------------------
@@ -275,47 +250,11 @@ WRONG = [
 # --- the tests --------------------------------------------------------------------------------------
 
 
-def test_lesson02_has_its_exercises() -> None:
-    assert [e.id for e in checks.exercises("02")] == list(LESSON_02)
-    assert sum(e.points for e in checks.exercises("02")) == 12
-    for exercise in checks.exercises("02"):
-        assert len(exercise.hints) == 3
-        assert all(hasattr(cl, name) for name in exercise.forbidden)
-
-
-@pytest.mark.parametrize("exercise_id", LESSON_02)
-def test_check_not_attempted(exercise_id: str, capsys: pytest.CaptureFixture[str]) -> None:
-    check(exercise_id, stub)
-    out = capsys.readouterr().out
-    assert out.startswith(f"{exercise_id}: not attempted yet")
-    assert "hint" not in out
-
-
-@pytest.mark.parametrize("exercise_id", LESSON_02)
-def test_check_correct(exercise_id: str, capsys: pytest.CaptureFixture[str]) -> None:
-    check(exercise_id, RIGHT[exercise_id])
-    points = get_exercise(exercise_id).points
-    assert capsys.readouterr().out.startswith(f"{exercise_id}: passed ({points}/{points} point")
-
-
-@pytest.mark.parametrize("exercise_id", LESSON_02)
-def test_right_answer_passes_the_grading_cases(exercise_id: str) -> None:
-    exercise = get_exercise(exercise_id)
-    for seed in range(2):
-        cases = exercise.make_cases("grade", seed)
-        outcomes = probe_all(exercise, RIGHT[exercise_id], cases)
-        verdict = judge_outcomes(exercise, outcomes, reference_results(exercise, cases), cases)
-        assert verdict.status == "passed", verdict.message
-
-
-@pytest.mark.parametrize(("exercise_id", "answer", "hint"), WRONG, ids=lambda x: getattr(x, "__name__", None))
-def test_check_incorrect_gives_the_targeted_hint(exercise_id: str, answer, hint: str, capsys: pytest.CaptureFixture[str]) -> None:
-    check(exercise_id, answer)
-    out = capsys.readouterr().out
-    assert out.startswith(f"{exercise_id}: incorrect (0/"), out
-    assert hint in out, out
-    assert "input: " in out
-    assert "hint 1/3" in out and "hint 2/3" not in out
+class TestLesson02(LessonChecks):
+    ids = LESSON_02
+    points = 12
+    right = RIGHT
+    wrong = WRONG
 
 
 def test_the_course_update_is_refused_in_the_code_and_while_the_step_runs() -> None:
@@ -328,60 +267,17 @@ def test_the_course_update_is_refused_in_the_code_and_while_the_step_runs() -> N
     assert cl.tree_add_scale({"a": 1.0}, 2.0, {"a": 1.0}) == {"a": 3.0}  # restored afterwards
 
 
-def _nodes(tree):
-    if tree is None:
-        return []
-    flat = jax.tree_util.default_registry.flatten_one_level(tree)
-    if flat is None:
-        return []
-    return [tree, *(n for child in flat[0] for n in _nodes(child))]
-
-
 @pytest.mark.parametrize("exercise_id", ["02.sgd_step", "02.average_trees", "02.clip_by_global_norm", "02.stack_trees"])
 def test_cases_have_none_subtrees_and_several_containers(exercise_id: str) -> None:
     trees = [case.args[0] for case in get_exercise(exercise_id).make_cases("grade")]
-    nodes = {type(node).__name__ for tree in trees for node in _nodes(tree)}
-    assert {"dict", "list", "tuple"} <= nodes, nodes
-    assert any(isinstance(node, collections.OrderedDict) for tree in trees for node in _nodes(tree))
-    assert any(hasattr(node, "_fields") for tree in trees for node in _nodes(tree))
-    assert any(x is None for tree in trees for x in jax.tree.leaves(tree, is_leaf=lambda x: x is None))
-
-
-def _fingerprint(case: checks.Case) -> str:
-    return _wire.dumps(tree_plain(list(case.args)))
-
-
-@pytest.mark.parametrize("exercise_id", LESSON_02)
-def test_cases_are_deterministic_and_grading_differs(exercise_id: str) -> None:
-    exercise = get_exercise(exercise_id)
-    one = [_fingerprint(c) for c in exercise.make_cases("grade", 5)]
-    assert one == [_fingerprint(c) for c in exercise.make_cases("grade", 5)]
-    shown = {_fingerprint(c) for c in exercise.make_cases("check")}
-    assert sum(g in shown for g in one) < max(1, len(one) / 2)
+    kinds = {type(node).__name__ for tree in trees for node in nodes(tree)}
+    assert {"dict", "list", "tuple"} <= kinds, kinds
+    assert any(isinstance(node, collections.OrderedDict) for tree in trees for node in nodes(tree))
+    assert any(hasattr(node, "_fields") for tree in trees for node in nodes(tree))
+    assert has_none(trees)
 
 
 def test_self_check_output_is_deterministic(capsys: pytest.CaptureFixture[str]) -> None:
-    texts = []
-    for _ in range(2):
-        checks.reset_hints()
-        check("02.clip_by_global_norm", clip_each_leaf)
-        check("02.make_sgd_step", make_step_static_lr)
-        texts.append(capsys.readouterr().out)
-    assert texts[0] == texts[1]
-    assert "0x" not in texts[0]
-    assert "CACHE MISS" in texts[0]  # the compile-count hint quotes JAX's explanation
-
-
-@pytest.mark.slow
-def test_grader_gives_the_solution_full_marks_and_the_exercise_version_zero(tmp_path: Path) -> None:
-    name = "02_mapping_and_sgd.ipynb"
-    for student, folder in (("solution", "solutions"), ("blank", "exercises")):
-        (tmp_path / "class" / student).mkdir(parents=True)
-        shutil.copy(ROOT / folder / name, tmp_path / "class" / student / name)
-    command = [sys.executable, "-m", "course_lib.grade", str(tmp_path / "class"), "--out", str(tmp_path / "out"), "--quiet"]
-    subprocess.run(command, check=True, capture_output=True, timeout=600, cwd=ROOT)
-    book = {s["student"]: s for s in json.loads((tmp_path / "out" / "gradebook.json").read_text())["submissions"]}
-    assert [e["status"] for e in book["solution"]["exercises"]] == ["passed"] * len(LESSON_02)
-    assert book["solution"]["points"] == book["solution"]["max_points"] == 12
-    assert [e["status"] for e in book["blank"]["exercises"]] == ["not_attempted"] * len(LESSON_02)
-    assert book["blank"]["points"] == 0
+    text = repeated_check_output(capsys, [("02.clip_by_global_norm", clip_each_leaf), ("02.make_sgd_step", make_step_static_lr)])
+    assert "0x" not in text
+    assert "CACHE MISS" in text  # the compile-count hint quotes JAX's explanation

@@ -2,13 +2,6 @@
 
 from __future__ import annotations
 
-import collections
-import json
-import shutil
-import subprocess
-import sys
-from collections.abc import Iterator
-from pathlib import Path
 from dataclasses import dataclass, field
 
 import jax
@@ -19,34 +12,17 @@ from jax.tree_util import DictKey, GetAttrKey, keystr
 
 from course_lib import checks
 from course_lib.checks import check, evaluate, get_exercise
-from course_lib.checks import _wire
-from course_lib.checks._evaluate import judge_outcomes, probe_all, reference_results
 from course_lib.checks._lesson03 import Block
-from course_lib.checks._plain import tree_plain
+from exercise_support import STUB_MESSAGE, LessonChecks, fresh_checks, has_none, repeated_check_output  # noqa: F401 (fresh_checks: autouse)
 
-ROOT = Path(__file__).resolve().parents[1]
 LESSON_03 = ("03.dense", "03.conv1d", "03.layer_norm", "03.decay_weights")
-
-
-@pytest.fixture(autouse=True)
-def _fresh_checks(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.delenv("CI", raising=False)
-    monkeypatch.delenv("COURSE_STRICT_CHECKS", raising=False)
-    checks.set_strict(None)
-    checks.reset_hints()
-    yield
-    checks.set_strict(None)
-    checks.reset_hints()
-
-
-STUB = "Write your solution here, then run the check below."
 
 
 # --- the exercise notebook's starting points ---------------------------------------------------------
 
 
 def stub_define_dense():
-    raise NotImplementedError(STUB)
+    raise NotImplementedError(STUB_MESSAGE)
 
 
 def stub_define_conv1d():
@@ -55,10 +31,10 @@ def stub_define_conv1d():
             self.kernel, self.bias, self.stride, self.padding = kernel, bias, stride, padding
 
     def conv1d_flatten(layer):
-        raise NotImplementedError(STUB)
+        raise NotImplementedError(STUB_MESSAGE)
 
     def conv1d_unflatten(aux_data, children):
-        raise NotImplementedError(STUB)
+        raise NotImplementedError(STUB_MESSAGE)
 
     jax.tree_util.register_pytree_node(Conv1D, conv1d_flatten, conv1d_unflatten)
     return Conv1D
@@ -68,17 +44,17 @@ def stub_define_layer_norm():
     @jax.tree_util.register_pytree_node_class
     class LayerNorm(NormBase):
         def tree_flatten(self):
-            raise NotImplementedError(STUB)
+            raise NotImplementedError(STUB_MESSAGE)
 
         @classmethod
         def tree_unflatten(cls, aux_data, children):
-            raise NotImplementedError(STUB)
+            raise NotImplementedError(STUB_MESSAGE)
 
     return LayerNorm
 
 
 def stub_decay(params, rate):
-    raise NotImplementedError(STUB)
+    raise NotImplementedError(STUB_MESSAGE)
 
 
 class ConvBase:
@@ -265,7 +241,7 @@ def conv_returning_tuple():
 
 def conv_half_done():
     def unflatten(cls, aux, children):
-        raise NotImplementedError(STUB)
+        raise NotImplementedError(STUB_MESSAGE)
 
     return _conv(lambda c: ((c.kernel, c.bias), (c.stride, c.padding)), unflatten)
 
@@ -372,51 +348,21 @@ WRONG = [
 # --- the tests --------------------------------------------------------------------------------------
 
 
-def test_lesson03_has_its_exercises() -> None:
-    assert [e.id for e in checks.exercises("03")] == list(LESSON_03)
+class TestLesson03(LessonChecks):
+    ids = LESSON_03
+    points = 8
+    right = RIGHT
+    stubs = STUBS
+    wrong = WRONG
+
+
+def test_the_exercises_define_classes_then_decay() -> None:
     assert [e.name for e in checks.exercises("03")] == ["define_dense", "define_conv1d", "define_layer_norm", "decay_weights"]
-    for exercise in checks.exercises("03"):
-        assert len(exercise.hints) == 3
-
-
-@pytest.mark.parametrize("exercise_id", LESSON_03)
-def test_check_not_attempted(exercise_id: str, capsys: pytest.CaptureFixture[str]) -> None:
-    check(exercise_id, STUBS[exercise_id])
-    out = capsys.readouterr().out
-    assert out.startswith(f"{exercise_id}: not attempted yet"), out
-    assert "hint" not in out
-
-
-@pytest.mark.parametrize("exercise_id", LESSON_03)
-def test_check_correct(exercise_id: str, capsys: pytest.CaptureFixture[str]) -> None:
-    check(exercise_id, RIGHT[exercise_id])
-    points = get_exercise(exercise_id).points
-    assert capsys.readouterr().out.startswith(f"{exercise_id}: passed ({points}/{points} point")
 
 
 def test_a_frozen_dataclass_is_right_too(capsys: pytest.CaptureFixture[str]) -> None:
     check("03.dense", define_frozen_dense)
     assert "passed" in capsys.readouterr().out
-
-
-@pytest.mark.parametrize("exercise_id", LESSON_03)
-def test_right_answer_passes_the_grading_cases(exercise_id: str) -> None:
-    exercise = get_exercise(exercise_id)
-    for seed in range(2):
-        cases = exercise.make_cases("grade", seed)
-        outcomes = probe_all(exercise, RIGHT[exercise_id], cases)
-        verdict = judge_outcomes(exercise, outcomes, reference_results(exercise, cases), cases)
-        assert verdict.status == "passed", verdict.message
-
-
-@pytest.mark.parametrize(("exercise_id", "answer", "hint"), WRONG, ids=lambda x: getattr(x, "__name__", None))
-def test_check_incorrect_gives_the_targeted_hint(exercise_id: str, answer, hint: str, capsys: pytest.CaptureFixture[str]) -> None:
-    check(exercise_id, answer)
-    out = capsys.readouterr().out
-    assert out.startswith(f"{exercise_id}: incorrect (0/"), out
-    assert hint in out, out
-    assert "input: " in out
-    assert "hint 1/3" in out and "hint 2/3" not in out
 
 
 def test_every_check_gets_a_fresh_class() -> None:
@@ -445,33 +391,14 @@ def test_decay_cases_cover_dicts_lists_none_dataclasses_and_traps() -> None:
     assert any(isinstance(k, GetAttrKey) and k.name == "w" for k in keys)
     assert any(isinstance(k, DictKey) and k.key in ("bw", "raw") for k in keys)
     assert any(isinstance(node, Block) for tree in trees for node in jax.tree.leaves(tree, is_leaf=lambda x: isinstance(x, Block)))
-    assert any(x is None for tree in trees for x in jax.tree.leaves(tree, is_leaf=lambda x: x is None))
+    assert has_none(trees)
     assert any(isinstance(tree, np.ndarray) for tree in trees)  # a tree that is one leaf: empty key path
     assert any(isinstance(node, list) for tree in trees for node in jax.tree.leaves(tree, is_leaf=lambda x: isinstance(x, list)))
 
 
-def _fingerprint(case: checks.Case) -> str:
-    return _wire.dumps(tree_plain([list(case.args), dict(case.kwargs)]))
-
-
-@pytest.mark.parametrize("exercise_id", LESSON_03)
-def test_cases_are_deterministic_and_grading_differs(exercise_id: str) -> None:
-    exercise = get_exercise(exercise_id)
-    one = [_fingerprint(c) for c in exercise.make_cases("grade", 5)]
-    assert one == [_fingerprint(c) for c in exercise.make_cases("grade", 5)]
-    shown = {_fingerprint(c) for c in exercise.make_cases("check")}
-    assert sum(g in shown for g in one) < max(1, len(one) / 2)
-
-
 def test_self_check_output_is_deterministic(capsys: pytest.CaptureFixture[str]) -> None:
-    texts = []
-    for _ in range(2):
-        checks.reset_hints()
-        check("03.layer_norm", norm_calling_init)
-        check("03.conv1d", conv_forgetting_aux)
-        texts.append(capsys.readouterr().out)
-    assert texts[0] == texts[1]
-    assert "0x" not in texts[0] and "/tmp" not in texts[0] and "/work" not in texts[0]
+    text = repeated_check_output(capsys, [("03.layer_norm", norm_calling_init), ("03.conv1d", conv_forgetting_aux)])
+    assert "0x" not in text and "/tmp" not in text and "/work" not in text
 
 
 def test_the_reference_classes_are_refused() -> None:
@@ -479,18 +406,3 @@ def test_the_reference_classes_are_refused() -> None:
 
     verdict = evaluate(get_exercise("03.dense"), lambda: _lesson03.Dense)
     assert verdict.status == "failed" and "the course's own Dense" in verdict.message
-
-
-@pytest.mark.slow
-def test_grader_gives_the_solution_full_marks_and_the_exercise_version_zero(tmp_path: Path) -> None:
-    name = "03_registering_classes.ipynb"
-    for student, folder in (("solution", "solutions"), ("blank", "exercises")):
-        (tmp_path / "class" / student).mkdir(parents=True)
-        shutil.copy(ROOT / folder / name, tmp_path / "class" / student / name)
-    command = [sys.executable, "-m", "course_lib.grade", str(tmp_path / "class"), "--out", str(tmp_path / "out"), "--quiet"]
-    subprocess.run(command, check=True, capture_output=True, timeout=600, cwd=ROOT)
-    book = {s["student"]: s for s in json.loads((tmp_path / "out" / "gradebook.json").read_text())["submissions"]}
-    assert [e["status"] for e in book["solution"]["exercises"]] == ["passed"] * len(LESSON_03)
-    assert book["solution"]["points"] == book["solution"]["max_points"] == 8
-    assert [e["status"] for e in book["blank"]["exercises"]] == ["not_attempted"] * len(LESSON_03)
-    assert book["blank"]["points"] == 0

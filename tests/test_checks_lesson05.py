@@ -9,26 +9,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from course_lib import checks
 from course_lib.checks import check, get_exercise
-from course_lib.checks._evaluate import judge_outcomes, probe_all, reference_results
+from exercise_support import LessonChecks, answer_id, fresh_checks, has_none, nodes  # noqa: F401 (fresh_checks: autouse)
 
 LESSON_05 = ("05.make_step", "05.pad_to_bucket", "05.init_state", "05.make_scaled")
-
-
-@pytest.fixture(autouse=True)
-def _fresh_checks(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("CI", raising=False)
-    monkeypatch.delenv("COURSE_STRICT_CHECKS", raising=False)
-    checks.set_strict(None)
-    checks.reset_hints()
-    yield
-    checks.set_strict(None)
-    checks.reset_hints()
-
-
-def stub(*args: object) -> None:
-    raise NotImplementedError("Write your solution here, then run the check below.")
 
 
 def sgd_tree(params, grads, lr):
@@ -260,52 +244,18 @@ WRONG = [
 ]
 
 
-def test_lesson05_has_its_exercises() -> None:
-    listed = checks.exercises("05")
-    assert [e.id for e in listed] == list(LESSON_05)
-    assert sum(e.points for e in listed) == 10
-    assert all(len(e.hints) == 3 for e in listed)
-
-
-@pytest.mark.parametrize("exercise_id", LESSON_05)
-def test_check_not_attempted(exercise_id: str, capsys: pytest.CaptureFixture[str]) -> None:
-    check(exercise_id, stub)
-    out = capsys.readouterr().out
-    assert out.startswith(f"{exercise_id}: not attempted yet")
-    assert "hint" not in out
-
-
-@pytest.mark.parametrize("exercise_id", LESSON_05)
-def test_check_correct(exercise_id: str, capsys: pytest.CaptureFixture[str]) -> None:
-    check(exercise_id, RIGHT[exercise_id])
-    points = get_exercise(exercise_id).points
-    assert capsys.readouterr().out.startswith(f"{exercise_id}: passed ({points}/{points} point")
-
-
-@pytest.mark.parametrize("exercise_id", LESSON_05)
-def test_right_answer_passes_the_grading_cases(exercise_id: str) -> None:
-    exercise = get_exercise(exercise_id)
-    cases = exercise.make_cases("grade", 1)
-    outcomes = probe_all(exercise, RIGHT[exercise_id], cases)
-    verdict = judge_outcomes(exercise, outcomes, reference_results(exercise, cases), cases)
-    assert verdict.status == "passed", verdict.message
-
-
-@pytest.mark.parametrize(("exercise_id", "answer", "hint"), WRONG, ids=lambda x: getattr(x, "__name__", None))
-def test_check_incorrect_gives_the_targeted_hint(exercise_id: str, answer, hint: str, capsys: pytest.CaptureFixture[str]) -> None:
-    check(exercise_id, answer)
-    out = capsys.readouterr().out
-    assert out.startswith(f"{exercise_id}: incorrect (0/")
-    assert hint in out
-    assert "input: " in out
-    assert "hint 1/3" in out and "hint 2/3" not in out
-    assert "0x" not in out
+class TestLesson05(LessonChecks):
+    ids = LESSON_05
+    points = 10
+    right = RIGHT
+    wrong = WRONG
+    grading_seeds = (1,)
 
 
 @pytest.mark.parametrize(
     ("exercise_id", "answer"),
     [("05.make_scaled", make_scaled), ("05.make_scaled", make_scaled_static_f), ("05.make_step", make_step)],
-    ids=lambda x: getattr(x, "__name__", None),
+    ids=answer_id,
 )
 def test_answers_that_keep_their_jitted_functions_pass_again(exercise_id: str, answer, capsys: pytest.CaptureFixture[str]) -> None:
     for _ in range(2):  # the second check finds the programs of the first in the answer's own cache
@@ -330,23 +280,9 @@ def test_miss_quoted_matches_the_advice(capsys: pytest.CaptureFixture[str]) -> N
     assert "weak_type=True" in quoted.split("input: ")[0]
 
 
-def _nodes(tree):
-    flat = jax.tree_util.default_registry.flatten_one_level(tree)
-    if tree is None or flat is None:
-        return []
-    return [tree, *(n for child in flat[0] for n in _nodes(child))]
-
-
 @pytest.mark.parametrize("exercise_id", LESSON_05)
 def test_cases_hold_none_subtrees_and_several_containers(exercise_id: str) -> None:
     trees = [case.args[0] for purpose in ("check", "grade") for case in get_exercise(exercise_id).make_cases(purpose)]
-    kinds = {type(node).__name__ if not hasattr(node, "_fields") else "namedtuple" for tree in trees for node in _nodes(tree)}
+    kinds = {type(node).__name__ if not hasattr(node, "_fields") else "namedtuple" for tree in trees for node in nodes(tree)}
     assert len(kinds & {"dict", "list", "tuple", "OrderedDict", "namedtuple"}) >= 3, kinds
-    assert any(x is None for tree in trees for x in jax.tree.leaves(tree, is_leaf=lambda x: x is None))
-
-
-def test_cases_are_deterministic_and_differ_for_grading() -> None:
-    for exercise in checks.exercises("05"):
-        one = [c.shown for c in exercise.make_cases("grade", 2)]
-        assert one == [c.shown for c in exercise.make_cases("grade", 2)]
-        assert one != [c.shown for c in exercise.make_cases("check")]
+    assert has_none(trees)

@@ -9,19 +9,16 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
-import nbformat
 import numpy as np
 import optax
 import pytest
 
 import course_lib as cl
-from course_lib import checks
 from course_lib.checks import _lesson06 as lesson
-from course_lib.checks import check, evaluate, get_exercise
-from course_lib.checks._evaluate import judge_outcomes, probe_all, reference_results
-from course_lib.checks._plain import rebuild_tree, tree_plain
+from course_lib.checks import evaluate, get_exercise
+from course_lib.checks._plain import rebuild_tree
+from exercise_support import LessonChecks, answer_id, fresh_checks, has_none, nodes, repeated_check_output  # noqa: F401 (fresh_checks: autouse)
 
-ROOT = Path(__file__).resolve().parents[1]
 LESSON_06 = (
     "06.momentum_step",
     "06.adam_init",
@@ -30,21 +27,6 @@ LESSON_06 = (
     "06.restore_checkpoint",
     "06.train_loop",
 )
-
-
-@pytest.fixture(autouse=True)
-def _fresh_checks(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("CI", raising=False)
-    monkeypatch.delenv("COURSE_STRICT_CHECKS", raising=False)
-    checks.set_strict(None)
-    checks.reset_hints()
-    yield
-    checks.set_strict(None)
-    checks.reset_hints()
-
-
-def stub(*args: object, **kwargs: object) -> None:
-    raise NotImplementedError("Write your solution here, then run the check below.")
 
 
 class AdamState(NamedTuple):
@@ -329,57 +311,17 @@ COURSE_VERSIONS = [
 ]
 
 
-def _name(x: Any) -> str | None:
-    return getattr(x, "__qualname__", None) if callable(x) else None
-
-
 # --- the checks ------------------------------------------------------------------------------------
 
 
-def test_lesson06_has_its_exercises() -> None:
-    assert [e.id for e in checks.exercises("06")] == list(LESSON_06)
-    assert sum(e.points for e in checks.exercises("06")) == 14
-    for exercise in checks.exercises("06"):
-        assert len(exercise.hints) == 3
-        assert all(hasattr(cl, name) for name in exercise.forbidden)
+class TestLesson06(LessonChecks):
+    ids = LESSON_06
+    points = 14
+    right = RIGHT
+    wrong = WRONG
 
 
-@pytest.mark.parametrize("exercise_id", LESSON_06)
-def test_check_not_attempted(exercise_id: str, capsys: pytest.CaptureFixture[str]) -> None:
-    check(exercise_id, stub)
-    out = capsys.readouterr().out
-    assert out.startswith(f"{exercise_id}: not attempted yet")
-    assert "hint" not in out
-
-
-@pytest.mark.parametrize("exercise_id", LESSON_06)
-def test_check_correct(exercise_id: str, capsys: pytest.CaptureFixture[str]) -> None:
-    check(exercise_id, RIGHT[exercise_id])
-    exercise = get_exercise(exercise_id)
-    assert capsys.readouterr().out.startswith(f"{exercise_id}: passed ({exercise.points}/{exercise.points} point")
-
-
-@pytest.mark.parametrize("exercise_id", LESSON_06)
-def test_reference_passes_every_case_set(exercise_id: str) -> None:
-    exercise = get_exercise(exercise_id)
-    for seed in range(2):
-        cases = exercise.make_cases("grade", seed)
-        outcomes = probe_all(exercise, RIGHT[exercise_id], cases)
-        verdict = judge_outcomes(exercise, outcomes, reference_results(exercise, cases), cases)
-        assert verdict.status == "passed", verdict.message
-
-
-@pytest.mark.parametrize(("exercise_id", "answer", "hint"), WRONG, ids=_name)
-def test_check_incorrect_gives_the_targeted_hint(exercise_id: str, answer, hint: str, capsys: pytest.CaptureFixture[str]) -> None:
-    check(exercise_id, answer)
-    out = capsys.readouterr().out
-    assert out.startswith(f"{exercise_id}: incorrect (0/")
-    assert hint in out
-    assert "input: " in out
-    assert "hint 1/3" in out and "hint 2/3" not in out
-
-
-@pytest.mark.parametrize(("exercise_id", "answer", "name"), COURSE_VERSIONS, ids=_name)
+@pytest.mark.parametrize(("exercise_id", "answer", "name"), COURSE_VERSIONS, ids=answer_id)
 def test_course_versions_do_not_count(exercise_id: str, answer, name: str) -> None:
     verdict = evaluate(get_exercise(exercise_id), answer)
     assert verdict.status == "failed"
@@ -397,15 +339,13 @@ def test_hidden_course_version_is_refused_while_it_runs() -> None:
 
 
 def test_check_output_is_deterministic(capsys: pytest.CaptureFixture[str]) -> None:
-    texts = []
-    for _ in range(2):
-        checks.reset_hints()
-        check("06.adam_step", make_adam_step(shift=-1))
-        check("06.train_loop", make_train_loop(cast=False))
-        check("06.restore_checkpoint", restore_naming_its_file)
-        texts.append(capsys.readouterr().out)
-    assert texts[0] == texts[1]
-    assert "0x" not in texts[0] and tempfile.gettempdir() not in texts[0]
+    answers = [
+        ("06.adam_step", make_adam_step(shift=-1)),
+        ("06.train_loop", make_train_loop(cast=False)),
+        ("06.restore_checkpoint", restore_naming_its_file),
+    ]
+    text = repeated_check_output(capsys, answers)
+    assert "0x" not in text and tempfile.gettempdir() not in text
 
 
 # --- the references against optax and against each other ---------------------------------------
@@ -501,15 +441,6 @@ def test_checkpoint_round_trip_and_misfits(tmp_path: Path) -> None:
 # --- cases and probes ------------------------------------------------------------------------------
 
 
-def _nodes(tree: Any) -> list[Any]:
-    if tree is None:
-        return []
-    flat = jax.tree_util.default_registry.flatten_one_level(tree)
-    if flat is None:
-        return []
-    return [tree, *(n for child in flat[0] for n in _nodes(child))]
-
-
 @pytest.mark.parametrize("exercise_id", ["06.momentum_step", "06.adam_step", "06.save_checkpoint", "06.restore_checkpoint", "06.train_loop"])
 def test_cases_have_none_subtrees_and_several_containers(exercise_id: str) -> None:
     for purpose in ("check", "grade"):
@@ -517,21 +448,9 @@ def test_cases_have_none_subtrees_and_several_containers(exercise_id: str) -> No
         trees = [case.args[1] if exercise_id in ("06.save_checkpoint", "06.restore_checkpoint", "06.train_loop") else case.args[0] for case in cases]
         if exercise_id == "06.restore_checkpoint":
             trees += [case.info["entries"] for case in cases]
-        nodes = {type(node).__name__ for tree in trees for node in _nodes(tree)}
-        assert {"dict", "list"} <= nodes and any(hasattr(node, "_fields") for tree in trees for node in _nodes(tree)), (purpose, nodes)
-        assert any(x is None for tree in trees for x in jax.tree.leaves(tree, is_leaf=lambda x: x is None)), purpose
-
-
-def test_cases_are_deterministic_and_grading_differs() -> None:
-    for exercise in checks.exercises("06"):
-        def fingerprint(case: checks.Case) -> str:
-            inputs = [a for a in case.args if not callable(a)], dict(case.info)
-            return repr(tree_plain(jax.tree.map(lesson._as_float32, inputs)))
-
-        one = [fingerprint(c) for c in exercise.make_cases("grade", 5)]
-        assert one == [fingerprint(c) for c in exercise.make_cases("grade", 5)], exercise.id
-        shown = {fingerprint(c) for c in exercise.make_cases("check")}
-        assert sum(g in shown for g in one) < len(one) / 2, exercise.id
+        kinds = {type(node).__name__ for tree in trees for node in nodes(tree)}
+        assert {"dict", "list"} <= kinds and any(hasattr(node, "_fields") for tree in trees for node in nodes(tree)), (purpose, kinds)
+        assert has_none(trees), purpose
 
 
 def _leftovers() -> set[str]:
@@ -571,35 +490,3 @@ def test_has_loop_finds_scan_and_while_anywhere() -> None:
     assert lesson._has_loop(traced(lambda x: jax.lax.fori_loop(0, 3, lambda i, c: c * 2, x)))
     assert lesson._has_loop(traced(lambda x: jax.jit(lambda y: jax.lax.while_loop(lambda c: c[0] < 9, lambda c: c * 2, y))(x)))
     assert not lesson._has_loop(traced(lambda x: x * 2 * 2 * 2))
-
-
-# --- the lesson's notebooks, graded in this process -------------------------------------------------
-
-
-def _namespace(path: Path) -> dict[str, Any]:
-    """Run a notebook's code cells, check and progress calls left out, in a fresh namespace."""
-    namespace: dict[str, Any] = {}
-    for cell in nbformat.read(path, as_version=4).cells:
-        if cell.cell_type == "code" and "check" not in cell.metadata.get("course", {}) and "progress(" not in cell.source:
-            exec(compile(cell.source, str(path), "exec"), namespace)  # noqa: S102 (the course's own notebook)
-    return namespace
-
-
-def _grade(namespace: dict[str, Any], exercise: checks.Exercise, expected: bool = True) -> checks.Verdict:
-    cases = exercise.make_cases("grade", 1)
-    outcomes = probe_all(exercise, namespace[exercise.name], cases)
-    results = reference_results(exercise, cases) if expected else [None] * len(cases)
-    return judge_outcomes(exercise, outcomes, results, cases)
-
-
-def test_solution_notebook_scores_full_marks_on_grading_cases() -> None:
-    namespace = _namespace(ROOT / "solutions" / "06_optimizer_state.ipynb")
-    for exercise in checks.exercises("06"):
-        verdict = _grade(namespace, exercise)
-        assert verdict.status == "passed", (exercise.id, verdict.message)
-
-
-def test_exercise_notebook_is_not_attempted() -> None:
-    namespace = _namespace(ROOT / "exercises" / "06_optimizer_state.ipynb")
-    for exercise in checks.exercises("06"):
-        assert _grade(namespace, exercise, expected=False).status == "not_attempted", exercise.id

@@ -1,0 +1,173 @@
+"""What the self-check tests of every lesson share (tests/test_checks.py and tests/test_checks_lessonNN.py).
+
+pytest puts tests/ on ``sys.path`` for its test modules (tests/ has no ``__init__.py``), so a test
+module imports this one by name, as test_properties.py imports strategies.py.
+
+* :func:`fresh_checks`, an autouse fixture: a test module gets it by importing it, and then every
+  check in that module starts from a clean state (not strict, whatever ``CI`` says; no hints shown).
+* :class:`LessonChecks`: the tests every lesson has, run on its own answers by a subclass, say
+  ``class TestLesson02(LessonChecks)`` with ``ids``, ``right`` and ``wrong`` set.
+* Helpers for the tests each lesson writes itself: :func:`stub`, :func:`check_output`,
+  :func:`repeated_check_output`, :func:`nodes`, :func:`has_none`, :func:`fingerprint`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any
+
+import jax
+import pytest
+
+import course_lib as cl
+from course_lib import checks
+from course_lib.checks import check, get_exercise
+from course_lib.checks._evaluate import judge_outcomes, probe_all, reference_results
+from course_lib.checks._lesson06 import _as_float32 as as_float32  # moves to _kit with the library's helpers
+from course_lib.checks._plain import tree_plain
+
+STUB_MESSAGE = "Write your solution here, then run the check below."
+"""What the exercise notebooks' stubs raise."""
+
+
+@pytest.fixture(autouse=True)
+def fresh_checks(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Checks print rather than raise (``CI`` and ``COURSE_STRICT_CHECKS`` unset), and no hint was shown yet."""
+    monkeypatch.delenv("CI", raising=False)
+    monkeypatch.delenv("COURSE_STRICT_CHECKS", raising=False)
+    checks.set_strict(None)
+    checks.reset_hints()
+    yield
+    checks.set_strict(None)
+    checks.reset_hints()
+
+
+def stub(*args: object, **kwargs: object) -> None:
+    """An exercise as the exercise notebook hands it out: not attempted yet."""
+    raise NotImplementedError(STUB_MESSAGE)
+
+
+def answer_id(x: Any) -> str | None:
+    """A parametrized test's id for an answer: the function's qualified name (pytest's own id for anything else)."""
+    return getattr(x, "__qualname__", None) if callable(x) else None
+
+
+def check_output(exercise_id: str, answer: Callable[..., Any], capsys: pytest.CaptureFixture[str]) -> str:
+    """What ``check(exercise_id, answer)`` prints."""
+    check(exercise_id, answer)
+    return capsys.readouterr().out
+
+
+def repeated_check_output(capsys: pytest.CaptureFixture[str], answers: Sequence[tuple[str, Callable[..., Any]]]) -> str:
+    """What checking ``answers`` in turn prints, asserted to be the same the second time (from fresh hints)."""
+    texts = []
+    for _ in range(2):
+        checks.reset_hints()
+        for exercise_id, answer in answers:
+            check(exercise_id, answer)
+        texts.append(capsys.readouterr().out)
+    assert texts[0] == texts[1]
+    return texts[0]
+
+
+def assert_grading_passes(exercise_id: str, answer: Callable[..., Any], seeds: Iterable[int]) -> None:
+    """``answer`` passes the grading cases of each seed, judged as the grader judges."""
+    exercise = get_exercise(exercise_id)
+    for seed in seeds:
+        cases = exercise.make_cases("grade", seed)
+        outcomes = probe_all(exercise, answer, cases)
+        verdict = judge_outcomes(exercise, outcomes, reference_results(exercise, cases), cases)
+        assert verdict.status == "passed", verdict.message
+
+
+# --- the cases ---------------------------------------------------------------------------------------
+
+
+def nodes(tree: Any) -> list[Any]:
+    """Every node of ``tree`` (not ``None``, not the leaves), the root first."""
+    if tree is None:
+        return []
+    flat = jax.tree_util.default_registry.flatten_one_level(tree)
+    if flat is None:
+        return []
+    return [tree, *(n for child in flat[0] for n in nodes(child))]
+
+
+def has_none(trees: Iterable[Any]) -> bool:
+    """Whether one of ``trees`` holds a ``None`` subtree."""
+    return any(x is None for tree in trees for x in jax.tree.leaves(tree, is_leaf=lambda x: x is None))
+
+
+def fingerprint(case: checks.Case) -> str:
+    """Everything a case holds but its functions, as text: equal texts, equal cases (bfloat16 leaves as float32)."""
+    inputs = [a for a in case.args if not callable(a)], dict(case.kwargs), dict(case.info)
+    return repr((case.label, case.shown, tree_plain(jax.tree.map(as_float32, inputs))))
+
+
+# --- the tests every lesson has ----------------------------------------------------------------------
+
+
+class LessonChecks:
+    """The tests every lesson's exercises get, run on the answers a subclass names.
+
+    ``ids`` lists the lesson's exercises in notebook order, ``points`` their total; ``right`` maps
+    each id to a right answer, ``stubs`` to what the exercise notebook hands out (:func:`stub` by
+    default); ``wrong`` lists ``(id, typical wrong answer, text its hint must hold)``.
+    ``grading_seeds`` are the grader's seeds the right answers are judged on.
+    Tests that take ``exercise_id`` run once per exercise, the hint test once per wrong answer.
+    """
+
+    ids: tuple[str, ...] = ()
+    points: int = 0
+    right: Mapping[str, Callable[..., Any]] = {}
+    stubs: Mapping[str, Callable[..., Any]] = {}
+    wrong: Sequence[tuple[str, Callable[..., Any], str]] = ()
+    grading_seeds: tuple[int, ...] = (0, 1)
+
+    def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:
+        if "hint" in metafunc.fixturenames:
+            metafunc.parametrize(("exercise_id", "answer", "hint"), self.wrong, ids=answer_id)
+        elif "exercise_id" in metafunc.fixturenames:
+            metafunc.parametrize("exercise_id", self.ids)
+
+    def test_lesson_has_its_exercises(self) -> None:
+        listed = checks.exercises(self.ids[0][:2])
+        assert [e.id for e in listed] == list(self.ids)
+        assert sum(e.points for e in listed) == self.points
+        for exercise in listed:
+            assert len(exercise.hints) == 3
+            assert all(hasattr(cl, name) for name in exercise.forbidden)
+        assert set(self.right) == set(self.ids)
+        assert {exercise_id for exercise_id, _, _ in self.wrong} == set(self.ids)
+
+    def test_check_not_attempted(self, exercise_id: str, capsys: pytest.CaptureFixture[str]) -> None:
+        out = check_output(exercise_id, self.stubs.get(exercise_id, stub), capsys)
+        assert out.startswith(f"{exercise_id}: not attempted yet"), out
+        assert "hint" not in out
+
+    def test_check_correct(self, exercise_id: str, capsys: pytest.CaptureFixture[str]) -> None:
+        out = check_output(exercise_id, self.right[exercise_id], capsys)
+        points = get_exercise(exercise_id).points
+        assert out.startswith(f"{exercise_id}: passed ({points}/{points} point"), out
+
+    def test_right_answer_passes_the_grading_cases(self, exercise_id: str) -> None:
+        assert_grading_passes(exercise_id, self.right[exercise_id], self.grading_seeds)
+
+    def test_check_incorrect_gives_the_targeted_hint(
+        self, exercise_id: str, answer: Callable[..., Any], hint: str, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        out = check_output(exercise_id, answer, capsys)
+        assert out.startswith(f"{exercise_id}: incorrect (0/"), out
+        assert hint in out, out
+        assert "input: " in out
+        assert "hint 1/3" in out and "hint 2/3" not in out
+        assert "0x" not in out
+
+    def test_cases_are_deterministic_and_grading_differs(self, exercise_id: str) -> None:
+        exercise = get_exercise(exercise_id)
+        one = [fingerprint(c) for c in exercise.make_cases("grade", 5)]
+        assert one == [fingerprint(c) for c in exercise.make_cases("grade", 5)]
+        shown = {fingerprint(c) for c in exercise.make_cases("check")}
+        for seed in (0, 5):
+            graded = [fingerprint(c) for c in exercise.make_cases("grade", seed)]
+            assert sum(g in shown for g in graded) < len(graded) / 2, seed
