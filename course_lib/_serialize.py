@@ -2,14 +2,13 @@
 
 import json
 import os
-import uuid
-from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.tree_util import keystr
 
+from ._atomic import atomic_file
 from ._errors import TreeStructureError, check_array_leaves
 from ._typing import PyTree
 
@@ -40,16 +39,8 @@ def save_tree(path: str | os.PathLike[str], tree: PyTree) -> None:
         arrays[name] = array
     arrays[_STRUCTURE_KEY] = np.asarray(str(jax.tree.structure(tree)))
     arrays[_DTYPES_KEY] = np.asarray(json.dumps(extension_dtypes))
-    target = Path(path)
-    # A plain open (not mkstemp) so the file gets the usual permissions of the umask.
-    temporary = target.with_name(f".{target.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
-    try:
-        with open(temporary, "xb") as file:
-            np.savez(file, **arrays)
-        os.replace(temporary, target)
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise
+    with atomic_file(path, binary=True) as file:
+        np.savez(file, **arrays)
 
 
 def load_tree(path: str | os.PathLike[str], like: PyTree) -> PyTree:

@@ -20,7 +20,7 @@ LESSON_STEMS = [
     "05_recompilation",
     "06_optimizer_state",
 ]
-REMOVED_API = re.compile(r"jax\.tree_(map|leaves|flatten|unflatten|structure|multimap)\b|\btree_multimap\b")
+REMOVED_API = re.compile(r"jax\.tree_(map|leaves|flatten|unflatten|structure|multimap)\b|\btree_multi" r"map\b")
 MACHINE_PATH = re.compile(r"(/root|/tmp|/home)/")
 
 
@@ -74,5 +74,6 @@ def test_no_removed_jax_apis_in_code() -> None:
 
 
 def test_removed_api_pattern_catches_the_old_names() -> None:
-    assert REMOVED_API.search("jax.tree_map(f, x)") and REMOVED_API.search("tree_multimap(f, a, b)")
+    old = "jax." + "tree_"  # spelled in two parts so this file does not itself use the old names
+    assert REMOVED_API.search(old + "map(f, x)") and REMOVED_API.search("tree_" + "multimap(f, a, b)")
     assert not REMOVED_API.search("jax.tree.map(f, x)") and not REMOVED_API.search("jax.tree_util.keystr(p)")

@@ -8,13 +8,14 @@ and nothing random may creep in (``nbformat`` invents random cell ids when a cel
 from __future__ import annotations
 
 import os
-import tempfile
 import warnings
 from pathlib import Path
 
 import nbformat
 from nbformat import NotebookNode
 from nbformat.warnings import DuplicateCellId, MissingIDFieldWarning
+
+from .._atomic import write_text_atomic
 
 __all__ = [
     "NotebookError",
@@ -131,27 +132,3 @@ def notebook_text(nb: NotebookNode, where: str = "notebook") -> str:
     return text if text.endswith("\n") else text + "\n"
 
 
-def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:
-    """Replace ``path`` with ``text`` in one step: readers see the old file or the new one.
-
-    An existing file keeps its permission bits; a new one gets the usual ``0o666 & ~umask``.
-    """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        mode = path.stat().st_mode & 0o7777
-    except FileNotFoundError:
-        umask = os.umask(0)
-        os.umask(umask)
-        mode = 0o666 & ~umask
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

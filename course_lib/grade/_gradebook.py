@@ -8,13 +8,12 @@ grading the same folder twice writes the same bytes.
 import csv
 import io
 import json
-import os
 import re
-import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from course_lib._atomic import write_text_atomic
 from course_lib.checks import Exercise
 
 STATUSES = ("passed", "failed", "not_attempted", "error", "timeout", "missing")
@@ -57,23 +56,6 @@ class SubmissionResult:
         data = asdict(self)
         data["points"], data["max_points"] = self.points, self.max_points
         return data
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".partial")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8", newline="") as file:
-            file.write(text)
-            file.flush()
-            os.fsync(file.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        try:
-            os.unlink(temporary)
-        except OSError:
-            pass
-        raise
 
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._@+-]+")
@@ -152,9 +134,9 @@ def feedback_path(out: Path, r: SubmissionResult) -> Path:
 def write_all(out: Path, results: list[SubmissionResult], settings: dict[str, Any]) -> None:
     """Feedback files first, then the two gradebooks, each replaced atomically."""
     for r in results:
-        _atomic_write(feedback_path(out, r), feedback_text(r))
-    _atomic_write(out / "gradebook.json", gradebook_json(results, settings))
-    _atomic_write(out / "gradebook.csv", gradebook_csv(results))
+        write_text_atomic(feedback_path(out, r), feedback_text(r))
+    write_text_atomic(out / "gradebook.json", gradebook_json(results, settings))
+    write_text_atomic(out / "gradebook.csv", gradebook_csv(results))
 
 
 def summary_table(results: list[SubmissionResult]) -> str:
