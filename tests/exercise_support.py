@@ -23,7 +23,7 @@ import course_lib as cl
 from course_lib import checks
 from course_lib.checks import check, get_exercise
 from course_lib.checks._evaluate import judge_outcomes, probe_all, reference_results
-from course_lib.checks._lesson06 import _as_float32 as as_float32  # moves to _kit with the library's helpers
+from course_lib.checks._kit import as_float32
 from course_lib.checks._plain import tree_plain
 
 STUB_MESSAGE = "Write your solution here, then run the check below."

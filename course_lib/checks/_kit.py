@@ -1,13 +1,22 @@
-"""Building blocks for lesson modules: probes, judges and random trees.
+"""Building blocks for lesson modules: probes, judges, references, plain data and random inputs.
 
 Probes run in the learner's process and return plain data; judges compare two probe results and
 return ``None`` or a hint. Random trees mix the containers JAX knows (dict, list, tuple,
 namedtuple, ``OrderedDict``), ``None`` subtrees, and leaves of several kinds, from a NumPy
 generator, so a case set is the same wherever it is made.
+
+What is here, by section: probes (``call_value``, ``call_tree``, ``compile_report``,
+``jit_compile_report``, ``error_text``, ``returned_instead``); judges (``judge_number``,
+``judge_bool``, ``judge_equal``, ``tree_judge``, ``judge_compiles``, ``judge_compiles_with_advice``,
+``missing_return``) and typical mistakes (``trees_close``, ``matching_variant``); NumPy references
+(``as_numpy``, ``scaled``); plain data with dtypes (``as_judged``, ``as_float32``, ``dtype_name``,
+``dtyped_plain``, ``describe_bf16``); random inputs (``random_f32``, ``small_shape``,
+``small_float_leaf``, ``random_like``, ``random_leaf``, ``random_tree``).
 """
 
 import collections
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 import jax
@@ -39,6 +48,67 @@ def compile_report(run: Callable[[], Any]) -> dict[str, Any]:
     with cl.count_compiles() as counter, cl.capture_cache_misses() as misses:
         jax.block_until_ready(run())
     return {"compiles": counter.compiles, "misses": list(misses)}
+
+
+def jit_compile_report(run: Callable[[], Any]) -> tuple[Any, dict[str, Any]]:
+    """``run()``'s result, and how often jitted functions compiled in it, from empty caches.
+
+    JAX's caches are cleared first (``jax.clear_caches()``), so a count does not depend on what the
+    process compiled before. The report is ``{"compiles": n, "misses": [...], "eager": m}`` like
+    :func:`compile_report`'s, with the compilations of JAX's own eager operations (``m``), which log
+    no cache-miss explanation, left out of ``n``: a compilation counts when its function is one
+    that an explanation names.
+
+    >>> f = jax.jit(lambda x: 2 * x)
+    >>> result, report = jit_compile_report(lambda: [f(np.ones(2)), f(np.ones(2)), f(np.ones(3))])
+    >>> report["compiles"]
+    2
+    """
+    jax.clear_caches()
+    with cl.count_compiles() as counter, cl.capture_cache_misses() as misses:
+        result = jax.block_until_ready(run())
+    named = set(re.findall(r"(\S+) defined at", "\n".join(misses)))
+    compiles = sum(name.startswith("jit(") and name[4:-1] in named for name in counter.compiled)
+    return result, {"compiles": compiles, "misses": list(misses), "eager": counter.compiles - compiles}
+
+
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+|0x[0-9a-fA-F]{6,}")
+_LOCATION = re.compile(r" (?:at|defined at) \S+\.py:\d+")
+_FOLDERS = re.compile(r"(?:/[^\s/:]+)+/([^\s/:]+\.py)")
+
+
+def error_text(error: BaseException, limit: int = 300) -> str:
+    """``Type: first line`` of an exception, the same on every machine and in every run.
+
+    Memory addresses and `` at file.py:N`` locations are left out, other paths to a ``.py`` file
+    keep only the file's name, and the line is cut to ``limit`` characters (``...`` marks the cut);
+    ``Type`` alone when the message is empty or cannot be printed.
+
+    >>> error_text(TypeError("<function f at 0x7f3a2c1d> defined at /home/me/model.py:12 failed"))
+    'TypeError: <function f> failed'
+    >>> error_text(ValueError("cannot read /home/me/model.py"), limit=20)
+    'ValueError: cannot read model.py'
+    >>> error_text(KeyError())
+    'KeyError'
+    """
+    try:
+        text = str(error).strip().splitlines()[0] if str(error).strip() else ""
+    except Exception:  # noqa: BLE001 (a learner's exception may fail to print)
+        text = ""
+    text = _FOLDERS.sub(r"\1", _LOCATION.sub("", _ADDRESS.sub("", text)))
+    text = text if len(text) <= limit else text[: limit - 3] + "..."
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
+
+
+def returned_instead(value: Any, wanted: str) -> str | None:
+    """What a probe records when the learner's function returned ``value`` instead of ``wanted``.
+
+    ``None`` stays ``None``: the framework then asks about a missing ``return``.
+
+    >>> returned_instead(3, "a class")
+    'returned 3, not a class'
+    """
+    return None if value is None else f"returned {describe(value, 60)}, not {wanted}"
 
 
 # --- judges ----------------------------------------------------------------------------------
@@ -155,6 +225,214 @@ def judge_compiles(got: Any, expected: Any, case: Case) -> str | None:
     if got["misses"]:
         return text + ": see the cache-miss explanation below.\n" + got["misses"][-1]
     return text + "."
+
+
+def judge_compiles_with_advice(
+    got: dict[str, Any], expected: dict[str, Any], case: Case, advice: str | None = None, about: str = ""
+) -> str | None:
+    """:func:`judge_compiles`, with ``advice`` (what a miss means in this exercise) after its first line.
+
+    The explanation quoted is the last one that holds ``about`` (the last of all when none does).
+
+    >>> got = {"compiles": 2, "misses": ["TRACING CACHE MISS: lr changed", "TRACING CACHE MISS: x changed"]}
+    >>> print(judge_compiles_with_advice(got, {"compiles": 1}, Case(()), "lr is data, not static.", "lr"))
+    compiled 2 times, expected 1: see the cache-miss explanation below.
+    lr is data, not static.
+    TRACING CACHE MISS: lr changed
+    """
+    quoted = [miss for miss in got["misses"] if about in miss][-1:] or got["misses"][-1:]
+    problem = judge_compiles({**got, "misses": quoted}, expected, case)
+    if problem is None or advice is None:
+        return problem
+    first, newline, rest = problem.partition("\n")
+    return f"{first}\n{advice}" + (f"\n{rest}" if newline else "")
+
+
+NONE_RECORD = {"node": "None"}
+"""What :func:`call_tree` records for a bare ``None`` (the framework's own ``None`` check sees a dict)."""
+
+
+def missing_return(got: Any, expected: Any, name: str) -> str | None:
+    """For :func:`call_tree` results: the hint when ``name`` returned ``None`` where a tree was due.
+
+    >>> missing_return(NONE_RECORD, tree_plain([1.0]), "sgd_step")
+    'sgd_step returned None: missing `return`?'
+    """
+    if got == NONE_RECORD and expected != NONE_RECORD:
+        return f"{name} returned None: missing `return`?"
+    return None
+
+
+# --- typical mistakes --------------------------------------------------------------------------
+
+
+def trees_close(mine: Any, theirs: Any, rtol: float = 1e-5, atol: float = 1e-6) -> bool:
+    """Whether two trees have one structure and close leaves (NaN equal to NaN); never raises.
+
+    >>> trees_close({"a": [1.0, np.nan]}, {"a": [1.0 + 1e-7, np.nan]}), trees_close([1.0], (1.0,))
+    (True, False)
+    """
+    if jax.tree.structure(mine) != jax.tree.structure(theirs):
+        return False
+    for a, b in zip(jax.tree.leaves(mine), jax.tree.leaves(theirs)):
+        try:
+            a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+        except (TypeError, ValueError):
+            return False
+        if a.shape != b.shape or not np.allclose(a, b, rtol=rtol, atol=atol, equal_nan=True):
+            return False
+    return True
+
+
+def matching_variant(
+    mine: Any,
+    variants: Sequence[tuple[str, Callable[[], Any]]],
+    rtol: float = 1e-5,
+    atol: float = 1e-6,
+    rebuilt: bool = False,
+) -> str | None:
+    """The hint of the first typical wrong answer that ``mine`` matches (:func:`trees_close`), or ``None``.
+
+    ``variants`` are ``(hint, build)`` pairs: ``build()`` computes that wrong answer from the case's
+    inputs, only when the variants before it did not match; one that cannot be built is not the
+    mistake. With ``rebuilt`` each wrong answer is compared as a judge sees a learner's result, its
+    containers rebuilt from plain data (:func:`as_judged`). NumPy's warnings are silenced throughout.
+
+    >>> params, grads = {"w": np.ones(2)}, {"w": np.full(2, 0.5)}
+    >>> matching_variant({"w": np.full(2, 1.05)}, [
+    ...     ("no learning rate", lambda: {"w": params["w"] - grads["w"]}),
+    ...     ("uphill", lambda: {"w": params["w"] + 0.1 * grads["w"]}),
+    ... ])
+    'uphill'
+    """
+    for hint, build in variants:
+        with np.errstate(all="ignore"):
+            try:
+                wrong = build()
+                if rebuilt:
+                    wrong = as_judged(wrong)
+            except Exception:  # noqa: BLE001 (a variant that cannot be built is simply not the mistake)
+                continue
+            if trees_close(mine, wrong, rtol, atol):
+                return hint
+    return None
+
+
+# --- NumPy references --------------------------------------------------------------------------
+# References that compute in NumPy compile nothing, so that a self-check costs only the
+# compilations of the learner's own code.
+
+
+def as_numpy(leaf: Any) -> Any:
+    """A leaf as a NumPy array; a Python number stays one.
+
+    >>> as_numpy(2.5), as_numpy(jax.numpy.ones(2))
+    (2.5, array([1., 1.], dtype=float32))
+    """
+    return leaf if isinstance(leaf, (int, float)) else np.asarray(leaf)
+
+
+def scaled(leaf: Any, factor: float) -> Any:
+    """``leaf * factor`` in NumPy, keeping float32 a float32 (a Python float stays a Python float).
+
+    >>> scaled(np.ones(2, np.float32), 0.5), scaled(2.0, 0.5)
+    (array([0.5, 0.5], dtype=float32), 1.0)
+    """
+    return leaf * factor if isinstance(leaf, float) else np.asarray(leaf) * np.float32(factor)
+
+
+# --- plain data with dtypes --------------------------------------------------------------------
+
+
+def as_judged(tree: Any) -> Any:
+    """``tree`` as a judge sees a learner's result: the same containers rebuilt from plain data."""
+    return rebuild_tree(tree_plain(tree))
+
+
+def as_float32(leaf: Any) -> Any:
+    """A bfloat16 (or other non-NumPy float) array as float32, so that it travels as plain data.
+
+    >>> as_float32(jax.numpy.ones(2, jax.numpy.bfloat16)).dtype, as_float32(1.5)
+    (dtype('float32'), 1.5)
+    """
+    dtype = getattr(leaf, "dtype", None)
+    if dtype is not None and np.dtype(dtype).kind == "V":  # bfloat16 and the other ml_dtypes types
+        return np.asarray(leaf).astype(np.float32)
+    return leaf
+
+
+def dtype_name(leaf: Any) -> str:
+    """The name of a leaf's dtype (``bfloat16`` too), or its type's name for a leaf without one."""
+    dtype = getattr(leaf, "dtype", None)
+    return np.dtype(dtype).name if dtype is not None else type(leaf).__name__
+
+
+def dtyped_plain(tree: Any) -> dict[str, Any]:
+    """A tree as plain data with its dtypes on the side (bfloat16 leaves travel as float32).
+
+    >>> dtyped_plain({"w": jax.numpy.ones(2, jax.numpy.bfloat16), "b": None})["dtypes"]
+    [["['w']", 'bfloat16']]
+    """
+    with_paths = jax.tree_util.tree_leaves_with_path(tree)
+    return {
+        "tree": tree_plain(jax.tree.map(as_float32, tree)),
+        "dtypes": [[jax.tree_util.keystr(p), dtype_name(leaf)] for p, leaf in with_paths],
+    }
+
+
+def describe_bf16(tree: Any, limit: int = 160) -> str:
+    """:func:`describe`, with bfloat16 leaves written bf16 (``describe`` writes them as bfloat1616)."""
+    text = describe(tree, 10_000).replace("bfloat1616", "bf16")
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+# --- random inputs ---------------------------------------------------------------------------
+
+
+def random_f32(rng: np.random.Generator, *shape: int, scale: float = 1.0, array: bool = False) -> np.ndarray:
+    """Normal values times ``scale``, rounded to 3 decimals, as a float32 NumPy array of ``shape``.
+
+    For ``shape`` ``()`` the result is a NumPy scalar (``describe`` writes ``np.float32(...)``), or
+    with ``array`` a 0-d array (``f32[]``).
+
+    >>> random_f32(np.random.default_rng(0), 2, scale=10.0)
+    array([ 1.257, -1.321], dtype=float32)
+    >>> type(random_f32(np.random.default_rng(0))).__name__, type(random_f32(np.random.default_rng(0), array=True)).__name__
+    ('float32', 'ndarray')
+    """
+    values = (scale * rng.normal(size=shape)).round(3)
+    return np.asarray(values, dtype=np.float32) if array else values.astype(np.float32)
+
+
+SMALL_SHAPES = ((), (3,), (2, 3))
+"""Few shapes on purpose: every new shape costs each eager ``jnp`` operation a compilation of its
+own (about 0.1 s on a small CPU), and a self-check should take a moment, not seconds."""
+
+
+def small_shape(rng: np.random.Generator) -> tuple[int, ...]:
+    """One of :data:`SMALL_SHAPES`."""
+    return SMALL_SHAPES[int(rng.integers(0, len(SMALL_SHAPES)))]
+
+
+def small_float_leaf(rng: np.random.Generator) -> np.ndarray:
+    """A float32 NumPy array of one of :data:`SMALL_SHAPES`, a 0-d array included."""
+    return random_f32(rng, *small_shape(rng), array=True)
+
+
+def random_like(rng: np.random.Generator, tree: Any, scale: float = 1.0, array: bool = False) -> Any:
+    """A tree of the structure of ``tree`` with new float32 leaves of the same shapes (:func:`random_f32`).
+
+    A JAX array's new leaf is a JAX array, a Python float's a Python float (3 decimals), any other
+    leaf's a NumPy array (or scalar, see ``array``).
+    """
+
+    def fresh(leaf: Any) -> Any:
+        new = random_f32(rng, *np.shape(leaf), scale=scale, array=array)
+        if isinstance(leaf, float):
+            return round(float(new), 3)
+        return jax.device_put(new) if isinstance(leaf, jax.Array) else new
+
+    return jax.tree.map(fresh, tree)
 
 
 # --- random trees ----------------------------------------------------------------------------
