@@ -16,17 +16,14 @@ from ._kit import (
     count_none,
     judge_bool,
     judge_number,
+    random_f32,
     random_leaf,
     random_tree,
     to_python,
     tree_judge,
 )
 from ._plain import describe, rebuild_tree
-from ._spec import Case, Exercise
-
-
-def _f32(rng: np.random.Generator, *shape: int) -> np.ndarray:
-    return rng.normal(size=shape).round(3).astype(np.float32)
+from ._spec import Case, Exercise, Judge
 
 
 def _none_leaf(x: Any) -> bool:
@@ -50,10 +47,10 @@ def _count_case(tree: Any, label: str) -> Case:
 def _count_cases(rng: np.random.Generator) -> list[Case]:
     m, n = (int(k) for k in rng.integers(2, 6, size=2))
     cases = [
-        _count_case({"w": _f32(rng, m, n), "b": _f32(rng, n)}, f"a layer with w of shape ({m}, {n}) and b of shape ({n},)"),
-        _count_case({"encoder": {"w": _f32(rng, n, m), "b": None}, "decoder": None}, "a dict with None subtrees"),
-        _count_case([1.5, _f32(rng, n), (2, _f32(rng, m, 1))], "a list mixing Python numbers and arrays"),
-        _count_case((Layer(w=_f32(rng, m, m), b=None), Point(x=_f32(rng), y=_f32(rng, 1))), "namedtuples with a None field and 0-d arrays"),
+        _count_case({"w": random_f32(rng, m, n), "b": random_f32(rng, n)}, f"a layer with w of shape ({m}, {n}) and b of shape ({n},)"),
+        _count_case({"encoder": {"w": random_f32(rng, n, m), "b": None}, "decoder": None}, "a dict with None subtrees"),
+        _count_case([1.5, random_f32(rng, n), (2, random_f32(rng, m, 1))], "a list mixing Python numbers and arrays"),
+        _count_case((Layer(w=random_f32(rng, m, m), b=None), Point(x=random_f32(rng), y=random_f32(rng, 1))), "namedtuples with a None field and 0-d arrays"),
         _count_case(collections.OrderedDict(z=[None, None], a=()), "a tree with no leaves at all"),
         _count_case(None, "None on its own"),
     ]
@@ -196,7 +193,7 @@ _NODE_WHY = {
 
 def _node_cases(rng: np.random.Generator) -> list[Case]:
     a, b = random_leaf(rng), random_leaf(rng)
-    arr = _f32(rng, *(int(k) for k in rng.integers(1, 4, size=2)))
+    arr = random_f32(rng, *(int(k) for k in rng.integers(1, 4, size=2)))
     found = [
         ("None", None, "none"),
         ("an empty tuple", (), "empty"),
@@ -222,11 +219,16 @@ def _node_cases(rng: np.random.Generator) -> list[Case]:
     return [Case((found[i][1],), label=found[i][0], info={"kind": found[i][2]}) for i in order]
 
 
-def _judge_node(got: Any, expected: Any, case: Case) -> str | None:
-    problem = judge_bool(got, expected, case)
-    if problem is None or not isinstance(to_python(got), bool):
-        return problem
-    return f"is_node returned {to_python(got)}, expected {expected}: {_NODE_WHY[case.info['kind']]}"
+def _explained_bool(name: str, why: dict[str, str]) -> Judge:
+    """:func:`judge_bool`, and for a wrong True or False the reason that the case's kind of input gives."""
+
+    def judge(got: Any, expected: Any, case: Case) -> str | None:
+        problem = judge_bool(got, expected, case)
+        if problem is None or not isinstance(to_python(got), bool):
+            return problem
+        return f"{name} returned {to_python(got)}, expected {expected}: {why[case.info['kind']]}"
+
+    return judge
 
 
 IS_NODE = Exercise(
@@ -237,7 +239,7 @@ IS_NODE = Exercise(
     cases=_node_cases,
     reference=_is_node,
     probe=call_value,
-    judge=_judge_node,
+    judge=_explained_bool("is_node", _NODE_WHY),
     hints=(
         "Ask JAX what it sees: jax.tree.structure(x).",
         "A leaf on its own has the structure PyTreeDef(*); compare with the structure of something you know is a leaf.",
@@ -327,7 +329,7 @@ _SAME_WHY = {
 
 def _same_cases(rng: np.random.Generator) -> list[Case]:
     leaf = lambda: random_leaf(rng)  # noqa: E731
-    x, y, z = _f32(rng, 2), _f32(rng, 3, 2), _f32(rng, 1)
+    x, y, z = random_f32(rng, 2), random_f32(rng, 3, 2), random_f32(rng, 1)
     pairs = [
         ("a list and a tuple with the same leaves", [x, y], (x, y), "list_tuple"),
         ("a namedtuple and a tuple with the same leaves", Point(x=x, y=y), (x, y), "namedtuple_tuple"),
@@ -357,13 +359,6 @@ def _same_structure(a: Any, b: Any) -> bool:
     return jax.tree.structure(a) == jax.tree.structure(b)
 
 
-def _judge_same(got: Any, expected: Any, case: Case) -> str | None:
-    problem = judge_bool(got, expected, case)
-    if problem is None or not isinstance(to_python(got), bool):
-        return problem
-    return f"same_structure returned {to_python(got)}, expected {expected}: {_SAME_WHY[case.info['kind']]}"
-
-
 SAME_STRUCTURE = Exercise(
     id="01.same_structure",
     name="same_structure",
@@ -372,7 +367,7 @@ SAME_STRUCTURE = Exercise(
     cases=_same_cases,
     reference=_same_structure,
     probe=call_value,
-    judge=_judge_same,
+    judge=_explained_bool("same_structure", _SAME_WHY),
     hints=(
         "Compare what JAX sees once the leaves are taken away.",
         "jax.tree.structure gives a PyTreeDef, and two PyTreeDefs compare with ==.",
