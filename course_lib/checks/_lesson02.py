@@ -1,6 +1,7 @@
 """Exercises of lesson 02, mapping over trees: the SGD update, several trees at once, norms, stacking."""
 
 import collections
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -8,88 +9,52 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-import course_lib as cl
-
 from ._evaluate import forbidden_message
 from ._guard import ForbiddenCall, forbid
 from ._kit import (
     Layer,
     Point,
+    as_numpy,
     call_tree,
     call_value,
     compile_report,
     judge_compiles,
     judge_number,
+    matching_variant,
+    missing_return,
+    random_f32,
+    random_like,
     random_tree,
+    scaled,
+    small_float_leaf,
     to_python,
     tree_judge,
 )
 from ._plain import describe, rebuild_tree, tree_plain
-from ._spec import Case, Exercise
+from ._spec import Case, Exercise, Judge
 
 # --- shared helpers ----------------------------------------------------------------------------
 
-
-def _f32(rng: np.random.Generator, *shape: int, scale: float = 1.0) -> np.ndarray:
-    return np.asarray((scale * rng.normal(size=shape)).round(3), dtype=np.float32)
-
-
-# Few shapes, so that JAX compiles each eager operation once for all the cases (a compilation
-# costs about 0.1 s on a small CPU, and a self-check should take well under a second).
-# The explicit cases hold JAX arrays; random trees hold NumPy arrays, where `p - lr * g` compiles nothing.
-_SHAPES = ((), (3,), (2, 3))
-
-
-def _float_leaf(rng: np.random.Generator) -> np.ndarray:
-    """A float32 NumPy array of one of a few small shapes, 0-d included."""
-    return _f32(rng, *_SHAPES[int(rng.integers(0, len(_SHAPES)))])
+# 0-d leaves are 0-d arrays here (``f32[]`` in the inputs a check shows), never NumPy scalars.
+_f32 = functools.partial(random_f32, array=True)
+_like = functools.partial(random_like, array=True)
 
 
 def _float_tree(rng: np.random.Generator, depth: int = 3) -> Any:
-    """A random tree of float32 leaves with at least one leaf."""
+    """A random tree of float32 leaves with at least one leaf.
+
+    The explicit cases hold JAX arrays; random trees hold NumPy arrays (of few shapes, see
+    ``SMALL_SHAPES``), where ``p - lr * g`` compiles nothing.
+    """
     while True:
-        tree = {"params": random_tree(rng, depth=depth, none_rate=0.3, leaf=_float_leaf), "head": _float_leaf(rng)}
+        tree = {"params": random_tree(rng, depth=depth, none_rate=0.3, leaf=small_float_leaf), "head": small_float_leaf(rng)}
         if len(jax.tree.leaves(tree)) >= 2:
             return tree
 
 
-def _like(rng: np.random.Generator, tree: Any, scale: float = 1.0) -> Any:
-    """A tree of the structure of ``tree`` with new float32 leaves of the same shapes (NumPy or JAX alike)."""
-
-    def fresh(leaf: Any) -> Any:
-        array = _f32(rng, *np.shape(leaf), scale=scale)
-        if isinstance(leaf, float):
-            return round(float(array), 3)
-        return jax.device_put(array) if isinstance(leaf, jax.Array) else array
-
-    return jax.tree.map(fresh, tree)
-
-
-def _np(leaf: Any) -> Any:
-    """A leaf as NumPy (a Python number stays one): the references below compute in NumPy, which
-    compiles nothing, so that a self-check costs only the compilations of the learner's own code."""
-    return leaf if isinstance(leaf, (int, float)) else np.asarray(leaf)
-
-
-def _close(a: Any, b: Any, rtol: float = 1e-4, atol: float = 1e-5) -> bool:
-    """Whether two trees have one structure and close leaves (for spotting a typical mistake)."""
-    try:
-        cl.assert_trees_close(a, b, rtol=rtol, atol=atol)
-    except (AssertionError, TypeError, ValueError):
-        return False
-    return True
-
-
 def _first_mistake(mine: Any, variants: list[tuple[str, Callable[[], Any]]]) -> str | None:
-    """The message of the first variant (a typical wrong answer, built lazily) that ``mine`` matches."""
-    for message, build in variants:
-        try:
-            wrong = build()
-        except Exception:  # noqa: BLE001 (a variant that cannot be built is simply not the mistake)
-            continue
-        if _close(mine, wrong):
-            return message
-    return None
+    """The message of the first typical wrong answer (built lazily) that ``mine`` matches."""
+    return matching_variant(mine, variants, rtol=1e-4, atol=1e-5)
 
 
 def _flat_leaves_hint(mine: Any, reference_tree: Any, name: str) -> str | None:
@@ -103,24 +68,40 @@ def _flat_leaves_hint(mine: Any, reference_tree: Any, name: str) -> str | None:
     return None
 
 
+def _one_per_input(mine: Any, theirs: Any, trees: list[Any]) -> bool:
+    """Whether ``mine`` is a list of one result per input tree, where one tree was due."""
+    return isinstance(mine, list) and len(mine) == len(trees) and not isinstance(theirs, list)
+
+
 _tree_judge = tree_judge(rtol=1e-5, atol=1e-6)
 
 
-def _is_none_record(got: Any) -> bool:
-    """Whether a :func:`call_tree` result records a bare ``None`` (the framework's own check sees a dict)."""
-    return got == {"node": "None"}
+def _tree_answer(name: str, explain: Callable[[str, Any, Any, Case], str]) -> Judge:
+    """A judge for an answer that is a tree (a :func:`call_tree` record).
 
+    A bare ``None`` is a missing ``return``; otherwise the tree judge decides, and
+    ``explain(problem, mine, theirs, case)`` turns what it found into the hint (the containers of
+    ``mine`` and ``theirs`` rebuilt).
+    """
 
-def _missing_return(name: str) -> str:
-    return f"{name} returned None: missing `return`?"
+    def judge(got: Any, expected: Any, case: Case) -> str | None:
+        missing = missing_return(got, expected, name)
+        if missing:
+            return missing
+        problem = _tree_judge(got, expected, case)
+        if problem is None:
+            return None
+        return explain(problem, rebuild_tree(got), rebuild_tree(expected), case)
+
+    return judge
 
 
 # --- 02.sgd_step -------------------------------------------------------------------------------
 
 
 def _sgd_step(params: Any, grads: Any, lr: Any) -> Any:
-    rate = _np(lr)
-    return jax.tree.map(lambda p, g: _np(p) - rate * _np(g), params, grads)
+    rate = as_numpy(lr)
+    return jax.tree.map(lambda p, g: as_numpy(p) - rate * as_numpy(g), params, grads)
 
 
 def _sgd_cases(rng: np.random.Generator) -> list[Case]:
@@ -154,14 +135,8 @@ def _sgd_cases(rng: np.random.Generator) -> list[Case]:
     return cases
 
 
-def _judge_sgd(got: Any, expected: Any, case: Case) -> str | None:
-    if _is_none_record(got) and not _is_none_record(expected):
-        return _missing_return("sgd_step")
-    problem = _tree_judge(got, expected, case)
-    if problem is None:
-        return None
+def _explain_sgd(problem: str, mine: Any, theirs: Any, case: Case) -> str:
     params, grads, lr = case.args
-    mine = rebuild_tree(got)
     if problem.startswith("the structure"):
         return _flat_leaves_hint(mine, params, "params") or problem
     mistake = _first_mistake(
@@ -188,7 +163,7 @@ SGD_STEP = Exercise(
     cases=_sgd_cases,
     reference=_sgd_step,
     probe=call_tree,
-    judge=_judge_sgd,
+    judge=_tree_answer("sgd_step", _explain_sgd),
     hints=(
         "Each parameter leaf moves against its own gradient leaf: p - lr * g.",
         "jax.tree.map(f, params, grads) calls f with one leaf of params and the matching leaf of grads.",
@@ -202,7 +177,7 @@ SGD_STEP = Exercise(
 
 
 def _average_trees(trees: list[Any]) -> Any:
-    return jax.tree.map(lambda *leaves: sum(map(_np, leaves)) / len(leaves), *trees)
+    return jax.tree.map(lambda *leaves: sum(map(as_numpy, leaves)) / len(leaves), *trees)
 
 
 def _average_cases(rng: np.random.Generator) -> list[Case]:
@@ -222,16 +197,11 @@ def _average_cases(rng: np.random.Generator) -> list[Case]:
     return cases
 
 
-def _judge_average(got: Any, expected: Any, case: Case) -> str | None:
-    if _is_none_record(got) and not _is_none_record(expected):
-        return _missing_return("average_trees")
-    problem = _tree_judge(got, expected, case)
-    if problem is None:
-        return None
+def _explain_average(problem: str, mine: Any, theirs: Any, case: Case) -> str:
     (trees,) = case.args
-    k, mine, theirs = len(trees), rebuild_tree(got), rebuild_tree(expected)
+    k = len(trees)
     if problem.startswith("the structure"):
-        if isinstance(mine, list) and len(mine) == k and not isinstance(theirs, list):
+        if _one_per_input(mine, theirs, trees):
             return (
                 f"returned a list of {k} trees, one per input: the answer is one tree shaped like trees[0]. "
                 "Pass the trees to jax.tree.map as separate arguments, jax.tree.map(f, *trees), so that f "
@@ -267,7 +237,7 @@ AVERAGE_TREES = Exercise(
     cases=_average_cases,
     reference=_average_trees,
     probe=call_tree,
-    judge=_judge_average,
+    judge=_tree_answer("average_trees", _explain_average),
     hints=(
         "jax.tree.map accepts any number of trees after the function: jax.tree.map(f, t1, t2, t3).",
         "With a list, unpack it: jax.tree.map(f, *trees); f then receives one leaf from each tree.",
@@ -491,7 +461,7 @@ GLOBAL_NORM = Exercise(
 def _clip_by_global_norm(grads: Any, max_norm: Any) -> Any:
     norm = _global_norm(grads)
     scale = max_norm / norm if norm > max_norm else 1.0
-    return jax.tree.map(lambda g: g * scale if isinstance(g, float) else np.asarray(g) * np.float32(scale), grads)
+    return jax.tree.map(lambda g: scaled(g, scale), grads)
 
 
 def _clip_cases(rng: np.random.Generator) -> list[Case]:
@@ -533,42 +503,46 @@ def _probe_clip(fn: Callable[..., Any], case: Case) -> Any:
     return {"eager": eager, "jit": jitted}
 
 
-def _judge_clip(got: Any, expected: Any, case: Case) -> str | None:
-    if _is_none_record(got["eager"]) and not _is_none_record(expected["eager"]):
-        return _missing_return("clip_by_global_norm")
+def _explain_clip(problem: str, mine: Any, theirs: Any, case: Case) -> str:
     grads, max_norm = case.args
-    problem = _tree_judge(got["eager"], expected["eager"], case)
+    if problem.startswith("the structure"):
+        return _flat_leaves_hint(mine, grads, "grads") or problem
+    norm = case.info["norm"]
+    if norm > 0 and any(np.isnan(np.asarray(leaf, dtype=np.float64)).any() for leaf in jax.tree.leaves(mine)):
+        return f"{problem} Your result holds nan."
+    if norm == 0 and any(np.isnan(np.asarray(leaf, dtype=np.float64)).any() for leaf in jax.tree.leaves(mine)):
+        return f"{problem} The norm is 0 here, and dividing by it gives nan: only divide when clipping is needed."
+
+    def per_leaf() -> Any:
+        def clip(g: Any) -> Any:
+            n = float(np.sqrt(np.sum(np.asarray(g, np.float64) ** 2)))
+            return g * (max_norm / n) if n > max_norm else g
+
+        return jax.tree.map(clip, grads)
+
+    mistake = _first_mistake(
+        mine,
+        [
+            ("you clipped each leaf by its own norm; the norm to compare with max_norm is the global norm of "
+             "the whole tree, and every leaf is scaled by the same factor.", per_leaf),
+            ("you scaled even though the global norm is below max_norm: gradients that are small enough "
+             "must come back unchanged.", lambda: jax.tree.map(lambda g: g * (max_norm / norm), grads)),
+            ("you scaled by norm / max_norm; the factor is max_norm / norm.",
+             lambda: jax.tree.map(lambda g: g * (norm / max_norm), grads)),
+            ("nothing was clipped: when the global norm is above max_norm, scale every leaf by max_norm / norm.",
+             lambda: grads),
+        ],
+    )
+    return f"{problem} It looks like {mistake}" if mistake else problem
+
+
+_judge_clipped = _tree_answer("clip_by_global_norm", _explain_clip)
+
+
+def _judge_clip(got: Any, expected: Any, case: Case) -> str | None:
+    problem = _judge_clipped(got["eager"], expected["eager"], case)
     if problem is not None:
-        mine = rebuild_tree(got["eager"])
-        if problem.startswith("the structure"):
-            return _flat_leaves_hint(mine, grads, "grads") or problem
-        norm = case.info["norm"]
-        if norm > 0 and any(np.isnan(np.asarray(leaf, dtype=np.float64)).any() for leaf in jax.tree.leaves(mine)):
-            return f"{problem} Your result holds nan."
-        if norm == 0 and any(np.isnan(np.asarray(leaf, dtype=np.float64)).any() for leaf in jax.tree.leaves(mine)):
-            return f"{problem} The norm is 0 here, and dividing by it gives nan: only divide when clipping is needed."
-
-        def per_leaf() -> Any:
-            def clip(g: Any) -> Any:
-                n = float(np.sqrt(np.sum(np.asarray(g, np.float64) ** 2)))
-                return g * (max_norm / n) if n > max_norm else g
-
-            return jax.tree.map(clip, grads)
-
-        mistake = _first_mistake(
-            mine,
-            [
-                ("you clipped each leaf by its own norm; the norm to compare with max_norm is the global norm of "
-                 "the whole tree, and every leaf is scaled by the same factor.", per_leaf),
-                ("you scaled even though the global norm is below max_norm: gradients that are small enough "
-                 "must come back unchanged.", lambda: jax.tree.map(lambda g: g * (max_norm / norm), grads)),
-                ("you scaled by norm / max_norm; the factor is max_norm / norm.",
-                 lambda: jax.tree.map(lambda g: g * (norm / max_norm), grads)),
-                ("nothing was clipped: when the global norm is above max_norm, scale every leaf by max_norm / norm.",
-                 lambda: grads),
-            ],
-        )
-        return f"{problem} It looks like {mistake}" if mistake else problem
+        return problem
     if got["jit"] is None:
         return None
     if "error" in got["jit"]:
@@ -642,16 +616,11 @@ def _like_any(rng: np.random.Generator, tree: Any) -> Any:
     return jax.tree.map(fresh, tree)
 
 
-def _judge_stack(got: Any, expected: Any, case: Case) -> str | None:
-    if _is_none_record(got) and not _is_none_record(expected):
-        return _missing_return("stack_trees")
-    problem = _tree_judge(got, expected, case)
-    if problem is None:
-        return None
+def _explain_stack(problem: str, mine: Any, theirs: Any, case: Case) -> str:
     (trees,) = case.args
-    k, mine, theirs = len(trees), rebuild_tree(got), rebuild_tree(expected)
+    k = len(trees)
     if problem.startswith("the structure"):
-        if isinstance(mine, list) and len(mine) == k and not isinstance(theirs, list):
+        if _one_per_input(mine, theirs, trees):
             return (
                 f"returned a list of {k} trees: the answer is one tree shaped like trees[0]. Unpack the list, "
                 "jax.tree.map(f, *trees), so that f receives the matching leaves of all the trees."
@@ -689,7 +658,7 @@ STACK_TREES = Exercise(
     cases=_stack_cases,
     reference=_stack_trees,
     probe=call_tree,
-    judge=_judge_stack,
+    judge=_tree_answer("stack_trees", _explain_stack),
     hints=(
         "The result has the structure of trees[0]; each of its leaves gathers the matching leaves of all the trees.",
         "jax.tree.map(f, *trees) hands f the matching leaves; jnp.stack turns a sequence of arrays into one array.",
