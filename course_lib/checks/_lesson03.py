@@ -11,7 +11,7 @@ differentiate) to a record of plain facts, which the judge compares with the ref
 
 import collections
 import dataclasses
-import re
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -20,7 +20,18 @@ import jax.numpy as jnp
 import numpy as np
 from jax.tree_util import keystr
 
-from ._kit import Layer, call_tree, plain_difference, random_tree, tree_judge
+from ._kit import (
+    Layer,
+    call_tree,
+    error_text,
+    missing_return,
+    plain_difference,
+    random_f32,
+    random_tree,
+    scaled,
+    small_float_leaf,
+    tree_judge,
+)
 from ._plain import describe, rebuild_tree
 from ._spec import Case, Exercise
 
@@ -193,26 +204,12 @@ def _record(obj: Any, fields: tuple[str, ...], cls: type) -> dict[str, Any]:
     }
 
 
-_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+|0x[0-9a-fA-F]{6,}")
-_FILE = re.compile(r"(?:/[^\s/:]+)+/([^\s/:]+\.py)")
-
-
-def _error_text(error: BaseException) -> str:
-    try:
-        text = str(error).strip().splitlines()[0] if str(error).strip() else ""
-    except Exception:  # noqa: BLE001 (a learner's exception may fail to print)
-        text = ""
-    text = _FILE.sub(r"\1", _ADDRESS.sub("", text))
-    text = text if len(text) <= 160 else text[:157] + "..."
-    return f"{type(error).__name__}: {text}" if text else type(error).__name__
-
-
 def _attempt(action: Callable[[], Any]) -> Any:
     """``action()``, or ``{"error": ...}`` when it raises (the message is the hint's raw material)."""
     try:
         return action()
     except Exception as error:  # noqa: BLE001 (NotImplementedError too: a half-written class is incorrect, not unattempted)
-        return {"error": _error_text(error)}
+        return {"error": error_text(error, limit=160)}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -435,14 +432,41 @@ def _record_difference(mine: dict[str, Any], want: dict[str, Any], name: str, st
     return None
 
 
+def _class_exercise(
+    spec: _Spec,
+    name: str,
+    title: str,
+    cases: Callable[[np.random.Generator], list[Case]],
+    reference: Callable[[], type],
+    register_hint: str,
+    static_hint: str,
+    hints: tuple[str, ...],
+) -> Exercise:
+    """A class exercise of this lesson: ``define_<kind>()`` returns the class ``name``, probed and judged as ``spec`` says.
+
+    ``register_hint`` says how to register the class, ``static_hint`` how to keep its configuration static.
+    """
+    return Exercise(
+        id=f"03.{spec.kind}",
+        name=f"define_{spec.kind}",
+        title=title,
+        points=2,
+        cases=cases,
+        reference=reference,
+        probe=_class_probe(spec),
+        judge=_judge_class(spec, name, register_hint, static_hint),
+        hints=hints,
+    )
+
+
 def _article(kind: str) -> str:
     if kind in ("None", "missing") or kind.startswith("placeholder"):
         return kind
     return f"an {kind}" if kind[0] in "aeiou" else f"a {kind}"
 
 
-def _f32(rng: np.random.Generator, *shape: int) -> np.ndarray:
-    return np.asarray(rng.normal(size=shape).round(3), dtype=np.float32)
+# 0-d leaves are 0-d arrays here (``f32[]`` in the inputs a check shows), never NumPy scalars.
+_f32 = functools.partial(random_f32, array=True)
 
 
 # --- 03.dense ----------------------------------------------------------------------------------
@@ -469,20 +493,14 @@ def _dense_cases(rng: np.random.Generator) -> list[Case]:
     return cases
 
 
-DENSE = Exercise(
-    id="03.dense",
-    name="define_dense",
-    title="A dense layer as a registered dataclass",
-    points=2,
-    cases=_dense_cases,
-    reference=_define_dense,
-    probe=_class_probe(_DENSE),
-    judge=_judge_class(
-        _DENSE,
-        "Dense",
-        "Decorate it with @jax.tree_util.register_dataclass, above @dataclass.",
-        'Declare it with dataclasses.field(default="relu", metadata=dict(static=True)).',
-    ),
+DENSE = _class_exercise(
+    _DENSE,
+    "Dense",
+    "A dense layer as a registered dataclass",
+    _dense_cases,
+    _define_dense,
+    "Decorate it with @jax.tree_util.register_dataclass, above @dataclass.",
+    'Declare it with dataclasses.field(default="relu", metadata=dict(static=True)).',
     hints=(
         "Inside define_dense, write the class with two decorators, @jax.tree_util.register_dataclass above "
         "@dataclass, and end with `return Dense`.",
@@ -519,22 +537,16 @@ def _conv_cases(rng: np.random.Generator) -> list[Case]:
     return cases
 
 
-CONV1D = Exercise(
-    id="03.conv1d",
-    name="define_conv1d",
-    title="A class registered with flatten and unflatten functions",
-    points=2,
-    cases=_conv_cases,
-    reference=_define_conv1d,
-    probe=_class_probe(_CONV),
-    judge=_judge_class(
-        _CONV,
-        "Conv1D",
-        "Register it with jax.tree_util.register_pytree_node(Conv1D, conv1d_flatten, conv1d_unflatten) before "
-        "`return Conv1D`.",
-        "conv1d_flatten returns it in the auxiliary data, the second item of its pair: "
-        "((kernel, bias), (stride, padding)).",
-    ),
+CONV1D = _class_exercise(
+    _CONV,
+    "Conv1D",
+    "A class registered with flatten and unflatten functions",
+    _conv_cases,
+    _define_conv1d,
+    "Register it with jax.tree_util.register_pytree_node(Conv1D, conv1d_flatten, conv1d_unflatten) before "
+    "`return Conv1D`.",
+    "conv1d_flatten returns it in the auxiliary data, the second item of its pair: "
+    "((kernel, bias), (stride, padding)).",
     hints=(
         "conv1d_flatten(layer) returns a pair: the children JAX should look inside, then the auxiliary data.",
         "The children are the arrays, (layer.kernel, layer.bias); the auxiliary data is the configuration, "
@@ -567,20 +579,14 @@ def _norm_cases(rng: np.random.Generator) -> list[Case]:
     return cases
 
 
-LAYER_NORM = Exercise(
-    id="03.layer_norm",
-    name="define_layer_norm",
-    title="A class registered with its own methods, whatever its constructor does",
-    points=2,
-    cases=_norm_cases,
-    reference=_define_layer_norm,
-    probe=_class_probe(_NORM),
-    judge=_judge_class(
-        _NORM,
-        "LayerNorm",
-        "Keep the decorator @jax.tree_util.register_pytree_node_class on the class.",
-        "tree_flatten returns it as the auxiliary data: ((self.scale, self.offset), self.eps).",
-    ),
+LAYER_NORM = _class_exercise(
+    _NORM,
+    "LayerNorm",
+    "A class registered with its own methods, whatever its constructor does",
+    _norm_cases,
+    _define_layer_norm,
+    "Keep the decorator @jax.tree_util.register_pytree_node_class on the class.",
+    "tree_flatten returns it as the auxiliary data: ((self.scale, self.offset), self.eps).",
     hints=(
         "tree_flatten(self) returns ((self.scale, self.offset), self.eps): the arrays are children, eps is "
         "auxiliary data.",
@@ -609,13 +615,9 @@ def _decay_weights(params: Any, rate: float) -> Any:
     def decay(path: tuple[Any, ...], leaf: Any) -> Any:
         if _last_key_name(path) != "w":
             return leaf
-        return leaf * (1 - rate) if isinstance(leaf, float) else np.asarray(leaf) * np.float32(1 - rate)
+        return scaled(leaf, 1 - rate)
 
     return jax.tree.map_with_path(decay, params)
-
-
-def _decay_leaf(rng: np.random.Generator) -> np.ndarray:
-    return _f32(rng, *((), (3,), (2, 3))[int(rng.integers(0, 3))])
 
 
 def _show(tree: Any) -> str:
@@ -636,7 +638,7 @@ def _decay_case(tree: Any, rate: float, label: str) -> Case:
 
 
 def _decay_cases(rng: np.random.Generator) -> list[Case]:
-    leaf = lambda: _decay_leaf(rng)  # noqa: E731
+    leaf = lambda: small_float_leaf(rng)  # noqa: E731
     rates = [float(r) for r in rng.choice([0.1, 0.01, 0.5, 0.2], size=4, replace=False)]
     cases = [
         _decay_case(
@@ -661,7 +663,7 @@ def _decay_cases(rng: np.random.Generator) -> list[Case]:
         _decay_case(leaf(), rates[0], "a single array: its key path is empty, so it is no weight"),
     ]
     for i in range(2):
-        tree = {"model": random_tree(rng, depth=3, none_rate=0.3, leaf=_decay_leaf), "w": leaf()}
+        tree = {"model": random_tree(rng, depth=3, none_rate=0.3, leaf=small_float_leaf), "w": leaf()}
         cases.append(_decay_case(tree, rates[i + 1], f"random tree {i + 1}"))
     return cases
 
@@ -670,8 +672,9 @@ _tree_judge = tree_judge(rtol=1e-5, atol=1e-6)
 
 
 def _judge_decay(got: Any, expected: Any, case: Case) -> str | None:
-    if got == {"node": "None"} and expected != got:
-        return "decay_weights returned None: missing `return`?"
+    missing = missing_return(got, expected, "decay_weights")
+    if missing:
+        return missing
     problem = _tree_judge(got, expected, case)
     if problem is None or problem.startswith("the structure"):
         return problem
