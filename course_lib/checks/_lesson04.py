@@ -8,7 +8,6 @@ compilations, so a count does not depend on what the process compiled before.
 
 import collections
 import dataclasses
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,43 +16,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-import course_lib as cl
-
-from ._kit import judge_compiles
+from ._kit import error_text, jit_compile_report, judge_compiles_with_advice, random_f32, returned_instead
 from ._plain import describe
 from ._spec import Case, Exercise
 
 ACTIVATIONS: dict[str, Callable[[Any], Any]] = {"tanh": jnp.tanh, "relu": jax.nn.relu, "identity": lambda x: x}
-
-
-def _f32(rng: np.random.Generator, *shape: int) -> np.ndarray:
-    return rng.normal(size=shape).round(3).astype(np.float32)
-
-
-def _counted(run: Callable[[], Any]) -> tuple[Any, dict[str, Any]]:
-    """``run()``'s result, and how often jitted functions compiled in it, from empty caches.
-
-    The report is ``{"compiles": n, "misses": [...], "eager": m}`` like ``compile_report``'s, with
-    the compilations of JAX's own eager operations (``m``), which log no cache-miss explanation,
-    left out of ``n``.
-    """
-    jax.clear_caches()
-    with cl.count_compiles() as counter, cl.capture_cache_misses() as misses:
-        result = jax.block_until_ready(run())
-    named = set(re.findall(r"(\S+) defined at", "\n".join(misses)))
-    compiles = sum(name.startswith("jit(") and name[4:-1] in named for name in counter.compiled)
-    return result, {"compiles": compiles, "misses": list(misses), "eager": counter.compiles - compiles}
-
-
-_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
-_LOCATION = re.compile(r" (?:at|defined at) \S+\.py:\d+")
-
-
-def _error_text(error: BaseException) -> str:
-    """``Type: first line`` of an exception, without memory addresses or file locations."""
-    lines = str(error).strip().splitlines() or [""]
-    text = _LOCATION.sub("", _ADDRESS.sub("", lines[0]))
-    return f"{type(error).__name__}: {text}"[:300]
 
 
 def _attempt(run: Callable[[], Any]) -> tuple[Any, str | None]:
@@ -63,12 +30,7 @@ def _attempt(run: Callable[[], Any]) -> tuple[Any, str | None]:
     except NotImplementedError:
         raise
     except Exception as error:  # noqa: BLE001 (the judge turns the error into a hint)
-        return None, _error_text(error)
-
-
-def _not_a_class(value: Any) -> str | None:
-    """``None`` (the framework then asks about a missing ``return``) or a description of what came back."""
-    return None if value is None else f"returned {describe(value, 60)}, not a class"
+        return None, error_text(error, limit=300)
 
 
 def _leaf_text(leaf: Any) -> str:
@@ -78,6 +40,31 @@ def _leaf_text(leaf: Any) -> str:
     return f"<{type(leaf).__name__}>"
 
 
+def _forward_report(report: dict[str, Any], run: Callable[[], list[Any]]) -> dict[str, Any]:
+    """``report`` with the outputs of ``run()`` (a jitted call per layer or config) and its compile count.
+
+    When a call raises, the report holds the error instead.
+    """
+    counted, error = _attempt(lambda: jit_compile_report(run))
+    if error:
+        return {**report, "error": error}
+    outputs, counts = counted
+    return {**report, "outputs": [np.asarray(out) for out in outputs], **counts}
+
+
+def _forward_problem(got: dict[str, Any], expected: dict[str, Any], case: Case, calling: str, advice: str) -> str | None:
+    """For a :func:`_forward_report`: the error of ``calling``, the first wrong output, or the compile count.
+
+    ``advice`` says what compiling too often means here.
+    """
+    if got.get("error"):
+        return f"{calling} raised {got['error']}"
+    problem = _outputs_problem(got["outputs"], expected["outputs"], case.info["what"])
+    if problem:
+        return problem
+    return judge_compiles_with_advice(got, expected, case, advice if got["compiles"] > expected["compiles"] else None)
+
+
 def _outputs_problem(got: list[Any], expected: list[Any], what: list[str]) -> str | None:
     for i, (mine, theirs) in enumerate(zip(got, expected)):
         if not isinstance(mine, np.ndarray) or mine.shape != theirs.shape:
@@ -85,15 +72,6 @@ def _outputs_problem(got: list[Any], expected: list[Any], what: list[str]) -> st
         if not np.allclose(mine, theirs, rtol=1e-5, atol=1e-5):
             return f"{what[i]} gave other values than expected."
     return None
-
-
-def _count_problem(got: dict[str, Any], expected: dict[str, Any], case: Case, advice: str | None) -> str | None:
-    """:func:`judge_compiles`, with ``advice`` (what the miss means here) after its first line."""
-    problem = judge_compiles(got, expected, case)
-    if problem is None or advice is None:
-        return problem
-    first, newline, rest = problem.partition("\n")
-    return f"{first}\n{advice}" + (f"\n{rest}" if newline else "")
 
 
 # --- 04.dense --------------------------------------------------------------------------------
@@ -123,8 +101,8 @@ def _dense_cases(rng: np.random.Generator) -> list[Case]:
         d_in, d_out = (int(k) for k in rng.integers(2, 6, size=2))
         first, second = (str(a) for a in rng.choice(["relu", "identity"], size=2, replace=False))
         info = {
-            "x": _f32(rng, d_in),
-            "weights": [(_f32(rng, d_in, d_out), _f32(rng, d_out)) for _ in range(2)],
+            "x": random_f32(rng, d_in),
+            "weights": [(random_f32(rng, d_in, d_out), random_f32(rng, d_out)) for _ in range(2)],
             # (weights, activation, use_bias), None meaning "use the defaults"
             "layers": [(0, None, None), (1, None, None), (0, first, True), (0, first, False), (1, second, True), (1, "tanh", True)],
         }
@@ -145,7 +123,7 @@ def _dense_cases(rng: np.random.Generator) -> list[Case]:
 def _dense_probe(fn: Callable[..., Any], case: Case) -> dict[str, Any]:
     cls = fn()
     if not isinstance(cls, type):
-        return _not_a_class(cls)
+        return returned_instead(cls, "a class")
     info = case.info
     layers = []
     for index, activation, use_bias in info["layers"]:
@@ -157,11 +135,7 @@ def _dense_probe(fn: Callable[..., Any], case: Case) -> dict[str, Any]:
     report: dict[str, Any] = {"leaves": [_leaf_text(leaf) for leaf in jax.tree.leaves(layers[0])]}
     forward = jax.jit(lambda layer, x: layer(x))
     x = info["x"]
-    counted, error = _attempt(lambda: _counted(lambda: [forward(layer, x) for layer in layers]))
-    if error:
-        return {**report, "error": error}
-    outputs, counts = counted
-    return {**report, "outputs": [np.asarray(out) for out in outputs], **counts}
+    return _forward_report(report, lambda: [forward(layer, x) for layer in layers])
 
 
 def _leaves_problem(got: list[str], expected: list[str], names: dict[str, str]) -> str | None:
@@ -200,25 +174,26 @@ def _judge_dense(got: Any, expected: Any, case: Case) -> str | None:
     problem = _leaves_problem(got["leaves"], expected["leaves"], names)
     if problem:
         return problem
-    if got.get("error"):
-        return f"calling the jitted forward raised {got['error']}"
+    if not got.get("error"):
+        problem = _bias_problem(got["outputs"], expected["outputs"], case)
+        if problem:
+            return problem
+    advice = (
+        "Only a new activation or a new use_bias should compile again; new weights, and a "
+        "configuration seen before, reuse a compiled program."
+    )
+    return _forward_problem(got, expected, case, "calling the jitted forward", advice)
+
+
+def _bias_problem(outputs: list[Any], want: list[Any], case: Case) -> str | None:
+    """A hint when use_bias=False kept the bias, or when the default use_bias left it out."""
     what = case.info["what"]
-    outputs, want = got["outputs"], expected["outputs"]
     if len(outputs) > 3 and np.allclose(outputs[3], want[2], atol=1e-5) and not np.allclose(want[3], want[2], atol=1e-5):
         return f"{what[3]} gave the same result as with the bias: use_bias=False must leave b out."
     without_bias = np.tanh(case.info["x"] @ case.info["weights"][1][0])
     if np.shape(outputs[1]) == without_bias.shape and np.allclose(outputs[1], without_bias, atol=1e-5):
         return f"{what[1]} left the bias out: the defaults are activation='tanh' and use_bias=True."
-    problem = _outputs_problem(outputs, want, what)
-    if problem:
-        return problem
-    advice = None
-    if got["compiles"] > expected["compiles"]:
-        advice = (
-            "Only a new activation or a new use_bias should compile again; new weights, and a "
-            "configuration seen before, reuse a compiled program."
-        )
-    return _count_problem(got, expected, case, advice)
+    return None
 
 
 DENSE = Exercise(
@@ -266,10 +241,10 @@ def _define_mlp() -> type:
 
 def _mlp_layers(rng: np.random.Generator, d: int, container: str) -> Any:
     def layer(i: int) -> dict[str, Any]:
-        b = None if i == 1 else _f32(rng, d)
+        b = None if i == 1 else random_f32(rng, d)
         if container == "OrderedDict":
-            return collections.OrderedDict(w=_f32(rng, d, d), b=b)
-        return {"w": _f32(rng, d, d), "b": b}
+            return collections.OrderedDict(w=random_f32(rng, d, d), b=b)
+        return {"w": random_f32(rng, d, d), "b": b}
 
     layers = [layer(i) for i in range(3)]
     return tuple(layers) if container == "OrderedDict" else layers
@@ -289,7 +264,7 @@ def _mlp_cases(rng: np.random.Generator) -> list[Case]:
             "then depth=3",
             f"then act={second!r}",
         ]
-        info = {"x": _f32(rng, d), "layers": [_mlp_layers(rng, d, container) for _ in range(2)], "plans": plans, "what": what}
+        info = {"x": random_f32(rng, d), "layers": [_mlp_layers(rng, d, container) for _ in range(2)], "plans": plans, "what": what}
         kind = "a tuple of OrderedDicts" if container == "OrderedDict" else "a list of dicts"
         shown = f"x f32[{d}], layers {kind} (w f32[{d},{d}], the second layer's b None); in turn " + ", ".join(what)
         cases.append(Case((), label=f"an MLP whose layers are {kind}", info=info, shown=shown))
@@ -299,17 +274,13 @@ def _mlp_cases(rng: np.random.Generator) -> list[Case]:
 def _mlp_probe(fn: Callable[..., Any], case: Case) -> dict[str, Any]:
     cls = fn()
     if not isinstance(cls, type):
-        return _not_a_class(cls)
+        return returned_instead(cls, "a class")
     info = case.info
     models = [cls(layers=info["layers"][i], depth=depth, act=act, scale=scale) for i, depth, act, scale in info["plans"]]
     report: dict[str, Any] = {"leaves": [_leaf_text(leaf) for leaf in jax.tree.leaves(models[2])]}
     forward = jax.jit(lambda model, x: model(x))
     x = info["x"]
-    counted, error = _attempt(lambda: _counted(lambda: [forward(model, x) for model in models]))
-    if error:
-        return {**report, "error": error}
-    outputs, counts = counted
-    return {**report, "outputs": [np.asarray(out) for out in outputs], **counts}
+    return _forward_report(report, lambda: [forward(model, x) for model in models])
 
 
 def _judge_mlp(got: Any, expected: Any, case: Case) -> str | None:
@@ -326,13 +297,8 @@ def _judge_mlp(got: Any, expected: Any, case: Case) -> str | None:
         names = {f"'{a}'": "act" for a in ACTIVATIONS}
         names.update({str(d): "depth" for d in (2, 3)})
         return _leaves_problem(mine, theirs, names)
-    if got.get("error"):
-        return f"calling the jitted forward raised {got['error']}"
-    problem = _outputs_problem(got["outputs"], expected["outputs"], case.info["what"])
-    if problem:
-        return problem
     advice = "New weights and a new scale reuse the program; only a new depth or a new act compiles again."
-    return _count_problem(got, expected, case, advice if got["compiles"] > expected["compiles"] else None)
+    return _forward_problem(got, expected, case, "calling the jitted forward", advice)
 
 
 FIXED_MLP = Exercise(
@@ -391,7 +357,7 @@ def _config_cases(rng: np.random.Generator) -> list[Case]:
             f"TrainConfig(hidden={tuple(other)}, activation={act!r})",
             f"TrainConfig(hidden={tuple(hidden)}) (activation left to its default)",
         ]
-        info = {"x": _f32(rng, n), "calls": calls, "what": what}
+        info = {"x": random_f32(rng, n), "calls": calls, "what": what}
         shown = f"x f32[{n}]; in turn " + ", ".join(what)
         cases.append(Case((), label=f"configs with hidden sizes {hidden}", info=info, shown=shown))
     return cases
@@ -407,7 +373,7 @@ def _config_program(x: jax.Array, config: Any) -> jax.Array:
 def _config_probe(fn: Callable[..., Any], case: Case) -> dict[str, Any]:
     cls = fn()
     if not isinstance(cls, type):
-        return _not_a_class(cls)
+        return returned_instead(cls, "a class")
     configs = []
     for kind, hidden, act in case.info["calls"]:
         value = list(hidden) if kind == "list" else tuple(hidden)
@@ -421,11 +387,7 @@ def _config_probe(fn: Callable[..., Any], case: Case) -> dict[str, Any]:
     report["frozen"] = mutation_error is not None
     program = jax.jit(_config_program, static_argnums=1)
     x = case.info["x"]
-    counted, error = _attempt(lambda: _counted(lambda: [program(x, config) for config in configs]))
-    if error:
-        return {**report, "error": error}
-    outputs, counts = counted
-    return {**report, "outputs": [np.asarray(out) for out in outputs], **counts}
+    return _forward_report(report, lambda: [program(x, config) for config in configs])
 
 
 def _judge_config(got: Any, expected: Any, case: Case) -> str | None:
@@ -457,13 +419,8 @@ def _judge_config(got: Any, expected: Any, case: Case) -> str | None:
         return "equal configs must have equal hashes: let the dataclass write __hash__ (frozen=True) instead of writing your own."
     if got["hidden_type"] != "tuple":
         return f"config.hidden is a {got['hidden_type']}; store it as a tuple."
-    if got.get("error"):
-        return f"a jitted function with the config as a static argument raised {got['error']}"
-    problem = _outputs_problem(got["outputs"], expected["outputs"], case.info["what"])
-    if problem:
-        return problem
     advice = "Configs equal to one seen before must reuse its program: equal configs, equal hashes."
-    return _count_problem(got, expected, case, advice if got["compiles"] > expected["compiles"] else None)
+    return _forward_problem(got, expected, case, "a jitted function with the config as a static argument", advice)
 
 
 FROZEN_CONFIG = Exercise(
@@ -551,7 +508,7 @@ def _static_and_traced(obj: Any) -> tuple[list[str], list[str]]:
 
 def _split_cases(rng: np.random.Generator) -> list[Case]:
     def arr(*shape: int) -> Any:
-        return _f32(rng, *shape)
+        return random_f32(rng, *shape)
 
     d = int(rng.integers(2, 5))
     objects = [
