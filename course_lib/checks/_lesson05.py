@@ -16,27 +16,31 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-import course_lib as cl
-
-from ._kit import Layer, Point, count_none, judge_compiles, random_tree, tree_judge
+from ._kit import (
+    Layer,
+    Point,
+    count_none,
+    jit_compile_report,
+    judge_compiles_with_advice,
+    random_f32,
+    random_tree,
+    returned_instead,
+    tree_judge,
+)
 from ._plain import describe, rebuild_tree, tree_plain
 from ._spec import Case, Exercise
-
-
-def _f32(rng: np.random.Generator, *shape: int) -> np.ndarray:
-    return rng.normal(size=shape).round(3).astype(np.float32)
 
 
 def _float_leaf(rng: np.random.Generator) -> Any:
     """A float32 array (NumPy or JAX) with 1 or 2 dimensions of 2 to 4."""
     shape = tuple(int(n) for n in rng.integers(2, 5, size=int(rng.integers(1, 3))))
-    array = _f32(rng, *shape)
+    array = random_f32(rng, *shape)
     return jax.device_put(array) if rng.random() < 0.5 else array  # device_put compiles nothing
 
 
 def _like(rng: np.random.Generator, tree: Any) -> Any:
-    """A tree of the structure and shapes of ``tree`` with new float32 values."""
-    return jax.tree.map(lambda leaf: _f32(rng, *np.shape(leaf)), tree)
+    """A tree of the structure and shapes of ``tree`` with new float32 values, NumPy arrays all."""
+    return jax.tree.map(lambda leaf: random_f32(rng, *np.shape(leaf)), tree)
 
 
 def _param_tree(rng: np.random.Generator, kind: int) -> Any:
@@ -52,43 +56,14 @@ def _param_tree(rng: np.random.Generator, kind: int) -> Any:
     return {"layer": Layer(w=leaf(), b=leaf()), "extra": extra}
 
 
-def _counted(run: Callable[[], Any]) -> tuple[Any, dict[str, Any]]:
-    """``run()``'s result, and how often jitted functions compiled in it, from empty caches.
-
-    The report is ``{"compiles": n, "misses": [...], "eager": m}`` like ``compile_report``'s, with
-    the compilations of JAX's own eager operations (``m``) left out of ``n``.
-    """
-    jax.clear_caches()
-    with cl.count_compiles() as counter, cl.capture_cache_misses() as misses:
-        result = jax.block_until_ready(run())
-    named = set(re.findall(r"(\S+) defined at", "\n".join(misses)))
-    compiles = sum(name.startswith("jit(") and name[4:-1] in named for name in counter.compiled)
-    return result, {"compiles": compiles, "misses": list(misses), "eager": counter.compiles - compiles}
-
-
 def _miss_paths(misses: Sequence[str]) -> list[str]:
     """The input paths (``lr``, ``state['loss_avg']``) that JAX's cache-miss explanations name."""
     return [m[1] for text in misses for m in re.finditer(r"\* at ([^,]+), now", text)]
 
 
 Advice = tuple[str | None, str]
-"""What a cache miss means for the exercise, and a text that picks the explanation to quote."""
-
-
-def _count_problem(got: dict[str, Any], expected: dict[str, Any], case: Case, advice: Advice = (None, "")) -> str | None:
-    """:func:`judge_compiles`, quoting the last explanation that holds ``advice[1]``, with ``advice[0]`` before it."""
-    text, about = advice
-    quoted = [miss for miss in got["misses"] if about in miss][-1:] or got["misses"][-1:]
-    problem = judge_compiles({**got, "misses": quoted}, expected, case)
-    if problem is None or text is None:
-        return problem
-    first, newline, rest = problem.partition("\n")
-    return f"{first}\n{text}" + (f"\n{rest}" if newline else "")
-
-
-def _not_a_function(value: Any) -> str | None:
-    """``None`` (the framework then asks about a missing ``return``) or a description of what came back."""
-    return None if value is None else f"returned {describe(value, 60)}, not a function"
+"""What a cache miss means for the exercise, and a text that picks the explanation to quote
+(the arguments ``advice`` and ``about`` of ``judge_compiles_with_advice``)."""
 
 
 def _no_miss_advice(got: dict[str, Any], expected: dict[str, Any]) -> Advice:
@@ -98,6 +73,25 @@ def _no_miss_advice(got: dict[str, Any], expected: dict[str, Any]) -> Advice:
         "Nothing you jitted was compiled: the computation ran operation by operation outside jit "
         "(each operation compiled on its own). Put the whole computation inside one jitted function."
     ), ""
+
+
+_tree = tree_judge()
+
+
+def _calls_problem(
+    got: dict[str, Any],
+    expected: dict[str, Any],
+    case: Case,
+    explain: Callable[[int, Any, Any, str], str],
+    advice: Callable[[dict[str, Any], dict[str, Any]], Advice],
+) -> str | None:
+    """The first call whose result differs from the reference's, as ``explain(i, mine, theirs, problem)``
+    says; when all are right, the compile count, with what ``advice`` says a miss means."""
+    for i, (mine, theirs) in enumerate(zip(got["results"], expected["results"])):
+        problem = _tree(mine, theirs, case)
+        if problem:
+            return explain(i, mine, theirs, problem)
+    return judge_compiles_with_advice(got, expected, case, *advice(got, expected))
 
 
 # --- 05.make_step ----------------------------------------------------------------------------
@@ -152,17 +146,14 @@ def _step_probe(fn: Callable[..., Any], case: Case) -> dict[str, Any]:
     params, grads, rates = case.args
     step = fn()
     if not callable(step):
-        return _not_a_function(step)
+        return returned_instead(step, "a function")
     try:
-        results, report = _counted(lambda: [step(params, grads, rate) for rate in rates])
+        results, report = jit_compile_report(lambda: [step(params, grads, rate) for rate in rates])
     except NotImplementedError:
         raise
     except Exception as error:  # noqa: BLE001 (the judge turns a static lr's error into a hint)
         return {"error": f"{type(error).__name__}: {' '.join(str(error).strip().splitlines()[:2])}"}
     return {"results": [tree_plain(result) for result in results], **report}
-
-
-_tree = tree_judge()
 
 
 _STATIC_LR = (
@@ -198,12 +189,11 @@ def _judge_step(got: Any, expected: Any, case: Case) -> str | None:
     results = got.get("results") if isinstance(got, dict) else None
     if not isinstance(results, list) or len(results) != len(expected["results"]):
         return "make_step() should return a function step(params, grads, lr) that returns the new params."
-    for rate, mine, theirs in zip(rates, results, expected["results"]):
+
+    def explain(i: int, mine: Any, theirs: Any, problem: str) -> str:
+        rate = rates[i]
         if rebuild_tree(mine) is None and rebuild_tree(theirs) is not None:
             return f"with lr = {_rate_text(rate)}, step returned None: missing `return`?"
-        problem = _tree(mine, theirs, case)
-        if problem is None:
-            continue
         if not problem.startswith("the structure"):
             uphill = jax.tree.map(lambda p, g: np.asarray(p) + float(rate) * np.asarray(g), params, grads)
             no_rate = jax.tree.map(lambda p, g: np.asarray(p) - np.asarray(g), params, grads)
@@ -212,7 +202,8 @@ def _judge_step(got: Any, expected: Any, case: Case) -> str | None:
             if _tree(mine, tree_plain(no_rate), case) is None:
                 return f"with lr = {_rate_text(rate)}, step returned params - grads: it ignores lr."
         return f"with lr = {_rate_text(rate)}, {problem}"
-    return _count_problem(got, expected, case, _step_advice(got, expected))
+
+    return _calls_problem(got, expected, case, explain, _step_advice)
 
 
 MAKE_STEP = Exercise(
@@ -260,14 +251,14 @@ def _pad_to_bucket(batch: Any, buckets: Sequence[int]) -> tuple[Any, np.ndarray]
 
 def _batch(rng: np.random.Generator, kind: int, rows: int) -> Any:
     d = int(rng.integers(2, 5))
-    features = _f32(rng, rows, d)
+    features = random_f32(rng, rows, d)
     labels = rng.integers(0, 10, size=rows).astype(np.int32)
     if kind == 0:
         return {"x": features, "y": labels}
     if kind == 1:
-        return (_f32(rng, rows, 2, d), None, labels)
+        return (random_f32(rng, rows, 2, d), None, labels)
     if kind == 2:
-        return Point(x=labels, y={"weights": _f32(rng, rows, 1), "extra": None})
+        return Point(x=labels, y={"weights": random_f32(rng, rows, 1), "extra": None})
     return collections.OrderedDict(tokens=rng.integers(0, 50, size=(rows, d)).astype(np.int32), x=features)
 
 
@@ -306,7 +297,7 @@ def _pad_probe(fn: Callable[..., Any], case: Case) -> dict[str, Any]:
     report: dict[str, Any] = {"compiles": 0, "misses": []}
     if all(isinstance(r, tuple) and len(r) == 2 for r in results):
         try:
-            _, report = _counted(lambda: [total(*r) for r in results])
+            _, report = jit_compile_report(lambda: [total(*r) for r in results])
         except Exception as error:  # noqa: BLE001 (a malformed result is judged from its values)
             report = {"compiles": 0, "misses": [], "error": type(error).__name__}
     try:
@@ -363,7 +354,7 @@ def _judge_pad(got: Any, expected: Any, case: Case) -> str | None:
             f"Each new batch shape is a new program. Padded to {case.info['buckets_used']} bucket sizes, "
             f"3 to 17 rows need only {expected['compiles']} compilations of a jitted step."
         )
-        return _count_problem(got, expected, case, (advice, ""))
+        return judge_compiles_with_advice(got, expected, case, advice)
     for n, mine, theirs in zip(_SIZES, got["results"], expected["results"]):
         problem = _judge_padded(n, buckets, mine, theirs, case)
         if problem:
@@ -373,7 +364,7 @@ def _judge_pad(got: Any, expected: Any, case: Case) -> str | None:
     if got["too_big"] != "ValueError":
         what = "returned" if got["too_big"] == "returned" else f"raised {got['too_big']}"
         return f"a batch of {max(buckets) + 1} rows fits no bucket: pad_to_bucket {what}, expected it to raise ValueError."
-    return _count_problem(got, expected, case)
+    return judge_compiles_with_advice(got, expected, case)
 
 
 PAD_TO_BUCKET = Exercise(
@@ -441,7 +432,7 @@ def _state_probe(fn: Callable[..., Any], case: Case) -> dict[str, Any]:
             current = step(current, grads, loss)
         return current
 
-    final, report = _counted(run)
+    final, report = jit_compile_report(run)
     return {"final": tree_plain(final), **report}
 
 
@@ -477,7 +468,7 @@ def _state_advice(got: dict[str, Any], expected: dict[str, Any]) -> Advice:
 
 
 def _judge_state(got: Any, expected: Any, case: Case) -> str | None:
-    problem = _count_problem(got, expected, case, _state_advice(got, expected))
+    problem = judge_compiles_with_advice(got, expected, case, *_state_advice(got, expected))
     if problem:
         return problem
     problem = _tree(got["final"], expected["final"], case)
@@ -554,8 +545,8 @@ def _scaled_probe(fn: Callable[..., Any], case: Case) -> dict[str, Any]:
     x, plan = case.args
     first = fn(_FUNCTIONS[plan[0][0]])
     if not callable(first):
-        return _not_a_function(first)
-    results, report = _counted(lambda: [fn(_FUNCTIONS[name])(x, factor) for name, factor in plan])
+        return returned_instead(first, "a function")
+    results, report = jit_compile_report(lambda: [fn(_FUNCTIONS[name])(x, factor) for name, factor in plan])
     return {"results": [tree_plain(result) for result in results], **report}
 
 
@@ -579,17 +570,17 @@ def _judge_scaled(got: Any, expected: Any, case: Case) -> str | None:
     x, plan = case.args
     if isinstance(got, str):
         return f"make_scaled(f) {got}: return the function scaled."
-    for (name, factor), mine, theirs in zip(plan, got["results"], expected["results"]):
-        problem = _tree(mine, theirs, case)
-        if problem:
-            first = plan[0][0]
-            if name != first and _tree(mine, tree_plain(_make_scaled(_FUNCTIONS[first])(x, factor)), case) is None:
-                return (
-                    f"make_scaled({name}) gave the results of make_scaled({first}): keep one jitted "
-                    "function per f, and look it up by f."
-                )
-            return f"make_scaled({name})(x, {factor}): {problem}"
-    return _count_problem(got, expected, case, _scaled_advice(got, expected))
+
+    def explain(i: int, mine: Any, theirs: Any, problem: str) -> str:
+        (name, factor), first = plan[i], plan[0][0]
+        if name != first and _tree(mine, tree_plain(_make_scaled(_FUNCTIONS[first])(x, factor)), case) is None:
+            return (
+                f"make_scaled({name}) gave the results of make_scaled({first}): keep one jitted "
+                "function per f, and look it up by f."
+            )
+        return f"make_scaled({name})(x, {factor}): {problem}"
+
+    return _calls_problem(got, expected, case, explain, _scaled_advice)
 
 
 MAKE_SCALED = Exercise(
