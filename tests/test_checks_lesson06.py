@@ -16,6 +16,7 @@ import pytest
 import course_lib as cl
 from course_lib.checks import _lesson06 as lesson
 from course_lib.checks import evaluate, get_exercise
+from course_lib.checks._kit import as_judged, dtyped_plain, trees_close
 from course_lib.checks._plain import rebuild_tree
 from exercise_support import LessonChecks, answer_id, fresh_checks, has_none, nodes, repeated_check_output  # noqa: F401 (fresh_checks: autouse)
 
@@ -392,12 +393,12 @@ def test_adam_hints_name_wrong_algorithms_that_really_differ() -> None:
     differs = {i: False for i in range(len(lesson._ADAM_VARIANTS))}
     for case in cases:
         params, grads_seq, state, lr = case.args
-        right = lesson._plain(lesson._adam_step(params, grads_seq[0], state, lr, **case.kwargs))
-        assert lesson._close(lesson._plain(lesson._adam_variant(params, grads_seq[0], state, lr, **case.kwargs)), right)
+        right = as_judged(lesson._adam_step(params, grads_seq[0], state, lr, **case.kwargs))
+        assert trees_close(as_judged(lesson._adam_variant(params, grads_seq[0], state, lr, **case.kwargs)), right)
         for i, (flags, _) in enumerate(lesson._ADAM_VARIANTS):
             with np.errstate(all="ignore"):
-                wrong = lesson._plain(lesson._adam_variant(params, grads_seq[0], state, lr, **case.kwargs, **flags))
-            differs[i] |= not lesson._close(wrong, right)
+                wrong = as_judged(lesson._adam_variant(params, grads_seq[0], state, lr, **case.kwargs, **flags))
+            differs[i] |= not trees_close(wrong, right)
     assert all(differs.values()), differs
 
 
@@ -476,7 +477,7 @@ def test_restore_messages_never_show_the_temporary_folder() -> None:
 
 
 def test_bfloat16_results_travel_as_float32_with_their_dtype() -> None:
-    record = lesson._record({"w": jnp.ones(2, jnp.bfloat16), "b": None, "n": np.arange(2, dtype=np.int32)})
+    record = dtyped_plain({"w": jnp.ones(2, jnp.bfloat16), "b": None, "n": np.arange(2, dtype=np.int32)})
     assert record["dtypes"] == [["['n']", "int32"], ["['w']", "bfloat16"]]
     rebuilt = rebuild_tree(record["tree"])
     assert rebuilt["w"].dtype == np.float32 and rebuilt["b"] is None

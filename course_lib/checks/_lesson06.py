@@ -6,6 +6,7 @@ from the case's own inputs and say which one the answer matches.
 """
 
 import collections
+import functools
 import os
 import shutil
 import tempfile
@@ -20,7 +21,20 @@ from jax.tree_util import keystr
 
 import course_lib as cl
 
-from ._kit import Layer, Point, random_tree, tree_judge
+from ._kit import (
+    Layer,
+    Point,
+    as_judged,
+    describe_bf16,
+    dtyped_plain,
+    matching_variant,
+    random_f32,
+    random_like,
+    random_tree,
+    small_shape,
+    tree_judge,
+    trees_close,
+)
 from ._plain import describe, rebuild_tree, tree_plain
 from ._spec import Case, Exercise
 
@@ -36,21 +50,9 @@ class AdamState(NamedTuple):
 # --- small helpers ---------------------------------------------------------------------------
 
 
-def _f32(rng: np.random.Generator, *shape: int, scale: float = 1.0) -> np.ndarray:
-    return (scale * rng.normal(size=shape)).round(3).astype(np.float32)
-
-
-# Few shapes on purpose: every new shape costs each eager jnp operation a compilation, and a
-# self-check should take a moment, not seconds. The trees vary in their containers instead.
-_SHAPES = ((), (3,), (2, 3))
-
-
-def _shape(rng: np.random.Generator) -> tuple[int, ...]:
-    return _SHAPES[int(rng.integers(0, len(_SHAPES)))]
-
-
 _LAYER = (2, 3)
-"""The shape of a layer's weight matrix in the optimizer cases: its shapes are among ``_SHAPES``."""
+"""The shape of a layer's weight matrix in the optimizer cases: its shapes are among ``SMALL_SHAPES``
+(few shapes on purpose, so that eager ``jnp`` operations compile once; the trees vary in their containers instead)."""
 
 
 def _any_shape(rng: np.random.Generator) -> tuple[int, ...]:
@@ -59,7 +61,7 @@ def _any_shape(rng: np.random.Generator) -> tuple[int, ...]:
 
 def _float_leaf(rng: np.random.Generator) -> Any:
     """A float32 array, NumPy or JAX, of a small random shape (0-d included)."""
-    array = _f32(rng, *_shape(rng))
+    array = random_f32(rng, *small_shape(rng))
     return jax.device_put(array) if rng.random() < 0.5 else array
 
 
@@ -68,57 +70,13 @@ def _array_leaf(rng: np.random.Generator) -> Any:
     if rng.random() < 0.25:
         array: np.ndarray = rng.integers(-9, 10, size=_any_shape(rng)).astype(np.int32)
     else:
-        array = _f32(rng, *_any_shape(rng))
+        array = random_f32(rng, *_any_shape(rng))
     return jax.device_put(array) if rng.random() < 0.5 else array
 
 
 def _float_tree(rng: np.random.Generator, none_rate: float = 0.25) -> Any:
     """A random tree of float32 leaves, with at least one leaf at the top."""
     return {"head": _float_leaf(rng), "body": random_tree(rng, depth=3, none_rate=none_rate, leaf=_float_leaf)}
-
-
-def _like(rng: np.random.Generator, tree: Any, scale: float = 1.0) -> Any:
-    """A tree shaped like ``tree`` with new float32 values of the same kind (NumPy or JAX)."""
-
-    def new(leaf: Any) -> Any:
-        array = _f32(rng, *np.shape(leaf), scale=scale)
-        return jax.device_put(array) if isinstance(leaf, jax.Array) else array
-
-    return jax.tree.map(new, tree)
-
-
-def _describe(tree: Any, limit: int = 160) -> str:
-    """``describe``, with bfloat16 leaves written bf16 (``describe`` writes them as bfloat1616)."""
-    text = describe(tree, 10_000).replace("bfloat1616", "bf16")
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def _plain(tree: Any) -> Any:
-    """``tree`` as a judge sees a learner's result: the same containers rebuilt from plain data."""
-    return rebuild_tree(tree_plain(tree))
-
-
-def _close(mine: Any, theirs: Any, rtol: float = 1e-5, atol: float = 1e-6) -> bool:
-    """Same structure and close leaves (NaN equal to NaN), never an error."""
-    if jax.tree.structure(mine) != jax.tree.structure(theirs):
-        return False
-    for a, b in zip(jax.tree.leaves(mine), jax.tree.leaves(theirs)):
-        try:
-            a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
-        except (TypeError, ValueError):
-            return False
-        if a.shape != b.shape or not np.allclose(a, b, rtol=rtol, atol=atol, equal_nan=True):
-            return False
-    return True
-
-
-def _matching_variant(mine: Any, variants: list[tuple[Callable[[], Any], str]]) -> str | None:
-    """The hint of the first wrong algorithm whose result ``mine`` matches."""
-    for make, hint in variants:
-        with np.errstate(all="ignore"):
-            if _close(mine, _plain(make())):
-                return hint
-    return None
 
 
 def _is_namedtuple(x: Any) -> bool:
@@ -154,34 +112,34 @@ def _momentum_step(params: Any, grads: Any, velocity: Any, lr: Any, beta: Any) -
 def _momentum_case(
     rng: np.random.Generator, params: Any, label: str, lr: Any = 0.1, beta: float = 0.9, first: bool = False
 ) -> Case:
-    grads = _like(rng, params)
-    velocity = jax.tree.map(np.zeros_like, params) if first else _like(rng, params)
+    grads = random_like(rng, params)
+    velocity = jax.tree.map(np.zeros_like, params) if first else random_like(rng, params)
     return Case((params, grads, velocity, lr, beta), label=label)
 
 
 def _momentum_cases(rng: np.random.Generator) -> list[Case]:
     m, n = _LAYER
     cases = [
-        _momentum_case(rng, {"w": _f32(rng, m, n), "b": _f32(rng, n)}, "the first step (velocity all zeros)", first=True),
-        _momentum_case(rng, {"w": _f32(rng, m, n), "b": _f32(rng, n)}, "a layer with a velocity from earlier steps"),
+        _momentum_case(rng, {"w": random_f32(rng, m, n), "b": random_f32(rng, n)}, "the first step (velocity all zeros)", first=True),
+        _momentum_case(rng, {"w": random_f32(rng, m, n), "b": random_f32(rng, n)}, "a layer with a velocity from earlier steps"),
         _momentum_case(
             rng,
-            {"encoder": {"w": _f32(rng, m, n), "b": None}, "decoder": None, "scale": _f32(rng)},
+            {"encoder": {"w": random_f32(rng, m, n), "b": None}, "decoder": None, "scale": random_f32(rng)},
             "a dict with None subtrees",
             beta=0.5,
         ),
         _momentum_case(
             rng,
-            [Layer(w=_f32(rng, m, n), b=None), Layer(w=_f32(rng, m, n), b=_f32(rng, n))],
+            [Layer(w=random_f32(rng, m, n), b=None), Layer(w=random_f32(rng, m, n), b=random_f32(rng, n))],
             "a list of namedtuples with a None field",
         ),
         _momentum_case(
             rng,
-            collections.OrderedDict(z=(_f32(rng, n), jax.device_put(_f32(rng, 3))), a=Point(x=_f32(rng), y=None)),
+            collections.OrderedDict(z=(random_f32(rng, n), jax.device_put(random_f32(rng, 3))), a=Point(x=random_f32(rng), y=None)),
             "an OrderedDict of tuples and a namedtuple, with lr a float32 array",
             lr=jax.device_put(np.float32(0.05)),
         ),
-        _momentum_case(rng, {"w": _f32(rng, n), "b": _f32(rng)}, "beta = 0: plain SGD", beta=0.0),
+        _momentum_case(rng, {"w": random_f32(rng, n), "b": random_f32(rng)}, "beta = 0: plain SGD", beta=0.0),
     ]
     for i in range(3):
         tree = _float_tree(rng)
@@ -189,7 +147,8 @@ def _momentum_cases(rng: np.random.Generator) -> list[Case]:
     return cases
 
 
-def _momentum_variants(case: Case) -> list[tuple[Callable[[], Any], str]]:
+def _momentum_variants(case: Case) -> list[tuple[str, Callable[[], Any]]]:
+    """The usual wrong momentum steps, as ``(hint, build)`` pairs for ``matching_variant``."""
     params, grads, velocity, lr, beta = case.args
     tmap = jax.tree.map
 
@@ -226,34 +185,34 @@ def _momentum_variants(case: Case) -> list[tuple[Callable[[], Any], str]]:
         return v, new_params
 
     return [
-        (swapped, "the two results are swapped: return (new_params, new_velocity), in that order."),
+        ("the two results are swapped: return (new_params, new_velocity), in that order.", swapped),
         (
-            old_velocity,
             "the new params were moved with the old velocity. Update the velocity first, then move the "
             "params with the new one: the gradient of this step counts at once.",
+            old_velocity,
         ),
         (
-            stale_velocity,
             "the params are right, but the velocity returned is the one that came in: return the new velocity, "
             "or the next step starts from the old one.",
+            stale_velocity,
         ),
         (
-            dampened,
             "your velocity averages the gradients, beta * v + (1 - beta) * g. Momentum here (as in "
             "optax.sgd(momentum=beta)) adds the whole gradient: v = beta * v + g.",
+            dampened,
         ),
         (
-            lr_in_velocity,
             "your velocity has the learning rate inside (v = beta * v - lr * g). Keep the velocity a running "
             "sum of gradients, v = beta * v + g, and apply lr when you move the params.",
+            lr_in_velocity,
         ),
         (
-            lr_in_velocity_plus,
             "your velocity has the learning rate inside (v = beta * v + lr * g). Keep the velocity a running "
             "sum of gradients, v = beta * v + g, and apply lr when you move the params.",
+            lr_in_velocity_plus,
         ),
-        (uphill, "the params moved uphill: subtract lr * v, do not add it."),
-        (nesterov, "that is the Nesterov step (p - lr * (g + beta * v)); this exercise asks for plain momentum, p - lr * v."),
+        ("the params moved uphill: subtract lr * v, do not add it.", uphill),
+        ("that is the Nesterov step (p - lr * (g + beta * v)); this exercise asks for plain momentum, p - lr * v.", nesterov),
     ]
 
 
@@ -272,9 +231,9 @@ def _judge_momentum(got: Any, expected: Any, case: Case) -> str | None:
             )
     if problem is not None:
         return problem
-    if _close(mine, theirs):
+    if trees_close(mine, theirs):
         return _leaf_problem(mine, theirs, "the result")
-    return _matching_variant(mine, _momentum_variants(case)) or _leaf_problem(mine, theirs, "the result")
+    return matching_variant(mine, _momentum_variants(case), rebuilt=True) or _leaf_problem(mine, theirs, "the result")
 
 
 MOMENTUM_STEP = Exercise(
@@ -306,20 +265,20 @@ def _adam_init(params: Any) -> AdamState:
 
 
 def _half_leaf(rng: np.random.Generator) -> Any:
-    return jax.device_put(_f32(rng, *_shape(rng)).astype(np.float16))
+    return jax.device_put(random_f32(rng, *small_shape(rng)).astype(np.float16))
 
 
 def _init_cases(rng: np.random.Generator) -> list[Case]:
     m, n = _LAYER
     cases = [
-        Case(({"w": _f32(rng, m, n), "b": _f32(rng, n)},), label=f"a layer with w of shape ({m}, {n}) and b of shape ({n},)"),
-        Case(({"encoder": {"w": _f32(rng, m, n), "b": None}, "decoder": None},), label="a dict with None subtrees"),
+        Case(({"w": random_f32(rng, m, n), "b": random_f32(rng, n)},), label=f"a layer with w of shape ({m}, {n}) and b of shape ({n},)"),
+        Case(({"encoder": {"w": random_f32(rng, m, n), "b": None}, "decoder": None},), label="a dict with None subtrees"),
         Case(
-            ([Layer(w=_f32(rng, m, n), b=None), Point(x=_f32(rng), y=jax.device_put(_f32(rng, n)))],),
+            ([Layer(w=random_f32(rng, m, n), b=None), Point(x=random_f32(rng), y=jax.device_put(random_f32(rng, n)))],),
             label="a list of namedtuples",
         ),
         Case(
-            ({"w": _half_leaf(rng), "b": jax.device_put(_f32(rng, n))},),
+            ({"w": _half_leaf(rng), "b": jax.device_put(random_f32(rng, n))},),
             label="float16 weights next to float32 biases (the moments keep each leaf's dtype)",
         ),
     ]
@@ -486,7 +445,7 @@ def _adam_probe(fn: Callable[..., Any], case: Case) -> list[Any]:
 def _judge_adam(got: Any, expected: Any, case: Case) -> str | None:
     params, grads_seq, state, lr = case.args
     # The wrong variants are computed on rebuilt trees, the containers the learner's results come back in.
-    params, state, kwargs = _plain(params), AdamState(*_plain(state)), dict(case.kwargs)
+    params, state, kwargs = as_judged(params), AdamState(*as_judged(state)), dict(case.kwargs)
     for i, (record, want) in enumerate(zip(got, expected)):
         at = f"at step {i + 1} of {len(expected)}: " if len(expected) > 1 else ""
         mine, theirs = rebuild_tree(record), rebuild_tree(want)
@@ -501,18 +460,19 @@ def _judge_adam(got: Any, expected: Any, case: Case) -> str | None:
         if problem is not None:
             return at + problem
         count, want_count = int(mine[1].count), int(theirs[1].count)
-        if _close(mine, theirs):
+        if trees_close(mine, theirs):
             problem = _leaf_problem(mine, theirs, "the result")
             if problem is not None:
                 return at + problem
             params, state = theirs[0], AdamState(*theirs[1])
             continue
-        if count == want_count - 1 and _close(mine[0], theirs[0]):
+        if count == want_count - 1 and trees_close(mine[0], theirs[0]):
             return at + f"the new state's count is {count}, expected {want_count}: return the increased count."
-        grads = _plain(grads_seq[i])
-        for flags, hint in _ADAM_VARIANTS:
-            if _matching_variant(mine, [(lambda flags=flags: _adam_variant(params, grads, state, lr, **kwargs, **flags), hint)]):
-                return at + hint
+        grads = as_judged(grads_seq[i])
+        variants = [(hint, functools.partial(_adam_variant, params, grads, state, lr, **kwargs, **flags)) for flags, hint in _ADAM_VARIANTS]
+        hint = matching_variant(mine, variants, rebuilt=True)
+        if hint:
+            return at + hint
         if count != want_count:
             return at + f"the new state's count is {count}, expected {want_count}: each step adds 1."
         return at + (_leaf_problem(mine, theirs, "the result") or "the result differs from the expected one.")
@@ -531,12 +491,12 @@ def _adam_case(
     scale: float = 1.0,
     **kwargs: float,
 ) -> Case:
-    grads_seq = [_like(rng, params, scale) for _ in range(steps)]
+    grads_seq = [random_like(rng, params, scale) for _ in range(steps)]
     if fresh:
         state = AdamState(jax.device_put(np.int32(0)), jax.tree.map(np.zeros_like, params), jax.tree.map(np.zeros_like, params))
     else:
-        mu = _like(rng, params, 0.1 * scale)
-        nu = jax.tree.map(lambda m: (np.square(m) + 1e-3 * scale**2).astype(np.float32), _like(rng, params, scale))
+        mu = random_like(rng, params, 0.1 * scale)
+        nu = jax.tree.map(lambda m: (np.square(m) + 1e-3 * scale**2).astype(np.float32), random_like(rng, params, scale))
         state = AdamState(jax.device_put(np.int32(rng.integers(3, 20))), mu, nu)
     shown = (
         f"params {describe(params, 100)}, {steps} steps of gradients, a state with count={int(state.count)}, lr={lr}"
@@ -548,18 +508,18 @@ def _adam_case(
 def _adam_cases(rng: np.random.Generator) -> list[Case]:
     m, n = _LAYER
     cases = [
-        _adam_case(rng, {"w": _f32(rng, m, n), "b": _f32(rng, n)}, "a layer, from a fresh state"),
-        _adam_case(rng, {"encoder": {"w": _f32(rng, m, n), "b": None}, "decoder": None}, "a dict with None subtrees", lr=0.01),
+        _adam_case(rng, {"w": random_f32(rng, m, n), "b": random_f32(rng, n)}, "a layer, from a fresh state"),
+        _adam_case(rng, {"encoder": {"w": random_f32(rng, m, n), "b": None}, "decoder": None}, "a dict with None subtrees", lr=0.01),
         _adam_case(
             rng,
-            [Layer(w=_f32(rng, m, n), b=None), Point(x=_f32(rng), y=_f32(rng, n))],
+            [Layer(w=random_f32(rng, m, n), b=None), Point(x=random_f32(rng), y=random_f32(rng, n))],
             "namedtuples, from a state 3 to 19 steps old",
             lr=0.05,
             fresh=False,
         ),
-        _adam_case(rng, ({"w": _f32(rng, n)}, [_f32(rng, m, n)]), "other betas, b1=0.8 and b2=0.99", b1=0.8, b2=0.99),
+        _adam_case(rng, ({"w": random_f32(rng, n)}, [random_f32(rng, m, n)]), "other betas, b1=0.8 and b2=0.99", b1=0.8, b2=0.99),
         _adam_case(
-            rng, {"w": _f32(rng, n), "b": _f32(rng)}, "gradients of size about 0.001, where eps matters", lr=0.01, scale=1e-3
+            rng, {"w": random_f32(rng, n), "b": random_f32(rng)}, "gradients of size about 0.001, where eps matters", lr=0.01, scale=1e-3
         ),
     ]
     for i in range(2):
@@ -675,8 +635,8 @@ def _judge_save(got: Any, expected: Any, case: Case) -> str | None:
 
 def _training_state(rng: np.random.Generator) -> dict[str, Any]:
     m, n = (int(k) for k in rng.integers(2, 5, size=2))
-    params = {"w": _f32(rng, m, n), "b": jax.device_put(_f32(rng, n))}
-    opt = AdamState(jax.device_put(np.int32(rng.integers(1, 50))), _like(rng, params), _like(rng, params))
+    params = {"w": random_f32(rng, m, n), "b": jax.device_put(random_f32(rng, n))}
+    opt = AdamState(jax.device_put(np.int32(rng.integers(1, 50))), random_like(rng, params), random_like(rng, params))
     return {"params": params, "opt": opt}
 
 
@@ -684,7 +644,7 @@ def _save_cases(rng: np.random.Generator) -> list[Case]:
     m, n = (int(k) for k in rng.integers(2, 5, size=2))
     leaf = lambda: _array_leaf(rng)  # noqa: E731
     cases = [
-        Case(("layer.npz", {"w": _f32(rng, m, n), "b": _f32(rng, n)}), label="a layer"),
+        Case(("layer.npz", {"w": random_f32(rng, m, n), "b": random_f32(rng, n)}), label="a layer"),
         Case(("state.npz", _training_state(rng)), label="a training state: params and an AdamState with an int32 count"),
         Case(("ckpt.npz", [leaf(), None, {"z": leaf(), "a": None}]), label="a list with None subtrees", info={"as_path": True}),
         Case(
@@ -824,12 +784,12 @@ def _zeros(tree: Any) -> Any:
 def _restore_cases(rng: np.random.Generator) -> list[Case]:
     m, n = (int(k) for k in rng.integers(2, 5, size=2))
     leaf = lambda: _array_leaf(rng)  # noqa: E731
-    layer = {"w": _f32(rng, m, n), "b": _f32(rng, n)}
+    layer = {"w": random_f32(rng, m, n), "b": random_f32(rng, n)}
     state = _training_state(rng)
     state["opt"] = state["opt"]._replace(nu=None)
-    named = [Layer(w=_f32(rng, m, m), b=_f32(rng, m)), Layer(w=_f32(rng, m, 1), b=_f32(rng, 1))]
+    named = [Layer(w=random_f32(rng, m, m), b=random_f32(rng, m)), Layer(w=random_f32(rng, m, 1), b=random_f32(rng, 1))]
     listed = [leaf(), [leaf(), leaf()], None]
-    wider_bias = _f32(rng, n + 1)
+    wider_bias = random_f32(rng, n + 1)
     opt_paths = tuple(keystr(p) for p, _ in jax.tree_util.tree_leaves_with_path({"opt": state["opt"]}))
     cases = [
         _restore_case(layer, _zeros(layer), "a layer, into a template of zeros"),
@@ -929,28 +889,6 @@ def _has_loop(jaxpr: Any) -> bool:
     return False
 
 
-def _as_float32(leaf: Any) -> Any:
-    """A bfloat16 (or other non-NumPy float) array as float32, so that it travels as plain data."""
-    dtype = getattr(leaf, "dtype", None)
-    if dtype is not None and np.dtype(dtype).kind == "V":  # bfloat16 and the other ml_dtypes types
-        return np.asarray(leaf).astype(np.float32)
-    return leaf
-
-
-def _dtype_name(leaf: Any) -> str:
-    dtype = getattr(leaf, "dtype", None)
-    return np.dtype(dtype).name if dtype is not None else type(leaf).__name__
-
-
-def _record(tree: Any) -> dict[str, Any]:
-    """A tree as plain data with its dtypes on the side (bfloat16 leaves travel as float32)."""
-    with_paths = jax.tree_util.tree_leaves_with_path(tree)
-    return {
-        "tree": tree_plain(jax.tree.map(_as_float32, tree)),
-        "dtypes": [[keystr(p), _dtype_name(leaf)] for p, leaf in with_paths],
-    }
-
-
 def _train_probe(fn: Callable[..., Any], case: Case) -> dict[str, Any]:
     """Trace ``fn`` under ``jax.jit`` (is there a loop in the program?), then compile and run it once."""
     loss_fn, params, batches, lr, beta = case.args
@@ -964,7 +902,7 @@ def _train_probe(fn: Callable[..., Any], case: Case) -> dict[str, Any]:
     loop = _has_loop(traced.jaxpr)
     if not (type(out) is tuple and len(out) == 3):
         return {"loop": loop, "shape": describe(out, 120)}
-    return {"loop": loop, "params": _record(out[0]), "velocity": _record(out[1]), "losses": _record(out[2])}
+    return {"loop": loop, "params": dtyped_plain(out[0]), "velocity": dtyped_plain(out[1]), "losses": dtyped_plain(out[2])}
 
 
 def _carry_hint(message: str) -> str:
@@ -1061,16 +999,16 @@ def _judge_train(got: Any, expected: Any, case: Case) -> str | None:
 
 def _train_case(rng: np.random.Generator, params: Any, label: str, lr: Any, steps: int, beta: float = 0.9) -> Case:
     batches = {
-        "target": jax.device_put(_f32(rng, steps)),
+        "target": jax.device_put(random_f32(rng, steps)),
         "weight": jax.device_put(rng.uniform(0.5, 1.5, size=steps).astype(np.float32)),
     }
     lr_text = f"jnp.float32({float(lr):g})" if isinstance(lr, jax.Array) else repr(lr)
-    shown = f"loss_fn, params={_describe(params, 120)}, batches={describe(batches)}, lr={lr_text}, beta={beta}"
+    shown = f"loss_fn, params={describe_bf16(params, 120)}, batches={describe(batches)}, lr={lr_text}, beta={beta}"
     return Case((_train_loss, params, batches, lr, beta), label=label, shown=shown)
 
 
 def _bf16(rng: np.random.Generator, *shape: int) -> jax.Array:
-    return jax.device_put(_f32(rng, *shape).astype(jnp.bfloat16))
+    return jax.device_put(random_f32(rng, *shape).astype(jnp.bfloat16))
 
 
 def _train_cases(rng: np.random.Generator) -> list[Case]:
@@ -1078,19 +1016,19 @@ def _train_cases(rng: np.random.Generator) -> list[Case]:
     m, n = _LAYER
     tree = jax.device_put(_float_tree(rng, none_rate=0.3))
     tree["skip"] = None
-    layer = jax.device_put({"w": _f32(rng, m, n), "b": _f32(rng, n)})
+    layer = jax.device_put({"w": random_f32(rng, m, n), "b": random_f32(rng, n)})
     return [
         _train_case(rng, layer, "a layer, lr a Python float", 0.1, 4),
         _train_case(
             rng,
             tree,
-            f"a random tree with None subtrees, lr a float32 array, {_describe(tree, 100)}",
+            f"a random tree with None subtrees, lr a float32 array, {describe_bf16(tree, 100)}",
             jax.device_put(np.float32(0.05)),
             5,
         ),
         _train_case(
             rng,
-            [Layer(w=_bf16(rng, m, n), b=None), Point(x=jax.device_put(_f32(rng, n)), y=_bf16(rng, n))],
+            [Layer(w=_bf16(rng, m, n), b=None), Point(x=jax.device_put(random_f32(rng, n)), y=_bf16(rng, n))],
             "bfloat16 leaves next to float32 ones, lr a float32 array",
             jax.device_put(np.float32(0.1)),
             4,
