@@ -96,14 +96,7 @@ def define_dense():
 
 
 def define_frozen_dense():
-    @jax.tree_util.register_dataclass
-    @dataclass(frozen=True)
-    class Dense:
-        w: jax.Array
-        b: jax.Array
-        activation: str = field(default="relu", metadata=dict(static=True))
-
-    return Dense
+    return _dense(frozen=True)
 
 
 def define_conv1d():
@@ -155,25 +148,24 @@ RIGHT = {
 # --- typical wrong answers --------------------------------------------------------------------------
 
 
-def dense_unregistered():
-    @dataclass
+def _dense(register: bool = True, static: bool = True, frozen: bool = False) -> type:
+    """define_dense's class, registered or not, with activation static or a child, frozen or not."""
+
+    @dataclass(frozen=frozen)
     class Dense:
         w: jax.Array
         b: jax.Array
-        activation: str = "relu"
+        activation: str = field(default="relu", metadata=dict(static=static))
 
-    return Dense
+    return jax.tree_util.register_dataclass(Dense) if register else Dense
+
+
+def dense_unregistered():
+    return _dense(register=False)
 
 
 def dense_activation_as_leaf():
-    @jax.tree_util.register_dataclass
-    @dataclass
-    class Dense:
-        w: jax.Array
-        b: jax.Array
-        activation: str = "relu"
-
-    return Dense
+    return _dense(static=False)
 
 
 def dense_fields_reordered():
@@ -200,23 +192,11 @@ def dense_by_hand():
 
 
 def dense_without_return():
-    @jax.tree_util.register_dataclass
-    @dataclass
-    class Dense:
-        w: jax.Array
-        b: jax.Array
-        activation: str = field(default="relu", metadata=dict(static=True))
+    _dense()
 
 
 def dense_returning_an_instance():
-    @jax.tree_util.register_dataclass
-    @dataclass
-    class Dense:
-        w: jax.Array
-        b: jax.Array
-        activation: str = field(default="relu", metadata=dict(static=True))
-
-    return Dense(jnp.ones((3, 2)), None)
+    return _dense()(jnp.ones((3, 2)), None)
 
 
 def _conv(flatten, unflatten):
@@ -246,48 +226,35 @@ def conv_half_done():
     return _conv(lambda c: ((c.kernel, c.bias), (c.stride, c.padding)), unflatten)
 
 
-def norm_calling_init():
+def _norm(flatten, unflatten):
     @jax.tree_util.register_pytree_node_class
     class LayerNorm(NormBase):
         def tree_flatten(self):
-            return (self.scale, self.offset), self.eps
+            return flatten(self)
 
         @classmethod
         def tree_unflatten(cls, aux_data, children):
-            return cls(*children, aux_data)
+            return unflatten(cls, aux_data, children)
 
     return LayerNorm
+
+
+def _bypassing_init(cls, scale, offset, eps):
+    layer = object.__new__(cls)
+    layer.scale, layer.offset, layer.eps = scale, offset, eps
+    return layer
+
+
+def norm_calling_init():
+    return _norm(lambda n: ((n.scale, n.offset), n.eps), lambda cls, aux, ch: cls(*ch, aux))
 
 
 def norm_eps_as_child():
-    @jax.tree_util.register_pytree_node_class
-    class LayerNorm(NormBase):
-        def tree_flatten(self):
-            return (self.scale, self.offset, self.eps), None
-
-        @classmethod
-        def tree_unflatten(cls, aux_data, children):
-            layer = object.__new__(cls)
-            layer.scale, layer.offset, layer.eps = children
-            return layer
-
-    return LayerNorm
+    return _norm(lambda n: ((n.scale, n.offset, n.eps), None), lambda cls, aux, ch: _bypassing_init(cls, *ch))
 
 
 def norm_losing_eps():
-    @jax.tree_util.register_pytree_node_class
-    class LayerNorm(NormBase):
-        def tree_flatten(self):
-            return (self.scale, self.offset), None
-
-        @classmethod
-        def tree_unflatten(cls, aux_data, children):
-            layer = object.__new__(cls)
-            layer.scale, layer.offset = children
-            layer.eps = 1e-5
-            return layer
-
-    return LayerNorm
+    return _norm(lambda n: ((n.scale, n.offset), None), lambda cls, aux, ch: _bypassing_init(cls, *ch, 1e-5))
 
 
 def decay_by_text_ending(params, rate):
