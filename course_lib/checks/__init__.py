@@ -17,9 +17,13 @@ How the parts fit (checks run inside the learner's kernel; the grader imports th
 other way round):
 
 * ``_spec.py``: :class:`Exercise`, :class:`Case`, :class:`Outcome`, :class:`Verdict`.
-* ``_kit.py``: probes (``call_value``, ``call_tree``, ``compile_report``), judges
-  (``judge_number``, ``judge_bool``, ``judge_equal``, ``tree_judge``, ``judge_compiles``) and
-  random trees (``random_tree``, ``random_leaf``, the ``Layer``/``Point`` namedtuples).
+* ``_kit.py``: probes (``call_value``, ``call_tree``, ``compile_report``, ``jit_compile_report``,
+  ``error_text``), judges (``judge_number``, ``judge_bool``, ``judge_equal``, ``tree_judge``,
+  ``judge_compiles``, ``judge_compiles_with_advice``, ``missing_return``), typical mistakes
+  (``matching_variant``), NumPy references (``as_numpy``, ``scaled``), plain data with dtypes
+  (``dtyped_plain``, ``as_float32``), and random inputs (``random_f32``, ``random_like``,
+  ``random_tree``, ``random_leaf``, the ``Layer``/``Point`` namedtuples). Look there before
+  writing a helper in a lesson module.
 * ``_evaluate.py``: ``probe_all`` runs the learner's function on cases in the learner's process,
   with the exercise's ``forbidden`` course functions refused and any call of an exercise's
   ``reference`` noticed (``_guard.py``); ``judge_outcomes`` compares the outcomes with the
@@ -47,8 +51,11 @@ Adding the exercises of a lesson (say 02):
 3. In ``solutions/02_*.ipynb``: the exercise cell (metadata ``{"course": {"exercise": id}}``,
    solution between ``### BEGIN SOLUTION`` / ``### END SOLUTION``), then a check cell (metadata
    ``{"course": {"check": id}}``) with ``check(id, name)``, and ``progress("02")`` last.
-4. Add cases to ``tests/test_checks.py``: not attempted, a typical wrong answer with its hint,
-   and the reference passing.
+4. Add ``tests/test_checks_lesson02.py`` with a subclass of ``LessonChecks`` from
+   ``tests/exercise_support.py``: the lesson's right answers and its typical wrong answers, each
+   with the text its hint must hold (not attempted, correct, the grading cases and the hints are
+   then tested). The course-wide grader test in ``tests/test_grade.py`` grades the new solution
+   and exercise notebooks by itself.
 """
 
 from ._registry import all_exercises as all_exercises
