@@ -153,12 +153,17 @@ def _double(layer: Any) -> Any:
 
 # Module-level jitted functions: a learner's class is compiled once per structure and shape, and a
 # second run of the same check (progress() at the end of a notebook) compiles nothing.
-_TRAIN = {
-    "dense": jax.jit(jax.value_and_grad(_loss(_dense_out))),
-    "conv1d": jax.jit(jax.value_and_grad(_loss(_conv_out))),
-    "layer_norm": jax.jit(jax.value_and_grad(_loss(_norm_out))),
-}
-_JACOBIAN = jax.jit(jax.jacobian(_double))
+_LOSSES = {"dense": _loss(_dense_out), "conv1d": _loss(_conv_out), "layer_norm": _loss(_norm_out)}
+
+
+# Each probe jits afresh: every learner's class is a new structure and compiles anyway, and a jitted
+# function shared across classes has returned a grad of an earlier class of the same name.
+def _train(kind: str, layer: Any, x: Any) -> Any:
+    return jax.jit(jax.value_and_grad(_LOSSES[kind]))(layer, x)
+
+
+def _jacobian(layer: Any) -> Any:
+    return jax.jit(jax.jacobian(_double))(layer)
 
 
 # --- plain records of what a class did -----------------------------------------------------------
@@ -262,7 +267,7 @@ def _class_probe(spec: _Spec) -> Callable[[Callable[..., Any], Case], Any]:
         report["placeholders"] = _attempt(lambda: _record(jax.tree.unflatten(treedef, marks), spec.children, cls)["kinds"])
 
         def train() -> dict[str, Any]:
-            value, grads = _TRAIN[spec.kind](layer, case.info["x"])
+            value, grads = _train(spec.kind, layer, case.info["x"])
             return {"value": np.asarray(value), "grads": _record(grads, spec.fields, cls)}
 
         # One case of each exercise goes through jit and grad: each new structure is a new compilation.
@@ -272,7 +277,7 @@ def _class_probe(spec: _Spec) -> Callable[[Callable[..., Any], Case], Any]:
         if spec.jacobian:
 
             def jacobian() -> dict[str, Any]:
-                jac = _JACOBIAN(layer)
+                jac = _jacobian(layer)
                 same = lambda x: "same" if type(x) is cls else type(x).__name__  # noqa: E731
                 return {
                     "type": same(jac),
