@@ -131,3 +131,11 @@ def test_saved_file_has_the_usual_permissions(tmp_path):
     path = tmp_path / "params.npz"
     cl.save_tree(path, make_tree())
     assert stat.S_IMODE(path.stat().st_mode) == 0o666 & ~umask
+
+
+def test_load_tree_refuses_the_same_paths_in_other_containers(tmp_path):
+    target = tmp_path / "pair.npz"
+    cl.save_tree(target, (jnp.ones(2), jnp.zeros(1)))
+    with pytest.raises(cl.TreeStructureError, match=r"PyTreeDef\(\(\*, \*\)\).*PyTreeDef\(\[\*, \*\]\)"):
+        cl.load_tree(target, like=[jnp.ones(2), jnp.zeros(1)])
+    assert isinstance(cl.load_tree(target, like=(jnp.ones(2), jnp.zeros(1))), tuple)
