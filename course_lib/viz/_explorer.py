@@ -11,18 +11,8 @@ import jax
 import numpy as np
 
 from .. import PyTree
-from .._nodes import human_bytes
-from ._nodes import (
-    Totals,
-    children,
-    has_shape,
-    key_text,
-    leaf_spec,
-    node_label,
-    path_text,
-    totals,
-    totals_text,
-)
+from .._nodes import children, has_shape, human_bytes, leaf_spec, path_text
+from ._nodes import Totals, key_text, node_label, totals, totals_text
 
 KeyPath = str | Sequence[Any]
 """A key path: JAX's text for it (``"['encoder'][0]"``, ``""`` or ``"<root>"`` for the root), or

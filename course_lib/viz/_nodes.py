@@ -13,12 +13,8 @@ import numpy as np
 from jax.tree_util import keystr
 
 from .. import PyTree
-from .._nodes import children as children
-from .._nodes import has_shape as has_shape
-from .._nodes import leaf_spec as leaf_spec
+from .._nodes import children, has_shape, shorten
 from .._nodes import metadata as node_metadata
-from .._nodes import path_text as path_text
-from .._nodes import shorten
 
 
 class Totals(NamedTuple):
