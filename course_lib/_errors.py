@@ -29,10 +29,18 @@ def leaf_dtype(leaf: object) -> np.dtype:
     return np.dtype(jax.numpy.result_type(leaf))
 
 
-def check_array_leaves(tree: PyTree, where: str) -> None:
-    """Raise :class:`TreeLeafError` naming the first leaf of ``tree`` that is not array-like."""
+def is_abstract_array(leaf: object) -> bool:
+    """Whether ``leaf`` only describes an array (``jax.ShapeDtypeStruct``): a shape and a dtype, no values."""
+    return isinstance(leaf, jax.ShapeDtypeStruct)
+
+
+def check_array_leaves(tree: PyTree, where: str, abstract: bool = False) -> None:
+    """Raise :class:`TreeLeafError` naming the first leaf of ``tree`` that is not array-like.
+
+    With ``abstract=True``, ``jax.ShapeDtypeStruct`` leaves are accepted too (for counting).
+    """
     for path, leaf in jax.tree_util.tree_leaves_with_path(tree):
-        if not is_array_like(leaf):
+        if not (is_array_like(leaf) or (abstract and is_abstract_array(leaf))):
             raise TreeLeafError(
                 f"{where}: the leaf at {jax.tree_util.keystr(path) or '<root>'} is "
                 f"{type(leaf).__name__} {leaf!r:.60}, not an array or a number. Keep configuration "

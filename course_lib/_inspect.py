@@ -11,7 +11,7 @@ import numpy as np
 from jax.tree_util import keystr
 
 from ._errors import is_array_like, leaf_dtype
-from ._nodes import children, human_bytes, leaf_spec, metadata, path_text
+from ._nodes import children, human_bytes, leaf_nbytes, leaf_size, leaf_spec, metadata, path_text
 from ._typing import PyTree
 
 
@@ -89,10 +89,9 @@ def tree_summary(tree: PyTree) -> TreeSummary:
     """
     rows = []
     for path, leaf in jax.tree_util.tree_leaves_with_path(tree):
-        if is_array_like(leaf):
-            dtype = leaf_dtype(leaf)
-            size = int(np.size(leaf))
-            rows.append(LeafRow(path_text(path), tuple(np.shape(leaf)), dtype.name, size, size * dtype.itemsize))
+        size, nbytes = leaf_size(leaf), leaf_nbytes(leaf)
+        if size is not None and nbytes is not None:
+            rows.append(LeafRow(path_text(path), tuple(np.shape(leaf)), leaf_dtype(leaf).name, size, nbytes))
         else:
             rows.append(LeafRow(path_text(path), None, type(leaf).__name__, 0, 0))
     return TreeSummary(tuple(rows))

@@ -1,12 +1,15 @@
 """Reading a tree one node at a time: children with their keys, and short texts for leaves,
 paths and sizes. Shared by the inspection functions and the pictures in ``course_lib.viz``."""
 
+import math
 import re
 from typing import Any
 
 import jax
 import numpy as np
 from jax.tree_util import default_registry, keystr
+
+from ._errors import leaf_dtype
 
 _DTYPE_PREFIX = re.compile(r"^(bfloat|float|uint|int|complex)(\d+)")
 _SHORT_DTYPE = {"bfloat": "bf", "float": "f", "uint": "u", "int": "i", "complex": "c"}
@@ -61,6 +64,34 @@ def dtype_text(dtype: Any) -> str:
 def has_shape(leaf: Any) -> bool:
     """Whether ``leaf`` describes an array: a JAX or NumPy array or scalar, a ``ShapeDtypeStruct``."""
     return hasattr(leaf, "dtype") and isinstance(getattr(leaf, "shape", None), tuple)
+
+
+def leaf_size(leaf: Any) -> int | None:
+    """Elements a leaf holds or describes, or ``None`` for an object that is no array.
+
+    Arrays and abstract arrays (``jax.ShapeDtypeStruct``, what ``jax.eval_shape`` returns) count
+    their elements; a Python number counts 1. Every size in the course is counted here.
+
+    >>> leaf_size(jnp.ones((3, 2))), leaf_size(jax.ShapeDtypeStruct((4, 5), jnp.float32)), leaf_size(0.5)
+    (6, 20, 1)
+    >>> leaf_size("relu") is None
+    True
+    """
+    if has_shape(leaf):
+        return math.prod(leaf.shape)
+    if isinstance(leaf, (bool, int, float, complex)):
+        return 1
+    return None
+
+
+def leaf_nbytes(leaf: Any) -> int | None:
+    """Bytes a leaf holds or describes in its own dtype (a Python number as JAX stores it), or ``None``.
+
+    >>> leaf_nbytes(jax.ShapeDtypeStruct((4, 5), jnp.bfloat16)), leaf_nbytes(0.5)
+    (40, 4)
+    """
+    size = leaf_size(leaf)
+    return None if size is None else size * leaf_dtype(leaf).itemsize
 
 
 def leaf_spec(leaf: Any) -> str:

@@ -14,6 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ._errors import check_array_leaves, check_same_structure, leaf_dtype
+from ._nodes import leaf_nbytes, leaf_size
 from ._typing import PyTree, Scalar
 
 
@@ -97,23 +98,26 @@ def _squared_magnitude(leaf: jax.Array) -> jax.Array:
 def tree_norm(tree: PyTree, ord: int | float | str | None = 2, squared: bool = False) -> jax.Array:  # noqa: A002
     """Vector norm of the whole tree, as if its leaves were one long vector.
 
-    ``ord`` is 2 (or ``None``), 1, or ``inf`` (``jnp.inf``, ``"inf"``). An empty tree has norm 0.
+    ``ord`` is 2 (or ``None``), 1, or ``inf`` (``jnp.inf``, ``"inf"``). An empty tree has norm 0, a
+    float32 0.0 whatever the ``ord`` (optax gives ``-inf`` for the inf-norm of an empty tree).
 
     >>> tree = {"a": jnp.array([3.0]), "b": jnp.array([-4.0])}
     >>> tree_norm(tree), tree_norm(tree, ord=1), tree_norm(tree, ord="inf")
     (Array(5., dtype=float32), Array(7., dtype=float32), Array(4., dtype=float32))
     """
     check_array_leaves(tree, "tree_norm")
+    if ord not in (None, 1, 2, math.inf, "inf", "infinity"):
+        raise ValueError(f"tree_norm: ord must be 2, 1 or inf, not {ord!r}.")
+    if not jax.tree.leaves(tree):
+        return jnp.asarray(0.0)  # a norm is a float, whatever the ord: the 0 of an empty sum
     if ord is None or ord == 2:
         total = tree_sum(jax.tree.map(_squared_magnitude, tree))
         return total if squared else jnp.sqrt(total)
     if ord == 1:
         norm = tree_sum(jax.tree.map(jnp.abs, tree))
-    elif ord in (math.inf, "inf", "infinity"):
-        maxima = jax.tree.map(lambda leaf: jnp.max(jnp.abs(leaf), initial=0.0), tree)
-        norm = jnp.asarray(jax.tree.reduce(jnp.maximum, maxima, 0))
     else:
-        raise ValueError(f"tree_norm: ord must be 2, 1 or inf, not {ord!r}.")
+        maxima = jax.tree.map(lambda leaf: jnp.max(jnp.abs(leaf), initial=0.0), tree)
+        norm = jnp.asarray(jax.tree.reduce(jnp.maximum, maxima))
     return jnp.square(norm) if squared else norm
 
 
@@ -148,11 +152,16 @@ def tree_full_like(tree: PyTree, fill_value: Scalar, dtype: jnp.dtype | None = N
 def tree_size(tree: PyTree) -> int:
     """Number of elements in all leaves together: the parameter count of a model.
 
+    Abstract leaves (``jax.ShapeDtypeStruct``, as ``jax.eval_shape`` returns) count too, so a
+    model can be counted without allocating it.
+
     >>> tree_size({"w": jnp.ones((3, 2)), "b": jnp.zeros(2)})
     8
+    >>> tree_size(jax.eval_shape(lambda: {"w": jnp.ones((3, 2)), "b": jnp.zeros(2)}))
+    8
     """
-    check_array_leaves(tree, "tree_size")
-    return sum(int(np.size(leaf)) for leaf in jax.tree.leaves(tree))
+    check_array_leaves(tree, "tree_size", abstract=True)
+    return sum(leaf_size(leaf) or 0 for leaf in jax.tree.leaves(tree))
 
 
 def tree_bytes(tree: PyTree) -> int:
@@ -161,11 +170,13 @@ def tree_bytes(tree: PyTree) -> int:
     A Python number counts as the scalar JAX makes of it (4 bytes for a ``float``); a NumPy
     ``float64`` array counts 8 bytes an element, though JAX would store it as ``float32``.
 
+    Abstract leaves (``jax.ShapeDtypeStruct``) count as the arrays they describe.
+
     >>> tree_bytes({"w": jnp.ones((3, 2)), "b": jnp.zeros(2, dtype=jnp.bfloat16), "lr": 0.1})
     32
     """
-    check_array_leaves(tree, "tree_bytes")
-    return sum(int(np.size(leaf)) * leaf_dtype(leaf).itemsize for leaf in jax.tree.leaves(tree))
+    check_array_leaves(tree, "tree_bytes", abstract=True)
+    return sum(leaf_nbytes(leaf) or 0 for leaf in jax.tree.leaves(tree))
 
 
 def tree_cast(tree: PyTree, dtype: jnp.dtype | None) -> PyTree:

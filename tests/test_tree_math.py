@@ -241,10 +241,14 @@ def test_tree_norm_under_jit(ord_):
     np.testing.assert_allclose(float(jitted(x)), float(otu.tree_norm(x, ord=ord_)), rtol=1e-6)
 
 
-def test_tree_norm_of_an_empty_tree_is_zero():
+def test_tree_norm_of_an_empty_tree_is_a_float_zero_for_every_ord():
     for ord_ in (2, 1, "inf"):
-        assert float(cl.tree_norm({"a": None}, ord=ord_)) == 0.0
+        for squared in (False, True):
+            norm = cl.tree_norm({"a": None}, ord=ord_, squared=squared)
+            assert (norm.dtype, float(norm)) == (jnp.float32, 0.0)
     assert float(cl.tree_norm([jnp.zeros(0)], ord="inf")) == 0.0
+    # Leaves of one dtype keep it: the empty-tree zero must not promote them.
+    assert cl.tree_norm({"a": jnp.ones(2, jnp.bfloat16)}, ord="inf").dtype == jnp.bfloat16
 
 
 def test_tree_norm_rejects_other_orders():
@@ -396,3 +400,36 @@ def test_tree_allclose_under_jit():
 def test_tree_allclose_string_leaf_names_the_path():
     with pytest.raises(cl.TreeLeafError, match=r"the leaf at \['act'\] is str"):
         cl.tree_allclose({"act": "relu"}, {"act": "relu"})
+
+
+# --- abstract leaves ----------------------------------------------------------------------------
+
+
+def _abstract_model() -> dict:
+    def init() -> dict:
+        return {"w": jnp.ones((3, 2)), "b": jnp.zeros(2, jnp.bfloat16), "blocks": [{"k": jnp.ones((4, 5, 6), jnp.int8)}, None]}
+
+    return jax.eval_shape(init)
+
+
+def test_tree_size_and_bytes_count_shape_dtype_structs_as_the_arrays_they_describe():
+    abstract = _abstract_model()
+    assert isinstance(abstract["w"], jax.ShapeDtypeStruct)
+    concrete = jax.tree.map(lambda s: np.zeros(s.shape, s.dtype), abstract)
+    assert cl.tree_size(abstract) == cl.tree_size(concrete) == 6 + 2 + 120
+    assert cl.tree_bytes(abstract) == cl.tree_bytes(concrete) == 6 * 4 + 2 * 2 + 120 * 1
+
+
+def test_abstract_leaves_are_counted_alike_by_size_summary_and_pictures():
+    from course_lib import viz  # the pictures' totals must agree with the core's count
+
+    abstract = _abstract_model()
+    summary = cl.tree_summary(abstract)
+    assert (summary.size, summary.nbytes) == (cl.tree_size(abstract), cl.tree_bytes(abstract)) == (128, 148)
+    assert "· 3 leaves · 128 params" in viz.TreeExplorer(abstract).label()
+    assert "bfloat16" in str(summary)
+
+
+def test_tree_norm_still_refuses_abstract_leaves():
+    with pytest.raises(cl.TreeLeafError, match="ShapeDtypeStruct"):
+        cl.tree_norm(_abstract_model())

@@ -5,15 +5,13 @@ can show containers, ``None`` subtrees and the static metadata of registered cla
 """
 
 import dataclasses
-import math
 from typing import Any, NamedTuple
 
 import jax
-import numpy as np
 from jax.tree_util import keystr
 
 from .. import PyTree
-from .._nodes import children, has_shape, shorten
+from .._nodes import children, leaf_nbytes, leaf_size, shorten
 from .._nodes import metadata as node_metadata
 
 
@@ -58,15 +56,8 @@ def node_label(node: Any) -> str:
 
 
 def leaf_totals(leaf: Any) -> Totals:
-    """One leaf: its elements (a Python number is one) and bytes; other objects hold none."""
-    if isinstance(leaf, (jax.Array, np.ndarray, np.generic)):
-        return Totals(1, int(leaf.size), int(leaf.nbytes))
-    if has_shape(leaf):
-        size = math.prod(leaf.shape)
-        return Totals(1, size, size * np.dtype(leaf.dtype).itemsize)
-    if isinstance(leaf, (bool, int, float, complex)):
-        return Totals(1, 1, np.dtype(jax.numpy.result_type(leaf)).itemsize)
-    return Totals(1, 0, 0)
+    """One leaf: its elements (a Python number is one) and bytes, counted as ``cl.tree_size`` does; other objects hold none."""
+    return Totals(1, leaf_size(leaf) or 0, leaf_nbytes(leaf) or 0)
 
 
 def totals(tree: PyTree) -> Totals:
