@@ -202,7 +202,7 @@ def threaded_method(name: str, step: Callable, params: object, state: object, ex
 
 def course_lib_method(name: str, params: object, grads: object, expected: object) -> Method:
     opt = cl.sgd(LR, donate=True)
-    return threaded_method(name, lambda p, s: opt.update(grads, s, p), params, opt.init(params), expected, True)
+    return threaded_method(name, lambda p, s: opt.apply_gradients(grads, s, p), params, opt.init(params), expected, True)
 
 
 def optax_step(tx: optax.GradientTransformation, donate: bool) -> Callable:
@@ -272,7 +272,7 @@ def train_methods(layers: int, width: int, batch: int) -> tuple[list[Method], in
         @partial(jax.jit, donate_argnums=(0, 1))
         def step(params: object, state: object, x: jax.Array, y: jax.Array) -> tuple:
             value, grads = jax.value_and_grad(loss)(params, x, y)
-            params, state = opt.update(grads, state, params)
+            params, state = opt.apply_gradients(grads, state, params)
             return params, state, value
 
         box = [params, opt.init(params)]

@@ -1,11 +1,13 @@
 """Optimizers whose state is a pytree: SGD, momentum (optionally Nesterov) and Adam.
 
 Each optimizer is an :class:`Optimizer`: ``init(params)`` builds the state, a NamedTuple of trees
-shaped like ``params`` plus the learning rate as an array leaf; ``update(grads, state, params)``
-returns ``(new_params, new_state)`` from one jitted step that donates ``params`` and ``state``.
+shaped like ``params`` plus the learning rate as an array leaf; ``apply_gradients(grads, state,
+params)`` returns ``(new_params, new_state)`` from one jitted step that donates ``params`` and
+``state``. It is not optax's ``update``, which returns *updates* to add with ``apply_updates``:
+``apply_gradients`` does both and returns the new parameters themselves.
 
 Because the learning rate is an array inside the state, changing it is new data, not a new
-program: ``update(..., learning_rate=0.05)`` never recompiles. Pass a :class:`~course_lib.FlatTree`
+program: ``apply_gradients(..., learning_rate=0.05)`` never recompiles. Pass a :class:`~course_lib.FlatTree`
 for ``params`` and ``grads`` and the whole step is one fused kernel, however many leaves there are.
 """
 
@@ -78,19 +80,19 @@ def _shared_buffers_message(name: str, grads: PyTree, state: Any, params: PyTree
             where.setdefault(id(leaf), []).append(label + jax.tree_util.keystr(path))
     shared = "; ".join(" and ".join(paths) for paths in where.values() if len(paths) > 1)
     return (
-        f"{name}.update: params and state are donated (their buffers are reused for the results), "
+        f"{name}.apply_gradients: params and state are donated (their buffers are reused for the results), "
         f"so no array may appear twice among the inputs, and here some do: {shared or 'see the XLA error above'}. "
         f"Pass a copy (jnp.copy) where one array is used twice, or build the optimizer with donate=False."
     )
 
 
 class Optimizer:
-    """An ``init`` / ``update`` pair with one compiled step.
+    """An ``init`` / ``apply_gradients`` pair with one compiled step.
 
     >>> opt = sgd(0.1)
     >>> params = {"w": jnp.ones(2)}
     >>> state = opt.init(params)
-    >>> params, state = opt.update({"w": jnp.ones(2)}, state, params)
+    >>> params, state = opt.apply_gradients({"w": jnp.ones(2)}, state, params)
     >>> params
     {'w': Array([0.9, 0.9], dtype=float32)}
     """
@@ -110,7 +112,7 @@ class Optimizer:
 
         def checked_step(grads: PyTree, state: Any, params: PyTree) -> tuple[PyTree, Any]:
             # Runs at trace time only: a clear message instead of a deep tree.map error.
-            check_same_structure((params, grads), ("params", "grads"), f"{name}.update")
+            check_same_structure((params, grads), ("params", "grads"), f"{name}.apply_gradients")
             return step(grads, state, params)
 
         self._step = jax.jit(checked_step, donate_argnums=(1, 2) if donate else ())
@@ -121,10 +123,14 @@ class Optimizer:
         check_array_leaves(params, f"{self.name}.init")
         return self._init(params, _as_rate(self.learning_rate))
 
-    def update(
+    def apply_gradients(
         self, grads: PyTree, state: Any, params: PyTree, learning_rate: Scalar | None = None
     ) -> tuple[PyTree, Any]:
-        """One step: ``(new_params, new_state)``.
+        """One step: the new parameters and the new state, ``(new_params, new_state)``.
+
+        Where optax takes two calls, ``updates, state = tx.update(grads, state, params)`` and then
+        ``params = optax.apply_updates(params, updates)``, this is one call that returns the
+        parameters themselves, never the updates.
 
         ``grads`` must have exactly the structure of ``params`` (as ``jax.grad`` returns it).
         ``params`` and ``state`` are donated when the optimizer was built with ``donate=True``:
@@ -145,8 +151,8 @@ class Optimizer:
         try:
             return self._step(grads, state, params)
         except TypeError:
-            check_array_leaves(grads, f"{self.name}.update (grads)")
-            check_array_leaves(params, f"{self.name}.update (params)")
+            check_array_leaves(grads, f"{self.name}.apply_gradients (grads)")
+            check_array_leaves(params, f"{self.name}.apply_gradients (params)")
             raise
         except jax.errors.JaxRuntimeError as error:
             if self.donate and "donate" in str(error):
@@ -161,7 +167,7 @@ def sgd(learning_rate: Scalar, donate: bool = True) -> Optimizer:
     """Plain gradient descent: ``p <- p - lr * g``, one ``jax.tree.map`` over matching trees.
 
     >>> opt = sgd(0.5, donate=False)
-    >>> opt.update([jnp.array(2.0)], opt.init([jnp.array(1.0)]), [jnp.array(1.0)])[0]
+    >>> opt.apply_gradients([jnp.array(2.0)], opt.init([jnp.array(1.0)]), [jnp.array(1.0)])[0]
     [Array(0., dtype=float32)]
     """
 
@@ -182,7 +188,7 @@ def momentum(learning_rate: Scalar, beta: float = 0.9, nesterov: bool = False, d
     Matches ``optax.sgd(lr, momentum=beta, nesterov=...)``.
 
     >>> opt = momentum(1.0, beta=0.5, donate=False)
-    >>> params, state = opt.update([jnp.ones(1)], opt.init([jnp.zeros(1)]), [jnp.zeros(1)])
+    >>> params, state = opt.apply_gradients([jnp.ones(1)], opt.init([jnp.zeros(1)]), [jnp.zeros(1)])
     >>> params, state.velocity
     ([Array([-1.], dtype=float32)], [Array([1.], dtype=float32)])
     """
@@ -206,7 +212,7 @@ def adam(
     """Adam with bias correction, matching ``optax.adam``: a map over four trees at once.
 
     >>> opt = adam(0.1, donate=False)
-    >>> params, state = opt.update({"w": jnp.array(3.0)}, opt.init({"w": jnp.array(1.0)}), {"w": jnp.array(1.0)})
+    >>> params, state = opt.apply_gradients({"w": jnp.array(3.0)}, opt.init({"w": jnp.array(1.0)}), {"w": jnp.array(1.0)})
     >>> f"{float(params['w']):.4f}", int(state.count)
     ('0.9000', 1)
     """

@@ -157,7 +157,7 @@ def test_from_tree_single_leaf_is_a_copy_so_donation_spares_the_caller():
     flat = cl.FlatTree.from_tree([leaf])
     assert flat.buffer is not leaf
     opt = cl.sgd(0.5)
-    opt.update(cl.FlatTree.from_tree([jnp.ones(4)]), opt.init(flat), flat)
+    opt.apply_gradients(cl.FlatTree.from_tree([jnp.ones(4)]), opt.init(flat), flat)
     assert not leaf.is_deleted() and flat.buffer.is_deleted()
 
 

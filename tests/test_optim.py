@@ -39,7 +39,7 @@ def run_ours(opt: cl.Optimizer, steps: int) -> dict:
     params = make_params()
     state = opt.init(params)
     for _ in range(steps):
-        params, state = opt.update(grad(params), state, params)
+        params, state = opt.apply_gradients(grad(params), state, params)
     return params
 
 
@@ -78,7 +78,7 @@ def test_sgd_one_step_by_hand():
     opt = cl.sgd(0.5, donate=False)
     params = {"a": jnp.array([1.0, -2.0]), "b": (jnp.array(4.0), None)}
     grads = {"a": jnp.array([0.5, 1.0]), "b": (jnp.array(-2.0), None)}
-    new, state = opt.update(grads, opt.init(params), params)
+    new, state = opt.apply_gradients(grads, opt.init(params), params)
     assert_close(new, {"a": np.array([0.75, -2.5]), "b": (np.float32(5.0), None)})
     assert float(state.learning_rate) == 0.5
 
@@ -88,12 +88,12 @@ def test_momentum_two_steps_by_hand():
     opt = cl.momentum(0.1, beta=0.5, donate=False)
     params = [jnp.array(0.0)]
     state = opt.init(params)
-    params, state = opt.update([jnp.array(1.0)], state, params)
-    params, state = opt.update([jnp.array(3.0)], state, params)
+    params, state = opt.apply_gradients([jnp.array(1.0)], state, params)
+    params, state = opt.apply_gradients([jnp.array(3.0)], state, params)
     np.testing.assert_allclose([float(params[0]), float(state.velocity[0])], [-0.45, 3.5], rtol=1e-6)
     # Nesterov steps along g + beta * v: first step -0.1 * (1 + 0.5) = -0.15
     nesterov = cl.momentum(0.1, beta=0.5, nesterov=True, donate=False)
-    params, _ = nesterov.update([jnp.array(1.0)], nesterov.init([jnp.array(0.0)]), [jnp.array(0.0)])
+    params, _ = nesterov.apply_gradients([jnp.array(1.0)], nesterov.init([jnp.array(0.0)]), [jnp.array(0.0)])
     np.testing.assert_allclose(float(params[0]), -0.15, rtol=1e-6)
 
 
@@ -101,7 +101,7 @@ def test_adam_first_step_is_the_learning_rate_times_the_sign():
     # After one step the bias-corrected m / sqrt(v) is g / |g| (up to eps).
     opt = cl.adam(0.1, donate=False)
     params = {"w": jnp.array([1.0, 1.0, 1.0])}
-    new, state = opt.update({"w": jnp.array([3.0, -0.02, 0.0])}, opt.init(params), params)
+    new, state = opt.apply_gradients({"w": jnp.array([3.0, -0.02, 0.0])}, opt.init(params), params)
     np.testing.assert_allclose(np.asarray(new["w"]), [0.9, 1.1, 1.0], rtol=1e-5)
     assert int(state.count) == 1
 
@@ -138,11 +138,11 @@ def test_changing_learning_rate_never_recompiles(make):
     params = make_params()
     state = opt.init(params)
     grads = grad(params)
-    params, state = opt.update(grads, state, params)  # the one compilation
+    params, state = opt.apply_gradients(grads, state, params)  # the one compilation
     rates = [0.05, np.float32(0.02), jnp.float32(0.01), 0.3]
     with cl.count_compiles() as counter:
         for rate in rates:
-            params, state = opt.update(grads, state, params, learning_rate=rate)
+            params, state = opt.apply_gradients(grads, state, params, learning_rate=rate)
     assert (counter.traces, counter.compiles) == (0, 0)
     assert float(state.learning_rate) == pytest.approx(0.3)
 
@@ -163,14 +163,14 @@ def test_weakly_typed_params_compile_the_step_once(make):
     state = opt.init(params)
     with cl.count_compiles() as counter:
         for _ in range(4):
-            params, state = opt.update(jax.grad(loss_fn)(params), state, params)
+            params, state = opt.apply_gradients(jax.grad(loss_fn)(params), state, params)
     assert counter.compiled.count("jit(checked_step)") == 1
     assert not any(leaf.weak_type for leaf in jax.tree.leaves((params, state)))
     # Same numbers as the same optimizer given plain float32 leaves from the start.
     expected = jax.tree.map(lambda leaf: jnp.asarray(leaf, jnp.float32), weak_params())
     expected_state = reference.init(expected)
     for _ in range(4):
-        expected, expected_state = reference.update(jax.grad(loss_fn)(expected), expected_state, expected)
+        expected, expected_state = reference.apply_gradients(jax.grad(loss_fn)(expected), expected_state, expected)
     assert_close(params, expected)
 
 
@@ -180,12 +180,12 @@ def test_weakly_typed_rate_arrays_share_the_compiled_step():
     opt = cl.sgd(0.1)
     params = make_params()
     grads = grad(params)
-    params, state = opt.update(grads, opt.init(params), params, learning_rate=jnp.asarray(0.5))
+    params, state = opt.apply_gradients(grads, opt.init(params), params, learning_rate=jnp.asarray(0.5))
     fresh = [jnp.asarray(0.2), jnp.asarray(0.25)]
     assert all(rate.weak_type for rate in fresh)
     with cl.count_compiles() as counter:
         for rate in fresh:
-            params, state = opt.update(grads, state, params, learning_rate=rate)
+            params, state = opt.apply_gradients(grads, state, params, learning_rate=rate)
     assert (counter.traces, counter.compiles) == (0, 0)
 
 
@@ -193,9 +193,9 @@ def test_changed_learning_rate_is_used_and_kept():
     opt = cl.sgd(1.0, donate=False)
     params = {"w": jnp.array([1.0, 2.0])}
     grads = {"w": jnp.array([10.0, -10.0])}
-    new, state = opt.update(grads, opt.init(params), params, learning_rate=np.float32(0.01))
+    new, state = opt.apply_gradients(grads, opt.init(params), params, learning_rate=np.float32(0.01))
     np.testing.assert_allclose(np.asarray(new["w"]), [0.9, 2.1], rtol=1e-6)
-    again, _ = opt.update(grads, state, new)  # the new rate stays in the state
+    again, _ = opt.apply_gradients(grads, state, new)  # the new rate stays in the state
     np.testing.assert_allclose(np.asarray(again["w"]), [0.8, 2.2], rtol=1e-6)
 
 
@@ -205,7 +205,7 @@ def test_donation_deletes_old_params_and_state(make):
     params = make_params()
     state = opt.init(params)
     grads = grad(params)
-    new_params, new_state = opt.update(grads, state, params)
+    new_params, new_state = opt.apply_gradients(grads, state, params)
     assert all(leaf.is_deleted() for leaf in jax.tree.leaves((params, state)))
     assert not any(leaf.is_deleted() for leaf in jax.tree.leaves((grads, new_params, new_state)))
 
@@ -215,7 +215,7 @@ def test_donate_false_keeps_old_params_and_state(make):
     opt = make(0.1, donate=False)
     params = make_params()
     state = opt.init(params)
-    opt.update(grad(params), state, params)
+    opt.apply_gradients(grad(params), state, params)
     assert not any(leaf.is_deleted() for leaf in jax.tree.leaves((params, state)))
     np.testing.assert_array_equal(np.asarray(params["w"]), np.asarray(make_params()["w"]))
 
@@ -224,8 +224,8 @@ def test_donation_leaves_the_callers_learning_rate_alone():
     rate, new_rate = jnp.float32(0.1), jnp.float32(0.05)
     opt = cl.sgd(rate)
     params = make_params()
-    params, state = opt.update(grad(params), opt.init(params), params)
-    params, state = opt.update(grad(params), state, params, learning_rate=new_rate)
+    params, state = opt.apply_gradients(grad(params), opt.init(params), params)
+    params, state = opt.apply_gradients(grad(params), state, params, learning_rate=new_rate)
     assert not rate.is_deleted() and not new_rate.is_deleted()
     assert float(opt.init(params).learning_rate) == pytest.approx(0.1)  # the optimizer still works
 
@@ -236,20 +236,20 @@ def test_one_array_donated_twice_names_both_places():
     opt = cl.sgd(0.1)
     grads = {"embed": jnp.ones(3), "unembed": jnp.ones(3)}
     with pytest.raises(ValueError, match=r"appear twice.*: params\['embed'\] and params\['unembed'\]\. Pass a copy"):
-        opt.update(grads, opt.init(params), params)
+        opt.apply_gradients(grads, opt.init(params), params)
     assert not tied.is_deleted()
     same = {"w": jnp.ones(2)}
     with pytest.raises(ValueError, match=r"params\['w'\] and grads\['w'\]"):
-        opt.update(same, opt.init(same), same)
+        opt.apply_gradients(same, opt.init(same), same)
     kept = cl.sgd(0.1, donate=False)
-    new, _ = kept.update(grads, kept.init(params), params)
+    new, _ = kept.apply_gradients(grads, kept.init(params), params)
     np.testing.assert_allclose(np.asarray(new["unembed"]), [0.9, 0.9, 0.9], rtol=1e-6)
 
 
-def test_update_inside_a_jitted_train_step_with_a_traced_rate():
+def test_apply_gradients_inside_a_jitted_train_step_with_a_traced_rate():
     opt = cl.momentum(0.1, beta=0.5, donate=False)
     params = [jnp.array(0.0)]
-    step = jax.jit(lambda g, s, p, lr: opt.update(g, s, p, learning_rate=lr))
+    step = jax.jit(lambda g, s, p, lr: opt.apply_gradients(g, s, p, learning_rate=lr))
     new, state = step([jnp.array(2.0)], opt.init(params), params, jnp.float32(0.25))
     np.testing.assert_allclose([float(new[0]), float(state.learning_rate)], [-0.5, 0.25])
 
@@ -262,9 +262,9 @@ def test_mismatched_grads_name_the_path(make):
     grads = grad(params)
     grads["b"] = tuple(grads["b"])
     with pytest.raises(cl.TreeStructureError) as info:
-        opt.update(grads, state, params)
+        opt.apply_gradients(grads, state, params)
     message = str(info.value)
-    assert message.startswith(f"{opt.name}.update: `grads` must have the same structure as `params`")
+    assert message.startswith(f"{opt.name}.apply_gradients: `grads` must have the same structure as `params`")
     assert "at ['b']: list in params, tuple in grads" in message
 
 
@@ -274,7 +274,7 @@ def test_missing_grad_names_the_key():
     grads = grad(params)
     del grads["s"]
     with pytest.raises(cl.TreeStructureError, match=r"at <root>: dict keys differ: \['s'\] only in params"):
-        opt.update(grads, opt.init(params), params)
+        opt.apply_gradients(grads, opt.init(params), params)
 
 
 def test_string_leaves_name_the_path():
@@ -282,8 +282,8 @@ def test_string_leaves_name_the_path():
     with pytest.raises(cl.TreeLeafError, match=r"sgd.init: the leaf at \['act'\] is str"):
         opt.init({"w": jnp.ones(2), "act": "relu"})
     params = {"w": jnp.ones(2), "act": jnp.ones(1)}
-    with pytest.raises(cl.TreeLeafError, match=r"sgd.update \(grads\): the leaf at \['act'\] is str"):
-        opt.update({"w": jnp.ones(2), "act": "relu"}, opt.init(params), params)
+    with pytest.raises(cl.TreeLeafError, match=r"sgd.apply_gradients \(grads\): the leaf at \['act'\] is str"):
+        opt.apply_gradients({"w": jnp.ones(2), "act": "relu"}, opt.init(params), params)
 
 
 @pytest.mark.parametrize("make", [cl.sgd, cl.momentum, cl.adam])
@@ -297,8 +297,8 @@ def test_optimizer_over_a_flat_tree_equals_the_plain_tree(make):
         grads = grad(params)
         flat_grads = flat_grad(flat)
         assert isinstance(flat_grads, cl.FlatTree)
-        params, plain_state = plain_opt.update(grads, plain_state, params)
-        flat, flat_state = flat_opt.update(flat_grads, flat_state, flat)
+        params, plain_state = plain_opt.apply_gradients(grads, plain_state, params)
+        flat, flat_state = flat_opt.apply_gradients(flat_grads, flat_state, flat)
     assert isinstance(flat, cl.FlatTree)
     assert_close(flat.to_tree(), params)
 
