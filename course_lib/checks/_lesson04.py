@@ -500,8 +500,8 @@ class Block:
 
 
 def _static_and_traced(obj: Any) -> tuple[list[str], list[str]]:
-    pairs, _ = jax.tree_util.tree_flatten_with_path(obj, is_leaf=lambda node: node is not obj)
-    children = {path[0].name for path, _ in pairs}
+    pairs, _ = jax.tree_util.flatten_one_level_with_keys(obj)
+    children = {key.name for key, _ in pairs}
     names = [f.name for f in dataclasses.fields(obj)]
     return [n for n in names if n in children], [n for n in names if n not in children]
 
@@ -587,8 +587,8 @@ STATIC_AND_TRACED = Exercise(
     hints=(
         "Field metadata is only one of the ways to make a field static: register_dataclass(cls, "
         "data_fields=..., meta_fields=...) and register_static leave no metadata. Ask JAX instead.",
-        "Flatten only one level: jax.tree_util.tree_flatten_with_path(obj, is_leaf=lambda x: x is not "
-        "obj) gives one (path, child) per traced field, None included; path[0].name is the field's name.",
+        "Flatten only one level: jax.tree_util.flatten_one_level_with_keys(obj) returns ([(key, child), ...], "
+        "aux_data), one pair per traced field, None included; key.name is the field's name.",
         "dataclasses.fields(obj) lists every field in declaration order: the ones JAX did not give as "
         "children are static.",
     ),
