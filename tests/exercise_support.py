@@ -112,7 +112,9 @@ class LessonChecks:
 
     ``ids`` lists the lesson's exercises in notebook order, ``points`` their total; ``right`` maps
     each id to a right answer, ``stubs`` to what the exercise notebook hands out (:func:`stub` by
-    default); ``wrong`` lists ``(id, typical wrong answer, text its hint must hold)``.
+    default); ``wrong`` lists ``(id, typical wrong answer, text its hint must hold)``;
+    ``also_right`` lists ``(id, right answer)`` pairs written differently from the reference
+    (tree_util loops, flatten/unflatten, casts as optax writes them, NumPy): each must pass.
     ``grading_seeds`` are the grader's seeds the right answers are judged on.
     Tests that take ``exercise_id`` run once per exercise, the hint test once per wrong answer.
     """
@@ -122,11 +124,14 @@ class LessonChecks:
     right: Mapping[str, Callable[..., Any]] = {}
     stubs: Mapping[str, Callable[..., Any]] = {}
     wrong: Sequence[tuple[str, Callable[..., Any], str]] = ()
+    also_right: Sequence[tuple[str, Callable[..., Any]]] = ()
     grading_seeds: tuple[int, ...] = (0, 1)
 
     def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:
         if "hint" in metafunc.fixturenames:
             metafunc.parametrize(("exercise_id", "answer", "hint"), self.wrong, ids=answer_id)
+        elif "other_right" in metafunc.fixturenames:
+            metafunc.parametrize(("exercise_id", "other_right"), self.also_right, ids=answer_id)
         elif "exercise_id" in metafunc.fixturenames:
             metafunc.parametrize("exercise_id", self.ids)
 
@@ -152,6 +157,14 @@ class LessonChecks:
 
     def test_right_answer_passes_the_grading_cases(self, exercise_id: str) -> None:
         assert_grading_passes(exercise_id, self.right[exercise_id], self.grading_seeds)
+
+    def test_other_right_answers_pass(
+        self, exercise_id: str, other_right: Callable[..., Any], capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        points = get_exercise(exercise_id).points
+        out = check_output(exercise_id, other_right, capsys)
+        assert out.startswith(f"{exercise_id}: passed ({points}/{points} point"), out
+        assert_grading_passes(exercise_id, other_right, self.grading_seeds)
 
     def test_check_incorrect_gives_the_targeted_hint(
         self, exercise_id: str, answer: Callable[..., Any], hint: str, capsys: pytest.CaptureFixture[str]

@@ -112,6 +112,53 @@ def same_leaf_count(a, b):
     return len(jax.tree.leaves(a)) == len(jax.tree.leaves(b))
 
 
+def same_if_map_succeeds(a, b):
+    try:
+        jax.tree.map(lambda *_: None, a, b)
+    except (ValueError, TypeError):
+        return False
+    return True
+
+
+def is_node_by_isinstance(x):
+    return x is None or isinstance(x, (list, tuple, dict))
+
+
+# Right answers written differently from the references.
+
+
+def count_params_by_flatten(tree):
+    leaves, _ = jax.tree_util.tree_flatten(tree)
+    return int(sum(np.asarray(leaf).size for leaf in leaves))
+
+
+def leaf_paths_by_flatten_with_path(tree):
+    pairs, _ = jax.tree_util.tree_flatten_with_path(tree, is_leaf=lambda x: x is None)
+    return [jax.tree_util.keystr(path) for path, _ in pairs]
+
+
+def is_node_by_all_leaves(x):
+    return not jax.tree_util.all_leaves([x])
+
+
+def is_node_by_children(x):
+    treedef = jax.tree.structure(x)
+    return treedef.num_nodes > 1 or treedef.num_leaves != 1
+
+
+def replace_by_tree_util_unflatten(tree, values):
+    _, treedef = jax.tree_util.tree_flatten(tree)
+    return jax.tree_util.tree_unflatten(treedef, list(values))
+
+
+def same_structure_by_flatten(a, b):
+    return jax.tree_util.tree_flatten(a)[1] == jax.tree_util.tree_flatten(b)[1]
+
+
+def same_structure_by_strings(a, b):
+    return str(jax.tree.structure(a)) == str(jax.tree.structure(b))
+
+
 def same_structure_with_course_version(a, b):
     return not cl.tree_diff(a, b)
 
@@ -135,6 +182,18 @@ WRONG = [
     ("01.replace_leaves", replace_returning_values, "list in your result, dict in the expected result"),
     ("01.replace_leaves", replace_in_insertion_order, "in another order"),
     ("01.same_structure", same_leaf_count, "same_structure returned"),
+    ("01.is_node", is_node_by_isinstance, "registered"),
+    ("01.same_structure", same_if_map_succeeds, "jax.tree.map accepts this pair"),
+]
+
+ALSO_RIGHT = [
+    ("01.count_params", count_params_by_flatten),
+    ("01.leaf_paths", leaf_paths_by_flatten_with_path),
+    ("01.is_node", is_node_by_all_leaves),
+    ("01.is_node", is_node_by_children),
+    ("01.replace_leaves", replace_by_tree_util_unflatten),
+    ("01.same_structure", same_structure_by_flatten),
+    ("01.same_structure", same_structure_by_strings),
 ]
 
 
@@ -146,6 +205,7 @@ class TestLesson01(LessonChecks):
     points = 8
     right = RIGHT
     wrong = WRONG
+    also_right = ALSO_RIGHT
     grading_seeds = (0, 1, 2)
 
 

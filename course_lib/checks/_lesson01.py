@@ -1,6 +1,7 @@
 """Exercises of lesson 01, what is a pytree: counting, key paths, nodes and leaves, structure."""
 
 import collections
+import dataclasses
 from typing import Any
 
 import jax
@@ -171,6 +172,15 @@ LEAF_PATHS = Exercise(
 # --- 01.is_node ------------------------------------------------------------------------------
 
 
+@jax.tree_util.register_dataclass
+@dataclasses.dataclass
+class RegisteredLayer:
+    """A class registered with JAX: a node, though it is no list, tuple or dict."""
+
+    w: Any
+    b: Any
+
+
 def _is_node(x: Any) -> bool:
     return not jax.tree_util.all_leaves([x])
 
@@ -188,6 +198,8 @@ _NODE_WHY = {
     "string": "a string is a leaf: JAX does not look inside it.",
     "set": "a set is not a registered pytree node, so it is a leaf.",
     "opaque": "an instance of a class JAX does not know is a leaf.",
+    "registered": "a class registered with JAX (here with register_dataclass) is a node, though it is no list, tuple or dict: ask JAX, not isinstance.",
+    "partial": "jax.tree_util.Partial is registered as a node: its bound arguments are its children.",
 }
 
 
@@ -204,6 +216,8 @@ def _node_cases(rng: np.random.Generator) -> list[Case]:
         ("a tuple holding only None", (None,), "single"),
         ("a dict", {"w": a, "b": b}, "container"),
         ("a namedtuple", Layer(w=a, b=b), "namedtuple"),
+        ("a registered dataclass", RegisteredLayer(w=a, b=b), "registered"),
+        ("a jax.tree_util.Partial with a bound array", jax.tree_util.Partial(np.multiply, arr), "partial"),
         ("an OrderedDict", collections.OrderedDict(b=a, a=b), "ordered"),
         ("the shape of an array", arr.shape, "shape"),
         ("a NumPy array", arr, "array"),
@@ -320,6 +334,8 @@ _SAME_WHY = {
     "shapes": "the structure ignores what the leaves are: shapes and dtypes do not matter.",
     "leaf_kinds": "a Python number and an array are both leaves, so the structures are the same.",
     "none_leaf": "None is an empty subtree, not a leaf, so it differs from a leaf in its place.",
+    "leaf_none": "None is an empty subtree, not a leaf, so it differs from a leaf in its place (jax.tree.map accepts this pair: a None in the second tree is handed to f).",
+    "deeper": "a leaf in one tree where the other has a tuple are different structures (jax.tree.map accepts this pair: the second tree may go deeper).",
     "extra_key": "a dict with an extra key has another structure.",
     "same": "two copies of one tree have the same structure.",
     "none_both": "None in the same place in both trees is the same structure.",
@@ -344,6 +360,8 @@ def _same_cases(rng: np.random.Generator) -> list[Case]:
         ("the same containers with leaves of other shapes and dtypes", {"w": [x, y]}, {"w": [y.astype(np.int32), z]}, "shapes"),
         ("a Python float where the other tree has an array", (1.5, [x]), (x, [2]), "leaf_kinds"),
         ("None where the other tree has a leaf", {"w": x, "b": None}, {"w": x, "b": z}, "none_leaf"),
+        ("a leaf where the other tree has None", (x, z), (x, None), "leaf_none"),
+        ("a leaf where the other tree has a tuple", [x], [(x, z)], "deeper"),
         ("a dict with an extra key", {"w": x}, {"w": x, "b": y}, "extra_key"),
         ("None in the same place in both trees", [None, x], [None, y], "none_both"),
         ("lists of different lengths", [x, y], [x, y, z], "length"),
