@@ -6,6 +6,7 @@ import collections
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import pytest
 
 import course_lib as cl
@@ -53,6 +54,62 @@ def clip_by_global_norm(grads, max_norm):
 
 def stack_trees(trees):
     return jax.tree.map(lambda *leaves: jnp.stack(leaves), *trees)
+
+
+# Right answers written differently from the references.
+
+
+def sgd_by_flatten(params, grads, lr):
+    leaves, treedef = jax.tree_util.tree_flatten(params)
+    return treedef.unflatten([p - lr * g for p, g in zip(leaves, treedef.flatten_up_to(grads))])
+
+
+def sgd_optax_style(params, grads, lr):
+    updates = jax.tree_util.tree_map(lambda g: -lr * g, grads)
+    return jax.tree_util.tree_map(lambda p, u: jnp.asarray(p + u).astype(jnp.asarray(p).dtype), params, updates)
+
+
+def average_with_numpy(trees):
+    return jax.tree.map(lambda *leaves: np.mean(np.stack([np.asarray(x) for x in leaves]), axis=0), *trees)
+
+
+def make_sgd_step_with_grad_then_loss(loss_fn):
+    def step(params, batch, lr):
+        grads = jax.grad(loss_fn)(params, batch)
+        loss = loss_fn(params, batch)
+        leaves, treedef = jax.tree_util.tree_flatten(params)
+        return treedef.unflatten([p - lr * g for p, g in zip(leaves, treedef.flatten_up_to(grads))]), loss
+
+    return jax.jit(step)
+
+
+def global_norm_by_leaves_loop(tree):
+    total = jnp.zeros(())
+    for leaf in jax.tree_util.tree_leaves(tree):
+        total = total + jnp.sum(jnp.square(jnp.asarray(leaf, jnp.float32)))
+    return jnp.sqrt(total)
+
+
+def clip_optax_style(grads, max_norm):
+    norm = global_norm_by_leaves_loop(grads)
+    trigger = norm < max_norm
+    factor = jnp.where(trigger, 1.0, max_norm / jnp.where(trigger, 1.0, norm))
+    return jax.tree.map(lambda g: (g * factor).astype(jnp.asarray(g).dtype), grads)
+
+
+def stack_with_numpy(trees):
+    return jax.tree.map(lambda *leaves: np.stack([np.asarray(x) for x in leaves]), *trees)
+
+
+ALSO_RIGHT = [
+    ("02.sgd_step", sgd_by_flatten),
+    ("02.sgd_step", sgd_optax_style),
+    ("02.average_trees", average_with_numpy),
+    ("02.make_sgd_step", make_sgd_step_with_grad_then_loss),
+    ("02.global_norm", global_norm_by_leaves_loop),
+    ("02.clip_by_global_norm", clip_optax_style),
+    ("02.stack_trees", stack_with_numpy),
+]
 
 
 RIGHT = {
@@ -204,6 +261,11 @@ def clip_dividing_by_zero(grads, max_norm):
     return jax.tree.map(lambda g: g / norm * jnp.minimum(norm, max_norm), grads)
 
 
+def clip_without_sqrt(grads, max_norm):
+    squares = norm_squared(grads)
+    return jax.tree.map(lambda g: g * jnp.minimum(1.0, max_norm / squares), grads)
+
+
 def stack_transposing(trees):
     return jax.tree.map(lambda *leaves: list(leaves), *trees)
 
@@ -240,6 +302,7 @@ WRONG = [
     ("02.clip_by_global_norm", clip_always, "you scaled even though the global norm is below max_norm"),
     ("02.clip_by_global_norm", clip_with_python_if, "under jax.jit it raised TracerBoolConversionError"),
     ("02.clip_by_global_norm", clip_dividing_by_zero, "dividing by it gives nan"),
+    ("02.clip_by_global_norm", clip_without_sqrt, "you used the sum of squares as the norm"),
     ("02.stack_trees", stack_transposing, "that is a transpose"),
     ("02.stack_trees", stack_concatenating, "jnp.concatenate joins along an existing axis"),
     ("02.stack_trees", stack_per_tree, "returned a list of 3 trees"),
@@ -255,6 +318,7 @@ class TestLesson02(LessonChecks):
     points = 12
     right = RIGHT
     wrong = WRONG
+    also_right = ALSO_RIGHT
 
 
 def test_the_course_update_is_refused_in_the_code_and_while_the_step_runs() -> None:

@@ -520,6 +520,12 @@ def _explain_clip(problem: str, mine: Any, theirs: Any, case: Case) -> str:
 
         return jax.tree.map(clip, grads)
 
+    def without_sqrt() -> Any:
+        squares = norm**2  # the sum of squares taken for the norm
+        if not squares > max_norm:
+            raise ValueError("no clipping either way: the mistake cannot be told from 'nothing was clipped'")
+        return jax.tree.map(lambda g: g * (max_norm / squares), grads)
+
     mistake = _first_mistake(
         mine,
         [
@@ -529,6 +535,8 @@ def _explain_clip(problem: str, mine: Any, theirs: Any, case: Case) -> str:
              "must come back unchanged.", lambda: jax.tree.map(lambda g: g * (max_norm / norm), grads)),
             ("you scaled by norm / max_norm; the factor is max_norm / norm.",
              lambda: jax.tree.map(lambda g: g * (norm / max_norm), grads)),
+            ("you used the sum of squares as the norm: the global norm is its square root, "
+             "sqrt(sum of every leaf's g ** 2), in the comparison and in the factor.", without_sqrt),
             ("nothing was clipped: when the global norm is above max_norm, scale every leaf by max_norm / norm.",
              lambda: grads),
         ],
