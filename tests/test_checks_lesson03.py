@@ -137,6 +137,90 @@ def decay_weights(params, rate):
     return jax.tree.map_with_path(decay, params)
 
 
+# Right answers written differently from the references.
+
+
+def define_dense_by_meta_fields():
+    @dataclass
+    class Dense:
+        w: jax.Array
+        b: jax.Array
+        activation: str = "relu"
+
+    jax.tree_util.register_dataclass(Dense, data_fields=["w", "b"], meta_fields=["activation"])
+    return Dense
+
+
+def define_dense_with_keys():
+    class Dense:
+        def __init__(self, w, b, activation="relu"):
+            self.w, self.b, self.activation = w, b, activation
+
+    def flatten(d):
+        return [(jax.tree_util.GetAttrKey("w"), d.w), (jax.tree_util.GetAttrKey("b"), d.b)], d.activation
+
+    jax.tree_util.register_pytree_with_keys(Dense, flatten, lambda a, c: Dense(*c, a))
+    return Dense
+
+
+def define_conv1d_with_keys_and_new():
+    class Conv1D(ConvBase):
+        pass
+
+    def flatten(layer):
+        return [(jax.tree_util.GetAttrKey("kernel"), layer.kernel), (jax.tree_util.GetAttrKey("bias"), layer.bias)], (
+            layer.stride,
+            layer.padding,
+        )
+
+    def unflatten(aux, children):
+        layer = object.__new__(Conv1D)
+        layer.kernel, layer.bias = children
+        layer.stride, layer.padding = aux
+        return layer
+
+    jax.tree_util.register_pytree_with_keys(Conv1D, flatten, unflatten)
+    return Conv1D
+
+
+def define_layer_norm_frozen_aux():
+    @jax.tree_util.register_pytree_node_class
+    class LayerNorm(NormBase):
+        def tree_flatten(self):
+            return [self.scale, self.offset], (("eps", self.eps),)
+
+        @classmethod
+        def tree_unflatten(cls, aux_data, children):
+            layer = cls.__new__(cls)
+            layer.scale, layer.offset = children
+            layer.eps = dict(aux_data)["eps"]
+            return layer
+
+    return LayerNorm
+
+
+def decay_by_flatten_with_path(params, rate):
+    pairs, treedef = jax.tree_util.tree_flatten_with_path(params)
+
+    def is_w(path):
+        last = path[-1] if path else None
+        return isinstance(last, jax.tree_util.DictKey) and last.key == "w" or (
+            isinstance(last, jax.tree_util.GetAttrKey) and last.name == "w"
+        )
+
+    return treedef.unflatten([leaf * (1 - rate) if is_w(path) else leaf for path, leaf in pairs])
+
+
+ALSO_RIGHT = [
+    ("03.dense", define_dense_by_meta_fields),
+    ("03.dense", define_frozen_dense),
+    ("03.dense", define_dense_with_keys),
+    ("03.conv1d", define_conv1d_with_keys_and_new),
+    ("03.layer_norm", define_layer_norm_frozen_aux),
+    ("03.decay_weights", decay_by_flatten_with_path),
+]
+
+
 RIGHT = {
     "03.dense": define_dense,
     "03.conv1d": define_conv1d,
@@ -217,6 +301,13 @@ def conv_forgetting_aux():
 
 def conv_returning_tuple():
     return _conv(lambda c: ((c.kernel, c.bias), (c.stride, c.padding)), lambda cls, aux, ch: tuple(ch))
+
+
+def conv_dict_aux():
+    return _conv(
+        lambda c: ((c.kernel, c.bias), {"stride": c.stride, "padding": c.padding}),
+        lambda cls, aux, ch: cls(*ch, aux["stride"], aux["padding"]),
+    )
 
 
 def conv_half_done():
@@ -300,6 +391,7 @@ WRONG = [
     ("03.conv1d", conv_forgetting_aux, "The auxiliary data carries stride"),
     ("03.conv1d", conv_returning_tuple, "gave a tuple, not a Conv1D"),
     ("03.conv1d", conv_half_done, "Is part of a stub still there?"),
+    ("03.conv1d", conv_dict_aux, "the auxiliary data of a Conv1D is a dict, which cannot be hashed"),
     ("03.layer_norm", norm_calling_init, "Pitfall 3"),
     ("03.layer_norm", norm_eps_as_child, "eps is configuration"),
     ("03.layer_norm", norm_losing_eps, "differ only in eps have the same structure"),
@@ -321,6 +413,7 @@ class TestLesson03(LessonChecks):
     right = RIGHT
     stubs = STUBS
     wrong = WRONG
+    also_right = ALSO_RIGHT
 
 
 def test_the_exercises_define_classes_then_decay() -> None:

@@ -229,6 +229,16 @@ class _Spec:
     jacobian: bool = False
 
 
+def _unhashable_aux(treedef: Any) -> str | None:
+    """The type name of the root node's auxiliary data when it cannot be hashed, else None."""
+    aux = treedef.node_data()[1]
+    try:
+        hash(aux)
+    except TypeError:
+        return type(aux).__name__
+    return None
+
+
 def _class_probe(spec: _Spec) -> Callable[[Callable[..., Any], Case], Any]:
     def probe(define: Callable[[], Any], case: Case) -> Any:
         make = define()  # the stub of a whole class raises NotImplementedError here: not attempted
@@ -261,6 +271,7 @@ def _class_probe(spec: _Spec) -> Callable[[Callable[..., Any], Case], Any]:
             name: _attempt(lambda name=name, value=value: differs(name, value)) for name, value in case.info["variants"].items()
         }
         report["data"] = _attempt(lambda: jax.tree.structure(make(*case.info["other_arrays"], **case.kwargs)) == treedef)
+        report["aux"] = _attempt(lambda: _unhashable_aux(treedef))
         report["rebuilt"] = _attempt(lambda: _record(jax.tree.unflatten(treedef, leaves), spec.fields, cls))
         report["mapped"] = _attempt(lambda: _record(jax.tree.map(lambda leaf: leaf * 2, layer), spec.fields, cls))
         marks = [Placeholder(i) for i in range(len(leaves))]
@@ -367,6 +378,14 @@ def _judge_class(spec: _Spec, name: str, register_hint: str, static_hint: str) -
             return (
                 f"two {name}s that differ only in their arrays have different structures{why}: an array ended up "
                 "in the metadata. Only configuration belongs there; arrays are children."
+            )
+        if isinstance(got.get("aux"), str):
+            fields = ", ".join(f"layer.{field}" for field in spec.static)
+            return (
+                f"the auxiliary data of a {name} is a {got['aux']}, which cannot be hashed. Auxiliary data must be "
+                "hashable and compare by value (lesson 03): JAX 0.10.2 accepts it only because a treedef's hash "
+                "leaves the metadata out, but JAX's documentation requires hashable metadata and other versions "
+                f"hash it. Return a tuple instead, ({fields})."
             )
         # 3. Rebuilding: from its own leaves, through jax.tree.map, from placeholders.
         rebuilds = (("rebuilt", "jax.tree.unflatten(treedef, leaves)"), ("mapped", "jax.tree.map(lambda x: x * 2, layer)"))
