@@ -212,6 +212,53 @@ def make_scaled_jit_per_call(f):
     return lambda x, factor: jax.jit(lambda v: jax.tree.map(lambda y: factor * y, f(v)))(x)
 
 
+# Right answers written differently from the references.
+
+_flat_sgd = jax.jit(
+    lambda params, grads, lr: jax.tree_util.tree_unflatten(
+        jax.tree_util.tree_structure(params),
+        [p - lr * g for p, g in zip(jax.tree_util.tree_leaves(params), jax.tree_util.tree_leaves(grads))],
+    )
+)
+
+
+def make_step_numpy_cast():
+    return lambda params, grads, lr: _flat_sgd(params, grads, np.float32(lr))
+
+
+def pad_by_loop(batch, buckets):
+    n = batch_rows(batch)
+    for size in sorted(buckets):
+        if size >= n:
+            break
+    else:
+        raise ValueError(f"{n} rows fit no bucket of {sorted(buckets)}")
+
+    def pad(leaf):
+        out = np.zeros((size, *np.shape(leaf)[1:]), np.asarray(leaf).dtype)
+        out[:n] = leaf
+        return out
+
+    mask = np.zeros(size, bool)
+    mask[:n] = True
+    return jax.tree_util.tree_map(pad, batch), mask
+
+
+def init_state_by_tree_util(params):
+    zeros = jax.tree_util.tree_map(lambda p: jnp.zeros(jnp.shape(p), jnp.result_type(p)), params)
+    return {"step": jnp.asarray(0, dtype=jnp.int32), "loss_avg": jnp.asarray(0.0, dtype=jnp.float32),
+            "velocity": zeros, "params": params}
+
+
+ALSO_RIGHT = [
+    ("05.make_step", make_step_numpy_cast),
+    ("05.pad_to_bucket", pad_by_loop),
+    ("05.pad_to_bucket", pad_with_jnp),
+    ("05.init_state", init_state_by_tree_util),
+    ("05.make_scaled", make_scaled_static_f),
+]
+
+
 RIGHT = {
     "05.make_step": make_step,
     "05.pad_to_bucket": pad_to_bucket,
@@ -249,6 +296,7 @@ class TestLesson05(LessonChecks):
     points = 10
     right = RIGHT
     wrong = WRONG
+    also_right = ALSO_RIGHT
     grading_seeds = (1,)
 
 

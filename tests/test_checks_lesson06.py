@@ -139,7 +139,7 @@ def make_adam_step(bias=True, shift=0, eps_inside=False, keep_count=False, plain
 
 def adam_step_with_course_version(params, grads, state, lr, b1=0.9, b2=0.999, eps=1e-8):
     opt = cl.adam(lr, b1, b2, eps, donate=False)
-    new, inner = opt.update(grads, opt.init(params)._replace(count=state.count, mu=state.mu, nu=state.nu), params)
+    new, inner = opt.apply_gradients(grads, opt.init(params)._replace(count=state.count, mu=state.mu, nu=state.nu), params)
     return new, AdamState(inner.count, inner.mu, inner.nu)
 
 
@@ -218,7 +218,7 @@ def restore_with_course_version(path, like):
     return cl.load_tree(path, like)
 
 
-def make_train_loop(cast=True, init="zeros_like", python_loop=False, loss_after=False, lazy=False):
+def make_train_loop(cast=True, init="zeros_like", python_loop=False, loss_after=False, lazy=False, lr_cast=False):
     def train_loop(loss_fn, params, batches, lr, beta):
         def body(carry, batch):
             params, velocity = carry
@@ -226,7 +226,10 @@ def make_train_loop(cast=True, init="zeros_like", python_loop=False, loss_after=
                 velocity = jax.tree.map(jnp.zeros_like, params)
             loss, grads = jax.value_and_grad(loss_fn)(params, batch)
             velocity = jax.tree.map(lambda v, g: beta * v + g, velocity, grads)
-            params = jax.tree.map(lambda p, v: (p - lr * v).astype(p.dtype) if cast else p - lr * v, params, velocity)
+            if lr_cast:  # the learning rate cast to each leaf's dtype, as optax writes it: bfloat16 arithmetic
+                params = jax.tree.map(lambda p, v: p - jnp.asarray(lr, p.dtype) * v, params, velocity)
+            else:
+                params = jax.tree.map(lambda p, v: (p - lr * v).astype(p.dtype) if cast else p - lr * v, params, velocity)
             return (params, velocity), (loss_fn(params, batch) if loss_after else loss)
 
         velocity = {
@@ -255,6 +258,72 @@ def train_loop_float_losses(loss_fn, params, batches, lr, beta):
 def train_loop_with_course_version(loss_fn, params, batches, lr, beta):
     velocity = cl.tree_zeros_like(params)
     return make_train_loop()(loss_fn, params, batches, lr, beta)[0], velocity, jnp.zeros(3)
+
+
+# Right answers written differently from the references.
+
+
+def momentum_by_flatten(params, grads, velocity, lr, beta):
+    leaves, treedef = jax.tree_util.tree_flatten(params)
+    new_velocity = [beta * v + g for v, g in zip(treedef.flatten_up_to(velocity), treedef.flatten_up_to(grads))]
+    moved = [p - lr * v for p, v in zip(leaves, new_velocity)]
+    return treedef.unflatten(moved), treedef.unflatten(new_velocity)
+
+
+def adam_init_by_tree_util(params):
+    zeros = jax.tree_util.tree_map(lambda p: jnp.zeros(jnp.shape(p), jnp.result_type(p)), params)
+    return AdamState(jnp.asarray(0, dtype=jnp.int32), zeros, jax.tree_util.tree_map(jnp.copy, zeros))
+
+
+def adam_step_optax_style(params, grads, state, lr, b1=0.9, b2=0.999, eps=1e-8):
+    # optax's order: update the moments, correct their bias, compute updates, then apply them
+    count = state.count + 1
+    mu = jax.tree.map(lambda g, m: (1 - b1) * g + b1 * m, grads, state.mu)
+    nu = jax.tree.map(lambda g, v: (1 - b2) * jnp.square(g) + b2 * v, grads, state.nu)
+    mu_hat = jax.tree.map(lambda m: m / (1 - b1 ** count.astype(m.dtype)), mu)
+    nu_hat = jax.tree.map(lambda v: v / (1 - b2 ** count.astype(v.dtype)), nu)
+    updates = jax.tree.map(lambda m, v: -lr * m / (jnp.sqrt(v) + eps), mu_hat, nu_hat)
+    new_params = jax.tree.map(lambda p, u: jnp.asarray(p + u).astype(jnp.asarray(p).dtype), params, updates)
+    return new_params, AdamState(count, mu, nu)
+
+
+def save_by_flatten_with_path(path, tree):
+    pairs, _ = jax.tree_util.tree_flatten_with_path(tree)
+    arrays = {}
+    for key_path, leaf in pairs:
+        arrays[jax.tree_util.keystr(key_path)] = np.asarray(leaf)
+    with open(path, "wb") as file:
+        np.savez(file, **arrays)
+
+
+def restore_by_loop(path, like):
+    data = np.load(path)
+    try:
+        pairs, treedef = jax.tree_util.tree_flatten_with_path(like)
+        names = [keystr(p) for p, _ in pairs]
+        extra = sorted(set(data.files) - set(names))
+        if extra:
+            raise ValueError(f"the file holds entries that `like` lacks: {extra}")
+        leaves = []
+        for name, leaf in zip(names, (leaf for _, leaf in pairs)):
+            if name not in data.files:
+                raise ValueError(f"the file lacks {name}")
+            if data[name].shape != np.shape(leaf):
+                raise ValueError(f"{name} has shape {data[name].shape} in the file, {np.shape(leaf)} in `like`")
+            leaves.append(jnp.asarray(data[name]))
+        return treedef.unflatten(leaves)
+    finally:
+        data.close()
+
+
+ALSO_RIGHT = [
+    ("06.momentum_step", momentum_by_flatten),
+    ("06.adam_init", adam_init_by_tree_util),
+    ("06.adam_step", adam_step_optax_style),
+    ("06.save_checkpoint", save_by_flatten_with_path),
+    ("06.restore_checkpoint", restore_by_loop),
+    ("06.train_loop", make_train_loop(lr_cast=True)),
+]
 
 
 RIGHT = {
@@ -320,6 +389,7 @@ class TestLesson06(LessonChecks):
     points = 14
     right = RIGHT
     wrong = WRONG
+    also_right = ALSO_RIGHT
 
 
 @pytest.mark.parametrize(("exercise_id", "answer", "name"), COURSE_VERSIONS, ids=answer_id)
@@ -332,7 +402,7 @@ def test_course_versions_do_not_count(exercise_id: str, answer, name: str) -> No
 def test_hidden_course_version_is_refused_while_it_runs() -> None:
     def momentum_step(params, grads, velocity, lr, beta):
         course = getattr(cl, "mo" + "mentum")(lr, beta, donate=False)
-        new, state = course.update(grads, course.init(params)._replace(velocity=velocity), params)
+        new, state = course.apply_gradients(grads, course.init(params)._replace(velocity=velocity), params)
         return new, state.velocity
 
     verdict = evaluate(get_exercise("06.momentum_step"), momentum_step)
