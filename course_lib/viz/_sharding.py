@@ -3,6 +3,7 @@
 from typing import Any
 
 import jax
+import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -39,6 +40,15 @@ def _layout_text(leaf: Any) -> str:
     if len(sharding.device_set) == 1:
         return "one device"
     return type(sharding).__name__
+
+
+def _detached_figure(size: tuple[float, float]) -> Figure:
+    # Made by pyplot, which loads the notebook's backend (and with it the formatter that shows
+    # figures as images), then closed, so that a notebook shows it once, as the cell's value.
+    fig = plt.figure(figsize=size, layout="constrained")
+    plt.close(fig)
+    FigureCanvasAgg(fig)
+    return fig
 
 
 def _blocks(leaf: Any) -> dict[tuple[int, int, int, int], list[int]]:
@@ -91,8 +101,7 @@ def draw_shardings(tree: PyTree, columns: int = 4, max_leaves: int = 24) -> Figu
     shown = placed[:max_leaves]
     columns = max(1, min(columns, len(shown)))
     lines = -(-len(shown) // columns)
-    fig = Figure(figsize=(2.6 * columns, 2.1 * lines), layout="constrained")
-    FigureCanvasAgg(fig)  # detached from pyplot: a notebook shows it once, as the cell's value
+    fig = _detached_figure((2.6 * columns, 2.1 * lines))
     axes = fig.subplots(lines, columns, squeeze=False)
     for ax, (path, leaf) in zip(axes.flat, shown):
         _draw_leaf(ax, path, leaf)
@@ -115,8 +124,7 @@ def draw_device_bytes(tree: PyTree, ax: Axes | None = None, title: str = "bytes 
     if not totals:
         raise ValueError("no leaf of this tree lives on a device: place it with jax.device_put, or give the shapes a sharding")
     if ax is None:
-        fig = Figure(figsize=(max(3.0, 0.6 * len(totals) + 1.5), 2.6), layout="constrained")
-        FigureCanvasAgg(fig)
+        fig = _detached_figure((max(3.0, 0.6 * len(totals) + 1.5), 2.6))
         ax = fig.subplots()
     else:
         fig = ax.figure
