@@ -164,6 +164,12 @@ def sharded_init_wrapped(init, key, shardings):
     return make(key)
 
 
+def sharded_init_after_eval_shape(init, key, shardings):
+    shapes = jax.eval_shape(init, key)  # traced for the shapes first: nothing runs, nothing is laid out
+    full = jax.tree.broadcast(shardings, shapes, is_leaf=lambda x: isinstance(x, NamedSharding))
+    return jax.jit(init, out_shardings=full)(key)
+
+
 def sharded_init_eager_then_put(init, key, shardings):
     return jax.device_put(init(key), shardings)
 
@@ -250,6 +256,13 @@ def test_moving_a_restored_tree_into_place_is_right() -> None:
     exercise = get_exercise("07.restore_resharded")
     cases = exercise.make_cases("check")
     verdict = judge_outcomes(exercise, probe_all(exercise, restore_then_put, cases), reference_results(exercise, cases), cases)
+    assert verdict.status == "passed", verdict.message
+
+
+def test_tracing_init_for_its_shapes_first_is_right() -> None:
+    exercise = get_exercise("07.sharded_init")
+    cases = exercise.make_cases("check")
+    verdict = judge_outcomes(exercise, probe_all(exercise, sharded_init_after_eval_shape, cases), reference_results(exercise, cases), cases)
     assert verdict.status == "passed", verdict.message
 
 

@@ -665,12 +665,14 @@ def _init_probe(fn: Callable[..., Any], case: Case) -> Any:
             records.append({"kind": type(leaf).__name__})
             continue
         records.append({**_sharding_record(leaf.sharding), "kind": "Array", "value": np.asarray(as_float32(leaf)), "dtype": str(leaf.dtype)})
-    in_place = len(leaves) == len(wanted) and bool(made) and all(
-        layout is not None and all(isinstance(s, jax.sharding.Sharding) for s in layout)
+    # A trace that was only evaluated for shapes (jax.eval_shape) lays nothing out and reports nothing.
+    compiled = [layout for layout in made if any(s is not None for s in layout)]
+    in_place = len(leaves) == len(wanted) and bool(compiled) and all(
+        all(isinstance(s, jax.sharding.Sharding) for s in layout)
         and all(s.is_equivalent_to(w, np.ndim(leaf)) for s, w, leaf in zip(layout, wanted, leaves))
-        for layout in made
+        for layout in compiled
     )
-    return {**_structure_record(result), "records": records, "in_place": in_place, "traced": bool(made)}
+    return {**_structure_record(result), "records": records, "in_place": in_place}
 
 
 def _layout_problem(path: str, mine: dict[str, Any], theirs: dict[str, Any]) -> str | None:
