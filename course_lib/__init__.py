@@ -31,6 +31,7 @@ from ._optim import momentum as momentum
 from ._optim import sgd as sgd
 from ._serialize import load_tree as load_tree
 from ._serialize import save_tree as save_tree
+from ._sharding import tree_bytes_per_device as tree_bytes_per_device
 from ._tree_math import tree_add as tree_add
 from ._tree_math import tree_add_scale as tree_add_scale
 from ._tree_math import tree_allclose as tree_allclose

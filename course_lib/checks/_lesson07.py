@@ -1,0 +1,847 @@
+"""Exercises of lesson 07, trees across devices and trees without data.
+
+The cases are device-free descriptions (mesh shapes, axis names, specs, shapes, dtypes); each probe
+builds the meshes and arrays from them on the CPU devices of the process it runs in. A learner's
+kernel has the lesson's 8 simulated devices. The grader's own process, which computes the reference
+results, may have fewer: there the probe builds a stand-in for each mesh, with the same axis names,
+that needs no more devices than it has. What a probe records is the same on the real mesh and on
+its stand-in, so the grader needs no devices of its own:
+
+* an ``AbstractMesh`` of the same shape stands in where nothing runs on the mesh (the shardings a
+  function returns, the bytes each device would hold);
+* a mesh of the same axis names, each of size 1, on one device, stands in where something runs
+  (a sharded init, a checkpoint restore); those probes record specs and axis names, never sizes.
+"""
+
+import functools
+import logging
+import math
+import re
+import shutil
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import AbstractMesh, AxisType, NamedSharding
+from jax.sharding import PartitionSpec as P
+from jax.tree_util import keystr
+
+from ._kit import Layer, Point, as_float32, random_f32
+from ._plain import describe
+from ._spec import Case, Exercise
+
+# --- meshes: real where the devices exist, a stand-in where they do not ------------------------
+
+Shape = tuple[int, ...]
+Names = tuple[str, ...]
+
+
+def enough_devices(count: int) -> bool:
+    """Whether this process has ``count`` CPU devices for a mesh (a learner's kernel has 8)."""
+    return len(jax.devices("cpu")) >= count
+
+
+def real_mesh(shape: Shape, names: Names) -> jax.sharding.Mesh:
+    """The mesh of ``shape`` on the first CPU devices, with ``Auto`` axes as in the lesson."""
+    devices = jax.devices("cpu")[: math.prod(shape)]
+    return jax.make_mesh(shape, names, devices=devices, axis_types=(AxisType.Auto,) * len(names))
+
+
+def plan_mesh(shape: Shape, names: Names) -> jax.sharding.Mesh | AbstractMesh:
+    """A mesh to lay shardings out on: the real one, or an ``AbstractMesh`` of the same shape."""
+    if enough_devices(math.prod(shape)):
+        return real_mesh(shape, names)
+    return AbstractMesh(shape, names, axis_types=(AxisType.Auto,) * len(names))
+
+
+def run_mesh(shape: Shape, names: Names) -> jax.sharding.Mesh:
+    """A mesh to compute on: the real one, or one of the same axis names, each of size 1."""
+    if enough_devices(math.prod(shape)):
+        return real_mesh(shape, names)
+    return real_mesh((1,) * len(names), names)
+
+
+def spec_entries(spec: Any) -> list[Any]:
+    """A ``PartitionSpec`` as plain data, trailing ``None`` dropped (``P(None, "x", None)`` is ``P(None, "x")``).
+
+    >>> spec_entries(P(None, ("data",), None)), spec_entries(P())
+    ([None, 'data'], [])
+    """
+    entries: list[Any] = []
+    for entry in spec:
+        if isinstance(entry, (tuple, list)):
+            entry = entry[0] if len(entry) == 1 else list(entry)
+        entries.append(entry)
+    while entries and entries[-1] is None:
+        entries.pop()
+    return entries
+
+
+def spec_text(entries: Sequence[Any]) -> str:
+    """``P(None, 'model')`` from :func:`spec_entries`."""
+    return "P(" + ", ".join(repr(tuple(e)) if isinstance(e, list) else repr(e) for e in entries) + ")"
+
+
+def _mesh_text(shape: Shape, names: Names) -> str:
+    return "mesh " + " x ".join(f"{n} {name!r}" for n, name in zip(shape, names))
+
+
+def _paths(tree: Any) -> list[str]:
+    return [keystr(path) for path, _ in jax.tree_util.tree_leaves_with_path(tree)]
+
+
+def _structure_hint(got: dict[str, Any], expected: dict[str, Any], what: str) -> str | None:
+    """When the trees' structures differ: the key paths only one of them has, or both structures."""
+    if got["structure"] == expected["structure"]:
+        return None
+    mine, theirs = got["paths"], expected["paths"]
+    missing = [p for p in theirs if p not in mine]
+    extra = [p for p in mine if p not in theirs]
+    lines = [f"{what} does not have the structure of the input tree:"]
+    if missing:
+        lines.append(f"  missing leaves at {', '.join(missing[:4])}" + (" ..." if len(missing) > 4 else ""))
+    if extra:
+        lines.append(f"  unexpected leaves at {', '.join(extra[:4])}" + (" ..." if len(extra) > 4 else ""))
+    if not (missing or extra):
+        lines += [f"  yours:    {got['structure']}", f"  expected: {expected['structure']}"]
+    return "\n".join(lines)
+
+
+def _structure_record(tree: Any) -> dict[str, Any]:
+    return {"structure": str(jax.tree.structure(tree)), "paths": _paths(tree)}
+
+
+# --- 07.shardings_from_rules -----------------------------------------------------------------
+
+
+def _leaf_name(path: Any) -> str:
+    return keystr(path, simple=True, separator="/")
+
+
+def _shardings_from_rules(params: Any, rules: Sequence[tuple[str, Any]], mesh: Any) -> Any:
+    def sharding(path: Any, leaf: Any) -> NamedSharding:
+        name = _leaf_name(path)
+        for pattern, spec in rules:
+            if re.search(pattern, name) and len(spec) <= np.ndim(leaf):
+                return NamedSharding(mesh, spec)
+        return NamedSharding(mesh, P())
+
+    return jax.tree.map_with_path(sharding, params)
+
+
+def _matrix(rng: np.random.Generator, *shape: int) -> np.ndarray:
+    return random_f32(rng, *shape, array=True)
+
+
+_RULE_SETS: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...] = (
+    (
+        "attention and MLP rules, norms replicated",
+        (
+            (r"attn/w[qkv]$", P(None, "model")),
+            (r"attn/wo$", P("model", None)),
+            (r"mlp/w_in$", P(None, "model")),
+            (r"mlp/w_out$", P("model", None)),
+            (r"embed$", P("model", None)),
+        ),
+    ),
+    (
+        "a general rule after a specific one (the first match decides)",
+        (
+            (r"head/w$", P(None, ("data", "model"))),
+            (r"/w$", P("model", None)),
+            (r"b$", P("model")),
+        ),
+    ),
+    (
+        "a matrix rule that also matches vectors (it applies to matrices only)",
+        (
+            (r"dense", P("data", "model")),
+            (r"scale|bias", P("model")),
+        ),
+    ),
+)
+
+
+def _rules_params(rng: np.random.Generator, kind: int) -> Any:
+    d, h = 8 * int(rng.integers(1, 3)), 16
+    if kind == 0:
+        layer = lambda: {  # noqa: E731
+            "attn": {name: _matrix(rng, d, d) for name in ("wq", "wk", "wv", "wo")},
+            "mlp": {"w_in": _matrix(rng, d, h), "w_out": _matrix(rng, h, d)},
+            "norm": _matrix(rng, d),
+        }
+        return {"embed": _matrix(rng, 32, d), "layers": [layer() for _ in range(int(rng.integers(1, 3)))], "final_norm": _matrix(rng, d)}
+    if kind == 1:
+        return {
+            "blocks": (Layer(w=_matrix(rng, d, d), b=_matrix(rng, d)), Layer(w=_matrix(rng, d, h), b=None)),
+            "head": {"w": _matrix(rng, h, 8), "b": _matrix(rng, 8)},
+            "extra": None,
+        }
+    return [
+        {"dense": _matrix(rng, d, h), "dense_bias": _matrix(rng, h), "scale": _matrix(rng, h), "bias": None},
+        Point(x={"dense_out": _matrix(rng, h, d)}, y=_matrix(rng)),
+    ]
+
+
+_RULE_MESHES: tuple[tuple[Shape, Names], ...] = (((2, 4), ("data", "model")), ((4, 2), ("data", "model")))
+
+
+def _rules_cases(rng: np.random.Generator) -> list[Case]:
+    cases = []
+    for kind in range(3):
+        label, rules = _RULE_SETS[kind]
+        params = _rules_params(rng, kind)
+        shape, names = _RULE_MESHES[int(rng.integers(0, 2))]
+        rule_text = "; ".join(f"{pattern!r} -> {spec}" for pattern, spec in rules)
+        shown = f"params {describe(params, 110)}; rules {rule_text}; {_mesh_text(shape, names)}"
+        cases.append(Case((params, list(rules)), label=label, info={"mesh": (shape, names)}, shown=shown))
+    return cases
+
+
+def _sharding_record(x: Any) -> dict[str, Any]:
+    if isinstance(x, NamedSharding):
+        mesh = x.mesh
+        return {"kind": "NamedSharding", "spec": spec_entries(x.spec), "axes": list(mesh.axis_names), "sizes": list(mesh.axis_sizes)}
+    if isinstance(x, P):
+        return {"kind": "PartitionSpec", "spec": spec_entries(x)}
+    return {"kind": type(x).__name__}
+
+
+def _rules_probe(fn: Callable[..., Any], case: Case) -> Any:
+    params, rules = case.args
+    shape, names = case.info["mesh"]
+    result = fn(params, rules, plan_mesh(shape, names))
+    if result is None:
+        return None
+    leaves = jax.tree_util.tree_leaves_with_path(result, is_leaf=lambda x: isinstance(x, P))
+    return {**_structure_record(result), "records": [_sharding_record(leaf) for _, leaf in leaves]}
+
+
+def _rules_variant(case: Case, name: Callable[[Any], str], search: Callable[..., Any], last: bool, ndim: bool) -> list[list[Any]]:
+    """The specs a typical wrong reading of the rules gives, leaf by leaf (plain entries)."""
+    params, rules = case.args
+    specs = []
+    for path, leaf in jax.tree_util.tree_leaves_with_path(params):
+        hits = [spec for pattern, spec in rules if search(pattern, name(path)) and (not ndim or len(spec) <= np.ndim(leaf))]
+        specs.append(spec_entries((hits[-1] if last else hits[0]) if hits else P()))
+    return specs
+
+
+_RULE_MISTAKES: tuple[tuple[str, dict[str, Any]], ...] = (
+    (
+        "the last matching rule decided; the first rule that matches a leaf decides, so put specific rules first "
+        "and stop at the first match.",
+        {"last": True},
+    ),
+    (
+        "a rule whose spec has more entries than the leaf has dimensions was applied; such a rule does not apply "
+        "to that leaf (a 2-entry spec cannot lay out a vector): try the next rule.",
+        {"ndim": False},
+    ),
+    (
+        "no rule matched where the path ends with the pattern: re.match (and re.fullmatch) only match at the "
+        "start of the name; use re.search, which finds the pattern anywhere in it.",
+        {"search": re.match},
+    ),
+    (
+        "no rule matched: the rules are written for names like 'layers/0/attn/wq'. Write each key path with "
+        "jax.tree_util.keystr(path, simple=True, separator='/').",
+        {"name": keystr},
+    ),
+)
+
+
+def _judge_rules(got: Any, expected: Any, case: Case) -> str | None:
+    if not isinstance(got, dict) or "records" not in got:
+        return f"returned {describe(got, 80)}; return a tree of NamedSharding with the structure of params."
+    problem = _structure_hint(got, expected, "the sharding tree")
+    if problem:
+        return problem + "\n  Build it with jax.tree.map_with_path over params: it keeps the structure, None subtrees included."
+    shape, names = case.info["mesh"]
+    specs = [r.get("spec") for r in got["records"]]
+    for path, mine, theirs in zip(got["paths"], got["records"], expected["records"]):
+        if mine["kind"] == "PartitionSpec":
+            return f"the leaf at {path} is the PartitionSpec {spec_text(mine['spec'])}; wrap each spec in NamedSharding(mesh, spec)."
+        if mine["kind"] != "NamedSharding":
+            return f"the leaf at {path} is a {mine['kind']}; every leaf of the result must be a NamedSharding(mesh, spec)."
+        if (mine["axes"], mine["sizes"]) != (theirs["axes"], theirs["sizes"]):
+            return f"the sharding at {path} is on another mesh ({mine['axes']}, sizes {mine['sizes']}); use the mesh passed in."
+    for hint, change in _RULE_MISTAKES:
+        options = {"name": _leaf_name, "search": re.search, "last": False, "ndim": True, **change}
+        variant = _rules_variant(case, **options)
+        if specs == variant and variant != [r["spec"] for r in expected["records"]]:
+            return hint
+    for path, mine, theirs in zip(got["paths"], got["records"], expected["records"]):
+        if mine["spec"] != theirs["spec"]:
+            return f"the leaf at {path} got {spec_text(mine['spec'])}, expected {spec_text(theirs['spec'])}."
+    return None
+
+
+SHARDINGS_FROM_RULES = Exercise(
+    id="07.shardings_from_rules",
+    name="shardings_from_rules",
+    title="A sharding tree from rules on key paths",
+    points=3,
+    cases=_rules_cases,
+    reference=_shardings_from_rules,
+    probe=_rules_probe,
+    judge=_judge_rules,
+    hints=(
+        "jax.tree.map_with_path(f, params) calls f(path, leaf) for every leaf and keeps the structure of params, "
+        "None subtrees included.",
+        "The name of a leaf is jax.tree_util.keystr(path, simple=True, separator='/'); re.search(pattern, name) "
+        "tells whether a rule matches.",
+        "Try the rules in order and stop at the first that matches and whose spec has no more entries than "
+        "leaf.ndim; no such rule means P(). Return NamedSharding(mesh, spec) for every leaf.",
+    ),
+)
+
+
+# --- 07.bytes_per_device ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LeafPlan:
+    """A leaf of a case, described: its shape, dtype, spec entries, and whether it is a placed array."""
+
+    shape: Shape
+    dtype_name: str
+    spec: tuple[Any, ...]
+    placed: bool
+
+    def __repr__(self) -> str:
+        kind = "array" if self.placed else "ShapeDtypeStruct"
+        return f"{kind} {self.dtype_name}{list(self.shape)} {P(*self.spec)}"
+
+
+def _is_plan(x: Any) -> bool:
+    return isinstance(x, LeafPlan)
+
+
+def _bytes_per_device(tree: Any) -> int:
+    total = 0
+    for leaf in jax.tree.leaves(tree):
+        block = leaf.sharding.shard_shape(leaf.shape)
+        total += math.prod(block) * np.dtype(leaf.dtype).itemsize
+    return total
+
+
+_DTYPES = ("float32", "bfloat16", "int8", "float16", "int32")
+_SPECS: tuple[tuple[Any, ...], ...] = (
+    (),
+    ("model",),
+    (None, "model"),
+    ("data", "model"),
+    (("data", "model"),),
+    ("data",),
+    ("model", "data"),
+)
+
+
+def _plan_leaf(rng: np.random.Generator, placed_rate: float) -> LeafPlan:
+    spec = _SPECS[int(rng.integers(0, len(_SPECS)))]
+    ndim = max(len(spec), int(rng.integers(1, 3)))
+    shape = tuple(8 * int(rng.integers(1, 5)) for _ in range(ndim))
+    return LeafPlan(shape, _DTYPES[int(rng.integers(0, len(_DTYPES)))], spec, bool(rng.random() < placed_rate))
+
+
+def _plan_tree(rng: np.random.Generator, kind: int, placed_rate: float) -> Any:
+    leaf = lambda: _plan_leaf(rng, placed_rate)  # noqa: E731
+    if kind == 0:
+        return {"embed": leaf(), "layers": [{"w": leaf(), "b": leaf(), "norm": None} for _ in range(2)]}
+    if kind == 1:
+        return (Layer(w=leaf(), b=None), [leaf(), leaf()], {"scale": leaf()})
+    return {"encoder": {"w": leaf(), "b": leaf()}, "decoder": Point(x=leaf(), y=leaf()), "step": None}
+
+
+def _bytes_cases(rng: np.random.Generator) -> list[Case]:
+    cases = []
+    for kind, rate, shape in zip(range(3), (1.0, 0.0, 0.5), ((2, 4), (4, 2), (2, 4))):
+        names = ("data", "model")
+        plan = _plan_tree(rng, kind, rate)
+        what = {1.0: "arrays placed on the mesh", 0.0: "ShapeDtypeStructs with shardings", 0.5: "arrays and ShapeDtypeStructs mixed"}[rate]
+        shown = f"{describe(plan, 170)} on a {_mesh_text(shape, names)}"
+        cases.append(Case((plan,), label=f"{what}, {_mesh_text(shape, names)}", info={"mesh": (shape, names)}, shown=shown))
+    return cases
+
+
+def _materialize(plan: Any, mesh: Any) -> Any:
+    def make(leaf: LeafPlan) -> Any:
+        sharding = NamedSharding(mesh, P(*leaf.spec))
+        if leaf.placed and isinstance(mesh, jax.sharding.Mesh):
+            return jax.device_put(np.ones(leaf.shape, jnp.dtype(leaf.dtype_name)), sharding)
+        return jax.ShapeDtypeStruct(leaf.shape, jnp.dtype(leaf.dtype_name), sharding=sharding)
+
+    return jax.tree.map(make, plan, is_leaf=_is_plan)
+
+
+def _bytes_probe(fn: Callable[..., Any], case: Case) -> Any:
+    (plan,) = case.args
+    shape, names = case.info["mesh"]
+    result = fn(_materialize(plan, plan_mesh(shape, names)))
+    if isinstance(result, (jax.Array, np.ndarray, np.generic)) and np.ndim(result) == 0:
+        result = np.asarray(result).item()
+    return result if isinstance(result, (int, float)) and not isinstance(result, bool) else {"returned": describe(result, 80)}
+
+
+def _plan_bytes(plan: Any, sizes: dict[str, int], block: Callable[[LeafPlan, dict[str, int]], int]) -> int:
+    return sum(block(leaf, sizes) for leaf in jax.tree.leaves(plan, is_leaf=_is_plan))
+
+
+def _split(leaf: LeafPlan, sizes: dict[str, int]) -> int:
+    parts = 1
+    for entry in leaf.spec:
+        for axis in (entry,) if isinstance(entry, str) else (entry or ()):
+            parts *= sizes[axis]
+    return parts
+
+
+def _bytes_variants(case: Case) -> list[tuple[str, int]]:
+    (plan,) = case.args
+    shape, names = case.info["mesh"]
+    sizes, devices = dict(zip(names, shape)), math.prod(shape)
+    full = lambda leaf, s: math.prod(leaf.shape) * jnp.dtype(leaf.dtype_name).itemsize  # noqa: E731
+    return [
+        (
+            "that is the bytes of the whole tree: each device holds only its block of each leaf "
+            "(leaf.sharding.shard_shape(leaf.shape) is the block's shape).",
+            _plan_bytes(plan, sizes, full),
+        ),
+        (
+            f"you divided every leaf by the {devices} devices. A leaf is split only over the mesh axes its spec "
+            "names: a replicated leaf (P()) is held whole by every device, and P('model') splits over 'model' alone.",
+            _plan_bytes(plan, sizes, lambda leaf, s: full(leaf, s) // devices),
+        ),
+        (
+            "your count assumes 4 bytes per element; use each leaf's own dtype (np.dtype(leaf.dtype).itemsize: "
+            "bfloat16 is 2 bytes, int8 is 1).",
+            _plan_bytes(plan, sizes, lambda leaf, s: 4 * math.prod(leaf.shape) // _split(leaf, s)),
+        ),
+        (
+            "only the placed arrays were counted: ShapeDtypeStruct leaves with a sharding count too, since their "
+            "sharding says which block each device would hold.",
+            _plan_bytes(plan, sizes, lambda leaf, s: full(leaf, s) // _split(leaf, s) if leaf.placed else 0),
+        ),
+    ]
+
+
+def _judge_bytes(got: Any, expected: Any, case: Case) -> str | None:
+    if isinstance(got, dict):
+        return f"returned {got['returned']}; return the number of bytes, an int."
+    if got == expected:
+        return None
+    for hint, value in _bytes_variants(case):
+        if got == value and value != expected:
+            return hint
+    return f"returned {got}, expected {expected} bytes per device."
+
+
+BYTES_PER_DEVICE = Exercise(
+    id="07.bytes_per_device",
+    name="bytes_per_device",
+    title="The bytes each device holds",
+    points=2,
+    cases=_bytes_cases,
+    reference=_bytes_per_device,
+    probe=_bytes_probe,
+    judge=_judge_bytes,
+    hints=(
+        "Every leaf, array or ShapeDtypeStruct, has a .sharding; leaf.sharding.shard_shape(leaf.shape) is the "
+        "shape of the block one device holds.",
+        "A replicated dimension keeps its whole length in the block; a dimension split over the mesh axis 'model' "
+        "of size 4 keeps a quarter.",
+        "Add up, over jax.tree.leaves(tree), the elements of each block times np.dtype(leaf.dtype).itemsize.",
+    ),
+    forbidden=("tree_bytes_per_device",),
+)
+
+
+# --- 07.abstract_size ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ModelPlan:
+    """An init function's model, described: sizes, dtype, and which containers it uses."""
+
+    vocab: int
+    d: int
+    hidden: int
+    layers: int
+    dtype_name: str
+    style: int
+
+    def __repr__(self) -> str:
+        return (
+            f"init(key) of a model with vocab={self.vocab}, d={self.d}, hidden={self.hidden}, "
+            f"layers={self.layers}, dtype={self.dtype_name}"
+        )
+
+
+def make_init(model: ModelPlan, on_run: Callable[[], None] | None = None) -> Callable[[jax.Array], Any]:
+    """The init ``model`` describes: a function from a PRNG key to a parameter tree.
+
+    ``on_run`` is called whenever the init's program runs, eagerly or compiled (a ``jax.debug.callback``),
+    never when it is only traced, as ``jax.eval_shape`` does. The values are integer arithmetic on the
+    key and each element's position, scaled by powers of two, rather than random numbers: XLA
+    compiles that in a moment (a dozen ``jax.random.normal`` calls take seconds on 8 simulated
+    devices), and every way of computing it, eager or jitted, sharded or not, gives the same bits.
+    """
+    dtype = jnp.dtype(model.dtype_name)
+
+    def init(key: jax.Array) -> Any:
+        seed = jnp.sum(jax.random.key_data(key) % 1009).astype(jnp.int32)
+        counter = iter(range(1, 1000))
+
+        def wave(*shape: int) -> jax.Array:  # exact values in [-0.5, 0.5), computed from the key
+            position = jnp.arange(math.prod(shape), dtype=jnp.int32).reshape(shape) % 1024
+            return ((position * 37 + seed * 11 + next(counter) * 101) % 1024).astype(jnp.float32) / 1024 - 0.5
+
+        def dense(m: int, n: int) -> jax.Array:
+            return (wave(m, n) / 2).astype(dtype)
+
+        if on_run is not None:
+            jax.debug.callback(on_run)
+        if model.style == 0:
+            layers: Any = [
+                {"attn": dense(model.d, model.d), "mlp": {"w_in": dense(model.d, model.hidden), "w_out": dense(model.hidden, model.d)},
+                 "norm": (1 + wave(model.d) / 64).astype(dtype), "bias": None}
+                for _ in range(model.layers)
+            ]
+        else:
+            layers = tuple(
+                Layer(w=(dense(model.d, model.hidden), dense(model.hidden, model.d)), b=wave(model.hidden) / 64)
+                for _ in range(model.layers)
+            )
+        return {"embed": dense(model.vocab, model.d), "layers": layers, "head": Point(x=dense(model.d, model.vocab), y=None)}
+
+    return init
+
+
+def _abstract_size(init: Callable[[jax.Array], Any], key: jax.Array) -> tuple[int, int]:
+    shapes = jax.eval_shape(init, key)
+    leaves = jax.tree.leaves(shapes)
+    return sum(math.prod(s.shape) for s in leaves), sum(math.prod(s.shape) * np.dtype(s.dtype).itemsize for s in leaves)
+
+
+def _size_cases(rng: np.random.Generator) -> list[Case]:
+    cases = []
+    for style, dtype in ((0, "float32"), (1, "bfloat16")):
+        model = ModelPlan(8 * int(rng.integers(4, 9)), 8 * int(rng.integers(1, 4)), 16 * int(rng.integers(1, 4)), int(rng.integers(1, 4)), dtype, style)
+        cases.append(Case((model,), label=f"a small model in {dtype}", info={"big": False}, shown=repr(model)))
+    big = ModelPlan(32000, 4096, 4 * 4096, 8 + int(rng.integers(0, 5)), "bfloat16", int(rng.integers(0, 2)))
+    cases.append(Case((big,), label="a model of over a billion parameters (it must not be allocated)", info={"big": True}, shown=repr(big)))
+    return cases
+
+
+def _size_run(fn: Callable[..., Any], model: ModelPlan, seed: int) -> tuple[Any, bool]:
+    ran: list[bool] = []
+    result = fn(make_init(model, lambda: ran.append(True)), jax.random.key(seed))
+    jax.effects_barrier()
+    return result, bool(ran)
+
+
+def _size_probe(fn: Callable[..., Any], case: Case) -> Any:
+    (model,) = case.args
+    if case.info["big"]:
+        # The same init, tiny, first: an answer that runs init must not get to allocate billions.
+        tiny = ModelPlan(8, 8, 8, 1, model.dtype_name, model.style)
+        _, ran = _size_run(fn, tiny, 0)
+        if ran:
+            return {"ran": True, "size": None}
+    result, ran = _size_run(fn, model, 1)
+    if isinstance(result, (tuple, list)) and len(result) == 2:
+        try:
+            result = [int(np.asarray(x).item()) for x in result]
+        except (TypeError, ValueError):
+            return {"ran": ran, "size": describe(result, 80)}
+        return {"ran": ran, "size": result}
+    return {"ran": ran, "size": describe(result, 80)}
+
+
+def _judge_size(got: Any, expected: Any, case: Case) -> str | None:
+    if got["ran"]:
+        return (
+            "init ran for real: it created every array of the model (an answer that runs init allocates the whole "
+            "model). jax.eval_shape(init, key) traces init without running it and allocates nothing."
+        )
+    size, want = got["size"], expected["size"]
+    if not isinstance(size, list):
+        return f"returned {size}; return a pair of ints, (number of parameters, number of bytes)."
+    if size == want:
+        return None
+    (model,) = case.args
+    shapes = jax.eval_shape(make_init(model), jax.random.key(0))
+    leaves = jax.tree.leaves(shapes)
+    if size[0] == len(leaves):
+        return f"{size[0]} is the number of leaves; count the elements of each leaf, math.prod(leaf.shape)."
+    if size[0] == want[0] and size[1] == 4 * want[0] and want[1] != size[1]:
+        return "the parameter count is right, but the bytes assume 4 per element: use each leaf's dtype (bfloat16 is 2 bytes)."
+    if size == want[::-1]:
+        return "the two numbers are swapped: return (parameters, bytes)."
+    if size[0] != want[0]:
+        return f"counted {size[0]:,} parameters, expected {want[0]:,}."
+    return f"counted {size[1]:,} bytes, expected {want[1]:,}."
+
+
+ABSTRACT_SIZE = Exercise(
+    id="07.abstract_size",
+    name="abstract_size",
+    title="Count a model without allocating it",
+    points=2,
+    cases=_size_cases,
+    reference=_abstract_size,
+    probe=_size_probe,
+    judge=_judge_size,
+    hints=(
+        "jax.eval_shape(init, key) returns the tree init would build, with a jax.ShapeDtypeStruct at each leaf, "
+        "and allocates nothing.",
+        "A ShapeDtypeStruct has .shape and .dtype: math.prod(s.shape) elements, np.dtype(s.dtype).itemsize bytes each.",
+        "Sum both over jax.tree.leaves of the abstract tree (None subtrees hold no leaves) and return the pair of ints.",
+    ),
+    forbidden=("tree_size", "tree_bytes", "tree_summary"),
+)
+
+
+# --- 07.sharded_init -------------------------------------------------------------------------
+
+
+def _sharded_init(init: Callable[[jax.Array], Any], key: jax.Array, shardings: Any) -> Any:
+    return jax.jit(init, out_shardings=shardings)(key)
+
+
+_INIT_LAYOUTS: tuple[tuple[str, Callable[[Callable[[Any], NamedSharding]], Any]], ...] = (
+    (
+        "a full sharding tree",
+        lambda s: {
+            "embed": s(P("model", None)),
+            "layers": [{"attn": s(P(None, "model")), "mlp": {"w_in": s(P(None, "model")), "w_out": s(P("model", None))},
+                        "norm": s(P()), "bias": None}],
+            "head": Point(x=s(P(None, "model")), y=None),
+        },
+    ),
+    ("a prefix: one sharding for all the layers", lambda s: {"embed": s(P(None, "model")), "layers": s(P()), "head": s(P("data", None))}),
+    ("a single sharding for the whole tree", lambda s: s(P("data"))),
+)
+
+
+def _init_cases(rng: np.random.Generator) -> list[Case]:
+    cases = []
+    for i, (label, _) in enumerate(_INIT_LAYOUTS):
+        model = ModelPlan(32, 16, 16 * int(rng.integers(1, 3)), 1, ("float32", "bfloat16")[i % 2], 0)
+        mesh = ((2, 4), ("data", "model"))
+        shown = f"{model!r}; shardings: {label} on a {_mesh_text(*mesh)}"
+        cases.append(Case((model,), label=label, info={"layout": i, "mesh": mesh, "seed": int(rng.integers(0, 1000))}, shown=shown))
+    return cases
+
+
+def _init_probe(fn: Callable[..., Any], case: Case) -> Any:
+    (model,) = case.args
+    mesh = run_mesh(*case.info["mesh"])
+    shardings = _INIT_LAYOUTS[case.info["layout"]][1](lambda spec: NamedSharding(mesh, spec))
+    made: list[list[Any]] = []
+
+    def spied(key: jax.Array) -> Any:
+        tree = make_init(model)(key)
+        layouts: list[Any] = [None] * len(jax.tree.leaves(tree))
+        made.append(layouts)
+        for i, leaf in enumerate(jax.tree.leaves(tree)):
+            jax.debug.inspect_array_sharding(leaf, callback=functools.partial(layouts.__setitem__, i))
+        return tree
+
+    result = fn(spied, jax.random.key(case.info["seed"]), shardings)
+    if result is None:
+        return None
+    leaves = jax.tree.leaves(result)
+    shapes = jax.eval_shape(make_init(model), jax.random.key(0))
+    wanted = jax.tree.leaves(jax.tree.broadcast(shardings, shapes, is_leaf=lambda x: isinstance(x, NamedSharding)))
+    records = []
+    for leaf in leaves:
+        if not isinstance(leaf, jax.Array):
+            records.append({"kind": type(leaf).__name__})
+            continue
+        records.append({**_sharding_record(leaf.sharding), "kind": "Array", "value": np.asarray(as_float32(leaf)), "dtype": str(leaf.dtype)})
+    # A trace that was only evaluated for shapes (jax.eval_shape) lays nothing out and reports nothing.
+    compiled = [layout for layout in made if any(s is not None for s in layout)]
+    in_place = len(leaves) == len(wanted) and bool(compiled) and all(
+        all(isinstance(s, jax.sharding.Sharding) for s in layout)
+        and all(s.is_equivalent_to(w, np.ndim(leaf)) for s, w, leaf in zip(layout, wanted, leaves))
+        for layout in compiled
+    )
+    return {**_structure_record(result), "records": records, "in_place": in_place}
+
+
+def _layout_problem(path: str, mine: dict[str, Any], theirs: dict[str, Any]) -> str | None:
+    if mine["kind"] != "Array":
+        return f"the leaf at {path} is a {mine['kind']}, not an array: return the arrays init creates."
+    if mine.get("spec") != theirs["spec"] or mine.get("axes") != theirs["axes"]:
+        got = spec_text(mine["spec"]) if "spec" in mine else f"a {mine['kind']}"
+        return f"the leaf at {path} is laid out as {got}, expected {spec_text(theirs['spec'])}: every leaf must have its sharding from the tree given."
+    if mine["dtype"] != theirs["dtype"]:
+        return f"the leaf at {path} has dtype {mine['dtype']}, expected {theirs['dtype']}."
+    if not np.allclose(mine["value"], theirs["value"], rtol=1e-5, atol=1e-6):
+        return f"the values at {path} are not those init(key) gives: call init with the key given."
+    return None
+
+
+def _judge_init(got: Any, expected: Any, case: Case) -> str | None:
+    if not isinstance(got, dict) or "records" not in got:
+        return f"returned {describe(got, 80)}; return the parameter tree."
+    problem = _structure_hint(got, expected, "the result")
+    if problem:
+        return problem
+    for path, mine, theirs in zip(got["paths"], got["records"], expected["records"]):
+        problem = _layout_problem(path, mine, theirs)
+        if problem:
+            return problem
+    if not got["in_place"]:
+        return (
+            "the values and shardings are right, but init created the whole tree first (on one device, or replicated) "
+            "and it was moved into the shards afterwards. jax.jit(init, out_shardings=shardings) makes each device "
+            "compute only its own blocks."
+        )
+    return None
+
+
+SHARDED_INIT = Exercise(
+    id="07.sharded_init",
+    name="sharded_init",
+    title="Create the parameters in their shards",
+    points=3,
+    cases=_init_cases,
+    reference=_sharded_init,
+    probe=_init_probe,
+    judge=_judge_init,
+    hints=(
+        "jax.device_put(init(key), shardings) builds the whole tree on one device before cutting it up: for a large "
+        "model that is already too much.",
+        "jax.jit takes out_shardings: a tree of shardings for the outputs, which may be a prefix of the output tree.",
+        "jax.jit(init, out_shardings=shardings)(key) compiles init so that each device computes only its own blocks.",
+    ),
+)
+
+
+# --- 07.restore_resharded --------------------------------------------------------------------
+
+
+def _restore_resharded(path: str, abstract: Any, shardings: Any) -> Any:
+    import orbax.checkpoint as ocp
+
+    def target(sharding: NamedSharding, subtree: Any) -> Any:
+        return jax.tree.map(lambda s: jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=sharding), subtree)
+
+    return ocp.StandardCheckpointer().restore(path, jax.tree.map(target, shardings, abstract, is_leaf=lambda x: isinstance(x, NamedSharding)))
+
+
+_RESTORE_PLANS: tuple[tuple[str, Shape, Shape, Callable[[Callable[[Any], NamedSharding]], Any], Callable[[Callable[[Any], NamedSharding]], Any]], ...] = (
+    (
+        "saved on a 2 x 4 mesh, restored on a 4 x 2 mesh",
+        (2, 4),
+        (4, 2),
+        lambda s: {"embed": s(P("model", None)), "layers": [{"w": s(P(None, "model")), "b": s(P())}] * 2},
+        lambda s: {"embed": s(P(None, "model")), "layers": s(P("data", None))},
+    ),
+    (
+        "saved replicated, restored sharded with one sharding for the whole tree",
+        (2, 4),
+        (2, 4),
+        lambda s: s(P()),
+        lambda s: s(P("data", "model")),
+    ),
+)
+
+
+def _restore_tree(rng: np.random.Generator) -> Any:
+    return {
+        "embed": random_f32(rng, 16, 8, array=True),
+        "layers": [{"w": random_f32(rng, 8, 8, array=True), "b": random_f32(rng, 8, 8, array=True)} for _ in range(2)],
+    }
+
+
+def _restore_cases(rng: np.random.Generator) -> list[Case]:
+    cases = []
+    for i, (label, saved, loaded, _, _) in enumerate(_RESTORE_PLANS):
+        tree = _restore_tree(rng)
+        shown = f"a checkpoint of {describe(tree, 100)} {label}"
+        cases.append(Case((tree,), label=label, info={"plan": i}, shown=shown))
+    return cases
+
+
+def _restore_probe(fn: Callable[..., Any], case: Case) -> Any:
+    import orbax.checkpoint as ocp
+
+    (tree,) = case.args
+    _, saved, loaded, save_layout, load_layout = _RESTORE_PLANS[case.info["plan"]]
+    names = ("data", "model")
+    save_mesh, load_mesh = run_mesh(saved, names), run_mesh(loaded, names)
+    placed = jax.device_put(tree, save_layout(lambda spec: NamedSharding(save_mesh, spec)))
+    shardings = load_layout(lambda spec: NamedSharding(load_mesh, spec))
+    abstract = jax.tree.map(lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype), placed)
+    folder = Path(tempfile.mkdtemp(prefix="course-checkpoint-"))
+    absl = logging.getLogger("absl")
+    level = absl.level
+    try:
+        checkpointer = ocp.StandardCheckpointer()
+        checkpointer.save(folder / "checkpoint", placed)
+        checkpointer.wait_until_finished()
+        absl.setLevel(logging.CRITICAL)  # Orbax logs pages of errors before it raises
+        result = fn(str(folder / "checkpoint"), abstract, shardings)
+    finally:
+        absl.setLevel(level)
+        shutil.rmtree(folder, ignore_errors=True)
+    if result is None:
+        return None
+    records = []
+    for leaf in jax.tree.leaves(result):
+        if isinstance(leaf, jax.Array):
+            records.append({**_sharding_record(leaf.sharding), "kind": "Array", "value": np.asarray(leaf), "dtype": str(leaf.dtype)})
+        else:
+            records.append({"kind": type(leaf).__name__})
+    return {**_structure_record(result), "records": records}
+
+
+def _judge_restore(got: Any, expected: Any, case: Case) -> str | None:
+    if not isinstance(got, dict) or "records" not in got:
+        return f"returned {describe(got, 80)}; return the restored tree."
+    problem = _structure_hint(got, expected, "the restored tree")
+    if problem:
+        return problem
+    for path, mine, theirs in zip(got["paths"], got["records"], expected["records"]):
+        if mine["kind"] != "Array":
+            return f"the leaf at {path} is a {mine['kind']}, not a jax.Array: restore into a target whose leaves carry the shardings."
+        if mine.get("spec") != theirs["spec"] or mine.get("axes") != theirs["axes"]:
+            got_layout = spec_text(mine["spec"]) if "spec" in mine else f"a {mine['kind']}"
+            return (
+                f"the leaf at {path} came back as {got_layout}, expected {spec_text(theirs['spec'])}: restore into a target "
+                "of jax.ShapeDtypeStruct(shape, dtype, sharding=...) with the new shardings, not into the layout it was saved with."
+            )
+        if not np.allclose(mine["value"], theirs["value"]):
+            return f"the values at {path} are not those saved."
+    return None
+
+
+RESTORE_RESHARDED = Exercise(
+    id="07.restore_resharded",
+    name="restore_resharded",
+    title="Restore a checkpoint into new shardings",
+    points=3,
+    cases=_restore_cases,
+    reference=_restore_resharded,
+    probe=_restore_probe,
+    judge=_judge_restore,
+    hints=(
+        "ocp.StandardCheckpointer().restore(path, target) reads a checkpoint into target, a tree of "
+        "jax.ShapeDtypeStruct that says the shape, dtype and sharding of every leaf.",
+        "shardings may be a prefix of abstract: jax.tree.map(f, shardings, abstract) calls f(sharding, subtree) "
+        "with the whole subtree that one sharding covers.",
+        "Inside f, jax.tree.map over the subtree makes jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=sharding) "
+        "for each leaf s; restore into the tree that builds.",
+    ),
+)
+
+
+EXERCISES = (SHARDINGS_FROM_RULES, BYTES_PER_DEVICE, ABSTRACT_SIZE, SHARDED_INIT, RESTORE_RESHARDED)

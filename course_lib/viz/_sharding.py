@@ -1,0 +1,137 @@
+"""Pictures of a tree spread over devices: each leaf's layout over the devices, and the bytes per device."""
+
+from typing import Any
+
+import jax
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.patches import Rectangle
+
+from .. import PyTree
+from .._nodes import human_bytes, leaf_spec, path_text
+from .._sharding import leaf_shards, tree_bytes_per_device
+
+_COLORS = ("#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860", "#da8bc3", "#8c8c8c")
+
+
+def device_ids_text(ids: list[int]) -> str:
+    """Device ids as runs: ``0-3,6``.
+
+    >>> device_ids_text([0, 1, 2, 3, 6])
+    '0-3,6'
+    """
+    runs: list[list[int]] = []
+    for i in sorted(ids):
+        if runs and i == runs[-1][-1] + 1:
+            runs[-1].append(i)
+        else:
+            runs.append([i])
+    return ",".join(str(r[0]) if len(r) == 1 else f"{r[0]}-{r[-1]}" for r in runs)
+
+
+def _layout_text(leaf: Any) -> str:
+    sharding = leaf.sharding
+    spec = getattr(sharding, "spec", None)
+    if spec is not None:
+        return str(spec)
+    if len(sharding.device_set) == 1:
+        return "one device"
+    return type(sharding).__name__
+
+
+def _detached_figure(size: tuple[float, float]) -> Figure:
+    # Made by pyplot, which loads the notebook's backend (and with it the formatter that shows
+    # figures as images), then closed, so that a notebook shows it once, as the cell's value.
+    fig = plt.figure(figsize=size, layout="constrained")
+    plt.close(fig)
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def _blocks(leaf: Any) -> dict[tuple[int, int, int, int], list[int]]:
+    """``{(row0, row1, col0, col1): [device ids]}``: the leaf as a matrix (a vector is one row)."""
+    shape = leaf.shape
+    rows, cols = (shape[0], shape[1]) if len(shape) >= 2 else (1, shape[0] if shape else 1)
+    found: dict[tuple[int, int, int, int], list[int]] = {}
+    for device, index in leaf.sharding.devices_indices_map(shape).items():
+        if len(shape) >= 2:
+            r, c = index[0].indices(rows), index[1].indices(cols)
+        else:
+            r, c = (0, 1, 1), index[0].indices(cols) if shape else (0, 1, 1)
+        found.setdefault((r[0], r[1], c[0], c[1]), []).append(device.id)
+    return found
+
+
+def _draw_leaf(ax: Axes, path: str, leaf: Any) -> None:
+    shape = leaf.shape
+    rows, cols = (shape[0], shape[1]) if len(shape) >= 2 else (1, shape[0] if shape else 1)
+    for (r0, r1, c0, c1), ids in sorted(_blocks(leaf).items()):
+        color = _COLORS[min(ids) % len(_COLORS)]
+        ax.add_patch(Rectangle((c0, r0), c1 - c0, r1 - r0, facecolor=color, edgecolor="white", lw=1.5, alpha=0.85))
+        ax.text((c0 + c1) / 2, (r0 + r1) / 2, device_ids_text(ids), ha="center", va="center", fontsize=8,
+                color="white", gid="sharding-block")
+    ax.set_xlim(0, cols)
+    ax.set_ylim(rows, 0)
+    ax.set_xticks([])
+    ax.set_yticks([])
+    ax.set_title(f"{path}\n{leaf_spec(leaf)} {_layout_text(leaf)}", fontsize=8, family="monospace")
+
+
+def draw_shardings(tree: PyTree, columns: int = 4, max_leaves: int = 24) -> Figure:
+    """Draw how every leaf of ``tree`` is laid out over the devices, one small panel per leaf.
+
+    A panel is the leaf as a matrix (a vector is one row, a scalar one cell; beyond two dimensions
+    the first two are drawn), cut into the blocks the devices hold; each block is labelled with
+    the ids of the devices that hold it (``0-3``: devices 0 to 3 hold copies). The title gives
+    the key path, shape, dtype and ``PartitionSpec``. Leaves that live on no device (NumPy
+    arrays, Python numbers, shapes without a sharding) are left out; abstract leaves with a
+    sharding are drawn as their arrays would be.
+
+    >>> import matplotlib; matplotlib.use("Agg")
+    >>> fig = draw_shardings({"w": jax.device_put(jnp.ones((4, 2)))})
+    >>> [t.get_text() for t in fig.axes[0].texts], fig.axes[0].get_title()
+    (['0'], "['w']\\nf32[4,2] one device")
+    """
+    placed = [(path_text(p), leaf) for p, leaf in jax.tree_util.tree_leaves_with_path(tree) if leaf_shards(leaf)]
+    if not placed:
+        raise ValueError("no leaf of this tree lives on a device: place it with jax.device_put, or give the shapes a sharding")
+    shown = placed[:max_leaves]
+    columns = max(1, min(columns, len(shown)))
+    lines = -(-len(shown) // columns)
+    fig = _detached_figure((2.6 * columns, 2.1 * lines))
+    axes = fig.subplots(lines, columns, squeeze=False)
+    for ax, (path, leaf) in zip(axes.flat, shown):
+        _draw_leaf(ax, path, leaf)
+    for ax in list(axes.flat)[len(shown):]:
+        ax.set_axis_off()
+    if len(placed) > len(shown):
+        fig.suptitle(f"the first {len(shown)} of {len(placed)} leaves", fontsize=9)
+    return fig
+
+
+def draw_device_bytes(tree: PyTree, ax: Axes | None = None, title: str = "bytes per device") -> Figure:
+    """A bar per device: how many bytes of ``tree`` it holds (``cl.tree_bytes_per_device``), labelled.
+
+    >>> import matplotlib; matplotlib.use("Agg")
+    >>> fig = draw_device_bytes({"w": jax.device_put(jnp.ones((4, 2)))})
+    >>> [round(bar.get_height()) for bar in fig.axes[0].patches]
+    [32]
+    """
+    totals = tree_bytes_per_device(tree)
+    if not totals:
+        raise ValueError("no leaf of this tree lives on a device: place it with jax.device_put, or give the shapes a sharding")
+    if ax is None:
+        fig = _detached_figure((max(3.0, 0.6 * len(totals) + 1.5), 2.6))
+        ax = fig.subplots()
+    else:
+        fig = ax.figure
+    ids = [device.id for device in totals]
+    bars = ax.bar(np.arange(len(ids)), list(totals.values()), color=[_COLORS[i % len(_COLORS)] for i in ids])
+    ax.bar_label(bars, labels=[human_bytes(n) for n in totals.values()], fontsize=7)
+    ax.set_xticks(np.arange(len(ids)), [str(i) for i in ids])
+    ax.set(xlabel="device id", ylabel="bytes", title=title)
+    ax.margins(y=0.2)
+    return fig

@@ -1,0 +1,83 @@
+"""The sharding pictures of course_lib.viz: each leaf's blocks with the devices that hold them, and bytes per device."""
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import matplotlib.pyplot as plt  # noqa: E402
+import pytest  # noqa: E402
+from jax.sharding import NamedSharding  # noqa: E402
+from jax.sharding import PartitionSpec as P  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+
+from course_lib import viz  # noqa: E402
+from course_lib.viz._sharding import device_ids_text  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def mesh():
+    return jax.make_mesh((2, 4), ("data", "model"), devices=jax.devices("cpu"))
+
+
+def _labels(ax) -> list[str]:
+    return sorted(t.get_text() for t in ax.texts if t.get_gid() == "sharding-block")
+
+
+def test_device_ids_text_writes_runs():
+    assert device_ids_text([4, 0]) == "0,4"
+    assert device_ids_text(list(range(8))) == "0-7"
+    assert device_ids_text([1, 2, 3, 7]) == "1-3,7"
+
+
+def test_draw_shardings_labels_each_block_with_its_devices(mesh):
+    tree = {
+        "w": jax.device_put(jnp.ones((8, 8)), NamedSharding(mesh, P(None, "model"))),
+        "norm": jax.device_put(jnp.ones(8), NamedSharding(mesh, P())),
+        "host": 1.5,
+    }
+    fig = viz.draw_shardings(tree)
+    assert isinstance(fig, Figure) and not plt.get_fignums()  # detached from pyplot
+    norm_ax, w_ax = fig.axes[:2]  # leaves in key order: norm, w (the Python number is left out)
+    assert _labels(norm_ax) == ["0-7"]
+    assert _labels(w_ax) == ["0,4", "1,5", "2,6", "3,7"]
+    assert w_ax.get_title() == "['w']\nf32[8,8] P(None, 'model')"
+    assert len(w_ax.patches) == 4 and {p.get_width() for p in w_ax.patches} == {2}
+
+
+def test_draw_shardings_draws_abstract_leaves_like_arrays(mesh):
+    sharding = NamedSharding(mesh, P("data", "model"))
+    placed = viz.draw_shardings([jax.device_put(jnp.ones((4, 8)), sharding)])
+    abstract = viz.draw_shardings([jax.ShapeDtypeStruct((4, 8), jnp.float32, sharding=sharding)])
+    assert _labels(placed.axes[0]) == _labels(abstract.axes[0]) == [str(i) for i in range(8)]
+
+
+def test_draw_shardings_shows_at_most_max_leaves(mesh):
+    tree = [jax.device_put(jnp.ones(4), NamedSharding(mesh, P())) for _ in range(5)]
+    fig = viz.draw_shardings(tree, columns=2, max_leaves=3)
+    assert sum(ax.axison for ax in fig.axes) == 3
+    assert fig.get_suptitle() == "the first 3 of 5 leaves"
+
+
+def test_drawing_a_tree_that_lives_nowhere_says_what_to_do():
+    with pytest.raises(ValueError, match="place it with jax.device_put"):
+        viz.draw_shardings({"w": jnp.zeros(3).__array__(), "n": None})
+    with pytest.raises(ValueError, match="give the shapes a sharding"):
+        viz.draw_device_bytes([jax.ShapeDtypeStruct((3,), jnp.float32)])
+
+
+def test_draw_device_bytes_has_one_bar_per_device(mesh):
+    devices = jax.devices("cpu")
+    tree = {"a": jax.device_put(jnp.ones((8, 4)), NamedSharding(mesh, P("model"))), "b": jax.device_put(jnp.ones(3), devices[2])}
+    fig = viz.draw_device_bytes(tree)
+    heights = [round(bar.get_height()) for bar in fig.axes[0].patches]
+    assert heights == [32, 32, 44, 32, 32, 32, 32, 32]
+    assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == [str(i) for i in range(8)]
+    assert "44 B" in [t.get_text() for t in fig.axes[0].texts]
+
+
+def test_draw_device_bytes_into_given_axes(mesh):
+    fig, ax = plt.subplots()
+    assert viz.draw_device_bytes([jax.device_put(jnp.ones(2), NamedSharding(mesh, P()))], ax=ax) is fig
+    plt.close(fig)
