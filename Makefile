@@ -19,7 +19,7 @@ $(STAMP): pyproject.toml
 	@rm -rf $(VENV)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check uv
-	$(BIN)/python -m uv pip install --quiet --python $(BIN)/python --compile-bytecode -e '.[test]'
+	$(BIN)/python -m uv pip install --quiet --python $(BIN)/python --compile-bytecode -e '.[test,site]'
 	@touch $(STAMP)
 	@echo ">> environment ready"
 
