@@ -51,6 +51,8 @@ html_static_path = ["_static", str(vendor_static(ROOT))]
 html_extra_path = ["_root"]
 nb_ipywidgets_js = {
     "vendor/requirejs/require.js": {},
+    # Where the widget manager finds its fonts, and MathJax 3 for its labels.
+    "course-widgets.js": {},
     # about:blank/ as the CDN: a widget module that is not bundled is never fetched from outside.
     "vendor/html-manager/embed-amd.js": {"data-jupyter-widgets-cdn": "about:blank/"},
 }
@@ -71,6 +73,9 @@ html_theme_options = {
     "show_toc_level": 2,
     "navigation_with_keys": False,
 }
+# Light or dark as the reader's system says (without it, the theme logs a console error on a
+# first visit, when the browser has no stored choice).
+html_context = {"default_mode": "auto"}
 # _sources/notebooks/01_....ipynb is the committed notebook itself: the "download" link.
 html_sourcelink_suffix = ""
 html_last_updated_fmt = None
