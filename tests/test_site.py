@@ -303,3 +303,33 @@ def test_notebook_links_to_readme_go_to_the_start_page(html_dir: Path) -> None:
     assert "README.md" not in page
     assert re.search(r'<a class="reference internal" href="../docs/index.html"><span class="std std-doc">Contents', page)
     assert 'href="../exercises/01_what_is_a_pytree.html"' in page
+
+
+# ---------------------------------------------------------------------------------------------
+# The vendored JavaScript
+
+def test_vendor_fetch_without_npm_says_what_to_do(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path / "no-npm-here"))
+    with pytest.raises(site.SiteError, match=r"npm is not installed\. `make site` needs npm \(`apt-get install -y npm`\)"):
+        site.vendor_static(tmp_path)
+    assert not (tmp_path / "build" / "site-vendor" / "static").exists()
+
+
+def test_vendor_fetch_refuses_a_tarball_that_does_not_match_its_hash(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def forged(package: site.VendorPackage, folder: Path) -> Path:
+        tarball = folder / "forged.tgz"
+        tarball.write_bytes(b"not the package")
+        return tarball
+
+    monkeypatch.setattr(site, "_npm_pack", forged)
+    with pytest.raises(site.SiteError, match=r"requirejs@2\.3\.8 from npm does not match its pinned integrity hash"):
+        site.vendor_static(tmp_path)
+    assert not (tmp_path / "build" / "site-vendor" / "static").exists()
+
+
+def test_vendored_files_are_reused_offline(html_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path / "no-npm-here"))  # html_dir's build fetched them
+    static = site.vendor_static(ROOT)
+    assert (static / "vendor" / "html-manager" / "embed-amd.js").is_file()
