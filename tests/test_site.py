@@ -9,6 +9,7 @@ in Chromium.
 from __future__ import annotations
 
 import json
+import shutil
 import re
 from pathlib import Path
 
@@ -333,3 +334,25 @@ def test_vendored_files_are_reused_offline(html_dir: Path, tmp_path: Path, monke
     monkeypatch.setenv("PATH", str(tmp_path / "no-npm-here"))  # html_dir's build fetched them
     static = site.vendor_static(ROOT)
     assert (static / "vendor" / "html-manager" / "embed-amd.js").is_file()
+
+
+def test_a_sphinx_warning_fails_the_build(html_dir: Path, tmp_path: Path) -> None:
+    """A copy of the course whose first lesson links a page that does not exist and shows an
+    image that does not exist: the build fails, naming both, and nothing else."""
+    for part in ("docs", "notebooks", "exercises"):
+        shutil.copytree(ROOT / part, tmp_path / part)
+    shutil.copy2(ROOT / "README.md", tmp_path / "README.md")
+    lesson = tmp_path / "notebooks" / "00_start_here.ipynb"
+    nb = json.loads(lesson.read_text(encoding="utf-8"))
+    nb["cells"].insert(2, {"cell_type": "markdown", "id": "broken", "metadata": {},
+                           "source": "See [lesson 09](09_missing.ipynb).\n\n![a plot](missing.png)"})
+    lesson.write_text(json.dumps(nb), encoding="utf-8")
+    (tmp_path / "build").mkdir()
+    # The JavaScript html_dir's build fetched: no second download.
+    (tmp_path / "build" / "site-vendor").symlink_to(ROOT / "build" / "site-vendor")
+    with pytest.raises(site.SiteError) as failed:
+        site.build(tmp_path, tmp_path / "out")
+    warnings = [line for line in str(failed.value).splitlines() if "WARNING" in line or "ERROR" in line]
+    assert len(warnings) == 2, warnings
+    assert all("notebooks/00_start_here.ipynb" in line for line in warnings)
+    assert "09_missing.ipynb" in warnings[0] + warnings[1] and "missing.png" in warnings[0] + warnings[1]
