@@ -17,7 +17,7 @@ DOCS = Path(__file__).resolve().parent
 ROOT = DOCS.parent
 sys.path.insert(0, str(DOCS / "_ext"))
 
-from course_lib.authoring.site import vendor_static  # noqa: E402
+from course_lib.authoring.site import SITE_PAGES, vendor_static  # noqa: E402
 
 project = "pytree-course"
 author = "the pytree-course authors"
@@ -31,12 +31,16 @@ extensions = [
     "course_site",
 ]
 root_doc = "docs/index"
-include_patterns = ["docs/*.md", "notebooks/*.ipynb", "exercises/*.ipynb"]
+include_patterns = list(SITE_PAGES)
 # Folders Sphinx need not walk (only include_patterns decide what is a page).
 exclude_patterns = [".*", "build", "*.egg-info", "**/.ipynb_checkpoints", "solutions"]
 
 # Markdown (pages and notebook cells): `$...$` math is used in the lessons.
 myst_enable_extensions = ["dollarmath"]
+
+# `[text](#a-heading)` links, as GitHub reads them in README.md (the instructor page shows some
+# of its sections), resolve to headings up to level 3.
+myst_heading_anchors = 3
 
 # Notebooks: render the committed outputs, run nothing. Tracebacks are stored short
 # (`%xmode minimal`); the pytb lexer reads them (the ipythontb one fails on that form).

@@ -199,7 +199,7 @@ def test_pitfall_index_links_every_numbered_pitfall_heading(html_dir: Path) -> N
         assert href == f"../{lesson}.html#pitfall-{number}"
         assert " ".join(html_text(cell).split()) == title
         target = _page(html_dir, lesson)
-        section = re.search(rf'<section id="pitfall-{number}">\s*<span id="[^"]*"></span><h3>(.*?)<a ', target, re.S)
+        section = re.search(rf'<section id="pitfall-{number}">\s*(?:<span id="[^"]*"></span>)*<h3>(.*?)<a ', target, re.S)
         assert section is not None, f"{lesson}: no section with the anchor pitfall-{number}"
         assert " ".join(html_text(section.group(1)).split()) == f"Pitfall {number}: {title}"
 
@@ -212,7 +212,7 @@ def _readme_between(begin: str, end: str) -> str:
 
 def test_instructor_page_includes_the_readme_grading_sections(html_dir: Path) -> None:
     included = _readme_between(
-        "<!-- BEGIN site instructor page: docs/instructor.md includes from here to the END line -->",
+        "<!-- BEGIN site instructor page: docs/instructor.md shows the sections from here to the END line -->",
         "<!-- END site instructor page -->",
     )
     # Sphinx's smart quotes: ' and " in prose become typographic ones.
@@ -356,3 +356,25 @@ def test_a_sphinx_warning_fails_the_build(html_dir: Path, tmp_path: Path) -> Non
     assert len(warnings) == 2, warnings
     assert all("notebooks/00_start_here.ipynb" in line for line in warnings)
     assert "09_missing.ipynb" in warnings[0] + warnings[1] and "missing.png" in warnings[0] + warnings[1]
+
+
+def test_readme_section_links_work_from_the_instructor_page(tmp_path: Path) -> None:
+    (tmp_path / "bench").mkdir()
+    (tmp_path / "CONTRIBUTING.md").write_text("# How")
+    readme = "\n".join([
+        "<!-- BEGIN site instructor page: shown on the site -->",
+        "## Grading",
+        "See [exercises/02](exercises/02_mapping_and_sgd.ipynb#check), [bench/](bench/),",
+        "[the guide](CONTRIBUTING.md#style), [below](#threat-model), ![plot](docs/plot.png),",
+        "[a typo](exercises/99_none.ipynb) and <https://example.org>.",
+        "<!-- END site instructor page -->",
+    ])
+    assert site.readme_section(readme, "instructor page", tmp_path).split("\n") == [
+        "## Grading",
+        "See [exercises/02](../exercises/02_mapping_and_sgd.ipynb#check), `bench/`,",
+        "the guide (`CONTRIBUTING.md` in the course's repository), [below](#threat-model), ![plot](../docs/plot.png),",
+        "[a typo](../exercises/99_none.ipynb) and <https://example.org>.",
+    ]
+    for broken in (readme.split("\n", 1)[1], readme.replace("END site", "END site other")):
+        with pytest.raises(site.SiteError, match="README.md needs one line starting `<!-- BEGIN site instructor page`"):
+            site.readme_section(broken, "instructor page", tmp_path)

@@ -26,9 +26,11 @@ from __future__ import annotations
 
 import argparse
 import base64
+import fnmatch
 import hashlib
 import html.parser
 import posixpath
+import re
 import shutil
 import subprocess
 import sys
@@ -41,6 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 __all__ = [
+    "SITE_PAGES",
     "VENDOR",
     "LinkReport",
     "SiteError",
@@ -48,6 +51,7 @@ __all__ = [
     "build",
     "check_links",
     "main",
+    "readme_section",
     "site_pages",
     "vendor_static",
 ]
@@ -55,6 +59,56 @@ __all__ = [
 
 class SiteError(Exception):
     """The site cannot be built; the message says what is missing and what to do."""
+
+
+SITE_PAGES = ("docs/*.md", "notebooks/*.ipynb", "exercises/*.ipynb")
+"""The files under the course folder that are the site's pages (Sphinx's ``include_patterns``)."""
+_LINK = re.compile(r"(!?)\[([^\]]*)\]\(([^)\s]+)\)")
+_IMAGE_SUFFIXES = (".png", ".svg", ".jpg", ".jpeg", ".gif")
+
+
+def _site_link(match: re.Match[str], root: Path) -> str:
+    bang, text, target = match.groups()
+    url = urllib.parse.urlsplit(target)
+    if url.scheme or url.netloc or target.startswith("#"):
+        return match.group(0)
+    path = urllib.parse.unquote(url.path)
+    on_site = any(fnmatch.fnmatch(path, pattern) for pattern in SITE_PAGES)
+    if on_site or path.lower().endswith(_IMAGE_SUFFIXES) or not (root / path).exists():
+        return f"{bang}[{text}](../{target})"  # from docs/; a missing file stays a link, and an error
+    shown = f"`{path}`"
+    return shown if text.strip("`") == path else f"{text} ({shown} in the course's repository)"
+
+
+def readme_section(readme: str, name: str, root: Path) -> str:
+    """The markdown of ``README.md`` between the lines ``<!-- BEGIN site NAME ...-->`` and
+    ``<!-- END site NAME -->``, with its links made to work from a page in ``docs/``.
+
+    A link to one of the site's pages or to an image becomes relative to ``docs/``; a link to
+    another file or folder of the repository (not on the site) becomes its text and its name.
+    Raises `SiteError` when the markers are not there once each, in order.
+
+    >>> import pathlib, tempfile
+    >>> root = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (root / "CONTRIBUTING.md").write_text("# How")
+    >>> readme = "\\n".join([
+    ...     "# Course", "<!-- BEGIN site teachers: the site shows this -->",
+    ...     "Run [lesson 01](notebooks/01_x.ipynb), read [the guide](CONTRIBUTING.md), see [x](https://x.org).",
+    ...     "<!-- END site teachers -->", "More."])
+    >>> print(readme_section(readme, "teachers", root))
+    Run [lesson 01](../notebooks/01_x.ipynb), read the guide (`CONTRIBUTING.md` in the course's repository), see [x](https://x.org).
+    """
+    lines = readme.split("\n")
+    begins = [i for i, line in enumerate(lines) if line.startswith(f"<!-- BEGIN site {name}")]
+    ends = [i for i, line in enumerate(lines) if line.strip() == f"<!-- END site {name} -->"]
+    if len(begins) != 1 or len(ends) != 1 or begins[0] > ends[0]:
+        raise SiteError(
+            f"README.md needs one line starting `<!-- BEGIN site {name}` and, after it, one line "
+            f"`<!-- END site {name} -->` around the sections the site shows; found {len(begins)} "
+            f"and {len(ends)}"
+        )
+    section = "\n".join(lines[begins[0] + 1 : ends[0]]).strip("\n")
+    return _LINK.sub(lambda match: _site_link(match, root), section)
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,5 @@
 """What the course's website adds to Sphinx and myst-nb: how a course notebook is read for its
-page, and the ``{pitfall-index}`` directive.
+page, and the ``{pitfall-index}`` and ``{readme-section}`` directives.
 
 The notebook files are never changed; each page's "download" link serves the committed file.
 Only the copy that myst-nb renders is adjusted, by `site_notebook`:
@@ -27,6 +27,7 @@ from sphinx.util.docutils import SphinxDirective
 from sphinx.util.parsing import nested_parse_to_nodes
 
 from course_lib.authoring._files import NotebookError
+from course_lib.authoring.site import SiteError, readme_section
 from course_lib.authoring.navigation import (
     course_pitfalls,
     is_navigation,
@@ -111,6 +112,25 @@ class PitfallIndex(SphinxDirective):
         return nested_parse_to_nodes(self.state, table, source=self.get_source_info()[0], offset=self.lineno)
 
 
+class ReadmeSection(SphinxDirective):
+    """``{readme-section} NAME``: the README's sections between ``<!-- BEGIN site NAME ...-->``
+    and ``<!-- END site NAME -->``, with links that work from ``docs/`` (`readme_section`)."""
+
+    required_arguments = 1
+    final_argument_whitespace = True
+    has_content = False
+
+    def run(self) -> list[nodes.Node]:
+        readme = Path(self.env.srcdir) / "README.md"
+        self.env.note_dependency(str(readme))
+        try:
+            text = readme_section(readme.read_text(encoding="utf-8"), self.arguments[0], readme.parent)
+        except (OSError, SiteError) as error:
+            raise self.error(str(error)) from None
+        return nested_parse_to_nodes(self.state, text, source=str(readme), offset=self.lineno)
+
+
 def setup(app: Sphinx) -> dict[str, Any]:
     app.add_directive("pitfall-index", PitfallIndex)
+    app.add_directive("readme-section", ReadmeSection)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
