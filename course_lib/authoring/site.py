@@ -2,12 +2,12 @@
 
     python -m course_lib.authoring.site [--root DIR] [--out DIR]
 
-Sphinx reads ``docs/`` under ``--root`` (default: the working directory): its ``conf.py``, the
-start, pitfall, API and instructor pages, and ``docs/notebooks`` and ``docs/exercises``, links to
-the course's folders (``solutions/`` is not linked, so no solution can reach the site). myst-nb
-renders the outputs saved in the notebooks; nothing is executed. The site goes to
-``OUT/html`` (default ``OUT``: ``build/site``), rebuilt from scratch each time, with Sphinx
-warnings as errors.
+Sphinx reads the course folder ``--root`` (default: the working directory) with the
+configuration in ``docs/conf.py``; its pages are `SITE_PAGES`: the start, pitfall, API and
+instructor pages in ``docs/`` and every notebook in ``notebooks/`` and ``exercises/``.
+``solutions/`` is never read, so no solution can reach the site. myst-nb renders the outputs
+saved in the notebooks; nothing is executed. The site goes to ``OUT/html`` (default ``OUT``:
+``ROOT/build/site``), rebuilt from scratch each time, with Sphinx warnings as errors.
 
 The pages use three JavaScript packages that myst-nb and Sphinx would load from a CDN: require.js
 and the Jupyter widget manager (``@jupyter-widgets/html-manager``) for the widgets, and MathJax for
