@@ -16,6 +16,7 @@ Only the copy that myst-nb renders is adjusted, by `site_notebook`:
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -130,7 +131,15 @@ class ReadmeSection(SphinxDirective):
         return nested_parse_to_nodes(self.state, text, source=str(readme), offset=self.lineno)
 
 
+def _drop_namedtuple_field_docs(app: Sphinx, what: str, name: str, obj: Any, options: Any, lines: list[str]) -> None:
+    """The states' NamedTuple fields have only Python's own "Alias for field number N"."""
+    text = [line for line in lines if line.strip()]
+    if len(text) == 1 and re.fullmatch(r"Alias for field number \d+", text[0].strip()):
+        lines.clear()
+
+
 def setup(app: Sphinx) -> dict[str, Any]:
+    app.connect("autodoc-process-docstring", _drop_namedtuple_field_docs)
     app.add_directive("pitfall-index", PitfallIndex)
     app.add_directive("readme-section", ReadmeSection)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
