@@ -8,7 +8,7 @@ SOLUTIONS := $(sort $(wildcard solutions/*.ipynb))
 # One place that says how every notebook is checked.
 NBVAL := --nbval --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout 120
 
-.PHONY: lab test notebooks exercises navigation bench clean
+.PHONY: lab test notebooks exercises navigation site bench clean
 
 # Recreated when missing or older than pyproject.toml. uv is fetched into the venv first because it
 # installs in seconds; --compile-bytecode matters where PYTHONDONTWRITEBYTECODE is set (import jax
@@ -19,7 +19,7 @@ $(STAMP): pyproject.toml
 	@rm -rf $(VENV)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check uv
-	$(BIN)/python -m uv pip install --quiet --python $(BIN)/python --compile-bytecode -e '.[test]'
+	$(BIN)/python -m uv pip install --quiet --python $(BIN)/python --compile-bytecode -e '.[test,site]'
 	@touch $(STAMP)
 	@echo ">> environment ready"
 
@@ -57,6 +57,13 @@ exercises: $(STAMP)
 # solution and exercise notebook; the titles come from each lesson's first `# ` heading.
 navigation: $(STAMP)
 	$(BIN)/python -m course_lib.authoring.navigation
+
+# The course as a static website in build/site/html/ (open index.html, or serve the folder): every
+# lesson and exercise notebook with its committed outputs, nothing executed, Sphinx warnings as
+# errors, internal links checked. The first run fetches require.js, the widget manager and MathJax
+# with npm into build/site-vendor/, so that the pages load nothing from outside the site.
+site: $(STAMP)
+	$(BIN)/python -m course_lib.authoring.site
 
 bench: $(STAMP)
 	$(BIN)/python bench/bench_sgd.py

@@ -233,3 +233,102 @@ def test_cli_check_in_a_subprocess(course: Path) -> None:
     result = subprocess.run(command, capture_output=True, text=True, cwd=course)
     assert result.returncode == 1, result.stderr
     assert "make navigation" in result.stdout
+
+
+# ---------------------------------------------------------------------------------------------
+# The pitfall table (README.md and the site's pitfall index)
+
+def _with_pitfalls(path: Path, *headings: str) -> None:
+    nb = _read(path)
+    nb.cells.insert(1, new_markdown_cell("\n\n".join(["Some prose.", *headings, "More prose."]), id="pitfalls"))
+    _write(path, nb)
+
+
+_README = f"# Course\n\n## Pitfalls\n\n{navigation.PITFALLS_BEGIN}\nold table\n{navigation.PITFALLS_END}\n\nAfter.\n"
+
+
+def test_pitfall_table_lists_numbered_headings_by_number(course: Path) -> None:
+    _with_pitfalls(course / "notebooks" / "02_mapping.ipynb", "### Pitfall 2: `None` only | matches `None`")
+    _with_pitfalls(
+        course / "notebooks" / "01_leaves.ipynb",
+        "### Pitfall 10: dict keys come back sorted",
+        "### Pitfall: an unnumbered one is left out",
+        "## Pitfall 3: not a level-3 heading",
+    )
+    (course / "README.md").write_text(_README)
+    assert navigation.main([]) == 0
+    assert (course / "README.md").read_text() == (
+        "# Course\n\n## Pitfalls\n\n"
+        f"{navigation.PITFALLS_BEGIN}\n"
+        "| # | pitfall | lesson |\n"
+        "|---|---|---|\n"
+        "| 2 | `None` only \\| matches `None` | [02](notebooks/02_mapping.ipynb) |\n"
+        "| 10 | dict keys come back sorted | [01](notebooks/01_leaves.ipynb) |\n"
+        f"{navigation.PITFALLS_END}\n\nAfter.\n"
+    )
+    assert navigation.main(["--check"]) == 0
+
+
+def test_pitfall_table_check_catches_a_renamed_heading(
+    course: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    lesson = course / "notebooks" / "01_leaves.ipynb"
+    _with_pitfalls(lesson, "### Pitfall 1: leaves")
+    (course / "README.md").write_text(_README)
+    navigation.main([])
+    nb = _read(lesson)
+    nb.cells[1].source = nb.cells[1].source.replace("Pitfall 1: leaves", "Pitfall 1: leaves and nodes")
+    _write(lesson, nb)
+    before = (course / "README.md").read_text()
+    capsys.readouterr()
+    assert navigation.main(["--check"]) == 1
+    assert "README.md: pitfall table missing or out of date" in capsys.readouterr().out
+    assert (course / "README.md").read_text() == before
+    assert navigation.main([]) == 0
+    assert "| 1 | leaves and nodes |" in (course / "README.md").read_text()
+
+
+def test_duplicate_pitfall_numbers_are_an_error(course: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _with_pitfalls(course / "notebooks" / "01_leaves.ipynb", "### Pitfall 4: one")
+    _with_pitfalls(course / "notebooks" / "02_mapping.ipynb", "### Pitfall 4: another")
+    (course / "README.md").write_text(_README)
+    before = _snapshot(course)
+    assert navigation.main([]) == 2
+    error = capsys.readouterr().err
+    assert "Pitfall 4 is a heading in both notebooks/01_leaves.ipynb and notebooks/02_mapping.ipynb" in error
+    assert "Nothing was written." in error
+    assert _snapshot(course) == before
+    assert (course / "README.md").read_text() == _README
+
+
+def test_readme_without_markers_is_left_alone(course: Path) -> None:
+    _with_pitfalls(course / "notebooks" / "01_leaves.ipynb", "### Pitfall 1: leaves")
+    readme = course / "README.md"
+    before = readme.read_bytes()
+    assert navigation.main([]) == 0
+    assert readme.read_bytes() == before
+
+
+@pytest.mark.parametrize(
+    "text",
+    [f"{navigation.PITFALLS_BEGIN}\nno end\n", f"{navigation.PITFALLS_END}\n{navigation.PITFALLS_BEGIN}\n",
+     f"{navigation.PITFALLS_BEGIN}\n{navigation.PITFALLS_END}\n{navigation.PITFALLS_BEGIN}\n"],
+    ids=["no-end", "reversed", "two-begins"],
+)
+def test_readme_with_broken_markers_is_an_error(
+    course: Path, text: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (course / "README.md").write_text(text)
+    assert navigation.main([]) == 2
+    assert "README.md: the pitfall table needs one line" in capsys.readouterr().err
+    assert (course / "README.md").read_text() == text
+
+
+def test_the_course_readme_has_the_generated_pitfall_table() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert readme.count(navigation.PITFALLS_BEGIN) == 1 and readme.count(navigation.PITFALLS_END) == 1
+    table = readme.split(navigation.PITFALLS_BEGIN)[1].split(navigation.PITFALLS_END)[0]
+    pitfalls = navigation.course_pitfalls(ROOT)
+    assert len(pitfalls) >= 16
+    rows = table.strip().splitlines()[2:]
+    assert [int(row.split("|")[1]) for row in rows] == [p.number for p in pitfalls]

@@ -1,0 +1,145 @@
+"""What the course's website adds to Sphinx and myst-nb: how a course notebook is read for its
+page, and the ``{pitfall-index}`` and ``{readme-section}`` directives.
+
+The notebook files are never changed; each page's "download" link serves the committed file.
+Only the copy that myst-nb renders is adjusted, by `site_notebook`:
+
+* the navigation cell's "Contents" link goes to the site's start page instead of README.md;
+* each ``### Pitfall N: ...`` heading gets the label ``pitfall-N``, which the pitfall index links
+  (and which gives every pitfall a stable address, ``...html#pitfall-N``);
+* a code cell whose source is hidden in Jupyter (``jupyter.source_hidden``) gets the
+  ``hide-input`` tag, myst-nb's equivalent (it ignores ``source_hidden``), or, when it shows
+  nothing (the lessons' first cell, ``%%capture`` then ``%xmode minimal``), ``remove-cell``;
+* under each widget a line says that it is live in Jupyter: the page renders the widget from the
+  state saved in the notebook, and without a kernel nothing answers when it is moved.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import nbformat
+from docutils import nodes
+from nbformat import NotebookNode
+from sphinx.application import Sphinx
+from sphinx.util.docutils import SphinxDirective
+from sphinx.util.parsing import nested_parse_to_nodes
+
+from course_lib.authoring._files import NotebookError
+from course_lib.authoring.site import SiteError, readme_section
+from course_lib.authoring.navigation import (
+    course_pitfalls,
+    is_navigation,
+    lesson_paths,
+    pitfall_headings,
+    pitfall_table,
+)
+
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+WIDGET_NOTE = (
+    '<p class="course-widget-note">Live in Jupyter: this widget needs a running kernel. Here it '
+    "shows the state saved with the notebook, and moving it changes nothing; open the notebook "
+    "with <code>make lab</code> to use it.</p>"
+)
+START_PAGE = "../docs/index.md"
+
+
+def pitfall_label(number: int) -> str:
+    """The Sphinx label (and HTML anchor) of pitfall ``number``: ``pitfall-3``."""
+    return f"pitfall-{number}"
+
+
+def _with_pitfall_labels(markdown: str) -> str:
+    lines = []
+    for line in markdown.splitlines():
+        for number, _ in pitfall_headings(line):
+            lines += ["", f"({pitfall_label(number)})="]
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def _widget_note() -> NotebookNode:
+    return nbformat.v4.new_output("display_data", data={"text/html": WIDGET_NOTE})
+
+
+def site_notebook(text: str) -> NotebookNode:
+    """Read a course notebook as its page shows it (see the module docstring); myst-nb's reader."""
+    nb = nbformat.reads(text, as_version=4)
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            if is_navigation(cell):
+                cell.source = cell.source.replace("](../README.md)", f"]({START_PAGE})")
+            cell.source = _with_pitfall_labels(cell.source)
+        elif cell.cell_type == "code":
+            if cell.metadata.get("jupyter", {}).get("source_hidden"):
+                tags = cell.metadata.setdefault("tags", [])
+                tags.append("hide-input" if cell.get("outputs") else "remove-cell")
+            outputs = []
+            for output in cell.get("outputs", []):
+                outputs.append(output)
+                if WIDGET_VIEW in output.get("data", {}):
+                    outputs.append(_widget_note())
+            cell.outputs = outputs
+    return nb
+
+
+class PitfallIndex(SphinxDirective):
+    """``{pitfall-index}``: the table of the lessons' numbered pitfalls, each linked to its heading.
+
+    It is written by `course_lib.authoring.navigation.pitfall_table`, which also writes the
+    README's table, from the lessons in ``notebooks/`` of the source folder (the course folder),
+    for a page in ``docs/``.
+    """
+
+    has_content = False
+
+    def run(self) -> list[nodes.Node]:
+        srcdir = Path(self.env.srcdir)
+        for path in lesson_paths(srcdir):
+            self.env.note_dependency(str(path))
+        try:
+            pitfalls = course_pitfalls(srcdir)
+        except NotebookError as error:
+            raise self.error(str(error)) from None
+        if not pitfalls:
+            raise self.error("no lesson has a numbered pitfall heading (### Pitfall N: ...)")
+        table = pitfall_table(
+            pitfalls,
+            lesson_link=lambda lesson: f"../notebooks/{lesson.name}",
+            pitfall_link=lambda pitfall: f"#{pitfall_label(pitfall.number)}",
+        )
+        return nested_parse_to_nodes(self.state, table, source=self.get_source_info()[0], offset=self.lineno)
+
+
+class ReadmeSection(SphinxDirective):
+    """``{readme-section} NAME``: the README's sections between ``<!-- BEGIN site NAME ...-->``
+    and ``<!-- END site NAME -->``, with links that work from ``docs/`` (`readme_section`)."""
+
+    required_arguments = 1
+    final_argument_whitespace = True
+    has_content = False
+
+    def run(self) -> list[nodes.Node]:
+        readme = Path(self.env.srcdir) / "README.md"
+        self.env.note_dependency(str(readme))
+        try:
+            text = readme_section(readme.read_text(encoding="utf-8"), self.arguments[0], readme.parent)
+        except (OSError, SiteError) as error:
+            raise self.error(str(error)) from None
+        return nested_parse_to_nodes(self.state, text, source=str(readme), offset=self.lineno)
+
+
+def _drop_namedtuple_field_docs(app: Sphinx, what: str, name: str, obj: Any, options: Any, lines: list[str]) -> None:
+    """The states' NamedTuple fields have only Python's own "Alias for field number N"."""
+    text = [line for line in lines if line.strip()]
+    if len(text) == 1 and re.fullmatch(r"Alias for field number \d+", text[0].strip()):
+        lines.clear()
+
+
+def setup(app: Sphinx) -> dict[str, Any]:
+    app.connect("autodoc-process-docstring", _drop_namedtuple_field_docs)
+    app.add_directive("pitfall-index", PitfallIndex)
+    app.add_directive("readme-section", ReadmeSection)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}

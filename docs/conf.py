@@ -1,0 +1,85 @@
+"""Sphinx configuration of the course's website; `make site` builds it (see
+course_lib/authoring/site.py). The pages are the committed notebooks with their saved outputs:
+nothing is executed.
+
+The source folder is the course folder itself (``sphinx-build -c docs . OUT``), so that the
+notebooks' links to each other (``01_what_is_a_pytree.ipynb``, ``../exercises/...``) resolve as
+they do in Jupyter; `include_patterns` picks the pages: every notebook in ``notebooks/`` and
+``exercises/`` and the pages in ``docs/``. ``solutions/`` is never read.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+DOCS = Path(__file__).resolve().parent
+ROOT = DOCS.parent
+sys.path.insert(0, str(DOCS / "_ext"))
+
+from course_lib.authoring.site import SITE_PAGES, vendor_static  # noqa: E402
+
+project = "pytree-course"
+author = "the pytree-course authors"
+copyright = "the pytree-course authors, Apache-2.0"
+html_title = "pytree-course: JAX pytrees, hands on"
+
+extensions = [
+    "myst_nb",
+    "sphinx.ext.autodoc",
+    "sphinx_copybutton",
+    "course_site",
+]
+root_doc = "docs/index"
+include_patterns = list(SITE_PAGES)
+# Folders Sphinx need not walk (only include_patterns decide what is a page).
+exclude_patterns = [".*", "build", "*.egg-info", "**/.ipynb_checkpoints", "solutions"]
+
+# Markdown (pages and notebook cells): `$...$` math is used in the lessons.
+myst_enable_extensions = ["dollarmath"]
+
+# `[text](#a-heading)` links, as GitHub reads them in README.md (the instructor page shows some
+# of its sections), resolve to headings up to level 3.
+myst_heading_anchors = 3
+
+# Notebooks: render the committed outputs, run nothing. Tracebacks are stored short
+# (`%xmode minimal`); the pytb lexer reads them (the ipythontb one fails on that form).
+nb_execution_mode = "off"
+nb_render_error_lexer = "pytb"
+nb_merge_streams = True
+nb_custom_formats = {".ipynb": ["course_site.site_notebook", {}, False]}
+
+# Everything a page loads is served by the site (fetched once from npm: vendor_static).
+html_static_path = ["_static", str(vendor_static(ROOT))]
+# The start page is docs/index.html; index.html at the top of the site sends the browser there.
+html_extra_path = ["_root"]
+nb_ipywidgets_js = {
+    "vendor/requirejs/require.js": {},
+    # Where the widget manager finds its fonts, and MathJax 3 for its labels.
+    "course-widgets.js": {},
+    # about:blank/ as the CDN: a widget module that is not bundled is never fetched from outside.
+    "vendor/html-manager/embed-amd.js": {"data-jupyter-widgets-cdn": "about:blank/"},
+}
+mathjax_path = "vendor/mathjax/tex-mml-chtml.js"
+html_css_files = ["course.css"]
+
+# The API page: docstrings as reST with `name` as a code reference; the examples in them are the
+# doctests that `make test` runs.
+default_role = "py:obj"
+autodoc_member_order = "groupwise"
+autodoc_typehints = "signature"
+
+html_theme = "sphinx_book_theme"
+html_theme_options = {
+    "use_download_button": True,
+    "use_fullscreen_button": False,
+    "use_repository_button": False,
+    "show_toc_level": 2,
+    "navigation_with_keys": False,
+}
+# Light or dark as the reader's system says (without it, the theme logs a console error on a
+# first visit, when the browser has no stored choice).
+html_context = {"default_mode": "auto"}
+# _sources/notebooks/01_....ipynb is the committed notebook itself: the "download" link.
+html_sourcelink_suffix = ""
+html_last_updated_fmt = None

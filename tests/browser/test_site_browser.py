@@ -1,0 +1,260 @@
+"""The course's website in Chromium, served from a loopback HTTP server with every other host
+blocked: each page loads without errors and shows its headings, code cells, outputs and images;
+previous/next walk the pages in order; search finds lesson 04 for "static"; no solution code is
+on any page; the widgets render from their saved state with no kernel and no network.
+
+(Not ``test_site.py``: tests/test_site.py has that name, and pytest refuses two test modules of
+the same name in one run.)
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import json
+import re
+import threading
+import urllib.parse
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from lab_browser import ACTION_TIMEOUT_MS, parse_stats
+
+from tests.site_support import ROOT, build_site, course_notebooks, leaks, reading_order, solution_secrets
+
+pytestmark = pytest.mark.browser
+
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+LOAD_TIMEOUT_MS = 120_000
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@dataclass
+class SiteServer:
+    """The built site on a loopback HTTP server, and Chromium with every other host blocked."""
+
+    base_url: str
+    context: Any
+    blocked: list[str] = field(default_factory=list)
+
+    def url(self, name: str) -> str:
+        return f"{self.base_url}/{name}.html"
+
+    def name(self, url: str) -> str:
+        return urllib.parse.urlsplit(url).path.lstrip("/").removesuffix(".html")
+
+
+@pytest.fixture(scope="module")
+def site(browser: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SiteServer]:
+    html_dir = build_site(tmp_path_factory.mktemp("site"))
+    handler = functools.partial(_QuietHandler, directory=str(html_dir))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    host = f"127.0.0.1:{server.server_address[1]}"
+    context = browser.new_context(viewport={"width": 1400, "height": 1000}, service_workers="block")
+    served = SiteServer(f"http://{host}", context)
+
+    def only_the_site(route: Any) -> None:
+        if urllib.parse.urlsplit(route.request.url).netloc == host:
+            route.continue_()
+        else:
+            served.blocked.append(route.request.url)
+            route.abort("blockedbyclient")
+
+    context.route("**/*", only_the_site)
+    try:
+        yield served
+    finally:
+        context.close()
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)
+
+
+@dataclass
+class OpenPage:
+    page: Any
+    problems: list[str]
+
+
+def _open(site: SiteServer, name: str) -> OpenPage:
+    page = site.context.new_page()
+    page.set_default_timeout(ACTION_TIMEOUT_MS)
+    problems: list[str] = []
+    page.on("console", lambda m: m.type == "error" and problems.append(f"console error: {m.text}"))
+    page.on("pageerror", lambda error: problems.append(f"page error: {error}"))
+    page.on("requestfailed", lambda r: problems.append(f"request failed: {r.url} ({r.failure})"))
+    page.on("response", lambda r: r.status >= 400 and problems.append(f"HTTP {r.status}: {r.url}"))
+    before = len(site.blocked)
+    page.goto(site.url(name), wait_until="load")
+    # Widgets, math and fonts load after the load event; the machine may be busy.
+    page.wait_for_load_state("networkidle", timeout=LOAD_TIMEOUT_MS)
+    problems += [f"tried to load from outside the site: {url}" for url in site.blocked[before:]]
+    return OpenPage(page, problems)
+
+
+def _notebook(name: str) -> dict:
+    return json.loads((ROOT / f"{name}.ipynb").read_text(encoding="utf-8"))
+
+
+def _source(cell: dict) -> str:
+    return "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+
+
+def _headings(nb: dict) -> list[str]:
+    """The ``#``, ``##`` and ``###`` headings of the notebook's markdown, as the page shows them."""
+    found = []
+    for cell in nb["cells"]:
+        if cell["cell_type"] != "markdown" or cell["metadata"].get("course", {}).get("navigation"):
+            continue
+        fenced = False
+        for line in _source(cell).splitlines():
+            if line.startswith("```"):
+                fenced = not fenced
+            match = re.match(r"#{1,3} (.+)", line)
+            if match and not fenced:
+                found.append(" ".join(match.group(1).replace("`", "").split()))
+    return found
+
+
+def _shown_code_cells(nb: dict) -> list[dict]:
+    """Code cells the page shows: all but a hidden cell with no output (the `%xmode` cell)."""
+    return [
+        cell for cell in nb["cells"] if cell["cell_type"] == "code"
+        and not (cell["metadata"].get("jupyter", {}).get("source_hidden") and not cell.get("outputs"))
+    ]
+
+
+_PAGE_HEADINGS_JS = """() => [...document.querySelectorAll('article h1, article h2, article h3')]
+    .map(h => h.textContent.replace(/#\\s*$/, '').replace(/\\s+/g, ' ').trim())"""
+_BROKEN_IMAGES_JS = """() => [...document.images].filter(i => !i.complete || i.naturalWidth === 0)
+    .map(i => i.getAttribute('src'))"""
+
+
+def _stem(name: str) -> str:
+    return name.replace("/", "_")
+
+
+@pytest.mark.parametrize("name", reading_order(), ids=_stem)
+def test_page_loads_and_shows_its_notebook(name: str, site: SiteServer, screenshots: Path) -> None:
+    opened = _open(site, name)
+    page = opened.page
+    try:
+        page.screenshot(path=str(screenshots / f"site-{_stem(name)}.png"), full_page=True)
+        assert not opened.problems, f"{name}:\n  " + "\n  ".join(opened.problems)
+        assert page.evaluate(_BROKEN_IMAGES_JS) == [], f"{name}: images that did not load"
+        leaked = leaks(page.evaluate("() => document.body.textContent"), solution_secrets())
+        assert not leaked, f"{name} shows solution code: {[s.text for s in leaked]}"
+        if name not in course_notebooks():
+            return
+        nb = _notebook(name)
+        shown = page.evaluate(_PAGE_HEADINGS_JS)
+        missing = [h for h in _headings(nb) if h not in shown]
+        assert not missing, f"{name}: headings not on the page: {missing}"
+        cells = _shown_code_cells(nb)
+        assert page.locator("article div.cell").count() == len(cells), name
+        with_outputs = [c for c in cells if c.get("outputs")]
+        assert page.locator("article div.cell:has(div.cell_output)").count() == len(with_outputs), name
+        pngs = sum("image/png" in o.get("data", {}) for c in cells for o in c.get("outputs", []))
+        assert page.locator("article div.cell_output img[src*='_images/']").count() == pngs, name
+        if name.startswith("exercises/"):
+            assert "NotImplementedError" in page.locator("article").text_content()
+        copy_buttons = page.locator("article div.cell_input button.copybtn").count()
+        assert copy_buttons == page.locator("article div.cell_input").count() > 0, f"{name}: copy buttons"
+        download = page.locator("a.btn-download-source-button")
+        assert download.count() == 1 and download.get_attribute("href").endswith(f"_sources/{name}.ipynb")
+    finally:
+        page.close()
+
+
+def test_math_renders_offline(site: SiteServer) -> None:
+    opened = _open(site, "notebooks/02_mapping_and_sgd")
+    try:
+        opened.page.wait_for_selector("mjx-container", timeout=LOAD_TIMEOUT_MS)
+        assert opened.page.locator("mjx-container").count() >= 2
+        assert not opened.problems, opened.problems
+    finally:
+        opened.page.close()
+
+
+def test_previous_and_next_walk_the_pages_in_order(site: SiteServer) -> None:
+    order = reading_order()
+    opened = _open(site, order[0])
+    page = opened.page
+    try:
+        assert page.locator("a.left-prev").count() == 0
+        for here, following in zip(order, order[1:]):
+            assert site.name(page.url) == here
+            page.locator("a.right-next").click()
+            page.wait_for_url(site.url(following))
+            previous = page.locator("a.left-prev").get_attribute("href")
+            assert site.name(urllib.parse.urljoin(page.url, previous)) == here, following
+        assert page.locator("a.right-next").count() == 0
+        assert not site.blocked
+    finally:
+        page.close()
+
+
+def test_search_for_static_finds_lesson_04(site: SiteServer) -> None:
+    page = site.context.new_page()
+    try:
+        page.goto(f"{site.base_url}/search.html?q=static", wait_until="load")
+        link = page.locator("#search-results a[href*='notebooks/04_static_fields.html']").first
+        link.wait_for(timeout=LOAD_TIMEOUT_MS)
+        assert "Static fields" in link.text_content()
+    finally:
+        page.close()
+
+
+def _widget_note_follows(page: Any, selector: str) -> bool:
+    return page.evaluate(
+        """(sel) => { const w = document.querySelector(sel);
+                      const out = w && w.closest('div.cell_output');
+                      const note = out && out.querySelector('.course-widget-note');
+                      return !!note && note.textContent.includes('Live in Jupyter'); }""",
+        selector,
+    )
+
+
+def test_widgets_render_from_saved_state_offline(site: SiteServer, screenshots: Path) -> None:
+    opened = _open(site, "notebooks/01_what_is_a_pytree")
+    try:
+        explorer = opened.page.locator(".course-explorer").first
+        explorer.wait_for(state="visible", timeout=LOAD_TIMEOUT_MS)
+        saved = next(  # the root row as the notebook printed it: "<root>  dict · 48 leaves · ..."
+            "".join(o["data"]["text/plain"]) for c in _notebook("notebooks/01_what_is_a_pytree")["cells"]
+            for o in c.get("outputs", []) if WIDGET_VIEW in o.get("data", {})
+        ).removeprefix("TreeExplorer(").removesuffix(")")
+        root_row = explorer.locator(".course-explorer-node").first
+        assert " ".join(saved.split()) in " ".join(root_row.text_content().split())
+        assert _widget_note_follows(opened.page, ".course-explorer")
+        explorer.screenshot(path=str(screenshots / "site-widget-tree-explorer.png"))
+        assert not opened.problems, opened.problems
+    finally:
+        opened.page.close()
+
+    opened = _open(site, "notebooks/02_mapping_and_sgd")
+    try:
+        training = opened.page.locator(".course-training").first
+        training.wait_for(state="visible", timeout=LOAD_TIMEOUT_MS)
+        assert training.locator(".course-lr-slider").is_visible()
+        opened.page.wait_for_function(
+            "() => { const i = document.querySelector('img.course-loss-plot');"
+            " return !!i && i.complete && i.naturalWidth > 0; }",
+            timeout=LOAD_TIMEOUT_MS,
+        )
+        stats = parse_stats(training.locator(".course-training-stats").text_content())
+        assert stats["lr"] == pytest.approx(0.05) and stats["final_loss"] is not None
+        assert _widget_note_follows(opened.page, ".course-training")
+        training.screenshot(path=str(screenshots / "site-widget-training-playground.png"))
+        assert not opened.problems, opened.problems
+    finally:
+        opened.page.close()

@@ -1,0 +1,138 @@
+"""What the site tests (tests/test_site.py, tests/browser/test_site.py) expect of the built site,
+worked out from the course's files, not from the site's own code: which pages there must be, in
+which order, and which solution lines must appear on none of them."""
+
+from __future__ import annotations
+
+import html.parser
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from course_lib.authoring.exercises import BEGIN_MARKER, END_MARKER, SOLUTION_ONLY_TAG
+from course_lib.authoring.site import build
+
+ROOT = Path(__file__).resolve().parents[1]
+START_PAGE = "docs/index"
+REFERENCE_PAGES = ("docs/pitfalls", "docs/api", "docs/instructor")
+# Shorter solution lines ("return y", ")") also occur in ordinary prose and code.
+MIN_SECRET_CHARS = 12
+
+
+def course_notebooks() -> list[str]:
+    """Every lesson and exercise notebook, as its page name: ``notebooks/01_what_is_a_pytree``."""
+    return [
+        path.relative_to(ROOT).with_suffix("").as_posix()
+        for folder in ("notebooks", "exercises")
+        for path in sorted((ROOT / folder).glob("*.ipynb"))
+    ]
+
+
+def reading_order() -> list[str]:
+    """The pages in the order previous/next walk them: start, lessons, exercises, reference."""
+    return [START_PAGE, *course_notebooks(), *REFERENCE_PAGES]
+
+
+def build_site(out: Path) -> Path:
+    """Build the site into ``out`` as `make site` does; returns its HTML folder."""
+    return build(ROOT, out)
+
+
+def _normal(line: str) -> str:
+    return " ".join(line.split())
+
+
+def _sources(path: Path) -> list[tuple[str, list[str]]]:
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    return [
+        ("".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"], cell["metadata"].get("tags", []))
+        for cell in nb["cells"]
+        if cell["cell_type"] == "code"
+    ]
+
+
+def solution_regions() -> list[tuple[str, list[str]]]:
+    """Every answer in ``solutions/``: each region between the markers, and each cell tagged
+    ``solution-only``, as ``(where, lines)``."""
+    regions = []
+    for path in sorted((ROOT / "solutions").glob("*.ipynb")):
+        for index, (source, tags) in enumerate(_sources(path)):
+            where = f"solutions/{path.name}, code cell {index}"
+            if SOLUTION_ONLY_TAG in tags:
+                regions.append((where, source.split("\n")))
+                continue
+            region: list[str] | None = None
+            for line in source.split("\n"):
+                if line.strip() == BEGIN_MARKER:
+                    region = []
+                elif line.strip() == END_MARKER and region is not None:
+                    regions.append((where, region))
+                    region = None
+                elif region is not None:
+                    region.append(line)
+    return regions
+
+
+def _public_sources() -> list[str]:
+    sources = []
+    for folder in ("notebooks", "exercises"):
+        for path in sorted((ROOT / folder).glob("*.ipynb")):
+            nb = json.loads(path.read_text(encoding="utf-8"))
+            for cell in nb["cells"]:
+                source = cell["source"]
+                sources.append("".join(source) if isinstance(source, list) else source)
+    return sources
+
+
+@dataclass(frozen=True)
+class Secret:
+    where: str
+    text: str
+
+
+def solution_secrets() -> list[Secret]:
+    """What must not be on the site: each solution line of at least `MIN_SECRET_CHARS` characters
+    and each whole region of two lines or more, unless a lesson or exercise notebook contains
+    that text too. The lessons and exercises are on the site by design: text that is also theirs
+    gives nothing away."""
+    public = "\n".join(_normal(source) for source in _public_sources())
+    secrets = []
+    for where, lines in solution_regions():
+        normal = [_normal(line) for line in lines if line.strip()]
+        secrets += [Secret(where, line) for line in normal if len(line) >= MIN_SECRET_CHARS and line not in public]
+        block = " ".join(normal)
+        if len(normal) >= 2 and block not in public:
+            secrets.append(Secret(where, block))
+    return secrets
+
+
+class _Text(html.parser.HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.parts: list[str] = []
+        self._skip = 0
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "style":
+            self._skip += 1
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "style" and self._skip:
+            self._skip -= 1
+
+    def handle_data(self, data: str) -> None:
+        if not self._skip:
+            self.parts.append(data)
+
+
+def html_text(markup: str) -> str:
+    """The text of an HTML page, scripts included (widget state is a script), entities decoded."""
+    parser = _Text()
+    parser.feed(markup)
+    return "".join(parser.parts)
+
+
+def leaks(text: str, secrets: list[Secret]) -> list[Secret]:
+    """The secrets that ``text`` contains, with all whitespace runs read as one space."""
+    flat = _normal(text)
+    return [secret for secret in secrets if secret.text in flat]
