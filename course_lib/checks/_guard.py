@@ -45,7 +45,8 @@ _LIBRARY_DIRS = tuple(
     os.path.join(os.path.realpath(path), "")
     for path in {sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(os.path.dirname(__file__))}
 )
-_NOTEBOOK_FILES = (os.path.join(os.path.realpath(tempfile.gettempdir()), "ipykernel_"), "<ipython-input", "<cell")
+# Cells of a kernel are files under ipykernel_<pid>/; code typed at a prompt or in a doctest is the learner's too.
+_NOTEBOOK_FILES = (os.path.join(os.path.realpath(tempfile.gettempdir()), "ipykernel_"), "<ipython-input", "<cell", "<stdin>", "<doctest")
 
 
 def is_learner_file(filename: str) -> bool:

@@ -244,7 +244,7 @@ _FIRST_LINE_LIMIT = 24
 def cell_label(number: int, source: str) -> str:
     """How a message names a code cell so that a student finds it: its number among the code cells, from 1, and its first line.
 
-    >>> cell_label(4, "\n# step\ndef sgd_step(params, grads, lr):\n    ...")
+    >>> cell_label(4, "\\n# step\\ndef sgd_step(params, grads, lr):\\n    ...")
     'code cell 4 (`# step`)'
     >>> cell_label(5, "def sgd_step(params, grads, lr):")
     'code cell 5 (`def sgd_step(params, gra…`)'
