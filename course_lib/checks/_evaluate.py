@@ -115,7 +115,7 @@ def probe_all(
     if namespace is None:
         namespace = getattr(fn, "__globals__", None)
     outcomes = []
-    with standing_in(namespace if namespace is not fn else None, stand_ins(exercise)):
+    with standing_in(namespace, stand_ins(exercise)):
         for case in cases:
             outcome = probe_case(exercise, fn, case, packages)
             outcomes.append(outcome)

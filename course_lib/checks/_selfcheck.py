@@ -8,7 +8,7 @@ from typing import Any
 from ._evaluate import judge_outcomes, probe_all, reference_results
 from ._plain import describe
 from ._registry import exercises, get_exercise
-from ._spec import Exercise, Verdict
+from ._spec import Exercise, Verdict, round_points
 
 _strict_override: bool | None = None
 _hints_shown: dict[str, int] = {}
@@ -127,7 +127,7 @@ def progress(lesson: str, *, strict: bool | None = None) -> None:
         verdict = evaluate(exercise, namespace[exercise.name])
         rows.append((exercise, verdict.status, verdict.points, ""))
     passed = sum(status == "passed" for _, status, _, _ in rows)
-    points = sum(p for _, _, p, _ in rows)
+    points = round_points(sum(p for _, _, p, _ in rows))
     total = sum(e.points for e in listed)
     width = max(len(e.id) for e in listed)
     lines = [f"Lesson {lesson}: {passed} of {len(rows)} exercises passed, {points}/{total} points"]
