@@ -284,6 +284,18 @@ def test_names_cost_nothing_only_calls_count() -> None:
     assert evaluate(get_exercise("01.count_params"), count_params).status == "passed"
 
 
+def test_switching_the_watch_off_is_flagged() -> None:
+    import sys
+
+    def count_params(tree):
+        sys.setprofile(None)
+        return cl.tree_size(tree)
+
+    verdict = evaluate(get_exercise("01.count_params"), count_params)
+    assert verdict.status == "flagged" and "switched off the grader's watch" in verdict.message
+    assert sys.getprofile() is None
+
+
 def test_same_structure_may_not_use_tree_diff() -> None:
     verdict = evaluate(get_exercise("01.same_structure"), same_structure_with_course_version)
     assert verdict.status == "flagged" and "cl.tree_diff" in verdict.message

@@ -363,7 +363,9 @@ def test_folder_without_notebooks_is_a_usage_error(tmp_path: Path, capsys: pytes
     assert status == 2 and "no notebooks" in err
 
 
-@pytest.mark.parametrize("option", [["--timeout", "0"], ["--jobs", "-1"], ["--jobs", "two"], ["--memory-mb", "10"], ["--bogus"], []])
+@pytest.mark.parametrize(
+    "option", [["--timeout", "0"], ["--jobs", "-1"], ["--jobs", "two"], ["--memory-mb", "10"], ["--bogus"], ["--forbid", "optax.tree_utils"], []]
+)
 def test_bad_options_are_usage_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str], option: list[str]) -> None:
     write(tmp_path, "eve", solution())
     argv = [tmp_path, "--out", tmp_path / "out", *option] if option else []  # [] : no PATH at all

@@ -146,6 +146,8 @@ def flag_message(exercise: Exercise, flags: Sequence[dict[str, Any]], place: Cal
     """What the learner is told about forbidden calls: the first call, where it was made, and why it does not count."""
     flag, name = flags[0], exercise.name
     reached = flag["reached"]
+    if flag["kind"] == "tamper":
+        return f"{name} switched off the grader's watch of what it calls (sys.setprofile), so it cannot be graded."
     if flag["kind"] == "module":
         package = reached.split(".", 1)[0]
         text = f"{name} calls {reached} ({place(flag)}): {package} may not be used in this exercise."

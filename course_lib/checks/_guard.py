@@ -282,6 +282,8 @@ def watch(forbidden: Iterable[str] = (), packages: Iterable[str] = ()) -> Iterat
     try:
         yield state
     finally:
+        if sys.getprofile() != state.hook:  # the learner's code replaced the watch: what it called is unknown
+            state.flags.append({"reached": "sys.setprofile", "kind": "tamper", "file": "", "line": 0, "text": "", "cell": ""})
         sys.setprofile(previous)
 
 

@@ -164,7 +164,8 @@ class Outcome:
 
 FLAG_FIELDS = {"reached": str, "kind": str, "file": str, "line": int, "text": str, "cell": str}
 """A forbidden call as plain data: the function ``reached`` (``"cl.tree_add"``, ``"optax.sgd"``), its
-``kind`` (``"course"``, ``"reference"`` or ``"module"``), and where the learner's code made it: ``file``
+``kind`` (``"course"``, ``"reference"``, ``"module"``, or ``"tamper"`` when the learner's code
+switched the watch off), and where the learner's code made it: ``file``
 and ``line`` (``""`` and 0 when the learner's function is that function itself), the text of the line,
 and ``cell``, an id of the code that file holds (the grader turns it into a code cell number)."""
 
