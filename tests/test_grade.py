@@ -266,6 +266,8 @@ def test_hostile_messages_say_what_happened(hostile) -> None:
     assert "None entries" in message(books["wrong_answer"], "01.leaf_paths")
     assert "defines no is_node" in message(books["renamed_function"], "01.is_node")
     assert "SyntaxError" in message(books["syntax_error"], "01.replace_leaves")
+    replace_cell = next(i for i, c in enumerate(code_cells, 1) if c.metadata.get("course", {}).get("exercise") == "01.replace_leaves")
+    assert f"That is code cell {replace_cell} (`def broken(:`)." in message(books["syntax_error"], "01.replace_leaves")
     assert books["lost_metadata"]["lesson"] == "01"
     # Bound in its cell by an import, or by getattr with a computed name: caught when it runs.
     assert "count_params is the course's reference answer, course_lib.checks._lesson01._count_params itself" in message(books["uses_reference"], "01.count_params")

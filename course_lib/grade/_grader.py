@@ -267,15 +267,15 @@ def _cell_fate_verdict(exercise: Exercise, cell: PlannedCell | None, fate: CellR
     name = exercise.name
     if fate is None or fate.status == "ok":
         return None
-    defining = f"the cell defining {name}" + (f", {cell.label}," if cell else "")
+    where = f" That is {cell.label}." if cell else ""
     if fate.status == "timeout":
         if fate.reason == "notebook":
-            return "timeout", f"the notebook ran out of time before {defining} could run."
-        return "timeout", f"{defining} ran past the {limit:g} s limit and was stopped, so {name} was never defined."
+            return "timeout", f"the notebook ran out of time before the cell defining {name} could run.{where}"
+        return "timeout", f"the cell defining {name} ran past the {limit:g} s limit and was stopped, so {name} was never defined.{where}"
     if fate.status == "died":
-        return "error", f"the kernel died while running {defining} ({fate.reason})."
+        return "error", f"the kernel died while running the cell defining {name} ({fate.reason}).{where}"
     detail = f"{fate.ename}: {fate.evalue}" if fate.evalue else fate.ename
-    return "error", f"{defining} raised {detail}" + ("" if detail.endswith(".") else ".")
+    return "error", f"the cell defining {name} raised {detail}" + ("" if detail.endswith(".") else ".") + where
 
 
 def _flag_place(plan: Plan, flag: dict[str, Any]) -> str:
