@@ -74,9 +74,9 @@ def cascade() -> nbformat.NotebookNode:
 
 def course_alias() -> nbformat.NotebookNode:
     nb = add_before(load(L02), "02.sgd_step", "import functools\ncourse_sgd = cl.sgd")
-    replace_body(nb, "02.make_sgd_step", OPTAX_STEP.replace("optax.sgd(lr)", "course_sgd(lr, donate=False)").replace(
-        "return optax.apply_updates(params, updates), loss", "return updates, loss").replace(
-        "updates, _ = opt.update(grads, opt.init(params), params)", "updates, _ = opt.update(grads, opt.init(params), params)"))
+    course_step = OPTAX_STEP.replace("optax.sgd(lr)", "course_sgd(lr, donate=False)")
+    # The course's update returns the new params themselves, not updates to apply.
+    replace_body(nb, "02.make_sgd_step", course_step.replace("return optax.apply_updates(params, updates), loss", "return updates, loss"))
     replace_body(nb, "02.average_trees", "    add = getattr(cl, 'tree_' + 'add')\n    return jax.tree.map(lambda x: x / len(trees), functools.reduce(add, trees))")
     cell = nb.cells[index_of(nb, "02.global_norm")]
     cell.source = "from course_lib.checks import _lesson02\nglobal_norm = getattr(_lesson02, '_global' + '_norm')"
