@@ -170,7 +170,9 @@ class LessonChecks:
         self, exercise_id: str, answer: Callable[..., Any], hint: str, capsys: pytest.CaptureFixture[str]
     ) -> None:
         out = check_output(exercise_id, answer, capsys)
-        assert out.startswith(f"{exercise_id}: incorrect (0/"), out
+        points = get_exercise(exercise_id).points
+        assert out.startswith(f"{exercise_id}: incorrect ("), out
+        assert not out.startswith(f"{exercise_id}: incorrect ({points}/"), out  # partial credit at most
         assert hint in out, out
         assert "input: " in out
         assert "hint 1/3" in out and "hint 2/3" not in out

@@ -12,10 +12,10 @@ import pytest
 
 import course_lib as cl
 from course_lib import checks
-from course_lib.checks import CheckFailed, Exercise, check, evaluate, get_exercise, progress
+from course_lib.checks import Case, CheckFailed, Exercise, check, evaluate, get_exercise, progress
 from course_lib.checks import _wire
 from course_lib.checks._evaluate import judge_outcomes, probe_all, reference_results
-from course_lib.checks._guard import forbid, static_uses
+from course_lib.checks._guard import standing_in, watch
 from course_lib.checks._kit import call_value, compile_report, judge_compiles, random_tree
 from course_lib.checks._plain import describe, rebuild_tree, tree_plain
 from exercise_support import LessonChecks, fresh_checks, has_none, nodes, repeated_check_output, stub  # noqa: F401 (fresh_checks: autouse)
@@ -303,56 +303,87 @@ def test_not_a_function(capsys: pytest.CaptureFixture[str]) -> None:
 # --- the guard against the course's own answers -------------------------------------------------
 
 
-def test_course_version_is_refused_statically_and_at_run_time() -> None:
+def test_course_version_is_flagged_at_run_time_however_it_is_reached() -> None:
     exercise = get_exercise("01.count_params")
-    static = evaluate(exercise, count_with_course_version)
-    assert static.status == "failed" and "cl.tree_size (found in your code)" in static.message
+    direct = evaluate(exercise, count_with_course_version)
+    assert direct.status == "flagged" and direct.points == 0
+    assert "count_params calls cl.tree_size (line " in direct.message and "`return cl.tree_size(tree)`" in direct.message
     hidden = evaluate(exercise, count_with_hidden_course_version)
-    assert hidden.status == "failed" and "cl.tree_size (called while it ran)" in hidden.message
-    assert cl.tree_size({"a": jnp.ones(3)}) == 3  # restored afterwards
+    assert hidden.status == "flagged" and "`return sneaky(tree)`" in hidden.message
+    aliased = evaluate(exercise, cl.tree_size)  # the course's function itself, bound to the learner's name
+    assert aliased.status == "flagged" and "count_params is cl.tree_size itself" in aliased.message
+    assert cl.tree_size({"a": jnp.ones(3)}) == 3
 
 
-def test_the_reference_answer_is_refused() -> None:
+def test_the_reference_answer_is_flagged() -> None:
     from course_lib.checks import _lesson01
 
     exercise = get_exercise("01.count_params")
     aliased = evaluate(exercise, _lesson01._count_params)
-    assert aliased.status == "failed" and "the course's reference answer (called while it ran)" in aliased.message
+    assert aliased.status == "flagged"
+    assert "count_params is the course's reference answer, course_lib.checks._lesson01._count_params itself" in aliased.message
 
     def wrapped(tree):
         return get_exercise("01.count_params").reference(tree)
 
-    static = evaluate(exercise, wrapped)
-    assert static.status == "failed" and "the course's reference answer (found in your code)" in static.message
+    called = evaluate(exercise, wrapped)
+    assert called.status == "flagged" and "calls the course's reference answer" in called.message
     hidden = evaluate(exercise, lambda tree: getattr(exercise, "refer" + "ence")(tree))
-    assert hidden.status == "failed" and "reference answer" in hidden.message
+    assert hidden.status == "flagged" and "reference answer" in hidden.message
     import sys
 
     assert sys.getprofile() is None  # the watch is gone afterwards
 
 
+def test_names_cost_nothing_only_calls_count() -> None:
+    def count_params(tree):
+        tree_size = "a variable named like the course's function"  # noqa: F841
+        sizes = {"tree_size": [int(np.size(leaf)) for leaf in jax.tree.leaves(tree)]}
+        return sum(sizes["tree_size"])
+
+    assert evaluate(get_exercise("01.count_params"), count_params).status == "passed"
+
+
+def test_switching_the_watch_off_is_flagged() -> None:
+    import sys
+
+    def count_params(tree):
+        sys.setprofile(None)
+        return cl.tree_size(tree)
+
+    verdict = evaluate(get_exercise("01.count_params"), count_params)
+    assert verdict.status == "flagged" and "switched off the grader's watch" in verdict.message
+    assert sys.getprofile() is None
+
+
 def test_same_structure_may_not_use_tree_diff() -> None:
     verdict = evaluate(get_exercise("01.same_structure"), same_structure_with_course_version)
-    assert verdict.status == "failed" and "cl.tree_diff" in verdict.message
+    assert verdict.status == "flagged" and "cl.tree_diff" in verdict.message
 
 
-def test_forbid_restores_functions_and_classes() -> None:
-    size, flat_init = cl.tree_size.__code__, cl.FlatTree.__dict__["__init__"]
-    with forbid(["tree_size", "FlatTree"]) as refused:
-        with pytest.raises(BaseException, match="course's own version"):
-            cl.FlatTree.from_tree({"a": jnp.ones(2)})
-    assert refused == ["FlatTree"]
-    assert cl.tree_size.__code__ is size and cl.FlatTree.__dict__["__init__"] is flat_init
-    assert cl.FlatTree.from_tree({"a": jnp.ones(2)}).buffer.shape == (2,)
+def test_watch_sees_classes_by_their_methods() -> None:
+    def flatten(tree):
+        return cl.FlatTree.from_tree(tree)
+
+    with watch(["FlatTree"]) as seen:
+        flatten({"a": jnp.ones(2)})
+    assert [flag["reached"] for flag in seen.flags] == ["cl.FlatTree"]
+    assert seen.flags[0]["text"] == "return cl.FlatTree.from_tree(tree)"
 
 
-def test_static_uses_finds_imports_and_aliases() -> None:
-    names = ["tree_size"]
-    assert static_uses("from course_lib import tree_size as ts\ndef f(t):\n    return ts(t)", names) == names
-    assert static_uses("def f(t):\n    return ts(t)", names, aliases={"ts": "tree_size"}) == names
-    assert static_uses("def f(t):\n    return len(t)\nx = cl.tree_size(1)", names, within="f") == []
-    assert static_uses("%time x = 1\ndef f(t):\n    return cl.tree_size(t)", names, within="f") == names
-    assert static_uses("def f(:", names) == []
+def test_a_stand_in_is_the_courses_own_call_and_is_put_back() -> None:
+    from course_lib.checks import _lesson01
+
+    namespace = {"count_params": count_with_none}
+    exec("def total(trees):\n    return sum(count_params(t) for t in trees)", namespace)  # the learner's code
+    with watch(["tree_size"]) as seen, standing_in(namespace, {"count_params": _lesson01._count_params}) as names:
+        assert namespace["total"]([[1.0, None], {"a": jnp.ones(3)}]) == 4  # the reference, standing in
+    assert names == ["count_params"] and seen.flags == []
+    assert namespace["count_params"] is count_with_none
+    with watch() as seen:
+        namespace["count_params"] = _lesson01._count_params
+        namespace["total"]([[1.0]])
+    assert [flag["kind"] for flag in seen.flags] == ["reference"]  # called by the learner, it counts
 
 
 # --- plain data, trees and the wire --------------------------------------------------------------

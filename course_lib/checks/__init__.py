@@ -25,9 +25,11 @@ other way round):
   ``random_tree``, ``random_leaf``, the ``Layer``/``Point`` namedtuples). Look there before
   writing a helper in a lesson module.
 * ``_evaluate.py``: ``probe_all`` runs the learner's function on cases in the learner's process,
-  with the exercise's ``forbidden`` course functions refused and any call of an exercise's
-  ``reference`` noticed (``_guard.py``); ``judge_outcomes`` compares the outcomes with the
-  reference results anywhere.
+  with the functions of the exercises it ``uses`` replaced by their stand-ins, and every call
+  that reaches a ``forbidden`` course function, a ``reference`` or a forbidden package recorded
+  (``_guard.py``: by what is called, never by name); ``judge_outcomes`` compares the outcomes
+  with the reference results anywhere, scores the named parts of the cases, and flags forbidden
+  calls.
 * ``_plain.py`` and ``_wire.py``: results as plain data (``to_plain``, ``tree_plain``) and as
   JSON for the trip from a kernel to the grader (never pickle).
 * ``_runner.py``: what the grader calls inside a submission's kernel.
@@ -41,13 +43,17 @@ Adding the exercises of a lesson (say 02):
    exercise cell), ``name`` (the function or class the learner defines), ``title``, ``points``,
    ``cases`` (``rng -> list[Case]``, deterministic: use only ``rng``; include ``None`` subtrees and
    several container types; put facts a judge needs in ``Case.info``; make JAX arrays with
-   ``jax.device_put``, since ``jnp.asarray`` compiles once per new shape), ``reference`` (the
+   ``jax.device_put``, since ``jnp.asarray`` compiles once per new shape; name each case's
+   ``part`` (``_kit.in_parts``) so that every part holds a case a trivial answer gets wrong, or
+   name none for all-or-nothing), ``reference`` (the
    course's answer, a module-level function that may use ``course_lib``; keep it self-contained,
    since a helper it calls could be called by a learner unnoticed), ``probe`` (``call_value`` /
    ``call_tree`` or your own ``(fn, case) -> plain data``; call ``fn`` only through the argument,
    so the guard sees it), ``judge`` (``(got, expected, case) -> None | hint``; start from a
    ``_kit`` judge and add targeted hints), three progressive ``hints``, and ``forbidden``: the
-   ``course_lib`` names that do the exercise's job (say so in the notebook's prompt).
+   ``course_lib`` names that do the exercise's job (say so in the notebook's prompt). When an
+   answer calls an earlier exercise's function, list it in ``uses`` and give that exercise a
+   ``stand_in`` (a JAX version of its reference that works under ``jit``).
 3. In ``solutions/02_*.ipynb``: the exercise cell (metadata ``{"course": {"exercise": id}}``,
    solution between ``### BEGIN SOLUTION`` / ``### END SOLUTION``), then a check cell (metadata
    ``{"course": {"check": id}}``) with ``check(id, name)``, and ``progress("02")`` last.

@@ -5,18 +5,17 @@
 runs it in the kernel, the grader in its own process against references it computed itself.
 """
 
-import inspect
 import os
-import sys
-import textwrap
 import traceback
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 from . import _wire
-from ._guard import REFERENCE, ForbiddenCall, forbid, static_uses, watch_references
+from ._guard import is_learner_file, is_the_learners_function, standing_in, stops_here, watch
 from ._plain import Unplain
-from ._spec import Case, Exercise, Outcome, Verdict
+from ._registry import get_exercise
+from ._spec import Case, Exercise, Outcome, Verdict, part_names, round_points
 
 _MESSAGE_LIMIT = 400
 
@@ -34,17 +33,11 @@ def _exception_text(error: BaseException) -> str:
     return _short(text)
 
 
-_LIBRARY_DIRS = tuple(
-    os.path.join(os.path.realpath(path), "")
-    for path in {sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(os.path.dirname(__file__))}
-)
-
-
 def _where(error: BaseException) -> str:
     """`` (line 3 of count_params)``: the innermost frame of the learner's code, not JAX's or ours."""
     for frame in reversed(traceback.extract_tb(error.__traceback__)):
         filename = frame.filename
-        if filename.startswith("<") or not os.path.realpath(filename).startswith(_LIBRARY_DIRS):
+        if filename.startswith("<") or is_learner_file(filename):
             return f" (line {frame.lineno} of {frame.name})"
     return ""
 
@@ -57,50 +50,77 @@ def ensure_plain(value: Any) -> Any:
         raise Unplain(str(error)) from None
 
 
-def probe_case(exercise: Exercise, fn: Callable[..., Any], case: Case) -> Outcome:
-    """Run ``exercise.probe`` on the learner's ``fn`` for one case, with the forbidden names refused."""
-    refused: list[str] = []
-
+def _guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
     def guarded(*args: Any, **kwargs: Any) -> Any:
-        seen: list[str] = []
-        used: list[str] = []
-        try:
-            with forbid(exercise.forbidden) as seen, watch_references() as used:
-                return fn(*args, **kwargs)
-        finally:
-            refused.extend(seen + used)
+        return fn(*args, **kwargs)
 
+    return guarded
+
+
+is_the_learners_function(_guarded(len).__code__)
+
+
+@stops_here
+def probe_case(exercise: Exercise, fn: Callable[..., Any], case: Case, packages: Sequence[str] = ()) -> Outcome:
+    """Run ``exercise.probe`` on the learner's ``fn`` for one case, recording forbidden calls (see ``_guard``).
+
+    ``packages`` are forbidden packages on top of the exercise's own ``forbidden_modules``.
+    """
+    with watch(exercise.forbidden, (*exercise.forbidden_modules, *packages)) as seen:
+        outcome = _run_probe(exercise, _guarded(fn), case)
+    return replace(outcome, flags=tuple(seen.flags))
+
+
+def _run_probe(exercise: Exercise, fn: Callable[..., Any], case: Case) -> Outcome:
     try:
-        value = exercise.probe(guarded, case)
-    except ForbiddenCall:
-        value = None
+        value = exercise.probe(fn, case)
     except NotImplementedError as error:
-        if not refused:
-            return Outcome("not_attempted", message=_exception_text(error))
+        return Outcome("not_attempted", message=_exception_text(error))
     except Unplain as error:
-        if not refused:
-            return Outcome("unreadable", message=str(error))
+        return Outcome("unreadable", message=str(error))
     except (KeyboardInterrupt, GeneratorExit):
         raise
     except BaseException as error:  # noqa: BLE001 (SystemExit from a learner's sys.exit() included)
-        if not refused:
-            return Outcome("raised", error=type(error).__name__, message=_exception_text(error) + _where(error))
-    if refused:
-        return Outcome("forbidden", message=", ".join(sorted(set(refused))))
+        return Outcome("raised", error=type(error).__name__, message=_exception_text(error) + _where(error))
     try:
         return Outcome("returned", value=ensure_plain(value))
     except Unplain as error:
         return Outcome("unreadable", message=str(error))
 
 
-def probe_all(exercise: Exercise, fn: Callable[..., Any], cases: Sequence[Case], stop_early: bool = False) -> list[Outcome]:
-    """Outcomes for every case (or up to the first one that did not return, with ``stop_early``)."""
+def stand_ins(exercise: Exercise) -> dict[str, Callable[..., Any]]:
+    """``{name: stand-in}`` for the exercises ``exercise`` uses (see ``Exercise.uses``)."""
+    helpers = {}
+    for used in exercise.uses:
+        helper = get_exercise(used)
+        if helper.stand_in is None:
+            raise ValueError(f"exercise {exercise.id} uses {used}, which has no stand_in")
+        helpers[helper.name] = helper.stand_in
+    return helpers
+
+
+def probe_all(
+    exercise: Exercise,
+    fn: Callable[..., Any],
+    cases: Sequence[Case],
+    stop_early: bool = False,
+    namespace: dict[str, Any] | None = None,
+    packages: Sequence[str] = (),
+) -> list[Outcome]:
+    """Outcomes for every case (or up to the first one that did not return, with ``stop_early``).
+
+    The functions of the exercises ``exercise`` uses are replaced by their stand-ins in
+    ``namespace`` (by default the globals of ``fn``) while it runs, and put back afterwards.
+    """
+    if namespace is None:
+        namespace = getattr(fn, "__globals__", None)
     outcomes = []
-    for case in cases:
-        outcome = probe_case(exercise, fn, case)
-        outcomes.append(outcome)
-        if stop_early and outcome.status != "returned":
-            break
+    with standing_in(namespace, stand_ins(exercise)):
+        for case in cases:
+            outcome = probe_case(exercise, fn, case, packages)
+            outcomes.append(outcome)
+            if stop_early and outcome.status != "returned":
+                break
     return outcomes
 
 
@@ -109,26 +129,59 @@ def reference_results(exercise: Exercise, cases: Sequence[Case]) -> list[Any]:
     return [ensure_plain(exercise.probe(exercise.reference, case)) for case in cases]
 
 
-def source_uses(exercise: Exercise, fn: Any) -> list[str]:
-    """Forbidden names found in the source of ``fn`` (empty when the source cannot be read)."""
-    try:
-        source = textwrap.dedent(inspect.getsource(fn))
-    except (OSError, TypeError):
-        return []
-    return static_uses(source, exercise.forbidden)
+def flag_place(flag: dict[str, Any]) -> str:
+    """Where a forbidden call was made, in a learner's words: ``line 3 of its cell: `return ...```."""
+    filename = flag["file"]
+    if filename.startswith("<") or os.path.basename(os.path.dirname(filename)).startswith("ipykernel_"):
+        where = f"line {flag['line']} of its cell"
+    else:
+        where = f"line {flag['line']} of {os.path.basename(filename)}"
+    return f"{where}: `{flag['text']}`" if flag["text"] else where
 
 
-def forbidden_message(exercise: Exercise, names: Sequence[str], found_where: str) -> str:
-    listed = ", ".join("the course's reference answer" if name == REFERENCE else f"cl.{name}" for name in names)
-    return (
-        f"{exercise.name} uses {listed} ({found_where}): that is the course's own version of what this "
-        "exercise asks you to write, so it does not count. Write it with JAX itself "
-        "(jax.tree.leaves, jax.tree.map, jax.tree.structure, ...)."
-    )
+_JAX_ITSELF = "Write it with JAX itself (jax.tree.leaves, jax.tree.map, jax.tree.structure, ...)."
+
+
+def flag_message(exercise: Exercise, flags: Sequence[dict[str, Any]], place: Callable[[dict[str, Any]], str] = flag_place) -> str:
+    """What the learner is told about forbidden calls: the first call, where it was made, and why it does not count."""
+    flag, name = flags[0], exercise.name
+    reached = flag["reached"]
+    if flag["kind"] == "tamper":
+        return f"{name} switched off the grader's watch of what it calls (sys.setprofile), so it cannot be graded."
+    if flag["kind"] == "module":
+        package = reached.split(".", 1)[0]
+        text = f"{name} calls {reached} ({place(flag)}): {package} may not be used in this exercise."
+    else:
+        what = "the course's reference answer, " + reached if flag["kind"] == "reference" else reached
+        if flag["file"]:
+            text = f"{name} calls {what} ({place(flag)})"
+        else:
+            text = f"{name} is {what} itself"
+        text += ": that is the course's own version of what this exercise asks you to write, so it does not count. " + _JAX_ITSELF
+    others = sorted({f["reached"] for f in flags[1:]} - {reached})
+    if others:
+        text += f" It also calls {', '.join(others)}."
+    return text
 
 
 def _about(case: Case) -> str:
     return f"For {case.label}: " if case.label else ""
+
+
+def _case_problem(exercise: Exercise, outcome: Outcome, want: Any, case: Case) -> tuple[str, str] | None:
+    """``None`` when the case is right, else the status it implies and the message."""
+    if outcome.status == "returned":
+        message = judge_value(exercise, outcome.value, want, case)
+        return None if message is None else ("failed", _about(case) + message)
+    if outcome.status == "not_attempted":
+        return ("failed", _about(case) + f"{exercise.name} raised NotImplementedError: is part of the stub still there?")
+    if outcome.status == "raised":
+        return ("error", _about(case) + f"{exercise.name} raised {outcome.error}: {outcome.message}")
+    return ("failed", _about(case) + f"{exercise.name} returned {outcome.message}, which the check cannot compare.")
+
+
+def _points_text(points: int | float, total: int) -> str:
+    return f"{points}/{total} point{'s' if total != 1 else ''}"
 
 
 def judge_outcomes(
@@ -136,44 +189,47 @@ def judge_outcomes(
     outcomes: Sequence[Outcome],
     expected: Sequence[Any],
     cases: Sequence[Case],
-    static: Sequence[str] = (),
+    place: Callable[[dict[str, Any]], str] = flag_place,
 ) -> Verdict:
     """The verdict for one exercise from its outcomes, the reference results and the cases.
 
-    ``static`` lists forbidden names found in the learner's source. The first case that is not
-    right decides the message. A wrong answer or a forbidden call is ``failed``; an exception is
-    ``error``; the stub's ``NotImplementedError`` on every case is ``not_attempted``.
+    Every case is judged; the first one that is not right decides the message. Points are the
+    share of the exercise's named parts whose every case is right (see ``Case.part``). All right:
+    ``passed``. Not all: ``failed`` (``error`` when the first wrong case raised and no part is
+    right). The stub's ``NotImplementedError`` on every case: ``not_attempted``. A forbidden call
+    (see ``_guard``): ``flagged``, 0 points, whatever the answer gave; ``place(flag)`` says where
+    the call was made.
     """
     total = exercise.points
-
-    def verdict(status: str, message: str, index: int | None = None) -> Verdict:
-        return Verdict(status, total if status == "passed" else 0, total, message, index, len(cases))  # type: ignore[arg-type]
-
-    if static:
-        return verdict("failed", forbidden_message(exercise, static, "found in your code"))
-    if outcomes and all(o.status == "not_attempted" for o in outcomes):
-        return verdict("not_attempted", f"{exercise.name} still raises NotImplementedError: not attempted yet.")
-    if len(outcomes) < len(cases) and all(o.status == "returned" for o in outcomes):
-        return verdict("error", f"{exercise.name} was not run on every case.")
-    for index, (outcome, want, case) in enumerate(zip(outcomes, expected, cases)):
-        if outcome.status == "returned":
-            message = judge_value(exercise, outcome.value, want, case)
-            if message is not None:
-                return verdict("failed", _about(case) + message, index)
-        elif outcome.status == "not_attempted":
-            return verdict(
-                "failed", _about(case) + f"{exercise.name} raised NotImplementedError: is part of the stub still there?", index
-            )
-        elif outcome.status == "raised":
-            return verdict("error", _about(case) + f"{exercise.name} raised {outcome.error}: {outcome.message}", index)
-        elif outcome.status == "forbidden":
-            names = outcome.message.split(", ")
-            return verdict("failed", forbidden_message(exercise, names, "called while it ran"), index)
-        else:
-            return verdict(
-                "failed", _about(case) + f"{exercise.name} returned {outcome.message}, which the check cannot compare.", index
-            )
-    return verdict("passed", f"passed, {total}/{total} point{'s' if total != 1 else ''}")
+    flags: list[dict[str, Any]] = []
+    for outcome in outcomes:
+        flags += [f for f in outcome.flags if all((f["reached"], f["file"], f["line"]) != (g["reached"], g["file"], g["line"]) for g in flags)]
+    if not flags and outcomes and all(o.status == "not_attempted" for o in outcomes):
+        return Verdict("not_attempted", 0, total, f"{exercise.name} still raises NotImplementedError: not attempted yet.", None, len(cases), (False,) * len(cases))
+    if not flags and len(outcomes) < len(cases) and all(o.status == "returned" for o in outcomes):
+        return Verdict("error", 0, total, f"{exercise.name} was not run on every case.", None, len(cases))
+    problems = [_case_problem(exercise, o, want, case) for o, want, case in zip(outcomes, expected, cases)]
+    problems += [("error", f"{exercise.name} was not run on every case.")] * (len(cases) - len(problems))
+    right = tuple(problem is None for problem in problems)
+    names = part_names(cases)
+    parts = tuple((part, all(ok for ok, case in zip(right, cases) if case.part == part)) for part in names)
+    earned = round_points(total * sum(ok for _, ok in parts) / len(parts))
+    first = next((i for i, problem in enumerate(problems) if problem is not None), None)
+    base = dict(cases=len(cases), passed_cases=right, parts=parts if names != [""] else ())
+    if flags:
+        message = flag_message(exercise, flags, place)
+        if first is None:
+            message += f" Apart from that, it is right on every input ({_points_text(total, total)} if the instructor allows it)."
+        return Verdict("flagged", 0, total, message, None, flags=tuple(flags), points_if_allowed=earned, **base)  # type: ignore[arg-type]
+    if first is None:
+        return Verdict("passed", total, total, f"passed, {_points_text(total, total)}", None, **base)  # type: ignore[arg-type]
+    status, message = problems[first]  # type: ignore[misc]
+    if earned:
+        status = "failed"
+        good = [part for part, ok in parts if ok]
+        bad = [part for part, ok in parts if not ok]
+        message += f"\nRight: {', '.join(good)} ({_points_text(earned, total)}); not yet: {', '.join(bad)}."
+    return Verdict(status, earned, total, message, first, **base)  # type: ignore[arg-type]
 
 
 def judge_value(exercise: Exercise, got: Any, expected: Any, case: Case) -> str | None:

@@ -1,127 +1,104 @@
-"""Keeping the course's own answers out of the learner's: ``course_lib`` names an exercise forbids.
+"""What a learner's answer called: the course's own answers and forbidden packages, by identity, at run time.
 
-Two ways, because each misses something the other catches:
+:func:`watch` records, while a probe runs (``sys.setprofile``), each call made by the learner's code
+that reaches
 
-* :func:`static_uses` reads source code (an exercise cell, or the function's own source) and
-  finds ``cl.tree_size`` style attribute uses and ``from course_lib import tree_size`` imports.
-* :func:`forbid` makes the named ``course_lib`` functions and classes refuse to run for as long as
-  the learner's function runs, whatever name they were reached by (an alias made earlier, a
-  ``getattr`` with a computed name). A refused call is recorded even if the learner's code
-  swallows the exception, so catching it gains nothing.
-* :func:`watch_references` notices a call to any exercise's ``reference`` (the course's own answer
-  in ``_lessonNN.py``) while the learner's function runs. It matches code by file, line and name,
-  so a copy of a lesson module imported before the grader reloaded it counts too.
+* a ``course_lib`` function or class the exercise forbids: its code objects, however it was reached
+  (an alias bound in another cell, ``getattr`` with a computed name, a ``functools.partial``);
+* any exercise's ``reference`` (the course's answer in ``_lessonNN.py``), matched by file, line
+  and name, so a copy of a lesson module imported before the grader reloaded it counts too;
+* a function of a forbidden package (``"optax"``): Python code whose file lies in the package's
+  folder, or a C function whose ``__module__`` is the package.
+
+Names never count: a field called ``momentum`` or a call of ``optax.sgd`` is not ``cl.sgd``.
+Nothing is refused either: the call goes on, the answer is judged as usual, and the verdict is
+``flagged`` with the line that made the call.
+
+Whose call it is: from the caller, the hook walks up the stack past library frames (installed
+packages, the standard library, ``course_lib``, code made by ``exec``) to the first frame that
+decides. The learner's code (a notebook cell, a learner's file): the learner's call, at that line.
+The probe's wrapper around the learner's function: that function *is* the forbidden one. The
+probe itself, or a stand-in for another exercise (:func:`standing_in`): the course's own call, not
+counted. A call into a forbidden package from a library that imports that package itself (JAX
+calling NumPy) is that library's business, not the learner's.
 """
 
 import ast
 import contextlib
+import hashlib
+import importlib.util
+import linecache
+import os
 import re
 import sys
+import tempfile
 import types
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 import course_lib
 
-_calls: list[str] = []
+MAX_FLAGS = 5
+_LINE_LIMIT = 120
+
+_LIBRARY_DIRS = tuple(
+    os.path.join(os.path.realpath(path), "")
+    for path in {sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(os.path.dirname(__file__))}
+)
+# Cells of a kernel are files under ipykernel_<pid>/; code typed at a prompt or in a doctest is the learner's too.
+_NOTEBOOK_FILES = (os.path.join(os.path.realpath(tempfile.gettempdir()), "ipykernel_"), "<ipython-input", "<cell", "<stdin>", "<doctest")
 
 
-class ForbiddenCall(BaseException):
-    """Raised by a forbidden ``course_lib`` function (a ``BaseException``: ``except Exception`` misses it)."""
+def is_learner_file(filename: str) -> bool:
+    """Whether code from ``filename`` is the learner's: not an installed library, the standard library or ``course_lib``.
 
-
-def _called(name: str) -> None:
-    _calls.append(name)
-    raise ForbiddenCall(
-        f"course_lib.{name} is the course's own version of what this exercise asks you to write"
-    )
-
-
-def _stub_code(name: str) -> types.CodeType:
-    # The stub runs with the patched function's globals, so it reaches this module by import.
-    namespace: dict[str, Any] = {}
-    exec(  # noqa: S102 (a fixed template; `name` is a Python identifier from an Exercise)
-        f"def {name}(*args, **kwargs):\n"
-        f"    __import__('course_lib.checks._guard', fromlist=['_'])._called({name!r})\n",
-        namespace,
-    )
-    return namespace[name].__code__
-
-
-class _Patch:
-    def __init__(self, name: str):
-        if not name.isidentifier():
-            raise ValueError(f"not a course_lib name: {name!r}")
-        self.name = name
-        self.target = getattr(course_lib, name)
-        self.undo: list[Any] = []
-
-    def apply(self) -> None:
-        target = self.target
-        if isinstance(target, types.FunctionType) and not target.__code__.co_freevars:
-            original = target.__code__
-            target.__code__ = _stub_code(self.name)
-            self.undo.append(lambda: setattr(target, "__code__", original))
-        elif isinstance(target, type) and ("__init__" in target.__dict__ or "__new__" in target.__dict__):
-            # Only methods the class defines itself are swapped and put back: deleting a slot method
-            # from a class leaves CPython's object.__new__/__init__ refusing arguments afterwards.
-            name = self.name
-
-            def refuse_init(instance: Any, *args: Any, **kwargs: Any) -> None:
-                _called(name)
-
-            def refuse_new(cls: type, *args: Any, **kwargs: Any) -> Any:
-                _called(name)
-
-            for method, stub in (("__init__", refuse_init), ("__new__", staticmethod(refuse_new))):
-                if method in target.__dict__:
-                    original = target.__dict__[method]
-                    setattr(target, method, stub)
-                    self.undo.append(lambda method=method, original=original: setattr(target, method, original))
-        else:  # jitted or wrapped callables: swap the public attribute only
-            original_attr = getattr(course_lib, self.name)
-
-            def refuse_call(*args: Any, **kwargs: Any) -> Any:
-                _called(self.name)
-
-            setattr(course_lib, self.name, refuse_call)
-            self.undo.append(lambda: setattr(course_lib, self.name, original_attr))
-
-    def restore(self) -> None:
-        while self.undo:
-            self.undo.pop()()
-
-
-@contextlib.contextmanager
-def forbid(names: Iterable[str]) -> Iterator[list[str]]:
-    """Make the named ``course_lib`` functions and classes refuse to run inside the block.
-
-    Yields the list of refused calls (by name), filled in as they happen.
-
-    >>> with forbid(["tree_size"]) as refused:
-    ...     try:
-    ...         course_lib.tree_size([1.0])
-    ...     except BaseException:
-    ...         pass
-    >>> refused, course_lib.tree_size([1.0])
-    (['tree_size'], 1)
+    >>> is_learner_file(course_lib.__file__), is_learner_file("/home/ada/homework.py"), is_learner_file("<string>")
+    (False, True, False)
     """
-    patches = [_Patch(name) for name in names]
-    start = len(_calls)
-    seen: list[str] = []
-    try:
-        for patch in patches:
-            patch.apply()
-        yield seen
-    finally:
-        for patch in reversed(patches):
-            patch.restore()
-        seen.extend(_calls[start:])
-        del _calls[start:]
+    if filename.startswith("<"):
+        return filename.startswith(_NOTEBOOK_FILES[1:])
+    real = os.path.realpath(filename)
+    return real.startswith(_NOTEBOOK_FILES[0]) or not real.startswith(_LIBRARY_DIRS)
 
 
-REFERENCE = "reference"
-"""The name :func:`watch_references` and :func:`static_uses` report for a use of an exercise's reference."""
+def code_id(text: str) -> str:
+    """A short id of a cell's source, the same in the kernel (from ``linecache``) and in the grader.
+
+    >>> code_id("x = 1\\n\\n") == code_id("x = 1")
+    True
+    """
+    return hashlib.sha256(text.rstrip().encode("utf-8", "replace")).hexdigest()[:16]
+
+
+# --- what is watched ---------------------------------------------------------------------------
+
+
+def _codes_of(target: Any) -> set[types.CodeType]:
+    """The code objects that run when ``target`` (a function or a class) is used."""
+    if isinstance(target, types.FunctionType):
+        return {target.__code__}
+    codes: set[types.CodeType] = set()
+    if isinstance(target, type):
+        for value in vars(target).values():
+            for inner in (value, getattr(value, "__func__", None), getattr(value, "fget", None)):
+                if isinstance(inner, types.FunctionType):
+                    codes.add(inner.__code__)
+    return codes
+
+
+def course_codes(names: Iterable[str]) -> dict[types.CodeType, str]:
+    """``{code: "cl.name"}`` for the named ``course_lib`` functions and classes.
+
+    >>> sorted(course_codes(["tree_size"]).values())
+    ['cl.tree_size']
+    """
+    out: dict[types.CodeType, str] = {}
+    for name in names:
+        if not name.isidentifier() or not hasattr(course_lib, name):
+            raise ValueError(f"not a course_lib name: {name!r}")
+        for code in _codes_of(getattr(course_lib, name)):
+            out[code] = f"cl.{name}"
+    return out
 
 
 def _code_key(code: types.CodeType) -> tuple[str, int, str]:
@@ -131,42 +108,229 @@ def _code_key(code: types.CodeType) -> tuple[str, int, str]:
 _LESSON_MODULE = re.compile(r"course_lib\.checks\._lesson\d\d")
 
 
-def _reference_keys() -> set[tuple[str, int, str]]:
-    # Lessons already imported only: importing one here could fail or cost time, and a reference
-    # of a lesson nobody imported cannot be called.
-    keys = set()
+def reference_keys() -> dict[tuple[str, int, str], str]:
+    """``{(file, line, name): "module.name"}`` of every reference of every lesson module imported so far.
+
+    Lessons already imported only: importing one here could fail or cost time, and a reference of
+    a lesson nobody imported cannot be called.
+    """
+    keys = {}
     for name, module in list(sys.modules.items()):
         if _LESSON_MODULE.fullmatch(name):
             for exercise in getattr(module, "EXERCISES", ()):
-                code = getattr(getattr(exercise, "reference", None), "__code__", None)
-                if isinstance(code, types.CodeType):
-                    keys.add(_code_key(code))
+                reference = getattr(exercise, "reference", None)
+                for code in _codes_of(reference):
+                    keys[_code_key(code)] = f"{name}.{getattr(reference, '__name__', 'reference')}"
     return keys
 
 
-@contextlib.contextmanager
-def watch_references() -> Iterator[list[str]]:
-    """Record (as ``"reference"``) any call of an exercise's reference made inside the block, in this thread."""
-    keys = _reference_keys()
-    seen: list[str] = []
-    known: dict[types.CodeType, bool] = {}
+def package_dirs(package: str) -> tuple[str, ...]:
+    """The folders (or file) a top-level package is loaded from, without importing it; ``()`` if it is not installed.
 
-    def hook(frame: types.FrameType, event: str, arg: Any) -> None:
+    >>> package_dirs("course_lib") == (os.path.join(os.path.dirname(course_lib.__file__), ""),)
+    True
+    """
+    if not package.isidentifier():
+        raise ValueError(f"not a package name: {package!r}")
+    try:
+        spec = importlib.util.find_spec(package)
+    except (ImportError, ValueError):
+        return ()
+    if spec is None:
+        return ()
+    if spec.submodule_search_locations:
+        places = [os.path.join(path, "") for path in spec.submodule_search_locations]
+    elif spec.origin and os.path.isfile(spec.origin):
+        places = [spec.origin]
+    else:
+        return ()
+    return tuple(dict.fromkeys(places + [os.path.join(os.path.realpath(p), "") if p.endswith(os.sep) else os.path.realpath(p) for p in places]))
+
+
+# --- the watch ---------------------------------------------------------------------------------
+
+_STOP: set[types.CodeType] = set()
+_ITSELF: set[types.CodeType] = set()
+
+
+def stops_here(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Mark ``fn`` as course code that calls on its own behalf: what it calls is never the learner's call."""
+    _STOP.add(fn.__code__)
+    return fn
+
+
+def is_the_learners_function(code: types.CodeType) -> None:
+    """Mark ``code`` as the probe's wrapper around the learner's function: a call it makes is the function itself."""
+    _ITSELF.add(code)
+
+
+def _line_of(filename: str, lineno: int) -> str:
+    text = linecache.getline(filename, lineno).strip()
+    return text if len(text) <= _LINE_LIMIT else text[: _LINE_LIMIT - 1] + "…"
+
+
+def _where(caller: types.FrameType | None) -> tuple[str, int] | None:
+    """Where the learner made this call: ``(file, line)``, ``("", 0)`` for the learner's function itself, ``None`` if not the learner's."""
+    frame = caller
+    while frame is not None:
+        code = frame.f_code
+        if code in _STOP:
+            return None
+        if code in _ITSELF:
+            return ("", 0)
+        if is_learner_file(code.co_filename):
+            return (code.co_filename, frame.f_lineno)
+        frame = frame.f_back
+    return None
+
+
+class Watch:
+    """What one :func:`watch` block saw: ``flags``, a list of plain call records (see ``_spec.FLAG_FIELDS``)."""
+
+    def __init__(self, courses: Mapping[types.CodeType, str], references: Mapping[tuple[str, int, str], str], packages: Iterable[str]):
+        self.courses, self.references = courses, references
+        self.packages = {package: package_dirs(package) for package in packages}
+        self.flags: list[dict[str, Any]] = []
+        self._kinds: dict[types.CodeType, tuple[str, str] | None] = {}
+        self._imports: dict[tuple[types.CodeType, str], bool] = {}
+        self._seen: set[tuple[str, str, int]] = set()
+
+    def _kind(self, code: types.CodeType) -> tuple[str, str] | None:
+        if code in self.courses:
+            return ("course", self.courses[code])
+        reference = self.references.get(_code_key(code))
+        if reference is not None:
+            return ("reference", reference)
+        for package, places in self.packages.items():
+            if places and code.co_filename.startswith(places):
+                return ("module", package)
+        return None
+
+    def _imports_package(self, frame: types.FrameType, package: str) -> bool:
+        """Whether the library code of ``frame`` imports ``package`` itself (then its calls into it are its own)."""
+        key = (frame.f_code, package)
+        if key not in self._imports:
+            self._imports[key] = any(
+                isinstance(value, types.ModuleType) and (value.__name__ == package or value.__name__.startswith(package + "."))
+                for value in list(frame.f_globals.values())
+            )
+        return self._imports[key]
+
+    def _record(self, kind: str, reached: str, caller: types.FrameType | None) -> None:
+        if len(self.flags) >= MAX_FLAGS:
+            return
+        where = _where(caller)
+        if where is None:
+            return
+        filename, lineno = where
+        if (reached, filename, lineno) in self._seen:
+            return
+        self._seen.add((reached, filename, lineno))
+        cell = code_id("".join(linecache.getlines(filename))) if filename else ""
+        text = _line_of(filename, lineno) if filename else ""
+        self.flags.append({"reached": reached, "kind": kind, "file": filename, "line": lineno, "text": text, "cell": cell})
+
+    def _module_call(self, package: str, reached: str, caller: types.FrameType | None) -> None:
+        if caller is None:
+            return
+        code = caller.f_code
+        places = self.packages[package]
+        if code.co_filename.startswith(places):
+            return  # the package calling itself
+        if not is_learner_file(code.co_filename) and code not in _ITSELF and self._imports_package(caller, package):
+            return
+        self._record("module", reached, caller)
+
+    def hook(self, frame: types.FrameType, event: str, arg: Any) -> None:
         if event == "call":
             code = frame.f_code
-            hit = known.get(code)
-            if hit is None:
-                hit = known[code] = _code_key(code) in keys
-            if hit and not seen:
-                seen.append(REFERENCE)
+            try:
+                kind = self._kinds[code]
+            except KeyError:
+                kind = self._kinds[code] = self._kind(code)
+            if kind is None:
+                return
+            if kind[0] == "module":
+                module = frame.f_globals.get("__name__", kind[1])
+                self._module_call(kind[1], f"{module}.{code.co_qualname}", frame.f_back)
+            else:
+                self._record(kind[0], kind[1], frame.f_back)
+        elif event == "c_call" and self.packages:
+            module = getattr(arg, "__module__", None)
+            if not isinstance(module, str):
+                owner = getattr(arg, "__self__", None)
+                module = owner.__name__ if isinstance(owner, types.ModuleType) else ""
+            top = module.partition(".")[0]
+            if top in self.packages:
+                self._module_call(top, f"{module}.{getattr(arg, '__name__', '?')}", frame)
 
+
+@contextlib.contextmanager
+def watch(forbidden: Iterable[str] = (), packages: Iterable[str] = ()) -> Iterator[Watch]:
+    """Record, in this thread, the learner's calls of the named ``course_lib`` functions, of any reference, and into ``packages``.
+
+    >>> def count_params(tree):
+    ...     return course_lib.tree_size(tree)
+    >>> with watch(["tree_size"]) as seen:
+    ...     n = count_params([1.0, 2.0])
+    >>> n, [(flag["reached"], flag["text"]) for flag in seen.flags]
+    (2, [('cl.tree_size', 'return course_lib.tree_size(tree)')])
+    """
+    state = Watch(course_codes(forbidden), reference_keys(), packages)
     previous = sys.getprofile()
-    sys.setprofile(hook)
+    sys.setprofile(state.hook)
     try:
-        yield seen
+        yield state
     finally:
+        if sys.getprofile() != state.hook:  # the learner's code replaced the watch: what it called is unknown
+            state.flags.append({"reached": "sys.setprofile", "kind": "tamper", "file": "", "line": 0, "text": "", "cell": ""})
         sys.setprofile(previous)
 
+
+# --- stand-ins for other exercises' functions --------------------------------------------------
+
+
+@stops_here
+def _through(stand_in: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    return stand_in(*args, **kwargs)
+
+
+def _stand_in_for(name: str, stand_in: Callable[..., Any]) -> Callable[..., Any]:
+    def helper(*args: Any, **kwargs: Any) -> Any:
+        return _through(stand_in, args, kwargs)
+
+    helper.__name__ = helper.__qualname__ = name
+    return helper
+
+
+@contextlib.contextmanager
+def standing_in(namespace: dict[str, Any] | None, helpers: Mapping[str, Callable[..., Any]]) -> Iterator[list[str]]:
+    """Replace each callable ``namespace[name]`` by ``helpers[name]`` inside the block, then put it back.
+
+    Yields the names replaced. What a stand-in calls is the course's own call (never flagged).
+
+    >>> space = {"double": lambda x: 3 * x}
+    >>> with standing_in(space, {"double": lambda x: 2 * x, "absent": len}) as names:
+    ...     names, space["double"](4)
+    (['double'], 8)
+    >>> space["double"](4)
+    12
+    """
+    saved: dict[str, Any] = {}
+    if namespace is not None:
+        for name, stand_in in helpers.items():
+            if callable(namespace.get(name)):
+                saved[name] = namespace[name]
+    try:
+        for name in saved:
+            namespace[name] = _stand_in_for(name, helpers[name])  # type: ignore[index]
+        yield list(saved)
+    finally:
+        for name, original in saved.items():
+            namespace[name] = original  # type: ignore[index]
+
+
+# --- reading cells -----------------------------------------------------------------------------
 
 _MAGIC = re.compile(r"^\s*[%!].*$", re.MULTILINE)
 
@@ -177,67 +341,3 @@ def parse_cell(source: str) -> ast.Module | None:
         return ast.parse(_MAGIC.sub("", source))
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
-
-
-def _definition(tree: ast.Module, name: str) -> ast.AST | None:
-    """The last top-level ``def``/``class`` called ``name`` (the one a notebook ends up with)."""
-    found = None
-    for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == name:
-            found = node
-    return found
-
-
-def static_uses(
-    source: str, names: Iterable[str], aliases: Mapping[str, str] | None = None, within: str | None = None
-) -> list[str]:
-    """The forbidden ``course_lib`` names that ``source`` uses, sorted; ``"reference"`` for the course's answer.
-
-    Finds ``<anything>.name`` attribute uses, ``from course_lib import name`` imports, any
-    ``.reference`` or import from a ``course_lib.checks._lessonNN`` module, and bare uses
-    of an alias of a forbidden name, imported in ``source`` or listed in ``aliases`` (``{alias:
-    name}`` from other cells of the notebook, as :func:`imported_aliases` finds them). With
-    ``within``, only the top-level definition of that name is read, so a cell that compares its
-    answer with ``cl.tree_size`` outside the function is not taken for one that uses it.
-
-    >>> static_uses("import course_lib as cl\\ndef f(t):\\n    return cl.tree_size(t)", ["tree_size"])
-    ['tree_size']
-    >>> static_uses("def f(t):\\n    return 0\\nassert f(1) == cl.tree_size(1)", ["tree_size"], within="f")
-    []
-    """
-    wanted = set(names)
-    tree = parse_cell(source)
-    if tree is None:
-        return []
-    bound = {**(aliases or {}), **imported_aliases(source, wanted)}
-    scope: ast.AST | None = tree if within is None else _definition(tree, within)
-    if scope is None:
-        return []
-    found = set()
-    for node in ast.walk(scope):
-        if isinstance(node, ast.Attribute) and node.attr in wanted:
-            found.add(node.attr)
-        elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "course_lib":
-            found.update(alias.name for alias in node.names if alias.name in wanted)
-            if (node.module or "").startswith("course_lib.checks._lesson"):
-                found.add(REFERENCE)
-        elif isinstance(node, ast.Name) and node.id in bound:
-            found.add(bound[node.id])
-        elif isinstance(node, ast.Attribute) and node.attr == REFERENCE:
-            found.add(REFERENCE)
-    return sorted(n for n in found if n in wanted or n == REFERENCE)
-
-
-def imported_aliases(source: str, names: Iterable[str]) -> dict[str, str]:
-    """``{alias: name}`` for every ``from course_lib[...] import name [as alias]`` of a forbidden name."""
-    wanted = set(names)
-    tree = parse_cell(source)
-    out: dict[str, str] = {}
-    if tree is None:
-        return out
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "course_lib":
-            for alias in node.names:
-                if alias.name in wanted:
-                    out[alias.asname or alias.name] = alias.name
-    return out

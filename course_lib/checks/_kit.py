@@ -5,7 +5,7 @@ return ``None`` or a hint. Random trees mix the containers JAX knows (dict, list
 namedtuple, ``OrderedDict``), ``None`` subtrees, and leaves of several kinds, from a NumPy
 generator, so a case set is the same wherever it is made.
 
-What is here, by section: probes (``call_value``, ``call_tree``, ``compile_report``,
+What is here, by section: parts (``in_parts``); probes (``call_value``, ``call_tree``, ``compile_report``,
 ``jit_compile_report``, ``error_text``, ``returned_instead``); judges (``judge_number``,
 ``judge_bool``, ``judge_equal``, ``tree_judge``, ``judge_compiles``, ``judge_compiles_with_advice``,
 ``missing_return``) and typical mistakes (``trees_close``, ``matching_variant``); NumPy references
@@ -15,6 +15,7 @@ What is here, by section: probes (``call_value``, ``call_tree``, ``compile_repor
 """
 
 import collections
+import dataclasses
 import re
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
@@ -26,6 +27,23 @@ import course_lib as cl
 
 from ._plain import describe, rebuild_tree, to_plain, tree_plain
 from ._spec import Case, Judge
+
+# --- parts ------------------------------------------------------------------------------------
+
+
+def in_parts(cases: Sequence[Case], parts: Sequence[str]) -> list[Case]:
+    """``cases`` with ``parts[i]`` as the part of case ``i`` (one name per case, else ``ValueError``).
+
+    Choose parts so that each holds a case that a trivial answer (its input, zeros, ``None``, a
+    constant) gets wrong: a part then earns nothing for it.
+
+    >>> [c.part for c in in_parts([Case((1,)), Case((2,))], ["small", "small"])]
+    ['small', 'small']
+    """
+    if len(parts) != len(cases):
+        raise ValueError(f"{len(cases)} cases but {len(parts)} part names")
+    return [dataclasses.replace(case, part=part) for case, part in zip(cases, parts)]
+
 
 # --- probes ----------------------------------------------------------------------------------
 

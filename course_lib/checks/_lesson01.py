@@ -15,6 +15,7 @@ from ._kit import (
     call_tree,
     call_value,
     count_none,
+    in_parts,
     judge_bool,
     judge_number,
     random_f32,
@@ -58,7 +59,9 @@ def _count_cases(rng: np.random.Generator) -> list[Case]:
     for i in range(4):
         tree = {"params": random_tree(rng, depth=3, none_rate=0.3), "extra": random_tree(rng, depth=2)}
         cases.append(_count_case(tree, f"random tree {i + 1}, {describe(tree, 100)}"))
-    return cases
+    # The trees without leaves (0 parameters) share a part with layers, so a constant 0 earns nothing.
+    dicts, mixed = "dicts, None and empty trees", "numbers, lists and namedtuples"
+    return in_parts(cases, [dicts, dicts, mixed, mixed, dicts, dicts] + ["random trees"] * 4)
 
 
 def _judge_count(got: Any, expected: Any, case: Case) -> str | None:
@@ -118,7 +121,8 @@ def _paths_cases(rng: np.random.Generator) -> list[Case]:
     for i in range(4):
         tree = {"decoder": random_tree(rng, depth=3, none_rate=0.35), "encoder": random_tree(rng, depth=3, none_rate=0.35)}
         cases.append(_paths_case(tree, f"random tree {i + 1}, {describe(tree, 100)}"))
-    return cases
+    dicts, nested = "dicts and OrderedDicts with None", "namedtuples, nested containers and a single leaf"
+    return in_parts(cases, [dicts, dicts, nested, nested, nested] + ["random trees"] * 4)
 
 
 def _judge_paths(got: Any, expected: Any, case: Case) -> str | None:
@@ -290,7 +294,8 @@ def _replace_cases(rng: np.random.Generator) -> list[Case]:
     for i in range(3):
         tree = {"head": random_tree(rng, depth=3), "emb": random_tree(rng, depth=2), "b": leaf()}
         cases.append(case(tree, f"random tree {i + 1}, {describe(tree, 100)}", i % 2 == 0))
-    return cases
+    dicts, other = "dicts and lists with None", "namedtuples, OrderedDicts and a single leaf"
+    return in_parts(cases, [dicts, dicts, other, other, other] + ["random trees"] * 3)
 
 
 _tree_judge = tree_judge()

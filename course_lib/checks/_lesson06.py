@@ -24,6 +24,7 @@ import course_lib as cl
 from ._kit import (
     Layer,
     Point,
+    in_parts,
     as_judged,
     describe_bf16,
     dtyped_plain,
@@ -144,7 +145,8 @@ def _momentum_cases(rng: np.random.Generator) -> list[Case]:
     for i in range(3):
         tree = _float_tree(rng)
         cases.append(_momentum_case(rng, tree, f"random tree {i + 1}, {describe(tree, 100)}", lr=0.01 * (i + 1)))
-    return cases
+    layers, nested = "layers, from rest and moving", "None subtrees, namedtuples and OrderedDicts"
+    return in_parts(cases, [layers, layers, nested, nested, nested] + ["plain SGD and random trees"] * 4)
 
 
 def _momentum_variants(case: Case) -> list[tuple[str, Callable[[], Any]]]:
@@ -287,7 +289,8 @@ def _init_cases(rng: np.random.Generator) -> list[Case]:
         if i == 1:
             tree["half"] = _half_leaf(rng)
         cases.append(Case((tree,), label=f"random tree {i + 1}, {describe(tree, 100)}"))
-    return cases
+    layers, named = "a layer and None subtrees", "namedtuples and float16 weights"
+    return in_parts(cases, [layers, layers, named, named] + ["random trees"] * (len(cases) - 4))
 
 
 def _state_problem(state: Any, what: str) -> str | None:
@@ -525,7 +528,8 @@ def _adam_cases(rng: np.random.Generator) -> list[Case]:
     for i in range(2):
         tree = _float_tree(rng)
         cases.append(_adam_case(rng, tree, f"random tree {i + 1}, {describe(tree, 100)}", lr=0.02, fresh=i == 0))
-    return cases
+    layers, later = "a layer and None subtrees", "older states, other betas and a small eps"
+    return in_parts(cases, [layers, layers, later, later, later, "random trees", "random trees"])
 
 
 ADAM_STEP = Exercise(
@@ -656,7 +660,8 @@ def _save_cases(rng: np.random.Generator) -> list[Case]:
         tree = {"params": random_tree(rng, depth=3, none_rate=0.3, leaf=_array_leaf), "step": jax.device_put(np.int32(i + 1))}
         label = f"random tree {i + 1}, {describe(tree, 100)}"
         cases.append(Case((f"random_{i + 1}.npz", tree), label=label, info={"as_path": i == 1}))
-    return cases
+    layers, nested = "a layer and a training state", "None subtrees, namedtuples and OrderedDicts"
+    return in_parts(cases, [layers, layers, nested, nested] + ["random trees"] * (len(cases) - 4))
 
 
 SAVE_CHECKPOINT = Exercise(
@@ -822,7 +827,15 @@ def _restore_cases(rng: np.random.Generator) -> list[Case]:
     for i in range(2):
         tree = {"params": random_tree(rng, depth=3, none_rate=0.3, leaf=_array_leaf), "step": np.int32(i)}
         cases.append(_restore_case(tree, _zeros(tree), f"random tree {i + 1}, {describe(tree, 100)}"))
-    return cases
+    # Each part pairs files that must be restored with files that must be refused, so an answer that
+    # always returns the template, or always raises, earns nothing.
+    layer, state, named, renamed = (
+        "a layer, and a leaf the file lacks",
+        "a training state, and entries the template lacks",
+        "namedtuples, tuples, and a wrong shape",
+        "a renamed container, and random trees",
+    )
+    return in_parts(cases, [layer, state, named, named, layer, state, named, renamed, renamed, renamed])
 
 
 RESTORE_CHECKPOINT = Exercise(

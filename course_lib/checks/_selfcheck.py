@@ -5,10 +5,10 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from ._evaluate import judge_outcomes, probe_all, reference_results, source_uses
+from ._evaluate import judge_outcomes, probe_all, reference_results
 from ._plain import describe
 from ._registry import exercises, get_exercise
-from ._spec import Exercise, Verdict
+from ._spec import Exercise, Verdict, round_points
 
 _strict_override: bool | None = None
 _hints_shown: dict[str, int] = {}
@@ -44,14 +44,18 @@ def reset_hints() -> None:
 
 
 def evaluate(exercise: Exercise, fn: Any) -> Verdict:
-    """Run the self-check cases of ``exercise`` on ``fn`` and judge them against the reference."""
+    """Run the self-check cases of ``exercise`` on ``fn`` and judge them against the reference.
+
+    The functions of the exercises it uses are replaced by stand-ins in ``fn``'s globals while it
+    runs (see ``Exercise.uses``), as the grader does, so each check judges its own exercise.
+    """
     cases = exercise.make_cases("check")
     if exercise.id not in _references:
         _references[exercise.id] = reference_results(exercise, cases)
     if not callable(fn):
         return Verdict("error", 0, exercise.points, f"expected the function {exercise.name}, got {describe(fn)}.")
     outcomes = probe_all(exercise, fn, cases)
-    return judge_outcomes(exercise, outcomes, _references[exercise.id], cases, source_uses(exercise, fn))
+    return judge_outcomes(exercise, outcomes, _references[exercise.id], cases)
 
 
 def _points(verdict: Verdict) -> str:
@@ -68,7 +72,8 @@ def _report(exercise: Exercise, verdict: Verdict) -> str:
             f"  {exercise.name} still raises NotImplementedError. Replace that line with your code, run the "
             "cell, then run this check again."
         )
-    lines = [f"{head}: incorrect ({_points(verdict)})"]
+    word = "flagged, it does not count" if verdict.status == "flagged" else "incorrect"
+    lines = [f"{head}: {word} ({_points(verdict)})"]
     lines += [f"  {line}" for line in verdict.message.splitlines()]
     if verdict.case is not None:
         case = exercise.make_cases("check")[verdict.case]
@@ -102,7 +107,7 @@ def check(exercise_id: str, fn: Callable[..., Any], *, strict: bool | None = Non
     print(text)
 
 
-_WORDS = {"passed": "passed", "failed": "incorrect", "error": "incorrect", "not_attempted": "not attempted", "missing": "missing"}
+_WORDS = {"passed": "passed", "failed": "incorrect", "flagged": "flagged", "error": "incorrect", "not_attempted": "not attempted", "missing": "missing"}
 
 
 def progress(lesson: str, *, strict: bool | None = None) -> None:
@@ -122,7 +127,7 @@ def progress(lesson: str, *, strict: bool | None = None) -> None:
         verdict = evaluate(exercise, namespace[exercise.name])
         rows.append((exercise, verdict.status, verdict.points, ""))
     passed = sum(status == "passed" for _, status, _, _ in rows)
-    points = sum(p for _, _, p, _ in rows)
+    points = round_points(sum(p for _, _, p, _ in rows))
     total = sum(e.points for e in listed)
     width = max(len(e.id) for e in listed)
     lines = [f"Lesson {lesson}: {passed} of {len(rows)} exercises passed, {points}/{total} points"]

@@ -26,7 +26,9 @@ class Case:
     ``label`` says in words what is special about the input ("a dict with a None subtree"); hints
     use it. ``info`` holds plain facts a judge may use to give a targeted hint (how many ``None``
     subtrees the input has, which kind of object it is, ...). ``shown`` is how a self-check prints
-    the input; the default is a short description of ``args``.
+    the input; the default is a short description of ``args``. ``part`` names the part of the
+    exercise the case belongs to ("flat dicts", "under jit"): a part earns its share of the points
+    when every case of it is right (see :func:`part_names`); cases without one form a single part.
     """
 
     args: tuple[Any, ...]
@@ -34,6 +36,7 @@ class Case:
     label: str = ""
     info: Mapping[str, Any] = field(default_factory=dict)
     shown: str | None = None
+    part: str = ""
 
 
 Probe = Callable[[Callable[..., Any], Case], Any]
@@ -54,7 +57,12 @@ class Exercise:
     ``probe(fn, case)`` calls ``fn`` (learner's or reference) and returns plain data; ``judge(got,
     expected, case)`` compares two probe results. ``hints`` are revealed one per failed self-check.
     ``forbidden`` names ``course_lib`` functions or classes that must not be used to answer (the
-    very thing the exercise asks to write): using them is detected in the source and at run time.
+    very thing the exercise asks to write); ``forbidden_modules`` names whole packages (``"optax"``)
+    this exercise may not call. Both are detected at run time, by what is called, never by name.
+    ``uses`` lists the ids of earlier exercises whose functions an answer may call (``make_sgd_step``
+    calls ``sgd_step``): while this one is probed, each is replaced in the learner's namespace by
+    that exercise's ``stand_in`` (a JAX version of its reference that works under ``jit``), so a
+    wrong helper costs points once, in its own exercise.
     """
 
     id: str
@@ -67,6 +75,9 @@ class Exercise:
     judge: Judge
     hints: tuple[str, ...] = ()
     forbidden: tuple[str, ...] = ()
+    forbidden_modules: tuple[str, ...] = ()
+    uses: tuple[str, ...] = ()
+    stand_in: Callable[..., Any] | None = None
 
     def __post_init__(self) -> None:
         lesson, dot, short = self.id.partition(".")
@@ -76,6 +87,9 @@ class Exercise:
             raise ValueError(f"exercise {self.id}: name {self.name!r} is not a Python identifier")
         if self.points <= 0:
             raise ValueError(f"exercise {self.id}: points must be positive")
+        for used in self.uses:
+            if used.split(".", 1)[0] != self.lesson or used == self.id:
+                raise ValueError(f"exercise {self.id}: uses {used!r}, which is not another exercise of lesson {self.lesson}")
 
     @property
     def lesson(self) -> str:
@@ -88,7 +102,30 @@ class Exercise:
         cases = list(self.cases(rng))
         if not cases:
             raise ValueError(f"exercise {self.id}: the case generator made no cases")
+        if any(case.part for case in cases) and not all(case.part for case in cases):
+            raise ValueError(f"exercise {self.id}: some cases name a part and some do not")
         return cases
+
+
+def part_names(cases: Sequence[Case]) -> list[str]:
+    """The parts of an exercise, in the order its cases first name them (one unnamed part if none do).
+
+    >>> part_names([Case((), part="flat"), Case((), part="nested"), Case((), part="flat")])
+    ['flat', 'nested']
+    >>> part_names([Case(()), Case(())])
+    ['']
+    """
+    return list(dict.fromkeys(case.part for case in cases))
+
+
+def round_points(points: float) -> int | float:
+    """Points rounded to 2 decimals, as an ``int`` when whole (``2``, ``1.33``), the same everywhere.
+
+    >>> round_points(2 * 2 / 3), round_points(3.0), round_points(0.1 + 0.2)
+    (1.33, 3, 0.3)
+    """
+    rounded = round(points + 0.0, 2)
+    return int(rounded) if rounded == int(rounded) else rounded
 
 
 @dataclass(frozen=True)
@@ -97,30 +134,51 @@ class Outcome:
 
     ``status`` is ``"returned"`` (``value`` is the probe's plain result), ``"not_attempted"`` (the
     stub's ``NotImplementedError``), ``"raised"`` (``error`` is the exception type, ``message`` its
-    text), ``"forbidden"`` (``message`` names the course functions it called) or ``"unreadable"``
-    (the result could not be reduced to plain data; ``message`` says why).
+    text) or ``"unreadable"`` (the result could not be reduced to plain data; ``message`` says
+    why). ``flags`` lists the forbidden calls made on the way (:class:`Flag` records as plain
+    dicts), whatever the status.
     """
 
-    status: Literal["returned", "not_attempted", "raised", "forbidden", "unreadable"]
+    status: Literal["returned", "not_attempted", "raised", "unreadable"]
     value: Any = None
     error: str = ""
     message: str = ""
+    flags: tuple[dict[str, Any], ...] = ()
 
     def to_plain(self) -> dict[str, Any]:
-        return {"status": self.status, "value": self.value, "error": self.error, "message": self.message}
+        return {"status": self.status, "value": self.value, "error": self.error, "message": self.message, "flags": list(self.flags)}
 
     @classmethod
     def from_plain(cls, data: Any) -> "Outcome":
-        if not isinstance(data, dict) or set(data) != {"status", "value", "error", "message"}:
-            raise ValueError("an outcome must be a dict with status, value, error and message")
-        if data["status"] not in ("returned", "not_attempted", "raised", "forbidden", "unreadable"):
+        if not isinstance(data, dict) or set(data) != {"status", "value", "error", "message", "flags"}:
+            raise ValueError("an outcome must be a dict with status, value, error, message and flags")
+        if data["status"] not in ("returned", "not_attempted", "raised", "unreadable"):
             raise ValueError(f"unknown outcome status {data['status']!r}")
         if not isinstance(data["error"], str) or not isinstance(data["message"], str):
             raise ValueError("an outcome's error and message must be strings")
-        return cls(data["status"], data["value"], data["error"], data["message"])
+        flags = data["flags"]
+        if not (isinstance(flags, list) and all(_is_flag(f) for f in flags)):
+            raise ValueError("an outcome's flags must be a list of call records")
+        return cls(data["status"], data["value"], data["error"], data["message"], tuple(flags))
 
 
-Status = Literal["passed", "failed", "not_attempted", "error", "timeout", "missing"]
+FLAG_FIELDS = {"reached": str, "kind": str, "file": str, "line": int, "text": str, "cell": str}
+"""A forbidden call as plain data: the function ``reached`` (``"cl.tree_add"``, ``"optax.sgd"``), its
+``kind`` (``"course"``, ``"reference"``, ``"module"``, or ``"tamper"`` when the learner's code
+switched the watch off), and where the learner's code made it: ``file``
+and ``line`` (``""`` and 0 when the learner's function is that function itself), the text of the line,
+and ``cell``, an id of the code that file holds (the grader turns it into a code cell number)."""
+
+
+def _is_flag(data: Any) -> bool:
+    return (
+        isinstance(data, dict)
+        and set(data) == set(FLAG_FIELDS)
+        and all(isinstance(data[k], t) and not isinstance(data[k], bool) for k, t in FLAG_FIELDS.items())
+    )
+
+
+Status = Literal["passed", "failed", "flagged", "not_attempted", "error", "timeout", "missing"]
 
 
 @dataclass(frozen=True)
@@ -128,11 +186,18 @@ class Verdict:
     """The judgement of one exercise: a status, the points earned and what the learner is told.
 
     ``case`` is the index of the case the message is about (``None`` when it is about no case).
+    ``passed_cases`` says which cases were right, ``parts`` which named parts were (every case of
+    the part right), in order. A ``flagged`` verdict (a forbidden call) scores 0; ``flags`` holds
+    the calls and ``points_if_allowed`` what the answer would score without that rule.
     """
 
     status: Status
-    points: int
+    points: int | float
     max_points: int
     message: str
     case: int | None = None
     cases: int = 0
+    passed_cases: tuple[bool, ...] = ()
+    parts: tuple[tuple[str, bool], ...] = ()
+    flags: tuple[dict[str, Any], ...] = ()
+    points_if_allowed: int | float | None = None

@@ -51,6 +51,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--memory-mb", type=_positive(int), default=2048, metavar="MB", help="memory one notebook's kernel may use (default: 2048)")
     parser.add_argument("--seed", type=int, default=0, metavar="N", help="seed of the grading inputs (default: 0; same seed, same grades)")
     parser.add_argument("--quiet", action="store_true", help="no progress lines, no summary table")
+    parser.add_argument(
+        "--forbid", action="append", default=[], metavar="PACKAGE",
+        help="flag any call into this package (say optax) made by an answer; repeatable (default: every package is allowed)",
+    )
     return parser
 
 
@@ -75,6 +79,11 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_usage(sys.stderr)
         print("course-grade: error: --memory-mb must be at least 256", file=sys.stderr)
         return EXIT_USAGE
+    bad = [name for name in args.forbid if not name.isidentifier()]
+    if bad:
+        parser.print_usage(sys.stderr)
+        print(f"course-grade: error: --forbid takes a top-level package name like optax, not {bad[0]!r}", file=sys.stderr)
+        return EXIT_USAGE
     try:
         submissions = find_submissions(args.paths)
     except UsageError as error:
@@ -97,6 +106,7 @@ def main(argv: list[str] | None = None) -> int:
         jobs=args.jobs,
         seed=args.seed,
         quiet=args.quiet,
+        forbid=tuple(dict.fromkeys(args.forbid)),
     )
     import jax
 

@@ -15,20 +15,31 @@ from typing import Any
 
 from course_lib._atomic import write_text_atomic
 from course_lib.checks import Exercise
+from course_lib.checks._spec import round_points
 
-STATUSES = ("passed", "failed", "not_attempted", "error", "timeout", "missing")
+STATUSES = ("passed", "failed", "flagged", "not_attempted", "error", "timeout", "missing")
 
 
 @dataclass
 class ExerciseResult:
-    """One exercise of one submission."""
+    """One exercise of one submission.
+
+    ``points`` may be a fraction (partial credit, rounded to 2 decimals). ``parts`` lists the
+    exercise's named parts (``{"name", "passed"}``), ``cases`` whether each grading case was right.
+    A ``flagged`` result (a forbidden call, 0 points) lists its calls in ``flags`` (``{"reached",
+    "kind", "cell", "line", "text"}``) and what it would score if allowed in ``points_if_allowed``.
+    """
 
     id: str
     name: str
     status: str
-    points: int
+    points: int | float
     max_points: int
     message: str
+    parts: list[dict[str, Any]] = field(default_factory=list)
+    cases: list[bool] = field(default_factory=list)
+    flags: list[dict[str, Any]] = field(default_factory=list)
+    points_if_allowed: int | float | None = None
 
 
 @dataclass
@@ -45,8 +56,8 @@ class SubmissionResult:
     notes: list[str] = field(default_factory=list)
 
     @property
-    def points(self) -> int:
-        return sum(e.points for e in self.exercises)
+    def points(self) -> int | float:
+        return round_points(sum(e.points for e in self.exercises))
 
     @property
     def max_points(self) -> int:
@@ -105,6 +116,7 @@ def gradebook_json(results: list[SubmissionResult], settings: dict[str, Any]) ->
 _WORD = {
     "passed": "passed",
     "failed": "not yet right",
+    "flagged": "flagged, 0 unless your instructor allows it",
     "not_attempted": "not attempted",
     "error": "error",
     "timeout": "timed out",

@@ -22,7 +22,7 @@ from typing import Any
 
 import course_lib
 from course_lib.checks import Exercise, Outcome, Verdict
-from course_lib.checks._evaluate import forbidden_message, judge_outcomes, reference_results
+from course_lib.checks._evaluate import judge_outcomes, reference_results
 from course_lib.checks._spec import Case
 from course_lib.checks._wire import WireError, loads
 
@@ -46,12 +46,14 @@ class Options:
     jobs: int = 1
     seed: int = 0
     quiet: bool = False
+    forbid: tuple[str, ...] = ()
 
     def settings(self) -> dict[str, Any]:
         """What the grades depend on, recorded in the gradebook."""
         return {
             "course_lib": course_lib.__version__,
             "seed": self.seed,
+            "forbidden_packages": list(self.forbid),
             "cell_timeout_s": self.cell_timeout,
             "notebook_timeout_s": self.notebook_timeout,
             "memory_mb": self.memory_mb,
@@ -104,7 +106,7 @@ def kernel_env(workdir: Path) -> dict[str, str]:
     return env
 
 
-def _runner_source(exercise: Exercise, seed: int, report: Path, nonce: str) -> str:
+def _runner_source(exercise: Exercise, seed: int, report: Path, nonce: str, packages: tuple[str, ...] = ()) -> str:
     # Every name is local, so a notebook that shadowed builtins or modules in its namespace changes nothing.
     fn = f"_course_grader_{nonce}"
     return (
@@ -114,7 +116,7 @@ def _runner_source(exercise: Exercise, seed: int, report: Path, nonce: str) -> s
         "        if name == 'course_lib.checks' or name.startswith('course_lib.checks.'):\n"
         "            del sys.modules[name]\n"
         "    runner = importlib.import_module('course_lib.checks._runner')\n"
-        f"    runner.run({exercise.id!r}, {seed!r}, sys._getframe(1).f_globals, {str(report)!r}, {nonce!r})\n"
+        f"    runner.run({exercise.id!r}, {seed!r}, sys._getframe(1).f_globals, {str(report)!r}, {nonce!r}, {tuple(packages)!r})\n"
         f"{fn}()\n"
         f"del {fn}\n"
     )
@@ -188,7 +190,7 @@ async def _execute(plan: Plan, workdir: Path, reports_dir: Path, ctx: Context) -
                 raise _GiveUp(f"the notebook's {ctx.options.notebook_timeout:g} s ran out while re-running its cells")
             again = await sandbox.run(cell.source, min(cell_limit, remaining()))
             if not sandbox.usable:
-                raise _GiveUp(f"the kernel died again while re-running cell {cell.index} ({again.reason or again.status})")
+                raise _GiveUp(f"the kernel died again while re-running {cell.label} ({again.reason or again.status})")
         return sandbox
 
     async def recover(what: str) -> Sandbox:
@@ -210,7 +212,7 @@ async def _execute(plan: Plan, workdir: Path, reports_dir: Path, ctx: Context) -
         for cell in plan.cells:
             if remaining() <= 0:
                 if not any(f.reason == "notebook" for f in run.fates.values()):
-                    run.notes.append(f"the notebook's {ctx.options.notebook_timeout:g} s ran out before cell {cell.index}; later cells were not run")
+                    run.notes.append(f"the notebook's {ctx.options.notebook_timeout:g} s ran out before {cell.label}; later cells were not run")
                 run.fates[cell.index] = CellResult("timeout", reason="notebook")
                 continue
             result = await sandbox.run(cell.source, min(cell_limit, remaining()))
@@ -219,14 +221,14 @@ async def _execute(plan: Plan, workdir: Path, reports_dir: Path, ctx: Context) -
             if result.status in ("ok", "error"):
                 completed.append(cell)
             if not sandbox.usable:
-                sandbox = await recover(f"cell {cell.index}")
+                sandbox = await recover(cell.label)
         for exercise in plan.exercises:
             if remaining() <= 0:
                 run.reports[exercise.id] = CellResult("timeout", reason="notebook")
                 continue
             report_path = reports_dir / f"{nonce}-{exercise.id}.json"
             n_cases = len(ctx.reference(exercise)[0])
-            source = _runner_source(exercise, ctx.options.seed, report_path, nonce)
+            source = _runner_source(exercise, ctx.options.seed, report_path, nonce, ctx.options.forbid)
             result = await sandbox.run(source, min(cell_limit, remaining()))
             if result.status == "ok":
                 run.reports[exercise.id] = _read_report(report_path, exercise, nonce, n_cases)
@@ -246,7 +248,7 @@ async def _execute(plan: Plan, workdir: Path, reports_dir: Path, ctx: Context) -
 
 
 def _note_cell(notes: list[str], cell: PlannedCell, result: CellResult, limit: float) -> None:
-    where = f"cell {cell.index}"
+    where = cell.label
     if result.status == "error":
         note = f"{where} raised {result.ename}: {result.evalue}" if result.evalue else f"{where} raised {result.ename}"
     elif result.status == "timeout":
@@ -261,26 +263,66 @@ def _note_cell(notes: list[str], cell: PlannedCell, result: CellResult, limit: f
         notes.append(f"{where} printed {result.output_bytes / 2**20:.1f} MiB of output (not kept)")
 
 
-def _cell_fate_verdict(exercise: Exercise, fate: CellResult | None, limit: float) -> tuple[str, str] | None:
+def _cell_fate_verdict(exercise: Exercise, cell: PlannedCell | None, fate: CellResult | None, limit: float) -> tuple[str, str] | None:
     name = exercise.name
     if fate is None or fate.status == "ok":
         return None
+    where = f" That is {cell.label}." if cell else ""
     if fate.status == "timeout":
         if fate.reason == "notebook":
-            return "timeout", f"the notebook ran out of time before the cell defining {name} could run."
-        return "timeout", f"the cell defining {name} ran past the {limit:g} s limit and was stopped, so {name} was never defined."
+            return "timeout", f"the notebook ran out of time before the cell defining {name} could run.{where}"
+        return "timeout", f"the cell defining {name} ran past the {limit:g} s limit and was stopped, so {name} was never defined.{where}"
     if fate.status == "died":
-        return "error", f"the kernel died while running the cell defining {name} ({fate.reason})."
+        return "error", f"the kernel died while running the cell defining {name} ({fate.reason}).{where}"
     detail = f"{fate.ename}: {fate.evalue}" if fate.evalue else fate.ename
-    return "error", f"the cell defining {name} raised {detail}" + ("" if detail.endswith(".") else ".")
+    return "error", f"the cell defining {name} raised {detail}" + ("" if detail.endswith(".") else ".") + where
 
 
-def _verdict(exercise: Exercise, plan: Plan, run: _Run, ctx: Context) -> tuple[str, str]:
+def _flag_place(plan: Plan, flag: dict[str, Any]) -> str:
+    """Where in the notebook a forbidden call was made: ``code cell 4 (`def f(…`), line 3: `text```."""
+    cell = plan.cell_of_code(flag["cell"], flag["line"], flag["text"])
+    where = f"{cell.label}, line {flag['line']}" if cell else f"line {flag['line']} of {Path(flag['file']).name}"
+    return f"{where}: `{flag['text']}`" if flag["text"] else where
+
+
+def _flag_record(plan: Plan, flag: dict[str, Any]) -> dict[str, Any]:
+    """A flag as the gradebook keeps it: what was reached, from which code cell and line (no kernel paths)."""
+    cell = plan.cell_of_code(flag["cell"], flag["line"], flag["text"]) if flag["file"] else None
+    return {"reached": flag["reached"], "kind": flag["kind"], "cell": cell.label if cell else "", "line": flag["line"], "text": flag["text"]}
+
+
+def _result(exercise: Exercise, plan: Plan, run: _Run, ctx: Context) -> ExerciseResult:
+    verdict = _verdict(exercise, plan, run, ctx)
+    return ExerciseResult(
+        exercise.id,
+        exercise.name,
+        verdict.status,
+        verdict.points,
+        exercise.points,
+        "" if verdict.status == "passed" else verdict.message,
+        parts=[{"name": name, "passed": ok} for name, ok in verdict.parts],
+        cases=list(verdict.passed_cases),
+        flags=[_flag_record(plan, flag) for flag in verdict.flags],
+        points_if_allowed=verdict.points_if_allowed,
+    )
+
+
+def _verdict(exercise: Exercise, plan: Plan, run: _Run, ctx: Context) -> Verdict:
+    status, message = _status(exercise, plan, run, ctx)
+    if status == "judge":
+        cases, expected = ctx.reference(exercise)
+        report = run.reports[exercise.id]
+        assert isinstance(report, _Report)
+        return judge_outcomes(exercise, report.outcomes, expected, cases, lambda flag: _flag_place(plan, flag))
+    return Verdict(status, 0, exercise.points, message)  # type: ignore[arg-type]
+
+
+def _status(exercise: Exercise, plan: Plan, run: _Run, ctx: Context) -> tuple[str, str]:
+    """The status and message of an exercise that could not be judged; ``("judge", "")`` when it can be."""
     name, limit = exercise.name, ctx.options.cell_timeout
-    fate = run.fates.get(plan.exercise_cells.get(exercise.id, -1))
+    index = plan.exercise_cells.get(exercise.id, -1)
+    fate = run.fates.get(index)
     report = run.reports.get(exercise.id)
-    if exercise.id in plan.static:
-        return "failed", forbidden_message(exercise, plan.static[exercise.id], "found in your code")
     if report is None:
         return "error", f"{name} was not graded: {run.fatal or 'grading stopped early'}."
     if isinstance(report, str):
@@ -294,7 +336,7 @@ def _verdict(exercise: Exercise, plan: Plan, run: _Run, ctx: Context) -> tuple[s
             return "error", f"the kernel died while {name} ran on the grading inputs ({report.reason})."
         return "error", f"grading {name} failed: {report.ename}: {report.evalue} (does the notebook change Python or course_lib itself?)"
     if report.found == "missing":
-        from_cell = _cell_fate_verdict(exercise, fate, limit)
+        from_cell = _cell_fate_verdict(exercise, plan.cell(index), fate, limit)
         if from_cell:
             return from_cell
         if exercise.id in plan.exercise_cells:
@@ -302,9 +344,7 @@ def _verdict(exercise: Exercise, plan: Plan, run: _Run, ctx: Context) -> tuple[s
         return "missing", f"no cell defines {name}: the exercise cell was deleted or the function renamed."
     if report.found == "not_callable":
         return "error", f"{name} is a {report.type_name}, not a function."
-    cases, expected = ctx.reference(exercise)
-    verdict: Verdict = judge_outcomes(exercise, report.outcomes, expected, cases)
-    return verdict.status, "" if verdict.status == "passed" else verdict.message
+    return "judge", ""
 
 
 def _error_result(sub: Submission, lesson: str | None, message: str, status: str = "error") -> SubmissionResult:
@@ -344,10 +384,7 @@ async def grade_submission(sub: Submission, ctx: Context) -> SubmissionResult:
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
         shutil.rmtree(reports_dir, ignore_errors=True)
-    rows = []
-    for exercise in plan.exercises:
-        status, message = _verdict(exercise, plan, run, ctx)
-        rows.append(ExerciseResult(exercise.id, exercise.name, status, exercise.points if status == "passed" else 0, exercise.points, message))
+    rows = [_result(exercise, plan, run, ctx) for exercise in plan.exercises]
     status = "error" if run.fatal and not run.reports else "graded"
     return SubmissionResult(sub.student, sub.notebook, str(sub.path), lesson, status, run.fatal, rows, run.notes)
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from course_lib.checks import Exercise, exercises, lessons
-from course_lib.checks._guard import imported_aliases, parse_cell, static_uses
+from course_lib.checks._guard import code_id, parse_cell
 
 MAX_NOTEBOOK_BYTES = 50 * 1024 * 1024
 
@@ -238,13 +238,39 @@ def without_checks(source: str) -> str:
     return "".join(line for i, line in enumerate(lines) if i not in drop)
 
 
+_FIRST_LINE_LIMIT = 24
+
+
+def cell_label(number: int, source: str) -> str:
+    """How a message names a code cell so that a student finds it: its number among the code cells, from 1, and its first line.
+
+    >>> cell_label(4, "\\n# step\\ndef sgd_step(params, grads, lr):\\n    ...")
+    'code cell 4 (`# step`)'
+    >>> cell_label(5, "def sgd_step(params, grads, lr):")
+    'code cell 5 (`def sgd_step(params, gra…`)'
+    >>> cell_label(6, "")
+    'code cell 6 (empty)'
+    """
+    first = next((line.strip() for line in source.splitlines() if line.strip()), "")
+    if not first:
+        return f"code cell {number} (empty)"
+    shown = first if len(first) <= _FIRST_LINE_LIMIT else first[:_FIRST_LINE_LIMIT].rstrip() + "…"
+    return f"code cell {number} (`{shown.replace('`', chr(39))}`)"
+
+
 @dataclass
 class PlannedCell:
-    """A code cell the grader will run; ``exercise`` is the id of the exercise it defines, if any."""
+    """A code cell the grader will run; ``exercise`` is the id of the exercise it defines, if any.
+
+    ``index`` counts every cell of the notebook from 0 (markdown too); ``number`` counts the code
+    cells from 1, as a student counts them, and ``label`` names the cell in messages.
+    """
 
     index: int
     source: str
     exercise: str | None = None
+    number: int = 0
+    label: str = ""
 
 
 @dataclass
@@ -255,22 +281,36 @@ class Plan:
     exercises: tuple[Exercise, ...]
     cells: list[PlannedCell]
     exercise_cells: dict[str, int] = field(default_factory=dict)
-    static: dict[str, list[str]] = field(default_factory=dict)
     skipped_checks: int = 0
+
+    def cell(self, index: int) -> PlannedCell | None:
+        """The planned cell at notebook index ``index``."""
+        return next((cell for cell in self.cells if cell.index == index), None)
+
+    def cell_of_code(self, code: str, line: int, text: str) -> PlannedCell | None:
+        """The planned cell whose source has this :func:`~course_lib.checks._guard.code_id` (else: this text at this line)."""
+        for cell in self.cells:
+            if code and code_id(cell.source) == code:
+                return cell
+        for cell in self.cells:
+            lines = cell.source.splitlines()
+            if text and 0 < line <= len(lines) and lines[line - 1].strip().startswith(text.rstrip("…")):
+                return cell
+        return None
 
 
 def plan_cells(notebook: Notebook, lesson: str) -> Plan:
     """Which cells to run (check cells and check calls left out) and where each exercise is defined.
 
     An exercise cell is found by its ``course.exercise`` metadata, or, when that was lost, by a
-    top-level definition of the exercise's name. Forbidden ``course_lib`` uses are looked for in
-    that definition.
+    top-level definition of the exercise's name. Nothing is judged from the source: what an
+    answer calls is watched while it runs (``course_lib.checks._guard``).
     """
     listed = exercises(lesson)
     ids = {e.id for e in listed}
     plan = Plan(lesson, listed, [])
     code = [cell for cell in notebook.cells if cell.cell_type == "code"]
-    for cell in code:
+    for number, cell in enumerate(code, 1):
         if cell.course.get("check") is not None:
             plan.skipped_checks += 1
             continue
@@ -279,7 +319,7 @@ def plan_cells(notebook: Notebook, lesson: str) -> Plan:
             plan.skipped_checks += 1
             continue
         exercise_id = cell.course.get("exercise")
-        planned = PlannedCell(cell.index, source, exercise_id if exercise_id in ids else None)
+        planned = PlannedCell(cell.index, source, exercise_id if exercise_id in ids else None, number, cell_label(number, cell.source))
         if planned.exercise and planned.exercise not in plan.exercise_cells:
             plan.exercise_cells[planned.exercise] = cell.index
         plan.cells.append(planned)
@@ -289,13 +329,4 @@ def plan_cells(notebook: Notebook, lesson: str) -> Plan:
             plan.exercise_cells[exercise.id] = defining[-1].index
             if defining[-1].exercise is None:
                 defining[-1].exercise = exercise.id
-        if defining:
-            # The last definition is the one the notebook ends up with.
-            everything = "\n".join(c.source for c in plan.cells)
-            aliases = imported_aliases(everything, exercise.forbidden)
-            source = defining[-1].source
-            within = exercise.name if f"def {exercise.name}" in source or f"class {exercise.name}" in source else None
-            uses = static_uses(source, exercise.forbidden, aliases, within=within)
-            if uses:
-                plan.static[exercise.id] = uses
     return plan
