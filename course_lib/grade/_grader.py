@@ -13,9 +13,12 @@ import asyncio
 import os
 import secrets
 import shutil
+import signal
 import sys
 import tempfile
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -371,8 +374,17 @@ class _Progress:
         )
 
 
-async def grade_all(subs: list[Submission], options: Options) -> list[SubmissionResult]:
-    """Grade every submission, ``options.jobs`` at a time; results in the order of ``subs``."""
+async def grade_all(
+    subs: list[Submission],
+    options: Options,
+    on_result: Callable[[Submission, SubmissionResult], None] | None = None,
+) -> list[SubmissionResult]:
+    """Grade every submission, ``options.jobs`` at a time; results in the order of ``subs``.
+
+    ``on_result`` is called with each result as soon as it is ready (the CLI journals it there), so an
+    interrupted batch keeps what it finished. SIGTERM stops the batch like Ctrl-C: the kernels are
+    stopped and :class:`asyncio.CancelledError` is raised.
+    """
     scratch = Path(tempfile.mkdtemp(prefix="course-grade-"))
     ctx = Context(options, scratch)
     gate = asyncio.Semaphore(max(1, options.jobs))
@@ -386,12 +398,21 @@ async def grade_all(subs: list[Submission], options: Options) -> list[Submission
                 result = await grade_submission(sub, ctx)
             except Exception as error:  # noqa: BLE001 (a grader bug must not stop the batch)
                 result = _error_result(sub, None, f"internal grader error: {type(error).__name__}: {error}")
+            result.path = sub.shown or str(sub.path)
             results[i] = result
+            if on_result is not None:
+                on_result(sub, result)
             progress.update(result, time.monotonic() - started)
 
+    loop = asyncio.get_running_loop()
+    task = asyncio.current_task()
+    stop_on_term = task is not None and threading.current_thread() is threading.main_thread()
+    if stop_on_term:
+        loop.add_signal_handler(signal.SIGTERM, task.cancel)  # type: ignore[union-attr]
     try:
         await asyncio.gather(*(one(i, sub) for i, sub in enumerate(subs)))
     finally:
+        if stop_on_term:
+            loop.remove_signal_handler(signal.SIGTERM)
         shutil.rmtree(scratch, ignore_errors=True)
     return [r for r in results if r is not None]
-
