@@ -7,6 +7,7 @@ interrupted and resumed, writes the same bytes.
 
 import asyncio
 import dataclasses
+import signal
 import sys
 import time
 from dataclasses import dataclass, field
@@ -49,6 +50,10 @@ class ClassRun:
     forced: set[str] = field(default_factory=set)  # students named by --only: graded again even if unchanged
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 def _read(sub: Submission) -> bytes:
     try:
         return sub.path.read_bytes()
@@ -87,6 +92,7 @@ def run_class(run: ClassRun, options: "object") -> int:
         again = f"; {len(resumed)} from the journal of the interrupted run" if resumed else ""
         again += f"; {kept} unchanged since {run.out / 'gradebook.json'}" if kept else ""
         print(f"grading {len(todo)} notebook(s), {getattr(options, 'jobs', 1)} at a time{again}", file=sys.stderr)
+    previous = signal.signal(signal.SIGTERM, _interrupt)  # while the loop runs, grade_all cancels it more gently
     try:
         results = asyncio.run(grade_all(todo, options, finished))  # type: ignore[arg-type]
     except (KeyboardInterrupt, asyncio.CancelledError):
@@ -97,6 +103,8 @@ def run_class(run: ClassRun, options: "object") -> int:
             file=sys.stderr,
         )
         return EXIT_INTERRUPTED
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     graded = {**run.record.graded, **resumed, **fresh}
     students = {**record_students(run.record), **run.intake.students}
     try:

@@ -35,23 +35,37 @@ def folding(name: str) -> str:
     return unicodedata.normalize("NFC", unicodedata.normalize("NFD", name).casefold())
 
 
+def _tag(key: str) -> str:
+    return hashlib.sha256(key.encode()).hexdigest()[:8]
+
+
 def student_folders(names: dict[str, str]) -> dict[str, str]:
     """A distinct folder name for each student key, from ``{key: display name}``.
 
+    Students whose folders would meet get their key appended; when the keys too differ only in case,
+    a short hash of the key instead, so the folders differ on any file system.
+
     >>> student_folders({"1": "Ann", "2": "ann", "3": "Bo"})
     {'1': 'Ann (1)', '2': 'ann (2)', '3': 'Bo'}
+    >>> student_folders({"Ann": "Ann", "ann": "ann"})
+    {'Ann': 'Ann (17239b6e)', 'ann': 'ann (49915e0d)'}
     """
     wanted = {key: safe_name(name) for key, name in names.items()}
     groups: dict[str, list[str]] = defaultdict(list)
     for key, folder in wanted.items():
         groups[folding(folder)].append(key)
     out = {}
-    for key, folder in wanted.items():
-        out[key] = folder if len(groups[folding(folder)]) == 1 else safe_name(f"{folder} ({key})")
+    for keys in groups.values():
+        if len(keys) == 1:
+            out[keys[0]] = wanted[keys[0]]
+            continue
+        readable = len({folding(safe_name(k)) for k in keys}) == len(keys)
+        for key in keys:
+            out[key] = safe_name(f"{wanted[key]} ({safe_name(key) if readable else _tag(key)})")
     taken: dict[str, str] = {}
     for key in sorted(out):
-        # A key that is itself unsafe, or a name that equals another's disambiguated name: a short hash settles it.
+        # A disambiguated name that equals another student's plain name: the hash settles it.
         if folding(out[key]) in taken:
-            out[key] = safe_name(f"{out[key]} {hashlib.sha256(key.encode()).hexdigest()[:8]}")
+            out[key] = safe_name(f"{out[key]} {_tag(key)}")
         taken[folding(out[key])] = key
     return out
