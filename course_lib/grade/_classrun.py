@@ -103,6 +103,10 @@ def run_class(run: ClassRun, options: "object") -> int:
             file=sys.stderr,
         )
         return EXIT_INTERRUPTED
+    except OSError as error:
+        run.journal.close()
+        print(f"course-grade: error: cannot write the journal {run.journal.path}: {error.strerror or error}", file=sys.stderr)
+        return EXIT_OUTPUT
     finally:
         signal.signal(signal.SIGTERM, previous)
     graded = {**run.record.graded, **resumed, **fresh}
