@@ -17,6 +17,7 @@ from ._classbook import ClassBook, StudentRow
 from ._gradebook import format_points
 from ._similarity import similar_pairs, solution_copies
 
+MAX_PAIRS = 100
 _STYLE = (
     "body{font-family:sans-serif;max-width:60em;margin:2em auto;color:#222}"
     "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:.2em .5em;text-align:left;vertical-align:top}"
@@ -120,8 +121,9 @@ def report_html(book: ClassBook) -> str:
         "<p>Answers are compared without comments, docstrings and layout. Short answers are often the same by chance.</p>",
         _table(
             ["student", "student", "exercises (similarity)"],
-            [[names.get(p.a, p.a), names.get(p.b, p.b), ", ".join(f"{e} ({'identical' if r == 1.0 else format_points(r)})" for e, r in p.matches)] for p in pairs],
+            [[names.get(p.a, p.a), names.get(p.b, p.b), ", ".join(f"{e} ({'identical' if r == 1.0 else format_points(r)})" for e, r in p.matches)] for p in pairs[:MAX_PAIRS]],
         ),
+        f"<p>{len(pairs) - MAX_PAIRS} more pairs, with fewer matching exercises, are not shown.</p>" if len(pairs) > MAX_PAIRS else "",
         "<h3>Answers shared by many students</h3>",
         _table(["exercise", "students with one same answer"], [[e, "; ".join(", ".join(names.get(s, s) for s in group) for group in groups)] for e, groups in sorted(common.items())]),
         "<h3>Answers that contain the course's solution (solutions/)</h3>",

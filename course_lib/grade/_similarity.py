@@ -4,7 +4,7 @@ It flags for a human to look at; it never changes a grade. Per exercise, equal n
 (see ``_answers.normalise``) are grouped by hash; distinct answers are compared only when MinHash
 over token 3-shingles puts them in one band bucket, then confirmed by ``difflib``'s ratio. An answer
 shared by more than :data:`COMMON` students is reported as a common answer, not as pairs. So the
-cost grows with the number of students, not with its square.
+cost grows with the number of students, not with its square. Ratios are of tokens, not characters.
 """
 
 import difflib
@@ -18,7 +18,8 @@ from itertools import combinations
 NEAR = 0.9
 COMMON = 5
 ROWS, BANDS = 4, 8
-MAX_BUCKET = 50
+MAX_BUCKET = 20
+MIN_TOKENS = 12  # shorter answers are alike by nature: only identical ones are paired
 _TOKEN = re.compile(r"\w+|[^\w\s]")
 _PRIME = (1 << 61) - 1
 _SALTS = [(random.Random(i).randrange(1, _PRIME), random.Random(-i - 1).randrange(_PRIME)) for i in range(ROWS * BANDS)]
@@ -33,8 +34,7 @@ class Pair:
     matches: tuple[tuple[str, float], ...]
 
 
-def _signature(text: str) -> tuple[int, ...]:
-    tokens = _TOKEN.findall(text)
+def _signature(tokens: list[str]) -> tuple[int, ...]:
     grams = {" ".join(tokens[i : i + 3]) for i in range(max(1, len(tokens) - 2))}
     hashes = [int.from_bytes(hashlib.blake2b(g.encode(), digest_size=8).digest(), "big") for g in grams]
     return tuple(min((a * h + b) % _PRIME for h in hashes) for a, b in _SALTS)
@@ -42,14 +42,20 @@ def _signature(text: str) -> tuple[int, ...]:
 
 def _near_texts(texts: list[str]) -> list[tuple[int, int, float]]:
     buckets: dict[tuple[int, tuple[int, ...]], list[int]] = defaultdict(list)
-    for i, text in enumerate(texts):
-        sig = _signature(text)
+    tokens = [_TOKEN.findall(text) for text in texts]
+    for i, mine in enumerate(tokens):
+        if len(mine) < MIN_TOKENS:
+            continue
+        sig = _signature(mine)
         for band in range(BANDS):
             buckets[(band, sig[band * ROWS : (band + 1) * ROWS])].append(i)
     candidates = {(i, j) for members in buckets.values() if len(members) <= MAX_BUCKET for i, j in combinations(members, 2)}
     found = []
     for i, j in sorted(candidates):
-        ratio = difflib.SequenceMatcher(None, texts[i], texts[j], autojunk=False).ratio()
+        matcher = difflib.SequenceMatcher(None, tokens[i], tokens[j], autojunk=False)
+        if matcher.real_quick_ratio() < NEAR or matcher.quick_ratio() < NEAR:
+            continue
+        ratio = matcher.ratio()
         if ratio >= NEAR:
             found.append((i, j, round(ratio, 2)))
     return found
