@@ -406,3 +406,21 @@ def test_only_names_a_student_that_exists(tmp_path: Path, capsys: pytest.Capture
     write(tmp_path / "class", "ann", solution())
     status, err = run_main(capsys, tmp_path / "class", "--only", "nobody", "--out", tmp_path / "out")
     assert status == 2 and "--only nobody: no such student" in err
+
+
+def test_moodle_zip_keeps_member_times(tmp_path: Path) -> None:
+    with zipfile.ZipFile(tmp_path / "moodle.zip", "w") as zf:
+        zf.writestr(zipfile.ZipInfo(f"Ann Lee_4022_assignsubmission_file_/{NAME}", (2026, 12, 2, 8, 30, 0)), "{}")
+        zf.writestr(zipfile.ZipInfo("Bo Li_4023_assignsubmission_file_/answers.py", (2026, 12, 1, 9, 0, 0)), "x = 1")
+    intake = find_class([str(tmp_path / "moodle.zip")])
+    try:
+        assert [(s.student, s.notebook, s.shown) for s in intake.submissions] == [
+            ("4022", NAME, f"{tmp_path / 'moodle.zip'}/Ann Lee_4022_assignsubmission_file_/{NAME}")
+        ]
+        ann, bo = intake.students["4022"], intake.students["4023"]
+        local = datetime(2026, 12, 2, 8, 30).astimezone()  # zip times carry no zone: local time
+        assert datetime.fromisoformat(ann.submitted) == local and ann.name == "Ann Lee"
+        assert bo.status == "no_notebook"
+    finally:
+        intake.close()
+    assert not any(Path(h.name).exists() for h in intake.scratch)  # the scratch folder is gone
