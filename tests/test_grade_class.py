@@ -147,7 +147,7 @@ def test_moodle_layout_column_by_column(canvas) -> None:
     ]
     bob = next(r for r in table if r["Full name"] == "Bob Jones")
     assert (bob["Email address"], bob["Status"], bob["Grade"], bob["Maximum Grade"]) == ("bob@example.org", "Submitted for grading", "6.4", "8")
-    assert bob["Last modified (submission)"].startswith("2026-12-03T01:59:00")  or bob["Last modified (submission)"].endswith("+00:00")
+    assert datetime.fromisoformat(bob["Last modified (submission)"]) == datetime(2026, 12, 3, 1, 59, tzinfo=timezone.utc)
     assert "1.6 off for being late by 1 day 2 h" in bob["Feedback comments"]
     eve = next(r for r in table if r["Full name"] == "Eve Absent")
     assert (eve["Status"], eve["Grade"]) == ("No submission", "0")
@@ -286,15 +286,15 @@ def test_overrides_are_applied_and_shown(named, tmp_path: Path) -> None:
     out = tmp_path / "out"
     shutil.copytree(named["out"], out)
     (tmp_path / "overrides.csv").write_text("student,exercise,points,comment\nann,01.leaf_paths,1.5,None entries were asked for late\n")
-    result = grade([named["class"]], out, *FAST, "--overrides", tmp_path / "overrides.csv")
+    result = grade([named["class"]], out, *FAST[:-1], "--overrides", tmp_path / "overrides.csv")  # not --quiet
     assert result.returncode == 0, result.stderr[-3000:]
+    assert "grading 0 notebook(s), 2 at a time; 4 unchanged since" in result.stderr  # no kernel needed for an override
     row = by_key(out / "gradebook.csv")["ann"]
     assert (row["01.leaf_paths"], row["points"], row["total"]) == ("1.5", "7.5", "7.5")
     folder = out / "feedback" / {s["key"]: s["folder"] for s in json.loads((out / "gradebook.json").read_text())["students"]}["ann"]
     text = (folder / "01_what_is_a_pytree.txt").read_text()
     assert "Score: 7.5 / 8" in text and "Your instructor set the points to 1.5/2: None entries were asked for late" in text
     assert "set by your instructor: None entries" in (folder / "_summary.txt").read_text()
-    assert "grading 0 notebook(s)" in result.stderr or result.stderr == ""  # nothing changed, nothing graded again
 
 
 @pytest.mark.parametrize(
