@@ -424,3 +424,19 @@ def test_moodle_zip_keeps_member_times(tmp_path: Path) -> None:
     finally:
         intake.close()
     assert not any(Path(h.name).exists() for h in intake.scratch)  # the scratch folder is gone
+
+
+def test_roster_by_sis_id_matches_canvas_names(tmp_path: Path) -> None:
+    put(tmp_path / "dl" / f"smithalice_1001_5001_{NAME}", b"{}", DUE_STAMP)
+    put(tmp_path / "dl" / f"jonesbob_1003_5003_{NAME}", b"{}", DUE_STAMP)
+    (tmp_path / "roster.csv").write_text("id,name,section\ns-17,Alice Smith,A\ns-18,Cy Lee,B\n")
+    from course_lib.grade._tables import read_roster
+
+    intake = find_class([str(tmp_path / "dl")], read_roster(tmp_path / "roster.csv"))
+    found = {k: (s.name, s.lms_id, s.status) for k, s in intake.students.items()}
+    assert found == {
+        "s-17": ("Alice Smith", "1001", ""),
+        "s-18": ("Cy Lee", "", "missing"),
+        "1003": ("jonesbob", "1003", ""),  # not on the roster: kept, and warned about
+    }
+    assert intake.warnings == ["jonesbob (1003) is not on the roster; graded under '1003'"]

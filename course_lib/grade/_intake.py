@@ -267,6 +267,23 @@ def _unique_notebooks(subs: list[Submission]) -> list[Submission]:
     return out
 
 
+def _compact(text: str) -> str:
+    return "".join(ch for ch in folding(text) if ch.isalnum())
+
+
+def same_person(student: Student, name: str) -> bool:
+    """Whether ``name`` (from a roster) is this student's: equal names, or Canvas's ``lastfirst`` of it.
+
+    >>> same_person(Student("1001", "smithalice", lms="canvas"), "Alice Smith")
+    True
+    """
+    if folding(student.name) == folding(name):
+        return True
+    words = name.split()
+    variants = {_compact("".join(words[k:] + words[:k])) for k in range(1, len(words))}
+    return student.lms == "canvas" and _compact(student.name) in variants
+
+
 def _apply_roster(intake: Intake, roster: list[RosterRow]) -> None:
     by_id: dict[str, Student] = {}
     for student in intake.students.values():
@@ -280,7 +297,7 @@ def _apply_roster(intake: Intake, roster: list[RosterRow]) -> None:
         if match is None or match.key in taken:
             same = [
                 s for s in intake.students.values()
-                if s.key not in taken and folding(s.name) == folding(row.name) and (not s.section or not row.section or s.section == row.section)
+                if s.key not in taken and same_person(s, row.name) and (not s.section or not row.section or s.section == row.section)
             ]
             match = same[0] if len(same) == 1 else None
         if match is None:
