@@ -440,3 +440,23 @@ def test_roster_by_sis_id_matches_canvas_names(tmp_path: Path) -> None:
         "1003": ("jonesbob", "1003", ""),  # not on the roster: kept, and warned about
     }
     assert intake.warnings == ["jonesbob (1003) is not on the roster; graded under '1003'"]
+
+
+def test_submission_times_from_a_moodle_worksheet(tmp_path: Path) -> None:
+    from course_lib.grade._intake import apply_times
+    from course_lib.grade._tables import read_submission_times
+
+    put(tmp_path / "dl" / "Ann Lee_4022_assignsubmission_file_" / NAME, b"{}", 0)
+    put(tmp_path / "dl" / "Bo Li_4023_assignsubmission_file_" / NAME, b"{}", 0)
+    (tmp_path / "worksheet.csv").write_text(
+        "Identifier,Full name,Email address,Status,Grade,Maximum Grade,Grade can be changed,Last modified (submission),Last modified (grade),Feedback comments\n"
+        'Participant 4022,Ann Lee,ann@x,Submitted for grading,,8,Yes,"Wednesday, 2 December 2026, 8:30 AM",-,\n'
+        "Participant 4023,Bo Li,bo@x,No submission,,8,Yes,-,-,\n"
+    )
+    intake = find_class([str(tmp_path / "dl")])
+    apply_times(intake, read_submission_times(tmp_path / "worksheet.csv"))
+    assert datetime.fromisoformat(intake.students["4022"].submitted) == datetime(2026, 12, 2, 8, 30).astimezone()
+    assert datetime.fromisoformat(intake.students["4023"].submitted) == datetime.fromtimestamp(0, timezone.utc)  # the file's time
+    (tmp_path / "times.csv").write_text("student,submitted\n4023,yesterday\n")
+    with pytest.raises(UsageError, match="line 2: 'yesterday' is not a time"):
+        read_submission_times(tmp_path / "times.csv")

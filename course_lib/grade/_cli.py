@@ -12,10 +12,10 @@ from ._classbook import LatePolicy, find_student, resolve_overrides
 from ._classrun import EXIT_OUTPUT, EXIT_USAGE, ClassRun, record_students, run_class
 from ._due import parse_due
 from ._exports import FORMATS
-from ._intake import Intake, find_class
+from ._intake import Intake, apply_times, find_class
 from ._record import Journal, Record, read_record
 from ._submissions import Submission, UsageError
-from ._tables import read_overrides, read_roster
+from ._tables import read_overrides, read_roster, read_submission_times
 
 
 def _positive(kind: type) -> "type":
@@ -94,6 +94,10 @@ def build_parser() -> argparse.ArgumentParser:
     group.add_argument("--overrides", type=Path, metavar="CSV", help="manual grades (columns student,exercise,points,comment), applied on every run and shown in the feedback")
     group.add_argument("--resume", action="store_true", help="finish an interrupted run: grade only the notebooks its journal lacks")
     group.add_argument("--due", type=parse_due, metavar="TIME", help="due time, ISO 8601 (2026-12-01T23:59, or with an offset +01:00); without an offset it is local time (TZ)")
+    group.add_argument(
+        "--submission-times", type=Path, metavar="CSV",
+        help="submission times from the LMS: a Moodle grading worksheet, or columns student,submitted (ISO 8601)",
+    )
     group.add_argument("--late-penalty", type=_percent, default=0.0, metavar="PCT", help="percent of the points taken off per started day late (default: 0, lateness only recorded)")
     group.add_argument("--late-cap", type=_percent, default=100.0, metavar="PCT", help="the most percent a late penalty takes off (default: 100)")
     group.add_argument("--format", action="append", default=[], choices=FORMATS, help="also write the LMS's import layout: gradebook-canvas.csv, gradebook-moodle.csv (repeatable)")
@@ -146,6 +150,8 @@ def main(argv: list[str] | None = None) -> int:
         roster = read_roster(args.roster) if args.roster else None
         overrides = read_overrides(args.overrides) if args.overrides else []
         intake = find_class(args.paths, roster)
+        if args.submission_times:
+            apply_times(intake, read_submission_times(args.submission_times))
     except UsageError as error:
         return _usage(parser, str(error))
     try:

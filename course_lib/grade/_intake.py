@@ -314,3 +314,11 @@ def _apply_roster(intake: Intake, roster: list[RosterRow]) -> None:
             intake.warnings.append(f"{student.name} ({key}) is not on the roster; graded under {unique!r}")
     intake.students = dict(sorted(enrolled.items()))
     intake.submissions = _unique_notebooks([dataclasses.replace(s, student=renamed.get(s.student, s.student)) for s in intake.submissions])
+
+
+def apply_times(intake: Intake, times: dict[str, str]) -> None:
+    """Take each student's submission time from an LMS's list (by key or LMS id), where it has one."""
+    for student in intake.students.values():
+        when = times.get(student.key) or times.get(student.lms_id)
+        if when:
+            student.submitted = when

@@ -9,6 +9,7 @@ import io
 import math
 import unicodedata
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 from ._submissions import UsageError
@@ -83,3 +84,41 @@ def read_overrides(path: Path) -> list[OverrideRow]:
             raise UsageError(f"overrides {path}, line {line}: points {row['points']!r} is not a number")
         out.append(OverrideRow(line, row["student"], row["exercise"], points, row.get("comment", "")))
     return out
+
+
+MOODLE_TIME = "%A, %d %B %Y, %I:%M %p"  # "Wednesday, 2 December 2026, 8:30 AM", the worksheet's English form
+
+
+def _moment(text: str) -> datetime:
+    for parse in (datetime.fromisoformat, lambda t: datetime.strptime(t, MOODLE_TIME)):
+        try:
+            when = parse(text)
+        except ValueError:
+            continue
+        return when if when.tzinfo else when.astimezone()
+    raise ValueError(text)
+
+
+def read_submission_times(path: Path) -> dict[str, str]:
+    """Student id -> ISO submission time, from ``student,submitted`` (ISO 8601) or a Moodle grading worksheet.
+
+    In a worksheet the id is the number of ``Participant N`` and the time is ``Last modified
+    (submission)``; a ``-`` (no submission) is skipped. Times without an offset are local time.
+    """
+    try:
+        header = path.read_text(encoding="utf-8-sig").splitlines()[:1]
+    except (OSError, UnicodeDecodeError) as error:
+        raise UsageError(f"submission times {path}: cannot be read ({error})") from None
+    moodle = bool(header) and "identifier" in header[0].lower()
+    required = ("identifier", "last modified (submission)") if moodle else ("student", "submitted")
+    times = {}
+    for line, row in _rows(path, "submission times", required[:1]):
+        text = row.get(required[1], "")
+        if not text or text == "-":
+            continue
+        student = row[required[0]].removeprefix("Participant ").strip() if moodle else row[required[0]]
+        try:
+            times[student] = _moment(text).isoformat(timespec="seconds")
+        except ValueError:
+            raise UsageError(f"submission times {path}, line {line}: {text!r} is not a time (ISO 8601, or Moodle's '{MOODLE_TIME}')") from None
+    return times
