@@ -134,7 +134,7 @@ def resolve_overrides(overrides: list[OverrideRow], students: dict[str, Student]
 def build_class(
     students: dict[str, Student],
     graded: list[Graded],
-    overrides: list[OverrideRow] = (),  # type: ignore[assignment]
+    overrides: list[OverrideRow] | None = None,
     policy: LatePolicy = LatePolicy(),
     overrides_source: str = "",
 ) -> ClassBook:
@@ -150,7 +150,7 @@ def build_class(
     known = {key: students.get(key) or Student(key, key) for key in mine}
     folders = student_folders({key: s.name for key, s in known.items()})
     rows = {key: StudentRow(known[key], folders[key], mine[key], _best(mine[key])) for key in sorted(mine)}
-    for (key, exercise_id), row in resolve_overrides(list(overrides), known, listed, overrides_source).items():
+    for (key, exercise_id), row in resolve_overrides(overrides or [], known, listed, overrides_source).items():
         rows[key].overrides[exercise_id] = row
     total_max = sum(e.points for e in listed)
     for row in rows.values():

@@ -12,6 +12,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ._answers import answer_sheet, outside_errors
 from ._classbook import LatePolicy, build_class
@@ -22,6 +23,9 @@ from ._intake import Intake, Student
 from ._record import Graded, Journal, Record, digest
 from ._submissions import Submission, UsageError
 from ._tables import OverrideRow
+
+if TYPE_CHECKING:  # importing the grader loads nbclient: only when grading starts
+    from ._grader import Options
 
 EXIT_OK, EXIT_USAGE, EXIT_OUTPUT, EXIT_INTERRUPTED = 0, 2, 3, 130
 
@@ -61,12 +65,12 @@ def _read(sub: Submission) -> bytes:
         return b""  # grading reports the unreadable file; the journal keys it as empty
 
 
-def run_class(run: ClassRun, options: "object") -> int:
+def run_class(run: ClassRun, options: "Options") -> int:
     """Grade, merge and write; returns the exit status."""
     from ._grader import grade_all
 
     start = time.monotonic()
-    quiet = getattr(options, "quiet", False)
+    quiet = options.quiet
     digests = {(s.student, s.notebook): digest(_read(s)) for s in run.chosen}
     resumed, kept = {}, 0
     todo = []
@@ -91,10 +95,10 @@ def run_class(run: ClassRun, options: "object") -> int:
     if not quiet:
         again = f"; {len(resumed)} from the journal of the interrupted run" if resumed else ""
         again += f"; {kept} unchanged since {run.out / 'gradebook.json'}" if kept else ""
-        print(f"grading {len(todo)} notebook(s), {getattr(options, 'jobs', 1)} at a time{again}", file=sys.stderr)
+        print(f"grading {len(todo)} notebook(s), {options.jobs} at a time{again}", file=sys.stderr)
     previous = signal.signal(signal.SIGTERM, _interrupt)  # while the loop runs, grade_all cancels it more gently
     try:
-        results = asyncio.run(grade_all(todo, options, finished))  # type: ignore[arg-type]
+        results = asyncio.run(grade_all(todo, options, finished))
     except (KeyboardInterrupt, asyncio.CancelledError):
         run.journal.close()
         print(
@@ -123,7 +127,7 @@ def run_class(run: ClassRun, options: "object") -> int:
 
         extra["report.html"] = report_html(book)
     try:
-        write_class(run.out, book, options.settings(), extra, run.record.feedback)  # type: ignore[attr-defined]
+        write_class(run.out, book, options.settings(), extra, run.record.feedback)
     except OSError as error:
         print(f"course-grade: error: cannot write the gradebook in {run.out}: {error.strerror or error}", file=sys.stderr)
         return EXIT_OUTPUT
