@@ -7,9 +7,14 @@ exercise's function on inputs generated now from the grading seed, reads the pla
 back, and judges them here against reference results computed here once per exercise. It never
 imports what a notebook defined, and trusts nothing the notebook printed.
 
-Modules: ``_submissions.py`` (finding, reading and planning notebooks), ``_kernel.py`` (the fenced
-kernel), ``_grader.py`` (one submission, and the batch), ``_gradebook.py`` (results and files),
-``_cli.py`` (arguments and exit status).
+Modules: ``_submissions.py`` (reading and planning notebooks), ``_kernel.py`` (the fenced kernel),
+``_grader.py`` (one submission, and the batch), ``_gradebook.py`` (results of one notebook),
+``_cli.py`` (arguments and exit status). The class: ``_intake.py`` (finding students and notebooks,
+with ``_lms.py`` for LMS file names and ``_unzip.py`` for downloads), ``_tables.py`` (roster and
+overrides CSV), ``_names.py`` (feedback folder names), ``_record.py`` (journal and earlier
+gradebook), ``_classrun.py`` (one run), ``_classbook.py`` (one row per student), ``_due.py``
+(lateness), ``_classfiles.py`` and ``_exports.py`` (the files, LMS layouts), ``_report.py``,
+``_answers.py`` and ``_similarity.py`` (the class report).
 """
 
 from ._cli import main as main

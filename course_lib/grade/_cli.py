@@ -1,16 +1,21 @@
 """``python -m course_lib.grade`` and the ``course-grade`` console script."""
 
 import argparse
-import asyncio
 import os
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-from ._submissions import UsageError, find_submissions
+from course_lib.checks import all_exercises
 
-EXIT_OK, EXIT_USAGE, EXIT_OUTPUT = 0, 2, 3
+from ._classbook import LatePolicy, find_student, resolve_overrides
+from ._classrun import EXIT_OUTPUT, EXIT_USAGE, ClassRun, record_students, run_class
+from ._due import parse_due
+from ._exports import FORMATS
+from ._intake import Intake, apply_times, find_class
+from ._record import Journal, Record, read_record
+from ._submissions import Submission, UsageError
+from ._tables import read_overrides, read_roster, read_submission_times
 
 
 def _positive(kind: type) -> "type":
@@ -26,21 +31,52 @@ def _positive(kind: type) -> "type":
     return parse  # type: ignore[return-value]
 
 
+def _percent(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 <= value <= 100:
+        raise argparse.ArgumentTypeError(f"{text} is not a percentage from 0 to 100")
+    return value
+
+
+DESCRIPTION = """\
+Grade exercise notebooks of the pytree course. PATH is a notebook, a folder of one student's
+notebooks, a class folder with one subfolder per student, or an LMS download: a Canvas
+"Download submissions" folder or .zip (files named lastfirst_[LATE_]userid_submissionid_name),
+or a Moodle "Download all submissions" folder or .zip (folders Full Name_id_assignsubmission_file_).
+Each notebook runs in its own fresh kernel; its functions are called on inputs generated now and
+compared with the course's reference.
+
+From the LMS download to the LMS upload:
+  1. Download the submissions (and the class list as a roster CSV: id,name,email,section).
+  2. course-grade submissions.zip --roster roster.csv --due 2026-12-01T23:59 --format canvas --out grades
+  3. Read grades/report.html (pass rates, common hints, notebooks with errors, similar answers).
+  4. Fix what needs a human in overrides.csv (student,exercise,points,comment) and re-run step 2
+     with --overrides overrides.csv: only the gradebook and changed feedback files are rewritten.
+  5. Re-grade one student after a fix with --only STUDENT; other rows and files stay as they are.
+  6. Upload grades/gradebook-canvas.csv (or gradebook-moodle.csv) to the LMS; hand each student
+     their folder grades/feedback/<name>/.
+If a run is interrupted (Ctrl-C, SIGTERM), what it finished is kept in grades/journal.jsonl:
+run the same command with --resume to grade only the rest.
+"""
+
+EPILOG = """\
+Writes DIR/gradebook.csv (one row per student: points per exercise, total, maximum, status,
+lateness), DIR/gradebook.json (every notebook's results: the record later runs keep), DIR/report.html,
+DIR/feedback/<student>/<notebook>.txt and _summary.txt, and DIR/gradebook-<lms>.csv per --format.
+Student statuses: graded, error (no notebook could run), missing (on the roster, nothing found),
+empty, archive_only, no_notebook.
+Exit status: 0 when grading ran (whatever the scores), 2 for bad arguments or input files (roster,
+overrides, a refused zip, a journal or gradebook from other settings), 3 when the output folder
+cannot be written, 130 when interrupted (finished notebooks kept for --resume).
+"""
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="course-grade",
-        description=(
-            "Grade exercise notebooks of the pytree course. PATH is a notebook, a folder of one student's "
-            "notebooks, or a class folder with one subfolder per student. Each notebook runs in its own fresh "
-            "kernel; its functions are called on inputs generated now and compared with the course's reference."
-        ),
-        epilog=(
-            "Writes DIR/gradebook.csv, DIR/gradebook.json and DIR/feedback/<student>/<notebook>.txt. "
-            "Exit status: 0 when grading ran (whatever the scores), 2 for bad arguments, 3 when the output "
-            "folder cannot be written, 130 when interrupted."
-        ),
-    )
-    parser.add_argument("paths", nargs="+", metavar="PATH", help="a notebook, or a folder of notebooks or of student folders")
+    parser = argparse.ArgumentParser(prog="course-grade", description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("paths", nargs="+", metavar="PATH", help="a notebook, a folder of notebooks or of student folders, or an LMS download (folder or .zip)")
     parser.add_argument("--out", default="grades", metavar="DIR", help="where to write the gradebook and feedback (default: grades)")
     parser.add_argument("--timeout", type=_positive(float), default=30.0, metavar="S", help="seconds one cell may run (default: 30)")
     parser.add_argument(
@@ -55,6 +91,22 @@ def build_parser() -> argparse.ArgumentParser:
         "--forbid", action="append", default=[], metavar="PACKAGE",
         help="flag any call into this package (say optax) made by an answer; repeatable (default: every package is allowed)",
     )
+    # --- the class: roster, re-runs, overrides, due dates, LMS formats ---
+    group = parser.add_argument_group("the class")
+    group.add_argument("--roster", type=Path, metavar="CSV", help="the class list (columns id,name; optional email,section): absent students are listed as missing")
+    group.add_argument("--only", action="append", default=[], metavar="STUDENT", help="grade only this student (key, LMS id or name; repeatable); other rows are kept")
+    group.add_argument("--overrides", type=Path, metavar="CSV", help="manual grades (columns student,exercise,points,comment), applied on every run and shown in the feedback")
+    group.add_argument("--resume", action="store_true", help="finish an interrupted run: grade only the notebooks its journal lacks")
+    group.add_argument("--due", type=parse_due, metavar="TIME", help="due time, ISO 8601 (2026-12-01T23:59, or with an offset +01:00); without an offset it is local time (TZ)")
+    group.add_argument(
+        "--submission-times", type=Path, metavar="CSV",
+        help="submission times from the LMS: a Moodle grading worksheet, or columns student,submitted (ISO 8601)",
+    )
+    group.add_argument("--late-penalty", type=_percent, default=0.0, metavar="PCT", help="percent of the points taken off per started day late (default: 0, lateness only recorded)")
+    group.add_argument("--late-cap", type=_percent, default=100.0, metavar="PCT", help="the most percent a late penalty takes off (default: 100)")
+    group.add_argument("--format", action="append", default=[], choices=FORMATS, help="also write the LMS's import layout: gradebook-canvas.csv, gradebook-moodle.csv (repeatable)")
+    group.add_argument("--assignment", default="pytree course exercises", metavar="NAME", help="the Canvas column title, 'Name (assignment id)' to match an existing assignment")
+    # --- end of the class block ---
     return parser
 
 
@@ -68,6 +120,27 @@ def _check_output(out: Path) -> str | None:
     return None
 
 
+def _usage(parser: argparse.ArgumentParser, message: str) -> int:
+    parser.print_usage(sys.stderr)
+    print(f"course-grade: error: {message}", file=sys.stderr)
+    return EXIT_USAGE
+
+
+def _select(intake: Intake, only: list[str]) -> list[Submission]:
+    if not only:
+        return intake.submissions
+    keys = set()
+    for text in only:
+        student = find_student(intake.students, text)
+        if student is None:
+            raise UsageError(f"--only {text}: no such student (give the student column of gradebook.csv, an LMS id or a full name)")
+        keys.add(student.key)
+    chosen = [s for s in intake.submissions if s.student in keys]
+    if not chosen:
+        raise UsageError(f"--only {' '.join(only)}: no notebook of that student was found")
+    return chosen
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the grader; returns the exit status (see ``--help``)."""
     parser = build_parser()
@@ -76,28 +149,28 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as stop:  # argparse has printed the usage and the problem
         return int(stop.code or 0) and EXIT_USAGE
     if args.memory_mb < 256:
-        parser.print_usage(sys.stderr)
-        print("course-grade: error: --memory-mb must be at least 256", file=sys.stderr)
-        return EXIT_USAGE
+        return _usage(parser, "--memory-mb must be at least 256")
     bad = [name for name in args.forbid if not name.isidentifier()]
     if bad:
-        parser.print_usage(sys.stderr)
-        print(f"course-grade: error: --forbid takes a top-level package name like optax, not {bad[0]!r}", file=sys.stderr)
-        return EXIT_USAGE
+        return _usage(parser, f"--forbid takes a top-level package name like optax, not {bad[0]!r}")
     try:
-        submissions = find_submissions(args.paths)
+        roster = read_roster(args.roster) if args.roster else None
+        overrides = read_overrides(args.overrides) if args.overrides else []
+        intake = find_class(args.paths, roster)
+        if args.submission_times:
+            apply_times(intake, read_submission_times(args.submission_times))
     except UsageError as error:
-        parser.print_usage(sys.stderr)
-        print(f"course-grade: error: {error}", file=sys.stderr)
-        return EXIT_USAGE
+        return _usage(parser, str(error))
+    try:
+        return _grade(parser, args, intake, overrides)
+    finally:
+        intake.close()
+
+
+def _grade(parser: argparse.ArgumentParser, args: argparse.Namespace, intake: Intake, overrides: list) -> int:  # type: ignore[type-arg]
     out = Path(args.out)
-    problem = _check_output(out)
-    if problem:
-        print(f"course-grade: error: {problem}", file=sys.stderr)
-        return EXIT_OUTPUT
     # Imported here: nbclient and nbformat take seconds to import, and a usage error should not wait.
-    from ._gradebook import summary_table, write_all
-    from ._grader import Options, grade_all
+    from ._grader import Options
 
     options = Options(
         cell_timeout=args.timeout,
@@ -108,26 +181,28 @@ def main(argv: list[str] | None = None) -> int:
         quiet=args.quiet,
         forbid=tuple(dict.fromkeys(args.forbid)),
     )
+    settings = options.settings()
+    try:
+        chosen = _select(intake, args.only)
+        record = read_record(out, settings) if out.is_dir() else Record()
+        resolve_overrides(overrides, {**record_students(record), **intake.students}, list(all_exercises()), str(args.overrides))
+        journal = Journal(out, settings, args.resume) if out.is_dir() else None
+    except UsageError as error:
+        return _usage(parser, str(error))
+    problem = _check_output(out)
+    if problem:
+        print(f"course-grade: error: {problem}", file=sys.stderr)
+        return EXIT_OUTPUT
+    journal = journal or Journal(out, settings, args.resume)
+    if not args.quiet:
+        for warning in intake.warnings:
+            print(f"course-grade: warning: {warning}", file=sys.stderr)
+    run = ClassRun(
+        out, intake, chosen, record, journal, overrides, str(args.overrides or ""),
+        LatePolicy(args.due, args.late_penalty, args.late_cap), args.format, args.assignment,
+        forced={s.student for s in chosen} if args.only else set(),
+    )
     import jax
 
     jax.config.update("jax_platforms", "cpu")  # references are computed here, the same way as in the kernels
-    start = time.monotonic()
-    if not args.quiet:
-        print(f"grading {len(submissions)} notebook(s), {options.jobs} at a time", file=sys.stderr)
-    try:
-        results = asyncio.run(grade_all(submissions, options))
-    except KeyboardInterrupt:
-        print("course-grade: interrupted; every kernel was stopped and no gradebook was written", file=sys.stderr)
-        return 130
-    try:
-        write_all(out, results, options.settings())
-    except OSError as error:
-        print(f"course-grade: error: cannot write the gradebook in {out}: {error.strerror or error}", file=sys.stderr)
-        return EXIT_OUTPUT
-    if not args.quiet:
-        print(summary_table(results))
-        print(
-            f"\ngraded {len(results)} notebook(s) in {time.monotonic() - start:.1f} s; "
-            f"wrote {out / 'gradebook.csv'}, {out / 'gradebook.json'} and {out / 'feedback'}/"
-        )
-    return EXIT_OK
+    return run_class(run, options)

@@ -1,19 +1,13 @@
-"""Grades as data, and the files they are written to: gradebook CSV and JSON, one feedback file per notebook.
+"""Grades as data: one exercise, one submitted notebook, their JSON form, and a notebook's feedback text.
 
-Every file is written to a temporary name in the output folder and renamed into place, so a reader
-never sees half a gradebook. Nothing here depends on time or on the order submissions finished:
-grading the same folder twice writes the same bytes.
+The class-wide files (one row per student, feedback folders, LMS layouts) are in ``_classbook.py``.
+Nothing here depends on time or on the order submissions finished.
 """
 
-import csv
-import io
-import json
-import re
+import dataclasses
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any
 
-from course_lib._atomic import write_text_atomic
 from course_lib.checks import Exercise
 from course_lib.checks._spec import round_points
 
@@ -41,6 +35,11 @@ class ExerciseResult:
     flags: list[dict[str, Any]] = field(default_factory=list)
     points_if_allowed: int | float | None = None
 
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "ExerciseResult":
+        """The result written by ``asdict`` (fields this version does not know are ignored)."""
+        return cls(**{f.name: data[f.name] for f in dataclasses.fields(cls) if f.name in data})
+
 
 @dataclass
 class SubmissionResult:
@@ -65,17 +64,25 @@ class SubmissionResult:
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
-        data["points"], data["max_points"] = self.points, self.max_points
+        data["points"], data["max_points"] = round_points(self.points), round_points(self.max_points)
         return data
 
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "SubmissionResult":
+        """The result :meth:`to_json` wrote (the derived ``points`` and ``max_points`` are recomputed)."""
+        known = {f.name for f in dataclasses.fields(cls)} - {"exercises"}
+        result = cls(**{k: v for k, v in data.items() if k in known})
+        result.exercises = [ExerciseResult.from_json(e) for e in data.get("exercises", [])]
+        return result
 
-_UNSAFE = re.compile(r"[^A-Za-z0-9._@+-]+")
 
+def format_points(value: float) -> str:
+    """Points as text: ``2`` for whole points, ``1.5`` or ``0.33`` for fractions.
 
-def safe_name(text: str) -> str:
-    """A file name made from a student or notebook name (no folders, no hidden files)."""
-    name = _UNSAFE.sub("_", text).strip("._") or "unnamed"
-    return name[:120]
+    >>> format_points(2), format_points(1.50), format_points(2 / 3)
+    ('2', '1.5', '0.67')
+    """
+    return str(round_points(value))
 
 
 def graded_exercises(results: list[SubmissionResult]) -> list[Exercise]:
@@ -91,28 +98,6 @@ def exercise_columns(results: list[SubmissionResult]) -> list[str]:
     return [e.id for e in graded_exercises(results)]
 
 
-def gradebook_csv(results: list[SubmissionResult]) -> str:
-    columns = exercise_columns(results)
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(["student", "notebook", "lesson", "status", *columns, "points", "max_points", "message"])
-    for r in results:
-        by_id = {e.id: e.points for e in r.exercises}
-        row = [by_id.get(c, "") for c in columns]
-        writer.writerow([r.student, r.notebook, r.lesson or "", r.status, *row, r.points, r.max_points, r.message])
-    return out.getvalue()
-
-
-def gradebook_json(results: list[SubmissionResult], settings: dict[str, Any]) -> str:
-    listed = graded_exercises(results)
-    document = {
-        "grader": settings,
-        "exercises": {e.id: {"name": e.name, "title": e.title, "points": e.points} for e in listed},
-        "submissions": [r.to_json() for r in results],
-    }
-    return json.dumps(document, indent=1, ensure_ascii=False) + "\n"
-
-
 _WORD = {
     "passed": "passed",
     "failed": "not yet right",
@@ -124,31 +109,24 @@ _WORD = {
 }
 
 
-def feedback_text(r: SubmissionResult) -> str:
-    lines = [f"{r.notebook} by {r.student}", f"Score: {r.points} / {r.max_points}", ""]
+def feedback_text(r: SubmissionResult, name: str, overrides: dict[str, tuple[float, str]] | None = None) -> str:
+    """What the student reads about one notebook; ``overrides`` maps exercise ids to the instructor's (points, comment)."""
+    overrides = overrides or {}
+    points = sum(overrides[e.id][0] if e.id in overrides else e.points for e in r.exercises)
+    lines = [f"{r.notebook} by {name}", f"Score: {format_points(points)} / {format_points(r.max_points)}", ""]
     if r.status != "graded":
         lines += [f"This notebook could not be graded: {r.message}", ""]
     for e in r.exercises:
-        lines.append(f"{e.id} ({e.name}): {_WORD.get(e.status, e.status)}, {e.points}/{e.max_points}")
+        lines.append(f"{e.id} ({e.name}): {_WORD.get(e.status, e.status)}, {format_points(e.points)}/{format_points(e.max_points)}")
         if e.status != "passed" and e.message:
             lines += [f"    {line}" for line in e.message.splitlines()]
+        if e.id in overrides:
+            given, comment = overrides[e.id]
+            lines.append(f"    Your instructor set the points to {format_points(given)}/{format_points(e.max_points)}" + (f": {comment}" if comment else "."))
     if r.notes:
         lines += ["", "Notes from running the notebook:"]
         lines += [f"  - {note}" for note in r.notes]
     return "\n".join(lines) + "\n"
-
-
-def feedback_path(out: Path, r: SubmissionResult) -> Path:
-    stem = r.notebook[:-6] if r.notebook.endswith(".ipynb") else r.notebook
-    return out / "feedback" / safe_name(r.student) / f"{safe_name(stem)}.txt"
-
-
-def write_all(out: Path, results: list[SubmissionResult], settings: dict[str, Any]) -> None:
-    """Feedback files first, then the two gradebooks, each replaced atomically."""
-    for r in results:
-        write_text_atomic(feedback_path(out, r), feedback_text(r))
-    write_text_atomic(out / "gradebook.json", gradebook_json(results, settings))
-    write_text_atomic(out / "gradebook.csv", gradebook_csv(results))
 
 
 def summary_table(results: list[SubmissionResult]) -> str:
@@ -157,7 +135,8 @@ def summary_table(results: list[SubmissionResult]) -> str:
     rows = []
     for r in results:
         counts = {s: sum(e.status == s for e in r.exercises) for s in STATUSES}
-        points = f"{r.points}/{r.max_points}" if r.status == "graded" else f"{r.points}/{r.max_points} (not run)"
+        points = f"{format_points(r.points)}/{format_points(r.max_points)}"
+        points += "" if r.status == "graded" else " (not run)"
         rows.append([r.student, r.notebook, points, *(str(counts[s] or "") for s in STATUSES)])
     widths = [max(len(str(row[i])) for row in [head, *rows]) for i in range(len(head))]
     lines = ["  ".join(str(c).ljust(w) for c, w in zip(row, widths)).rstrip() for row in [head, *rows]]

@@ -13,9 +13,12 @@ import asyncio
 import os
 import secrets
 import shutil
+import signal
 import sys
 import tempfile
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -408,27 +411,65 @@ class _Progress:
         )
 
 
-async def grade_all(subs: list[Submission], options: Options) -> list[SubmissionResult]:
-    """Grade every submission, ``options.jobs`` at a time; results in the order of ``subs``."""
+async def grade_all(
+    subs: list[Submission],
+    options: Options,
+    on_result: Callable[[Submission, SubmissionResult], None] | None = None,
+) -> list[SubmissionResult]:
+    """Grade every submission, ``options.jobs`` at a time; results in the order of ``subs``.
+
+    ``on_result`` is called with each result as soon as it is ready (the CLI journals it there), so an
+    interrupted batch keeps what it finished. Ctrl-C or SIGTERM stops the batch: nothing more is
+    started, running notebooks are cancelled (their kernels stopped), a result that arrives after the
+    signal is not reported (a cancelled kernel may have cut it short), and
+    :class:`asyncio.CancelledError` is raised.
+    """
     scratch = Path(tempfile.mkdtemp(prefix="course-grade-"))
     ctx = Context(options, scratch)
     gate = asyncio.Semaphore(max(1, options.jobs))
     progress = _Progress(len(subs), options.quiet)
     results: list[SubmissionResult | None] = [None] * len(subs)
+    stopping = False
 
     async def one(i: int, sub: Submission) -> None:
         async with gate:
+            if stopping:
+                return
             started = time.monotonic()
             try:
                 result = await grade_submission(sub, ctx)
             except Exception as error:  # noqa: BLE001 (a grader bug must not stop the batch)
                 result = _error_result(sub, None, f"internal grader error: {type(error).__name__}: {error}")
+            if stopping:
+                return
+            result.path = sub.shown or str(sub.path)
             results[i] = result
+            if on_result is not None:
+                on_result(sub, result)
             progress.update(result, time.monotonic() - started)
 
-    try:
-        await asyncio.gather(*(one(i, sub) for i, sub in enumerate(subs)))
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
-    return [r for r in results if r is not None]
+    tasks = [asyncio.ensure_future(one(i, sub)) for i, sub in enumerate(subs)]
 
+    def stop() -> None:
+        nonlocal stopping
+        stopping = True
+        for task in tasks:
+            task.cancel()
+
+    loop = asyncio.get_running_loop()
+    signals = (signal.SIGINT, signal.SIGTERM) if threading.current_thread() is threading.main_thread() else ()
+    for signum in signals:
+        loop.add_signal_handler(signum, stop)
+    try:
+        outcomes = await asyncio.gather(*tasks, return_exceptions=True)
+    finally:
+        for signum in signals:
+            loop.remove_signal_handler(signum)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        shutil.rmtree(scratch, ignore_errors=True)
+    if stopping:
+        raise asyncio.CancelledError
+    for outcome in outcomes:
+        if isinstance(outcome, BaseException):
+            raise outcome  # on_result failed (the journal could not be written, say)
+    return [r for r in results if r is not None]

@@ -29,63 +29,42 @@ class NotebookProblem(Exception):
 
 @dataclass(frozen=True)
 class Submission:
-    """One submitted notebook: where it is, whose it is, and how the gradebook names it."""
+    """One submitted notebook: where it is, whose it is (the student key), and how the gradebook names it.
+
+    ``shown`` is the path the gradebook records: for a notebook extracted from a zip, the zip's path and
+    the member's, not the scratch folder it was read from.
+    """
 
     path: Path
     student: str
     notebook: str
+    shown: str = ""
 
     @property
     def label(self) -> str:
         return f"{self.student}/{self.notebook}"
 
 
-def _hidden(part: str) -> bool:
+def hidden_part(part: str) -> bool:
+    """True for a path part the grader skips: hidden files and folders, caches, checkpoints."""
     return part.startswith(".") or part == "__pycache__" or part.endswith("-checkpoint.ipynb")
 
 
 def find_submissions(paths: list[str]) -> list[Submission]:
-    """Every submission under ``paths``, sorted by student and notebook.
+    """Every submission under ``paths``, sorted by student and notebook (see ``_intake`` for the layouts).
 
     A file is one submission by the student named after its folder. A folder with notebooks of its
     own is one student's (notebooks in its subfolders too); a folder with only subfolders is a
     class, one student per subfolder. Hidden files and folders (``.ipynb_checkpoints``) are skipped.
+    A ``.zip`` needs :func:`course_lib.grade._intake.find_class`, which keeps its extracted files.
     """
-    found: dict[Path, Submission] = {}
-    for text in paths:
-        root = Path(text)
-        if not root.exists():
-            raise UsageError(f"{text}: no such file or folder")
-        if root.is_file():
-            real = root.resolve()
-            found.setdefault(real, Submission(root, real.parent.name or "student", root.name))
-            continue
-        if not root.is_dir():
-            raise UsageError(f"{text}: not a file or a folder")
-        name = root.resolve().name or "student"
-        try:
-            notebooks = sorted(p for p in root.rglob("*.ipynb") if p.is_file())
-        except OSError as error:
-            raise UsageError(f"{text}: cannot list the folder ({error.strerror})") from None
-        visible = [p for p in notebooks if not any(_hidden(part) for part in p.relative_to(root).parts)]
-        one_student = any(len(p.relative_to(root).parts) == 1 for p in visible)
-        for path in visible:
-            relative = path.relative_to(root)
-            if one_student:
-                submission = Submission(path, name, "/".join(relative.parts))
-            else:
-                submission = Submission(path, relative.parts[0], "/".join(relative.parts[1:]))
-            found.setdefault(path.resolve(), submission)
-    if not found:
-        raise UsageError(f"no notebooks (*.ipynb) found in: {' '.join(paths)}")
-    subs = sorted(found.values(), key=lambda s: (s.student, s.notebook, str(s.path)))
-    seen: Counter[tuple[str, str]] = Counter()
-    unique = []
-    for sub in subs:
-        seen[(sub.student, sub.notebook)] += 1
-        n = seen[(sub.student, sub.notebook)]
-        unique.append(sub if n == 1 else Submission(sub.path, sub.student, f"{sub.notebook} ({n})"))
-    return unique
+    from ._intake import find_class
+
+    intake = find_class(paths)
+    if intake.scratch:
+        intake.close()
+        raise UsageError("a .zip download needs find_class (its notebooks live in a scratch folder while graded)")
+    return intake.submissions
 
 
 @dataclass
