@@ -51,6 +51,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--memory-mb", type=_positive(int), default=2048, metavar="MB", help="memory one notebook's kernel may use (default: 2048)")
     parser.add_argument("--seed", type=int, default=0, metavar="N", help="seed of the grading inputs (default: 0; same seed, same grades)")
     parser.add_argument("--quiet", action="store_true", help="no progress lines, no summary table")
+    parser.add_argument(
+        "--require-sandbox", action="store_true",
+        help="refuse to grade (exit 2) unless every kernel can be confined with Landlock",
+    )
+    parser.add_argument(
+        "--sandbox", choices=("on", "off"), default="on",
+        help="off: run kernels unconfined, to measure what the sandbox costs (default: on)",
+    )
     return parser
 
 
@@ -61,6 +69,16 @@ def _check_output(out: Path) -> str | None:
             pass
     except OSError as error:
         return f"cannot write to the output folder {out}: {error.strerror or error}"
+    return None
+
+
+def _sandbox_problem(level: dict, required: bool) -> str | None:
+    """Warn (stderr) when kernels will not be confined; the refusal message when that was not allowed."""
+    if level["sandbox"] == "landlock":
+        return None
+    if required:
+        return f"--require-sandbox was given, but the kernels would run {level['reason']}; nothing was graded"
+    print(f"course-grade: warning: every kernel runs {level['reason']}: a notebook can write and read whatever this user can", file=sys.stderr)
     return None
 
 
@@ -97,7 +115,12 @@ def main(argv: list[str] | None = None) -> int:
         jobs=args.jobs,
         seed=args.seed,
         quiet=args.quiet,
+        sandbox=args.sandbox == "on",
     )
+    refusal = _sandbox_problem(options.confine(), args.require_sandbox)
+    if refusal:
+        print(f"course-grade: error: {refusal}", file=sys.stderr)
+        return EXIT_USAGE
     import jax
 
     jax.config.update("jax_platforms", "cpu")  # references are computed here, the same way as in the kernels
