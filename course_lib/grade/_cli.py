@@ -77,8 +77,8 @@ def _sandbox_problem(level: dict, required: bool) -> str | None:
     if level["sandbox"] == "landlock":
         return None
     if required:
-        return f"--require-sandbox was given, but the kernels would run {level['reason']}; nothing was graded"
-    print(f"course-grade: warning: every kernel runs {level['reason']}: a notebook can write and read whatever this user can", file=sys.stderr)
+        return f"--require-sandbox was given but the kernels cannot be confined ({level['reason']}); nothing was graded"
+    print(f"course-grade: warning: {level['reason']}; every notebook can read and write whatever this user can", file=sys.stderr)
     return None
 
 
