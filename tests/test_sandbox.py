@@ -274,3 +274,77 @@ def test_sandbox_off_is_recorded(tmp_path: Path) -> None:
     write(tmp_path / "class", "honest", solution())
     result = run_grader([tmp_path / "class"], tmp_path / "out", grader_env(tmp_path), "--sandbox", "off", "--require-sandbox")
     assert result.returncode == 2 and "turned off with --sandbox off" in result.stderr
+
+
+# --- the fenced kernel on its own: the process cap with a small limit, and the grader's backstop ------
+
+
+def _spawner(count: int) -> str:
+    return (
+        "import subprocess, time\n"
+        "children = []\n"
+        f"for _ in range({count}):\n"
+        "    try:\n"
+        f"        children.append(subprocess.Popen(['sleep', '60', {MARKER!r}]))\n"
+        "    except OSError:\n"
+        "        time.sleep(0.005)\n"
+        "time.sleep(2)\n"
+    )
+
+
+def _in_sandbox(tmp_path: Path, limits_tasks: int, cells: list[str], before_stop: object = None) -> list:
+    import asyncio
+
+    from course_lib.grade._grader import kernel_env
+    from course_lib.grade._kernel import Confinement, Limits, Sandbox
+
+    async def scenario() -> list:
+        sandbox = Sandbox(str(tmp_path), kernel_env(tmp_path), Limits(tasks=limits_tasks), Confinement(landlock=True))
+        await sandbox.start()
+        try:
+            results = [await sandbox.run(cell, 120) for cell in cells]
+            if before_stop is not None:
+                before_stop(sandbox)  # type: ignore[operator]
+        finally:
+            await sandbox.stop()
+        return results
+
+    return asyncio.run(scenario())
+
+
+@pytest.mark.parametrize("cgroup", [True, False], ids=["pids-cgroup", "watchdog"])
+def test_the_process_cap_holds_with_a_small_limit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cgroup: bool) -> None:
+    from course_lib.grade._confine import PidsCgroup
+
+    if cgroup and PidsCgroup.parent() is None:
+        pytest.skip("this machine lets the grader make no pids cgroup; the watchdog case covers it")
+    if not cgroup:
+        monkeypatch.setattr(PidsCgroup, "_parent", [None])  # as where no pids cgroup can be made
+    ok, bomb = _in_sandbox(tmp_path, 64, ["x = 1", _spawner(300)])
+    assert ok.status == "ok"
+    assert bomb.status == "died" and bomb.reason == "started more than 64 processes and threads", bomb
+    assert leftovers() == []
+
+
+def test_a_killed_launcher_leaves_nothing_behind(tmp_path: Path) -> None:
+    """The launcher normally ends everything; if it is SIGKILLed anyway, the grader's cgroup sweep does."""
+    import signal
+
+    from course_lib.grade._confine import PidsCgroup
+
+    if PidsCgroup.parent() is None:
+        pytest.skip("the backstop sweep needs a pids cgroup, which this machine does not let the grader make")
+    escape = f"import subprocess, sys\nsubprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)', {MARKER!r}], start_new_session=True)"
+    seen: list[list[str]] = []
+
+    def kill_launcher(sandbox: object) -> None:
+        import time
+
+        time.sleep(1)
+        seen.append(leftovers())
+        os.kill(sandbox.pid, signal.SIGKILL)  # type: ignore[attr-defined]
+
+    (result,) = _in_sandbox(tmp_path, 512, [escape], kill_launcher)
+    assert result.status == "ok"
+    assert len(seen[0]) == 1, seen  # the escaped sleeper was running
+    assert leftovers() == []

@@ -237,9 +237,10 @@ class Sandbox:
         return total, len(processes)
 
     def _too_many(self, processes: int) -> bool:
+        """Over the process cap: the cgroup refused a fork, or (no cgroup, or not joined) the count says so."""
         if self.confinement is None:
             return False
-        return self._cgroup.tripped() if self._cgroup else processes > self.limits.tasks
+        return processes > self.limits.tasks or (self._cgroup is not None and self._cgroup.tripped())
 
     async def _watch(self) -> None:
         while True:
