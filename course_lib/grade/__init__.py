@@ -8,7 +8,8 @@ back, and judges them here against reference results computed here once per exer
 imports what a notebook defined, and trusts nothing the notebook printed.
 
 Modules: ``_submissions.py`` (finding, reading and planning notebooks), ``_kernel.py`` (the fenced
-kernel), ``_grader.py`` (one submission, and the batch), ``_gradebook.py`` (results and files),
+kernel), ``_confine.py`` (the launcher that confines it: Landlock, capabilities, process cap and
+cleanup), ``_grader.py`` (one submission, and the batch), ``_gradebook.py`` (results and files),
 ``_cli.py`` (arguments and exit status).
 """
 
