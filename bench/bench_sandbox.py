@@ -11,6 +11,8 @@ from another job lands on both:
 * **kernel**: one kernel at a time in this process: start it, run ``import jax``, stop it; the
   median of ``--kernels`` rounds per mode, which shows the fixed cost per kernel without the noise
   of a whole batch.
+* **launcher**: ``python -c pass`` run directly and through the launcher with a kernel's policy
+  (Landlock rules, fork, no capabilities, exec): the launcher's own cost, median of 20 each.
 
 It prints a table and writes the numbers to ``bench/results/bench_sandbox.json`` (git-ignored). It is
 a benchmark, not a test: it always exits 0 when it ran.
@@ -73,6 +75,23 @@ async def kernel_round(confined: bool) -> float:
         shutil.rmtree(work, ignore_errors=True)
 
 
+def launcher_rounds(rounds: int = 20) -> dict[str, list[float]]:
+    """Seconds to run ``python -c pass`` directly and through the launcher, interleaved."""
+    from course_lib.grade import _confine
+
+    work = tempfile.mkdtemp(prefix="bench-sandbox-")
+    policy = {"landlock": True, "read": _confine.readable_paths(), "write": [work], "devices": _confine.DEVICES, "bind_ports": [1], "cgroup": None}
+    command = [sys.executable, "-c", "pass"]
+    times: dict[str, list[float]] = {"off": [], "on": []}
+    for _ in range(rounds):
+        for mode, argv in (("off", command), ("on", _confine.launcher_command(policy, command))):
+            start = time.perf_counter()
+            subprocess.run(argv, check=True)
+            times[mode].append(time.perf_counter() - start)
+    shutil.rmtree(work, ignore_errors=True)
+    return times
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[1])
     parser.add_argument("--pairs", type=int, default=1, help="ABBA pairs of class runs (default 1: four runs)")
@@ -102,16 +121,19 @@ def main() -> None:
     for _ in range(args.kernels):
         for mode in ("off", "on"):
             kernels[mode].append(asyncio.run(kernel_round(mode == "on")))
+    launcher = launcher_rounds()
     print(f"load average at end: {os.getloadavg()}", file=sys.stderr)
 
     per_notebook = {m: statistics.mean(runs[m]) / n for m in runs}
     per_kernel = {m: statistics.median(kernels[m]) for m in kernels}
+    per_launch = {m: statistics.median(launcher[m]) for m in launcher}
     print(f"\n{'':34}{'sandbox off':>12}{'sandbox on':>12}{'cost':>10}")
     print(f"{'class of 40, s per notebook':34}{per_notebook['off']:>12.2f}{per_notebook['on']:>12.2f}{per_notebook['on'] - per_notebook['off']:>+10.2f}")
     print(f"{'one kernel: start, import jax, stop':34}{per_kernel['off']:>12.2f}{per_kernel['on']:>12.2f}{per_kernel['on'] - per_kernel['off']:>+10.2f}")
+    print(f"{'python -c pass, direct / launched':34}{per_launch['off']:>12.3f}{per_launch['on']:>12.3f}{per_launch['on'] - per_launch['off']:>+10.3f}")
     print(f"\nclass runs (s): off {[round(x, 1) for x in runs['off']]}, on {[round(x, 1) for x in runs['on']]}")
     args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps({"sandbox": level, "class_runs_s": runs, "kernel_rounds_s": kernels, "jobs": args.jobs, "notebooks": n}, indent=1))
+    args.json.write_text(json.dumps({"sandbox": level, "class_runs_s": runs, "kernel_rounds_s": kernels, "launcher_rounds_s": launcher, "jobs": args.jobs, "notebooks": n}, indent=1))
     print(f"results written to {args.json}")
 
 

@@ -25,7 +25,7 @@ import pytest
 from course_lib.grade._confine import NO_LANDLOCK_ENV, landlock_abi
 from test_grade import IDS, NAME, ROOT, add_cell, by_student, cell_of, solution, statuses, tree_hashes, write
 
-pytestmark = pytest.mark.skipif(landlock_abi() < 6, reason="needs Linux with Landlock ABI 6+ (filesystem, TCP and signal scoping)")
+needs_landlock = pytest.mark.skipif(landlock_abi() < 6, reason="needs Linux with Landlock ABI 6+ (filesystem, TCP and signal scoping)")
 
 ALL_PASSED = dict.fromkeys(IDS, "passed")
 # Nothing here relies on a time limit, and a loaded machine can take seconds to import JAX.
@@ -201,6 +201,7 @@ def scene(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Scene, sub
     scene.listener.close()
 
 
+@needs_landlock
 def test_the_batch_completes_and_records_the_sandbox(scene) -> None:
     _, result, _, _ = scene
     assert result.returncode == 0, result.stderr[-3000:]
@@ -211,6 +212,7 @@ def test_the_batch_completes_and_records_the_sandbox(scene) -> None:
     assert "warning" not in result.stderr
 
 
+@needs_landlock
 @pytest.mark.parametrize("student", ["honest_a", "honest_b", "writer", "reader", "network", "signals", "escaper"])
 def test_every_attack_is_refused_and_full_marks_stay(scene, student: str) -> None:
     entry = by_student(scene[0].out)[student]
@@ -218,6 +220,7 @@ def test_every_attack_is_refused_and_full_marks_stay(scene, student: str) -> Non
     assert entry["points"] == 8 and not entry["notes"], entry["notes"]
 
 
+@needs_landlock
 def test_no_file_outside_the_scratch_folder_was_touched(scene) -> None:
     files = scene[2]
     assert files["changed"] == [] and files["new"] == [], files
@@ -227,15 +230,18 @@ def test_no_file_outside_the_scratch_folder_was_touched(scene) -> None:
     assert sorted(p.name for p in scene[0].out.iterdir()) == ["canary.txt", "feedback", "gradebook.csv", "gradebook.json"]
 
 
+@needs_landlock
 def test_the_loopback_listener_saw_no_connection(scene) -> None:
     with pytest.raises(BlockingIOError):
         scene[0].listener.accept()
 
 
+@needs_landlock
 def test_no_process_outlives_its_grading(scene) -> None:
     assert scene[3] == [], scene[3]
 
 
+@needs_landlock
 def test_a_fork_bomb_is_capped_and_the_rest_is_graded(scene) -> None:
     entry = by_student(scene[0].out)["fork_bomb"]
     assert statuses(entry) == ALL_PASSED, json.dumps(entry, indent=1)
@@ -270,10 +276,16 @@ def test_require_sandbox_refuses_when_landlock_is_missing(tmp_path: Path) -> Non
     assert not (tmp_path / "out" / "gradebook.json").exists()
 
 
-def test_sandbox_off_is_recorded(tmp_path: Path) -> None:
+def test_sandbox_off_runs_unconfined_and_says_so(tmp_path: Path) -> None:
     write(tmp_path / "class", "honest", solution())
-    result = run_grader([tmp_path / "class"], tmp_path / "out", grader_env(tmp_path), "--sandbox", "off", "--require-sandbox")
-    assert result.returncode == 2 and "turned off with --sandbox off" in result.stderr
+    env = grader_env(tmp_path)
+    refused = run_grader([tmp_path / "class"], tmp_path / "out", env, "--sandbox", "off", "--require-sandbox")
+    assert refused.returncode == 2 and "turned off with --sandbox off" in refused.stderr
+    result = run_grader([tmp_path / "class"], tmp_path / "out", env, *GENEROUS, "--sandbox", "off", "--quiet")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "warning: not sandboxed: turned off with --sandbox off" in result.stderr
+    assert json.loads((tmp_path / "out" / "gradebook.json").read_text())["grader"]["sandbox"]["sandbox"] == "off"
+    assert by_student(tmp_path / "out")["honest"]["points"] == 8
 
 
 # --- the fenced kernel on its own: the process cap with a small limit, and the grader's backstop ------
@@ -292,14 +304,15 @@ def _spawner(count: int) -> str:
     )
 
 
-def _in_sandbox(tmp_path: Path, limits_tasks: int, cells: list[str], before_stop: object = None) -> list:
+def _in_sandbox(tmp_path: Path, limits_tasks: int, cells: list[str], before_stop: object = None, memory_bytes: int = 2 * 2**30) -> list:
     import asyncio
 
     from course_lib.grade._grader import kernel_env
     from course_lib.grade._kernel import Confinement, Limits, Sandbox
 
     async def scenario() -> list:
-        sandbox = Sandbox(str(tmp_path), kernel_env(tmp_path), Limits(tasks=limits_tasks), Confinement(landlock=True))
+        limits = Limits(tasks=limits_tasks, memory_bytes=memory_bytes)
+        sandbox = Sandbox(str(tmp_path), kernel_env(tmp_path), limits, Confinement(landlock=True))
         await sandbox.start()
         try:
             results = [await sandbox.run(cell, 120) for cell in cells]
@@ -312,6 +325,7 @@ def _in_sandbox(tmp_path: Path, limits_tasks: int, cells: list[str], before_stop
     return asyncio.run(scenario())
 
 
+@needs_landlock
 @pytest.mark.parametrize("cgroup", [True, False], ids=["pids-cgroup", "watchdog"])
 def test_the_process_cap_holds_with_a_small_limit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cgroup: bool) -> None:
     from course_lib.grade._confine import PidsCgroup
@@ -326,6 +340,7 @@ def test_the_process_cap_holds_with_a_small_limit(tmp_path: Path, monkeypatch: p
     assert leftovers() == []
 
 
+@needs_landlock
 def test_a_killed_launcher_leaves_nothing_behind(tmp_path: Path) -> None:
     """The launcher normally ends everything; if it is SIGKILLed anyway, the grader's cgroup sweep does."""
     import signal
@@ -347,4 +362,21 @@ def test_a_killed_launcher_leaves_nothing_behind(tmp_path: Path) -> None:
     (result,) = _in_sandbox(tmp_path, 512, [escape], kill_launcher)
     assert result.status == "ok"
     assert len(seen[0]) == 1, seen  # the escaped sleeper was running
+    assert leftovers() == []
+
+
+@needs_landlock
+def test_an_escaped_child_still_counts_for_the_memory_limit(tmp_path: Path) -> None:
+    hog = f"[sys.executable, '-c', 'import time; hog = b\\'x\\' * (400 * 2**20); time.sleep(60)', {MARKER!r}]"
+    escape = (
+        "import os, sys, time\n"
+        "if os.fork() == 0:\n"
+        "    os.setsid()\n"
+        "    if os.fork() == 0:\n"
+        f"        os.execv(sys.executable, {hog})\n"
+        "    os._exit(0)\n"
+        "time.sleep(30)\n"
+    )
+    (result,) = _in_sandbox(tmp_path, 512, [escape], memory_bytes=300 * 2**20)
+    assert result.status == "died" and "memory limit" in result.reason, result
     assert leftovers() == []
