@@ -146,7 +146,22 @@ def _attacks(scene: Scene) -> dict[str, str]:
         "grader = int(open(f'/proc/{launcher}/stat').read().rsplit(')', 1)[1].split()[1])\n"
         f"attempt('kill the grader', lambda: os.kill(grader, signal.SIGKILL))\n"
         f"attempt('kill the launcher', lambda: os.kill(launcher, signal.SIGKILL))\n"
-        f"attempt('signal the test', lambda: os.kill({os.getpid()}, 0))\n",
+        f"attempt('signal the test', lambda: os.kill({os.getpid()}, 0))\n"
+        "import ctypes\n"
+        "def trace(pid):  # PTRACE_SEIZE: attaches without stopping, were it allowed\n"
+        "    libc = ctypes.CDLL(None, use_errno=True)\n"
+        "    if libc.ptrace(0x4206, pid, None, None) != 0:\n"
+        "        raise OSError(ctypes.get_errno(), 'ptrace')\n"
+        "attempt('trace the grader', lambda: trace(grader))\n",
+        "privileges": "import resource\n"
+        "def unlimited():\n"
+        "    try:\n"
+        "        resource.setrlimit(resource.RLIMIT_AS, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))\n"
+        "    except ValueError as error:  # how Python reports EPERM here\n"
+        "        raise PermissionError(str(error)) from None\n"
+        "attempt('lift the memory limit', unlimited)\n"
+        "attempt('open a raw socket', lambda: socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP))\n"
+        "attempt('read /etc/shadow', lambda: open('/etc/shadow').read())\n",
         "escaper": f"sleeper = [sys.executable, '-c', 'import time; time.sleep(300)', {MARKER!r}]\n"
         "detached = subprocess.Popen(sleeper, start_new_session=True)\n"
         "reader, writer = os.pipe()\n"
@@ -213,7 +228,7 @@ def test_the_batch_completes_and_records_the_sandbox(scene) -> None:
 
 
 @needs_landlock
-@pytest.mark.parametrize("student", ["honest_a", "honest_b", "writer", "reader", "network", "signals", "escaper"])
+@pytest.mark.parametrize("student", ["honest_a", "honest_b", "writer", "reader", "network", "signals", "privileges", "escaper"])
 def test_every_attack_is_refused_and_full_marks_stay(scene, student: str) -> None:
     entry = by_student(scene[0].out)[student]
     assert statuses(entry) == ALL_PASSED, json.dumps(entry, indent=1)
