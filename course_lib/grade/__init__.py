@@ -8,6 +8,7 @@ back, and judges them here against reference results computed here once per exer
 imports what a notebook defined, and trusts nothing the notebook printed.
 
 Modules: ``_submissions.py`` (reading and planning notebooks), ``_kernel.py`` (the fenced kernel),
+``_confine.py`` (the launcher that confines it: Landlock, capabilities, process cap and cleanup),
 ``_grader.py`` (one submission, and the batch), ``_gradebook.py`` (results of one notebook),
 ``_cli.py`` (arguments and exit status). The class: ``_intake.py`` (finding students and notebooks,
 with ``_lms.py`` for LMS file names and ``_unzip.py`` for downloads), ``_tables.py`` (roster and

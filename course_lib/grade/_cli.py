@@ -88,6 +88,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--seed", type=int, default=0, metavar="N", help="seed of the grading inputs (default: 0; same seed, same grades)")
     parser.add_argument("--quiet", action="store_true", help="no progress lines, no summary table")
     parser.add_argument(
+        "--require-sandbox", action="store_true",
+        help="refuse to grade (exit 2) unless every kernel can be confined with Landlock",
+    )
+    parser.add_argument(
+        "--sandbox", choices=("on", "off"), default="on",
+        help="off: run kernels unconfined, to measure what the sandbox costs (default: on)",
+    )
+    parser.add_argument(
         "--forbid", action="append", default=[], metavar="PACKAGE",
         help="flag any call into this package (say optax) made by an answer; repeatable (default: every package is allowed)",
     )
@@ -141,6 +149,16 @@ def _select(intake: Intake, only: list[str]) -> list[Submission]:
     return chosen
 
 
+def _sandbox_problem(level: dict, required: bool) -> str | None:
+    """Warn (stderr) when kernels will not be confined; the refusal message when that was not allowed."""
+    if level["sandbox"] == "landlock":
+        return None
+    if required:
+        return f"--require-sandbox was given but the kernels cannot be confined ({level['reason']}); nothing was graded"
+    print(f"course-grade: warning: {level['reason']}; every notebook can read and write whatever this user can", file=sys.stderr)
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the grader; returns the exit status (see ``--help``)."""
     parser = build_parser()
@@ -180,7 +198,12 @@ def _grade(parser: argparse.ArgumentParser, args: argparse.Namespace, intake: In
         seed=args.seed,
         quiet=args.quiet,
         forbid=tuple(dict.fromkeys(args.forbid)),
+        sandbox=args.sandbox == "on",
     )
+    refusal = _sandbox_problem(options.confine(), args.require_sandbox)
+    if refusal:
+        print(f"course-grade: error: {refusal}", file=sys.stderr)
+        return EXIT_USAGE
     settings = options.settings()
     try:
         chosen = _select(intake, args.only)

@@ -30,7 +30,8 @@ from course_lib.checks._spec import Case
 from course_lib.checks._wire import WireError, loads
 
 from ._gradebook import ExerciseResult, SubmissionResult
-from ._kernel import CellResult, KernelStartError, Limits, Sandbox
+from ._confine import sandbox_level
+from ._kernel import CellResult, Confinement, KernelStartError, Limits, Sandbox
 from ._submissions import NotebookProblem, Plan, PlannedCell, Submission, detect_lesson, plan_cells, read_notebook
 
 MAX_RESTARTS = 3
@@ -50,6 +51,14 @@ class Options:
     seed: int = 0
     quiet: bool = False
     forbid: tuple[str, ...] = ()
+    sandbox: bool = True  # False: kernels run unconfined (``--sandbox off``, for measuring)
+    confinement: dict[str, Any] | None = None  # the sandbox level in force, found by ``confine()``
+
+    def confine(self) -> dict[str, Any]:
+        """The sandbox level every kernel of this batch gets (probed once): see ``_confine.sandbox_level``."""
+        if self.confinement is None:
+            self.confinement = sandbox_level(self.sandbox)
+        return self.confinement
 
     def settings(self) -> dict[str, Any]:
         """What the grades depend on, recorded in the gradebook."""
@@ -60,6 +69,7 @@ class Options:
             "cell_timeout_s": self.cell_timeout,
             "notebook_timeout_s": self.notebook_timeout,
             "memory_mb": self.memory_mb,
+            "sandbox": self.confine(),
         }
 
 
@@ -75,6 +85,11 @@ class Context:
     def limits(self) -> Limits:
         return Limits(cell_seconds=self.options.cell_timeout, memory_bytes=self.options.memory_mb * 2**20)
 
+    @property
+    def confinement(self) -> Confinement | None:
+        level = self.options.confine()  # the launcher runs on Linux unless turned off, Landlock or not
+        return Confinement(landlock=level["sandbox"] == "landlock") if level.get("processes") == "subreaper" else None
+
     def reference(self, exercise: Exercise) -> tuple[list[Case], list[Any]]:
         """Grading cases and the reference results for them, computed once per exercise."""
         if exercise.id not in self.references:
@@ -89,14 +104,17 @@ _PASSED_ENV = {"PATH", "LANG", "LANGUAGE", "TZ", "TMPDIR", "USER", "LOGNAME", "V
 def kernel_env(workdir: Path) -> dict[str, str]:
     """The kernel's environment: a few of the grader's variables (no secrets, no ``CI``), its own home.
 
-    Home, IPython and Matplotlib folders live in the submission's scratch folder, so nothing one
-    notebook writes there (an IPython startup file, say) reaches the next notebook's kernel.
+    Home, temporary, IPython and Matplotlib folders live in the submission's scratch folder, so nothing
+    one notebook writes there (an IPython startup file, say) reaches the next notebook's kernel, and a
+    confined kernel can write there.
     """
-    home = workdir / ".home"
+    home, temporary = workdir / ".home", workdir / ".tmp"
     home.mkdir(exist_ok=True)
+    temporary.mkdir(exist_ok=True)
     env = {k: v for k, v in os.environ.items() if k in _PASSED_ENV or k.startswith("LC_")}
     env.update(
         HOME=str(home),
+        TMPDIR=str(temporary),
         IPYTHONDIR=str(home / ".ipython"),
         MPLCONFIGDIR=str(home / ".matplotlib"),
         XDG_CACHE_HOME=str(home / ".cache"),
@@ -178,6 +196,7 @@ async def _execute(plan: Plan, workdir: Path, reports_dir: Path, ctx: Context) -
     restarts = 0
     sandbox: Sandbox | None = None
     nonce = secrets.token_hex(8)
+    confinement = ctx.confinement
 
     def remaining() -> float:
         return deadline - loop.time()
@@ -186,7 +205,7 @@ async def _execute(plan: Plan, workdir: Path, reports_dir: Path, ctx: Context) -
         nonlocal sandbox
         if sandbox is not None:
             await sandbox.stop()
-        sandbox = Sandbox(str(workdir), kernel_env(workdir), ctx.limits)
+        sandbox = Sandbox(str(workdir), kernel_env(workdir), ctx.limits, confinement, writable=[str(reports_dir)])
         await sandbox.start()
         for cell in completed if replay else []:
             if remaining() <= 0:

@@ -12,6 +12,11 @@ The kernel is a plain ``python3`` Jupyter kernel started by ``jupyter_client`` a
   error name and message of a failing cell are kept, shortened.
 * files: the kernel runs in a scratch folder holding a copy of the notebook, with its standard
   streams sent to ``/dev/null``, core dumps off and written files capped at 256 MiB.
+* confinement (with a :class:`Confinement`): the kernel is started through the launcher in
+  ``_confine.py``: Landlock (reads, writes, TCP, signals), no capabilities, a pids cgroup or a
+  process-count watchdog, and a subreaper that ends every process the kernel started. To stop, the
+  grader sends the launcher ``SIGTERM`` and waits for it; only if it lingers is its group killed,
+  and the cgroup swept.
 """
 
 import asyncio
@@ -20,7 +25,7 @@ import math
 import os
 import signal
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import nbformat
@@ -29,6 +34,8 @@ from jupyter_client.manager import AsyncKernelManager
 from jupyter_core.utils import ensure_async
 from nbclient import NotebookClient
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
+
+from . import _confine
 
 _TIMEOUT_NAME = "CourseGraderCellTimeout"
 _QUIET = logging.getLogger("course_lib.grade.kernel")
@@ -45,6 +52,22 @@ class Limits:
     cell_seconds: float = 30.0
     memory_bytes: int = 2 * 2**30
     startup_seconds: float = 60.0
+    tasks: int = 512  # processes and threads of one kernel, its children included
+
+
+@dataclass
+class Confinement:
+    """How kernels are confined: ``landlock`` where the probe found it works; the launcher is used either way."""
+
+    landlock: bool
+    read: list[str] = field(default_factory=_confine.readable_paths)
+
+
+class _ConfinedKernelManager(AsyncKernelManager):
+    """A kernel manager whose kernel command goes through the launcher, with a policy made per kernel."""
+
+    def format_kernel_cmd(self, extra_arguments: list[str] | None = None) -> list[str]:
+        return _confine.launcher_command(self.policy(self), super().format_kernel_cmd(extra_arguments))
 
 
 @dataclass
@@ -102,18 +125,37 @@ def _signal_name(code: int | None) -> str:
 class Sandbox:
     """A fresh kernel for one submission; use ``await start()``, ``await run(source, seconds)``, ``await stop()``."""
 
-    def __init__(self, workdir: str, env: dict[str, str], limits: Limits):
+    def __init__(self, workdir: str, env: dict[str, str], limits: Limits, confinement: Confinement | None = None, writable: list[str] | None = None):
         self.workdir, self.env, self.limits = workdir, env, limits
+        self.confinement, self.writable = confinement, [workdir, *(writable or [])]
         self.km: AsyncKernelManager | None = None
         self.client: _Client | None = None
-        self.pid: int | None = None
+        self.pid: int | None = None  # the launcher's with a confinement, else the kernel's
+        self.kernel_pid: int | None = None
+        self._cgroup: _confine.PidsCgroup | None = None
         self.killed_for: str = ""
         self._killed = False
         self._watchdog: asyncio.Task[None] | None = None
         self._scratch = nbformat.v4.new_notebook()
 
+    def _policy(self, km: AsyncKernelManager) -> dict[str, Any]:
+        assert self.confinement is not None
+        return {
+            "landlock": self.confinement.landlock,
+            "read": [*self.confinement.read, os.path.realpath(km.connection_file)],
+            "write": self.writable,
+            "devices": _confine.DEVICES,
+            "bind_ports": [km.shell_port, km.iopub_port, km.stdin_port, km.hb_port, km.control_port],
+            "cgroup": self._cgroup.path if self._cgroup else None,
+        }
+
     async def start(self) -> None:
-        self.km = AsyncKernelManager(kernel_name="python3", log=_QUIET)
+        if self.confinement is None:
+            self.km = AsyncKernelManager(kernel_name="python3", log=_QUIET)
+        else:
+            self._cgroup = _confine.PidsCgroup.create(self.limits.tasks)
+            self.km = _ConfinedKernelManager(kernel_name="python3", log=_QUIET)
+            self.km.policy = self._policy
         try:
             await asyncio.wait_for(
                 self.km.start_kernel(
@@ -127,7 +169,6 @@ class Sandbox:
                 self.limits.startup_seconds,
             )
             self.pid = self.km.provisioner.process.pid  # type: ignore[union-attr]
-            self._fence()
             self.client = _Client(
                 self._scratch,
                 km=self.km,
@@ -146,15 +187,33 @@ class Sandbox:
             self.client.last_error = None
             self.client.last_reply = {}
             await self.client.async_start_new_kernel_client()
+            self.kernel_pid = self._find_kernel()
+            self._fence()
         except Exception as error:
+            code = self._launcher_code()
             await self.stop()
+            if code == _confine.EXIT_NOT_CONFINED:
+                raise KernelStartError("the kernel could not be confined (Landlock refused), so it was not started") from None
             raise KernelStartError(_shorten(f"{type(error).__name__}: {error}")) from None
         self._watchdog = asyncio.ensure_future(self._watch())
+
+    def _launcher_code(self) -> int | None:
+        process = getattr(self.km, "provisioner", None) and self.km.provisioner.process  # type: ignore[union-attr]
+        return process.poll() if process is not None else None
+
+    def _find_kernel(self) -> int | None:
+        """The kernel's pid: the launcher's one child (the kernel answered, so it is there), or the process itself."""
+        if self.confinement is None:
+            return self.pid
+        children = psutil.Process(self.pid).children()
+        if len(children) != 1:
+            raise RuntimeError(f"the launcher has {len(children)} children, not one kernel")
+        return children[0].pid
 
     def _fence(self) -> None:
         # Where the system refuses to set limits on another process, the watchdog still holds.
         try:
-            process = psutil.Process(self.pid)
+            process = psutil.Process(self.kernel_pid)
             virtual = process.memory_info().vms + self.limits.memory_bytes + _VIRTUAL_SLACK
             process.rlimit(psutil.RLIMIT_AS, (virtual, virtual))
             process.rlimit(psutil.RLIMIT_CORE, (0, 0))
@@ -162,30 +221,47 @@ class Sandbox:
         except (psutil.Error, OSError, AttributeError):
             pass
 
-    def _resident(self) -> int:
+    def _resident(self) -> tuple[int, int]:
+        """Resident bytes and number of the processes under the launcher (orphans come back to it)."""
         try:
             root = psutil.Process(self.pid)
             processes = [root, *root.children(recursive=True)]
         except psutil.Error:
-            return 0
+            return 0, 0
         total = 0
         for process in processes:
             try:
                 total += process.memory_info().rss
             except psutil.Error:
                 pass
-        return total
+        return total, len(processes)
+
+    def _too_many(self, processes: int) -> bool:
+        """Over the process cap: the cgroup refused a fork, or (no cgroup, or not joined) the count says so."""
+        if self.confinement is None:
+            return False
+        return processes > self.limits.tasks or (self._cgroup is not None and self._cgroup.tripped())
 
     async def _watch(self) -> None:
         while True:
             await asyncio.sleep(0.1)
-            if self._resident() > self.limits.memory_bytes:
+            resident, processes = self._resident()
+            if resident > self.limits.memory_bytes:
                 self.killed_for = f"used more than the {self.limits.memory_bytes / 2**30:.1f} GiB memory limit"
-                self._kill()
-                return
+            elif self._too_many(processes):
+                self.killed_for = f"started more than {self.limits.tasks} processes and threads"
+            else:
+                continue
+            self._kill()
+            return
 
     def _kill(self) -> None:
+        """Kill the kernel now; with a launcher, it then ends every process the kernel left."""
         self._killed = True
+        process = getattr(self.km, "provisioner", None) and self.km.provisioner.process  # type: ignore[union-attr]
+        if self.confinement is not None and process is not None:
+            process.send_signal(signal.SIGTERM)  # Popen's own call: never a reused pid
+            return
         if self.pid is None:
             return
         try:
@@ -193,12 +269,20 @@ class Sandbox:
         except (ProcessLookupError, PermissionError):
             pass
 
-    def _death_reason(self) -> str:
+    async def _launcher_gone(self, seconds: float) -> bool:
+        """Wait up to ``seconds`` for the launcher (or unconfined kernel) to exit."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + seconds
+        while self._launcher_code() is None and loop.time() < deadline:
+            await asyncio.sleep(0.02)
+        return self._launcher_code() is not None
+
+    async def _death_reason(self) -> str:
         if self.killed_for:
             return self.killed_for
-        process = getattr(self.km, "provisioner", None) and self.km.provisioner.process  # type: ignore[union-attr]
-        code = process.poll() if process is not None else None
-        return _signal_name(code)
+        if self.confinement is not None:
+            await self._launcher_gone(3)  # it exits the way the kernel did, once the kernel's children are gone
+        return _signal_name(self._launcher_code())
 
     async def run(self, source: str, seconds: float) -> CellResult:
         """Run one cell with a time limit; never raises for what the cell does."""
@@ -214,7 +298,7 @@ class Sandbox:
             await client.async_execute_cell(cell, 0, store_history=False)
         except DeadKernelError:
             self._kill()
-            return CellResult("died", reason=self._death_reason(), output_bytes=client.output_bytes)
+            return CellResult("died", reason=await self._death_reason(), output_bytes=client.output_bytes)
         except CellTimeoutError:
             return await self._after_timeout(client.output_bytes)
         except Exception as error:  # noqa: BLE001 (anything else from the client: treat the kernel as lost)
@@ -222,7 +306,7 @@ class Sandbox:
             return CellResult("died", reason=_shorten(f"lost contact with the kernel ({type(error).__name__})"))
         if not await self._alive():
             self._kill()
-            return CellResult("died", reason=self._death_reason(), output_bytes=client.output_bytes)
+            return CellResult("died", reason=await self._death_reason(), output_bytes=client.output_bytes)
         reply = client.last_reply if isinstance(client.last_reply, dict) else {}
         if reply.get("ename") == _TIMEOUT_NAME:
             return await self._after_timeout(client.output_bytes)
@@ -264,10 +348,15 @@ class Sandbox:
         return process is not None and process.poll() is None and not self._killed
 
     async def stop(self) -> None:
-        """Kill the kernel's whole process group and release everything; never raises."""
+        """End the kernel and every process it started, and release everything; never raises."""
         if self._watchdog is not None:
             self._watchdog.cancel()
         self._kill()
+        if self.confinement is not None and not await self._launcher_gone(5):
+            try:
+                os.killpg(self.pid, signal.SIGKILL)  # type: ignore[arg-type]  # a launcher that lingers: its group
+            except (ProcessLookupError, PermissionError, TypeError):
+                pass
         if self.client is not None and self.client.kc is not None:
             try:
                 self.client.kc.stop_channels()
@@ -275,7 +364,7 @@ class Sandbox:
                 pass
         if self.km is not None:
             try:
-                if self.km.has_kernel:
+                if self.km.has_kernel and self._launcher_code() is None:
                     await asyncio.wait_for(self.km.shutdown_kernel(now=True), 10)
             except Exception:  # noqa: BLE001
                 pass
@@ -283,3 +372,6 @@ class Sandbox:
                 await ensure_async(self.km.cleanup_resources())
             except Exception:  # noqa: BLE001
                 pass
+        if self._cgroup is not None:
+            self._cgroup.sweep()  # a backstop: the launcher normally left nothing there
+            self._cgroup.remove()
