@@ -41,6 +41,8 @@ myst_enable_extensions = ["dollarmath"]
 # `[text](#a-heading)` links, as GitHub reads them in README.md (the instructor page shows some
 # of its sections), resolve to headings up to level 3.
 myst_heading_anchors = 3
+# Show the prose exactly as the notebooks have it (no curly quotes), as nbval and the tests read it.
+smartquotes = False
 
 # Notebooks: render the committed outputs, run nothing. Tracebacks are stored short
 # (`%xmode minimal`); the pytb lexer reads them (the ipythontb one fails on that form).

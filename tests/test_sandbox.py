@@ -242,7 +242,7 @@ def test_no_file_outside_the_scratch_folder_was_touched(scene) -> None:
     assert not (scene[0].folder / "planted").exists()
     assert sorted(scene[0].base.rglob("planted*")) == [] and sorted(scene[0].base.rglob("stolen*")) == []
     assert (scene[0].canaries / "canary.txt").read_text() == "original"
-    assert sorted(p.name for p in scene[0].out.iterdir()) == ["canary.txt", "feedback", "gradebook.csv", "gradebook.json"]
+    assert sorted(p.name for p in scene[0].out.iterdir()) == ["canary.txt", "feedback", "gradebook.csv", "gradebook.json", "report.html"]
 
 
 @needs_landlock
