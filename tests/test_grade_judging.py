@@ -13,6 +13,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from test_judging import CARRY_NAMED_MOMENTUM
 
 ROOT = Path(__file__).resolve().parents[1]
 L02 = ROOT / "solutions" / "02_mapping_and_sgd.ipynb"
@@ -97,32 +98,11 @@ def half_right() -> nbformat.NotebookNode:
     return add_before(nb, "02.average_trees", "x = 1 / 0  # a typo")
 
 
-TRAIN_LOOP = '''from typing import NamedTuple
-
-
-class Carry(NamedTuple):
-    params: object
-    momentum: object
-
-
-def train_loop(loss_fn, params, batches, lr, beta):
-    def body(carry, batch):
-        loss, grads = jax.value_and_grad(loss_fn)(carry.params, batch)
-        momentum = jax.tree.map(lambda v, g: beta * v + g, carry.momentum, grads)
-        params = jax.tree.map(lambda p, v: (p - lr * v).astype(p.dtype), carry.params, momentum)
-        return Carry(params=params, momentum=momentum), loss
-
-    start = Carry(params=params, momentum=jax.tree.map(jnp.zeros_like, params))
-    end, losses = jax.lax.scan(body, start, batches)
-    return end.params, end.momentum, losses
-'''
-
-
 def optax06() -> nbformat.NotebookNode:
     nb = add_before(load(L06), "06.adam_init", "import optax")
     zeros = "optax.tree_utils.tree_zeros_like(params)"
     replace_body(nb, "06.adam_init", f"    return AdamState(count=jnp.zeros((), jnp.int32), mu={zeros}, nu={zeros})")
-    nb.cells[index_of(nb, "06.train_loop")].source = TRAIN_LOOP
+    nb.cells[index_of(nb, "06.train_loop")].source = CARRY_NAMED_MOMENTUM
     return nb
 
 

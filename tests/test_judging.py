@@ -119,24 +119,13 @@ def test_an_exercise_may_forbid_a_package_itself(tmp_path: Path) -> None:
     assert verdict.status == "flagged"
 
 
-ADAM_AND_SCAN = '''
-from typing import NamedTuple
-
-
-class AdamState(NamedTuple):
-    count: jax.Array
-    mu: object
-    nu: object
+# A lax.scan carry with a field named `momentum`, like the course's function: no use of it.
+CARRY_NAMED_MOMENTUM = '''from typing import NamedTuple
 
 
 class Carry(NamedTuple):
     params: object
     momentum: object
-
-
-def adam_init(params):
-    zeros = optax.tree_utils.tree_zeros_like
-    return AdamState(count=jnp.zeros((), jnp.int32), mu=zeros(params), nu=optax.tree_utils.tree_zeros_like(params))
 
 
 def train_loop(loss_fn, params, batches, lr, beta):
@@ -149,6 +138,19 @@ def train_loop(loss_fn, params, batches, lr, beta):
     start = Carry(params=params, momentum=jax.tree.map(jnp.zeros_like, params))
     end, losses = jax.lax.scan(body, start, batches)
     return end.params, end.momentum, losses
+'''
+
+ADAM_AND_SCAN = CARRY_NAMED_MOMENTUM + '''
+
+class AdamState(NamedTuple):
+    count: jax.Array
+    mu: object
+    nu: object
+
+
+def adam_init(params):
+    zeros = optax.tree_utils.tree_zeros_like
+    return AdamState(count=jnp.zeros((), jnp.int32), mu=zeros(params), nu=optax.tree_utils.tree_zeros_like(params))
 '''
 
 
