@@ -1,0 +1,571 @@
+"""Exercises of lesson 08, trees through transformations.
+
+Every probe runs the learner's function under the transformation the exercise is about (``jit``
+around a ``cond``, ``make_jaxpr`` to see the ``scan``, ``grad`` through a ``custom_vjp``), and
+turns the errors JAX raises for mismatched trees into records, so that a judge can name the
+mistake behind them. Inputs are NumPy arrays (bfloat16 through ``jax.device_put``), so that making
+a case compiles nothing.
+"""
+
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.extend
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from ._kit import (
+    Layer,
+    Point,
+    dtyped_plain,
+    error_text,
+    in_parts,
+    matching_variant,
+    random_f32,
+    tree_judge,
+)
+from ._plain import describe, rebuild_tree
+from ._spec import Case, Exercise
+
+_close = tree_judge(rtol=1e-4, atol=1e-5, dtypes=False)
+_close_bf16 = tree_judge(rtol=2e-2, atol=2e-2, dtypes=False)
+
+
+def _raised(run: Callable[[], Any]) -> Any:
+    """``run()``, or ``{"raised": text}`` when JAX refuses the trees it was given.
+
+    Rank promotion is allowed whatever the process set (the tests set it to raise): ``h @ w + b``
+    with a bias vector is how learners, and the lesson, write a layer.
+    """
+    try:
+        with jax.numpy_rank_promotion("allow"):
+            return run()
+    except (TypeError, ValueError) as error:  # ConcretizationTypeError is a TypeError
+        return {"raised": error_text(error, 400)}
+
+
+def _judge_trees(got: Any, expected: Any, case: Case, bf16: bool = False) -> str | None:
+    """Structure, then values, then dtypes of two :func:`dtyped_plain` records."""
+    problem = (_close_bf16 if bf16 else _close)(got["tree"], expected["tree"], case)
+    if problem:
+        return problem
+    for (path, mine), (_, theirs) in zip(got["dtypes"], expected["dtypes"]):
+        if mine != theirs:
+            return f"the leaf at {path or '<root>'} has dtype {mine}, expected {theirs}."
+    return None
+
+
+def _f32(rng: np.random.Generator, *shape: int) -> np.ndarray:
+    return random_f32(rng, *shape, array=True)
+
+
+# --- 08.guarded_step -------------------------------------------------------------------------
+
+
+def _guarded_step(params: Any, grads: Any, lr: Any) -> Any:
+    finite = jnp.all(jnp.asarray([jnp.all(jnp.isfinite(g)) for g in jax.tree.leaves(grads)]))
+
+    def step(params: Any) -> Any:
+        return jax.tree.map(lambda p, g: (p - lr * g).astype(p.dtype), params, grads)
+
+    return lax.cond(finite, step, lambda params: params, params), jnp.logical_not(finite)
+
+
+def _step_tree(rng: np.random.Generator, kind: int) -> Any:
+    if kind == 0:
+        return {"w": _f32(rng, 2, 3), "b": _f32(rng, 3), "frozen": None}
+    if kind == 1:
+        return [Layer(w=_f32(rng, 3, 2), b=None), {"scale": _f32(rng, 2)}]
+    return {"encoder": Point(x=_f32(rng, 2, 2), y=_f32(rng, 2)), "head": (_f32(rng, 3),)}
+
+
+def _guarded_cases(rng: np.random.Generator) -> list[Case]:
+    cases = []
+    for kind, label in enumerate(
+        (
+            "finite gradients",
+            "a NaN or inf in one gradient leaf",
+            "bfloat16 parameters, lr a float32 array",
+        )
+    ):
+        params = _step_tree(rng, kind)
+        grads = jax.tree.map(lambda p: _f32(rng, *p.shape), params)
+        lr: Any = round(float(rng.uniform(0.05, 0.5)), 3)
+        if kind == 1:
+            leaves, treedef = jax.tree.flatten(grads)
+            leaves[int(rng.integers(0, len(leaves)))].flat[0] = (np.nan, np.inf)[
+                int(rng.integers(0, 2))
+            ]
+            grads = jax.tree.unflatten(treedef, leaves)
+        if kind == 2:
+            params = jax.tree.map(lambda p: jax.device_put(p.astype(jnp.bfloat16)), params)
+            grads = jax.tree.map(lambda g: jax.device_put(g.astype(jnp.bfloat16)), grads)
+            lr = jax.device_put(np.float32(lr))
+        shown = f"params {describe(params, 90)}; grads {describe(grads, 90)}; lr {describe(lr, 30)}"
+        cases.append(Case((params, grads, lr), label=label, info={"bf16": kind == 2}, shown=shown))
+    return in_parts(cases, ["step", "skip", "dtypes"])
+
+
+def _guarded_probe(fn: Callable[..., Any], case: Case) -> Any:
+    result = _raised(lambda: jax.jit(fn)(*case.args))
+    if result is None or isinstance(result, dict) and "raised" in result:
+        return result
+    if not (isinstance(result, (tuple, list)) and len(result) == 2):
+        return {"returned": describe(result, 80)}
+    new, skipped = result
+    try:
+        flag = bool(np.asarray(skipped).item())
+    except (TypeError, ValueError):
+        return {"returned": f"a pair whose second item is {describe(skipped, 60)}"}
+    return {**dtyped_plain(new), "skipped": flag}
+
+
+def _judge_guarded(got: Any, expected: Any, case: Case) -> str | None:
+    if "raised" in got:
+        text = got["raised"]
+        if "TracerBoolConversionError" in text or "concrete value" in text:
+            return (
+                "a Python `if` (or `and`, `all`) on a traced value: under jit the gradients have no values yet. "
+                f"Decide with jax.lax.cond(finite, step, keep, params).\n  ({text[:200]})"
+            )
+        if "must have equal output types" in text:
+            return (
+                "the two branches of the cond return different dtypes: with lr a float32 array, p - lr * g of a "
+                "bfloat16 p is float32 (Pitfall 21). Cast each new leaf back: (p - lr * g).astype(p.dtype)."
+            )
+        if "same pytree structure" in text:
+            return f"the two branches of the cond return trees of different structures; both must return params' structure.\n  ({text[:240]})"
+        return f"raised {text}"
+    if "returned" in got:
+        return f"returned {got['returned']}; return a pair (new_params, skipped)."
+    if got["skipped"] != expected["skipped"]:
+        if expected["skipped"]:
+            return "skipped is False, but a gradient leaf holds a NaN or an inf: check every leaf, with jnp.isfinite."
+        return "skipped is True, but every gradient is finite."
+    if expected["skipped"]:
+        (params, grads, lr) = case.args
+        stepped = jax.tree.map(
+            lambda p, g: np.asarray(p, np.float64) - float(lr) * np.asarray(g, np.float64),
+            params,
+            grads,
+        )
+        if matching_variant(rebuild_tree(got["tree"]), [("", lambda: stepped)]) is not None:
+            return "the step was taken although a gradient is not finite: return params unchanged then."
+    return _judge_trees(got, expected, case, bf16=case.info["bf16"])
+
+
+GUARDED_STEP = Exercise(
+    id="08.guarded_step",
+    name="guarded_step",
+    title="A step that skips non-finite gradients, with lax.cond",
+    points=3,
+    cases=_guarded_cases,
+    reference=_guarded_step,
+    probe=_guarded_probe,
+    judge=_judge_guarded,
+    hints=(
+        "Under jit there is no Python `if` on the gradients: jax.lax.cond(pred, true_fun, false_fun, params) "
+        "compiles both branches and picks one at run time.",
+        "pred is one boolean: jnp.all(jnp.isfinite(g)) for each leaf g of jax.tree.leaves(grads), combined with "
+        "jnp.all or &.",
+        "Both branches must return params' structure and dtypes: the step branch maps "
+        "(p - lr * g).astype(p.dtype) over params and grads, the other returns params. skipped is jnp.logical_not(pred).",
+    ),
+)
+
+
+# --- 08.scan_layers --------------------------------------------------------------------------
+
+
+def _scan_layers(layers: list[Any], h: Any) -> Any:
+    stacked = jax.tree.map(lambda *leaves: jnp.stack(leaves), *layers)
+
+    def body(h: Any, p: Any) -> tuple[Any, None]:
+        return jnp.tanh(h @ p["w"] + p["b"]), None
+
+    return lax.scan(body, h, stacked)[0]
+
+
+def _scan_cases(rng: np.random.Generator) -> list[Case]:
+    cases = []
+    for depth, width, batch in ((1, 4, 2), (3, 3, 1), (5, 4, 3)):
+        depth = depth + int(rng.integers(0, 2))
+        layers = [
+            {
+                "w": _f32(rng, width, width) * np.float32(0.5),
+                "b": _f32(rng, width) * np.float32(0.1),
+            }
+            for _ in range(depth)
+        ]
+        h = _f32(rng, batch, width)
+        shown = f"{depth} layers, each {describe(layers[0], 60)}; h {describe(h, 60)}"
+        cases.append(Case((layers, h), label=f"{depth} layers", info={"depth": depth}, shown=shown))
+    return cases
+
+
+def _scan_eqns(jaxpr: Any) -> tuple[list[int], int]:
+    """The lengths of the scans of a jaxpr, and the ``tanh`` equations outside every scan."""
+    lengths, outside = [], 0
+    for eqn in jaxpr.eqns:
+        if eqn.primitive.name == "scan":
+            lengths.append(int(eqn.params["length"]))
+            continue
+        outside += eqn.primitive.name == "tanh"
+        for sub in jax.extend.core.jaxprs_in_params(eqn.params):
+            inner, more = _scan_eqns(getattr(sub, "jaxpr", sub))
+            lengths += inner
+            outside += more
+    return lengths, outside
+
+
+def _scan_probe(fn: Callable[..., Any], case: Case) -> Any:
+    layers, h = case.args
+    traced = _raised(lambda: jax.make_jaxpr(fn)(layers, h))
+    if isinstance(traced, dict):
+        return traced
+    lengths, outside = _scan_eqns(traced.jaxpr)
+    value = _raised(lambda: jax.jit(fn)(layers, h))
+    if value is None or isinstance(value, dict):
+        return value
+    return {**dtyped_plain(value), "scans": lengths, "outside": outside}
+
+
+def _judge_scan(got: Any, expected: Any, case: Case) -> str | None:
+    if "raised" in got:
+        text = got["raised"]
+        if "scan got values with different leading axis sizes" in text:
+            return f"the leaves of xs must all have the same leading axis, the layer axis: stack each leaf over the layers.\n  ({text[:200]})"
+        return f"raised {text}"
+    layers, h = case.args
+    depth = case.info["depth"]
+    problem = _close(got["tree"], expected["tree"], case)
+    if problem:
+        if np.shape(rebuild_tree(got["tree"])) == (depth, *np.shape(h)):
+            return "returned the stacked per-layer outputs (scan's ys); return the final carry, the output of the last layer."
+        return problem
+    if depth not in got["scans"] or got["outside"]:
+        return (
+            f"the layers do not run in one lax.scan (scans of lengths {got['scans']}, {got['outside']} tanh outside any scan): "
+            "a Python loop unrolls every layer into the program. Stack the layers and scan over them."
+        )
+    return None
+
+
+SCAN_LAYERS = Exercise(
+    id="08.scan_layers",
+    name="scan_layers",
+    title="Stack the layers and run them with one lax.scan",
+    points=3,
+    cases=_scan_cases,
+    reference=_scan_layers,
+    probe=_scan_probe,
+    judge=_judge_scan,
+    hints=(
+        "jax.tree.map(lambda *leaves: jnp.stack(leaves), *layers) turns the list of layer dicts into one dict "
+        "whose leaves have a leading layer axis.",
+        "lax.scan(body, h, stacked) calls body(h, p) with p the slice of every leaf for one layer, in order.",
+        "body returns (new_h, None): the new carry and no per-layer output. scan returns (final_h, None); "
+        "return final_h.",
+    ),
+)
+
+
+# --- 08.clip_per_leaf ------------------------------------------------------------------------
+
+
+def _clip_params(rng: np.random.Generator, kind: int) -> Any:
+    if kind == 0:
+        return {"w": _f32(rng, 2, 3), "b": _f32(rng, 3)}
+    if kind == 1:
+        return {"layers": [Layer(w=_f32(rng, 3, 3), b=None)], "head": {"w": _f32(rng, 3)}}
+    return {
+        "emb": jax.device_put(_f32(rng, 4).astype(jnp.bfloat16)),
+        "scale": jax.device_put(_f32(rng, 2)),
+    }
+
+
+def _clip_cases(rng: np.random.Generator) -> list[Case]:
+    cases = []
+    for kind, label in enumerate(
+        ("a dict of parameters", "nested, with a None subtree", "a bfloat16 leaf")
+    ):
+        params = _clip_params(rng, kind)
+        weights = jax.tree.map(
+            lambda p: (3.0 * rng.normal(size=np.shape(p))).round(2).astype(np.float32), params
+        )
+        limit = round(float(rng.uniform(0.5, 2.0)), 2)
+        shown = f"params {describe(params, 100)}; limit {limit}; the loss sum(weights * leaf**2) with weights {describe(weights, 80)}"
+        cases.append(
+            Case(
+                (params, limit),
+                label=label,
+                info={"weights": weights, "bf16": kind == 2},
+                shown=shown,
+            )
+        )
+    return in_parts(cases, ["dict", "nested", "dtypes"])
+
+
+def _clip_loss(weights: Any) -> Callable[[Any], Any]:
+    def loss(tree: Any) -> Any:
+        terms = jax.tree.map(lambda w, p: jnp.sum(w * p.astype(jnp.float32) ** 2), weights, tree)
+        return sum(jax.tree.leaves(terms))
+
+    return loss
+
+
+def _clip_probe(fn: Callable[..., Any], case: Case) -> Any:
+    params, limit = case.args
+    forward = _raised(lambda: fn(params, limit))
+    if forward is None or isinstance(forward, dict) and "raised" in forward:
+        return forward
+    loss = _clip_loss(case.info["weights"])
+    grads = _raised(lambda: jax.grad(lambda p: loss(fn(p, limit)))(params))
+    if isinstance(grads, dict) and "raised" in grads:
+        return grads
+    return {"forward": dtyped_plain(forward), "grads": dtyped_plain(grads)}
+
+
+def _clip_reference(params: Any, limit: float) -> Any:
+    return _clip_per_leaf(params, limit)
+
+
+@jax.custom_vjp
+def _clip_per_leaf(params: Any, limit: float) -> Any:
+    return params
+
+
+def _clip_fwd(params: Any, limit: float) -> tuple[Any, float]:
+    return params, limit
+
+
+def _clip_bwd(limit: float, g: Any) -> tuple[Any, None]:
+    return jax.tree.map(lambda leaf: jnp.clip(leaf, -limit, limit), g), None
+
+
+_clip_per_leaf.defvjp(_clip_fwd, _clip_bwd)
+
+
+def _judge_clip(got: Any, expected: Any, case: Case) -> str | None:
+    if "raised" in got:
+        text = got["raised"]
+        if "container (pytree) structure as the args tuple" in text and "tuple of length" in text:
+            return (
+                "the backward rule must return a tuple with one cotangent per argument of the primal function "
+                f"(Pitfall 22): (clipped_tree, None), None for limit.\n  ({text[:260]})"
+            )
+        return f"raised {text}"
+    if "forward" not in got:
+        return f"returned {describe(got, 80)}"
+    bf16 = case.info["bf16"]
+    problem = _judge_trees(got["forward"], expected["forward"], case, bf16=bf16)
+    if problem:
+        return (
+            "the forward value must be params unchanged (only the gradient is clipped): " + problem
+        )
+    params, limit = case.args
+    raw = jax.grad(_clip_loss(case.info["weights"]))(params)
+    raw64 = jax.tree.map(lambda g: np.asarray(g, np.float64), raw)
+    mine = rebuild_tree(got["grads"]["tree"])
+    norm = float(np.sqrt(sum(np.sum(g**2) for g in jax.tree.leaves(raw64))))
+    variant = matching_variant(
+        mine,
+        [
+            (
+                "the gradients are not clipped: the backward rule must clip each cotangent leaf with jnp.clip(g, -limit, limit).",
+                lambda: raw64,
+            ),
+            (
+                "the gradients were scaled by the norm of the whole tree; clip each leaf on its own, elementwise, to [-limit, limit].",
+                lambda: jax.tree.map(lambda g: g * min(1.0, limit / norm), raw64),
+            ),
+        ],
+        rtol=2e-2 if bf16 else 1e-4,
+        atol=2e-2 if bf16 else 1e-5,
+    )
+    if variant and _close(got["grads"]["tree"], expected["grads"]["tree"], case) is not None:
+        return variant
+    return _judge_trees(got["grads"], expected["grads"], case, bf16=bf16)
+
+
+CLIP_PER_LEAF = Exercise(
+    id="08.clip_per_leaf",
+    name="clip_per_leaf",
+    title="A custom_vjp that clips the gradient of every leaf",
+    points=3,
+    cases=_clip_cases,
+    reference=_clip_reference,
+    probe=_clip_probe,
+    judge=_judge_clip,
+    hints=(
+        "Decorate clip_per_leaf(params, limit) with @jax.custom_vjp; it returns params unchanged, and "
+        "clip_per_leaf.defvjp(fwd, bwd) gives it its backward rule.",
+        "fwd(params, limit) returns (output, residuals): (params, limit). bwd(limit, g) receives g with the "
+        "structure of params.",
+        "bwd returns a tuple, one entry per argument: (jax.tree.map(lambda x: jnp.clip(x, -limit, limit), g), None).",
+    ),
+)
+
+
+# --- 08.ensemble_predict ---------------------------------------------------------------------
+
+
+def _ensemble_predict(params: Any, x: Any) -> Any:
+    def predict(p: Any, x: Any) -> Any:
+        return p["shared"]["scale"] * (x @ p["member"]["w"] + p["member"]["b"])
+
+    return jax.vmap(predict, in_axes=({"member": 0, "shared": None}, None))(params, x)
+
+
+def _ensemble_cases(rng: np.random.Generator) -> list[Case]:
+    cases = []
+    for members, d, k, n in ((3, 2, 4, 5), (4, 3, 2, 1), (2, 5, 5, 2)):
+        params = {
+            "member": {"w": _f32(rng, members, d, k), "b": _f32(rng, members, k)},
+            "shared": {"scale": _f32(rng, k)},
+        }
+        x = _f32(rng, n, d)
+        shown = f"params {describe(params, 110)}; x {describe(x, 40)}"
+        cases.append(Case((params, x), label=f"{members} members, output width {k}", shown=shown))
+    return cases
+
+
+def _ensemble_probe(fn: Callable[..., Any], case: Case) -> Any:
+    result = _raised(lambda: fn(*case.args))
+    if result is None or isinstance(result, dict) and "raised" in result:
+        return result
+    return dtyped_plain(result)
+
+
+def _judge_ensemble(got: Any, expected: Any, case: Case) -> str | None:
+    if "raised" in got:
+        text = got["raised"]
+        if "inconsistent sizes" in text or "tree prefix" in text:
+            return (
+                "in_axes does not fit the arguments: the member weights have the member axis, the shared scale and "
+                "x do not. in_axes=({'member': 0, 'shared': None}, None) is a prefix of (params, x).\n  "
+                f"({text[:200]})"
+            )
+        return f"raised {text}"
+    mine, theirs = rebuild_tree(got["tree"]), rebuild_tree(expected["tree"])
+    if np.shape(mine) != np.shape(theirs):
+        if np.shape(mine) == np.shape(np.moveaxis(theirs, 0, -1)) or np.shape(mine) == np.shape(
+            np.moveaxis(theirs, 0, 1)
+        ):
+            return f"the result has shape {np.shape(mine)}, expected {np.shape(theirs)}: the member axis goes first (out_axes=0)."
+        return f"the result has shape {np.shape(mine)}, expected (members, batch, width) {np.shape(theirs)}."
+    return _judge_trees(got, expected, case)
+
+
+ENSEMBLE_PREDICT = Exercise(
+    id="08.ensemble_predict",
+    name="ensemble_predict",
+    title="An ensemble with vmap and an in_axes tree",
+    points=2,
+    cases=_ensemble_cases,
+    reference=_ensemble_predict,
+    probe=_ensemble_probe,
+    judge=_judge_ensemble,
+    hints=(
+        "Write the prediction of one member first: scale * (x @ w + b), with w of shape (d, k).",
+        "jax.vmap(predict, in_axes=...) maps the leaves whose in_axes entry is 0 and passes those with None whole.",
+        "in_axes is a prefix of (params, x): ({'member': 0, 'shared': None}, None).",
+    ),
+)
+
+
+# --- 08.scaled_updates -----------------------------------------------------------------------
+
+
+def _scaled_updates(lrs: Any, grads: Any) -> Any:
+    return jax.tree.map(
+        lambda lr, sub: jax.tree.map(lambda g: (-lr * g).astype(g.dtype), sub), lrs, grads
+    )
+
+
+def _updates_cases(rng: np.random.Generator) -> list[Case]:
+    lr = lambda: round(float(rng.uniform(0.01, 0.5)), 3)  # noqa: E731
+    grads0 = {"encoder": {"w": _f32(rng, 2, 2), "b": _f32(rng, 2)}, "head": [_f32(rng, 3), None]}
+    lrs0 = {"encoder": lr(), "head": lr()}
+    grads1 = [Layer(w=_f32(rng, 2, 3), b=_f32(rng, 3)), {"scale": _f32(rng, 2), "bias": _f32(rng)}]
+    lrs1 = [Layer(w=lr(), b=lr()), lr()]
+    grads2 = {
+        "emb": jax.device_put(_f32(rng, 4).astype(jnp.bfloat16)),
+        "blocks": (Point(x=_f32(rng, 2), y=None),),
+    }
+    lrs2 = {"emb": lr(), "blocks": lr()}
+    cases = []
+    for label, lrs, grads in (
+        ("a learning rate per top-level group", lrs0, grads0),
+        ("a prefix of mixed depth", lrs1, grads1),
+        ("a bfloat16 leaf", lrs2, grads2),
+    ):
+        cases.append(
+            Case(
+                (lrs, grads),
+                label=label,
+                info={"bf16": label.startswith("a bf")},
+                shown=f"lrs {describe(lrs, 80)}; grads {describe(grads, 100)}",
+            )
+        )
+    return cases
+
+
+def _updates_probe(fn: Callable[..., Any], case: Case) -> Any:
+    result = _raised(lambda: fn(*case.args))
+    if result is None or isinstance(result, dict) and "raised" in result:
+        return result
+    return dtyped_plain(result)
+
+
+def _judge_updates(got: Any, expected: Any, case: Case) -> str | None:
+    if "raised" in got:
+        text = got["raised"]
+        if (
+            "prefix" in text
+            or "pytree structure error" in text
+            or "Custom node type mismatch" in text
+        ):
+            return (
+                "lrs is a prefix of grads, so it must be the first tree of jax.tree.map: the first tree decides where f "
+                f"is called, and f then gets the whole subtree of grads under each learning rate.\n  ({text[:200]})"
+            )
+        return f"raised {text}"
+    lrs, grads = case.args
+    mine = rebuild_tree(got["tree"])
+    wrong_sign = jax.tree.map(
+        lambda lr, sub: jax.tree.map(lambda g: lr * np.asarray(g, np.float64), sub), lrs, grads
+    )
+    tol = 2e-2 if case.info["bf16"] else 1e-5
+    hint = matching_variant(
+        mine,
+        [("the updates point uphill: an update is -lr * g.", lambda: wrong_sign)],
+        rtol=tol,
+        atol=tol,
+    )
+    if hint and _close(got["tree"], expected["tree"], case) is not None:
+        return hint
+    return _judge_trees(got, expected, case, bf16=case.info["bf16"])
+
+
+SCALED_UPDATES = Exercise(
+    id="08.scaled_updates",
+    name="scaled_updates",
+    title="Updates from a prefix tree of learning rates",
+    points=2,
+    cases=_updates_cases,
+    reference=_scaled_updates,
+    probe=_updates_probe,
+    judge=_judge_updates,
+    hints=(
+        "lrs is a prefix of grads: one learning rate stands for a whole subtree of gradients.",
+        "jax.tree.broadcast(lrs, grads) repeats each learning rate over its subtree; or jax.tree.map(f, lrs, grads) "
+        "calls f(lr, subtree) once per learning rate.",
+        "Each update is (-lr * g).astype(g.dtype); None subtrees of grads stay None.",
+    ),
+)
+
+
+EXERCISES = (GUARDED_STEP, SCAN_LAYERS, CLIP_PER_LEAF, ENSEMBLE_PREDICT, SCALED_UPDATES)

@@ -1,0 +1,262 @@
+"""Lesson 08 self-checks: a guarded step with cond, layers in one scan, a clipping custom_vjp,
+an ensemble vmap, and updates from a prefix tree of learning rates."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from exercise_support import LessonChecks, fresh_checks  # noqa: F401 (fresh_checks: autouse)
+from jax import lax
+
+from course_lib.checks import _lesson08
+
+LESSON_08 = (
+    "08.guarded_step",
+    "08.scan_layers",
+    "08.clip_per_leaf",
+    "08.ensemble_predict",
+    "08.scaled_updates",
+)
+
+
+# --- 08.guarded_step ---------------------------------------------------------------------------
+
+
+def guarded_with_where(params: Any, grads: Any, lr: Any) -> Any:
+    leaves = jax.tree.leaves(grads)
+    finite = jnp.stack([jnp.isfinite(g).all() for g in leaves]).all()
+    new = jax.tree.map(lambda p, g: jnp.where(finite, p - lr * g, p).astype(p.dtype), params, grads)
+    return new, jnp.logical_not(finite)
+
+
+def guarded_with_python_if(params: Any, grads: Any, lr: Any) -> Any:
+    if all(bool(jnp.isfinite(g).all()) for g in jax.tree.leaves(grads)):
+        return jax.tree.map(lambda p, g: p - lr * g, params, grads), jnp.bool_(False)
+    return params, jnp.bool_(True)
+
+
+def guarded_without_cast(params: Any, grads: Any, lr: Any) -> Any:
+    finite = jnp.all(jnp.asarray([jnp.all(jnp.isfinite(g)) for g in jax.tree.leaves(grads)]))
+    step = lambda p: jax.tree.map(lambda a, g: a - lr * g, p, grads)  # noqa: E731
+    return lax.cond(finite, step, lambda p: p, params), ~finite
+
+
+def guarded_always_steps(params: Any, grads: Any, lr: Any) -> Any:
+    return jax.tree.map(lambda p, g: (p - lr * g).astype(p.dtype), params, grads), jnp.bool_(False)
+
+
+# --- 08.scan_layers ----------------------------------------------------------------------------
+
+
+def scan_with_stacked_keys(layers: list[Any], h: Any) -> Any:
+    ws = jnp.stack([layer["w"] for layer in layers])
+    bs = jnp.stack([layer["b"] for layer in layers])
+    return lax.scan(lambda h, wb: (jnp.tanh(h @ wb[0] + wb[1]), None), h, (ws, bs))[0]
+
+
+def scan_python_loop(layers: list[Any], h: Any) -> Any:
+    for layer in layers:
+        h = jnp.tanh(h @ layer["w"] + layer["b"])
+    return h
+
+
+def scan_returning_ys(layers: list[Any], h: Any) -> Any:
+    stacked = jax.tree.map(lambda *leaves: jnp.stack(leaves), *layers)
+
+    def body(h: Any, p: Any) -> Any:
+        h = jnp.tanh(h @ p["w"] + p["b"])
+        return h, h
+
+    return lax.scan(body, h, stacked)[1]
+
+
+# --- 08.clip_per_leaf --------------------------------------------------------------------------
+
+
+@jax.custom_vjp
+def clip_with_flatten(params: Any, limit: float) -> Any:
+    return params
+
+
+def _flat_bwd(limit: float, g: Any) -> Any:
+    leaves, treedef = jax.tree.flatten(g)
+    return (
+        jax.tree.unflatten(treedef, [jnp.minimum(jnp.maximum(x, -limit), limit) for x in leaves]),
+        None,
+    )
+
+
+clip_with_flatten.defvjp(lambda p, limit: (p, limit), _flat_bwd)
+
+
+@jax.custom_vjp
+def clip_bare_tree(params: Any, limit: float) -> Any:
+    return params
+
+
+clip_bare_tree.defvjp(
+    lambda p, limit: (p, limit),
+    lambda limit, g: jax.tree.map(lambda x: jnp.clip(x, -limit, limit), g),
+)
+
+
+def clip_forward_values(params: Any, limit: float) -> Any:
+    return jax.tree.map(lambda x: jnp.clip(x, -limit, limit), params)
+
+
+@jax.custom_vjp
+def clip_by_global_norm(params: Any, limit: float) -> Any:
+    return params
+
+
+def _norm_bwd(limit: float, g: Any) -> Any:
+    norm = jnp.sqrt(sum(jnp.sum(x.astype(jnp.float32) ** 2) for x in jax.tree.leaves(g)))
+    return jax.tree.map(lambda x: (x * jnp.minimum(1.0, limit / norm)).astype(x.dtype), g), None
+
+
+clip_by_global_norm.defvjp(lambda p, limit: (p, limit), _norm_bwd)
+
+
+# --- 08.ensemble_predict -----------------------------------------------------------------------
+
+
+def ensemble_with_einsum(params: Any, x: Any) -> Any:
+    m = params["member"]
+    return params["shared"]["scale"] * (jnp.einsum("nd,mdk->mnk", x, m["w"]) + m["b"][:, None, :])
+
+
+def ensemble_mapping_everything(params: Any, x: Any) -> Any:
+    predict = lambda p, x: p["shared"]["scale"] * (x @ p["member"]["w"] + p["member"]["b"])  # noqa: E731
+    return jax.vmap(predict, in_axes=(0, None))(params, x)
+
+
+def ensemble_members_last(params: Any, x: Any) -> Any:
+    predict = lambda p, x: p["shared"]["scale"] * (x @ p["member"]["w"] + p["member"]["b"])  # noqa: E731
+    return jax.vmap(predict, in_axes=({"member": 0, "shared": None}, None), out_axes=2)(params, x)
+
+
+# --- 08.scaled_updates -------------------------------------------------------------------------
+
+
+def updates_with_broadcast(lrs: Any, grads: Any) -> Any:
+    full = jax.tree.broadcast(lrs, grads)
+    return jax.tree.map(lambda g, lr: (-lr * g).astype(g.dtype), grads, full)
+
+
+def updates_grads_first(lrs: Any, grads: Any) -> Any:
+    return jax.tree.map(lambda g, lr: -lr * g, grads, lrs)
+
+
+def updates_uphill(lrs: Any, grads: Any) -> Any:
+    return jax.tree.map(
+        lambda lr, sub: jax.tree.map(lambda g: (lr * g).astype(g.dtype), sub), lrs, grads
+    )
+
+
+def updates_in_float32(lrs: Any, grads: Any) -> Any:
+    return jax.tree.map(
+        lambda lr, sub: jax.tree.map(lambda g: -jnp.float32(lr) * g, sub), lrs, grads
+    )
+
+
+# --- the course's answers, as the solution notebook writes them ------------------------------------
+
+
+def guarded_step(params: Any, grads: Any, lr: Any) -> Any:
+    finite = jnp.all(jnp.asarray([jnp.all(jnp.isfinite(g)) for g in jax.tree.leaves(grads)]))
+
+    def step(params: Any) -> Any:
+        return jax.tree.map(lambda p, g: (p - lr * g).astype(p.dtype), params, grads)
+
+    return lax.cond(finite, step, lambda params: params, params), ~finite
+
+
+def scan_layers(layers: list[Any], h: Any) -> Any:
+    stacked = jax.tree.map(lambda *leaves: jnp.stack(leaves), *layers)
+    return lax.scan(lambda h, p: (jnp.tanh(h @ p["w"] + p["b"]), None), h, stacked)[0]
+
+
+@jax.custom_vjp
+def clip_per_leaf(params: Any, limit: float) -> Any:
+    return params
+
+
+clip_per_leaf.defvjp(
+    lambda params, limit: (params, limit),
+    lambda limit, g: (jax.tree.map(lambda leaf: jnp.clip(leaf, -limit, limit), g), None),
+)
+
+
+def ensemble_predict(params: Any, x: Any) -> Any:
+    def predict(p: Any, x: Any) -> Any:
+        return p["shared"]["scale"] * (x @ p["member"]["w"] + p["member"]["b"])
+
+    return jax.vmap(predict, in_axes=({"member": 0, "shared": None}, None))(params, x)
+
+
+def scaled_updates(lrs: Any, grads: Any) -> Any:
+    return jax.tree.map(
+        lambda lr, sub: jax.tree.map(lambda g: (-lr * g).astype(g.dtype), sub), lrs, grads
+    )
+
+
+class TestLesson08(LessonChecks):
+    ids = LESSON_08
+    points = 13
+    right = {
+        "08.guarded_step": guarded_step,
+        "08.scan_layers": scan_layers,
+        "08.clip_per_leaf": clip_per_leaf,
+        "08.ensemble_predict": ensemble_predict,
+        "08.scaled_updates": scaled_updates,
+    }
+    also_right = (
+        ("08.guarded_step", guarded_with_where),
+        ("08.scan_layers", scan_with_stacked_keys),
+        ("08.clip_per_leaf", clip_with_flatten),
+        ("08.ensemble_predict", ensemble_with_einsum),
+        ("08.scaled_updates", updates_with_broadcast),
+    )
+    wrong = (
+        ("08.guarded_step", guarded_with_python_if, "Python `if`"),
+        ("08.guarded_step", guarded_without_cast, "Pitfall 21"),
+        ("08.guarded_step", guarded_always_steps, "a gradient leaf holds a NaN or an inf"),
+        ("08.scan_layers", scan_python_loop, "a Python loop unrolls every layer"),
+        ("08.scan_layers", scan_returning_ys, "return the final carry"),
+        ("08.clip_per_leaf", clip_bare_tree, "Pitfall 22"),
+        ("08.clip_per_leaf", clip_forward_values, "the forward value must be params unchanged"),
+        ("08.clip_per_leaf", clip_by_global_norm, "clip each leaf on its own"),
+        (
+            "08.ensemble_predict",
+            ensemble_mapping_everything,
+            "in_axes=({'member': 0, 'shared': None}, None)",
+        ),
+        ("08.ensemble_predict", ensemble_members_last, "the member axis goes first"),
+        ("08.scaled_updates", updates_grads_first, "it must be the first tree of jax.tree.map"),
+        ("08.scaled_updates", updates_uphill, "an update is -lr * g"),
+        ("08.scaled_updates", updates_in_float32, "has dtype float32, expected bfloat16"),
+    )
+
+
+def test_the_scan_check_reads_the_program_not_the_values() -> None:
+    """A loop and a scan give the same numbers; only the scan has one scan of the depth's length."""
+    layers = [{"w": np.eye(3, dtype=np.float32), "b": np.zeros(3, np.float32)} for _ in range(4)]
+    h = np.ones((2, 3), np.float32)
+    with jax.numpy_rank_promotion("allow"):
+        loop = _lesson08._scan_eqns(jax.make_jaxpr(scan_python_loop)(layers, h).jaxpr)
+        scan = _lesson08._scan_eqns(jax.make_jaxpr(_lesson08._scan_layers)(layers, h).jaxpr)
+    assert loop == ([], 4)
+    assert scan == ([4], 0)
+
+
+def test_the_reference_clip_leaves_the_values_and_clips_each_gradient_entry() -> None:
+    params = {"w": jnp.array([1.0, -2.0]), "b": None}
+    grads = jax.grad(
+        lambda p: jnp.sum(jnp.array([3.0, 0.25]) * _lesson08._clip_per_leaf(p, 0.5)["w"])
+    )(params)
+    assert np.allclose(grads["w"], [0.5, 0.25]) and grads["b"] is None
+    assert jax.tree.structure(_lesson08._clip_per_leaf(params, 0.5)) == jax.tree.structure(params)
+    assert np.array_equal(_lesson08._clip_per_leaf(params, 0.5)["w"], params["w"])
