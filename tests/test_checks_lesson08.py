@@ -162,7 +162,7 @@ def updates_in_float32(lrs: Any, grads: Any) -> Any:
     )
 
 
-# --- the course's answers, as the solution notebook writes them ------------------------------------
+# --- the course's answers, as the solution notebook writes them --------------------------------
 
 
 def guarded_step(params: Any, grads: Any, lr: Any) -> Any:
@@ -253,10 +253,11 @@ def test_the_scan_check_reads_the_program_not_the_values() -> None:
 
 
 def test_the_reference_clip_leaves_the_values_and_clips_each_gradient_entry() -> None:
-    params = {"w": jnp.array([1.0, -2.0]), "b": None}
+    params: dict[str, Any] = {"w": jnp.array([1.0, -2.0]), "b": None}
     grads = jax.grad(
         lambda p: jnp.sum(jnp.array([3.0, 0.25]) * _lesson08._clip_per_leaf(p, 0.5)["w"])
     )(params)
     assert np.allclose(grads["w"], [0.5, 0.25]) and grads["b"] is None
-    assert jax.tree.structure(_lesson08._clip_per_leaf(params, 0.5)) == jax.tree.structure(params)
-    assert np.array_equal(_lesson08._clip_per_leaf(params, 0.5)["w"], params["w"])
+    forward = _lesson08._clip_per_leaf(params, 0.5)
+    assert str(jax.tree.structure(forward)) == str(jax.tree.structure(params))
+    assert np.array_equal(forward["w"], params["w"])

@@ -51,7 +51,7 @@ def _judge_trees(got: Any, expected: Any, case: Case, bf16: bool = False) -> str
     problem = (_close_bf16 if bf16 else _close)(got["tree"], expected["tree"], case)
     if problem:
         return problem
-    for (path, mine), (_, theirs) in zip(got["dtypes"], expected["dtypes"]):
+    for (path, mine), (_, theirs) in zip(got["dtypes"], expected["dtypes"], strict=False):
         if mine != theirs:
             return f"the leaf at {path or '<root>'} has dtype {mine}, expected {theirs}."
     return None
@@ -127,22 +127,31 @@ def _judge_guarded(got: Any, expected: Any, case: Case) -> str | None:
         text = got["raised"]
         if "TracerBoolConversionError" in text or "concrete value" in text:
             return (
-                "a Python `if` (or `and`, `all`) on a traced value: under jit the gradients have no values yet. "
+                "a Python `if` (or `and`, `all`) on a traced value: under jit the gradients have "
+                "no values yet. "
                 f"Decide with jax.lax.cond(finite, step, keep, params).\n  ({text[:200]})"
             )
         if "must have equal output types" in text:
             return (
-                "the two branches of the cond return different dtypes: with lr a float32 array, p - lr * g of a "
-                "bfloat16 p is float32 (Pitfall 21). Cast each new leaf back: (p - lr * g).astype(p.dtype)."
+                "the two branches of the cond return different dtypes: with lr a float32 array, p "
+                "- lr * g of a "
+                "bfloat16 p is float32 (Pitfall 21). Cast each new leaf back: (p - lr * "
+                "g).astype(p.dtype)."
             )
         if "same pytree structure" in text:
-            return f"the two branches of the cond return trees of different structures; both must return params' structure.\n  ({text[:240]})"
+            return (
+                "the two branches of the cond return trees of different structures; both must "
+                f"return params' structure.\n  ({text[:240]})"
+            )
         return f"raised {text}"
     if "returned" in got:
         return f"returned {got['returned']}; return a pair (new_params, skipped)."
     if got["skipped"] != expected["skipped"]:
         if expected["skipped"]:
-            return "skipped is False, but a gradient leaf holds a NaN or an inf: check every leaf, with jnp.isfinite."
+            return (
+                "skipped is False, but a gradient leaf holds a NaN or an inf: check every leaf, "
+                "with jnp.isfinite."
+            )
         return "skipped is True, but every gradient is finite."
     if expected["skipped"]:
         (params, grads, lr) = case.args
@@ -152,7 +161,7 @@ def _judge_guarded(got: Any, expected: Any, case: Case) -> str | None:
             grads,
         )
         if matching_variant(rebuild_tree(got["tree"]), [("", lambda: stepped)]) is not None:
-            return "the step was taken although a gradient is not finite: return params unchanged then."
+            return "the step was taken although a gradient is not finite: return params unchanged."
     return _judge_trees(got, expected, case, bf16=case.info["bf16"])
 
 
@@ -166,12 +175,15 @@ GUARDED_STEP = Exercise(
     probe=_guarded_probe,
     judge=_judge_guarded,
     hints=(
-        "Under jit there is no Python `if` on the gradients: jax.lax.cond(pred, true_fun, false_fun, params) "
+        "Under jit there is no Python `if` on the gradients: jax.lax.cond(pred, true_fun, "
+        "false_fun, params) "
         "compiles both branches and picks one at run time.",
-        "pred is one boolean: jnp.all(jnp.isfinite(g)) for each leaf g of jax.tree.leaves(grads), combined with "
+        "pred is one boolean: jnp.all(jnp.isfinite(g)) for each leaf g of jax.tree.leaves(grads), "
+        "combined with "
         "jnp.all or &.",
         "Both branches must return params' structure and dtypes: the step branch maps "
-        "(p - lr * g).astype(p.dtype) over params and grads, the other returns params. skipped is jnp.logical_not(pred).",
+        "(p - lr * g).astype(p.dtype) over params and grads, the other returns params. skipped is "
+        "jnp.logical_not(pred).",
     ),
 )
 
@@ -236,19 +248,27 @@ def _judge_scan(got: Any, expected: Any, case: Case) -> str | None:
     if "raised" in got:
         text = got["raised"]
         if "scan got values with different leading axis sizes" in text:
-            return f"the leaves of xs must all have the same leading axis, the layer axis: stack each leaf over the layers.\n  ({text[:200]})"
+            return (
+                "the leaves of xs must all have the same leading axis, the layer axis: stack each "
+                f"leaf over the layers.\n  ({text[:200]})"
+            )
         return f"raised {text}"
     layers, h = case.args
     depth = case.info["depth"]
     problem = _close(got["tree"], expected["tree"], case)
     if problem:
         if np.shape(rebuild_tree(got["tree"])) == (depth, *np.shape(h)):
-            return "returned the stacked per-layer outputs (scan's ys); return the final carry, the output of the last layer."
+            return (
+                "returned the stacked per-layer outputs (scan's ys); return the final carry, the "
+                "output of the last layer."
+            )
         return problem
     if depth not in got["scans"] or got["outside"]:
         return (
-            f"the layers do not run in one lax.scan (scans of lengths {got['scans']}, {got['outside']} tanh outside any scan): "
-            "a Python loop unrolls every layer into the program. Stack the layers and scan over them."
+            f"the layers do not run in one lax.scan (scans of lengths {got['scans']}, "
+            f"{got['outside']} tanh outside any scan): "
+            "a Python loop unrolls every layer into the program. Stack the layers and scan over "
+            "them."
         )
     return None
 
@@ -263,10 +283,13 @@ SCAN_LAYERS = Exercise(
     probe=_scan_probe,
     judge=_judge_scan,
     hints=(
-        "jax.tree.map(lambda *leaves: jnp.stack(leaves), *layers) turns the list of layer dicts into one dict "
+        "jax.tree.map(lambda *leaves: jnp.stack(leaves), *layers) turns the list of layer dicts "
+        "into one dict "
         "whose leaves have a leading layer axis.",
-        "lax.scan(body, h, stacked) calls body(h, p) with p the slice of every leaf for one layer, in order.",
-        "body returns (new_h, None): the new carry and no per-layer output. scan returns (final_h, None); "
+        "lax.scan(body, h, stacked) calls body(h, p) with p the slice of every leaf for one "
+        "layer, in order.",
+        "body returns (new_h, None): the new carry and no per-layer output. scan returns "
+        "(final_h, None); "
         "return final_h.",
     ),
 )
@@ -296,7 +319,10 @@ def _clip_cases(rng: np.random.Generator) -> list[Case]:
             lambda p: (3.0 * rng.normal(size=np.shape(p))).round(2).astype(np.float32), params
         )
         limit = round(float(rng.uniform(0.5, 2.0)), 2)
-        shown = f"params {describe(params, 100)}; limit {limit}; the loss sum(weights * leaf**2) with weights {describe(weights, 80)}"
+        shown = (
+            f"params {describe(params, 100)}; limit {limit}; the loss sum(weights * leaf**2) "
+            f"with weights {describe(weights, 80)}"
+        )
         cases.append(
             Case(
                 (params, limit),
@@ -353,7 +379,8 @@ def _judge_clip(got: Any, expected: Any, case: Case) -> str | None:
         text = got["raised"]
         if "container (pytree) structure as the args tuple" in text and "tuple of length" in text:
             return (
-                "the backward rule must return a tuple with one cotangent per argument of the primal function "
+                "the backward rule must return a tuple with one cotangent per argument of the "
+                "primal function "
                 f"(Pitfall 22): (clipped_tree, None), None for limit.\n  ({text[:260]})"
             )
         return f"raised {text}"
@@ -374,11 +401,13 @@ def _judge_clip(got: Any, expected: Any, case: Case) -> str | None:
         mine,
         [
             (
-                "the gradients are not clipped: the backward rule must clip each cotangent leaf with jnp.clip(g, -limit, limit).",
+                "the gradients are not clipped: the backward rule must clip each cotangent leaf "
+                "with jnp.clip(g, -limit, limit).",
                 lambda: raw64,
             ),
             (
-                "the gradients were scaled by the norm of the whole tree; clip each leaf on its own, elementwise, to [-limit, limit].",
+                "the gradients were scaled by the norm of the whole tree; clip each leaf on its "
+                "own, elementwise, to [-limit, limit].",
                 lambda: jax.tree.map(lambda g: g * min(1.0, limit / norm), raw64),
             ),
         ],
@@ -400,11 +429,14 @@ CLIP_PER_LEAF = Exercise(
     probe=_clip_probe,
     judge=_judge_clip,
     hints=(
-        "Decorate clip_per_leaf(params, limit) with @jax.custom_vjp; it returns params unchanged, and "
+        "Decorate clip_per_leaf(params, limit) with @jax.custom_vjp; it returns params unchanged, "
+        "and "
         "clip_per_leaf.defvjp(fwd, bwd) gives it its backward rule.",
-        "fwd(params, limit) returns (output, residuals): (params, limit). bwd(limit, g) receives g with the "
+        "fwd(params, limit) returns (output, residuals): (params, limit). bwd(limit, g) receives "
+        "g with the "
         "structure of params.",
-        "bwd returns a tuple, one entry per argument: (jax.tree.map(lambda x: jnp.clip(x, -limit, limit), g), None).",
+        "bwd returns a tuple, one entry per argument: (jax.tree.map(lambda x: jnp.clip(x, -limit, "
+        "limit), g), None).",
     ),
 )
 
@@ -444,8 +476,10 @@ def _judge_ensemble(got: Any, expected: Any, case: Case) -> str | None:
         text = got["raised"]
         if "inconsistent sizes" in text or "tree prefix" in text:
             return (
-                "in_axes does not fit the arguments: the member weights have the member axis, the shared scale and "
-                "x do not. in_axes=({'member': 0, 'shared': None}, None) is a prefix of (params, x).\n  "
+                "in_axes does not fit the arguments: the member weights have the member axis, the "
+                "shared scale and "
+                "x do not. in_axes=({'member': 0, 'shared': None}, None) is a prefix of (params, "
+                "x).\n  "
                 f"({text[:200]})"
             )
         return f"raised {text}"
@@ -454,8 +488,12 @@ def _judge_ensemble(got: Any, expected: Any, case: Case) -> str | None:
         if np.shape(mine) == np.shape(np.moveaxis(theirs, 0, -1)) or np.shape(mine) == np.shape(
             np.moveaxis(theirs, 0, 1)
         ):
-            return f"the result has shape {np.shape(mine)}, expected {np.shape(theirs)}: the member axis goes first (out_axes=0)."
-        return f"the result has shape {np.shape(mine)}, expected (members, batch, width) {np.shape(theirs)}."
+            return (
+                f"the result has shape {np.shape(mine)}, expected {np.shape(theirs)}: the member "
+                "axis goes first (out_axes=0)."
+            )
+        wanted = np.shape(theirs)
+        return f"the result has shape {np.shape(mine)}, expected (members, batch, width) {wanted}."
     return _judge_trees(got, expected, case)
 
 
@@ -470,7 +508,8 @@ ENSEMBLE_PREDICT = Exercise(
     judge=_judge_ensemble,
     hints=(
         "Write the prediction of one member first: scale * (x @ w + b), with w of shape (d, k).",
-        "jax.vmap(predict, in_axes=...) maps the leaves whose in_axes entry is 0 and passes those with None whole.",
+        "jax.vmap(predict, in_axes=...) maps the leaves whose in_axes entry is 0 and passes those "
+        "with None whole.",
         "in_axes is a prefix of (params, x): ({'member': 0, 'shared': None}, None).",
     ),
 )
@@ -529,8 +568,10 @@ def _judge_updates(got: Any, expected: Any, case: Case) -> str | None:
             or "Custom node type mismatch" in text
         ):
             return (
-                "lrs is a prefix of grads, so it must be the first tree of jax.tree.map: the first tree decides where f "
-                f"is called, and f then gets the whole subtree of grads under each learning rate.\n  ({text[:200]})"
+                "lrs is a prefix of grads, so it must be the first tree of jax.tree.map: the "
+                "first tree decides where f "
+                "is called, and f then gets the whole subtree of grads under each learning "
+                f"rate.\n  ({text[:200]})"
             )
         return f"raised {text}"
     lrs, grads = case.args
@@ -561,7 +602,8 @@ SCALED_UPDATES = Exercise(
     judge=_judge_updates,
     hints=(
         "lrs is a prefix of grads: one learning rate stands for a whole subtree of gradients.",
-        "jax.tree.broadcast(lrs, grads) repeats each learning rate over its subtree; or jax.tree.map(f, lrs, grads) "
+        "jax.tree.broadcast(lrs, grads) repeats each learning rate over its subtree; or "
+        "jax.tree.map(f, lrs, grads) "
         "calls f(lr, subtree) once per learning rate.",
         "Each update is (-lr * g).astype(g.dtype); None subtrees of grads stay None.",
     ),
