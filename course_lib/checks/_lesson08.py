@@ -218,7 +218,12 @@ def _scan_cases(rng: np.random.Generator) -> list[Case]:
 
 
 def _scan_eqns(jaxpr: Any) -> tuple[list[int], int]:
-    """The lengths of the scans of a jaxpr, and the ``tanh`` equations outside every scan."""
+    """The lengths of the scans of a jaxpr, and the ``tanh`` equations outside every scan.
+
+    >>> body = lambda h, _: (jnp.tanh(h), None)
+    >>> _scan_eqns(jax.make_jaxpr(lambda h: jnp.tanh(lax.scan(body, h, length=3)[0]))(1.0).jaxpr)
+    ([3], 1)
+    """
     lengths, outside = [], 0
     for eqn in jaxpr.eqns:
         if eqn.primitive.name == "scan":
