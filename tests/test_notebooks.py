@@ -20,6 +20,7 @@ LESSON_STEMS = [
     "05_recompilation",
     "06_optimizer_state",
     "07_devices_and_abstract_trees",
+    "09_working_by_key_path",
 ]
 REMOVED_API = re.compile(r"jax\.tree_(map|leaves|flatten|unflatten|structure|multimap)\b|\btree_multi" r"map\b")
 MACHINE_PATH = re.compile(r"(/root|/tmp|/home)/")
