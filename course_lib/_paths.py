@@ -47,8 +47,10 @@ def tree_mask(tree: PyTree, rule: Callable[[str], bool]) -> PyTree:
         answer = rule(_name(path))
         if not isinstance(answer, (bool, np.bool_)):
             raise TypeError(
-                f"tree_mask: the rule returned {type(answer).__name__} {answer!r:.40} for {_name(path)!r}; "
-                "it must return True or False (re.search returns a match or None: wrap it in bool())."
+                f"tree_mask: the rule returned {type(answer).__name__} {answer!r:.40} for "
+                f"{_name(path)!r}; "
+                "it must return True or False (re.search returns a match or None: wrap it in "
+                "bool())."
             )
         return bool(answer)
 
@@ -69,7 +71,8 @@ def tree_labels(tree: PyTree, rule: Callable[[str], str]) -> PyTree:
         answer = rule(_name(path))
         if not isinstance(answer, str):
             raise TypeError(
-                f"tree_labels: the rule returned {type(answer).__name__} {answer!r:.40} for {_name(path)!r}; it must return a str."
+                f"tree_labels: the rule returned {type(answer).__name__} {answer!r:.40} for "
+                f"{_name(path)!r}; it must return a str."
             )
         return answer
 
@@ -81,7 +84,8 @@ def _mask_bool(path: Any, leaf: Any, where: str) -> bool:
         return bool(leaf)
     if isinstance(leaf, jax.core.Tracer):
         raise TypeError(
-            f"{where}: the mask leaf at {_name(path)!r} is a traced array: the mask was passed to jax.jit "
+            f"{where}: the mask leaf at {_name(path)!r} is a traced array: the mask was passed to "
+            "jax.jit "
             "as an argument. Masks are static: close over the mask (or make it a static argument)."
         )
     if (
@@ -91,21 +95,24 @@ def _mask_bool(path: Any, leaf: Any, where: str) -> bool:
     ):
         return bool(leaf)
     raise TypeError(
-        f"{where}: the mask leaf at {_name(path)!r} is {type(leaf).__name__} {leaf!r:.40}, not True or False."
+        f"{where}: the mask leaf at {_name(path)!r} is {type(leaf).__name__} {leaf!r:.40}, not "
+        "True or False."
     )
 
 
 def _full_mask(tree: PyTree, mask: PyTree, where: str) -> list[bool]:
-    """One bool per leaf of ``tree`` (in order), from a mask with the structure of ``tree`` or a prefix of it."""
+    """One bool per leaf of ``tree``, in order, from a mask shaped like ``tree`` or a prefix."""
     if callable(mask) and not isinstance(mask, (bool, np.bool_)):
         raise TypeError(
-            f"{where}: pass a mask, a tree of bools; build it from a rule with cl.tree_mask(tree, rule)."
+            f"{where}: pass a mask, a tree of bools; build it from a rule with cl.tree_mask(tree, "
+            "rule)."
         )
     try:
         broadcast = jax.tree.broadcast(mask, tree)
     except ValueError as error:
         raise TreeStructureError(
-            f"{where}: the mask must have the structure of the tree (or be a prefix of it), and it does not:\n"
+            f"{where}: the mask must have the structure of the tree (or be a prefix of it), and "
+            "it does not:\n"
             f"{error}\nBuild it from the tree itself: cl.tree_mask(tree, rule)."
         ) from None
     return [
@@ -115,7 +122,7 @@ def _full_mask(tree: PyTree, mask: PyTree, where: str) -> list[bool]:
 
 
 def partition(tree: PyTree, mask: PyTree) -> tuple[PyTree, PyTree]:
-    """``(selected, rest)``: the leaves where ``mask`` is True, and the others, ``None`` in their place.
+    """``(selected, rest)``: the leaves where ``mask`` is True and the others, ``None`` elsewhere.
 
     ``mask`` is a tree of bools with the structure of ``tree`` or a prefix of it (``True`` for a
     whole subtree), as :func:`tree_mask` builds. Both halves keep every container of ``tree``;
@@ -130,8 +137,8 @@ def partition(tree: PyTree, mask: PyTree) -> tuple[PyTree, PyTree]:
     """
     keep = _full_mask(tree, mask, "partition")
     leaves, treedef = jax.tree.flatten(tree)
-    selected = [leaf if k else None for leaf, k in zip(leaves, keep)]
-    rest = [None if k else leaf for leaf, k in zip(leaves, keep)]
+    selected = [leaf if k else None for leaf, k in zip(leaves, keep, strict=True)]
+    rest = [None if k else leaf for leaf, k in zip(leaves, keep, strict=True)]
     return _unflatten_with_nones(treedef, selected), _unflatten_with_nones(treedef, rest)
 
 
@@ -145,9 +152,11 @@ def _is_none(x: Any) -> bool:
 
 
 def combine(*trees: PyTree) -> PyTree:
-    """One tree from several of one structure with ``None`` placeholders: the first non-``None`` leaf at each place.
+    """One tree from trees with ``None`` placeholders: at each place, the first leaf not ``None``.
 
-    The inverse of :func:`partition`, as ``equinox.combine``: ``combine(*partition(t, mask))`` is ``t``.
+    The inverse of :func:`partition`, as ``equinox.combine``: ``combine(*partition(t, m))``
+    is ``t``.
+    The trees must have one structure, ``None`` counting as a leaf.
 
     >>> combine({"w": None, "b": 1.0}, {"w": 2.0, "b": None})
     {'b': 1.0, 'w': 2.0}
@@ -158,9 +167,11 @@ def combine(*trees: PyTree) -> PyTree:
     for i, structure in enumerate(structures[1:], start=1):
         if structure != structures[0]:
             raise TreeStructureError(
-                f"combine: tree {i} does not have the structure of tree 0 (None counting as a leaf):\n"
+                f"combine: tree {i} does not have the structure of tree 0 (None counting as a "
+                "leaf):\n"
                 f"  tree 0: {structures[0]}\n  tree {i}: {structure}\n"
-                "Combine the halves of one partition: partition keeps every container and puts None where a leaf went."
+                "Combine the halves of one partition: partition keeps every container and puts "
+                "None where a leaf went."
             )
     columns = zip(*(jax.tree.leaves(t, is_leaf=_is_none) for t in trees), strict=True)
     merged = [next((leaf for leaf in column if leaf is not None), None) for column in columns]
@@ -168,14 +179,15 @@ def combine(*trees: PyTree) -> PyTree:
 
 
 def labels_as_masks(labels: PyTree, names: Mapping[str, Any], where: str) -> dict[str, PyTree]:
-    """``{label: mask}`` from a tree of labels: one mask per label of ``names``, True where the leaf has it.
+    """``{label: mask}`` from a tree of labels: per label of ``names``, True where a leaf has it.
 
     >>> labels_as_masks({"w": "a", "b": "b"}, {"a": 1, "b": 2}, "here")
     {'a': {'b': False, 'w': True}, 'b': {'b': True, 'w': False}}
     """
     if callable(labels):
         raise TypeError(
-            f"{where}: pass labels, a tree of strings; build it from a rule with cl.tree_labels(tree, rule)."
+            f"{where}: pass labels, a tree of strings; build it from a rule with "
+            "cl.tree_labels(tree, rule)."
         )
     for path, label in jax.tree_util.tree_leaves_with_path(labels):
         if not isinstance(label, str) or label not in names:

@@ -1,18 +1,25 @@
-"""Lesson 09 self-checks: a decay mask, a frozen group, a partition, a rate per group, counts per group."""
+"""Lesson 09 self-checks: a decay mask, a frozen group, a partition, rates and counts per group."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import jax
 import numpy as np
 import optax
 import pytest
-
-from course_lib.checks import get_exercise
 from exercise_support import LessonChecks, fresh_checks, has_none  # noqa: F401 (fresh_checks: autouse)
 
-LESSON_09 = ("09.decay_mask", "09.freeze_group", "09.split_by_mask", "09.group_sgd", "09.count_by_group")
+from course_lib.checks import get_exercise
+
+LESSON_09 = (
+    "09.decay_mask",
+    "09.freeze_group",
+    "09.split_by_mask",
+    "09.group_sgd",
+    "09.count_by_group",
+)
 
 
 def _name(path: Any) -> str:
@@ -43,7 +50,9 @@ def decay_mask_by_flatten(params):
 
 
 def decay_mask_default_keystr(params):
-    return jax.tree.map_with_path(lambda path, leaf: jax.tree_util.keystr(path).endswith("/w"), params)
+    return jax.tree.map_with_path(
+        lambda path, leaf: jax.tree_util.keystr(path).endswith("/w"), params
+    )
 
 
 def decay_mask_substring(params):
@@ -62,22 +71,32 @@ def decay_mask_dropping_none(params):
 
 
 def freeze_group(params, grads, lr, frozen):
-    return jax.tree.map_with_path(lambda path, p, g: p if _name(path).split("/")[0] == frozen else p - lr * g, params, grads)
+    return jax.tree.map_with_path(
+        lambda path, p, g: p if _name(path).split("/")[0] == frozen else p - lr * g, params, grads
+    )
 
 
 def freeze_group_by_dict(params, grads, lr, frozen):
-    return {k: v if k == frozen else jax.tree.map(lambda p, g: p - lr * g, v, grads[k]) for k, v in params.items()}
+    return {
+        k: v if k == frozen else jax.tree.map(lambda p, g: p - lr * g, v, grads[k])
+        for k, v in params.items()
+    }
 
 
 def freeze_group_with_optax(params, grads, lr, frozen):
-    labels = {k: jax.tree.map(lambda _: "frozen" if k == frozen else "train", v) for k, v in params.items()}
+    labels = {
+        k: jax.tree.map(lambda _: "frozen" if k == frozen else "train", v)  # noqa: B023 (called at once)
+        for k, v in params.items()
+    }
     tx = optax.multi_transform({"train": optax.sgd(lr), "frozen": optax.set_to_zero()}, labels)
     updates, _ = tx.update(grads, tx.init(params), params)
     return optax.apply_updates(params, updates)
 
 
 def freeze_group_startswith(params, grads, lr, frozen):
-    return jax.tree.map_with_path(lambda path, p, g: p if _name(path).startswith(frozen) else p - lr * g, params, grads)
+    return jax.tree.map_with_path(
+        lambda path, p, g: p if _name(path).startswith(frozen) else p - lr * g, params, grads
+    )
 
 
 def freeze_group_nothing(params, grads, lr, frozen):
@@ -85,11 +104,17 @@ def freeze_group_nothing(params, grads, lr, frozen):
 
 
 def freeze_group_inverted(params, grads, lr, frozen):
-    return jax.tree.map_with_path(lambda path, p, g: p - lr * g if _name(path).split("/")[0] == frozen else p, params, grads)
+    return jax.tree.map_with_path(
+        lambda path, p, g: p - lr * g if _name(path).split("/")[0] == frozen else p, params, grads
+    )
 
 
 def freeze_group_default_keystr(params, grads, lr, frozen):
-    return jax.tree.map_with_path(lambda path, p, g: p if jax.tree_util.keystr(path).split("/")[0] == frozen else p - lr * g, params, grads)
+    return jax.tree.map_with_path(
+        lambda path, p, g: p if jax.tree_util.keystr(path).split("/")[0] == frozen else p - lr * g,
+        params,
+        grads,
+    )
 
 
 # --- 09.split_by_mask -----------------------------------------------------------------------------
@@ -105,8 +130,8 @@ def split_by_mask_flatten(tree, mask):
     leaves, treedef = jax.tree.flatten(tree)
     keep = jax.tree.leaves(mask)
     return (
-        jax.tree.unflatten(treedef, [x if k else None for x, k in zip(leaves, keep)]),
-        jax.tree.unflatten(treedef, [None if k else x for x, k in zip(leaves, keep)]),
+        jax.tree.unflatten(treedef, [x if k else None for x, k in zip(leaves, keep, strict=True)]),
+        jax.tree.unflatten(treedef, [None if k else x for x, k in zip(leaves, keep, strict=True)]),
     )
 
 
@@ -144,7 +169,7 @@ def group_sgd(params, grads, rates):
 
 
 def group_sgd_with_optax(params, grads, rates):
-    labels = {k: jax.tree.map(lambda _: k, v) for k, v in params.items()}
+    labels = {k: jax.tree.map(lambda _, k=k: k, v) for k, v in params.items()}
     tx = optax.multi_transform({k: optax.sgd(rate) for k, rate in rates.items()}, labels)
     updates, _ = tx.update(grads, tx.init(params), params)
     return optax.apply_updates(params, updates)
@@ -160,7 +185,9 @@ def group_sgd_uphill(params, grads, rates):
 
 
 def group_sgd_second_key(params, grads, rates):
-    return jax.tree.map_with_path(lambda path, p, g: p - rates.get(_name(path).split("/")[1], 0.0) * g, params, grads)
+    return jax.tree.map_with_path(
+        lambda path, p, g: p - rates.get(_name(path).split("/")[1], 0.0) * g, params, grads
+    )
 
 
 # --- 09.count_by_group ----------------------------------------------------------------------------
@@ -192,12 +219,12 @@ def count_by_group_leaves(params):
 def count_by_group_last_key(params):
     counts = dict.fromkeys(params, 0)
     first = next(iter(params))
-    for path, leaf in jax.tree_util.tree_leaves_with_path(params):
+    for _, leaf in jax.tree_util.tree_leaves_with_path(params):
         counts[first] += leaf.size
     return counts
 
 
-RIGHT = {
+RIGHT: dict[str, Callable[..., Any]] = {
     "09.decay_mask": decay_mask,
     "09.freeze_group": freeze_group,
     "09.split_by_mask": split_by_mask,
@@ -205,7 +232,7 @@ RIGHT = {
     "09.count_by_group": count_by_group,
 }
 
-WRONG = [
+WRONG: list[tuple[str, Callable[..., Any], str]] = [
     ("09.decay_mask", decay_mask_default_keystr, "keystr(path, simple=True, separator='/')"),
     ("09.decay_mask", decay_mask_substring, "compare the last part of the name"),
     ("09.decay_mask", decay_mask_by_ndim, "not the names"),
@@ -221,7 +248,11 @@ WRONG = [
     ("09.group_sgd", group_sgd_first_rate, "every leaf took the first group's rate"),
     ("09.group_sgd", group_sgd_uphill, "the steps go uphill"),
     ("09.group_sgd", group_sgd_second_key, "the wrong part of the name"),
-    ("09.count_by_group", count_by_group_from_paths_only, "a group without leaves (None) has 0 parameters"),
+    (
+        "09.count_by_group",
+        count_by_group_from_paths_only,
+        "a group without leaves (None) has 0 parameters",
+    ),
     ("09.count_by_group", count_by_group_leaves, "those are the numbers of leaves"),
     ("09.count_by_group", count_by_group_last_key, "shared out wrongly"),
 ]
@@ -250,7 +281,7 @@ def test_cases_hold_none_subtrees(exercise_id: str) -> None:
 
 
 def test_every_case_has_a_group_named_like_a_prefix_of_another() -> None:
-    """The startswith mistake must show: each freeze case has a group whose name extends the frozen one."""
+    """The startswith mistake shows: a group's name extends the frozen one in every freeze case."""
     for case in get_exercise("09.freeze_group").make_cases("grade", 3):
         params, _, _, frozen = case.args
         assert any(group != frozen and group.startswith(frozen) for group in params)

@@ -14,9 +14,9 @@ import optax
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from strategies import Layer, trees
 
 import course_lib as cl
-from strategies import Layer, trees
 
 
 def _mask_from_bits(tree: Any, bits: list[bool]) -> Any:
@@ -32,7 +32,9 @@ def _same(a: Any, b: Any) -> bool:
         return False
     return all(
         (x is None and y is None) or (x is not None and y is not None and np.array_equal(x, y))
-        for x, y in zip(jax.tree.leaves(a, is_leaf=none), jax.tree.leaves(b, is_leaf=none))
+        for x, y in zip(
+            jax.tree.leaves(a, is_leaf=none), jax.tree.leaves(b, is_leaf=none), strict=True
+        )
     )
 
 
@@ -55,8 +57,12 @@ def test_partition_splits_the_leaves_between_the_halves(tree: Any, bits: list[bo
     selected, rest = cl.partition(tree, mask)
     keep = jax.tree.leaves(mask)
     leaves = jax.tree.leaves(tree)
-    assert [id(x) for x in jax.tree.leaves(selected)] == [id(x) for x, k in zip(leaves, keep) if k]
-    assert [id(x) for x in jax.tree.leaves(rest)] == [id(x) for x, k in zip(leaves, keep) if not k]
+    assert [id(x) for x in jax.tree.leaves(selected)] == [
+        id(x) for x, k in zip(leaves, keep, strict=True) if k
+    ]
+    assert [id(x) for x in jax.tree.leaves(rest)] == [
+        id(x) for x, k in zip(leaves, keep, strict=True) if not k
+    ]
     # Both halves keep every container: with None as a leaf they have one structure.
     none = lambda x: x is None  # noqa: E731
     assert jax.tree.structure(selected, is_leaf=none) == jax.tree.structure(rest, is_leaf=none)
@@ -86,7 +92,7 @@ def test_an_all_true_mask_selects_everything(tree: Any) -> None:
 # --- tree_mask, tree_labels ---------------------------------------------------------------------
 
 
-PARAMS = {
+PARAMS: dict[str, Any] = {
     "layers": [
         {"w": jnp.ones((2, 3)), "b": jnp.zeros(3)},
         {"w": jnp.full((3, 1), 2.0), "b": jnp.zeros(1)},
@@ -98,7 +104,12 @@ PARAMS = {
 
 def test_rule_sees_slash_names() -> None:
     seen: list[str] = []
-    cl.tree_mask(PARAMS, lambda name: seen.append(name) or False)
+
+    def rule(name: str) -> bool:
+        seen.append(name)
+        return False
+
+    cl.tree_mask(PARAMS, rule)
     assert seen == [
         "head/weight",
         "layers/0/b",
@@ -113,7 +124,7 @@ def test_tree_mask_refuses_a_rule_that_returns_no_bool() -> None:
     import re
 
     with pytest.raises(TypeError, match=r"wrap it in bool\(\)"):
-        cl.tree_mask(PARAMS, lambda name: re.search("w$", name))
+        cl.tree_mask(PARAMS, lambda name: re.search("w$", name))  # type: ignore[arg-type, return-value]
 
 
 def test_tree_labels_and_unknown_labels() -> None:
@@ -145,7 +156,7 @@ def test_partition_and_combine_under_jit_with_a_fixed_mask_compile_once() -> Non
     @jax.jit
     def loss(trained: Any, frozen: Any) -> jax.Array:
         params = cl.combine(trained, frozen)
-        return sum(jnp.sum(x**2) for x in jax.tree.leaves(params))
+        return jnp.sum(jnp.stack([jnp.sum(x**2) for x in jax.tree.leaves(params)]))
 
     trained, frozen = cl.partition(PARAMS, mask)
     grad = jax.jit(jax.grad(loss))
@@ -222,7 +233,7 @@ def test_masked_freezes_as_multi_transform_with_set_to_zero() -> None:
 
 
 def test_masked_moves_the_masked_leaves_as_optax_masked() -> None:
-    """optax.masked passes masked-out updates through (the raw gradient); on the masked-in leaves it agrees."""
+    """optax.masked passes masked-out updates through (the raw gradient); elsewhere it agrees."""
     params = _net(2)
     mask = cl.tree_mask(params, lambda name: name.endswith("w"))
     ours = _course_run(cl.masked(cl.sgd(0.1), mask), _net(2), 1)
