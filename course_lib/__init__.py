@@ -23,10 +23,10 @@ from ._inspect import assert_trees_close as assert_trees_close
 from ._inspect import tree_diff as tree_diff
 from ._inspect import tree_summary as tree_summary
 from ._optim import AdamState as AdamState
-from ._optim import MomentumState as MomentumState
-from ._optim import Optimizer as Optimizer
 from ._optim import FrozenState as FrozenState
+from ._optim import MomentumState as MomentumState
 from ._optim import MultiTransformState as MultiTransformState
+from ._optim import Optimizer as Optimizer
 from ._optim import SGDState as SGDState
 from ._optim import adam as adam
 from ._optim import frozen as frozen
