@@ -125,7 +125,9 @@ class Optimizer:
         self.donate = donate
         self._init = init
         self._raw_step = step
-        self._set_rate = set_rate or (lambda state, rate: state._replace(learning_rate=_as_rate(rate)))
+        self._set_rate = set_rate or (
+            lambda state, rate: state._replace(learning_rate=_as_rate(rate))
+        )
 
         def checked_step(grads: PyTree, state: Any, params: PyTree) -> tuple[PyTree, Any]:
             # Runs at trace time only: a clear message instead of a deep tree.map error.
@@ -256,7 +258,9 @@ def adam(
 
 
 def frozen() -> Optimizer:
-    """Leaves that do not move: the parameters come back as they are, with no state (``optax.set_to_zero``).
+    """Leaves that do not move: the parameters come back as they are, with no state.
+
+    The meaning of ``optax.set_to_zero()`` for the parameters it is given.
 
     For a group of :func:`multi_transform`; :func:`masked` uses it for the leaves outside the mask.
 
@@ -277,8 +281,10 @@ def frozen() -> Optimizer:
     return Optimizer("frozen", init, step, None, donate=False, set_rate=set_rate)
 
 
-def multi_transform(optimizers: dict[str, Optimizer], labels: PyTree, donate: bool = True) -> Optimizer:
-    """One optimizer per group of leaves: ``labels`` (a tree of strings shaped like the params) says whose.
+def multi_transform(
+    optimizers: dict[str, Optimizer], labels: PyTree, donate: bool = True
+) -> Optimizer:
+    """One optimizer per group of leaves: ``labels``, strings shaped like the params, say whose.
 
     The meaning of ``optax.multi_transform(transforms, labels)``: each optimizer sees only its
     group's leaves and keeps state for those only; build ``labels`` with
@@ -287,31 +293,41 @@ def multi_transform(optimizers: dict[str, Optimizer], labels: PyTree, donate: bo
     learning_rate={"head": 0.1})`` changes one group's rate (as data, no recompilation).
 
     >>> params = {"body": jnp.ones(2), "head": jnp.ones(2)}
-    >>> opt = multi_transform({"slow": sgd(0.01), "fast": sgd(1.0)}, {"body": "slow", "head": "fast"}, donate=False)
-    >>> new, state = opt.apply_gradients({"body": jnp.ones(2), "head": jnp.ones(2)}, opt.init(params), params)
+    >>> labels = {"body": "slow", "head": "fast"}
+    >>> opt = multi_transform({"slow": sgd(0.01), "fast": sgd(1.0)}, labels, donate=False)
+    >>> grads = {"body": jnp.ones(2), "head": jnp.ones(2)}
+    >>> new, state = opt.apply_gradients(grads, opt.init(params), params)
     >>> new
     {'body': Array([0.99, 0.99], dtype=float32), 'head': Array([0., 0.], dtype=float32)}
     """
     if not optimizers or not all(isinstance(o, Optimizer) for o in optimizers.values()):
-        raise TypeError("multi_transform: optimizers must be a non-empty dict {label: course_lib Optimizer}.")
+        raise TypeError(
+            "multi_transform: optimizers must be a non-empty dict {label: course_lib Optimizer}."
+        )
     masks = labels_as_masks(labels, optimizers, "multi_transform")
 
     def init(params: PyTree, rate: jax.Array | None) -> MultiTransformState:
-        return MultiTransformState({name: opt.init(partition(params, masks[name])[0]) for name, opt in optimizers.items()})
+        return MultiTransformState(
+            {name: opt.init(partition(params, masks[name])[0]) for name, opt in optimizers.items()}
+        )
 
-    def step(grads: PyTree, state: MultiTransformState, params: PyTree) -> tuple[PyTree, MultiTransformState]:
+    def step(
+        grads: PyTree, state: MultiTransformState, params: PyTree
+    ) -> tuple[PyTree, MultiTransformState]:
         moved, inner = [], {}
         for name, opt in optimizers.items():
             mine = partition(params, masks[name])[0]
-            new, inner[name] = opt._raw_step(partition(grads, masks[name])[0], state.inner[name], mine)
+            theirs = partition(grads, masks[name])[0]
+            new, inner[name] = opt._raw_step(theirs, state.inner[name], mine)
             moved.append(new)
         return combine(*moved), MultiTransformState(inner)
 
     def set_rate(state: MultiTransformState, rates: Any) -> MultiTransformState:
         if not isinstance(rates, dict) or not set(rates) <= set(optimizers):
             raise ValueError(
-                f"multi_transform: each group has its own learning rate; pass learning_rate={{label: rate}} "
-                f"with labels among {sorted(optimizers)}, got {rates!r:.60}."
+                "multi_transform: each group has its own learning rate; pass "
+                f"learning_rate={{label: rate}} with labels among {sorted(optimizers)}, "
+                f"got {rates!r:.60}."
             )
         inner = dict(state.inner)
         for name, rate in rates.items():
@@ -338,7 +354,10 @@ def masked(optimizer: Optimizer, mask: PyTree, donate: bool = True) -> Optimizer
     {'b': Array([1., 1.], dtype=float32), 'w': Array([0.5, 0.5], dtype=float32)}
     """
     if callable(mask) and not isinstance(mask, (bool, np.bool_)):
-        raise TypeError("masked: pass a mask, a tree of bools; build it from a rule with cl.tree_mask(params, rule).")
+        raise TypeError(
+            "masked: pass a mask, a tree of bools; build it from a rule with "
+            "cl.tree_mask(params, rule)."
+        )
     labels = jax.tree.map(lambda keep: "trained" if keep else "frozen", mask)
     multi = multi_transform({"trained": optimizer, "frozen": frozen()}, labels, donate)
     multi.name = f"masked({optimizer.name})"
