@@ -19,6 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ._errors import check_array_leaves, check_same_structure, leaf_dtype
+from ._paths import combine, labels_as_masks, partition
 from ._tree_math import tree_zeros_like
 from ._typing import PyTree, Scalar
 
@@ -43,6 +44,19 @@ class AdamState(NamedTuple):
     count: jax.Array
     mu: PyTree
     nu: PyTree
+
+
+class FrozenState(NamedTuple):
+    """State of :func:`frozen`: nothing (a frozen leaf has no learning rate and no moments)."""
+
+
+class MultiTransformState(NamedTuple):
+    """State of :func:`multi_transform` and :func:`masked`: each group's optimizer state, by label.
+
+    Each inner state is that optimizer's state for its own leaves only (``None`` elsewhere).
+    """
+
+    inner: dict[str, Any]
 
 
 def _as_rate(learning_rate: Scalar) -> jax.Array:
@@ -100,15 +114,20 @@ class Optimizer:
     def __init__(
         self,
         name: str,
-        init: Callable[[PyTree, jax.Array], Any],
+        init: Callable[[PyTree, Any], Any],
         step: Callable[[PyTree, Any, PyTree], tuple[PyTree, Any]],
-        learning_rate: Scalar,
+        learning_rate: Any,
         donate: bool = True,
+        set_rate: Callable[[Any, Any], Any] | None = None,
     ):
         self.name = name
         self.learning_rate = learning_rate
         self.donate = donate
         self._init = init
+        self._raw_step = step
+        self._set_rate = set_rate or (
+            lambda state, rate: state._replace(learning_rate=_as_rate(rate))
+        )
 
         def checked_step(grads: PyTree, state: Any, params: PyTree) -> tuple[PyTree, Any]:
             # Runs at trace time only: a clear message instead of a deep tree.map error.
@@ -121,10 +140,11 @@ class Optimizer:
     def init(self, params: PyTree) -> Any:
         """The initial state for ``params`` (every leaf must be an array)."""
         check_array_leaves(params, f"{self.name}.init")
-        return self._init(params, _as_rate(self.learning_rate))
+        scalar = self.learning_rate is not None and not isinstance(self.learning_rate, dict)
+        return self._init(params, _as_rate(self.learning_rate) if scalar else None)
 
     def apply_gradients(
-        self, grads: PyTree, state: Any, params: PyTree, learning_rate: Scalar | None = None
+        self, grads: PyTree, state: Any, params: PyTree, learning_rate: Any = None
     ) -> tuple[PyTree, Any]:
         """One step: the new parameters and the new state, ``(new_params, new_state)``.
 
@@ -135,14 +155,15 @@ class Optimizer:
         ``grads`` must have exactly the structure of ``params`` (as ``jax.grad`` returns it).
         ``params`` and ``state`` are donated when the optimizer was built with ``donate=True``:
         their buffers are reused for the results, so do not read the old ones afterwards.
-        ``learning_rate``, when given, replaces the one in the state without recompiling.
+        ``learning_rate``, when given, replaces the one in the state without recompiling (for
+        :func:`multi_transform`, a dict ``{label: rate}`` of the groups to change).
 
         Weakly typed leaves (``jnp.array(3.0)``, a Python float) are made plain first: the step
         returns plain arrays, and a weak input would make the next call compile a second program.
         Those leaves are copied, so their old buffers are not the ones donated.
         """
         if learning_rate is not None:
-            state = state._replace(learning_rate=_as_rate(learning_rate))
+            state = self._set_rate(state, learning_rate)
         if not self._types_settled:
             # Checked until a call brings no weak leaf: from then on the inputs are the step's
             # own outputs and gradients of them, and each leaf costs nothing more per call.
@@ -234,3 +255,110 @@ def adam(
         return jax.tree.map(move, params, mu, nu), AdamState(lr, count, mu, nu)
 
     return Optimizer("adam", init, step, learning_rate, donate)
+
+
+def frozen() -> Optimizer:
+    """Leaves that do not move: the parameters come back as they are, with no state.
+
+    The meaning of ``optax.set_to_zero()`` for the parameters it is given.
+
+    For a group of :func:`multi_transform`; :func:`masked` uses it for the leaves outside the mask.
+
+    >>> opt = frozen()
+    >>> opt.apply_gradients([jnp.ones(1)], opt.init([jnp.zeros(1)]), [jnp.zeros(1)])
+    ([Array([0.], dtype=float32)], FrozenState())
+    """
+
+    def init(params: PyTree, rate: jax.Array | None) -> FrozenState:
+        return FrozenState()
+
+    def step(grads: PyTree, state: FrozenState, params: PyTree) -> tuple[PyTree, FrozenState]:
+        return params, state
+
+    def set_rate(state: FrozenState, rate: Any) -> FrozenState:
+        raise ValueError("frozen: a frozen group has no learning rate to set.")
+
+    return Optimizer("frozen", init, step, None, donate=False, set_rate=set_rate)
+
+
+def multi_transform(
+    optimizers: dict[str, Optimizer], labels: PyTree, donate: bool = True
+) -> Optimizer:
+    """One optimizer per group of leaves: ``labels``, strings shaped like the params, say whose.
+
+    The meaning of ``optax.multi_transform(transforms, labels)``: each optimizer sees only its
+    group's leaves and keeps state for those only; build ``labels`` with
+    :func:`~course_lib.tree_labels`. The whole step is one compiled program, and ``labels`` is
+    fixed when the optimizer is built, so it never recompiles. ``apply_gradients(...,
+    learning_rate={"head": 0.1})`` changes one group's rate (as data, no recompilation).
+
+    >>> params = {"body": jnp.ones(2), "head": jnp.ones(2)}
+    >>> labels = {"body": "slow", "head": "fast"}
+    >>> opt = multi_transform({"slow": sgd(0.01), "fast": sgd(1.0)}, labels, donate=False)
+    >>> grads = {"body": jnp.ones(2), "head": jnp.ones(2)}
+    >>> new, state = opt.apply_gradients(grads, opt.init(params), params)
+    >>> new
+    {'body': Array([0.99, 0.99], dtype=float32), 'head': Array([0., 0.], dtype=float32)}
+    """
+    if not optimizers or not all(isinstance(o, Optimizer) for o in optimizers.values()):
+        raise TypeError(
+            "multi_transform: optimizers must be a non-empty dict {label: course_lib Optimizer}."
+        )
+    masks = labels_as_masks(labels, optimizers, "multi_transform")
+
+    def init(params: PyTree, rate: jax.Array | None) -> MultiTransformState:
+        return MultiTransformState(
+            {name: opt.init(partition(params, masks[name])[0]) for name, opt in optimizers.items()}
+        )
+
+    def step(
+        grads: PyTree, state: MultiTransformState, params: PyTree
+    ) -> tuple[PyTree, MultiTransformState]:
+        moved, inner = [], {}
+        for name, opt in optimizers.items():
+            mine = partition(params, masks[name])[0]
+            theirs = partition(grads, masks[name])[0]
+            new, inner[name] = opt._raw_step(theirs, state.inner[name], mine)
+            moved.append(new)
+        return combine(*moved), MultiTransformState(inner)
+
+    def set_rate(state: MultiTransformState, rates: Any) -> MultiTransformState:
+        if not isinstance(rates, dict) or not set(rates) <= set(optimizers):
+            raise ValueError(
+                "multi_transform: each group has its own learning rate; pass "
+                f"learning_rate={{label: rate}} with labels among {sorted(optimizers)}, "
+                f"got {rates!r:.60}."
+            )
+        inner = dict(state.inner)
+        for name, rate in rates.items():
+            inner[name] = optimizers[name]._set_rate(inner[name], rate)
+        return MultiTransformState(inner)
+
+    rates = {name: opt.learning_rate for name, opt in optimizers.items()}
+    return Optimizer("multi_transform", init, step, rates, donate, set_rate)
+
+
+def masked(optimizer: Optimizer, mask: PyTree, donate: bool = True) -> Optimizer:
+    """``optimizer`` on the leaves where ``mask`` is True; the others do not move and have no state.
+
+    ``mask`` is a tree of bools shaped like the params (:func:`~course_lib.tree_mask`). It is
+    ``multi_transform({"trained": optimizer, "frozen": frozen()}, labels)``. Note the one
+    difference from ``optax.masked(inner, mask)``: optax passes the masked-out *updates* through
+    unchanged (``apply_updates`` then adds the raw gradient, which is right inside an
+    ``optax.chain``, as for weight decay); an Optimizer returns parameters, and a masked-out
+    parameter keeps its value.
+
+    >>> opt = masked(sgd(0.5), {"w": True, "b": False}, donate=False)
+    >>> params = {"w": jnp.ones(2), "b": jnp.ones(2)}
+    >>> opt.apply_gradients({"w": jnp.ones(2), "b": jnp.ones(2)}, opt.init(params), params)[0]
+    {'b': Array([1., 1.], dtype=float32), 'w': Array([0.5, 0.5], dtype=float32)}
+    """
+    if callable(mask) and not isinstance(mask, (bool, np.bool_)):
+        raise TypeError(
+            "masked: pass a mask, a tree of bools; build it from a rule with "
+            "cl.tree_mask(params, rule)."
+        )
+    labels = jax.tree.map(lambda keep: "trained" if keep else "frozen", mask)
+    multi = multi_transform({"trained": optimizer, "frozen": frozen()}, labels, donate)
+    multi.name = f"masked({optimizer.name})"
+    return multi

@@ -17,7 +17,7 @@ import nbformat
 import pytest
 
 from course_lib.authoring.exercises import make_exercise
-from course_lib.checks import all_exercises
+from course_lib.checks import all_exercises, lessons
 from course_lib.grade._submissions import (
     NotebookProblem,
     UsageError,
@@ -340,7 +340,7 @@ def test_every_solution_gets_full_marks_and_every_exercise_notebook_zero(tmp_pat
         assert {e["id"]: e["status"] for e in graded} == dict.fromkeys((i for i, _ in everything), status)
         earned = [(e["id"], e["points"]) for e in graded]
         assert earned == (everything if status == "passed" else [(i, 0) for i, _ in everything])
-    assert len(submissions) == 2 * len(list((ROOT / "solutions").glob("[0-9][0-9]_*.ipynb"))) == 16
+    assert len(submissions) == 2 * len(list((ROOT / "solutions").glob("[0-9][0-9]_*.ipynb"))) == 18
 
 
 # --- bad arguments: non-zero exit and a message, no kernels started --------------------------------

@@ -21,6 +21,7 @@ LESSON_STEMS = [
     "06_optimizer_state",
     "07_devices_and_abstract_trees",
     "08_trees_through_transformations",
+    "09_working_by_key_path",
 ]
 REMOVED_API = re.compile(r"jax\.tree_(map|leaves|flatten|unflatten|structure|multimap)\b|\btree_multi" r"map\b")
 MACHINE_PATH = re.compile(r"(/root|/tmp|/home)/")
