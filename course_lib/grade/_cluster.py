@@ -23,9 +23,9 @@ import shutil
 import sys
 import tempfile
 import threading
-from concurrent.futures import CancelledError
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import CancelledError
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -34,7 +34,9 @@ from ._gradebook import SubmissionResult
 from ._submissions import Submission
 
 ALLOWED_FAILURES = 1  # a worker dying under a task: the task is run once more elsewhere
-IN_FLIGHT_PER_THREAD = 2  # tasks submitted ahead per worker thread: notebooks' bytes wait here, not there
+IN_FLIGHT_PER_THREAD = (
+    2  # tasks submitted ahead per worker thread: notebooks' bytes wait here, not there
+)
 _ADDRESS = re.compile(r"(tcp|tls)://(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.\-]+):(\d{1,5})")
 _LOCAL = re.compile(r"local:(\d+)")
 
@@ -72,13 +74,17 @@ def task_key(sub: Submission, data: bytes, settings: dict[str, Any]) -> str:
     >>> task_key(Submission(Path("a.ipynb"), "ann", "01_x.ipynb"), b"{}", {"seed": 0})[:13]
     'course-grade-'
     """
-    text = json.dumps([sub.student, sub.notebook, hashlib.sha256(data).hexdigest(), settings], sort_keys=True)
+    text = json.dumps(
+        [sub.student, sub.notebook, hashlib.sha256(data).hexdigest(), settings], sort_keys=True
+    )
     return "course-grade-" + hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
 # --- on the worker ---
 
-_CONTEXTS: dict[str, Any] = {}  # one grading context (scratch folder, reference answers) per settings
+_CONTEXTS: dict[
+    str, Any
+] = {}  # one grading context (scratch folder, reference answers) per settings
 _CONTEXTS_LOCK = threading.Lock()
 
 
@@ -91,14 +97,18 @@ def _worker_context(options: Any) -> Any:
         if key not in _CONTEXTS:
             import jax
 
-            jax.config.update("jax_platforms", "cpu")  # references computed as a local run computes them
+            jax.config.update(
+                "jax_platforms", "cpu"
+            )  # references computed as a local run computes them
             scratch = Path(tempfile.mkdtemp(prefix="course-grade-worker-"))
             atexit.register(shutil.rmtree, scratch, True)
             _CONTEXTS[key] = Context(options, scratch)
         return _CONTEXTS[key]
 
 
-def grade_task(data: bytes, student: str, notebook: str, options: Any, settings: dict[str, Any]) -> str:
+def grade_task(
+    data: bytes, student: str, notebook: str, options: Any, settings: dict[str, Any]
+) -> str:
     """Grade one submission on this worker; the JSON text of ``{"result", "seconds"}`` or ``{"refused"}``.
 
     ``settings`` are the client's: a worker whose own settings differ (another ``course_lib``, no
@@ -107,7 +117,9 @@ def grade_task(data: bytes, student: str, notebook: str, options: Any, settings:
     from ._grader import _error_result, grade_submission
     from ._record import _differences
 
-    options = dataclasses.replace(options, confinement=None, quiet=True)  # probed here, for this machine
+    options = dataclasses.replace(
+        options, confinement=None, quiet=True
+    )  # probed here, for this machine
     mine = options.settings()
     if mine != settings:
         return json.dumps({"refused": _differences(settings, mine)})
@@ -120,7 +132,9 @@ def grade_task(data: bytes, student: str, notebook: str, options: Any, settings:
         try:
             result = asyncio.run(grade_submission(sub, ctx))
         except Exception as error:  # noqa: BLE001 (a grader bug is that notebook's error, as in a local run)
-            result = _error_result(sub, None, f"internal grader error: {type(error).__name__}: {error}")
+            result = _error_result(
+                sub, None, f"internal grader error: {type(error).__name__}: {error}"
+            )
     finally:
         shutil.rmtree(inbox, ignore_errors=True)
     return json.dumps({"result": result.to_json(), "seconds": time.monotonic() - started})
@@ -144,8 +158,11 @@ def connect(address: str, timeout: float) -> Iterator[Any]:
         try:
             if local:
                 cluster = LocalCluster(
-                    n_workers=int(local[1]), threads_per_worker=1, processes=True,
-                    dashboard_address="127.0.0.1:0", host="127.0.0.1",
+                    n_workers=int(local[1]),
+                    threads_per_worker=1,
+                    processes=True,
+                    dashboard_address="127.0.0.1:0",
+                    host="127.0.0.1",
                 )
                 client = Client(cluster, timeout=timeout)
             else:
@@ -196,7 +213,9 @@ def _arrived(sub: Submission, text: str) -> tuple[SubmissionResult, float]:
     try:
         data = json.loads(text)
     except (TypeError, json.JSONDecodeError):
-        return _error_result(sub, None, "the Dask worker sent back something that is not a result"), 0.0
+        return _error_result(
+            sub, None, "the Dask worker sent back something that is not a result"
+        ), 0.0
     if isinstance(data, dict) and "refused" in data:
         raise SchedulerError(
             f"a Dask worker grades with other settings than this machine ({data['refused']}): "
@@ -206,9 +225,13 @@ def _arrived(sub: Submission, text: str) -> tuple[SubmissionResult, float]:
         result = SubmissionResult.checked(data.get("result") if isinstance(data, dict) else None)
         seconds = float(data["seconds"])
     except (ValueError, TypeError, KeyError) as error:
-        return _error_result(sub, None, f"the Dask worker sent back a malformed result ({error})"), 0.0
+        return _error_result(
+            sub, None, f"the Dask worker sent back a malformed result ({error})"
+        ), 0.0
     if (result.student, result.notebook) != (sub.student, sub.notebook):
-        return _error_result(sub, None, "the Dask worker sent back the result of another notebook"), 0.0
+        return _error_result(
+            sub, None, "the Dask worker sent back the result of another notebook"
+        ), 0.0
     return result, seconds
 
 
@@ -231,7 +254,9 @@ def grade_on_cluster(
     settings = options.settings()
     progress = _Progress(len(subs), options.quiet)
     results: dict[int, SubmissionResult] = {}
-    threads = sum(w.get("nthreads", 1) for w in client.scheduler_info(n_workers=-1)["workers"].values())
+    threads = sum(
+        w.get("nthreads", 1) for w in client.scheduler_info(n_workers=-1)["workers"].values()
+    )
     window = max(8, IN_FLIGHT_PER_THREAD * threads)
     waiting = iter(enumerate(subs))
     which: dict[str, tuple[int, Submission]] = {}
@@ -243,8 +268,15 @@ def grade_on_cluster(
         i, sub = item
         data = read_submission(sub)
         future = client.submit(
-            grade_task, data, sub.student, sub.notebook, options, settings,
-            key=task_key(sub, data, settings), retries=1, pure=False,
+            grade_task,
+            data,
+            sub.student,
+            sub.notebook,
+            options,
+            settings,
+            key=task_key(sub, data, settings),
+            retries=1,
+            pure=False,
         )
         which[future.key] = (i, sub)
         return future
@@ -277,4 +309,7 @@ def grade_on_cluster(
 
 def announce(address: str, client: Any, count: int) -> None:
     """The first progress line of a cluster run."""
-    print(f"grading {count} notebook(s) on the Dask cluster at {address} ({describe(client)})", file=sys.stderr)
+    print(
+        f"grading {count} notebook(s) on the Dask cluster at {address} ({describe(client)})",
+        file=sys.stderr,
+    )
