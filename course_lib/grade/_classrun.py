@@ -12,11 +12,12 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ._answers import answer_sheet, outside_errors
 from ._classbook import LatePolicy, build_class
 from ._classfiles import write_class
+from ._cluster import SchedulerError
 from ._exports import lms_files
 from ._gradebook import SubmissionResult, summary_table
 from ._intake import Intake, Student
@@ -52,13 +53,16 @@ class ClassRun:
     assignment: str = ""
     report: bool = True
     forced: set[str] = field(default_factory=set)  # students named by --only: graded again even if unchanged
+    scheduler: str = ""  # a Dask scheduler's address, or local:N; empty: grade on this machine
+    scheduler_timeout: float = 30.0  # seconds to wait for the scheduler to answer
 
 
 def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
-def _read(sub: Submission) -> bytes:
+def read_submission(sub: Submission) -> bytes:
+    """The submission's bytes, or none when it cannot be read (grading reports that)."""
     try:
         return sub.path.read_bytes()
     except OSError:
@@ -67,11 +71,26 @@ def _read(sub: Submission) -> bytes:
 
 def run_class(run: ClassRun, options: "Options") -> int:
     """Grade, merge and write; returns the exit status."""
+    if not run.scheduler:
+        return _run_class(run, options, None)
+    from ._cluster import connect
+
+    try:
+        with connect(run.scheduler, run.scheduler_timeout) as client:
+            return _run_class(run, options, client)
+    except SchedulerError as error:
+        run.journal.close()
+        print(f"course-grade: error: {error}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+def _run_class(run: ClassRun, options: "Options", client: Any) -> int:
+    from ._cluster import describe
     from ._grader import grade_all
 
     start = time.monotonic()
     quiet = options.quiet
-    digests = {(s.student, s.notebook): digest(_read(s)) for s in run.chosen}
+    digests = {(s.student, s.notebook): digest(read_submission(s)) for s in run.chosen}
     resumed, kept = {}, 0
     todo = []
     for sub in run.chosen:
@@ -87,7 +106,7 @@ def run_class(run: ClassRun, options: "Options") -> int:
     fresh: dict[tuple[str, str], Graded] = {}
 
     def finished(sub: Submission, result: SubmissionResult) -> None:
-        sheet = answer_sheet(_read(sub), sub.notebook)
+        sheet = answer_sheet(read_submission(sub), sub.notebook)
         graded = Graded(result, digests[(sub.student, sub.notebook)], sheet.answers, outside_errors(result.notes, sheet.exercise_cells))
         run.journal.append(graded)
         fresh[graded.key] = graded
@@ -95,14 +114,25 @@ def run_class(run: ClassRun, options: "Options") -> int:
     if not quiet:
         again = f"; {len(resumed)} from the journal of the interrupted run" if resumed else ""
         again += f"; {kept} unchanged since {run.out / 'gradebook.json'}" if kept else ""
-        print(f"grading {len(todo)} notebook(s), {options.jobs} at a time{again}", file=sys.stderr)
+        where = f"on the Dask cluster at {run.scheduler} ({describe(client)})" if client is not None else f"{options.jobs} at a time"
+        print(f"grading {len(todo)} notebook(s), {where}{again}", file=sys.stderr)
     previous = signal.signal(signal.SIGTERM, _interrupt)  # while the loop runs, grade_all cancels it more gently
     try:
-        results = asyncio.run(grade_all(todo, options, finished))
+        if client is not None:
+            from ._cluster import grade_on_cluster
+
+            results = grade_on_cluster(client, todo, options, finished)
+        else:
+            results = asyncio.run(grade_all(todo, options, finished))
+    except SchedulerError as error:
+        run.journal.close()
+        print(f"course-grade: error: {error}; the notebooks graded so far are kept in {run.journal.path} for --resume", file=sys.stderr)
+        return EXIT_USAGE
     except (KeyboardInterrupt, asyncio.CancelledError):
         run.journal.close()
+        stopped = "the cluster's unfinished tasks were cancelled" if client is not None else "every kernel was stopped"
         print(
-            f"course-grade: interrupted; every kernel was stopped. {len(fresh) + len(resumed)} finished notebook(s) are kept in "
+            f"course-grade: interrupted; {stopped}. {len(fresh) + len(resumed)} finished notebook(s) are kept in "
             f"{run.journal.path}: run the same command with --resume to grade the rest",
             file=sys.stderr,
         )

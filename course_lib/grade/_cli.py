@@ -9,6 +9,7 @@ from pathlib import Path
 from course_lib.checks import all_exercises
 
 from ._classbook import LatePolicy, find_student, resolve_overrides
+from ._cluster import SchedulerError, check_address
 from ._classrun import EXIT_OUTPUT, EXIT_USAGE, ClassRun, record_students, run_class
 from ._due import parse_due
 from ._exports import FORMATS
@@ -29,6 +30,13 @@ def _positive(kind: type) -> "type":
         return value
 
     return parse  # type: ignore[return-value]
+
+
+def _scheduler(text: str) -> str:
+    try:
+        return check_address(text)
+    except SchedulerError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def _percent(text: str) -> float:
@@ -98,6 +106,16 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--forbid", action="append", default=[], metavar="PACKAGE",
         help="flag any call into this package (say optax) made by an answer; repeatable (default: every package is allowed)",
+    )
+    # --- a Dask cluster ---
+    cluster = parser.add_argument_group("a Dask cluster (docs/instructor.md: Slurm, Kubernetes, dask-gateway)")
+    cluster.add_argument(
+        "--scheduler", type=_scheduler, metavar="ADDRESS",
+        help="grade on the Dask cluster at ADDRESS (tcp://host:8786), or local:N for N workers here; --jobs is then unused",
+    )
+    cluster.add_argument(
+        "--scheduler-timeout", type=_positive(float), default=30.0, metavar="S",
+        help="seconds to wait for the scheduler to answer before giving up with exit status 2 (default: 30)",
     )
     # --- the class: roster, re-runs, overrides, due dates, LMS formats ---
     group = parser.add_argument_group("the class")
@@ -224,6 +242,7 @@ def _grade(parser: argparse.ArgumentParser, args: argparse.Namespace, intake: In
         out, intake, chosen, record, journal, overrides, str(args.overrides or ""),
         LatePolicy(args.due, args.late_penalty, args.late_cap), args.format, args.assignment,
         forced={s.student for s in chosen} if args.only else set(),
+        scheduler=args.scheduler or "", scheduler_timeout=args.scheduler_timeout,
     )
     import jax
 

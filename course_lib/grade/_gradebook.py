@@ -75,6 +75,64 @@ class SubmissionResult:
         result.exercises = [ExerciseResult.from_json(e) for e in data.get("exercises", [])]
         return result
 
+    @classmethod
+    def checked(cls, data: Any) -> "SubmissionResult":
+        """:meth:`from_json` for data from elsewhere (a Dask worker): ``ValueError`` unless it has the schema.
+
+        >>> SubmissionResult.checked({"student": "ann", "notebook": "01_x.ipynb", "status": "graded"}).status
+        'graded'
+        >>> SubmissionResult.checked({"student": "ann", "notebook": "01_x.ipynb", "status": "great"})
+        Traceback (most recent call last):
+        ...
+        ValueError: status 'great' is not graded or error
+        """
+        if not isinstance(data, dict):
+            raise ValueError("a result is a JSON object")
+        text = {"student": True, "notebook": True, "path": False, "message": False}
+        for name, required in text.items():
+            if not isinstance(data.get(name, None if required else ""), str):
+                raise ValueError(f"{name} must be text")
+        if data.get("lesson") is not None and not isinstance(data["lesson"], str):
+            raise ValueError("lesson must be text or null")
+        if data.get("status") not in ("graded", "error"):
+            raise ValueError(f"status {data.get('status')!r} is not graded or error")
+        if not _texts(data.get("notes", [])):
+            raise ValueError("notes must be a list of texts")
+        rows = data.get("exercises", [])
+        if not isinstance(rows, list):
+            raise ValueError("exercises must be a list")
+        for row in rows:
+            _check_exercise(row)
+        return cls.from_json({"path": "", "lesson": None, "message": "", **data})
+
+
+def _texts(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and value == value
+
+
+def _check_exercise(row: Any) -> None:
+    """``ValueError`` unless ``row`` is an :class:`ExerciseResult` as ``asdict`` writes it."""
+    if not isinstance(row, dict):
+        raise ValueError("an exercise result is a JSON object")
+    for name in ("id", "name", "message"):
+        if not isinstance(row.get(name), str):
+            raise ValueError(f"exercise {name} must be text")
+    if row.get("status") not in STATUSES:
+        raise ValueError(f"exercise status {row.get('status')!r} is not one of {', '.join(STATUSES)}")
+    if not (_number(row.get("points")) and isinstance(row.get("max_points"), int) and 0 <= row["points"] <= row["max_points"]):
+        raise ValueError("exercise points must be numbers from 0 to max_points")
+    if row.get("points_if_allowed") is not None and not _number(row["points_if_allowed"]):
+        raise ValueError("points_if_allowed must be a number or null")
+    lists = {"parts": dict, "cases": bool, "flags": dict}
+    for name, kind in lists.items():
+        value = row.get(name, [])
+        if not (isinstance(value, list) and all(isinstance(v, kind) for v in value)):
+            raise ValueError(f"exercise {name} must be a list of {kind.__name__}")
+
 
 def format_points(value: float) -> str:
     """Points as text: ``2`` for whole points, ``1.5`` or ``0.33`` for fractions.

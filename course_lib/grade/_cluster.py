@@ -1,0 +1,315 @@
+"""Grading on a Dask cluster: one task per submission, checked JSON back, every file written here.
+
+``course-grade --scheduler tcp://host:8786`` (or ``local:N`` for a ``LocalCluster`` of N workers)
+sends each notebook's bytes to a worker, which grades it exactly as a local run does: a fenced
+kernel per submission (``_grader.grade_submission``), reference answers computed once per worker
+and seed. Only the result's JSON text comes back; the client checks it against the gradebook's
+schema (:meth:`SubmissionResult.checked`) and that it is the result of the submission it sent, then
+journals it and hands it to the class run, which writes the same files a local run writes.
+
+Faults: a task whose worker dies is run again on another worker once (the scheduler's
+``allowed-failures``, 1 here); a second death ends it as ``KilledWorker``, which the client records
+as an ``error`` for that notebook. A task that raises is retried once (``retries=1``). Each
+finished task is journalled once, when it arrives.
+"""
+
+import asyncio
+import atexit
+import dataclasses
+import hashlib
+import json
+import re
+import shutil
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import CancelledError
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from ._gradebook import SubmissionResult
+from ._submissions import Submission
+
+ALLOWED_FAILURES = 1  # a worker dying under a task: the task is run once more elsewhere
+IN_FLIGHT_PER_THREAD = (
+    2  # tasks submitted ahead per worker thread: notebooks' bytes wait here, not there
+)
+_ADDRESS = re.compile(r"(tcp|tls)://(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.\-]+):(\d{1,5})")
+_LOCAL = re.compile(r"local:(\d+)")
+
+
+class SchedulerError(Exception):
+    """The cluster cannot be used: a bad address, a scheduler that does not answer, mixed settings."""
+
+
+def check_address(text: str) -> str:
+    """The scheduler address as given, if it has the form Dask needs; else :class:`SchedulerError`.
+
+    >>> check_address("tcp://10.0.0.5:8786")
+    'tcp://10.0.0.5:8786'
+    >>> check_address("local:2")
+    'local:2'
+    >>> check_address("10.0.0.5")
+    Traceback (most recent call last):
+    ...
+    course_lib.grade._cluster.SchedulerError: '10.0.0.5' is not a scheduler address: give tcp://HOST:PORT (tls://HOST:PORT), or local:N for N workers on this machine
+    """
+    local = _LOCAL.fullmatch(text)
+    if local and int(local[1]) >= 1:
+        return text
+    address = _ADDRESS.fullmatch(text)
+    if address and 0 < int(address[3]) < 65536:
+        return text
+    raise SchedulerError(
+        f"{text!r} is not a scheduler address: give tcp://HOST:PORT (tls://HOST:PORT), or local:N for N workers on this machine"
+    )
+
+
+def task_key(sub: Submission, data: bytes, settings: dict[str, Any]) -> str:
+    """The task's key: the same submission, bytes and settings always get the same key.
+
+    >>> task_key(Submission(Path("a.ipynb"), "ann", "01_x.ipynb"), b"{}", {"seed": 0})[:13]
+    'course-grade-'
+    """
+    text = json.dumps(
+        [sub.student, sub.notebook, hashlib.sha256(data).hexdigest(), settings], sort_keys=True
+    )
+    return "course-grade-" + hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+# --- on the worker ---
+
+_CONTEXTS: dict[
+    str, Any
+] = {}  # one grading context (scratch folder, reference answers) per settings
+_CONTEXTS_LOCK = threading.Lock()
+
+
+def _worker_context(options: Any) -> Any:
+    """This worker's context for these options: reference answers are computed once per worker."""
+    from ._grader import Context
+
+    key = json.dumps(options.settings(), sort_keys=True)
+    with _CONTEXTS_LOCK:
+        if key not in _CONTEXTS:
+            import jax
+
+            jax.config.update(
+                "jax_platforms", "cpu"
+            )  # references computed as a local run computes them
+            scratch = Path(tempfile.mkdtemp(prefix="course-grade-worker-"))
+            atexit.register(shutil.rmtree, scratch, True)
+            _CONTEXTS[key] = Context(options, scratch)
+        return _CONTEXTS[key]
+
+
+def grade_task(
+    data: bytes, student: str, notebook: str, options: Any, settings: dict[str, Any]
+) -> str:
+    """Grade one submission on this worker; the JSON text of ``{"result", "seconds"}`` or ``{"refused"}``.
+
+    ``settings`` are the client's: a worker whose own settings differ (another ``course_lib``, no
+    Landlock where the client has it) refuses, so a gradebook never records a sandbox it did not get.
+    """
+    from ._grader import _error_result, grade_submission
+    from ._record import _differences
+
+    options = dataclasses.replace(
+        options, confinement=None, quiet=True
+    )  # probed here, for this machine
+    mine = options.settings()
+    if mine != settings:
+        return json.dumps({"refused": _differences(settings, mine)})
+    ctx = _worker_context(options)
+    inbox = Path(tempfile.mkdtemp(prefix="inbox-", dir=ctx.scratch))
+    sub = Submission(inbox / Path(notebook).name, student, notebook)
+    started = time.monotonic()
+    try:
+        sub.path.write_bytes(data)
+        try:
+            result = asyncio.run(grade_submission(sub, ctx))
+        except Exception as error:  # noqa: BLE001 (a grader bug is that notebook's error, as in a local run)
+            result = _error_result(
+                sub, None, f"internal grader error: {type(error).__name__}: {error}"
+            )
+    finally:
+        shutil.rmtree(inbox, ignore_errors=True)
+    return json.dumps({"result": result.to_json(), "seconds": time.monotonic() - started})
+
+
+# --- on the client ---
+
+
+@contextmanager
+def connect(address: str, timeout: float) -> Iterator[Any]:
+    """A ``distributed.Client`` for ``address`` (``local:N`` starts a ``LocalCluster``), closed after.
+
+    Raises :class:`SchedulerError` when the scheduler cannot be reached within ``timeout`` seconds.
+    """
+    import dask
+    from distributed import Client, LocalCluster
+
+    local = _LOCAL.fullmatch(address)
+    with dask.config.set({"distributed.scheduler.allowed-failures": ALLOWED_FAILURES}):
+        cluster = None
+        try:
+            if local:
+                cluster = LocalCluster(
+                    n_workers=int(local[1]),
+                    threads_per_worker=1,
+                    processes=True,
+                    dashboard_address="127.0.0.1:0",
+                    host="127.0.0.1",
+                )
+                client = Client(cluster, timeout=timeout)
+            else:
+                client = Client(address, timeout=timeout)
+        except (OSError, TimeoutError, ValueError) as error:
+            if cluster is not None:
+                cluster.close()
+            raise SchedulerError(
+                f"no Dask scheduler answered at {address} within {timeout:g} s ({type(error).__name__}: {error}); "
+                "check the address and that the scheduler runs and can be reached from here"
+            ) from None
+    try:
+        yield client
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+
+
+def describe(client: Any) -> str:
+    """Workers and threads the cluster has now, for the first progress line."""
+    workers = client.scheduler_info(n_workers=-1)["workers"]
+    threads = sum(w.get("nthreads", 1) for w in workers.values())
+    return f"{len(workers)} worker(s), {threads} thread(s)"
+
+
+def _killed(sub: Submission, error: BaseException) -> SubmissionResult:
+    from distributed import KilledWorker
+
+    from ._grader import _error_result
+
+    if isinstance(error, KilledWorker):
+        message = (
+            f"every Dask worker that graded this notebook died while grading it ({ALLOWED_FAILURES + 1} tried), "
+            "so it was not graded; grade it alone on one machine to see why"
+        )
+    elif isinstance(error, (CancelledError, asyncio.CancelledError)):
+        message = "the Dask scheduler cancelled the task grading this notebook (was it restarted?); run again with --resume"
+    else:
+        message = f"grading failed on the Dask worker twice: {type(error).__name__}: {error}"
+    return _error_result(sub, None, message)
+
+
+def _arrived(sub: Submission, text: str) -> tuple[SubmissionResult, float]:
+    """The worker's answer for ``sub``, checked; :class:`SchedulerError` when a worker refused."""
+    from ._grader import _error_result
+
+    try:
+        data = json.loads(text)
+    except (TypeError, json.JSONDecodeError):
+        return _error_result(
+            sub, None, "the Dask worker sent back something that is not a result"
+        ), 0.0
+    if isinstance(data, dict) and "refused" in data:
+        raise SchedulerError(
+            f"a Dask worker grades with other settings than this machine ({data['refused']}): "
+            "give every worker the course environment this client has, with the same sandbox"
+        )
+    try:
+        result = SubmissionResult.checked(data.get("result") if isinstance(data, dict) else None)
+        seconds = float(data["seconds"])
+    except (ValueError, TypeError, KeyError) as error:
+        return _error_result(
+            sub, None, f"the Dask worker sent back a malformed result ({error})"
+        ), 0.0
+    if (result.student, result.notebook) != (sub.student, sub.notebook):
+        return _error_result(
+            sub, None, "the Dask worker sent back the result of another notebook"
+        ), 0.0
+    return result, seconds
+
+
+def grade_on_cluster(
+    client: Any,
+    subs: list[Submission],
+    options: Any,
+    on_result: Callable[[Submission, SubmissionResult], None],
+) -> list[SubmissionResult]:
+    """Grade ``subs`` on the cluster behind ``client``; results in the order of ``subs``.
+
+    Results are handed to ``on_result`` (the journal) and shown as they arrive. Ctrl-C cancels the
+    tasks not finished and raises :class:`KeyboardInterrupt`; what arrived before is kept.
+    """
+    from distributed import as_completed
+
+    from ._classrun import read_submission
+    from ._grader import _Progress
+
+    settings = options.settings()
+    progress = _Progress(len(subs), options.quiet)
+    results: dict[int, SubmissionResult] = {}
+    threads = sum(
+        w.get("nthreads", 1) for w in client.scheduler_info(n_workers=-1)["workers"].values()
+    )
+    window = max(8, IN_FLIGHT_PER_THREAD * threads)
+    waiting = iter(enumerate(subs))
+    which: dict[str, tuple[int, Submission]] = {}
+
+    def submit() -> Any | None:
+        item = next(waiting, None)
+        if item is None:
+            return None
+        i, sub = item
+        data = read_submission(sub)
+        future = client.submit(
+            grade_task,
+            data,
+            sub.student,
+            sub.notebook,
+            options,
+            settings,
+            key=task_key(sub, data, settings),
+            retries=1,
+            pure=False,
+        )
+        which[future.key] = (i, sub)
+        return future
+
+    first = [f for f in (submit() for _ in range(window)) if f is not None]
+    pending = as_completed(first)
+    try:
+        for future in pending:
+            i, sub = which.pop(future.key)
+            if future.status == "finished":
+                result, seconds = _arrived(sub, future.result())
+            else:
+                try:
+                    error = future.exception()
+                except (CancelledError, asyncio.CancelledError) as cancelled:
+                    error = cancelled
+                result, seconds = _killed(sub, error), 0.0
+            result.path = sub.shown or str(sub.path)
+            results[i] = result
+            on_result(sub, result)
+            progress.update(result, seconds)
+            following = submit()
+            if following is not None:
+                pending.add(following)
+    except BaseException:
+        client.cancel(list(pending.futures))
+        raise
+    return [results[i] for i in sorted(results)]
+
+
+def announce(address: str, client: Any, count: int) -> None:
+    """The first progress line of a cluster run."""
+    print(
+        f"grading {count} notebook(s) on the Dask cluster at {address} ({describe(client)})",
+        file=sys.stderr,
+    )
