@@ -395,3 +395,46 @@ def test_an_escaped_child_still_counts_for_the_memory_limit(tmp_path: Path) -> N
     (result,) = _in_sandbox(tmp_path, 512, [escape], memory_bytes=300 * 2**20)
     assert result.status == "died" and "memory limit" in result.reason, result
     assert leftovers() == []
+
+
+@needs_landlock
+def test_a_grader_killed_outright_takes_its_kernels_with_it(tmp_path: Path) -> None:
+    """A SIGKILLed grader (or Dask worker) cannot stop its kernels: each launcher hears of it and ends its own."""
+    import signal
+    import time
+
+    import psutil
+
+    script = tmp_path / "grader.py"
+    script.write_text(
+        "import asyncio, sys, time\n"
+        "from pathlib import Path\n"
+        "from course_lib.grade._grader import kernel_env\n"
+        "from course_lib.grade._kernel import Confinement, Limits, Sandbox\n"
+        "async def main():\n"
+        "    folder = Path(sys.argv[1])\n"
+        "    sandbox = Sandbox(str(folder), kernel_env(folder), Limits(tasks=512, memory_bytes=2 * 2**30), Confinement(landlock=True))\n"
+        "    await sandbox.start()\n"
+        "    await sandbox.run('x = 1', 120)\n"
+        "    print(sandbox.pid, flush=True)\n"
+        "    time.sleep(300)\n"
+        "asyncio.run(main())\n"
+    )
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    grader = subprocess.Popen([sys.executable, str(script), str(scratch)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert grader.stdout is not None
+        launcher = psutil.Process(int(grader.stdout.readline()))
+        kernels = launcher.children(recursive=True)
+        assert kernels, "the launcher runs the kernel"
+        os.kill(grader.pid, signal.SIGKILL)
+        grader.wait(30)
+        gone, alive = psutil.wait_procs([launcher, *kernels], timeout=30)
+        assert alive == [], f"still running after their grader was killed: {alive}"
+    finally:
+        if grader.poll() is None:
+            grader.kill()
+            grader.wait(30)
+        assert grader.stdout is not None
+        grader.stdout.close()

@@ -57,6 +57,7 @@ _PR_SET_CHILD_SUBREAPER, _PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL = 36, 47, 4
 _CAPABILITY_VERSION_3 = 0x20080522
 NO_LANDLOCK_ENV = "COURSE_GRADE_NO_LANDLOCK"  # for testing: behave as if the kernel had no Landlock
 EXIT_NOT_CONFINED = 70
+EXIT_ORPHANED = 71  # the grader died while the launcher started: no kernel was run
 
 
 class _RulesetAttr(ctypes.Structure):
@@ -273,6 +274,13 @@ def launch(policy: dict, command: list[str]) -> int:
 
     signal.signal(signal.SIGINT, lambda signum, frame: None)  # interrupts are for the kernel (same group)
     signal.signal(signal.SIGTERM, stop)
+    # A grader (or a Dask worker) killed outright cannot stop its kernels: the launcher then hears of
+    # its parent's death as SIGTERM and ends the kernel itself (a parent gone before the prctl shows
+    # as a changed parent pid).
+    parent = os.getppid()
+    _prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+    if os.getppid() != parent:
+        return EXIT_ORPHANED
     kernel = os.fork()
     if kernel == 0:
         try:
