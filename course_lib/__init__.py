@@ -35,6 +35,7 @@ from ._optim import momentum as momentum
 from ._optim import multi_transform as multi_transform
 from ._optim import sgd as sgd
 from ._paths import combine as combine
+from ._paths import leaf_name as leaf_name
 from ._paths import partition as partition
 from ._paths import tree_labels as tree_labels
 from ._paths import tree_mask as tree_mask

@@ -24,7 +24,13 @@ from ._errors import TreeStructureError
 from ._typing import PyTree
 
 
-def _name(path: Any) -> str:
+def leaf_name(path: Any) -> str:
+    """A key path as the name rules read: ``keystr(path, simple=True, separator="/")``.
+
+    >>> leaf, = jax.tree_util.tree_flatten_with_path({"layers": [{"w": 1.0}]})[0]
+    >>> leaf_name(leaf[0])
+    'layers/0/w'
+    """
     return keystr(path, simple=True, separator="/")
 
 
@@ -44,11 +50,11 @@ def tree_mask(tree: PyTree, rule: Callable[[str], bool]) -> PyTree:
         )
 
     def decide(path: Any, leaf: Any) -> bool:
-        answer = rule(_name(path))
+        answer = rule(leaf_name(path))
         if not isinstance(answer, (bool, np.bool_)):
             raise TypeError(
                 f"tree_mask: the rule returned {type(answer).__name__} {answer!r:.40} for "
-                f"{_name(path)!r}; "
+                f"{leaf_name(path)!r}; "
                 "it must return True or False (re.search returns a match or None: wrap it in "
                 "bool())."
             )
@@ -68,11 +74,11 @@ def tree_labels(tree: PyTree, rule: Callable[[str], str]) -> PyTree:
     """
 
     def label(path: Any, leaf: Any) -> str:
-        answer = rule(_name(path))
+        answer = rule(leaf_name(path))
         if not isinstance(answer, str):
             raise TypeError(
                 f"tree_labels: the rule returned {type(answer).__name__} {answer!r:.40} for "
-                f"{_name(path)!r}; it must return a str."
+                f"{leaf_name(path)!r}; it must return a str."
             )
         return answer
 
@@ -84,7 +90,7 @@ def _mask_bool(path: Any, leaf: Any, where: str) -> bool:
         return bool(leaf)
     if isinstance(leaf, jax.core.Tracer):
         raise TypeError(
-            f"{where}: the mask leaf at {_name(path)!r} is a traced array: the mask was passed to "
+            f"{where}: the mask leaf at {leaf_name(path)!r} is a traced array: the mask was passed to "
             "jax.jit "
             "as an argument. Masks are static: close over the mask (or make it a static argument)."
         )
@@ -95,7 +101,7 @@ def _mask_bool(path: Any, leaf: Any, where: str) -> bool:
     ):
         return bool(leaf)
     raise TypeError(
-        f"{where}: the mask leaf at {_name(path)!r} is {type(leaf).__name__} {leaf!r:.40}, not "
+        f"{where}: the mask leaf at {leaf_name(path)!r} is {type(leaf).__name__} {leaf!r:.40}, not "
         "True or False."
     )
 
@@ -192,7 +198,7 @@ def labels_as_masks(labels: PyTree, names: Mapping[str, Any], where: str) -> dic
     for path, label in jax.tree_util.tree_leaves_with_path(labels):
         if not isinstance(label, str) or label not in names:
             raise ValueError(
-                f"{where}: the label at {_name(path)!r} is {label!r}, which names no optimizer; "
+                f"{where}: the label at {leaf_name(path)!r} is {label!r}, which names no optimizer; "
                 f"the optimizers are {sorted(names)}."
             )
     return {name: jax.tree.map(lambda label, name=name: label == name, labels) for name in names}

@@ -31,6 +31,7 @@ from jax.sharding import AbstractMesh, AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
 from jax.tree_util import keystr
 
+from .._paths import leaf_name
 from ._kit import Layer, Point, as_float32, random_f32
 from ._plain import describe
 from ._spec import Case, Exercise
@@ -119,13 +120,10 @@ def _structure_record(tree: Any) -> dict[str, Any]:
 # --- 07.shardings_from_rules -----------------------------------------------------------------
 
 
-def _leaf_name(path: Any) -> str:
-    return keystr(path, simple=True, separator="/")
-
 
 def _shardings_from_rules(params: Any, rules: Sequence[tuple[str, Any]], mesh: Any) -> Any:
     def sharding(path: Any, leaf: Any) -> NamedSharding:
-        name = _leaf_name(path)
+        name = leaf_name(path)
         for pattern, spec in rules:
             if re.search(pattern, name) and len(spec) <= np.ndim(leaf):
                 return NamedSharding(mesh, spec)
@@ -272,7 +270,7 @@ def _judge_rules(got: Any, expected: Any, case: Case) -> str | None:
         if (mine["axes"], mine["sizes"]) != (theirs["axes"], theirs["sizes"]):
             return f"the sharding at {path} is on another mesh ({mine['axes']}, sizes {mine['sizes']}); use the mesh passed in."
     for hint, change in _RULE_MISTAKES:
-        options = {"name": _leaf_name, "search": re.search, "last": False, "ndim": True, **change}
+        options = {"name": leaf_name, "search": re.search, "last": False, "ndim": True, **change}
         variant = _rules_variant(case, **options)
         if specs == variant and variant != [r["spec"] for r in expected["records"]]:
             return hint

@@ -13,6 +13,7 @@ import jax
 import numpy as np
 from jax.tree_util import keystr
 
+from .._paths import leaf_name
 from ._kit import (
     Layer,
     call_tree,
@@ -26,9 +27,6 @@ from ._kit import (
 from ._plain import describe, rebuild_tree, tree_plain
 from ._spec import Case, Exercise
 
-
-def _name(path: Any) -> str:
-    return keystr(path, simple=True, separator="/")
 
 
 def _groups(rng: np.random.Generator, kind: int) -> dict[str, Any]:
@@ -66,7 +64,7 @@ def _default_name(path: Any) -> str:
 
 
 def _by_name(
-    params: Any, rule: Callable[[str, Any], Any], name: Callable[[Any], str] = _name
+    params: Any, rule: Callable[[str, Any], Any], name: Callable[[Any], str] = leaf_name
 ) -> Any:
     return jax.tree.map_with_path(lambda path, leaf: rule(name(path), leaf), params)
 
@@ -75,7 +73,7 @@ def _by_name(
 
 
 def _decay_mask(params: Any) -> Any:
-    return jax.tree.map_with_path(lambda path, leaf: _name(path).split("/")[-1] == "w", params)
+    return jax.tree.map_with_path(lambda path, leaf: leaf_name(path).split("/")[-1] == "w", params)
 
 
 def _mask_cases(rng: np.random.Generator) -> list[Case]:
@@ -100,7 +98,7 @@ def _judge_bool_tree(
     if jax.tree.structure(mine) != jax.tree.structure(theirs):
         return tree_judge(dtypes=False)(got, expected, case)
     wrong = [
-        (_name(path), leaf)
+        (leaf_name(path), leaf)
         for (path, leaf), want in zip(
             jax.tree_util.tree_leaves_with_path(mine), jax.tree.leaves(theirs), strict=True
         )
@@ -166,7 +164,7 @@ DECAY_MASK = Exercise(
 
 def _freeze_group(params: Any, grads: Any, lr: float, frozen: str) -> Any:
     def step(path: Any, p: Any, g: Any) -> Any:
-        if _name(path).split("/")[0] == frozen:
+        if leaf_name(path).split("/")[0] == frozen:
             return p
         return p - lr * g
 
@@ -198,7 +196,7 @@ def _judge_freeze(got: Any, expected: Any, case: Case) -> str | None:
 
     def stepped(frozen_if: Callable[[str], bool]) -> Any:
         return jax.tree.map_with_path(
-            lambda path, p, g: p if frozen_if(_name(path)) else p - lr * g, params, grads
+            lambda path, p, g: p if frozen_if(leaf_name(path)) else p - lr * g, params, grads
         )
 
     hint = matching_variant(
@@ -277,7 +275,7 @@ def _split_cases(rng: np.random.Generator) -> list[Case]:
     )
     for kind, (what, rule) in enumerate(rules):
         params = _groups(rng, kind)
-        names = [_name(path) for path, _ in jax.tree_util.tree_leaves_with_path(params)]
+        names = [leaf_name(path) for path, _ in jax.tree_util.tree_leaves_with_path(params)]
         first = names[0].split("/")[0]
         if rule is None and kind == 1:
             rule = lambda name, first=first: name.split("/")[0] != first  # noqa: E731
@@ -360,7 +358,7 @@ SPLIT_BY_MASK = Exercise(
 
 def _group_sgd(params: Any, grads: Any, rates: dict[str, float]) -> Any:
     return jax.tree.map_with_path(
-        lambda path, p, g: p - rates[_name(path).split("/")[0]] * g, params, grads
+        lambda path, p, g: p - rates[leaf_name(path).split("/")[0]] * g, params, grads
     )
 
 
@@ -401,7 +399,7 @@ def _judge_rates(got: Any, expected: Any, case: Case) -> str | None:
                 "part, "
                 "keystr(path, simple=True, separator='/').split('/')[0], the top-level key.",
                 lambda: jax.tree.map_with_path(
-                    lambda path, p, g: p - rates.get(_name(path).split("/")[1], 0.0) * g,
+                    lambda path, p, g: p - rates.get(leaf_name(path).split("/")[1], 0.0) * g,
                     params,
                     grads,
                 ),
