@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 from lab_browser import ACTION_TIMEOUT_MS, parse_stats
 
-from tests.site_support import ROOT, build_site, course_notebooks, leaks, reading_order, solution_secrets
+from site_support import ROOT, build_site, course_notebooks, leaks, reading_order, solution_secrets
 
 pytestmark = pytest.mark.browser
 
