@@ -34,17 +34,30 @@ def build_class(folder: Path, lesson: str, students: int) -> None:
 
 
 def grade_once(folder: Path, out: Path, extra: list[str], students: int) -> float:
-    command = [sys.executable, "-m", "course_lib.grade", str(folder), "--out", str(out), "--quiet", *extra]
+    command = [
+        sys.executable,
+        "-m",
+        "course_lib.grade",
+        str(folder),
+        "--out",
+        str(out),
+        "--quiet",
+        *extra,
+    ]
     env = {**os.environ, "DASK_TEMPORARY_DIRECTORY": str(out.parent / "dask")}
     start = time.monotonic()
     result = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, env=env)
     seconds = time.monotonic() - start
     if result.returncode != 0:
-        sys.exit(f"course-grade {' '.join(extra)} failed ({result.returncode}):\n{result.stderr[-3000:]}")
+        sys.exit(
+            f"course-grade {' '.join(extra)} failed ({result.returncode}):\n{result.stderr[-3000:]}"
+        )
     rows = list(csv.DictReader((out / "gradebook.csv").read_text().splitlines()))
     full = sum(r["points"] == r["max_points"] for r in rows)
     if len(rows) != students or full != students // 2:
-        sys.exit(f"course-grade {' '.join(extra)}: {len(rows)} rows, {full} full marks, expected {students} and {students // 2}")
+        sys.exit(
+            f"course-grade {' '.join(extra)}: {len(rows)} rows, {full} full marks, expected {students} and {students // 2}"
+        )
     return seconds
 
 
@@ -53,9 +66,18 @@ def main() -> None:
     parser.add_argument("--lesson", default="02", help="two-digit lesson number (default: 02)")
     parser.add_argument("--students", type=int, default=40, help="class size (default: 40)")
     parser.add_argument("--jobs", type=int, default=2, help="--jobs of the local run (default: 2)")
-    parser.add_argument("--repeats", type=int, default=1, help="runs per configuration; the median is shown (default: 1)")
+    parser.add_argument(
+        "--repeats",
+        type=int,
+        default=1,
+        help="runs per configuration; the median is shown (default: 1)",
+    )
     args = parser.parse_args()
-    configs = [(f"local, --jobs {args.jobs}", ["--jobs", str(args.jobs)]), ("Dask, 1 worker", ["--scheduler", "local:1"]), ("Dask, 2 workers", ["--scheduler", "local:2"])]
+    configs = [
+        (f"local, --jobs {args.jobs}", ["--jobs", str(args.jobs)]),
+        ("Dask, 1 worker", ["--scheduler", "local:1"]),
+        ("Dask, 2 workers", ["--scheduler", "local:2"]),
+    ]
     medians = {}
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp) / "class"
@@ -63,15 +85,23 @@ def main() -> None:
         for name, extra in configs:
             runs = []
             for r in range(args.repeats):
-                runs.append(grade_once(folder, Path(tmp) / f"out-{len(medians)}-{r}", extra, args.students))
+                runs.append(
+                    grade_once(folder, Path(tmp) / f"out-{len(medians)}-{r}", extra, args.students)
+                )
             medians[name] = statistics.median(runs)
     one = medians["Dask, 1 worker"]
-    print(f"lesson {args.lesson}, {args.students} students (half solved), median of {args.repeats} run(s); load: {os.getloadavg()[0]:.2f}\n")
-    print(f"| configuration | class of {args.students} (s) | s per submission | speed-up over 1 worker | {PROJECTED:,} submissions (projection) |")
+    print(
+        f"lesson {args.lesson}, {args.students} students (half solved), median of {args.repeats} run(s); load: {os.getloadavg()[0]:.2f}\n"
+    )
+    print(
+        f"| configuration | class of {args.students} (s) | s per submission | speed-up over 1 worker | {PROJECTED:,} submissions (projection) |"
+    )
     print("|---|---|---|---|---|")
     for name, seconds in medians.items():
         each = seconds / args.students
-        print(f"| {name} | {seconds:.1f} | {each:.2f} | {one / seconds:.2f} | {each * PROJECTED / 3600:.1f} h |")
+        print(
+            f"| {name} | {seconds:.1f} | {each:.2f} | {one / seconds:.2f} | {each * PROJECTED / 3600:.1f} h |"
+        )
 
 
 if __name__ == "__main__":

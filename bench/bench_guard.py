@@ -45,7 +45,9 @@ def _timed(exercise: Any, answer: Any, packages: tuple[str, ...], repeat: int) -
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--lesson", default="02", help="two-digit lesson (default: 02)")
-    parser.add_argument("--repeat", type=int, default=3, help="runs per way, the best is kept (default: 3)")
+    parser.add_argument(
+        "--repeat", type=int, default=3, help="runs per way, the best is kept (default: 3)"
+    )
     args = parser.parse_args()
     answers = importlib.import_module(f"test_checks_lesson{args.lesson}").RIGHT
     watch = _evaluate.watch

@@ -46,7 +46,19 @@ def make_class(folder: Path, solved: int, blank: int) -> None:
 def grade_class(folder: Path, out: Path, sandbox: str, jobs: int) -> tuple[float, dict]:
     """Seconds the CLI took, and the gradebook's ``grader`` section."""
     shutil.rmtree(out, ignore_errors=True)
-    command = [sys.executable, "-m", "course_lib.grade", str(folder), "--out", str(out), "--jobs", str(jobs), "--quiet", "--sandbox", sandbox]
+    command = [
+        sys.executable,
+        "-m",
+        "course_lib.grade",
+        str(folder),
+        "--out",
+        str(out),
+        "--jobs",
+        str(jobs),
+        "--quiet",
+        "--sandbox",
+        sandbox,
+    ]
     start = time.monotonic()
     result = subprocess.run(command, capture_output=True, text=True, cwd=ROOT)
     seconds = time.monotonic() - start
@@ -64,7 +76,9 @@ async def kernel_round(confined: bool) -> float:
     work = Path(tempfile.mkdtemp(prefix="bench-sandbox-"))
     try:
         start = time.monotonic()
-        sandbox = Sandbox(str(work), kernel_env(work), Limits(), Confinement(landlock=True) if confined else None)
+        sandbox = Sandbox(
+            str(work), kernel_env(work), Limits(), Confinement(landlock=True) if confined else None
+        )
         await sandbox.start()
         result = await sandbox.run("import jax, jax.numpy as jnp, numpy as np", 120)
         await sandbox.stop()
@@ -80,7 +94,14 @@ def launcher_rounds(rounds: int = 20) -> dict[str, list[float]]:
     from course_lib.grade import _confine
 
     work = tempfile.mkdtemp(prefix="bench-sandbox-")
-    policy = {"landlock": True, "read": _confine.readable_paths(), "write": [work], "devices": _confine.DEVICES, "bind_ports": [1], "cgroup": None}
+    policy = {
+        "landlock": True,
+        "read": _confine.readable_paths(),
+        "write": [work],
+        "devices": _confine.DEVICES,
+        "bind_ports": [1],
+        "cgroup": None,
+    }
     command = [sys.executable, "-c", "pass"]
     times: dict[str, list[float]] = {"off": [], "on": []}
     for _ in range(rounds):
@@ -94,10 +115,16 @@ def launcher_rounds(rounds: int = 20) -> dict[str, list[float]]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[1])
-    parser.add_argument("--pairs", type=int, default=1, help="ABBA pairs of class runs (default 1: four runs)")
-    parser.add_argument("--kernels", type=int, default=10, help="kernel rounds per mode (default 10)")
+    parser.add_argument(
+        "--pairs", type=int, default=1, help="ABBA pairs of class runs (default 1: four runs)"
+    )
+    parser.add_argument(
+        "--kernels", type=int, default=10, help="kernel rounds per mode (default 10)"
+    )
     parser.add_argument("--jobs", type=int, default=2, help="--jobs of the class runs (default 2)")
-    parser.add_argument("--json", type=Path, default=RESULTS, help=f"where to write the results (default {RESULTS})")
+    parser.add_argument(
+        "--json", type=Path, default=RESULTS, help=f"where to write the results (default {RESULTS})"
+    )
     args = parser.parse_args()
     from course_lib.grade._confine import sandbox_level
 
@@ -113,10 +140,17 @@ def main() -> None:
             for mode in ("off", "on", "on", "off"):
                 seconds, book = grade_class(folder, Path(base) / "out", mode, args.jobs)
                 points = sum(s["points"] for s in book["submissions"])
-                assert book["grader"]["sandbox"]["sandbox"] == ("off" if mode == "off" else level["sandbox"])
-                assert points == (n // 2) * sum(e["points"] for e in book["exercises"].values()), points
+                assert book["grader"]["sandbox"]["sandbox"] == (
+                    "off" if mode == "off" else level["sandbox"]
+                )
+                assert points == (n // 2) * sum(e["points"] for e in book["exercises"].values()), (
+                    points
+                )
                 runs[mode].append(seconds)
-                print(f"class run {pair + 1}, sandbox {mode}: {seconds:.1f} s ({seconds / n:.2f} s per notebook)", file=sys.stderr)
+                print(
+                    f"class run {pair + 1}, sandbox {mode}: {seconds:.1f} s ({seconds / n:.2f} s per notebook)",
+                    file=sys.stderr,
+                )
     kernels: dict[str, list[float]] = {"on": [], "off": []}
     for _ in range(args.kernels):
         for mode in ("off", "on"):
@@ -128,12 +162,32 @@ def main() -> None:
     per_kernel = {m: statistics.median(kernels[m]) for m in kernels}
     per_launch = {m: statistics.median(launcher[m]) for m in launcher}
     print(f"\n{'':34}{'sandbox off':>12}{'sandbox on':>12}{'cost':>10}")
-    print(f"{'class of 40, s per notebook':34}{per_notebook['off']:>12.2f}{per_notebook['on']:>12.2f}{per_notebook['on'] - per_notebook['off']:>+10.2f}")
-    print(f"{'one kernel: start, import jax, stop':34}{per_kernel['off']:>12.2f}{per_kernel['on']:>12.2f}{per_kernel['on'] - per_kernel['off']:>+10.2f}")
-    print(f"{'python -c pass, direct / launched':34}{per_launch['off']:>12.3f}{per_launch['on']:>12.3f}{per_launch['on'] - per_launch['off']:>+10.3f}")
-    print(f"\nclass runs (s): off {[round(x, 1) for x in runs['off']]}, on {[round(x, 1) for x in runs['on']]}")
+    print(
+        f"{'class of 40, s per notebook':34}{per_notebook['off']:>12.2f}{per_notebook['on']:>12.2f}{per_notebook['on'] - per_notebook['off']:>+10.2f}"
+    )
+    print(
+        f"{'one kernel: start, import jax, stop':34}{per_kernel['off']:>12.2f}{per_kernel['on']:>12.2f}{per_kernel['on'] - per_kernel['off']:>+10.2f}"
+    )
+    print(
+        f"{'python -c pass, direct / launched':34}{per_launch['off']:>12.3f}{per_launch['on']:>12.3f}{per_launch['on'] - per_launch['off']:>+10.3f}"
+    )
+    print(
+        f"\nclass runs (s): off {[round(x, 1) for x in runs['off']]}, on {[round(x, 1) for x in runs['on']]}"
+    )
     args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps({"sandbox": level, "class_runs_s": runs, "kernel_rounds_s": kernels, "launcher_rounds_s": launcher, "jobs": args.jobs, "notebooks": n}, indent=1))
+    args.json.write_text(
+        json.dumps(
+            {
+                "sandbox": level,
+                "class_runs_s": runs,
+                "kernel_rounds_s": kernels,
+                "launcher_rounds_s": launcher,
+                "jobs": args.jobs,
+                "notebooks": n,
+            },
+            indent=1,
+        )
+    )
     print(f"results written to {args.json}")
 
 

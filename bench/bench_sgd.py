@@ -37,10 +37,9 @@ from dataclasses import dataclass, field  # noqa: E402
 from functools import partial  # noqa: E402
 from pathlib import Path  # noqa: E402
 
-import numpy as np  # noqa: E402
-
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
 import optax  # noqa: E402
 
 import course_lib as cl  # noqa: E402
@@ -87,7 +86,10 @@ def tree_mlp(rng: np.random.Generator) -> dict:
     """(b) an MLP-like tree: 10 Dense layers, 20 leaves, ~8.4M parameters."""
     tree = {}
     for i, (w_shape, b_shape) in enumerate(mlp_shapes(MLP_SIZES)):
-        tree[f"dense_{i}"] = {"w": _normal(rng, w_shape, w_shape[0] ** -0.5), "b": _normal(rng, b_shape, 0.1)}
+        tree[f"dense_{i}"] = {
+            "w": _normal(rng, w_shape, w_shape[0] ** -0.5),
+            "b": _normal(rng, b_shape, 0.1),
+        }
     return tree
 
 
@@ -133,7 +135,9 @@ class Method:
         return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def measure(methods: list[Method], budget_s: float, min_calls: int, max_calls: int, rounds: int = 5) -> None:
+def measure(
+    methods: list[Method], budget_s: float, min_calls: int, max_calls: int, rounds: int = 5
+) -> None:
     """Warm up every method, then time them round-robin in ``rounds`` rounds.
 
     The number of timed calls per method is chosen from the warm-up so that each method gets about
@@ -167,11 +171,16 @@ def check_first_step(name: str, got: object, expected: object) -> None:
     """The first call of every path must give ``p - lr * g`` (``expected``, computed by NumPy)."""
     if isinstance(got, cl.FlatTree):
         # Compare buffers: slicing a FlatTree eagerly would compile one slice per leaf.
-        got_leaves, expected_leaves = [got.buffer], [np.concatenate([e.ravel() for e in jax.tree.leaves(expected)])]
+        got_leaves, expected_leaves = (
+            [got.buffer],
+            [np.concatenate([e.ravel() for e in jax.tree.leaves(expected)])],
+        )
     else:
         got_leaves, expected_leaves = jax.tree.leaves(got), jax.tree.leaves(expected)
     for g, e in zip(got_leaves, expected_leaves, strict=True):
-        np.testing.assert_allclose(np.asarray(g), e, rtol=1e-6, atol=1e-6, err_msg=f"{name} computes a wrong update")
+        np.testing.assert_allclose(
+            np.asarray(g), e, rtol=1e-6, atol=1e-6, err_msg=f"{name} computes a wrong update"
+        )
 
 
 def first_leaf_pointer(tree: object) -> int | None:
@@ -181,8 +190,9 @@ def first_leaf_pointer(tree: object) -> int | None:
         return None
 
 
-def threaded_method(name: str, step: Callable, params: object, state: object, expected: object,
-                    donated: bool) -> Method:
+def threaded_method(
+    name: str, step: Callable, params: object, state: object, expected: object, donated: bool
+) -> Method:
     """A method whose ``step(params, state) -> (params, state)`` threads its results into its next call."""
     box = [params, state]
 
@@ -202,7 +212,14 @@ def threaded_method(name: str, step: Callable, params: object, state: object, ex
 
 def course_lib_method(name: str, params: object, grads: object, expected: object) -> Method:
     opt = cl.sgd(LR, donate=True)
-    return threaded_method(name, lambda p, s: opt.apply_gradients(grads, s, p), params, opt.init(params), expected, True)
+    return threaded_method(
+        name,
+        lambda p, s: opt.apply_gradients(grads, s, p),
+        params,
+        opt.init(params),
+        expected,
+        True,
+    )
 
 
 def optax_step(tx: optax.GradientTransformation, donate: bool) -> Callable:
@@ -213,10 +230,14 @@ def optax_step(tx: optax.GradientTransformation, donate: bool) -> Callable:
     return jax.jit(step, donate_argnums=(0, 1) if donate else ())
 
 
-def optax_method(name: str, params: object, grads: object, expected: object, donate: bool) -> Method:
+def optax_method(
+    name: str, params: object, grads: object, expected: object, donate: bool
+) -> Method:
     tx = optax.sgd(LR)
     step = optax_step(tx, donate)
-    return threaded_method(name, lambda p, s: step(p, s, grads), params, tx.init(params), expected, donate)
+    return threaded_method(
+        name, lambda p, s: step(p, s, grads), params, tx.init(params), expected, donate
+    )
 
 
 def numpy_reference(size: int, pool: ThreadPoolExecutor) -> tuple[Method, Method]:
@@ -259,7 +280,8 @@ def flat_loss(flat: cl.FlatTree, x: jax.Array, y: jax.Array) -> jax.Array:
 def train_methods(layers: int, width: int, batch: int) -> tuple[list[Method], int, int]:
     rng = np.random.default_rng(2)
     params_np = [
-        {"w": _normal(rng, (width, width), width**-0.5), "b": _normal(rng, (width,), 0.1)} for _ in range(layers)
+        {"w": _normal(rng, (width, width), width**-0.5), "b": _normal(rng, (width,), 0.1)}
+        for _ in range(layers)
     ]
     x = jnp.asarray(_normal(rng, (batch, width)))
     y = jnp.asarray(_normal(rng, (batch, width)))
@@ -333,7 +355,13 @@ def header() -> dict:
         pass
     env = {
         name: os.environ.get(name)
-        for name in ("XLA_FLAGS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", *_OPENBLAS_VARS)
+        for name in (
+            "XLA_FLAGS",
+            "OMP_NUM_THREADS",
+            "OPENBLAS_NUM_THREADS",
+            "MKL_NUM_THREADS",
+            *_OPENBLAS_VARS,
+        )
     }
     return {
         "jax": jax.__version__,
@@ -355,23 +383,37 @@ def header() -> dict:
 
 def print_header(meta: dict) -> None:
     print("SGD update benchmark: p <- p - lr * g, float32, medians of blocked calls")
-    print(f"jax {meta['jax']} (jaxlib {meta['jaxlib']}), optax {meta['optax']}, numpy {meta['numpy']}, "
-          f"python {meta['python']}")
-    print(f"backend: {meta['backend']}; devices: {', '.join(meta['devices'])} ({meta['device_kind']})")
-    print(f"cpu: {meta['cpu']}; {meta['cpu_count']} cores, {meta['cpus_usable']} usable by this process; "
-          f"load average {meta['loadavg_start'][0]:.2f}")
+    print(
+        f"jax {meta['jax']} (jaxlib {meta['jaxlib']}), optax {meta['optax']}, numpy {meta['numpy']}, "
+        f"python {meta['python']}"
+    )
+    print(
+        f"backend: {meta['backend']}; devices: {', '.join(meta['devices'])} ({meta['device_kind']})"
+    )
+    print(
+        f"cpu: {meta['cpu']}; {meta['cpu_count']} cores, {meta['cpus_usable']} usable by this process; "
+        f"load average {meta['loadavg_start'][0]:.2f}"
+    )
     env = ", ".join(f"{k}={v}" for k, v in meta["env"].items() if v is not None) or "none set"
-    print(f"thread settings: {env}. XLA's CPU client uses its own thread pool; numpy add is single-threaded,")
-    print("  so the reference is run in 1 thread and as 2 halves in 2 threads, and the faster one counts.")
+    print(
+        f"thread settings: {env}. XLA's CPU client uses its own thread pool; numpy add is single-threaded,"
+    )
+    print(
+        "  so the reference is run in 1 thread and as 2 halves in 2 threads, and the faster one counts."
+    )
     if _UNSET_VARS:
         unset = ", ".join(f"{k}={v}" for k, v in _UNSET_VARS.items())
         print(f"  NOTE: unset in this process's environment only (they slow numpy): {unset}")
     if meta["backend"] != "cpu":
-        print("  NOTE: the numpy reference measures host memory, not the device's: ratios to it are not meaningful.")
+        print(
+            "  NOTE: the numpy reference measures host memory, not the device's: ratios to it are not meaningful."
+        )
     print()
 
 
-def row_data(method: Method, nbytes: int | None, ref: float | None, optax_time: float | None) -> dict:
+def row_data(
+    method: Method, nbytes: int | None, ref: float | None, optax_time: float | None
+) -> dict:
     med = method.median()
     return {
         "method": method.name,
@@ -400,8 +442,10 @@ def fmt(value: float | None, spec: str, width: int) -> str:
 
 
 def print_table(sections: list[dict]) -> None:
-    head = (f"{'tree':<26} {'method':<27} {'median ms':>9} {'p25-p75 ms':>17} {'calls':>5} "
-            f"{'GB/s':>6} {'x ref':>6} {'x optax':>7}")
+    head = (
+        f"{'tree':<26} {'method':<27} {'median ms':>9} {'p25-p75 ms':>17} {'calls':>5} "
+        f"{'GB/s':>6} {'x ref':>6} {'x optax':>7}"
+    )
     print(head)
     print("-" * len(head))
     for section in sections:
@@ -411,12 +455,16 @@ def print_table(sections: list[dict]) -> None:
             note = ""
             if row["in_place"] is False:
                 note = "  (NOT in place)"
-            print(f"{label:<26} {row['method']:<27} {fmt_ms(row['median_s'])} {spread:>17} {row['calls']:>5} "
-                  f"{fmt(row['gb_per_s'], '.1f', 6)} {fmt(row['x_bandwidth_ref'], '.2f', 6)} "
-                  f"{fmt(row['x_optax_donated'], '.2f', 7)}{note}")
+            print(
+                f"{label:<26} {row['method']:<27} {fmt_ms(row['median_s'])} {spread:>17} {row['calls']:>5} "
+                f"{fmt(row['gb_per_s'], '.1f', 6)} {fmt(row['x_bandwidth_ref'], '.2f', 6)} "
+                f"{fmt(row['x_optax_donated'], '.2f', 7)}{note}"
+            )
             label = ""
         print(f"{'':<26} {section['info']}")
-    print("GB/s = 3 x tree bytes / median (read p, read g, write p); x ref = median / bandwidth reference")
+    print(
+        "GB/s = 3 x tree bytes / median (read p, read g, write p); x ref = median / bandwidth reference"
+    )
     print("(the faster numpy row); x optax = median / optax (donated) median. Lower x is better.")
 
 
@@ -435,21 +483,31 @@ def check_targets(sections: list[dict], on_cpu: bool) -> list[dict]:
         if section["kind"] == "update":
             ref = section["ref_s"]
             ratio = flat / ref
-            add(f"{tag}: flat <= {TARGET_X_REF}x bandwidth ref", ratio <= TARGET_X_REF if on_cpu else None,
-                f"flat {flat * 1e3:.3f} ms / ref {ref * 1e3:.3f} ms = {ratio:.2f}x")
-        add(f"{tag}: flat never slower than optax", flat <= best_optax,
-            f"flat {flat * 1e3:.3f} ms vs {best_optax_name} {best_optax * 1e3:.3f} ms = {flat / best_optax:.3g}x")
+            add(
+                f"{tag}: flat <= {TARGET_X_REF}x bandwidth ref",
+                ratio <= TARGET_X_REF if on_cpu else None,
+                f"flat {flat * 1e3:.3f} ms / ref {ref * 1e3:.3f} ms = {ratio:.2f}x",
+            )
+        add(
+            f"{tag}: flat never slower than optax",
+            flat <= best_optax,
+            f"flat {flat * 1e3:.3f} ms vs {best_optax_name} {best_optax * 1e3:.3f} ms = {flat / best_optax:.3g}x",
+        )
         if section.get("many_leaves"):
             speedup = best_optax / flat
-            add(f"{tag}: flat >= {TARGET_X_OPTAX_MANY_LEAVES:g}x faster than optax",
+            add(
+                f"{tag}: flat >= {TARGET_X_OPTAX_MANY_LEAVES:g}x faster than optax",
                 speedup >= TARGET_X_OPTAX_MANY_LEAVES,
-                f"{best_optax_name} {best_optax * 1e3:.3f} ms / flat {flat * 1e3:.3f} ms = {speedup:.1f}x")
+                f"{best_optax_name} {best_optax * 1e3:.3f} ms / flat {flat * 1e3:.3f} ms = {speedup:.1f}x",
+            )
     return checks
 
 
 def print_targets(checks: list[dict]) -> None:
     print()
-    print("Targets (course_lib's best path, the flat one; 'optax' is the faster of its two variants):")
+    print(
+        "Targets (course_lib's best path, the flat one; 'optax' is the faster of its two variants):"
+    )
     for check in checks:
         verdict = {True: "PASS", False: "MISS", None: "N/A "}[check["met"]]
         print(f"  {verdict}  {check['target']}: {check['detail']}")
@@ -460,11 +518,21 @@ def print_targets(checks: list[dict]) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--budget", type=float, default=1.0,
-                        help="seconds of timed calls per method and tree (default 1.0; a run takes about 2 min)")
-    parser.add_argument("--min-calls", type=int, default=20, help="at least this many timed calls per method")
-    parser.add_argument("--max-calls", type=int, default=2000, help="at most this many timed calls per method")
-    parser.add_argument("--json", type=Path, default=RESULTS, help=f"where to write the results (default {RESULTS})")
+    parser.add_argument(
+        "--budget",
+        type=float,
+        default=1.0,
+        help="seconds of timed calls per method and tree (default 1.0; a run takes about 2 min)",
+    )
+    parser.add_argument(
+        "--min-calls", type=int, default=20, help="at least this many timed calls per method"
+    )
+    parser.add_argument(
+        "--max-calls", type=int, default=2000, help="at most this many timed calls per method"
+    )
+    parser.add_argument(
+        "--json", type=Path, default=RESULTS, help=f"where to write the results (default {RESULTS})"
+    )
     parser.add_argument("--skip-train", action="store_true", help="skip the full training step")
     parser.add_argument("--train-layers", type=int, default=200)
     parser.add_argument("--train-width", type=int, default=32)
@@ -515,29 +583,64 @@ def main() -> int:
         ref = min(ref1.median(), ref2.median())
         optax_time = methods[2].median()
         rows = [row_data(m, nbytes, ref, optax_time) for m in methods]
-        info = (f"{n_leaves:,} leaves, {size:,} float32 = {nbytes / 2**20:.1f} MiB per tree; "
-                f"FlatTree.from_tree {from_tree_s * 1e3:.0f} ms; setup+compile {setup_s:.1f} s")
-        sections.append({
-            "kind": "update", "key": key, "label": f"({key}) {title}", "leaves": n_leaves, "size": size,
-            "bytes": nbytes, "ref_s": ref, "rows": rows, "info": info, "many_leaves": n_leaves >= 1000,
-            "from_tree_s": from_tree_s, "setup_s": setup_s,
-        })
+        info = (
+            f"{n_leaves:,} leaves, {size:,} float32 = {nbytes / 2**20:.1f} MiB per tree; "
+            f"FlatTree.from_tree {from_tree_s * 1e3:.0f} ms; setup+compile {setup_s:.1f} s"
+        )
+        sections.append(
+            {
+                "kind": "update",
+                "key": key,
+                "label": f"({key}) {title}",
+                "leaves": n_leaves,
+                "size": size,
+                "bytes": nbytes,
+                "ref_s": ref,
+                "rows": rows,
+                "info": info,
+                "many_leaves": n_leaves >= 1000,
+                "from_tree_s": from_tree_s,
+                "setup_s": setup_s,
+            }
+        )
         del methods, ref1, ref2, flat_params, flat_grads, grads
-        print(f"  measured ({key}) {title} ... {time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
+        print(
+            f"  measured ({key}) {title} ... {time.perf_counter() - started:.0f} s",
+            file=sys.stderr,
+            flush=True,
+        )
 
     if not args.skip_train:
         setup = time.perf_counter()
-        methods, n_params, n_leaves = train_methods(args.train_layers, args.train_width, args.train_batch)
+        methods, n_params, n_leaves = train_methods(
+            args.train_layers, args.train_width, args.train_batch
+        )
         setup_s = time.perf_counter() - setup
         measure(methods, args.budget, args.min_calls, args.max_calls)
         optax_time = methods[2].median()
         rows = [row_data(m, None, None, optax_time) for m in methods]
         title = f"train step, {args.train_layers}x{args.train_width}"
-        info = (f"MLP {args.train_layers} tanh layers of width {args.train_width}, batch {args.train_batch}: "
-                f"{n_leaves:,} leaves, {n_params:,} params; loss+grad+update in one jit; setup+compile {setup_s:.1f} s")
-        sections.append({"kind": "train", "key": "train", "label": title, "leaves": n_leaves, "size": n_params,
-                         "rows": rows, "info": info, "setup_s": setup_s})
-        print(f"  measured {title} ... {time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
+        info = (
+            f"MLP {args.train_layers} tanh layers of width {args.train_width}, batch {args.train_batch}: "
+            f"{n_leaves:,} leaves, {n_params:,} params; loss+grad+update in one jit; setup+compile {setup_s:.1f} s"
+        )
+        sections.append(
+            {
+                "kind": "train",
+                "key": "train",
+                "label": title,
+                "leaves": n_leaves,
+                "size": n_params,
+                "rows": rows,
+                "info": info,
+                "setup_s": setup_s,
+            }
+        )
+        print(
+            f"  measured {title} ... {time.perf_counter() - started:.0f} s",
+            file=sys.stderr,
+            flush=True,
+        )
 
     pool.shutdown()
     print_table(sections)
@@ -545,10 +648,14 @@ def main() -> int:
     print_targets(checks)
     meta["loadavg_end"] = list(os.getloadavg())
     meta["total_s"] = time.perf_counter() - started
-    print(f"\nwhole run {meta['total_s']:.0f} s; load average at the end {meta['loadavg_end'][0]:.2f}")
+    print(
+        f"\nwhole run {meta['total_s']:.0f} s; load average at the end {meta['loadavg_end'][0]:.2f}"
+    )
 
     args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps({"meta": meta, "sections": sections, "targets": checks}, indent=2) + "\n")
+    args.json.write_text(
+        json.dumps({"meta": meta, "sections": sections, "targets": checks}, indent=2) + "\n"
+    )
     print(f"results written to {args.json}")
     return 0
 

@@ -31,9 +31,15 @@ def atomic_file(path: str | os.PathLike[str], binary: bool = False) -> Iterator[
         umask = os.umask(0)
         os.umask(umask)
         mode = 0o666 & ~umask
-    handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    handle, temporary = tempfile.mkstemp(
+        dir=target.parent, prefix=f".{target.name}.", suffix=".tmp"
+    )
     try:
-        opened = os.fdopen(handle, "wb") if binary else os.fdopen(handle, "w", encoding="utf-8", newline="")
+        opened = (
+            os.fdopen(handle, "wb")
+            if binary
+            else os.fdopen(handle, "w", encoding="utf-8", newline="")
+        )
         with opened as file:
             yield file
             file.flush()

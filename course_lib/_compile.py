@@ -85,7 +85,7 @@ class TooManyCompilesError(RuntimeError):
     """A block or function compiled more often than its :func:`compile_limit` allows."""
 
 
-class compile_limit(contextlib.ContextDecorator):  # noqa: N801 (reads as a function)
+class compile_limit(contextlib.ContextDecorator):
     """Fail when a block, or all calls of a function together, compile more than ``max_compiles`` times.
 
     As a context manager it checks when the block ends. As a decorator it keeps counting over
@@ -117,7 +117,9 @@ class compile_limit(contextlib.ContextDecorator):  # noqa: N801 (reads as a func
         stack, counter, misses = self._stack.pop()
         stack.close()
         if exc[0] is None and counter.compiles > self.max_compiles:
-            raise TooManyCompilesError(_too_many("the block", counter.compiles, self.max_compiles, misses))
+            raise TooManyCompilesError(
+                _too_many("the block", counter.compiles, self.max_compiles, misses)
+            )
 
     def __call__(self, fn: F) -> F:  # type: ignore[override]
         total = 0
@@ -137,7 +139,11 @@ class compile_limit(contextlib.ContextDecorator):  # noqa: N801 (reads as a func
 
 
 def _too_many(what: str, count: int, limit: int, misses: list[str]) -> str:
-    why = "\n".join(misses) if misses else "(JAX gave no explanation: a new function or a new jit wrapper)"
+    why = (
+        "\n".join(misses)
+        if misses
+        else "(JAX gave no explanation: a new function or a new jit wrapper)"
+    )
     return (
         f"{what} compiled {count} times, more than the limit of {limit}. "
         f"JAX's explanation of the cache misses:\n{why}"
@@ -152,7 +158,9 @@ _OBJECT_ID = re.compile(r" id=\d+")
 
 def _tidy(message: str) -> str:
     message = _OBJECT_ID.sub("", message).replace("({})", "")
-    message = _LOCATION.sub(lambda m: "<cell>" if re.fullmatch(r"\d+\.py", m[1]) else f"{m[1]}:{m[2]}", message)
+    message = _LOCATION.sub(
+        lambda m: "<cell>" if re.fullmatch(r"\d+\.py", m[1]) else f"{m[1]}:{m[2]}", message
+    )
     return message.replace("}https://", "} see https://")
 
 

@@ -56,7 +56,9 @@ def check_same_structure(trees: Sequence[PyTree], names: Sequence[str], where: s
         if jax.tree.structure(tree) != first:
             from ._inspect import tree_diff  # local import: _inspect imports this module
 
-            lines = "\n".join(f"  - {line}" for line in tree_diff(trees[0], tree, names=(names[0], name)))
+            lines = "\n".join(
+                f"  - {line}" for line in tree_diff(trees[0], tree, names=(names[0], name))
+            )
             raise TreeStructureError(
                 f"{where}: `{name}` must have the same structure as `{names[0]}`, and it does not:\n"
                 f"{lines}\nBuild both from the same template, e.g. with jax.tree.map over `{names[0]}`."

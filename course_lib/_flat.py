@@ -86,7 +86,11 @@ class FlatTree:
         parts = [leaf.reshape(-1).astype(dtype) for leaf in leaves]
         # concatenate hands a single part back as it is; copy it, so that donating the FlatTree
         # never deletes the caller's own array.
-        buffer = jnp.concatenate(parts) if len(parts) > 1 else jnp.array(parts[0] if parts else jnp.zeros((0,), dtype))
+        buffer = (
+            jnp.concatenate(parts)
+            if len(parts) > 1
+            else jnp.array(parts[0] if parts else jnp.zeros((0,), dtype))
+        )
         return cls(buffer, layout)
 
     def to_tree(self) -> PyTree:
@@ -110,7 +114,9 @@ class FlatTree:
         try:
             index = self.layout.paths.index(path)
         except ValueError:
-            raise KeyError(f"no leaf at {path}; the leaves are at {', '.join(self.layout.paths)}") from None
+            raise KeyError(
+                f"no leaf at {path}; the leaves are at {', '.join(self.layout.paths)}"
+            ) from None
         offset, shape = self.layout.offsets[index], self.layout.shapes[index]
         return self.buffer[offset : offset + int(np.prod(shape, dtype=np.int64))].reshape(shape)
 
@@ -122,7 +128,9 @@ class FlatTree:
     def tree_flatten(self) -> tuple[tuple[jax.Array], FlatLayout]:
         return (self.buffer,), self.layout
 
-    def tree_flatten_with_keys(self) -> tuple[tuple[tuple[jax.tree_util.GetAttrKey, jax.Array]], FlatLayout]:
+    def tree_flatten_with_keys(
+        self,
+    ) -> tuple[tuple[tuple[jax.tree_util.GetAttrKey, jax.Array]], FlatLayout]:
         # The key path of the one leaf reads `.buffer` in summaries and error messages.
         return ((jax.tree_util.GetAttrKey("buffer"), self.buffer),), self.layout
 
@@ -136,4 +144,3 @@ class FlatTree:
             f"FlatTree({len(self.layout.paths)} leaves, {self.layout.size:,} x {self.layout.dtype.name}, "
             f"buffer={type(self.buffer).__name__})"
         )
-

@@ -91,7 +91,9 @@ def tree_summary(tree: PyTree) -> TreeSummary:
     for path, leaf in jax.tree_util.tree_leaves_with_path(tree):
         size, nbytes = leaf_size(leaf), leaf_nbytes(leaf)
         if size is not None and nbytes is not None:
-            rows.append(LeafRow(path_text(path), tuple(np.shape(leaf)), leaf_dtype(leaf).name, size, nbytes))
+            rows.append(
+                LeafRow(path_text(path), tuple(np.shape(leaf)), leaf_dtype(leaf).name, size, nbytes)
+            )
         else:
             rows.append(LeafRow(path_text(path), None, type(leaf).__name__, 0, 0))
     return TreeSummary(tuple(rows))
@@ -186,7 +188,9 @@ def _walk_diff(path: tuple[Any, ...], a: Any, b: Any, names: Sequence[str]) -> I
         if only_b:
             parts.append(f"{', '.join(only_b)} only in {nb}")
         if not parts:  # an OrderedDict remembers its order, and the order is part of the structure
-            parts.append(f"the same keys in another order ({', '.join(keys_a)} in {na}, {', '.join(keys_b)} in {nb})")
+            parts.append(
+                f"the same keys in another order ({', '.join(keys_a)} in {na}, {', '.join(keys_b)} in {nb})"
+            )
         yield f"at {where}: {_kind(a)} keys differ: {'; '.join(parts)}"
     elif not isinstance(a, dict) and not _same_metadata(meta_a, meta_b):
         yield f"at {where}: {_kind(a)} node metadata (static fields) {meta_a!r} in {na}, {meta_b!r} in {nb}"
@@ -210,7 +214,9 @@ def tree_diff(tree_a: PyTree, tree_b: PyTree, names: Sequence[str] = ("a", "b"))
     return TreeDiff(_walk_diff((), tree_a, tree_b, names))
 
 
-def assert_trees_close(actual: PyTree, expected: PyTree, rtol: float = 1e-6, atol: float = 1e-6) -> None:
+def assert_trees_close(
+    actual: PyTree, expected: PyTree, rtol: float = 1e-6, atol: float = 1e-6
+) -> None:
     """Raise ``AssertionError`` unless the trees match in structure and their leaves are close.
 
     Structure is compared first (the message lists every difference); then leaves, in order, and
@@ -221,16 +227,22 @@ def assert_trees_close(actual: PyTree, expected: PyTree, rtol: float = 1e-6, ato
     AssertionError: leaf ['w'] differs: 1 of 2 elements not close (rtol=1e-06, atol=1e-06); largest difference 0.5 at index (1,): actual 1.0, expected 1.5
     """
     if jax.tree.structure(actual) != jax.tree.structure(expected):
-        lines = "\n".join(f"  {line}" for line in tree_diff(actual, expected, ("actual", "expected")))
+        lines = "\n".join(
+            f"  {line}" for line in tree_diff(actual, expected, ("actual", "expected"))
+        )
         raise AssertionError(
             "trees differ in structure:\n"
             f"  actual:   {jax.tree.structure(actual)}\n  expected: {jax.tree.structure(expected)}\n{lines}"
         )
-    for (path, leaf_a), leaf_e in zip(jax.tree_util.tree_leaves_with_path(actual), jax.tree.leaves(expected)):
+    for (path, leaf_a), leaf_e in zip(
+        jax.tree_util.tree_leaves_with_path(actual), jax.tree.leaves(expected)
+    ):
         where = path_text(path)
         if not (is_array_like(leaf_a) and is_array_like(leaf_e)):
             if leaf_a != leaf_e:
-                raise AssertionError(f"leaf {where} differs: actual {leaf_a!r}, expected {leaf_e!r}")
+                raise AssertionError(
+                    f"leaf {where} differs: actual {leaf_a!r}, expected {leaf_e!r}"
+                )
             continue
         a, e = np.asarray(leaf_a), np.asarray(leaf_e)
         if a.shape != e.shape:

@@ -82,7 +82,9 @@ def _without_weak_types(tree: PyTree) -> tuple[PyTree, bool]:
     weak = [_is_weak(leaf) for leaf in leaves]
     if not any(weak):
         return tree, False
-    plain = [jnp.asarray(leaf, dtype=leaf_dtype(leaf)) if w else leaf for leaf, w in zip(leaves, weak)]
+    plain = [
+        jnp.asarray(leaf, dtype=leaf_dtype(leaf)) if w else leaf for leaf, w in zip(leaves, weak)
+    ]
     return jax.tree.unflatten(treedef, plain), True
 
 
@@ -177,7 +179,9 @@ class Optimizer:
             raise
         except jax.errors.JaxRuntimeError as error:
             if self.donate and "donate" in str(error):
-                raise ValueError(_shared_buffers_message(self.name, grads, state, params)) from error
+                raise ValueError(
+                    _shared_buffers_message(self.name, grads, state, params)
+                ) from error
             raise
 
     def __repr__(self) -> str:
@@ -203,7 +207,9 @@ def sgd(learning_rate: Scalar, donate: bool = True) -> Optimizer:
     return Optimizer("sgd", init, step, learning_rate, donate)
 
 
-def momentum(learning_rate: Scalar, beta: float = 0.9, nesterov: bool = False, donate: bool = True) -> Optimizer:
+def momentum(
+    learning_rate: Scalar, beta: float = 0.9, nesterov: bool = False, donate: bool = True
+) -> Optimizer:
     """Heavy-ball momentum: ``v <- beta * v + g``; ``p <- p - lr * v`` (Nesterov: ``g + beta * v``).
 
     Matches ``optax.sgd(lr, momentum=beta, nesterov=...)``.
@@ -219,7 +225,9 @@ def momentum(learning_rate: Scalar, beta: float = 0.9, nesterov: bool = False, d
 
     def step(grads: PyTree, state: MomentumState, params: PyTree) -> tuple[PyTree, MomentumState]:
         velocity = jax.tree.map(lambda v, g: beta * v + g, state.velocity, grads)
-        direction = jax.tree.map(lambda v, g: g + beta * v, velocity, grads) if nesterov else velocity
+        direction = (
+            jax.tree.map(lambda v, g: g + beta * v, velocity, grads) if nesterov else velocity
+        )
         lr = state.learning_rate
         new = jax.tree.map(lambda p, d: p - (lr * d).astype(p.dtype), params, direction)
         return new, MomentumState(lr, velocity)
@@ -228,7 +236,11 @@ def momentum(learning_rate: Scalar, beta: float = 0.9, nesterov: bool = False, d
 
 
 def adam(
-    learning_rate: Scalar, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8, donate: bool = True
+    learning_rate: Scalar,
+    b1: float = 0.9,
+    b2: float = 0.999,
+    eps: float = 1e-8,
+    donate: bool = True,
 ) -> Optimizer:
     """Adam with bias correction, matching ``optax.adam``: a map over four trees at once.
 
@@ -239,7 +251,9 @@ def adam(
     """
 
     def init(params: PyTree, rate: jax.Array) -> AdamState:
-        return AdamState(rate, jnp.zeros((), jnp.int32), tree_zeros_like(params), tree_zeros_like(params))
+        return AdamState(
+            rate, jnp.zeros((), jnp.int32), tree_zeros_like(params), tree_zeros_like(params)
+        )
 
     def step(grads: PyTree, state: AdamState, params: PyTree) -> tuple[PyTree, AdamState]:
         count = state.count + 1

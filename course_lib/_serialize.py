@@ -52,7 +52,9 @@ def load_tree(path: str | os.PathLike[str], like: PyTree) -> PyTree:
     real arrays.
     """
     with np.load(path) as data:
-        stored = {name: data[name] for name in data.files if name not in (_STRUCTURE_KEY, _DTYPES_KEY)}
+        stored = {
+            name: data[name] for name in data.files if name not in (_STRUCTURE_KEY, _DTYPES_KEY)
+        }
         extension_dtypes = json.loads(str(data[_DTYPES_KEY])) if _DTYPES_KEY in data.files else {}
         saved_structure = str(data[_STRUCTURE_KEY]) if _STRUCTURE_KEY in data.files else None
     for name, dtype_name in extension_dtypes.items():
@@ -61,18 +63,24 @@ def load_tree(path: str | os.PathLike[str], like: PyTree) -> PyTree:
     with_paths, treedef = jax.tree_util.tree_flatten_with_path(like)
     wanted = {keystr(p): leaf for p, leaf in with_paths}
     problems = [f"{name} is missing from the file" for name in wanted if name not in stored]
-    problems += [f"{name} is in the file but not in `like`" for name in stored if name not in wanted]
+    problems += [
+        f"{name} is in the file but not in `like`" for name in stored if name not in wanted
+    ]
     for name, leaf in wanted.items():
         if name in stored:
             have = stored[name]
             shape = tuple(np.shape(leaf))
             dtype = np.dtype(leaf.dtype) if hasattr(leaf, "dtype") else np.asarray(leaf).dtype
             if have.shape != shape or have.dtype != dtype:
-                problems.append(f"{name} is {have.dtype}{list(have.shape)} in the file, {dtype}{list(shape)} in `like`")
+                problems.append(
+                    f"{name} is {have.dtype}{list(have.shape)} in the file, {dtype}{list(shape)} in `like`"
+                )
     if not problems and saved_structure not in (None, str(treedef)):
         # Same key paths, other containers: a tuple saved and read into a list, say.
         problems.append(f"the file holds {saved_structure}, `like` is {treedef}")
     if problems:
         listed = "\n".join(f"  - {p}" for p in problems)
-        raise TreeStructureError(f"load_tree: {path} does not fit the structure of `like`:\n{listed}")
+        raise TreeStructureError(
+            f"load_tree: {path} does not fit the structure of `like`:\n{listed}"
+        )
     return jax.tree.unflatten(treedef, [jnp.asarray(stored[name]) for name in wanted])

@@ -46,5 +46,7 @@ def tree_bytes_per_device(tree: PyTree) -> dict[jax.Device, int]:
     for leaf in jax.tree.leaves(tree):
         blocks = leaf_shards(leaf)
         for device, block in (blocks or {}).items():
-            totals[device] = totals.get(device, 0) + math.prod(block) * jax.numpy.dtype(leaf.dtype).itemsize
+            totals[device] = (
+                totals.get(device, 0) + math.prod(block) * jax.numpy.dtype(leaf.dtype).itemsize
+            )
     return dict(sorted(totals.items(), key=lambda item: item[0].id))

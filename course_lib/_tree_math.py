@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._errors import check_array_leaves, check_same_structure, leaf_dtype
+from ._errors import check_array_leaves, check_same_structure
 from ._nodes import leaf_nbytes, leaf_size
 from ._typing import PyTree, Scalar
 
@@ -95,7 +95,7 @@ def _squared_magnitude(leaf: jax.Array) -> jax.Array:
     return jnp.square(leaf.real) + jnp.square(leaf.imag)
 
 
-def tree_norm(tree: PyTree, ord: int | float | str | None = 2, squared: bool = False) -> jax.Array:  # noqa: A002
+def tree_norm(tree: PyTree, ord: int | float | str | None = 2, squared: bool = False) -> jax.Array:
     """Vector norm of the whole tree, as if its leaves were one long vector.
 
     ``ord`` is 2 (or ``None``), 1, or ``inf`` (``jnp.inf``, ``"inf"``). An empty tree has norm 0, a

@@ -3,8 +3,6 @@
 pytest puts tests/ on ``sys.path`` for its test modules (tests/ has no ``__init__.py``), so a test
 module imports this one by name, as test_properties.py imports strategies.py.
 
-* :func:`fresh_checks`, an autouse fixture: a test module gets it by importing it, and then every
-  check in that module starts from a clean state (not strict, whatever ``CI`` says; no hints shown).
 * :class:`LessonChecks`: the tests every lesson has, run on its own answers by a subclass, say
   ``class TestLesson02(LessonChecks)`` with ``ids``, ``right`` and ``wrong`` set.
 * Helpers for the tests each lesson writes itself: :func:`stub`, :func:`check_output`,
@@ -13,7 +11,7 @@ module imports this one by name, as test_properties.py imports strategies.py.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import jax
@@ -30,18 +28,6 @@ STUB_MESSAGE = "Write your solution here, then run the check below."
 """What the exercise notebooks' stubs raise."""
 
 
-@pytest.fixture(autouse=True)
-def fresh_checks(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """Checks print rather than raise (``CI`` and ``COURSE_STRICT_CHECKS`` unset), and no hint was shown yet."""
-    monkeypatch.delenv("CI", raising=False)
-    monkeypatch.delenv("COURSE_STRICT_CHECKS", raising=False)
-    checks.set_strict(None)
-    checks.reset_hints()
-    yield
-    checks.set_strict(None)
-    checks.reset_hints()
-
-
 def stub(*args: object, **kwargs: object) -> None:
     """An exercise as the exercise notebook hands it out: not attempted yet."""
     raise NotImplementedError(STUB_MESSAGE)
@@ -52,13 +38,17 @@ def answer_id(x: Any) -> str | None:
     return getattr(x, "__qualname__", None) if callable(x) else None
 
 
-def check_output(exercise_id: str, answer: Callable[..., Any], capsys: pytest.CaptureFixture[str]) -> str:
+def check_output(
+    exercise_id: str, answer: Callable[..., Any], capsys: pytest.CaptureFixture[str]
+) -> str:
     """What ``check(exercise_id, answer)`` prints."""
     check(exercise_id, answer)
     return capsys.readouterr().out
 
 
-def repeated_check_output(capsys: pytest.CaptureFixture[str], answers: Sequence[tuple[str, Callable[..., Any]]]) -> str:
+def repeated_check_output(
+    capsys: pytest.CaptureFixture[str], answers: Sequence[tuple[str, Callable[..., Any]]]
+) -> str:
     """What checking ``answers`` in turn prints, asserted to be the same the second time (from fresh hints)."""
     texts = []
     for _ in range(2):
@@ -70,7 +60,9 @@ def repeated_check_output(capsys: pytest.CaptureFixture[str], answers: Sequence[
     return texts[0]
 
 
-def assert_grading_passes(exercise_id: str, answer: Callable[..., Any], seeds: Iterable[int]) -> None:
+def assert_grading_passes(
+    exercise_id: str, answer: Callable[..., Any], seeds: Iterable[int]
+) -> None:
     """``answer`` passes the grading cases of each seed, judged as the grader judges."""
     exercise = get_exercise(exercise_id)
     for seed in seeds:
@@ -95,7 +87,9 @@ def nodes(tree: Any) -> list[Any]:
 
 def has_none(trees: Iterable[Any]) -> bool:
     """Whether one of ``trees`` holds a ``None`` subtree."""
-    return any(x is None for tree in trees for x in jax.tree.leaves(tree, is_leaf=lambda x: x is None))
+    return any(
+        x is None for tree in trees for x in jax.tree.leaves(tree, is_leaf=lambda x: x is None)
+    )
 
 
 def fingerprint(case: checks.Case) -> str:
@@ -145,7 +139,9 @@ class LessonChecks:
         assert set(self.right) == set(self.ids)
         assert {exercise_id for exercise_id, _, _ in self.wrong} == set(self.ids)
 
-    def test_check_not_attempted(self, exercise_id: str, capsys: pytest.CaptureFixture[str]) -> None:
+    def test_check_not_attempted(
+        self, exercise_id: str, capsys: pytest.CaptureFixture[str]
+    ) -> None:
         out = check_output(exercise_id, self.stubs.get(exercise_id, stub), capsys)
         assert out.startswith(f"{exercise_id}: not attempted yet"), out
         assert "hint" not in out
@@ -167,12 +163,18 @@ class LessonChecks:
         assert_grading_passes(exercise_id, other_right, self.grading_seeds)
 
     def test_check_incorrect_gives_the_targeted_hint(
-        self, exercise_id: str, answer: Callable[..., Any], hint: str, capsys: pytest.CaptureFixture[str]
+        self,
+        exercise_id: str,
+        answer: Callable[..., Any],
+        hint: str,
+        capsys: pytest.CaptureFixture[str],
     ) -> None:
         out = check_output(exercise_id, answer, capsys)
         points = get_exercise(exercise_id).points
         assert out.startswith(f"{exercise_id}: incorrect ("), out
-        assert not out.startswith(f"{exercise_id}: incorrect ({points}/"), out  # partial credit at most
+        assert not out.startswith(f"{exercise_id}: incorrect ({points}/"), (
+            out
+        )  # partial credit at most
         assert hint in out, out
         assert "input: " in out
         assert "hint 1/3" in out and "hint 2/3" not in out

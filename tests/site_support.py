@@ -45,7 +45,10 @@ def _normal(line: str) -> str:
 def _sources(path: Path) -> list[tuple[str, list[str]]]:
     nb = json.loads(path.read_text(encoding="utf-8"))
     return [
-        ("".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"], cell["metadata"].get("tags", []))
+        (
+            "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"],
+            cell["metadata"].get("tags", []),
+        )
         for cell in nb["cells"]
         if cell["cell_type"] == "code"
     ]
@@ -99,7 +102,11 @@ def solution_secrets() -> list[Secret]:
     secrets = []
     for where, lines in solution_regions():
         normal = [_normal(line) for line in lines if line.strip()]
-        secrets += [Secret(where, line) for line in normal if len(line) >= MIN_SECRET_CHARS and line not in public]
+        secrets += [
+            Secret(where, line)
+            for line in normal
+            if len(line) >= MIN_SECRET_CHARS and line not in public
+        ]
         block = " ".join(normal)
         if len(normal) >= 2 and block not in public:
             secrets.append(Secret(where, block))

@@ -70,7 +70,10 @@ def test_read_notebook_schema_violation_is_an_error(tmp_path: Path) -> None:
 
 def test_notebook_text_matches_nbformat_write() -> None:
     nb = new_notebook(
-        cells=[new_markdown_cell("# Ünïcode · title\n\ntwo\nlines", id="t"), new_code_cell("1", id="c")]
+        cells=[
+            new_markdown_cell("# Ünïcode · title\n\ntwo\nlines", id="t"),
+            new_code_cell("1", id="c"),
+        ]
     )
     buffer = io.StringIO()
     nbformat.write(nb, buffer)

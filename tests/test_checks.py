@@ -9,18 +9,33 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from exercise_support import LessonChecks, has_none, nodes, repeated_check_output, stub
 
 import course_lib as cl
 from course_lib import checks
-from course_lib.checks import Case, CheckFailed, Exercise, check, evaluate, get_exercise, progress
-from course_lib.checks import _wire
+from course_lib.checks import (
+    CheckFailed,
+    Exercise,
+    _wire,
+    check,
+    evaluate,
+    get_exercise,
+    progress,
+)
 from course_lib.checks._evaluate import judge_outcomes, probe_all, reference_results
 from course_lib.checks._guard import standing_in, watch
 from course_lib.checks._kit import call_value, compile_report, judge_compiles, random_tree
 from course_lib.checks._plain import describe, rebuild_tree, tree_plain
-from exercise_support import LessonChecks, fresh_checks, has_none, nodes, repeated_check_output, stub  # noqa: F401 (fresh_checks: autouse)
 
-LESSON_01 = ("01.count_params", "01.leaf_paths", "01.is_node", "01.replace_leaves", "01.same_structure")
+pytestmark = pytest.mark.usefixtures("fresh_checks")
+
+LESSON_01 = (
+    "01.count_params",
+    "01.leaf_paths",
+    "01.is_node",
+    "01.replace_leaves",
+    "01.same_structure",
+)
 
 
 # --- answers, right and wrong --------------------------------------------------------------------
@@ -179,7 +194,11 @@ WRONG = [
     ("01.leaf_paths", leaf_paths_as_tuple, "returned a tuple; return a list of strings"),
     ("01.is_node", is_node_by_treedef_is_leaf, "is_node returned False, expected True"),
     ("01.is_node", is_node_by_leaf_count, "is_node returned"),
-    ("01.replace_leaves", replace_returning_values, "list in your result, dict in the expected result"),
+    (
+        "01.replace_leaves",
+        replace_returning_values,
+        "list in your result, dict in the expected result",
+    ),
     ("01.replace_leaves", replace_in_insertion_order, "in another order"),
     ("01.same_structure", same_leaf_count, "same_structure returned"),
     ("01.is_node", is_node_by_isinstance, "registered"),
@@ -226,16 +245,28 @@ def test_hints_are_revealed_one_per_failed_check(capsys: pytest.CaptureFixture[s
     for _ in range(4):
         check("01.count_params", count_leaves)
         outputs.append(capsys.readouterr().out)
-    assert "hint 1/3" in outputs[0] and "hint 2/3" not in outputs[0] and "run this check again" in outputs[0]
+    assert (
+        "hint 1/3" in outputs[0]
+        and "hint 2/3" not in outputs[0]
+        and "run this check again" in outputs[0]
+    )
     assert "hint 2/3" in outputs[1] and "hint 3/3" not in outputs[1]
     assert "hint 3/3" in outputs[2] and "no more hints" in outputs[2]
     assert outputs[3] == outputs[2]
     for out in outputs:
-        assert "jax.tree.leaves(tree)" not in out.split("hint 1/3")[0]  # the targeted part names no solution
+        assert (
+            "jax.tree.leaves(tree)" not in out.split("hint 1/3")[0]
+        )  # the targeted part names no solution
 
 
 def test_check_output_is_deterministic(capsys: pytest.CaptureFixture[str]) -> None:
-    text = repeated_check_output(capsys, [("01.replace_leaves", replace_in_insertion_order), ("01.is_node", is_node_by_treedef_is_leaf)])
+    text = repeated_check_output(
+        capsys,
+        [
+            ("01.replace_leaves", replace_in_insertion_order),
+            ("01.is_node", is_node_by_treedef_is_leaf),
+        ],
+    )
     assert "0x" not in text
 
 
@@ -249,7 +280,9 @@ def test_check_never_prints_the_reference_source(capsys: pytest.CaptureFixture[s
 
 
 @pytest.mark.parametrize("switch", ["env_ci", "env_course", "set_strict", "argument"])
-def test_strict_mode_raises(switch: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def test_strict_mode_raises(
+    switch: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     kwargs = {}
     if switch == "env_ci":
         monkeypatch.setenv("CI", "true")
@@ -268,7 +301,9 @@ def test_strict_mode_raises(switch: str, monkeypatch: pytest.MonkeyPatch, capsys
     assert "passed" in capsys.readouterr().out
 
 
-def test_strict_can_be_turned_off_under_ci(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def test_strict_can_be_turned_off_under_ci(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.setenv("CI", "true")
     monkeypatch.setenv("COURSE_STRICT_CHECKS", "0")
     check("01.count_params", count_leaves)
@@ -276,8 +311,13 @@ def test_strict_can_be_turned_off_under_ci(monkeypatch: pytest.MonkeyPatch, caps
 
 
 def test_progress_summarises_the_callers_functions(capsys: pytest.CaptureFixture[str]) -> None:
-    namespace = {"count_params": count_params, "leaf_paths": stub, "is_node": is_node_by_leaf_count, "progress": progress}
-    exec("progress('01')", namespace)  # noqa: S102 (progress reads its caller's globals, like a notebook's)
+    namespace = {
+        "count_params": count_params,
+        "leaf_paths": stub,
+        "is_node": is_node_by_leaf_count,
+        "progress": progress,
+    }
+    exec("progress('01')", namespace)
     out = capsys.readouterr().out
     assert out.splitlines()[0] == "Lesson 01: 1 of 5 exercises passed, 2/8 points"
     assert "passed         01.count_params" in out
@@ -287,7 +327,7 @@ def test_progress_summarises_the_callers_functions(capsys: pytest.CaptureFixture
     assert "hint" not in out
     checks.set_strict(True)
     with pytest.raises(CheckFailed):
-        exec("progress('01')", namespace)  # noqa: S102
+        exec("progress('01')", namespace)
 
 
 def test_unknown_exercise_names_the_known_ones() -> None:
@@ -307,10 +347,15 @@ def test_course_version_is_flagged_at_run_time_however_it_is_reached() -> None:
     exercise = get_exercise("01.count_params")
     direct = evaluate(exercise, count_with_course_version)
     assert direct.status == "flagged" and direct.points == 0
-    assert "count_params calls cl.tree_size (line " in direct.message and "`return cl.tree_size(tree)`" in direct.message
+    assert (
+        "count_params calls cl.tree_size (line " in direct.message
+        and "`return cl.tree_size(tree)`" in direct.message
+    )
     hidden = evaluate(exercise, count_with_hidden_course_version)
     assert hidden.status == "flagged" and "`return sneaky(tree)`" in hidden.message
-    aliased = evaluate(exercise, cl.tree_size)  # the course's function itself, bound to the learner's name
+    aliased = evaluate(
+        exercise, cl.tree_size
+    )  # the course's function itself, bound to the learner's name
     assert aliased.status == "flagged" and "count_params is cl.tree_size itself" in aliased.message
     assert cl.tree_size({"a": jnp.ones(3)}) == 3
 
@@ -321,7 +366,10 @@ def test_the_reference_answer_is_flagged() -> None:
     exercise = get_exercise("01.count_params")
     aliased = evaluate(exercise, _lesson01._count_params)
     assert aliased.status == "flagged"
-    assert "count_params is the course's reference answer, course_lib.checks._lesson01._count_params itself" in aliased.message
+    assert (
+        "count_params is the course's reference answer, course_lib.checks._lesson01._count_params itself"
+        in aliased.message
+    )
 
     def wrapped(tree):
         return get_exercise("01.count_params").reference(tree)
@@ -375,15 +423,24 @@ def test_a_stand_in_is_the_courses_own_call_and_is_put_back() -> None:
     from course_lib.checks import _lesson01
 
     namespace = {"count_params": count_with_none}
-    exec("def total(trees):\n    return sum(count_params(t) for t in trees)", namespace)  # the learner's code
-    with watch(["tree_size"]) as seen, standing_in(namespace, {"count_params": _lesson01._count_params}) as names:
-        assert namespace["total"]([[1.0, None], {"a": jnp.ones(3)}]) == 4  # the reference, standing in
+    exec(
+        "def total(trees):\n    return sum(count_params(t) for t in trees)", namespace
+    )  # the learner's code
+    with (
+        watch(["tree_size"]) as seen,
+        standing_in(namespace, {"count_params": _lesson01._count_params}) as names,
+    ):
+        assert (
+            namespace["total"]([[1.0, None], {"a": jnp.ones(3)}]) == 4
+        )  # the reference, standing in
     assert names == ["count_params"] and seen.flags == []
     assert namespace["count_params"] is count_with_none
     with watch() as seen:
         namespace["count_params"] = _lesson01._count_params
         namespace["total"]([[1.0]])
-    assert [flag["kind"] for flag in seen.flags] == ["reference"]  # called by the learner, it counts
+    assert [flag["kind"] for flag in seen.flags] == [
+        "reference"
+    ]  # called by the learner, it counts
 
 
 # --- plain data, trees and the wire --------------------------------------------------------------
@@ -429,9 +486,15 @@ def test_wire_refuses_objects() -> None:
 
 def test_tree_plain_round_trip_keeps_structure() -> None:
     Pair = collections.namedtuple("Pair", "left right")
-    tree = {"b": [1.0, None, (jnp.ones((2, 3)),)], "a": Pair(jnp.int32(3), None), "o": collections.OrderedDict(z=1, y=2)}
+    tree = {
+        "b": [1.0, None, (jnp.ones((2, 3)),)],
+        "a": Pair(jnp.int32(3), None),
+        "o": collections.OrderedDict(z=1, y=2),
+    }
     rebuilt = rebuild_tree(_wire.loads(_wire.dumps(tree_plain(tree))))
-    assert str(jax.tree.structure(rebuilt)).replace("Pair", "P") == str(jax.tree.structure(tree)).replace("Pair", "P")
+    assert str(jax.tree.structure(rebuilt)).replace("Pair", "P") == str(
+        jax.tree.structure(tree)
+    ).replace("Pair", "P")
     assert [jax.tree_util.keystr(p) for p, _ in jax.tree_util.tree_leaves_with_path(rebuilt)] == [
         jax.tree_util.keystr(p) for p, _ in jax.tree_util.tree_leaves_with_path(tree)
     ]
@@ -468,7 +531,10 @@ COMPILES = Exercise(
     name="make_step",
     title="a toy compile-count exercise",
     points=1,
-    cases=lambda rng: [checks.Case(((4, 4, 4),), label="three calls with the same shape"), checks.Case(((2, 3, 5),), label="three shapes")],
+    cases=lambda rng: [
+        checks.Case(((4, 4, 4),), label="three calls with the same shape"),
+        checks.Case(((2, 3, 5),), label="three shapes"),
+    ],
     reference=_jit_once,
     probe=_compile_probe,
     judge=judge_compiles,
@@ -483,13 +549,18 @@ def test_compile_count_hint_quotes_the_cache_miss_explanation() -> None:
         return jax.jit(lambda x, pad=(): 2 * x)
 
     outcomes = probe_all(COMPILES, make_step, COMPILES.make_cases("check"))
-    assert judge_outcomes(COMPILES, outcomes, expected, COMPILES.make_cases("check")).status == "passed"
+    assert (
+        judge_outcomes(COMPILES, outcomes, expected, COMPILES.make_cases("check")).status
+        == "passed"
+    )
 
     def recompiles_every_call():
         return lambda x: jax.jit(lambda y: 2 * y)(x)
 
     cases = COMPILES.make_cases("check")
-    verdict = judge_outcomes(COMPILES, probe_all(COMPILES, recompiles_every_call, cases), expected, cases)
+    verdict = judge_outcomes(
+        COMPILES, probe_all(COMPILES, recompiles_every_call, cases), expected, cases
+    )
     assert verdict.status == "failed"
     assert "compiled 3 times, expected 1: see the cache-miss explanation below." in verdict.message
     assert "CACHE MISS" in verdict.message or "cache miss" in verdict.message.lower()
@@ -511,8 +582,13 @@ def test_unreadable_result() -> None:
 
 def test_exercise_spec_is_validated() -> None:
     good = {
-        "name": "f", "title": "t", "points": 1, "cases": lambda rng: [], "reference": len,
-        "probe": call_value, "judge": lambda g, e, c: None,
+        "name": "f",
+        "title": "t",
+        "points": 1,
+        "cases": lambda rng: [],
+        "reference": len,
+        "probe": call_value,
+        "judge": lambda g, e, c: None,
     }
     with pytest.raises(ValueError, match="must look like"):
         Exercise(id="1.f", **good)

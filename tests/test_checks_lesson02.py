@@ -8,10 +8,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from exercise_support import LessonChecks, has_none, nodes, repeated_check_output
 
 import course_lib as cl
 from course_lib.checks import evaluate, get_exercise
-from exercise_support import LessonChecks, fresh_checks, has_none, nodes, repeated_check_output  # noqa: F401 (fresh_checks: autouse)
+
+pytestmark = pytest.mark.usefixtures("fresh_checks")
 
 LESSON_02 = (
     "02.sgd_step",
@@ -66,11 +68,15 @@ def sgd_by_flatten(params, grads, lr):
 
 def sgd_optax_style(params, grads, lr):
     updates = jax.tree_util.tree_map(lambda g: -lr * g, grads)
-    return jax.tree_util.tree_map(lambda p, u: jnp.asarray(p + u).astype(jnp.asarray(p).dtype), params, updates)
+    return jax.tree_util.tree_map(
+        lambda p, u: jnp.asarray(p + u).astype(jnp.asarray(p).dtype), params, updates
+    )
 
 
 def average_with_numpy(trees):
-    return jax.tree.map(lambda *leaves: np.mean(np.stack([np.asarray(x) for x in leaves]), axis=0), *trees)
+    return jax.tree.map(
+        lambda *leaves: np.mean(np.stack([np.asarray(x) for x in leaves]), axis=0), *trees
+    )
 
 
 def make_sgd_step_with_grad_then_loss(loss_fn):
@@ -78,7 +84,9 @@ def make_sgd_step_with_grad_then_loss(loss_fn):
         grads = jax.grad(loss_fn)(params, batch)
         loss = loss_fn(params, batch)
         leaves, treedef = jax.tree_util.tree_flatten(params)
-        return treedef.unflatten([p - lr * g for p, g in zip(leaves, treedef.flatten_up_to(grads))]), loss
+        return treedef.unflatten(
+            [p - lr * g for p, g in zip(leaves, treedef.flatten_up_to(grads))]
+        ), loss
 
     return jax.jit(step)
 
@@ -154,7 +162,9 @@ def average_per_tree(trees):
 
 
 def average_inside_leaves(trees):
-    return jax.tree.map(lambda *leaves: sum(jnp.mean(leaf) for leaf in leaves) / len(leaves), *trees)
+    return jax.tree.map(
+        lambda *leaves: sum(jnp.mean(leaf) for leaf in leaves) / len(leaves), *trees
+    )
 
 
 def make_step_not_jitted(loss_fn):
@@ -271,7 +281,9 @@ def stack_transposing(trees):
 
 
 def stack_concatenating(trees):
-    return jax.tree.map(lambda *leaves: jnp.concatenate([jnp.atleast_1d(x) for x in leaves]), *trees)
+    return jax.tree.map(
+        lambda *leaves: jnp.concatenate([jnp.atleast_1d(x) for x in leaves]), *trees
+    )
 
 
 def stack_per_tree(trees):
@@ -291,7 +303,11 @@ WRONG = [
     ("02.average_trees", average_per_tree, "returned a list of 3 trees"),
     ("02.average_trees", average_inside_leaves, "not the entries inside one leaf"),
     ("02.make_sgd_step", make_step_not_jitted, "is not jitted"),
-    ("02.make_sgd_step", make_step_static_lr, "compiled 3 times, expected 1: see the cache-miss explanation"),
+    (
+        "02.make_sgd_step",
+        make_step_static_lr,
+        "compiled 3 times, expected 1: see the cache-miss explanation",
+    ),
     ("02.make_sgd_step", make_step_climbing, "the loss went up"),
     ("02.make_sgd_step", make_step_params_only, "it must return a pair (new_params, loss)"),
     ("02.make_sgd_step", make_step_loss_after, "before the update"),
@@ -299,8 +315,16 @@ WRONG = [
     ("02.global_norm", norm_of_each_leaf, "one value per leaf"),
     ("02.global_norm", norm_summing_leaf_norms, "the sum of the leaves' norms"),
     ("02.clip_by_global_norm", clip_each_leaf, "you clipped each leaf by its own norm"),
-    ("02.clip_by_global_norm", clip_always, "you scaled even though the global norm is below max_norm"),
-    ("02.clip_by_global_norm", clip_with_python_if, "under jax.jit it raised TracerBoolConversionError"),
+    (
+        "02.clip_by_global_norm",
+        clip_always,
+        "you scaled even though the global norm is below max_norm",
+    ),
+    (
+        "02.clip_by_global_norm",
+        clip_with_python_if,
+        "under jax.jit it raised TracerBoolConversionError",
+    ),
     ("02.clip_by_global_norm", clip_dividing_by_zero, "dividing by it gives nan"),
     ("02.clip_by_global_norm", clip_without_sqrt, "you used the sum of squares as the norm"),
     ("02.stack_trees", stack_transposing, "that is a transpose"),
@@ -325,16 +349,29 @@ def test_the_course_update_is_flagged_where_it_is_called_even_while_the_step_run
     direct = evaluate(get_exercise("02.sgd_step"), sgd_with_course_version)
     assert direct.status == "flagged" and direct.points == 0
     line = sgd_with_course_version.__code__.co_firstlineno + 1
-    assert f"sgd_step calls cl.tree_add_scale (line {line} of test_checks_lesson02.py: `return cl.tree_add_scale(params, -lr, grads)`)" in direct.message
-    assert direct.points_if_allowed == 2  # the course's function gives the right answer: an override may allow it
+    assert (
+        f"sgd_step calls cl.tree_add_scale (line {line} of test_checks_lesson02.py: `return cl.tree_add_scale(params, -lr, grads)`)"
+        in direct.message
+    )
+    assert (
+        direct.points_if_allowed == 2
+    )  # the course's function gives the right answer: an override may allow it
     inside = evaluate(get_exercise("02.make_sgd_step"), make_step_with_course_optimizer)
-    assert inside.status == "flagged" and "make_sgd_step calls cl.tree_add_scale (line " in inside.message
+    assert (
+        inside.status == "flagged"
+        and "make_sgd_step calls cl.tree_add_scale (line " in inside.message
+    )
     hidden = evaluate(get_exercise("02.make_sgd_step"), make_step_with_hidden_course_call)
-    assert hidden.status == "flagged" and "`return cl.tree_add_scale(params, -lr, grads)`" in hidden.message
+    assert (
+        hidden.status == "flagged"
+        and "`return cl.tree_add_scale(params, -lr, grads)`" in hidden.message
+    )
     assert cl.tree_add_scale({"a": 1.0}, 2.0, {"a": 1.0}) == {"a": 3.0}
 
 
-@pytest.mark.parametrize("exercise_id", ["02.sgd_step", "02.average_trees", "02.clip_by_global_norm", "02.stack_trees"])
+@pytest.mark.parametrize(
+    "exercise_id", ["02.sgd_step", "02.average_trees", "02.clip_by_global_norm", "02.stack_trees"]
+)
 def test_cases_have_none_subtrees_and_several_containers(exercise_id: str) -> None:
     trees = [case.args[0] for case in get_exercise(exercise_id).make_cases("grade")]
     kinds = {type(node).__name__ for tree in trees for node in nodes(tree)}
@@ -345,6 +382,9 @@ def test_cases_have_none_subtrees_and_several_containers(exercise_id: str) -> No
 
 
 def test_self_check_output_is_deterministic(capsys: pytest.CaptureFixture[str]) -> None:
-    text = repeated_check_output(capsys, [("02.clip_by_global_norm", clip_each_leaf), ("02.make_sgd_step", make_step_static_lr)])
+    text = repeated_check_output(
+        capsys,
+        [("02.clip_by_global_norm", clip_each_leaf), ("02.make_sgd_step", make_step_static_lr)],
+    )
     assert "0x" not in text
     assert "CACHE MISS" in text  # the compile-count hint quotes JAX's explanation

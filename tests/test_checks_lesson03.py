@@ -8,12 +8,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from exercise_support import STUB_MESSAGE, LessonChecks, has_none, repeated_check_output
 from jax.tree_util import DictKey, GetAttrKey, keystr
 
 from course_lib import checks
 from course_lib.checks import check, evaluate, get_exercise
 from course_lib.checks._lesson03 import Block
-from exercise_support import STUB_MESSAGE, LessonChecks, fresh_checks, has_none, repeated_check_output  # noqa: F401 (fresh_checks: autouse)
+
+pytestmark = pytest.mark.usefixtures("fresh_checks")
 
 LESSON_03 = ("03.dense", "03.conv1d", "03.layer_norm", "03.decay_weights")
 
@@ -157,7 +159,10 @@ def define_dense_with_keys():
             self.w, self.b, self.activation = w, b, activation
 
     def flatten(d):
-        return [(jax.tree_util.GetAttrKey("w"), d.w), (jax.tree_util.GetAttrKey("b"), d.b)], d.activation
+        return [
+            (jax.tree_util.GetAttrKey("w"), d.w),
+            (jax.tree_util.GetAttrKey("b"), d.b),
+        ], d.activation
 
     jax.tree_util.register_pytree_with_keys(Dense, flatten, lambda a, c: Dense(*c, a))
     return Dense
@@ -168,7 +173,10 @@ def define_conv1d_with_keys_and_new():
         pass
 
     def flatten(layer):
-        return [(jax.tree_util.GetAttrKey("kernel"), layer.kernel), (jax.tree_util.GetAttrKey("bias"), layer.bias)], (
+        return [
+            (jax.tree_util.GetAttrKey("kernel"), layer.kernel),
+            (jax.tree_util.GetAttrKey("bias"), layer.bias),
+        ], (
             layer.stride,
             layer.padding,
         )
@@ -204,8 +212,10 @@ def decay_by_flatten_with_path(params, rate):
 
     def is_w(path):
         last = path[-1] if path else None
-        return isinstance(last, jax.tree_util.DictKey) and last.key == "w" or (
-            isinstance(last, jax.tree_util.GetAttrKey) and last.name == "w"
+        return (
+            isinstance(last, jax.tree_util.DictKey)
+            and last.key == "w"
+            or (isinstance(last, jax.tree_util.GetAttrKey) and last.name == "w")
         )
 
     return treedef.unflatten([leaf * (1 - rate) if is_w(path) else leaf for path, leaf in pairs])
@@ -271,7 +281,9 @@ def dense_by_hand():
         def __init__(self, w, b, activation="relu"):
             self.w, self.b, self.activation = w, b, activation
 
-    jax.tree_util.register_pytree_node(Dense, lambda d: ((d.w, d.b), d.activation), lambda a, c: Dense(*c, a))
+    jax.tree_util.register_pytree_node(
+        Dense, lambda d: ((d.w, d.b), d.activation), lambda a, c: Dense(*c, a)
+    )
     return Dense
 
 
@@ -287,20 +299,28 @@ def _conv(flatten, unflatten):
     class Conv1D(ConvBase):
         pass
 
-    jax.tree_util.register_pytree_node(Conv1D, flatten, lambda aux, children: unflatten(Conv1D, aux, children))
+    jax.tree_util.register_pytree_node(
+        Conv1D, flatten, lambda aux, children: unflatten(Conv1D, aux, children)
+    )
     return Conv1D
 
 
 def conv_everything_a_child():
-    return _conv(lambda c: ((c.kernel, c.bias, c.stride, c.padding), None), lambda cls, aux, ch: cls(*ch))
+    return _conv(
+        lambda c: ((c.kernel, c.bias, c.stride, c.padding), None), lambda cls, aux, ch: cls(*ch)
+    )
 
 
 def conv_forgetting_aux():
-    return _conv(lambda c: ((c.kernel, c.bias), (c.stride, c.padding)), lambda cls, aux, ch: cls(*ch))
+    return _conv(
+        lambda c: ((c.kernel, c.bias), (c.stride, c.padding)), lambda cls, aux, ch: cls(*ch)
+    )
 
 
 def conv_returning_tuple():
-    return _conv(lambda c: ((c.kernel, c.bias), (c.stride, c.padding)), lambda cls, aux, ch: tuple(ch))
+    return _conv(
+        lambda c: ((c.kernel, c.bias), (c.stride, c.padding)), lambda cls, aux, ch: tuple(ch)
+    )
 
 
 def conv_dict_aux():
@@ -341,15 +361,21 @@ def norm_calling_init():
 
 
 def norm_eps_as_child():
-    return _norm(lambda n: ((n.scale, n.offset, n.eps), None), lambda cls, aux, ch: _bypassing_init(cls, *ch))
+    return _norm(
+        lambda n: ((n.scale, n.offset, n.eps), None), lambda cls, aux, ch: _bypassing_init(cls, *ch)
+    )
 
 
 def norm_losing_eps():
-    return _norm(lambda n: ((n.scale, n.offset), None), lambda cls, aux, ch: _bypassing_init(cls, *ch, 1e-5))
+    return _norm(
+        lambda n: ((n.scale, n.offset), None), lambda cls, aux, ch: _bypassing_init(cls, *ch, 1e-5)
+    )
 
 
 def decay_by_text_ending(params, rate):
-    return jax.tree.map_with_path(lambda p, x: x * (1 - rate) if keystr(p).endswith(".w") else x, params)
+    return jax.tree.map_with_path(
+        lambda p, x: x * (1 - rate) if keystr(p).endswith(".w") else x, params
+    )
 
 
 def decay_by_text_containing(params, rate):
@@ -391,7 +417,11 @@ WRONG = [
     ("03.conv1d", conv_forgetting_aux, "The auxiliary data carries stride"),
     ("03.conv1d", conv_returning_tuple, "gave a tuple, not a Conv1D"),
     ("03.conv1d", conv_half_done, "Is part of a stub still there?"),
-    ("03.conv1d", conv_dict_aux, "the auxiliary data of a Conv1D is a dict, which cannot be hashed"),
+    (
+        "03.conv1d",
+        conv_dict_aux,
+        "the auxiliary data of a Conv1D is a dict, which cannot be hashed",
+    ),
     ("03.layer_norm", norm_calling_init, "Pitfall 3"),
     ("03.layer_norm", norm_eps_as_child, "eps is configuration"),
     ("03.layer_norm", norm_losing_eps, "differ only in eps have the same structure"),
@@ -417,7 +447,12 @@ class TestLesson03(LessonChecks):
 
 
 def test_the_exercises_define_classes_then_decay() -> None:
-    assert [e.name for e in checks.exercises("03")] == ["define_dense", "define_conv1d", "define_layer_norm", "decay_weights"]
+    assert [e.name for e in checks.exercises("03")] == [
+        "define_dense",
+        "define_conv1d",
+        "define_layer_norm",
+        "decay_weights",
+    ]
 
 
 def test_a_frozen_dataclass_is_right_too(capsys: pytest.CaptureFixture[str]) -> None:
@@ -433,11 +468,17 @@ def test_every_check_gets_a_fresh_class() -> None:
         return made[-1]
 
     assert evaluate(get_exercise("03.conv1d"), counting).status == "passed"
-    assert len(made) == len(get_exercise("03.conv1d").make_cases("check")) and len(set(made)) == len(made)
-    assert evaluate(get_exercise("03.conv1d"), lambda: ConvBase).status == "failed"  # not registered
+    assert len(made) == len(get_exercise("03.conv1d").make_cases("check")) and len(
+        set(made)
+    ) == len(made)
+    assert (
+        evaluate(get_exercise("03.conv1d"), lambda: ConvBase).status == "failed"
+    )  # not registered
 
 
-def test_unflatten_is_probed_with_placeholders_and_jacobian(capsys: pytest.CaptureFixture[str]) -> None:
+def test_unflatten_is_probed_with_placeholders_and_jacobian(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     check("03.layer_norm", norm_calling_init)
     out = capsys.readouterr().out
     assert "placeholder leaves raised TypeError" in out
@@ -446,18 +487,32 @@ def test_unflatten_is_probed_with_placeholders_and_jacobian(capsys: pytest.Captu
 def test_decay_cases_cover_dicts_lists_none_dataclasses_and_traps() -> None:
     cases = get_exercise("03.decay_weights").make_cases("grade")
     trees = [case.args[0] for case in cases]
-    keys = [path[-1] for tree in trees for path, _ in jax.tree_util.tree_leaves_with_path(tree) if path]
+    keys = [
+        path[-1] for tree in trees for path, _ in jax.tree_util.tree_leaves_with_path(tree) if path
+    ]
     assert any(isinstance(k, DictKey) and k.key == "w" for k in keys)
     assert any(isinstance(k, GetAttrKey) and k.name == "w" for k in keys)
     assert any(isinstance(k, DictKey) and k.key in ("bw", "raw") for k in keys)
-    assert any(isinstance(node, Block) for tree in trees for node in jax.tree.leaves(tree, is_leaf=lambda x: isinstance(x, Block)))
+    assert any(
+        isinstance(node, Block)
+        for tree in trees
+        for node in jax.tree.leaves(tree, is_leaf=lambda x: isinstance(x, Block))
+    )
     assert has_none(trees)
-    assert any(isinstance(tree, np.ndarray) for tree in trees)  # a tree that is one leaf: empty key path
-    assert any(isinstance(node, list) for tree in trees for node in jax.tree.leaves(tree, is_leaf=lambda x: isinstance(x, list)))
+    assert any(
+        isinstance(tree, np.ndarray) for tree in trees
+    )  # a tree that is one leaf: empty key path
+    assert any(
+        isinstance(node, list)
+        for tree in trees
+        for node in jax.tree.leaves(tree, is_leaf=lambda x: isinstance(x, list))
+    )
 
 
 def test_self_check_output_is_deterministic(capsys: pytest.CaptureFixture[str]) -> None:
-    text = repeated_check_output(capsys, [("03.layer_norm", norm_calling_init), ("03.conv1d", conv_forgetting_aux)])
+    text = repeated_check_output(
+        capsys, [("03.layer_norm", norm_calling_init), ("03.conv1d", conv_forgetting_aux)]
+    )
     assert "0x" not in text and "/tmp" not in text and "/work" not in text
 
 

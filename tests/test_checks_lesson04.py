@@ -9,9 +9,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from exercise_support import LessonChecks
 
 from course_lib.checks import check, evaluate, get_exercise
-from exercise_support import LessonChecks, fresh_checks  # noqa: F401 (fresh_checks: autouse)
+
+pytestmark = pytest.mark.usefixtures("fresh_checks")
 
 LESSON_04 = ("04.dense", "04.fixed_mlp", "04.frozen_config", "04.static_and_traced")
 
@@ -21,7 +23,11 @@ ACTIVATIONS = {"tanh": jnp.tanh, "relu": jax.nn.relu, "identity": lambda x: x}
 # --- 04.dense ------------------------------------------------------------------------------------
 
 
-def dense_class(static: tuple[str, ...] = ("activation", "use_bias"), register: bool = True, bias_always: bool = False):
+def dense_class(
+    static: tuple[str, ...] = ("activation", "use_bias"),
+    register: bool = True,
+    bias_always: bool = False,
+):
     """A Dense class with the given fields static (a right answer with the defaults)."""
 
     @dataclass
@@ -159,7 +165,9 @@ def static_and_traced_by_is_leaf(obj):
 
 def split_by_metadata(obj):
     fields = dataclasses.fields(obj)
-    return [f.name for f in fields if not f.metadata.get("static")], [f.name for f in fields if f.metadata.get("static")]
+    return [f.name for f in fields if not f.metadata.get("static")], [
+        f.name for f in fields if f.metadata.get("static")
+    ]
 
 
 def split_by_leaves(obj):
@@ -194,7 +202,9 @@ def define_dense_by_meta_fields():
             y = x @ self.w + self.b if self.use_bias else x @ self.w
             return ACTIVATIONS[self.activation](y)
 
-    return jax.tree_util.register_dataclass(Dense, data_fields=["w", "b"], meta_fields=["activation", "use_bias"])
+    return jax.tree_util.register_dataclass(
+        Dense, data_fields=["w", "b"], meta_fields=["activation", "use_bias"]
+    )
 
 
 def define_mlp_with_tree_static():
@@ -208,7 +218,9 @@ def define_mlp_with_tree_static():
 
         def __call__(self, x):
             for layer in self.layers[: self.depth]:
-                x = ACTIVATIONS[self.act](x @ layer["w"] + (0.0 if layer["b"] is None else layer["b"]))
+                x = ACTIVATIONS[self.act](
+                    x @ layer["w"] + (0.0 if layer["b"] is None else layer["b"])
+                )
             return self.scale * x
 
     return MLP
@@ -242,22 +254,38 @@ RIGHT = {
 }
 
 WRONG = [
-    ("04.dense", dense_activation_leaf, "'tanh' is a leaf, so the field activation is traced, and jit cannot trace a string"),
+    (
+        "04.dense",
+        dense_activation_leaf,
+        "'tanh' is a leaf, so the field activation is traced, and jit cannot trace a string",
+    ),
     ("04.dense", dense_use_bias_leaf, "True is a leaf, so the field use_bias is traced"),
     ("04.dense", dense_unregistered, "JAX sees a Dense as one opaque leaf"),
     ("04.dense", dense_weights_static, "Arrays are data, never static metadata (Pitfall 8)"),
     ("04.dense", dense_bias_always, "use_bias=False must leave b out"),
-    ("04.fixed_mlp", mlp_scale_static, "scale is not a leaf: it is static, so every new scale compiles a new program"),
+    (
+        "04.fixed_mlp",
+        mlp_scale_static,
+        "scale is not a leaf: it is static, so every new scale compiles a new program",
+    ),
     ("04.fixed_mlp", mlp_depth_leaf, "2 is a leaf, so the field depth is traced"),
     ("04.fixed_mlp", mlp_unchanged, "so the field act is traced, and jit cannot trace a string"),
     ("04.frozen_config", config_plain, "a plain @dataclass sets __hash__ to None (Pitfall 7)"),
     ("04.frozen_config", config_keeps_list, "hidden was given as a list and kept as one"),
-    ("04.frozen_config", config_unsafe_hash, "the config can change after jit has used it as a cache key"),
+    (
+        "04.frozen_config",
+        config_unsafe_hash,
+        "the config can change after jit has used it as a cache key",
+    ),
     ("04.frozen_config", config_by_identity, "configs with the same fields must be equal (==)"),
     ("04.static_and_traced", split_by_metadata, "its fields carry no metadata"),
     ("04.static_and_traced", split_by_leaves, "holds None and is missing from the traced fields"),
     ("04.static_and_traced", split_by_key_paths, "is a key written out; the field's name is"),
-    ("04.static_and_traced", split_sorted, "list them in the order the dataclass declares its fields"),
+    (
+        "04.static_and_traced",
+        split_sorted,
+        "list them in the order the dataclass declares its fields",
+    ),
 ]
 
 
@@ -273,8 +301,13 @@ def test_dense_counts_a_compilation_per_configuration() -> None:
     exercise = get_exercise("04.dense")
     case = exercise.make_cases("check")[0]
     report = exercise.probe(define_dense, case)
-    assert report["compiles"] == 4  # tanh, then the first and second activations, and use_bias=False
-    assert report["leaves"] == [f"f32[{case.info['x'].size},{case.info['weights'][0][1].size}]", f"f32[{case.info['weights'][0][1].size}]"]
+    assert (
+        report["compiles"] == 4
+    )  # tanh, then the first and second activations, and use_bias=False
+    assert report["leaves"] == [
+        f"f32[{case.info['x'].size},{case.info['weights'][0][1].size}]",
+        f"f32[{case.info['weights'][0][1].size}]",
+    ]
 
 
 def test_counts_do_not_depend_on_earlier_compilations(capsys: pytest.CaptureFixture[str]) -> None:

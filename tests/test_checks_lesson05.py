@@ -8,9 +8,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from exercise_support import LessonChecks, answer_id, has_none, nodes
 
 from course_lib.checks import check, get_exercise
-from exercise_support import LessonChecks, answer_id, fresh_checks, has_none, nodes  # noqa: F401 (fresh_checks: autouse)
+
+pytestmark = pytest.mark.usefixtures("fresh_checks")
 
 LESSON_05 = ("05.make_step", "05.pad_to_bucket", "05.init_state", "05.make_scaled")
 
@@ -78,7 +80,9 @@ def pad_to_bucket(batch, buckets):
 def pad_with_jnp(batch, buckets):
     n = batch_rows(batch)
     size = min(b for b in buckets if b >= n)  # min() of nothing raises ValueError too
-    padded = jax.tree.map(lambda leaf: jnp.pad(leaf, [(0, size - n)] + [(0, 0)] * (leaf.ndim - 1)), batch)
+    padded = jax.tree.map(
+        lambda leaf: jnp.pad(leaf, [(0, size - n)] + [(0, 0)] * (leaf.ndim - 1)), batch
+    )
     return padded, jnp.arange(size) < n
 
 
@@ -217,7 +221,10 @@ def make_scaled_jit_per_call(f):
 _flat_sgd = jax.jit(
     lambda params, grads, lr: jax.tree_util.tree_unflatten(
         jax.tree_util.tree_structure(params),
-        [p - lr * g for p, g in zip(jax.tree_util.tree_leaves(params), jax.tree_util.tree_leaves(grads))],
+        [
+            p - lr * g
+            for p, g in zip(jax.tree_util.tree_leaves(params), jax.tree_util.tree_leaves(grads))
+        ],
     )
 )
 
@@ -246,8 +253,12 @@ def pad_by_loop(batch, buckets):
 
 def init_state_by_tree_util(params):
     zeros = jax.tree_util.tree_map(lambda p: jnp.zeros(jnp.shape(p), jnp.result_type(p)), params)
-    return {"step": jnp.asarray(0, dtype=jnp.int32), "loss_avg": jnp.asarray(0.0, dtype=jnp.float32),
-            "velocity": zeros, "params": params}
+    return {
+        "step": jnp.asarray(0, dtype=jnp.int32),
+        "loss_avg": jnp.asarray(0.0, dtype=jnp.float32),
+        "velocity": zeros,
+        "params": params,
+    }
 
 
 ALSO_RIGHT = [
@@ -268,21 +279,41 @@ RIGHT = {
 
 WRONG = [
     ("05.make_step", make_step_plain_jit, "compiled 3 times, expected 1"),
-    ("05.make_step", make_step_converting_inside, "Converting lr inside the jitted function comes too late"),
+    (
+        "05.make_step",
+        make_step_converting_inside,
+        "Converting lr inside the jitted function comes too late",
+    ),
     ("05.make_step", make_step_static_lr, "lr is a static argument"),
     ("05.make_step", make_step_without_jit, "Nothing you jitted was compiled"),
     ("05.make_step", make_step_uphill, "step added lr * grads"),
     ("05.pad_to_bucket", pad_nothing, "compiled 15 times, expected 3"),
-    ("05.pad_to_bucket", pad_to_largest, "you padded to 32, but 8 is the smallest bucket that holds 3 rows"),
+    (
+        "05.pad_to_bucket",
+        pad_to_largest,
+        "you padded to 32, but 8 is the smallest bucket that holds 3 rows",
+    ),
     ("05.pad_to_bucket", pad_to_first_fit, "are not sorted"),
-    ("05.pad_to_bucket", pad_strictly_larger, "a batch of exactly 8 rows already fits the bucket of 8"),
+    (
+        "05.pad_to_bucket",
+        pad_strictly_larger,
+        "a batch of exactly 8 rows already fits the bucket of 8",
+    ),
     ("05.pad_to_bucket", pad_float_mask, "the mask has dtype float32"),
     ("05.pad_to_bucket", pad_with_float64_zeros, "has dtype float64, expected int32"),
     ("05.pad_to_bucket", pad_in_front, "the padding comes first"),
-    ("05.pad_to_bucket", pad_too_big_anyway, "fits no bucket: pad_to_bucket returned, expected it to raise ValueError"),
+    (
+        "05.pad_to_bucket",
+        pad_too_big_anyway,
+        "fits no bucket: pad_to_bucket returned, expected it to raise ValueError",
+    ),
     ("05.init_state", init_params_only, "a new dict key is a new structure"),
     ("05.init_state", init_without_velocity, "gained or lost the keys {'velocity'}"),
-    ("05.init_state", init_python_numbers, "At state['loss_avg'] the first state held a Python number"),
+    (
+        "05.init_state",
+        init_python_numbers,
+        "At state['loss_avg'] the first state held a Python number",
+    ),
     ("05.init_state", init_float_step, "leaf ['step'] has dtype float32, expected int32"),
     ("05.make_scaled", make_scaled_fresh, "compiled 6 times, expected 2"),
     ("05.make_scaled", make_scaled_jit_per_call, "a new lambda, partial or def is a new cache key"),
@@ -302,10 +333,16 @@ class TestLesson05(LessonChecks):
 
 @pytest.mark.parametrize(
     ("exercise_id", "answer"),
-    [("05.make_scaled", make_scaled), ("05.make_scaled", make_scaled_static_f), ("05.make_step", make_step)],
+    [
+        ("05.make_scaled", make_scaled),
+        ("05.make_scaled", make_scaled_static_f),
+        ("05.make_step", make_step),
+    ],
     ids=answer_id,
 )
-def test_answers_that_keep_their_jitted_functions_pass_again(exercise_id: str, answer, capsys: pytest.CaptureFixture[str]) -> None:
+def test_answers_that_keep_their_jitted_functions_pass_again(
+    exercise_id: str, answer, capsys: pytest.CaptureFixture[str]
+) -> None:
     for _ in range(2):  # the second check finds the programs of the first in the answer's own cache
         check(exercise_id, answer)
     assert capsys.readouterr().out.count(": passed") == 2
@@ -318,7 +355,9 @@ def test_eager_operations_are_not_counted() -> None:
     assert report["compiles"] == 3
     step = get_exercise("05.make_step")
     report = step.probe(make_step, step.make_cases("check")[0])
-    assert report["compiles"] == 1 and report["eager"] >= 1  # the conversions of lr compiled eagerly
+    assert (
+        report["compiles"] == 1 and report["eager"] >= 1
+    )  # the conversions of lr compiled eagerly
 
 
 def test_miss_quoted_matches_the_advice(capsys: pytest.CaptureFixture[str]) -> None:
@@ -330,7 +369,15 @@ def test_miss_quoted_matches_the_advice(capsys: pytest.CaptureFixture[str]) -> N
 
 @pytest.mark.parametrize("exercise_id", LESSON_05)
 def test_cases_hold_none_subtrees_and_several_containers(exercise_id: str) -> None:
-    trees = [case.args[0] for purpose in ("check", "grade") for case in get_exercise(exercise_id).make_cases(purpose)]
-    kinds = {type(node).__name__ if not hasattr(node, "_fields") else "namedtuple" for tree in trees for node in nodes(tree)}
+    trees = [
+        case.args[0]
+        for purpose in ("check", "grade")
+        for case in get_exercise(exercise_id).make_cases(purpose)
+    ]
+    kinds = {
+        type(node).__name__ if not hasattr(node, "_fields") else "namedtuple"
+        for tree in trees
+        for node in nodes(tree)
+    }
     assert len(kinds & {"dict", "list", "tuple", "OrderedDict", "namedtuple"}) >= 3, kinds
     assert has_none(trees)

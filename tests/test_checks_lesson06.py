@@ -12,13 +12,15 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest
+from exercise_support import LessonChecks, answer_id, has_none, nodes, repeated_check_output
 
 import course_lib as cl
 from course_lib.checks import _lesson06 as lesson
 from course_lib.checks import evaluate, get_exercise
 from course_lib.checks._kit import as_judged, dtyped_plain, trees_close
 from course_lib.checks._plain import rebuild_tree
-from exercise_support import LessonChecks, answer_id, fresh_checks, has_none, nodes, repeated_check_output  # noqa: F401 (fresh_checks: autouse)
+
+pytestmark = pytest.mark.usefixtures("fresh_checks")
 
 LESSON_06 = (
     "06.momentum_step",
@@ -90,7 +92,11 @@ def momentum_with_course_version(params, grads, velocity, lr, beta):
 
 
 def adam_init(params):
-    return AdamState(jnp.zeros((), jnp.int32), jax.tree.map(jnp.zeros_like, params), jax.tree.map(jnp.zeros_like, params))
+    return AdamState(
+        jnp.zeros((), jnp.int32),
+        jax.tree.map(jnp.zeros_like, params),
+        jax.tree.map(jnp.zeros_like, params),
+    )
 
 
 def adam_init_plain_tuple(params):
@@ -103,7 +109,9 @@ def adam_init_python_count(params):
 
 def adam_init_float32(params):
     zeros = lambda p: jnp.zeros(jnp.shape(p))  # noqa: E731
-    return AdamState(jnp.zeros((), jnp.int32), jax.tree.map(zeros, params), jax.tree.map(zeros, params))
+    return AdamState(
+        jnp.zeros((), jnp.int32), jax.tree.map(zeros, params), jax.tree.map(zeros, params)
+    )
 
 
 def adam_init_leaf_lists(params):
@@ -116,7 +124,9 @@ def adam_init_course_state(params):
 
 
 def adam_init_with_course_version(params):
-    return AdamState(jnp.zeros((), jnp.int32), cl.tree_zeros_like(params), cl.tree_zeros_like(params))
+    return AdamState(
+        jnp.zeros((), jnp.int32), cl.tree_zeros_like(params), cl.tree_zeros_like(params)
+    )
 
 
 def make_adam_step(bias=True, shift=0, eps_inside=False, keep_count=False, plain_tuple=False):
@@ -139,12 +149,17 @@ def make_adam_step(bias=True, shift=0, eps_inside=False, keep_count=False, plain
 
 def adam_step_with_course_version(params, grads, state, lr, b1=0.9, b2=0.999, eps=1e-8):
     opt = cl.adam(lr, b1, b2, eps, donate=False)
-    new, inner = opt.apply_gradients(grads, opt.init(params)._replace(count=state.count, mu=state.mu, nu=state.nu), params)
+    new, inner = opt.apply_gradients(
+        grads, opt.init(params)._replace(count=state.count, mu=state.mu, nu=state.nu), params
+    )
     return new, AdamState(inner.count, inner.mu, inner.nu)
 
 
 def save_checkpoint(path, tree):
-    np.savez(path, **{keystr(p): np.asarray(leaf) for p, leaf in jax.tree_util.tree_leaves_with_path(tree)})
+    np.savez(
+        path,
+        **{keystr(p): np.asarray(leaf) for p, leaf in jax.tree_util.tree_leaves_with_path(tree)},
+    )
 
 
 def save_positional(path, tree):
@@ -153,9 +168,13 @@ def save_positional(path, tree):
 
 def save_slash_names(path, tree):
     def name(path):
-        return "/".join(str(getattr(k, "key", getattr(k, "idx", getattr(k, "name", k)))) for k in path)
+        return "/".join(
+            str(getattr(k, "key", getattr(k, "idx", getattr(k, "name", k)))) for k in path
+        )
 
-    np.savez(path, **{name(p): np.asarray(leaf) for p, leaf in jax.tree_util.tree_leaves_with_path(tree)})
+    np.savez(
+        path, **{name(p): np.asarray(leaf) for p, leaf in jax.tree_util.tree_leaves_with_path(tree)}
+    )
 
 
 def save_adding_suffix(path, tree):
@@ -207,7 +226,9 @@ def restore_vague_error(path, like):
 
 def restore_sorted_names(path, like):
     data = np.load(path)
-    return jax.tree.unflatten(jax.tree.structure(like), [jnp.asarray(data[n]) for n in sorted(data.files)])
+    return jax.tree.unflatten(
+        jax.tree.structure(like), [jnp.asarray(data[n]) for n in sorted(data.files)]
+    )
 
 
 def restore_naming_its_file(path, like):
@@ -218,7 +239,9 @@ def restore_with_course_version(path, like):
     return cl.load_tree(path, like)
 
 
-def make_train_loop(cast=True, init="zeros_like", python_loop=False, loss_after=False, lazy=False, lr_cast=False):
+def make_train_loop(
+    cast=True, init="zeros_like", python_loop=False, loss_after=False, lazy=False, lr_cast=False
+):
     def train_loop(loss_fn, params, batches, lr, beta):
         def body(carry, batch):
             params, velocity = carry
@@ -227,9 +250,15 @@ def make_train_loop(cast=True, init="zeros_like", python_loop=False, loss_after=
             loss, grads = jax.value_and_grad(loss_fn)(params, batch)
             velocity = jax.tree.map(lambda v, g: beta * v + g, velocity, grads)
             if lr_cast:  # the learning rate cast to each leaf's dtype, as optax writes it: bfloat16 arithmetic
-                params = jax.tree.map(lambda p, v: p - jnp.asarray(lr, p.dtype) * v, params, velocity)
+                params = jax.tree.map(
+                    lambda p, v: p - jnp.asarray(lr, p.dtype) * v, params, velocity
+                )
             else:
-                params = jax.tree.map(lambda p, v: (p - lr * v).astype(p.dtype) if cast else p - lr * v, params, velocity)
+                params = jax.tree.map(
+                    lambda p, v: (p - lr * v).astype(p.dtype) if cast else p - lr * v,
+                    params,
+                    velocity,
+                )
             return (params, velocity), (loss_fn(params, batch) if loss_after else loss)
 
         velocity = {
@@ -265,14 +294,18 @@ def train_loop_with_course_version(loss_fn, params, batches, lr, beta):
 
 def momentum_by_flatten(params, grads, velocity, lr, beta):
     leaves, treedef = jax.tree_util.tree_flatten(params)
-    new_velocity = [beta * v + g for v, g in zip(treedef.flatten_up_to(velocity), treedef.flatten_up_to(grads))]
+    new_velocity = [
+        beta * v + g for v, g in zip(treedef.flatten_up_to(velocity), treedef.flatten_up_to(grads))
+    ]
     moved = [p - lr * v for p, v in zip(leaves, new_velocity)]
     return treedef.unflatten(moved), treedef.unflatten(new_velocity)
 
 
 def adam_init_by_tree_util(params):
     zeros = jax.tree_util.tree_map(lambda p: jnp.zeros(jnp.shape(p), jnp.result_type(p)), params)
-    return AdamState(jnp.asarray(0, dtype=jnp.int32), zeros, jax.tree_util.tree_map(jnp.copy, zeros))
+    return AdamState(
+        jnp.asarray(0, dtype=jnp.int32), zeros, jax.tree_util.tree_map(jnp.copy, zeros)
+    )
 
 
 def adam_step_optax_style(params, grads, state, lr, b1=0.9, b2=0.999, eps=1e-8):
@@ -283,7 +316,9 @@ def adam_step_optax_style(params, grads, state, lr, b1=0.9, b2=0.999, eps=1e-8):
     mu_hat = jax.tree.map(lambda m: m / (1 - b1 ** count.astype(m.dtype)), mu)
     nu_hat = jax.tree.map(lambda v: v / (1 - b2 ** count.astype(v.dtype)), nu)
     updates = jax.tree.map(lambda m, v: -lr * m / (jnp.sqrt(v) + eps), mu_hat, nu_hat)
-    new_params = jax.tree.map(lambda p, u: jnp.asarray(p + u).astype(jnp.asarray(p).dtype), params, updates)
+    new_params = jax.tree.map(
+        lambda p, u: jnp.asarray(p + u).astype(jnp.asarray(p).dtype), params, updates
+    )
     return new_params, AdamState(count, mu, nu)
 
 
@@ -309,7 +344,9 @@ def restore_by_loop(path, like):
             if name not in data.files:
                 raise ValueError(f"the file lacks {name}")
             if data[name].shape != np.shape(leaf):
-                raise ValueError(f"{name} has shape {data[name].shape} in the file, {np.shape(leaf)} in `like`")
+                raise ValueError(
+                    f"{name} has shape {data[name].shape} in the file, {np.shape(leaf)} in `like`"
+                )
             leaves.append(jnp.asarray(data[name]))
         return treedef.unflatten(leaves)
     finally:
@@ -345,12 +382,20 @@ WRONG = [
     ("06.momentum_step", momentum_as_list, "returned a list; return a tuple"),
     ("06.adam_init", adam_init_plain_tuple, "the state is a plain tuple"),
     ("06.adam_init", adam_init_python_count, "a Python int; keep the count an int32 array"),
-    ("06.adam_init", adam_init_float32, "dtype float32, expected float16. jnp.zeros_like(leaf) keeps"),
+    (
+        "06.adam_init",
+        adam_init_float32,
+        "dtype float32, expected float16. jnp.zeros_like(leaf) keeps",
+    ),
     ("06.adam_init", adam_init_leaf_lists, "the state's mu has another structure"),
     ("06.adam_init", adam_init_course_state, "with the fields learning_rate, count, mu, nu"),
     ("06.adam_step", make_adam_step(bias=False), "Adam without bias correction"),
     ("06.adam_step", make_adam_step(shift=-1), "the count from before this step (off by one)"),
-    ("06.adam_step", make_adam_step(shift=1), "count + 1 after the count was already increased (off by one)"),
+    (
+        "06.adam_step",
+        make_adam_step(shift=1),
+        "count + 1 after the count was already increased (off by one)",
+    ),
     ("06.adam_step", make_adam_step(eps_inside=True), "eps went inside the square root"),
     ("06.adam_step", make_adam_step(keep_count=True), "the new state's count is 0, expected 1"),
     ("06.adam_step", make_adam_step(plain_tuple=True), "the new state is a plain tuple"),
@@ -359,15 +404,35 @@ WRONG = [
     ("06.save_checkpoint", save_adding_suffix, "the folder holds ['layer.npz.npz']"),
     ("06.save_checkpoint", save_none_too, "None subtrees hold no leaves, so they write nothing"),
     ("06.restore_checkpoint", restore_unchecked, "raised KeyError"),
-    ("06.restore_checkpoint", restore_names_only, "returned a tree, but the entry ['params']['b'] has another shape"),
+    (
+        "06.restore_checkpoint",
+        restore_names_only,
+        "returned a tree, but the entry ['params']['b'] has another shape",
+    ),
     ("06.restore_checkpoint", restore_vague_error, "but not where"),
     ("06.restore_checkpoint", restore_sorted_names, "in the wrong places"),
-    ("06.train_loop", make_train_loop(lazy=True), "Pitfall 15: the carry of lax.scan came out with another structure"),
+    (
+        "06.train_loop",
+        make_train_loop(lazy=True),
+        "Pitfall 15: the carry of lax.scan came out with another structure",
+    ),
     ("06.train_loop", make_train_loop(cast=False), "Pitfall 15: a leaf of the carry changed dtype"),
-    ("06.train_loop", make_train_loop(init="scalar"), "Pitfall 15: a leaf of the carry changed shape"),
-    ("06.train_loop", make_train_loop(init="float32"), "the velocity: the leaf [0].w is float32, expected bfloat16"),
+    (
+        "06.train_loop",
+        make_train_loop(init="scalar"),
+        "Pitfall 15: a leaf of the carry changed shape",
+    ),
+    (
+        "06.train_loop",
+        make_train_loop(init="float32"),
+        "the velocity: the leaf [0].w is float32, expected bfloat16",
+    ),
     ("06.train_loop", make_train_loop(python_loop=True), "the traced program holds no loop"),
-    ("06.train_loop", make_train_loop(loss_after=True), "Record the loss at the params each step starts from"),
+    (
+        "06.train_loop",
+        make_train_loop(loss_after=True),
+        "Record the loss at the params each step starts from",
+    ),
     ("06.train_loop", train_loop_float_losses, "The check runs train_loop under jax.jit"),
 ]
 
@@ -402,11 +467,15 @@ def test_course_versions_do_not_count(exercise_id: str, answer, name: str) -> No
 def test_hidden_course_version_is_flagged_while_it_runs() -> None:
     def momentum_step(params, grads, velocity, lr, beta):
         course = getattr(cl, "mo" + "mentum")(lr, beta, donate=False)
-        new, state = course.apply_gradients(grads, course.init(params)._replace(velocity=velocity), params)
+        new, state = course.apply_gradients(
+            grads, course.init(params)._replace(velocity=velocity), params
+        )
         return new, state.velocity
 
     verdict = evaluate(get_exercise("06.momentum_step"), momentum_step)
-    assert verdict.status == "flagged" and "momentum_step calls cl.momentum (line " in verdict.message
+    assert (
+        verdict.status == "flagged" and "momentum_step calls cl.momentum (line " in verdict.message
+    )
 
 
 def test_check_output_is_deterministic(capsys: pytest.CaptureFixture[str]) -> None:
@@ -446,7 +515,10 @@ def test_adam_reference_is_optax_adam_over_several_steps() -> None:
         params, grads_seq, state, lr = case.args
         b1, b2 = case.kwargs.get("b1", 0.9), case.kwargs.get("b2", 0.999)
         opt = optax.adam(lr, b1=b1, b2=b2, eps=1e-8)
-        theirs = (optax.ScaleByAdamState(count=state.count, mu=state.mu, nu=state.nu), optax.EmptyState())
+        theirs = (
+            optax.ScaleByAdamState(count=state.count, mu=state.mu, nu=state.nu),
+            optax.EmptyState(),
+        )
         ours, ours_params, their_params = state, params, params
         for grads in grads_seq:
             updates, theirs = opt.update(grads, theirs, their_params)
@@ -464,10 +536,14 @@ def test_adam_hints_name_wrong_algorithms_that_really_differ() -> None:
     for case in cases:
         params, grads_seq, state, lr = case.args
         right = as_judged(lesson._adam_step(params, grads_seq[0], state, lr, **case.kwargs))
-        assert trees_close(as_judged(lesson._adam_variant(params, grads_seq[0], state, lr, **case.kwargs)), right)
+        assert trees_close(
+            as_judged(lesson._adam_variant(params, grads_seq[0], state, lr, **case.kwargs)), right
+        )
         for i, (flags, _) in enumerate(lesson._ADAM_VARIANTS):
             with np.errstate(all="ignore"):
-                wrong = as_judged(lesson._adam_variant(params, grads_seq[0], state, lr, **case.kwargs, **flags))
+                wrong = as_judged(
+                    lesson._adam_variant(params, grads_seq[0], state, lr, **case.kwargs, **flags)
+                )
             differs[i] |= not trees_close(wrong, right)
     assert all(differs.values()), differs
 
@@ -490,37 +566,66 @@ def test_train_loop_reference_is_momentum_steps_in_a_python_loop() -> None:
 
 
 def test_train_loop_reference_keeps_bfloat16() -> None:
-    case = next(c for c in get_exercise("06.train_loop").make_cases("check") if "bfloat16" in c.label)
+    case = next(
+        c for c in get_exercise("06.train_loop").make_cases("check") if "bfloat16" in c.label
+    )
     params, velocity, _ = lesson._train_loop(*case.args)
-    assert [leaf.dtype for leaf in jax.tree.leaves(params)] == [leaf.dtype for leaf in jax.tree.leaves(case.args[1])]
+    assert [leaf.dtype for leaf in jax.tree.leaves(params)] == [
+        leaf.dtype for leaf in jax.tree.leaves(case.args[1])
+    ]
     assert np.dtype(jnp.bfloat16) in {leaf.dtype for leaf in jax.tree.leaves(velocity)}
 
 
 def test_checkpoint_round_trip_and_misfits(tmp_path: Path) -> None:
-    state = {"params": {"w": jnp.ones((2, 3)), "b": None}, "opt": AdamState(jnp.int32(4), [jnp.zeros(3)], None)}
+    state = {
+        "params": {"w": jnp.ones((2, 3)), "b": None},
+        "opt": AdamState(jnp.int32(4), [jnp.zeros(3)], None),
+    }
     lesson._save_checkpoint(tmp_path / "state.npz", state)
     with np.load(tmp_path / "state.npz") as data:
         assert sorted(data.files) == ["['opt'].count", "['opt'].mu[0]", "['params']['w']"]
     back = lesson._restore_checkpoint(tmp_path / "state.npz", state)
     assert jax.tree.structure(back) == jax.tree.structure(state) and cl.tree_allclose(back, state)
-    with pytest.raises(ValueError, match=r"\['params'\]\['w'\] has shape \(2, 3\) in the file, \(3, 2\)"):
-        lesson._restore_checkpoint(tmp_path / "state.npz", {**state, "params": {"w": jnp.ones((3, 2)), "b": None}})
+    with pytest.raises(
+        ValueError, match=r"\['params'\]\['w'\] has shape \(2, 3\) in the file, \(3, 2\)"
+    ):
+        lesson._restore_checkpoint(
+            tmp_path / "state.npz", {**state, "params": {"w": jnp.ones((3, 2)), "b": None}}
+        )
     with pytest.raises(ValueError, match=r"\['opt'\]\.count is in the file but not in `like`"):
-        lesson._restore_checkpoint(tmp_path / "state.npz", {**state, "opt": AdamState(None, [jnp.zeros(3)], None)})
+        lesson._restore_checkpoint(
+            tmp_path / "state.npz", {**state, "opt": AdamState(None, [jnp.zeros(3)], None)}
+        )
 
 
 # --- cases and probes ------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("exercise_id", ["06.momentum_step", "06.adam_step", "06.save_checkpoint", "06.restore_checkpoint", "06.train_loop"])
+@pytest.mark.parametrize(
+    "exercise_id",
+    [
+        "06.momentum_step",
+        "06.adam_step",
+        "06.save_checkpoint",
+        "06.restore_checkpoint",
+        "06.train_loop",
+    ],
+)
 def test_cases_have_none_subtrees_and_several_containers(exercise_id: str) -> None:
     for purpose in ("check", "grade"):
         cases = get_exercise(exercise_id).make_cases(purpose)
-        trees = [case.args[1] if exercise_id in ("06.save_checkpoint", "06.restore_checkpoint", "06.train_loop") else case.args[0] for case in cases]
+        trees = [
+            case.args[1]
+            if exercise_id in ("06.save_checkpoint", "06.restore_checkpoint", "06.train_loop")
+            else case.args[0]
+            for case in cases
+        ]
         if exercise_id == "06.restore_checkpoint":
             trees += [case.info["entries"] for case in cases]
         kinds = {type(node).__name__ for tree in trees for node in nodes(tree)}
-        assert {"dict", "list"} <= kinds and any(hasattr(node, "_fields") for tree in trees for node in nodes(tree)), (purpose, kinds)
+        assert {"dict", "list"} <= kinds and any(
+            hasattr(node, "_fields") for tree in trees for node in nodes(tree)
+        ), (purpose, kinds)
         assert has_none(trees), purpose
 
 
@@ -543,11 +648,16 @@ def test_checkpoint_probes_clean_up_after_themselves() -> None:
 def test_restore_messages_never_show_the_temporary_folder() -> None:
     verdict = evaluate(get_exercise("06.restore_checkpoint"), restore_naming_its_file)
     assert verdict.status == "failed"
-    assert "cannot read <folder>/checkpoint.npz" in verdict.message and tempfile.gettempdir() not in verdict.message
+    assert (
+        "cannot read <folder>/checkpoint.npz" in verdict.message
+        and tempfile.gettempdir() not in verdict.message
+    )
 
 
 def test_bfloat16_results_travel_as_float32_with_their_dtype() -> None:
-    record = dtyped_plain({"w": jnp.ones(2, jnp.bfloat16), "b": None, "n": np.arange(2, dtype=np.int32)})
+    record = dtyped_plain(
+        {"w": jnp.ones(2, jnp.bfloat16), "b": None, "n": np.arange(2, dtype=np.int32)}
+    )
     assert record["dtypes"] == [["['n']", "int32"], ["['w']", "bfloat16"]]
     rebuilt = rebuild_tree(record["tree"])
     assert rebuilt["w"].dtype == np.float32 and rebuilt["b"] is None
@@ -557,7 +667,15 @@ def test_has_loop_finds_scan_and_while_anywhere() -> None:
     def traced(fn: Any) -> Any:
         return jax.jit(fn).trace(jnp.ones(3)).jaxpr
 
-    assert lesson._has_loop(traced(lambda x: jax.lax.scan(lambda c, _: (c * 2, None), x, length=3)[0]))
+    assert lesson._has_loop(
+        traced(lambda x: jax.lax.scan(lambda c, _: (c * 2, None), x, length=3)[0])
+    )
     assert lesson._has_loop(traced(lambda x: jax.lax.fori_loop(0, 3, lambda i, c: c * 2, x)))
-    assert lesson._has_loop(traced(lambda x: jax.jit(lambda y: jax.lax.while_loop(lambda c: c[0] < 9, lambda c: c * 2, y))(x)))
+    assert lesson._has_loop(
+        traced(
+            lambda x: jax.jit(lambda y: jax.lax.while_loop(lambda c: c[0] < 9, lambda c: c * 2, y))(
+                x
+            )
+        )
+    )
     assert not lesson._has_loop(traced(lambda x: x * 2 * 2 * 2))

@@ -15,14 +15,22 @@ import jax.numpy as jnp
 import numpy as np
 import orbax.checkpoint as ocp
 import pytest
+from exercise_support import LessonChecks, has_none
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from course_lib.checks import _lesson07, get_exercise
 from course_lib.checks._evaluate import judge_outcomes, probe_all, reference_results
-from exercise_support import LessonChecks, fresh_checks, has_none  # noqa: F401 (fresh_checks: autouse)
 
-LESSON_07 = ("07.shardings_from_rules", "07.bytes_per_device", "07.abstract_size", "07.sharded_init", "07.restore_resharded")
+pytestmark = pytest.mark.usefixtures("fresh_checks")
+
+LESSON_07 = (
+    "07.shardings_from_rules",
+    "07.bytes_per_device",
+    "07.abstract_size",
+    "07.sharded_init",
+    "07.restore_resharded",
+)
 
 
 def test_the_tests_have_the_lessons_devices() -> None:
@@ -33,14 +41,20 @@ def test_the_tests_have_the_lessons_devices() -> None:
 
 
 def _name(path) -> str:
-    return "/".join(str(getattr(key, "key", getattr(key, "idx", getattr(key, "name", key)))) for key in path)
+    return "/".join(
+        str(getattr(key, "key", getattr(key, "idx", getattr(key, "name", key)))) for key in path
+    )
 
 
 def shardings_by_flatten(params, rules, mesh):
     with_paths, treedef = jax.tree_util.tree_flatten_with_path(params)
     shardings = []
     for path, leaf in with_paths:
-        fitting = [spec for pattern, spec in rules if re.search(pattern, _name(path)) and len(spec) <= np.ndim(leaf)]
+        fitting = [
+            spec
+            for pattern, spec in rules
+            if re.search(pattern, _name(path)) and len(spec) <= np.ndim(leaf)
+        ]
         shardings.append(NamedSharding(mesh, fitting[0] if fitting else P()))
     return jax.tree.unflatten(treedef, shardings)
 
@@ -48,7 +62,9 @@ def shardings_by_flatten(params, rules, mesh):
 def _rules_with(pick):
     def answer(params, rules, mesh):
         def sharding(path, leaf):
-            return NamedSharding(mesh, pick(jax.tree_util.keystr(path, simple=True, separator="/"), leaf, rules))
+            return NamedSharding(
+                mesh, pick(jax.tree_util.keystr(path, simple=True, separator="/"), leaf, rules)
+            )
 
         return jax.tree.map_with_path(sharding, params)
 
@@ -56,22 +72,46 @@ def _rules_with(pick):
 
 
 def _first(name, leaf, rules):
-    return next((spec for pattern, spec in rules if re.search(pattern, name) and len(spec) <= np.ndim(leaf)), P())
+    return next(
+        (
+            spec
+            for pattern, spec in rules
+            if re.search(pattern, name) and len(spec) <= np.ndim(leaf)
+        ),
+        P(),
+    )
 
 
 shardings_last_rule = _rules_with(
-    lambda name, leaf, rules: ([spec for pattern, spec in rules if re.search(pattern, name) and len(spec) <= np.ndim(leaf)] or [P()])[-1]
+    lambda name, leaf, rules: (
+        [spec for pattern, spec in rules if re.search(pattern, name) and len(spec) <= np.ndim(leaf)]
+        or [P()]
+    )[-1]
 )
-shardings_ignoring_rank = _rules_with(lambda name, leaf, rules: next((s for p, s in rules if re.search(p, name)), P()))
-shardings_with_match = _rules_with(lambda name, leaf, rules: next((s for p, s in rules if re.match(p, name) and len(s) <= np.ndim(leaf)), P()))
+shardings_ignoring_rank = _rules_with(
+    lambda name, leaf, rules: next((s for p, s in rules if re.search(p, name)), P())
+)
+shardings_with_match = _rules_with(
+    lambda name, leaf, rules: next(
+        (s for p, s in rules if re.match(p, name) and len(s) <= np.ndim(leaf)), P()
+    )
+)
 
 
 def shardings_default_keystr(params, rules, mesh):
-    return jax.tree.map_with_path(lambda path, leaf: NamedSharding(mesh, _first(jax.tree_util.keystr(path), leaf, rules)), params)
+    return jax.tree.map_with_path(
+        lambda path, leaf: NamedSharding(mesh, _first(jax.tree_util.keystr(path), leaf, rules)),
+        params,
+    )
 
 
 def shardings_as_specs(params, rules, mesh):
-    return jax.tree.map_with_path(lambda path, leaf: _first(jax.tree_util.keystr(path, simple=True, separator="/"), leaf, rules), params)
+    return jax.tree.map_with_path(
+        lambda path, leaf: _first(
+            jax.tree_util.keystr(path, simple=True, separator="/"), leaf, rules
+        ),
+        params,
+    )
 
 
 def shardings_on_own_mesh(params, rules, mesh):
@@ -97,7 +137,9 @@ def bytes_from_devices_map(tree):
 
 
 def bytes_of_whole_tree(tree):
-    return sum(math.prod(leaf.shape) * jnp.dtype(leaf.dtype).itemsize for leaf in jax.tree.leaves(tree))
+    return sum(
+        math.prod(leaf.shape) * jnp.dtype(leaf.dtype).itemsize for leaf in jax.tree.leaves(tree)
+    )
 
 
 def bytes_divided_by_devices(tree):
@@ -105,7 +147,9 @@ def bytes_divided_by_devices(tree):
 
 
 def bytes_at_four_per_element(tree):
-    return sum(4 * math.prod(leaf.sharding.shard_shape(leaf.shape)) for leaf in jax.tree.leaves(tree))
+    return sum(
+        4 * math.prod(leaf.sharding.shard_shape(leaf.shape)) for leaf in jax.tree.leaves(tree)
+    )
 
 
 def bytes_of_arrays_only(tree):
@@ -125,7 +169,9 @@ def bytes_as_text(tree):
 
 def abstract_size_by_trace(init, key):
     out = jax.jit(init).eval_shape(key)
-    sizes = [(int(np.prod(s.shape, dtype=np.int64)), s.dtype.itemsize) for s in jax.tree.leaves(out)]
+    sizes = [
+        (int(np.prod(s.shape, dtype=np.int64)), s.dtype.itemsize) for s in jax.tree.leaves(out)
+    ]
     return sum(n for n, _ in sizes), sum(n * b for n, b in sizes)
 
 
@@ -165,7 +211,9 @@ def sharded_init_wrapped(init, key, shardings):
 
 
 def sharded_init_after_eval_shape(init, key, shardings):
-    shapes = jax.eval_shape(init, key)  # traced for the shapes first: nothing runs, nothing is laid out
+    shapes = jax.eval_shape(
+        init, key
+    )  # traced for the shapes first: nothing runs, nothing is laid out
     full = jax.tree.broadcast(shardings, shapes, is_leaf=lambda x: isinstance(x, NamedSharding))
     return jax.jit(init, out_shardings=full)(key)
 
@@ -191,8 +239,13 @@ def sharded_init_other_key(init, key, shardings):
 
 def restore_by_flatten(path, abstract, shardings):
     shapes, treedef = jax.tree.flatten(abstract)
-    full = jax.tree.leaves(jax.tree.broadcast(shardings, abstract, is_leaf=lambda x: isinstance(x, NamedSharding)))
-    target = jax.tree.unflatten(treedef, [jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=sh) for s, sh in zip(shapes, full)])
+    full = jax.tree.leaves(
+        jax.tree.broadcast(shardings, abstract, is_leaf=lambda x: isinstance(x, NamedSharding))
+    )
+    target = jax.tree.unflatten(
+        treedef,
+        [jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=sh) for s, sh in zip(shapes, full)],
+    )
     return ocp.StandardCheckpointer().restore(path, target)
 
 
@@ -218,16 +271,32 @@ RIGHT = {
 
 WRONG = [
     ("07.shardings_from_rules", shardings_last_rule, "the last matching rule decided"),
-    ("07.shardings_from_rules", shardings_ignoring_rank, "more entries than the leaf has dimensions"),
+    (
+        "07.shardings_from_rules",
+        shardings_ignoring_rank,
+        "more entries than the leaf has dimensions",
+    ),
     ("07.shardings_from_rules", shardings_with_match, "use re.search"),
-    ("07.shardings_from_rules", shardings_default_keystr, "keystr(path, simple=True, separator='/')"),
+    (
+        "07.shardings_from_rules",
+        shardings_default_keystr,
+        "keystr(path, simple=True, separator='/')",
+    ),
     ("07.shardings_from_rules", shardings_as_specs, "wrap each spec in NamedSharding(mesh, spec)"),
     ("07.shardings_from_rules", shardings_on_own_mesh, "use the mesh passed in"),
-    ("07.shardings_from_rules", shardings_dropping_none, "does not have the structure of the input tree"),
+    (
+        "07.shardings_from_rules",
+        shardings_dropping_none,
+        "does not have the structure of the input tree",
+    ),
     ("07.bytes_per_device", bytes_of_whole_tree, "that is the bytes of the whole tree"),
     ("07.bytes_per_device", bytes_divided_by_devices, "you divided every leaf by the 8 devices"),
     ("07.bytes_per_device", bytes_at_four_per_element, "assumes 4 bytes per element"),
-    ("07.bytes_per_device", bytes_of_arrays_only, "ShapeDtypeStruct leaves with a sharding count too"),
+    (
+        "07.bytes_per_device",
+        bytes_of_arrays_only,
+        "ShapeDtypeStruct leaves with a sharding count too",
+    ),
     ("07.bytes_per_device", bytes_as_text, "return the number of bytes, an int"),
     ("07.abstract_size", abstract_size_by_running, "init ran for real"),
     ("07.abstract_size", abstract_size_by_jit, "init ran for real"),
@@ -236,7 +305,11 @@ WRONG = [
     ("07.abstract_size", abstract_size_swapped, "the two numbers are swapped"),
     ("07.sharded_init", sharded_init_eager_then_put, "init created the whole tree first"),
     ("07.sharded_init", sharded_init_jit_then_put, "init created the whole tree first"),
-    ("07.sharded_init", sharded_init_unsharded, "every leaf must have its sharding from the tree given"),
+    (
+        "07.sharded_init",
+        sharded_init_unsharded,
+        "every leaf must have its sharding from the tree given",
+    ),
     ("07.sharded_init", sharded_init_other_key, "call init with the key given"),
     ("07.restore_resharded", restore_saved_layout, "not into the layout it was saved with"),
     ("07.restore_resharded", restore_as_numpy, "not a jax.Array"),
@@ -274,13 +347,18 @@ def test_the_big_model_is_never_run(monkeypatch: pytest.MonkeyPatch) -> None:
     assert nbytes > 2**31
 
 
-@pytest.mark.parametrize("exercise_id", ["07.shardings_from_rules", "07.bytes_per_device", "07.sharded_init"])
+@pytest.mark.parametrize(
+    "exercise_id", ["07.shardings_from_rules", "07.bytes_per_device", "07.sharded_init"]
+)
 def test_cases_hold_none_subtrees(exercise_id: str) -> None:
     exercise = get_exercise(exercise_id)
     for purpose in ("check", "grade"):
         cases = exercise.make_cases(purpose)
         if exercise_id == "07.sharded_init":
-            trees = [jax.eval_shape(_lesson07.make_init(case.args[0]), jax.random.key(0)) for case in cases]
+            trees = [
+                jax.eval_shape(_lesson07.make_init(case.args[0]), jax.random.key(0))
+                for case in cases
+            ]
         else:
             trees = [case.args[0] for case in cases]
         assert has_none(trees)
@@ -288,7 +366,9 @@ def test_cases_hold_none_subtrees(exercise_id: str) -> None:
 
 @pytest.mark.parametrize("exercise_id", LESSON_07)
 @pytest.mark.parametrize("seed", [0, 3])
-def test_stand_in_meshes_give_the_references_of_real_ones(exercise_id: str, seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_stand_in_meshes_give_the_references_of_real_ones(
+    exercise_id: str, seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The grader's process may have one device: the references computed there are those of 8 devices."""
     exercise = get_exercise(exercise_id)
     cases = exercise.make_cases("grade", seed)
@@ -298,7 +378,9 @@ def test_stand_in_meshes_give_the_references_of_real_ones(exercise_id: str, seed
     for case, mine, theirs in zip(cases, stand_in, real):
         assert exercise.judge(mine, theirs, case) is None, case.label
     monkeypatch.undo()  # the learner's side, as in the grader: a kernel with 8 devices
-    verdict = judge_outcomes(exercise, probe_all(exercise, RIGHT[exercise_id], cases), stand_in, cases)
+    verdict = judge_outcomes(
+        exercise, probe_all(exercise, RIGHT[exercise_id], cases), stand_in, cases
+    )
     assert verdict.status == "passed", verdict.message
 
 

@@ -8,10 +8,13 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-from exercise_support import LessonChecks, fresh_checks  # noqa: F401 (fresh_checks: autouse)
+import pytest
+from exercise_support import LessonChecks
 from jax import lax
 
 from course_lib.checks import _lesson08
+
+pytestmark = pytest.mark.usefixtures("fresh_checks")
 
 LESSON_08 = (
     "08.guarded_step",

@@ -9,9 +9,11 @@ import jax
 import numpy as np
 import optax
 import pytest
-from exercise_support import LessonChecks, fresh_checks, has_none  # noqa: F401 (fresh_checks: autouse)
+from exercise_support import LessonChecks, has_none
 
 from course_lib.checks import get_exercise
+
+pytestmark = pytest.mark.usefixtures("fresh_checks")
 
 LESSON_09 = (
     "09.decay_mask",

@@ -152,7 +152,10 @@ def test_compile_limit_decorator_on_a_python_float_then_a_jax_float():
     halve(1.0)
     halve(2.0)
     x32 = jnp.float32(3.0)
-    with pytest.raises(cl.TooManyCompilesError, match=r"now f32\[\]\{weak_type=False\} and before f32\[\]\{weak_type=True\}"):
+    with pytest.raises(
+        cl.TooManyCompilesError,
+        match=r"now f32\[\]\{weak_type=False\} and before f32\[\]\{weak_type=True\}",
+    ):
         halve(x32)
 
 
@@ -196,7 +199,7 @@ def test_capture_cache_misses_has_no_ids_or_absolute_paths():
 def test_capture_cache_misses_notebook_cells_read_cell():
     namespace: dict = {}
     source = "import jax\n\ndef cell_fn(x):\n    return x * 3\n\nf = jax.jit(cell_fn)\n"
-    exec(compile(source, "/tmp/ipykernel_4242/2718281828.py", "exec"), namespace)  # noqa: S102
+    exec(compile(source, "/tmp/ipykernel_4242/2718281828.py", "exec"), namespace)
     a = jnp.ones(2)
     with cl.capture_cache_misses() as misses:
         namespace["f"](a)

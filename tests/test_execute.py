@@ -16,7 +16,11 @@ RAISES = {"tags": ["raises-exception"]}
 
 def _write(path: Path, *cells: nbformat.NotebookNode) -> Path:
     nb = new_notebook(cells=list(cells))
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
     path.write_text(notebook_text(nb), encoding="utf-8")
     return path
 
@@ -35,7 +39,7 @@ def test_execute_notebook_runs_in_its_folder_and_writes_outputs(tmp_path: Path) 
     nb = nbformat.read(path, as_version=4)
     code = [cell for cell in nb.cells if cell.cell_type == "code"]
     assert [cell.execution_count for cell in code] == [1, 2, 3]
-    assert code[1].outputs[0].data["text/plain"] == "\"from the notebook's folder\""
+    assert code[1].outputs[0].data["text/plain"] == '"from the notebook\'s folder"'
     assert code[2].outputs[0].data["text/plain"] == "42"
     assert code[2].metadata == {"course": {"exercise": "00.answer"}}
     assert all("execution" not in cell.metadata for cell in code)

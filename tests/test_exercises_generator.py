@@ -163,7 +163,10 @@ BAD_SOURCES = {
     "nested": ("def f():\n    ### BEGIN SOLUTION\n    ### BEGIN SOLUTION\n    return 1", "nested"),
     "unterminated": ("def f():\n    ### BEGIN SOLUTION\n    return 1", "has no"),
     "end_without_begin": ("def f():\n    return 1\n    ### END SOLUTION", "without a"),
-    "mistyped": ("def f():\n    ## BEGIN SOLUTION\n    return 1\n    ### END SOLUTION", "looks like"),
+    "mistyped": (
+        "def f():\n    ## BEGIN SOLUTION\n    return 1\n    ### END SOLUTION",
+        "looks like",
+    ),
 }
 
 

@@ -23,7 +23,9 @@ def loss(tree: dict) -> jax.Array:
 def test_from_tree_buffer_layout_by_hand():
     flat = cl.FlatTree.from_tree(make_tree())
     # Leaves in jax.tree.leaves order: ['b'][0] (2), ['s'] (1), ['w'] (6).
-    np.testing.assert_array_equal(np.asarray(flat.buffer), [10.0, 20.0, -1.0, 0.0, 1.0, 2.0, 3.0, 4.0, 5.0])
+    np.testing.assert_array_equal(
+        np.asarray(flat.buffer), [10.0, 20.0, -1.0, 0.0, 1.0, 2.0, 3.0, 4.0, 5.0]
+    )
     assert flat.paths == ("['b'][0]", "['s']", "['w']")
     assert flat.layout.offsets == (0, 2, 3)
     assert flat.layout.shapes == ((2,), (), (2, 3))
@@ -46,12 +48,16 @@ def test_getitem_by_keystr_path():
     np.testing.assert_array_equal(np.asarray(flat["['b'][0]"]), [10.0, 20.0])
     assert flat["['s']"].shape == () and float(flat["['s']"]) == -1.0
     for path, leaf in jax.tree_util.tree_leaves_with_path(make_tree()):
-        np.testing.assert_array_equal(np.asarray(flat[jax.tree_util.keystr(path)]), np.asarray(leaf))
+        np.testing.assert_array_equal(
+            np.asarray(flat[jax.tree_util.keystr(path)]), np.asarray(leaf)
+        )
 
 
 def test_getitem_unknown_path_lists_the_paths():
     flat = cl.FlatTree.from_tree(make_tree())
-    with pytest.raises(KeyError, match=r"no leaf at \['x'\]; the leaves are at \['b'\]\[0\], \['s'\], \['w'\]"):
+    with pytest.raises(
+        KeyError, match=r"no leaf at \['x'\]; the leaves are at \['b'\]\[0\], \['s'\], \['w'\]"
+    ):
         flat["['x']"]
 
 
@@ -103,7 +109,11 @@ def test_grad_of_a_function_of_a_flat_tree_is_a_flat_tree():
     flat_grads = jax.grad(lambda f: loss(f.to_tree()))(flat)
     assert isinstance(flat_grads, cl.FlatTree) and flat_grads.layout == flat.layout
     tree_grads = jax.grad(loss)(tree)
-    np.testing.assert_allclose(np.asarray(flat_grads.buffer), np.asarray(cl.FlatTree.from_tree(tree_grads).buffer), rtol=1e-6)
+    np.testing.assert_allclose(
+        np.asarray(flat_grads.buffer),
+        np.asarray(cl.FlatTree.from_tree(tree_grads).buffer),
+        rtol=1e-6,
+    )
     # and by hand for one leaf: d/ds = sum(sin(w)) + sum(b**2)
     expected_ds = np.sum(np.sin(np.arange(6.0))) + 10.0**2 + 20.0**2
     np.testing.assert_allclose(float(flat_grads["['s']"]), expected_ds, rtol=1e-6)
@@ -125,7 +135,9 @@ def test_same_layout_reuses_the_compiled_program():
     double = jax.jit(lambda f: cl.tree_scale(2.0, f))
     a = cl.FlatTree.from_tree({"w": jnp.ones(3), "b": jnp.ones(2)})
     b = cl.FlatTree.from_tree({"w": jnp.zeros(3), "b": jnp.zeros(2)})
-    other = cl.FlatTree.from_tree({"w": jnp.ones(2), "b": jnp.ones(3)})  # same buffer size, other layout
+    other = cl.FlatTree.from_tree(
+        {"w": jnp.ones(2), "b": jnp.ones(3)}
+    )  # same buffer size, other layout
     double(a)
     with cl.count_compiles() as counter:
         double(b)
@@ -149,7 +161,10 @@ def test_empty_tree():
 
 
 def test_repr():
-    assert repr(cl.FlatTree.from_tree(make_tree())) == "FlatTree(3 leaves, 9 x float32, buffer=ArrayImpl)"
+    assert (
+        repr(cl.FlatTree.from_tree(make_tree()))
+        == "FlatTree(3 leaves, 9 x float32, buffer=ArrayImpl)"
+    )
 
 
 def test_from_tree_single_leaf_is_a_copy_so_donation_spares_the_caller():

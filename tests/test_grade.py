@@ -17,7 +17,7 @@ import nbformat
 import pytest
 
 from course_lib.authoring.exercises import make_exercise
-from course_lib.checks import all_exercises, lessons
+from course_lib.checks import all_exercises
 from course_lib.grade._submissions import (
     NotebookProblem,
     UsageError,
@@ -66,14 +66,24 @@ def replace_body(nb: nbformat.NotebookNode, exercise_id: str, body: str) -> nbfo
     return nb
 
 
-def write(folder: Path, student: str, content: nbformat.NotebookNode | bytes, name: str = NAME) -> None:
+def write(
+    folder: Path, student: str, content: nbformat.NotebookNode | bytes, name: str = NAME
+) -> None:
     (folder / student).mkdir(parents=True)
     data = content if isinstance(content, bytes) else nbformat.writes(content).encode()
     (folder / student / name).write_bytes(data)
 
 
 def grade(paths: list[Path], out: Path, *extra: str) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, "-m", "course_lib.grade", *map(str, paths), "--out", str(out), *extra]
+    command = [
+        sys.executable,
+        "-m",
+        "course_lib.grade",
+        *map(str, paths),
+        "--out",
+        str(out),
+        *extra,
+    ]
     return subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=ROOT)
 
 
@@ -91,7 +101,11 @@ def message(entry: dict, exercise_id: str) -> str:
 
 
 def tree_hashes(folder: Path) -> dict[str, str]:
-    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
 
 
 # --- the hostile class -------------------------------------------------------------------------
@@ -100,33 +114,58 @@ def tree_hashes(folder: Path) -> dict[str, str]:
 def _hostile_class(folder: Path) -> None:
     write(folder, "solution", solution())
     write(folder, "blank", exercise_version())
-    write(folder, "loop_in_function", replace_body(solution(), "01.count_params", "    while True:\n        pass"))
+    write(
+        folder,
+        "loop_in_function",
+        replace_body(solution(), "01.count_params", "    while True:\n        pass"),
+    )
     write(folder, "loop_at_top", add_cell(solution(), 2, "while True:\n    pass"))
     write(
         folder,
         "deaf_loop",
-        add_cell(solution(), 2, "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    pass"),
+        add_cell(
+            solution(),
+            2,
+            "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    pass",
+        ),
     )
     write(folder, "exit", prepend(solution(), "01.leaf_paths", "import os\nos._exit(3)"))
-    write(folder, "segfault", prepend(solution(), "01.is_node", "import ctypes\nctypes.string_at(0)"))
+    write(
+        folder, "segfault", prepend(solution(), "01.is_node", "import ctypes\nctypes.string_at(0)")
+    )
     bomb = prepend(solution(), "01.replace_leaves", "hog = np.ones(2**30)")  # 8 GiB at once
     write(folder, "memory_bomb", prepend(bomb, "01.same_structure", "huge = [0] * 10**10"))
-    write(folder, "output_flood", add_cell(solution(), 2, "for _ in range(600):\n    print('x' * 100_000)"))
+    write(
+        folder,
+        "output_flood",
+        add_cell(solution(), 2, "for _ in range(600):\n    print('x' * 100_000)"),
+    )
     text = SOLUTION.read_bytes()
     write(folder, "malformed_json", text[: len(text) // 2])
-    v3 = {"nbformat": 3, "nbformat_minor": 0, "metadata": {"name": ""}, "worksheets": [{"cells": []}]}
+    v3 = {
+        "nbformat": 3,
+        "nbformat_minor": 0,
+        "metadata": {"name": ""},
+        "worksheets": [{"cells": []}],
+    }
     write(folder, "nbformat_v3", json.dumps(v3).encode())
     write(folder, "empty_file", b"")
     write(folder, "json_list", b"[1, 2, 3]")
     fake = exercise_version()
     for i, exercise_id in enumerate(IDS):
         add_cell(fake, len(fake.cells), f"print('{exercise_id}: passed (2/2 points, 10 cases)')")
-    fake.cells.append(nbformat.v4.new_markdown_cell("Lesson 01: 5 of 5 exercises passed, 8/8 points"))
+    fake.cells.append(
+        nbformat.v4.new_markdown_cell("Lesson 01: 5 of 5 exercises passed, 8/8 points")
+    )
     write(folder, "prints_passed", fake)
     write(
         folder,
         "redefines_check",
-        add_cell(exercise_version(), 2, "def check(*args, **kwargs):\n    print('passed')\n\ndef progress(*args, **kwargs):\n    print('5 of 5 exercises passed')"),
+        add_cell(
+            exercise_version(),
+            2,
+            "def check(*args, **kwargs):\n    print('passed')\n\ndef progress(*args, **kwargs):\n    print('5 of 5 exercises passed')",
+        ),
     )
     patch = """
 import course_lib.checks as C
@@ -149,7 +188,10 @@ for ex in C.exercises("01"):
     write(folder, "monkeypatch", add_cell(exercise_version(), len(exercise_version().cells), patch))
     deleted = solution()
     deleted.cells = [
-        c for c in deleted.cells if c.metadata.get("course", {}).get("exercise") != "01.count_params" and c.metadata.get("course", {}).get("check") != "01.count_params"
+        c
+        for c in deleted.cells
+        if c.metadata.get("course", {}).get("exercise") != "01.count_params"
+        and c.metadata.get("course", {}).get("check") != "01.count_params"
     ]
     write(folder, "deleted_cells", deleted)
     reordered = solution()
@@ -162,21 +204,39 @@ for ex in C.exercises("01"):
     lost.cells.append(nbformat.v4.new_code_cell("check('01.is_node', is_node)\nprogress('01')"))
     write(folder, "lost_metadata", lost, name="homework.ipynb")
     forbidden = replace_body(solution(), "01.count_params", "    return cl.tree_size(tree)")
-    write(folder, "forbidden", replace_body(forbidden, "01.same_structure", "    return not getattr(cl, 'tree_' + 'diff')(a, b)"))
-    wrong = replace_body(solution(), "01.leaf_paths", "    return [jax.tree_util.keystr(p) for p, _ in jax.tree_util.tree_leaves_with_path(tree)]")
+    write(
+        folder,
+        "forbidden",
+        replace_body(
+            forbidden, "01.same_structure", "    return not getattr(cl, 'tree_' + 'diff')(a, b)"
+        ),
+    )
+    wrong = replace_body(
+        solution(),
+        "01.leaf_paths",
+        "    return [jax.tree_util.keystr(p) for p, _ in jax.tree_util.tree_leaves_with_path(tree)]",
+    )
     write(folder, "wrong_answer", wrong)
     renamed = solution()
-    cell_of(renamed, "01.is_node").source = cell_of(renamed, "01.is_node").source.replace("def is_node", "def is_a_node")
+    cell_of(renamed, "01.is_node").source = cell_of(renamed, "01.is_node").source.replace(
+        "def is_node", "def is_a_node"
+    )
     write(folder, "renamed_function", renamed)
     write(folder, "syntax_error", prepend(solution(), "01.replace_leaves", "def broken(:"))
     reference = exercise_version()
-    cell_of(reference, "01.count_params").source = "from course_lib.checks._lesson01 import _count_params as count_params"
-    cell_of(reference, "01.is_node").source = "import course_lib.checks._lesson01 as L\nis_node = getattr(L, '_is_' + 'node')"
+    cell_of(
+        reference, "01.count_params"
+    ).source = "from course_lib.checks._lesson01 import _count_params as count_params"
+    cell_of(
+        reference, "01.is_node"
+    ).source = "import course_lib.checks._lesson01 as L\nis_node = getattr(L, '_is_' + 'node')"
     write(folder, "uses_reference", reference)
 
 
 @pytest.fixture(scope="module")
-def hostile(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, subprocess.CompletedProcess[str], dict[str, str]]:
+def hostile(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> tuple[Path, Path, subprocess.CompletedProcess[str], dict[str, str]]:
     base = tmp_path_factory.mktemp("hostile")
     folder, out = base / "class", base / "out"
     _hostile_class(folder)
@@ -210,7 +270,11 @@ EXPECTED = {
     "wrong_answer": {**ALL_PASSED, "01.leaf_paths": "failed"},
     "renamed_function": {**ALL_PASSED, "01.is_node": "missing"},
     "syntax_error": {**ALL_PASSED, "01.replace_leaves": "error"},
-    "uses_reference": {**dict.fromkeys(IDS, "not_attempted"), "01.count_params": "flagged", "01.is_node": "flagged"},
+    "uses_reference": {
+        **dict.fromkeys(IDS, "not_attempted"),
+        "01.count_params": "flagged",
+        "01.is_node": "flagged",
+    },
 }
 
 
@@ -220,7 +284,9 @@ def test_hostile_batch_completes(hostile) -> None:
     assert set(by_student(out)) == set(EXPECTED)
     rows = list(csv.DictReader((out / "gradebook.csv").read_text().splitlines()))
     assert len(rows) == len(EXPECTED)
-    assert all(row[i] != "" for row in rows for i in IDS)  # every exercise has points, even for broken files
+    assert all(
+        row[i] != "" for row in rows for i in IDS
+    )  # every exercise has points, even for broken files
     for student in EXPECTED:
         notebook = "homework.ipynb" if student == "lost_metadata" else NAME
         assert (out / "feedback" / student / notebook.replace(".ipynb", ".txt")).is_file()
@@ -232,7 +298,13 @@ def test_hostile_batch_completes(hostile) -> None:
 def test_hostile_statuses(hostile, student: str) -> None:
     entry = by_student(hostile[1])[student]
     assert statuses(entry) == EXPECTED[student], json.dumps(entry, indent=1)
-    points = {"01.count_params": 2, "01.leaf_paths": 2, "01.is_node": 1, "01.replace_leaves": 2, "01.same_structure": 1}
+    points = {
+        "01.count_params": 2,
+        "01.leaf_paths": 2,
+        "01.is_node": 1,
+        "01.replace_leaves": 2,
+        "01.same_structure": 1,
+    }
     assert entry["points"] == sum(points[i] for i, s in EXPECTED[student].items() if s == "passed")
     assert entry["max_points"] == 8
 
@@ -248,30 +320,58 @@ def test_hostile_messages_say_what_happened(hostile) -> None:
     assert "MemoryError" in message(books["memory_bomb"], "01.replace_leaves")
     assert "MemoryError" in message(books["memory_bomb"], "01.same_structure")
     assert any("MiB of output (not kept)" in n for n in books["output_flood"]["notes"])
-    assert "not valid JSON" in books["malformed_json"]["message"] and books["malformed_json"]["status"] == "error"
+    assert (
+        "not valid JSON" in books["malformed_json"]["message"]
+        and books["malformed_json"]["status"] == "error"
+    )
     assert "format 3.0" in books["nbformat_v3"]["message"]
     assert "empty" in books["empty_file"]["message"]
     assert "not a notebook" in books["json_list"]["message"]
     assert "not attempted" in message(books["blank"], "01.count_params")
     assert "no cell defines count_params" in message(books["deleted_cells"], "01.count_params")
     code_cells = [c for c in solution().cells if c.cell_type == "code"]
-    count_cell = next(i for i, c in enumerate(code_cells, 1) if c.metadata.get("course", {}).get("exercise") == "01.count_params")
-    assert f"count_params calls cl.tree_size (code cell {count_cell} (`def count_params(tree):`), line " in message(books["forbidden"], "01.count_params")
+    count_cell = next(
+        i
+        for i, c in enumerate(code_cells, 1)
+        if c.metadata.get("course", {}).get("exercise") == "01.count_params"
+    )
+    assert (
+        f"count_params calls cl.tree_size (code cell {count_cell} (`def count_params(tree):`), line "
+        in message(books["forbidden"], "01.count_params")
+    )
     assert "`return cl.tree_size(tree)`" in message(books["forbidden"], "01.count_params")
-    assert "same_structure calls cl.tree_diff (code cell " in message(books["forbidden"], "01.same_structure")
-    assert "`return not getattr(cl, 'tree_' + 'diff')(a, b)`" in message(books["forbidden"], "01.same_structure")
+    assert "same_structure calls cl.tree_diff (code cell " in message(
+        books["forbidden"], "01.same_structure"
+    )
+    assert "`return not getattr(cl, 'tree_' + 'diff')(a, b)`" in message(
+        books["forbidden"], "01.same_structure"
+    )
     flagged = next(e for e in books["forbidden"]["exercises"] if e["id"] == "01.count_params")
     assert flagged["points"] == 0 and flagged["points_if_allowed"] == 2  # what an override needs
-    assert flagged["flags"][0]["reached"] == "cl.tree_size" and flagged["flags"][0]["cell"].startswith(f"code cell {count_cell} ")
+    assert flagged["flags"][0]["reached"] == "cl.tree_size" and flagged["flags"][0][
+        "cell"
+    ].startswith(f"code cell {count_cell} ")
     assert "None entries" in message(books["wrong_answer"], "01.leaf_paths")
     assert "defines no is_node" in message(books["renamed_function"], "01.is_node")
     assert "SyntaxError" in message(books["syntax_error"], "01.replace_leaves")
-    replace_cell = next(i for i, c in enumerate(code_cells, 1) if c.metadata.get("course", {}).get("exercise") == "01.replace_leaves")
-    assert f"That is code cell {replace_cell} (`def broken(:`)." in message(books["syntax_error"], "01.replace_leaves")
+    replace_cell = next(
+        i
+        for i, c in enumerate(code_cells, 1)
+        if c.metadata.get("course", {}).get("exercise") == "01.replace_leaves"
+    )
+    assert f"That is code cell {replace_cell} (`def broken(:`)." in message(
+        books["syntax_error"], "01.replace_leaves"
+    )
     assert books["lost_metadata"]["lesson"] == "01"
     # Bound in its cell by an import, or by getattr with a computed name: caught when it runs.
-    assert "count_params is the course's reference answer, course_lib.checks._lesson01._count_params itself" in message(books["uses_reference"], "01.count_params")
-    assert "is_node is the course's reference answer, course_lib.checks._lesson01._is_node itself" in message(books["uses_reference"], "01.is_node")
+    assert (
+        "count_params is the course's reference answer, course_lib.checks._lesson01._count_params itself"
+        in message(books["uses_reference"], "01.count_params")
+    )
+    assert (
+        "is_node is the course's reference answer, course_lib.checks._lesson01._is_node itself"
+        in message(books["uses_reference"], "01.is_node")
+    )
 
 
 def test_submissions_are_never_modified(hostile) -> None:
@@ -288,7 +388,12 @@ def test_feedback_file_reads_well(hostile) -> None:
 def test_no_stray_files_in_the_output_folder(hostile) -> None:
     out = hostile[1]
     names = {p.name for p in out.iterdir()}
-    assert names == {"gradebook.csv", "gradebook.json", "feedback", "report.html"}  # the journal is gone once the gradebook is written
+    assert names == {
+        "gradebook.csv",
+        "gradebook.json",
+        "feedback",
+        "report.html",
+    }  # the journal is gone once the gradebook is written
 
 
 # --- determinism and the exercise version --------------------------------------------------------
@@ -297,14 +402,23 @@ def test_no_stray_files_in_the_output_folder(hostile) -> None:
 def test_same_folder_twice_gives_the_same_gradebook(tmp_path: Path) -> None:
     folder = tmp_path / "class"
     write(folder, "ada", solution())
-    write(folder, "cy", replace_body(solution(), "01.is_node", "    return len(jax.tree.leaves(x)) != 1"))
+    write(
+        folder,
+        "cy",
+        replace_body(solution(), "01.is_node", "    return len(jax.tree.leaves(x)) != 1"),
+    )
     first = grade([folder], tmp_path / "one", "--jobs", "2")
     # The second time the notebooks are named one by one: same students, same grades.
     files = sorted(folder.glob("*/*.ipynb"))
     second = grade(files, tmp_path / "two", "--jobs", "2", "--quiet")
     assert first.returncode == 0 and second.returncode == 0, first.stderr + second.stderr
-    one, two = (tmp_path / "one" / "gradebook.csv").read_text(), (tmp_path / "two" / "gradebook.csv").read_text()
-    assert one == two, "\n".join(difflib.unified_diff(one.splitlines(), two.splitlines(), lineterm=""))
+    one, two = (
+        (tmp_path / "one" / "gradebook.csv").read_text(),
+        (tmp_path / "two" / "gradebook.csv").read_text(),
+    )
+    assert one == two, "\n".join(
+        difflib.unified_diff(one.splitlines(), two.splitlines(), lineterm="")
+    )
     books = [json.loads((tmp_path / d / "gradebook.json").read_text()) for d in ("one", "two")]
     for book in books:
         for entry in book["submissions"]:
@@ -332,12 +446,20 @@ def test_every_solution_gets_full_marks_and_every_exercise_notebook_zero(tmp_pat
     submissions = json.loads((tmp_path / "out" / "gradebook.json").read_text())["submissions"]
     everything = [(e.id, e.points) for e in all_exercises()]
     for student, status in (("solution", "passed"), ("blank", "not_attempted")):
-        books = sorted((s for s in submissions if s["student"] == student), key=lambda s: s["lesson"])
-        assert [b["status"] for b in books] == ["graded"] * len(books), [b["message"] for b in books]
+        books = sorted(
+            (s for s in submissions if s["student"] == student), key=lambda s: s["lesson"]
+        )
+        assert [b["status"] for b in books] == ["graded"] * len(books), [
+            b["message"] for b in books
+        ]
         graded = [e for book in books for e in book["exercises"]]
         assert [(e["id"], e["max_points"]) for e in graded] == everything
-        assert all(e["id"].startswith(book["lesson"] + ".") for book in books for e in book["exercises"])
-        assert {e["id"]: e["status"] for e in graded} == dict.fromkeys((i for i, _ in everything), status)
+        assert all(
+            e["id"].startswith(book["lesson"] + ".") for book in books for e in book["exercises"]
+        )
+        assert {e["id"]: e["status"] for e in graded} == dict.fromkeys(
+            (i for i, _ in everything), status
+        )
         earned = [(e["id"], e["points"]) for e in graded]
         assert earned == (everything if status == "passed" else [(i, 0) for i, _ in everything])
     assert len(submissions) == 2 * len(list((ROOT / "solutions").glob("[0-9][0-9]_*.ipynb"))) == 18
@@ -359,16 +481,29 @@ def test_missing_path_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFix
     assert not (tmp_path / "out").exists()
 
 
-def test_folder_without_notebooks_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_folder_without_notebooks_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     (tmp_path / "empty").mkdir()
     status, err = run_main(capsys, tmp_path / "empty", "--out", tmp_path / "out")
     assert status == 2 and "no notebooks" in err
 
 
 @pytest.mark.parametrize(
-    "option", [["--timeout", "0"], ["--jobs", "-1"], ["--jobs", "two"], ["--memory-mb", "10"], ["--bogus"], ["--forbid", "optax.tree_utils"], []]
+    "option",
+    [
+        ["--timeout", "0"],
+        ["--jobs", "-1"],
+        ["--jobs", "two"],
+        ["--memory-mb", "10"],
+        ["--bogus"],
+        ["--forbid", "optax.tree_utils"],
+        [],
+    ],
 )
-def test_bad_options_are_usage_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str], option: list[str]) -> None:
+def test_bad_options_are_usage_errors(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], option: list[str]
+) -> None:
     write(tmp_path, "eve", solution())
     argv = [tmp_path, "--out", tmp_path / "out", *option] if option else []  # [] : no PATH at all
     status, err = run_main(capsys, *argv)
@@ -384,7 +519,12 @@ def test_unwritable_output_folder(tmp_path: Path, capsys: pytest.CaptureFixture[
 
 
 def test_help_exits_zero() -> None:
-    result = subprocess.run([sys.executable, "-m", "course_lib.grade", "--help"], capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-m", "course_lib.grade", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 0 and "--timeout" in result.stdout and "--jobs" in result.stdout
 
 
@@ -448,20 +588,35 @@ def test_plan_names_cells_as_a_student_counts_them() -> None:
     assert len(code) < len(nb.cells)  # markdown cells in between are not counted
     for cell in plan.cells:
         number = next(i for i, c in enumerate(code, 1) if c.index == cell.index)
-        first = next(line.strip() for line in nb.cells[cell.index].source.splitlines() if line.strip())
+        first = next(
+            line.strip() for line in nb.cells[cell.index].source.splitlines() if line.strip()
+        )
         assert cell.number == number and cell.label.startswith(f"code cell {number} (`{first[:10]}")
     count = plan.cell(plan.exercise_cells["01.count_params"])
     assert count.label == f"code cell {count.number} (`def count_params(tree):`)"
 
 
 def test_find_submissions_layouts(tmp_path: Path) -> None:
-    for path in ["class/ann/01_x.ipynb", "class/ann/sub/02_y.ipynb", "class/bo/01_x.ipynb", "class/.hidden/01_x.ipynb", "class/bo/.ipynb_checkpoints/01_x-checkpoint.ipynb"]:
+    for path in [
+        "class/ann/01_x.ipynb",
+        "class/ann/sub/02_y.ipynb",
+        "class/bo/01_x.ipynb",
+        "class/.hidden/01_x.ipynb",
+        "class/bo/.ipynb_checkpoints/01_x-checkpoint.ipynb",
+    ]:
         (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / path).write_text("{}")
     subs = find_submissions([str(tmp_path / "class")])
-    assert [(s.student, s.notebook) for s in subs] == [("ann", "01_x.ipynb"), ("ann", "sub/02_y.ipynb"), ("bo", "01_x.ipynb")]
+    assert [(s.student, s.notebook) for s in subs] == [
+        ("ann", "01_x.ipynb"),
+        ("ann", "sub/02_y.ipynb"),
+        ("bo", "01_x.ipynb"),
+    ]
     one = find_submissions([str(tmp_path / "class" / "ann")])
-    assert [(s.student, s.notebook) for s in one] == [("ann", "01_x.ipynb"), ("ann", "sub/02_y.ipynb")]
+    assert [(s.student, s.notebook) for s in one] == [
+        ("ann", "01_x.ipynb"),
+        ("ann", "sub/02_y.ipynb"),
+    ]
     with pytest.raises(UsageError):
         find_submissions([str(tmp_path / "missing")])
 
@@ -482,8 +637,13 @@ def test_memory_watchdog_kills_a_growing_kernel(tmp_path: Path) -> None:
         await sandbox.start()
         try:
             ok = await sandbox.run("x = 1 + 1", 60)
-            child = await sandbox.run("import subprocess, sys\np = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)'])", 60)
-            bomb = await sandbox.run("import numpy as np\nhog = []\nwhile True:\n    hog.append(np.ones(10**7))", 120)
+            child = await sandbox.run(
+                "import subprocess, sys\np = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)'])",
+                60,
+            )
+            bomb = await sandbox.run(
+                "import numpy as np\nhog = []\nwhile True:\n    hog.append(np.ones(10**7))", 120
+            )
             return ok, child, bomb, sandbox.pid, sandbox.usable
         finally:
             await sandbox.stop()

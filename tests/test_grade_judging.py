@@ -25,7 +25,11 @@ def load(path: Path) -> nbformat.NotebookNode:
 
 
 def index_of(nb: nbformat.NotebookNode, exercise_id: str) -> int:
-    return next(i for i, c in enumerate(nb.cells) if c.metadata.get("course", {}).get("exercise") == exercise_id)
+    return next(
+        i
+        for i, c in enumerate(nb.cells)
+        if c.metadata.get("course", {}).get("exercise") == exercise_id
+    )
 
 
 def replace_body(nb: nbformat.NotebookNode, exercise_id: str, body: str) -> nbformat.NotebookNode:
@@ -69,16 +73,32 @@ def optax_bound() -> nbformat.NotebookNode:
 
 
 def cascade() -> nbformat.NotebookNode:
-    nb = replace_body(load(L02), "02.sgd_step", "    return jax.tree.map(lambda p, g: p + lr * g, params, grads)")
-    return replace_body(nb, "02.global_norm", "    return float(jnp.sqrt(sum(jnp.sum(jnp.square(leaf)) for leaf in jax.tree.leaves(tree))))")
+    nb = replace_body(
+        load(L02), "02.sgd_step", "    return jax.tree.map(lambda p, g: p + lr * g, params, grads)"
+    )
+    return replace_body(
+        nb,
+        "02.global_norm",
+        "    return float(jnp.sqrt(sum(jnp.sum(jnp.square(leaf)) for leaf in jax.tree.leaves(tree))))",
+    )
 
 
 def course_alias() -> nbformat.NotebookNode:
     nb = add_before(load(L02), "02.sgd_step", "import functools\ncourse_sgd = cl.sgd")
     course_step = OPTAX_STEP.replace("optax.sgd(lr)", "course_sgd(lr, donate=False)")
     # The course's update returns the new params themselves, not updates to apply.
-    replace_body(nb, "02.make_sgd_step", course_step.replace("return optax.apply_updates(params, updates), loss", "return updates, loss"))
-    replace_body(nb, "02.average_trees", "    add = getattr(cl, 'tree_' + 'add')\n    return jax.tree.map(lambda x: x / len(trees), functools.reduce(add, trees))")
+    replace_body(
+        nb,
+        "02.make_sgd_step",
+        course_step.replace(
+            "return optax.apply_updates(params, updates), loss", "return updates, loss"
+        ),
+    )
+    replace_body(
+        nb,
+        "02.average_trees",
+        "    add = getattr(cl, 'tree_' + 'add')\n    return jax.tree.map(lambda x: x / len(trees), functools.reduce(add, trees))",
+    )
     cell = nb.cells[index_of(nb, "02.global_norm")]
     cell.source = "from course_lib.checks import _lesson02\nglobal_norm = getattr(_lesson02, '_global' + '_norm')"
     return nb
@@ -101,7 +121,11 @@ def half_right() -> nbformat.NotebookNode:
 def optax06() -> nbformat.NotebookNode:
     nb = add_before(load(L06), "06.adam_init", "import optax")
     zeros = "optax.tree_utils.tree_zeros_like(params)"
-    replace_body(nb, "06.adam_init", f"    return AdamState(count=jnp.zeros((), jnp.int32), mu={zeros}, nu={zeros})")
+    replace_body(
+        nb,
+        "06.adam_init",
+        f"    return AdamState(count=jnp.zeros((), jnp.int32), mu={zeros}, nu={zeros})",
+    )
     nb.cells[index_of(nb, "06.train_loop")].source = CARRY_NAMED_MOMENTUM
     return nb
 
@@ -117,7 +141,18 @@ STUDENTS = {
 
 
 def grade(folder: Path, out: Path, *extra: str) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, "-m", "course_lib.grade", str(folder), "--out", str(out), "--jobs", "2", "--quiet", *extra]
+    command = [
+        sys.executable,
+        "-m",
+        "course_lib.grade",
+        str(folder),
+        "--out",
+        str(out),
+        "--jobs",
+        "2",
+        "--quiet",
+        *extra,
+    ]
     return subprocess.run(command, capture_output=True, text=True, timeout=900, cwd=ROOT)
 
 
@@ -135,7 +170,9 @@ def graded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, dict
         assert result.returncode == 0, result.stderr[-3000:]
         book = json.loads((base / run / "gradebook.json").read_text())
         books[run] = {s["student"]: s for s in book["submissions"]}
-        books[run]["_csv"] = list(csv.DictReader((base / run / "gradebook.csv").read_text().splitlines()))  # type: ignore[assignment]
+        books[run]["_csv"] = list(
+            csv.DictReader((base / run / "gradebook.csv").read_text().splitlines())
+        )  # type: ignore[assignment]
         books[run]["_grader"] = book["grader"]
     return books
 
@@ -151,7 +188,9 @@ def test_optax_answers_pass_inline_or_bound_outside(graded) -> None:
         assert entry["points"] == 12
     optax = graded["allowed"]["optax06"]
     assert exercise(optax, "06.adam_init")["status"] == "passed"
-    assert exercise(optax, "06.train_loop")["status"] == "passed"  # a carry field named momentum costs nothing
+    assert (
+        exercise(optax, "06.train_loop")["status"] == "passed"
+    )  # a carry field named momentum costs nothing
     assert optax["points"] == 14
 
 
@@ -164,9 +203,14 @@ def test_forbid_optax_flags_the_line_and_the_function_reached(graded) -> None:
     assert step["message"].startswith("make_sgd_step calls optax._src.alias.sgd (")
     label = f"code cell {number} (`def make_sgd_step(loss_f…`)"  # counted from 1 over code cells, its first line cut
     assert f"({label}, line 7: `opt = optax.sgd(lr)`): optax may not be used" in step["message"]
-    assert step["flags"][0]["cell"] == label and step["flags"][0]["reached"] == "optax._src.alias.sgd"
+    assert (
+        step["flags"][0]["cell"] == label and step["flags"][0]["reached"] == "optax._src.alias.sgd"
+    )
     average = exercise(inline, "02.average_trees")
-    assert average["status"] == "flagged" and "`total = functools.reduce(optax.tree_utils.tree_add, trees)`" in average["message"]
+    assert (
+        average["status"] == "flagged"
+        and "`total = functools.reduce(optax.tree_utils.tree_add, trees)`" in average["message"]
+    )
     assert exercise(inline, "02.sgd_step")["status"] == "passed"  # only what calls optax is flagged
     bound = exercise(graded["forbidden"]["optax_bound"], "02.make_sgd_step")
     assert bound["status"] == "flagged" and "`opt = _sgd(lr)`" in bound["message"]
@@ -178,22 +222,37 @@ def test_forbid_optax_flags_the_line_and_the_function_reached(graded) -> None:
 def test_the_course_functions_and_the_reference_are_flagged_however_reached(graded) -> None:
     entry = graded["allowed"]["course_alias"]
     step = exercise(entry, "02.make_sgd_step")
-    assert step["status"] == "flagged" and "make_sgd_step calls cl.sgd (code cell " in step["message"]
+    assert (
+        step["status"] == "flagged" and "make_sgd_step calls cl.sgd (code cell " in step["message"]
+    )
     assert "`opt = course_sgd(lr, donate=False)`" in step["message"]
     average = exercise(entry, "02.average_trees")
-    assert average["status"] == "flagged" and "average_trees calls cl.tree_add (code cell " in average["message"]
+    assert (
+        average["status"] == "flagged"
+        and "average_trees calls cl.tree_add (code cell " in average["message"]
+    )
     norm = exercise(entry, "02.global_norm")
-    assert norm["status"] == "flagged" and "is the course's reference answer, course_lib.checks._lesson02._global_norm itself" in norm["message"]
+    assert (
+        norm["status"] == "flagged"
+        and "is the course's reference answer, course_lib.checks._lesson02._global_norm itself"
+        in norm["message"]
+    )
     assert exercise(entry, "02.sgd_step")["status"] == "passed"
 
 
 def test_a_wrong_helper_does_not_zero_the_exercise_that_calls_it(graded) -> None:
     entry = graded["allowed"]["cascade"]
     sgd = exercise(entry, "02.sgd_step")
-    assert sgd["status"] == "failed" and sgd["points"] == 0 and "you added the step" in sgd["message"]
+    assert (
+        sgd["status"] == "failed" and sgd["points"] == 0 and "you added the step" in sgd["message"]
+    )
     assert exercise(entry, "02.make_sgd_step")["status"] == "passed"
     norm = exercise(entry, "02.global_norm")
-    assert norm["status"] == "failed" and norm["points"] == 0.75 and "under jax.jit it raised" in norm["message"]
+    assert (
+        norm["status"] == "failed"
+        and norm["points"] == 0.75
+        and "under jax.jit it raised" in norm["message"]
+    )
     assert [p["passed"] for p in norm["parts"]] == [True, True, True, False]
     assert exercise(entry, "02.clip_by_global_norm")["status"] == "passed"
     assert entry["points"] == 12 - 2 - 1 + 0.75
@@ -203,11 +262,19 @@ def test_partial_credit_and_cell_numbers_in_the_gradebook(graded) -> None:
     entry = graded["allowed"]["half_right"]
     sgd = exercise(entry, "02.sgd_step")
     assert (sgd["status"], sgd["points"], sgd["max_points"]) == ("failed", 0.67, 2)
-    assert [p["passed"] for p in sgd["parts"]] == [True, False, False] and sgd["cases"][:2] == [True, True]
+    assert [p["passed"] for p in sgd["parts"]] == [True, False, False] and sgd["cases"][:2] == [
+        True,
+        True,
+    ]
     assert "Right: dicts and lists with None (0.67/2 points)" in sgd["message"]
     assert entry["points"] == 10.67
     row = next(r for r in graded["allowed"]["_csv"] if r["student"] == "half_right")
-    assert row["02.sgd_step"] == "0.67" and row["points"] == "10.67" and row["02.stack_trees"] == "2"
+    assert (
+        row["02.sgd_step"] == "0.67" and row["points"] == "10.67" and row["02.stack_trees"] == "2"
+    )
     typo = half_right()
     number = code_cell_number(typo, index_of(typo, "02.average_trees") - 1)
-    assert f"code cell {number} (`x = 1 / 0  # a typo`) raised ZeroDivisionError: division by zero" in entry["notes"]
+    assert (
+        f"code cell {number} (`x = 1 / 0  # a typo`) raised ZeroDivisionError: division by zero"
+        in entry["notes"]
+    )

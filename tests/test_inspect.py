@@ -30,7 +30,12 @@ class Dense:
 
 
 def test_tree_summary_rows_and_totals():
-    tree = {"w": jnp.ones((3, 2)), "b": jnp.zeros(2, jnp.bfloat16), "skip": None, "n": np.arange(4, dtype=np.int64)}
+    tree = {
+        "w": jnp.ones((3, 2)),
+        "b": jnp.zeros(2, jnp.bfloat16),
+        "skip": None,
+        "n": np.arange(4, dtype=np.int64),
+    }
     summary = cl.tree_summary(tree)
     assert [(r.path, r.shape, r.dtype, r.size, r.nbytes) for r in summary.rows] == [
         ("['b']", (2,), "bfloat16", 2, 4),
@@ -54,15 +59,33 @@ def test_tree_summary_text_lines():
 def test_tree_summary_total_in_kib_and_one_leaf():
     text = str(cl.tree_summary(jnp.zeros((16, 32))))
     assert "<root>" in text
-    assert text.splitlines()[-1].split() == ["total:", "1", "leaf", "512", "2.0", "KiB"]  # 512 * 4 = 2048 bytes
+    assert text.splitlines()[-1].split() == [
+        "total:",
+        "1",
+        "leaf",
+        "512",
+        "2.0",
+        "KiB",
+    ]  # 512 * 4 = 2048 bytes
 
 
 def test_tree_summary_of_non_array_leaves_and_empty_tree():
     summary = cl.tree_summary({"act": "relu", "w": jnp.ones(2)})
-    assert summary.rows[0].path == "['act']" and summary.rows[0].shape is None and summary.rows[0].dtype == "str"
+    assert (
+        summary.rows[0].path == "['act']"
+        and summary.rows[0].shape is None
+        and summary.rows[0].dtype == "str"
+    )
     assert (summary.size, summary.nbytes) == (2, 8)
     empty = cl.tree_summary({"a": None})
-    assert empty.rows == () and str(empty).splitlines()[-1].split() == ["total:", "0", "leaves", "0", "0", "B"]
+    assert empty.rows == () and str(empty).splitlines()[-1].split() == [
+        "total:",
+        "0",
+        "leaves",
+        "0",
+        "0",
+        "B",
+    ]
 
 
 def test_tree_summary_html_table_with_totals():
@@ -83,7 +106,9 @@ def test_tree_diff_list_versus_tuple():
 
 
 def test_tree_diff_namedtuple_versus_tuple():
-    assert cl.tree_diff([Point(1.0, 2.0)], [(1.0, 2.0)]) == ["at [0]: namedtuple Point in a, tuple in b"]
+    assert cl.tree_diff([Point(1.0, 2.0)], [(1.0, 2.0)]) == [
+        "at [0]: namedtuple Point in a, tuple in b"
+    ]
 
 
 def test_tree_diff_dict_keys():
@@ -96,19 +121,28 @@ def test_tree_diff_ordered_dict_key_order():
     b = collections.OrderedDict(b=2.0, w=1.0)
     assert jax.tree.structure(a) != jax.tree.structure(b)
     (line,) = cl.tree_diff(a, b)
-    assert line == "at <root>: OrderedDict keys differ: the same keys in another order (['w'], ['b'] in a, ['b'], ['w'] in b)"
+    assert (
+        line
+        == "at <root>: OrderedDict keys differ: the same keys in another order (['w'], ['b'] in a, ['b'], ['w'] in b)"
+    )
 
 
 def test_tree_diff_lengths():
-    assert cl.tree_diff([1.0, [2.0, 3.0]], [1.0, [2.0]]) == ["at [1]: list of length 2 in a, length 1 in b"]
-    assert cl.tree_diff((1.0,), (1.0, 2.0, 3.0)) == ["at <root>: tuple of length 1 in a, length 3 in b"]
+    assert cl.tree_diff([1.0, [2.0, 3.0]], [1.0, [2.0]]) == [
+        "at [1]: list of length 2 in a, length 1 in b"
+    ]
+    assert cl.tree_diff((1.0,), (1.0, 2.0, 3.0)) == [
+        "at <root>: tuple of length 1 in a, length 3 in b"
+    ]
 
 
 def test_tree_diff_static_field_of_a_registered_dataclass():
     a = {"layer": Dense(jnp.ones(2), jnp.ones(1), "relu")}
     b = {"layer": Dense(jnp.ones(2), jnp.ones(1), "tanh")}
     assert jax.tree.structure(a) != jax.tree.structure(b)
-    assert cl.tree_diff(a, b) == ["at ['layer']: Dense node metadata (static fields) ('relu',) in a, ('tanh',) in b"]
+    assert cl.tree_diff(a, b) == [
+        "at ['layer']: Dense node metadata (static fields) ('relu',) in a, ('tanh',) in b"
+    ]
 
 
 def test_tree_diff_static_field_holding_an_array_does_not_crash():
@@ -128,12 +162,18 @@ def test_tree_diff_leaf_shape_and_dtype():
 
 
 def test_tree_diff_none_versus_leaf():
-    assert cl.tree_diff({"b": None}, {"b": jnp.zeros(3)}) == ["at ['b']: None (an empty subtree) in a, a leaf (f32[3]) in b"]
-    assert cl.tree_diff([0.5], [None]) == ["at [0]: a leaf (float 0.5) in a, None (an empty subtree) in b"]
+    assert cl.tree_diff({"b": None}, {"b": jnp.zeros(3)}) == [
+        "at ['b']: None (an empty subtree) in a, a leaf (f32[3]) in b"
+    ]
+    assert cl.tree_diff([0.5], [None]) == [
+        "at [0]: a leaf (float 0.5) in a, None (an empty subtree) in b"
+    ]
 
 
 def test_tree_diff_node_versus_leaf_and_leaf_types():
-    assert cl.tree_diff({"w": {"k": 1.0}}, {"w": 1.0}) == ["at ['w']: a dict node in a, a leaf (float 1.0) in b"]
+    assert cl.tree_diff({"w": {"k": 1.0}}, {"w": 1.0}) == [
+        "at ['w']: a dict node in a, a leaf (float 1.0) in b"
+    ]
     assert cl.tree_diff(["relu"], [jnp.ones(2)]) == ["at [0]: leaf 'relu' in a, leaf f32[2] in b"]
 
 
@@ -158,7 +198,10 @@ def test_tree_diff_ignores_values_and_prints_plainly():
     same = cl.tree_diff({"w": jnp.ones(2)}, {"w": jnp.zeros(2)})
     assert same == [] and repr(same) == "TreeDiff: no differences"
     two = cl.tree_diff([jnp.ones(1), jnp.ones(1)], [jnp.ones(2), jnp.ones(3)])
-    assert repr(two) == "TreeDiff: 2 differences\n  at [0]: shape (1,) in a, (2,) in b\n  at [1]: shape (1,) in a, (3,) in b"
+    assert (
+        repr(two)
+        == "TreeDiff: 2 differences\n  at [0]: shape (1,) in a, (2,) in b\n  at [1]: shape (1,) in a, (3,) in b"
+    )
 
 
 # --- assert_trees_close -------------------------------------------------------------------------------

@@ -54,7 +54,9 @@ def test_make_lab_serves_the_notebooks(tmp_path: Path) -> None:
         served = {item["name"] for item in listing["content"]}
         on_disk = {p.name for p in (ROOT / "notebooks").glob("*.ipynb")}
         assert on_disk and served >= on_disk
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/lab?token={token}", timeout=10) as page:
+        with urllib.request.urlopen(
+            f"http://127.0.0.1:{port}/lab?token={token}", timeout=10
+        ) as page:
             assert page.status == 200 and b"JupyterLab" in page.read()
     finally:
         if server.poll() is None:

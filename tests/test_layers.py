@@ -21,8 +21,12 @@ print(json.dumps([after_core, top_level()]))
 
 
 def test_import_course_lib_loads_no_heavy_layers():
-    result = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, check=True, timeout=120)
-    after_core, after_nbformat = (set(names) for names in json.loads(result.stdout.splitlines()[-1]))
+    result = subprocess.run(
+        [sys.executable, "-c", PROBE], capture_output=True, text=True, check=True, timeout=120
+    )
+    after_core, after_nbformat = (
+        set(names) for names in json.loads(result.stdout.splitlines()[-1])
+    )
     assert {"course_lib", "jax", "numpy"} <= after_core
     assert not after_core & HEAVY, f"import course_lib pulled in {sorted(after_core & HEAVY)}"
     assert "nbformat" in after_nbformat

@@ -68,9 +68,7 @@ def test_navigation_lessons_link_neighbours_contents_and_exercises(course: Path)
         _read(course / "notebooks" / name).cells[-1].source.split("\n")[1]
         for name in ("00_start_here.ipynb", "01_leaves.ipynb", "02_mapping.ipynb")
     )
-    assert first == (
-        "[Contents](../README.md) · [01 · Leaves and \\[nodes\\] →](01_leaves.ipynb)"
-    )
+    assert first == ("[Contents](../README.md) · [01 · Leaves and \\[nodes\\] →](01_leaves.ipynb)")
     assert middle == (
         "[← Start here](00_start_here.ipynb) · [Contents](../README.md)"
         " · [Exercises](../exercises/01_leaves.ipynb) · [02 · Mapping →](02_mapping.ipynb)"
@@ -176,7 +174,10 @@ def test_navigation_follows_title_changes(course: Path) -> None:
     _write(course / "notebooks" / "02_mapping.ipynb", nb)
     assert navigation.main(["--check"]) == 1  # lesson 01 names lesson 02 in its "next" link
     navigation.main([])
-    assert "[02 · Mapping over trees →]" in _read(course / "notebooks" / "01_leaves.ipynb").cells[-1].source
+    assert (
+        "[02 · Mapping over trees →]"
+        in _read(course / "notebooks" / "01_leaves.ipynb").cells[-1].source
+    )
 
 
 def test_navigation_without_cell_ids(course: Path) -> None:
@@ -238,9 +239,12 @@ def test_cli_check_in_a_subprocess(course: Path) -> None:
 # ---------------------------------------------------------------------------------------------
 # The pitfall table (README.md and the site's pitfall index)
 
+
 def _with_pitfalls(path: Path, *headings: str) -> None:
     nb = _read(path)
-    nb.cells.insert(1, new_markdown_cell("\n\n".join(["Some prose.", *headings, "More prose."]), id="pitfalls"))
+    nb.cells.insert(
+        1, new_markdown_cell("\n\n".join(["Some prose.", *headings, "More prose."]), id="pitfalls")
+    )
     _write(path, nb)
 
 
@@ -248,7 +252,9 @@ _README = f"# Course\n\n## Pitfalls\n\n{navigation.PITFALLS_BEGIN}\nold table\n{
 
 
 def test_pitfall_table_lists_numbered_headings_by_number(course: Path) -> None:
-    _with_pitfalls(course / "notebooks" / "02_mapping.ipynb", "### Pitfall 2: `None` only | matches `None`")
+    _with_pitfalls(
+        course / "notebooks" / "02_mapping.ipynb", "### Pitfall 2: `None` only | matches `None`"
+    )
     _with_pitfalls(
         course / "notebooks" / "01_leaves.ipynb",
         "### Pitfall 10: dict keys come back sorted",
@@ -277,7 +283,9 @@ def test_pitfall_table_check_catches_a_renamed_heading(
     (course / "README.md").write_text(_README)
     navigation.main([])
     nb = _read(lesson)
-    nb.cells[1].source = nb.cells[1].source.replace("Pitfall 1: leaves", "Pitfall 1: leaves and nodes")
+    nb.cells[1].source = nb.cells[1].source.replace(
+        "Pitfall 1: leaves", "Pitfall 1: leaves and nodes"
+    )
     _write(lesson, nb)
     before = (course / "README.md").read_text()
     capsys.readouterr()
@@ -288,14 +296,19 @@ def test_pitfall_table_check_catches_a_renamed_heading(
     assert "| 1 | leaves and nodes |" in (course / "README.md").read_text()
 
 
-def test_duplicate_pitfall_numbers_are_an_error(course: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_duplicate_pitfall_numbers_are_an_error(
+    course: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     _with_pitfalls(course / "notebooks" / "01_leaves.ipynb", "### Pitfall 4: one")
     _with_pitfalls(course / "notebooks" / "02_mapping.ipynb", "### Pitfall 4: another")
     (course / "README.md").write_text(_README)
     before = _snapshot(course)
     assert navigation.main([]) == 2
     error = capsys.readouterr().err
-    assert "Pitfall 4 is a heading in both notebooks/01_leaves.ipynb and notebooks/02_mapping.ipynb" in error
+    assert (
+        "Pitfall 4 is a heading in both notebooks/01_leaves.ipynb and notebooks/02_mapping.ipynb"
+        in error
+    )
     assert "Nothing was written." in error
     assert _snapshot(course) == before
     assert (course / "README.md").read_text() == _README
@@ -311,8 +324,11 @@ def test_readme_without_markers_is_left_alone(course: Path) -> None:
 
 @pytest.mark.parametrize(
     "text",
-    [f"{navigation.PITFALLS_BEGIN}\nno end\n", f"{navigation.PITFALLS_END}\n{navigation.PITFALLS_BEGIN}\n",
-     f"{navigation.PITFALLS_BEGIN}\n{navigation.PITFALLS_END}\n{navigation.PITFALLS_BEGIN}\n"],
+    [
+        f"{navigation.PITFALLS_BEGIN}\nno end\n",
+        f"{navigation.PITFALLS_END}\n{navigation.PITFALLS_BEGIN}\n",
+        f"{navigation.PITFALLS_BEGIN}\n{navigation.PITFALLS_END}\n{navigation.PITFALLS_BEGIN}\n",
+    ],
     ids=["no-end", "reversed", "two-begins"],
 )
 def test_readme_with_broken_markers_is_an_error(
@@ -326,7 +342,9 @@ def test_readme_with_broken_markers_is_an_error(
 
 def test_the_course_readme_has_the_generated_pitfall_table() -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert readme.count(navigation.PITFALLS_BEGIN) == 1 and readme.count(navigation.PITFALLS_END) == 1
+    assert (
+        readme.count(navigation.PITFALLS_BEGIN) == 1 and readme.count(navigation.PITFALLS_END) == 1
+    )
     table = readme.split(navigation.PITFALLS_BEGIN)[1].split(navigation.PITFALLS_END)[0]
     pitfalls = navigation.course_pitfalls(ROOT)
     assert len(pitfalls) >= 16

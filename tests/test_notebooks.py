@@ -9,7 +9,9 @@ import nbformat
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-EXECUTED = sorted((ROOT / "notebooks").glob("*.ipynb")) + sorted((ROOT / "solutions").glob("*.ipynb"))
+EXECUTED = sorted((ROOT / "notebooks").glob("*.ipynb")) + sorted(
+    (ROOT / "solutions").glob("*.ipynb")
+)
 ALL_NOTEBOOKS = EXECUTED + sorted((ROOT / "exercises").glob("*.ipynb"))
 LESSON_STEMS = [
     "00_start_here",
@@ -23,7 +25,9 @@ LESSON_STEMS = [
     "08_trees_through_transformations",
     "09_working_by_key_path",
 ]
-REMOVED_API = re.compile(r"jax\.tree_(map|leaves|flatten|unflatten|structure|multimap)\b|\btree_multi" r"map\b")
+REMOVED_API = re.compile(
+    r"jax\.tree_(map|leaves|flatten|unflatten|structure|multimap)\b|\btree_multi" r"map\b"
+)
 MACHINE_PATH = re.compile(r"(/root|/tmp|/home)/")
 
 
@@ -43,8 +47,12 @@ def test_every_lesson_is_there() -> None:
 @pytest.mark.parametrize("path", EXECUTED, ids=_ids(EXECUTED))
 def test_notebook_was_executed_top_to_bottom(path: Path) -> None:
     counts = [cell.execution_count for cell in _code_cells(path)]
-    assert None not in counts, f"{path.name}: code cells without an execution count; run `make notebooks`"
-    assert counts == list(range(1, len(counts) + 1)), f"{path.name}: cells were not run once, in order"
+    assert None not in counts, (
+        f"{path.name}: code cells without an execution count; run `make notebooks`"
+    )
+    assert counts == list(range(1, len(counts) + 1)), (
+        f"{path.name}: cells were not run once, in order"
+    )
 
 
 @pytest.mark.parametrize("path", ALL_NOTEBOOKS, ids=_ids(ALL_NOTEBOOKS))
@@ -58,11 +66,15 @@ def test_notebook_is_valid_and_has_the_course_kernel(path: Path) -> None:
 def test_outputs_carry_no_machine_paths(path: Path) -> None:
     for index, cell in enumerate(_code_cells(path)):
         text = json.dumps(cell.get("outputs", []))
-        assert not MACHINE_PATH.search(text), f"{path.name} cell {index}: output shows a machine path"
+        assert not MACHINE_PATH.search(text), (
+            f"{path.name} cell {index}: output shows a machine path"
+        )
 
 
 def _sources() -> list[tuple[str, str]]:
-    found = [(str(p.relative_to(ROOT)), p.read_text()) for p in sorted(ROOT.glob("course_lib/**/*.py"))]
+    found = [
+        (str(p.relative_to(ROOT)), p.read_text()) for p in sorted(ROOT.glob("course_lib/**/*.py"))
+    ]
     found += [(str(p.relative_to(ROOT)), p.read_text()) for p in sorted(ROOT.glob("bench/*.py"))]
     for path in ALL_NOTEBOOKS:
         for index, cell in enumerate(_code_cells(path)):
@@ -78,5 +90,9 @@ def test_no_removed_jax_apis_in_code() -> None:
 
 def test_removed_api_pattern_catches_the_old_names() -> None:
     old = "jax." + "tree_"  # spelled in two parts so this file does not itself use the old names
-    assert REMOVED_API.search(old + "map(f, x)") and REMOVED_API.search("tree_" + "multimap(f, a, b)")
-    assert not REMOVED_API.search("jax.tree.map(f, x)") and not REMOVED_API.search("jax.tree_util.keystr(p)")
+    assert REMOVED_API.search(old + "map(f, x)") and REMOVED_API.search(
+        "tree_" + "multimap(f, a, b)"
+    )
+    assert not REMOVED_API.search("jax.tree.map(f, x)") and not REMOVED_API.search(
+        "jax.tree_util.keystr(p)"
+    )

@@ -53,9 +53,14 @@ def run_optax(tx: optax.GradientTransformation, steps: int) -> dict:
 
 
 # name: (our optimizer given `donate`, the optax one)
-CASES: dict[str, tuple[Callable[[bool], cl.Optimizer], Callable[[], optax.GradientTransformation]]] = {
+CASES: dict[
+    str, tuple[Callable[[bool], cl.Optimizer], Callable[[], optax.GradientTransformation]]
+] = {
     "sgd": (lambda d: cl.sgd(0.1, donate=d), lambda: optax.sgd(0.1)),
-    "momentum": (lambda d: cl.momentum(0.05, beta=0.9, donate=d), lambda: optax.sgd(0.05, momentum=0.9)),
+    "momentum": (
+        lambda d: cl.momentum(0.05, beta=0.9, donate=d),
+        lambda: optax.sgd(0.05, momentum=0.9),
+    ),
     "nesterov": (
         lambda d: cl.momentum(0.05, beta=0.8, nesterov=True, donate=d),
         lambda: optax.sgd(0.05, momentum=0.8, nesterov=True),
@@ -68,7 +73,9 @@ CASES: dict[str, tuple[Callable[[bool], cl.Optimizer], Callable[[], optax.Gradie
 }
 
 
-@pytest.mark.parametrize(("case", "donate"), [(case, True) for case in CASES] + [("adam", False), ("nesterov", False)])
+@pytest.mark.parametrize(
+    ("case", "donate"), [(case, True) for case in CASES] + [("adam", False), ("nesterov", False)]
+)
 def test_optimizer_steps_match_optax(case, donate):
     ours, theirs = CASES[case]
     assert_close(run_ours(ours(donate), 6), run_optax(theirs(), 6))
@@ -90,10 +97,14 @@ def test_momentum_two_steps_by_hand():
     state = opt.init(params)
     params, state = opt.apply_gradients([jnp.array(1.0)], state, params)
     params, state = opt.apply_gradients([jnp.array(3.0)], state, params)
-    np.testing.assert_allclose([float(params[0]), float(state.velocity[0])], [-0.45, 3.5], rtol=1e-6)
+    np.testing.assert_allclose(
+        [float(params[0]), float(state.velocity[0])], [-0.45, 3.5], rtol=1e-6
+    )
     # Nesterov steps along g + beta * v: first step -0.1 * (1 + 0.5) = -0.15
     nesterov = cl.momentum(0.1, beta=0.5, nesterov=True, donate=False)
-    params, _ = nesterov.apply_gradients([jnp.array(1.0)], nesterov.init([jnp.array(0.0)]), [jnp.array(0.0)])
+    params, _ = nesterov.apply_gradients(
+        [jnp.array(1.0)], nesterov.init([jnp.array(0.0)]), [jnp.array(0.0)]
+    )
     np.testing.assert_allclose(float(params[0]), -0.15, rtol=1e-6)
 
 
@@ -129,7 +140,9 @@ def test_state_is_a_namedtuple_of_trees_shaped_like_params(make, state_type, tre
         assert state.count.shape == () and state.count.dtype == jnp.int32
     # The state is itself a pytree: its leaves are the rate (and count) plus one array per param per tree.
     n_params = len(jax.tree.leaves(params))
-    assert len(jax.tree.leaves(state)) == 1 + (state_type is cl.AdamState) + n_params * len(tree_fields)
+    assert len(jax.tree.leaves(state)) == 1 + (state_type is cl.AdamState) + n_params * len(
+        tree_fields
+    )
 
 
 @pytest.mark.parametrize("make", [cl.sgd, cl.momentum, cl.adam])
@@ -170,7 +183,9 @@ def test_weakly_typed_params_compile_the_step_once(make):
     expected = jax.tree.map(lambda leaf: jnp.asarray(leaf, jnp.float32), weak_params())
     expected_state = reference.init(expected)
     for _ in range(4):
-        expected, expected_state = reference.apply_gradients(jax.grad(loss_fn)(expected), expected_state, expected)
+        expected, expected_state = reference.apply_gradients(
+            jax.grad(loss_fn)(expected), expected_state, expected
+        )
     assert_close(params, expected)
 
 
@@ -180,7 +195,9 @@ def test_weakly_typed_rate_arrays_share_the_compiled_step():
     opt = cl.sgd(0.1)
     params = make_params()
     grads = grad(params)
-    params, state = opt.apply_gradients(grads, opt.init(params), params, learning_rate=jnp.asarray(0.5))
+    params, state = opt.apply_gradients(
+        grads, opt.init(params), params, learning_rate=jnp.asarray(0.5)
+    )
     fresh = [jnp.asarray(0.2), jnp.asarray(0.25)]
     assert all(rate.weak_type for rate in fresh)
     with cl.count_compiles() as counter:
@@ -193,7 +210,9 @@ def test_changed_learning_rate_is_used_and_kept():
     opt = cl.sgd(1.0, donate=False)
     params = {"w": jnp.array([1.0, 2.0])}
     grads = {"w": jnp.array([10.0, -10.0])}
-    new, state = opt.apply_gradients(grads, opt.init(params), params, learning_rate=np.float32(0.01))
+    new, state = opt.apply_gradients(
+        grads, opt.init(params), params, learning_rate=np.float32(0.01)
+    )
     np.testing.assert_allclose(np.asarray(new["w"]), [0.9, 2.1], rtol=1e-6)
     again, _ = opt.apply_gradients(grads, state, new)  # the new rate stays in the state
     np.testing.assert_allclose(np.asarray(again["w"]), [0.8, 2.2], rtol=1e-6)
@@ -235,7 +254,9 @@ def test_one_array_donated_twice_names_both_places():
     params = {"embed": tied, "unembed": tied}  # tied weights: one array in two places
     opt = cl.sgd(0.1)
     grads = {"embed": jnp.ones(3), "unembed": jnp.ones(3)}
-    with pytest.raises(ValueError, match=r"appear twice.*: params\['embed'\] and params\['unembed'\]\. Pass a copy"):
+    with pytest.raises(
+        ValueError, match=r"appear twice.*: params\['embed'\] and params\['unembed'\]\. Pass a copy"
+    ):
         opt.apply_gradients(grads, opt.init(params), params)
     assert not tied.is_deleted()
     same = {"w": jnp.ones(2)}
@@ -264,7 +285,9 @@ def test_mismatched_grads_name_the_path(make):
     with pytest.raises(cl.TreeStructureError) as info:
         opt.apply_gradients(grads, state, params)
     message = str(info.value)
-    assert message.startswith(f"{opt.name}.apply_gradients: `grads` must have the same structure as `params`")
+    assert message.startswith(
+        f"{opt.name}.apply_gradients: `grads` must have the same structure as `params`"
+    )
     assert "at ['b']: list in params, tuple in grads" in message
 
 
@@ -273,7 +296,9 @@ def test_missing_grad_names_the_key():
     params = make_params()
     grads = grad(params)
     del grads["s"]
-    with pytest.raises(cl.TreeStructureError, match=r"at <root>: dict keys differ: \['s'\] only in params"):
+    with pytest.raises(
+        cl.TreeStructureError, match=r"at <root>: dict keys differ: \['s'\] only in params"
+    ):
         opt.apply_gradients(grads, opt.init(params), params)
 
 
@@ -282,7 +307,9 @@ def test_string_leaves_name_the_path():
     with pytest.raises(cl.TreeLeafError, match=r"sgd.init: the leaf at \['act'\] is str"):
         opt.init({"w": jnp.ones(2), "act": "relu"})
     params = {"w": jnp.ones(2), "act": jnp.ones(1)}
-    with pytest.raises(cl.TreeLeafError, match=r"sgd.apply_gradients \(grads\): the leaf at \['act'\] is str"):
+    with pytest.raises(
+        cl.TreeLeafError, match=r"sgd.apply_gradients \(grads\): the leaf at \['act'\] is str"
+    ):
         opt.apply_gradients({"w": jnp.ones(2), "act": "relu"}, opt.init(params), params)
 
 

@@ -29,19 +29,25 @@ def flat64(tree: object) -> np.ndarray:
     return np.concatenate(parts) if parts else np.zeros(0)
 
 
-def assert_same_tree(actual: object, expected: object, rtol: float = 1e-6, atol: float = 1e-6) -> None:
+def assert_same_tree(
+    actual: object, expected: object, rtol: float = 1e-6, atol: float = 1e-6
+) -> None:
     """Same structure, same leaf shapes, close values (checked here with NumPy, not course_lib)."""
     assert jax.tree.structure(actual) == jax.tree.structure(expected)
     for a, e in zip(jax.tree.leaves(actual), jax.tree.leaves(expected), strict=True):
         assert np.shape(a) == np.shape(e)
-        np.testing.assert_allclose(np.asarray(a, np.float64), np.asarray(e, np.float64), rtol=rtol, atol=atol)
+        np.testing.assert_allclose(
+            np.asarray(a, np.float64), np.asarray(e, np.float64), rtol=rtol, atol=atol
+        )
 
 
 def numpy_map(fn: Callable[..., np.ndarray], *trees_: Any) -> Any:
     """``fn`` on NumPy float64 copies of matching leaves, rebuilt into the first tree's structure."""
     leaves = [jax.tree.leaves(t) for t in trees_]
     treedef = jax.tree.structure(trees_[0])
-    return jax.tree.unflatten(treedef, [fn(*(np.asarray(x, np.float64) for x in xs)) for xs in zip(*leaves)])
+    return jax.tree.unflatten(
+        treedef, [fn(*(np.asarray(x, np.float64) for x in xs)) for xs in zip(*leaves)]
+    )
 
 
 # --- every function against optax and NumPy ---------------------------------------------------
@@ -116,7 +122,9 @@ def test_tree_norm_matches_optax_and_numpy(tree: Any, squared: bool) -> None:
         np.testing.assert_allclose(result, expected, rtol=1e-5, atol=1e-4, err_msg=f"ord={ord_}")
         if v.size:  # optax's inf-norm of a tree with no elements is -inf
             reference = float(otu.tree_norm(tree, ord=ord_, squared=squared))
-            np.testing.assert_allclose(result, reference, rtol=1e-5, atol=1e-4, err_msg=f"ord={ord_}")
+            np.testing.assert_allclose(
+                result, reference, rtol=1e-5, atol=1e-4, err_msg=f"ord={ord_}"
+            )
 
 
 @modest
@@ -128,9 +136,13 @@ def test_tree_like_constructors_match_optax_and_numpy(tree: Any, dtype: Any) -> 
         (cl.tree_full_like(tree, 3.0, dtype), otu.tree_full_like(tree, 3.0, dtype), 3.0),
     ]:
         assert jax.tree.structure(ours) == jax.tree.structure(tree)
-        for ours_leaf, theirs_leaf, leaf in zip(jax.tree.leaves(ours), jax.tree.leaves(theirs), jax.tree.leaves(tree)):
+        for ours_leaf, theirs_leaf, leaf in zip(
+            jax.tree.leaves(ours), jax.tree.leaves(theirs), jax.tree.leaves(tree)
+        ):
             assert ours_leaf.dtype == theirs_leaf.dtype == (dtype or leaf.dtype)
-            np.testing.assert_array_equal(np.asarray(ours_leaf, np.float64), np.full(np.shape(leaf), value))
+            np.testing.assert_array_equal(
+                np.asarray(ours_leaf, np.float64), np.full(np.shape(leaf), value)
+            )
 
 
 @modest
@@ -148,7 +160,9 @@ def test_tree_cast_matches_optax_and_numpy(tree: Any, dtype: Any) -> None:
     result = cl.tree_cast(tree, dtype)
     expected = otu.tree_cast(tree, dtype)
     assert jax.tree.structure(result) == jax.tree.structure(expected)
-    for r, e, leaf in zip(jax.tree.leaves(result), jax.tree.leaves(expected), jax.tree.leaves(tree)):
+    for r, e, leaf in zip(
+        jax.tree.leaves(result), jax.tree.leaves(expected), jax.tree.leaves(tree)
+    ):
         assert r.dtype == e.dtype == jnp.dtype(dtype)
         np.testing.assert_array_equal(np.asarray(r, np.float64), np.asarray(e, np.float64))
         np.testing.assert_array_equal(np.asarray(r), np.asarray(leaf).astype(jnp.dtype(dtype)))
@@ -163,7 +177,12 @@ def test_tree_allclose_matches_optax_and_numpy(pair: tuple[Any, Any], noise: flo
         ours = cl.tree_allclose(x, other)
         assert ours is True or ours is False
         assert ours == bool(otu.tree_allclose(x, other))
-        as_float32 = [np.concatenate([np.ravel(leaf) for leaf in jax.tree.leaves(t)] or [np.zeros(0, np.float32)]) for t in (x, other)]
+        as_float32 = [
+            np.concatenate(
+                [np.ravel(leaf) for leaf in jax.tree.leaves(t)] or [np.zeros(0, np.float32)]
+            )
+            for t in (x, other)
+        ]
         assert ours == bool(np.allclose(*as_float32, rtol=1e-5, atol=1e-8))
 
 
@@ -226,7 +245,9 @@ def test_add_then_sub_gives_back_x(pair: tuple[Any, Any]) -> None:
 def test_vdot_with_itself_is_squared_norm(tree: Any) -> None:
     norm = float(cl.tree_norm(tree))
     np.testing.assert_allclose(float(cl.tree_vdot(tree, tree)), norm**2, rtol=1e-5, atol=1e-4)
-    np.testing.assert_allclose(float(cl.tree_norm(tree, squared=True)), norm**2, rtol=1e-5, atol=1e-4)
+    np.testing.assert_allclose(
+        float(cl.tree_norm(tree, squared=True)), norm**2, rtol=1e-5, atol=1e-4
+    )
 
 
 @modest

@@ -21,11 +21,25 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from test_grade import (
+    IDS,
+    NAME,
+    ROOT,
+    add_cell,
+    by_student,
+    cell_of,
+    solution,
+    statuses,
+    tree_hashes,
+    write,
+)
 
 from course_lib.grade._confine import NO_LANDLOCK_ENV, landlock_abi
-from test_grade import IDS, NAME, ROOT, add_cell, by_student, cell_of, solution, statuses, tree_hashes, write
 
-needs_landlock = pytest.mark.skipif(landlock_abi() < 6, reason="needs Linux with Landlock ABI 6+ (filesystem, TCP and signal scoping)")
+needs_landlock = pytest.mark.skipif(
+    landlock_abi() < 6,
+    reason="needs Linux with Landlock ABI 6+ (filesystem, TCP and signal scoping)",
+)
 
 ALL_PASSED = dict.fromkeys(IDS, "passed")
 # Nothing here relies on a time limit, and a loaded machine can take seconds to import JAX.
@@ -54,7 +68,9 @@ def count_params(tree):
 
 def hostile(attacks: str) -> nbformat.NotebookNode:
     """The solution with ``attacks`` run after the imports; ``count_params`` fails if any attack got through."""
-    nb = add_cell(solution(), 2, PRELUDE + attacks + "\nLEAKS.remove('the attacks did not run to the end')\n")
+    nb = add_cell(
+        solution(), 2, PRELUDE + attacks + "\nLEAKS.remove('the attacks did not run to the end')\n"
+    )
     index = nb.cells.index(cell_of(nb, "01.count_params"))
     nb.cells.insert(index + 1, nbformat.v4.new_code_cell(WRAPPER))
     return nb
@@ -79,8 +95,18 @@ def leftovers() -> list[str]:
     return found
 
 
-def run_grader(paths: list[Path], out: Path, env: dict[str, str], *extra: str) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, "-m", "course_lib.grade", *map(str, paths), "--out", str(out), *extra]
+def run_grader(
+    paths: list[Path], out: Path, env: dict[str, str], *extra: str
+) -> subprocess.CompletedProcess[str]:
+    command = [
+        sys.executable,
+        "-m",
+        "course_lib.grade",
+        *map(str, paths),
+        "--out",
+        str(out),
+        *extra,
+    ]
     return subprocess.run(command, capture_output=True, text=True, timeout=900, cwd=ROOT, env=env)
 
 
@@ -101,7 +127,9 @@ class Scene:
     def __init__(self, base: Path):
         self.base, self.folder, self.out = base, base / "class", base / "out"
         self.canaries = base / "canaries"  # an unrelated folder the test made
-        self.victim = base / "tmp" / "someone-else"  # another user's work in the grader's temp folder
+        self.victim = (
+            base / "tmp" / "someone-else"
+        )  # another user's work in the grader's temp folder
         self.listener = socket.socket()
         self.listener.bind(("127.0.0.1", 0))
         self.listener.listen(8)
@@ -121,7 +149,10 @@ def _attacks(scene: Scene) -> dict[str, str]:
     honest = scene.folder / "honest_a" / NAME
     targets = [*scene.guarded(), scene.folder / "honest_b" / NAME]
     new_files = [p.with_name("planted.py") for p in targets]
-    writes = "\n".join(f"attempt('write {p}', lambda: open({str(p)!r}, 'w').write('gotcha'))" for p in targets + new_files)
+    writes = "\n".join(
+        f"attempt('write {p}', lambda: open({str(p)!r}, 'w').write('gotcha'))"
+        for p in targets + new_files
+    )
     return {
         "writer": writes
         + "\nfor p in glob('../*/*.ipynb') + glob('../../*/*.ipynb') + glob('../../../**/*.ipynb', recursive=True):\n"
@@ -193,7 +224,9 @@ def _fork_bomb() -> str:
 
 
 @pytest.fixture(scope="module")
-def scene(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Scene, subprocess.CompletedProcess[str], dict[str, list[str]], list[str]]]:
+def scene(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[Scene, subprocess.CompletedProcess[str], dict[str, list[str]], list[str]]]:
     scene = Scene(tmp_path_factory.mktemp("sandbox"))
     env = grader_env(scene.base)
     for path in scene.guarded():
@@ -228,7 +261,10 @@ def test_the_batch_completes_and_records_the_sandbox(scene) -> None:
 
 
 @needs_landlock
-@pytest.mark.parametrize("student", ["honest_a", "honest_b", "writer", "reader", "network", "signals", "privileges", "escaper"])
+@pytest.mark.parametrize(
+    "student",
+    ["honest_a", "honest_b", "writer", "reader", "network", "signals", "privileges", "escaper"],
+)
 def test_every_attack_is_refused_and_full_marks_stay(scene, student: str) -> None:
     entry = by_student(scene[0].out)[student]
     assert statuses(entry) == ALL_PASSED, json.dumps(entry, indent=1)
@@ -240,9 +276,18 @@ def test_no_file_outside_the_scratch_folder_was_touched(scene) -> None:
     files = scene[2]
     assert files["changed"] == [] and files["new"] == [], files
     assert not (scene[0].folder / "planted").exists()
-    assert sorted(scene[0].base.rglob("planted*")) == [] and sorted(scene[0].base.rglob("stolen*")) == []
+    assert (
+        sorted(scene[0].base.rglob("planted*")) == []
+        and sorted(scene[0].base.rglob("stolen*")) == []
+    )
     assert (scene[0].canaries / "canary.txt").read_text() == "original"
-    assert sorted(p.name for p in scene[0].out.iterdir()) == ["canary.txt", "feedback", "gradebook.csv", "gradebook.json", "report.html"]
+    assert sorted(p.name for p in scene[0].out.iterdir()) == [
+        "canary.txt",
+        "feedback",
+        "gradebook.csv",
+        "gradebook.json",
+        "report.html",
+    ]
 
 
 @needs_landlock
@@ -260,7 +305,9 @@ def test_no_process_outlives_its_grading(scene) -> None:
 def test_a_fork_bomb_is_capped_and_the_rest_is_graded(scene) -> None:
     entry = by_student(scene[0].out)["fork_bomb"]
     assert statuses(entry) == ALL_PASSED, json.dumps(entry, indent=1)
-    assert any("started more than 512 processes and threads" in note for note in entry["notes"]), entry["notes"]
+    assert any("started more than 512 processes and threads" in note for note in entry["notes"]), (
+        entry["notes"]
+    )
 
 
 # --- without Landlock: graded, with a warning; or refused -----------------------------------------
@@ -275,11 +322,15 @@ def test_without_landlock_grading_runs_with_a_warning(tmp_path: Path) -> None:
     env = grader_env(tmp_path, **{NO_LANDLOCK_ENV: "1"})
     result = run_grader([folder], tmp_path / "out", env, *GENEROUS, "--jobs", "2", "--quiet")
     assert result.returncode == 0, result.stderr[-3000:]
-    assert result.stderr.startswith("course-grade: warning: not sandboxed: Landlock was turned off"), result.stderr
+    assert result.stderr.startswith(
+        "course-grade: warning: not sandboxed: Landlock was turned off"
+    ), result.stderr
     level = json.loads((tmp_path / "out" / "gradebook.json").read_text())["grader"]["sandbox"]
     assert level["sandbox"] == "none" and level["reason"].startswith("not sandboxed: "), level
     assert by_student(tmp_path / "out")["honest"]["points"] == 8
-    assert canary.read_text() == "gotcha"  # unconfined, the same write that the sandbox refuses gets through
+    assert (
+        canary.read_text() == "gotcha"
+    )  # unconfined, the same write that the sandbox refuses gets through
 
 
 def test_require_sandbox_refuses_when_landlock_is_missing(tmp_path: Path) -> None:
@@ -294,12 +345,21 @@ def test_require_sandbox_refuses_when_landlock_is_missing(tmp_path: Path) -> Non
 def test_sandbox_off_runs_unconfined_and_says_so(tmp_path: Path) -> None:
     write(tmp_path / "class", "honest", solution())
     env = grader_env(tmp_path)
-    refused = run_grader([tmp_path / "class"], tmp_path / "out", env, "--sandbox", "off", "--require-sandbox")
+    refused = run_grader(
+        [tmp_path / "class"], tmp_path / "out", env, "--sandbox", "off", "--require-sandbox"
+    )
     assert refused.returncode == 2 and "turned off with --sandbox off" in refused.stderr
-    result = run_grader([tmp_path / "class"], tmp_path / "out", env, *GENEROUS, "--sandbox", "off", "--quiet")
+    result = run_grader(
+        [tmp_path / "class"], tmp_path / "out", env, *GENEROUS, "--sandbox", "off", "--quiet"
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     assert "warning: not sandboxed: turned off with --sandbox off" in result.stderr
-    assert json.loads((tmp_path / "out" / "gradebook.json").read_text())["grader"]["sandbox"]["sandbox"] == "off"
+    assert (
+        json.loads((tmp_path / "out" / "gradebook.json").read_text())["grader"]["sandbox"][
+            "sandbox"
+        ]
+        == "off"
+    )
     assert by_student(tmp_path / "out")["honest"]["points"] == 8
 
 
@@ -319,7 +379,13 @@ def _spawner(count: int) -> str:
     )
 
 
-def _in_sandbox(tmp_path: Path, limits_tasks: int, cells: list[str], before_stop: object = None, memory_bytes: int = 2 * 2**30) -> list:
+def _in_sandbox(
+    tmp_path: Path,
+    limits_tasks: int,
+    cells: list[str],
+    before_stop: object = None,
+    memory_bytes: int = 2 * 2**30,
+) -> list:
     import asyncio
 
     from course_lib.grade._grader import kernel_env
@@ -342,7 +408,9 @@ def _in_sandbox(tmp_path: Path, limits_tasks: int, cells: list[str], before_stop
 
 @needs_landlock
 @pytest.mark.parametrize("cgroup", [True, False], ids=["pids-cgroup", "watchdog"])
-def test_the_process_cap_holds_with_a_small_limit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cgroup: bool) -> None:
+def test_the_process_cap_holds_with_a_small_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cgroup: bool
+) -> None:
     from course_lib.grade._confine import PidsCgroup
 
     if cgroup and PidsCgroup.parent() is None:
@@ -351,7 +419,9 @@ def test_the_process_cap_holds_with_a_small_limit(tmp_path: Path, monkeypatch: p
         monkeypatch.setattr(PidsCgroup, "_parent", [None])  # as where no pids cgroup can be made
     ok, bomb = _in_sandbox(tmp_path, 64, ["x = 1", _spawner(300)])
     assert ok.status == "ok"
-    assert bomb.status == "died" and bomb.reason == "started more than 64 processes and threads", bomb
+    assert bomb.status == "died" and bomb.reason == "started more than 64 processes and threads", (
+        bomb
+    )
     assert leftovers() == []
 
 
@@ -363,7 +433,9 @@ def test_a_killed_launcher_leaves_nothing_behind(tmp_path: Path) -> None:
     from course_lib.grade._confine import PidsCgroup
 
     if PidsCgroup.parent() is None:
-        pytest.skip("the backstop sweep needs a pids cgroup, which this machine does not let the grader make")
+        pytest.skip(
+            "the backstop sweep needs a pids cgroup, which this machine does not let the grader make"
+        )
     escape = f"import subprocess, sys\nsubprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)', {MARKER!r}], start_new_session=True)"
     seen: list[list[str]] = []
 
@@ -401,7 +473,6 @@ def test_an_escaped_child_still_counts_for_the_memory_limit(tmp_path: Path) -> N
 def test_a_grader_killed_outright_takes_its_kernels_with_it(tmp_path: Path) -> None:
     """A SIGKILLed grader (or Dask worker) cannot stop its kernels: each launcher hears of it and ends its own."""
     import signal
-    import time
 
     import psutil
 
@@ -422,7 +493,9 @@ def test_a_grader_killed_outright_takes_its_kernels_with_it(tmp_path: Path) -> N
     )
     scratch = tmp_path / "scratch"
     scratch.mkdir()
-    grader = subprocess.Popen([sys.executable, str(script), str(scratch)], stdout=subprocess.PIPE, text=True)
+    grader = subprocess.Popen(
+        [sys.executable, str(script), str(scratch)], stdout=subprocess.PIPE, text=True
+    )
     try:
         assert grader.stdout is not None
         launcher = psutil.Process(int(grader.stdout.readline()))

@@ -49,7 +49,10 @@ def test_file_is_keyed_by_key_path(tmp_path):
 
 def test_bfloat16_survives_the_round_trip(tmp_path):
     path = tmp_path / "half.npz"
-    tree = {"h": jnp.array([1.5, -0.25, 3.0], jnp.bfloat16), "f8": jnp.array([0.5, 2.0], jnp.float8_e4m3fn)}
+    tree = {
+        "h": jnp.array([1.5, -0.25, 3.0], jnp.bfloat16),
+        "f8": jnp.array([0.5, 2.0], jnp.float8_e4m3fn),
+    }
     cl.save_tree(path, tree)
     loaded = cl.load_tree(path, like=tree)
     assert loaded["h"].dtype == jnp.bfloat16 and loaded["f8"].dtype == jnp.float8_e4m3fn
@@ -59,7 +62,9 @@ def test_bfloat16_survives_the_round_trip(tmp_path):
 
 def test_root_leaf_and_empty_tree(tmp_path):
     cl.save_tree(tmp_path / "leaf.npz", jnp.arange(3.0))
-    np.testing.assert_array_equal(np.asarray(cl.load_tree(tmp_path / "leaf.npz", like=jnp.zeros(3))), [0.0, 1.0, 2.0])
+    np.testing.assert_array_equal(
+        np.asarray(cl.load_tree(tmp_path / "leaf.npz", like=jnp.zeros(3))), [0.0, 1.0, 2.0]
+    )
     cl.save_tree(tmp_path / "empty.npz", {"a": None})
     assert cl.load_tree(tmp_path / "empty.npz", like={"a": None}) == {"a": None}
 
@@ -79,13 +84,18 @@ def test_missing_key_names_the_path(tmp_path):
     cl.save_tree(path, tree)
     with pytest.raises(cl.TreeStructureError) as info:
         cl.load_tree(path, like=make_tree())
-    assert str(info.value) == f"load_tree: {path} does not fit the structure of `like`:\n  - ['w'] is missing from the file"
+    assert (
+        str(info.value)
+        == f"load_tree: {path} does not fit the structure of `like`:\n  - ['w'] is missing from the file"
+    )
 
 
 def test_extra_key_names_the_path(tmp_path):
     path = tmp_path / "params.npz"
     cl.save_tree(path, {**make_tree(), "extra": jnp.ones(1)})
-    with pytest.raises(cl.TreeStructureError, match=r"\n  - \['extra'\] is in the file but not in `like`$"):
+    with pytest.raises(
+        cl.TreeStructureError, match=r"\n  - \['extra'\] is in the file but not in `like`$"
+    ):
         cl.load_tree(path, like=make_tree())
 
 
@@ -109,7 +119,9 @@ def test_atomic_write_leaves_no_temporary_files(tmp_path):
     cl.save_tree(path, make_tree())
     cl.save_tree(path, {**make_tree(), "w": jnp.zeros((2, 3))})  # overwrite in place
     assert os.listdir(tmp_path) == ["params.npz"]
-    np.testing.assert_array_equal(np.asarray(cl.load_tree(path, like=make_tree())["w"]), np.zeros((2, 3)))
+    np.testing.assert_array_equal(
+        np.asarray(cl.load_tree(path, like=make_tree())["w"]), np.zeros((2, 3))
+    )
 
 
 def test_failed_write_keeps_the_old_file_and_no_temporary(tmp_path):
@@ -136,6 +148,8 @@ def test_saved_file_has_the_usual_permissions(tmp_path):
 def test_load_tree_refuses_the_same_paths_in_other_containers(tmp_path):
     target = tmp_path / "pair.npz"
     cl.save_tree(target, (jnp.ones(2), jnp.zeros(1)))
-    with pytest.raises(cl.TreeStructureError, match=r"PyTreeDef\(\(\*, \*\)\).*PyTreeDef\(\[\*, \*\]\)"):
+    with pytest.raises(
+        cl.TreeStructureError, match=r"PyTreeDef\(\(\*, \*\)\).*PyTreeDef\(\[\*, \*\]\)"
+    ):
         cl.load_tree(target, like=[jnp.ones(2), jnp.zeros(1)])
     assert isinstance(cl.load_tree(target, like=(jnp.ones(2), jnp.zeros(1))), tuple)

@@ -32,8 +32,12 @@ def test_leaf_shards_of_host_values_and_shapes_without_sharding():
 
 def test_bytes_per_device_counts_blocks_in_their_dtypes(mesh):
     tree = {
-        "w": jax.device_put(jnp.ones((8, 12), jnp.bfloat16), NamedSharding(mesh, P(None, "model"))),  # 8 x 3 x 2 bytes
-        "b": jax.device_put(jnp.ones(4, jnp.int8), NamedSharding(mesh, P())),  # 4 bytes on every device
+        "w": jax.device_put(
+            jnp.ones((8, 12), jnp.bfloat16), NamedSharding(mesh, P(None, "model"))
+        ),  # 8 x 3 x 2 bytes
+        "b": jax.device_put(
+            jnp.ones(4, jnp.int8), NamedSharding(mesh, P())
+        ),  # 4 bytes on every device
         "none": None,
         "lr": 0.1,
     }
@@ -46,12 +50,20 @@ def test_bytes_per_device_of_abstract_leaves_equals_that_of_their_arrays(mesh):
     sharding = NamedSharding(mesh, P("model", "data"))
     array = jax.device_put(jnp.ones((16, 6)), sharding)
     shape = jax.ShapeDtypeStruct((16, 6), jnp.float32, sharding=sharding)
-    assert cl.tree_bytes_per_device([shape]) == cl.tree_bytes_per_device([array]) == dict.fromkeys(jax.devices("cpu"), 4 * 3 * 4)
+    assert (
+        cl.tree_bytes_per_device([shape])
+        == cl.tree_bytes_per_device([array])
+        == dict.fromkeys(jax.devices("cpu"), 4 * 3 * 4)
+    )
 
 
 def test_bytes_per_device_when_leaves_live_on_different_devices(mesh):
     devices = jax.devices("cpu")
-    tree = [jax.device_put(jnp.ones(10), devices[3]), jax.device_put(jnp.ones(2), devices[5]), jax.device_put(jnp.ones(1), devices[3])]
+    tree = [
+        jax.device_put(jnp.ones(10), devices[3]),
+        jax.device_put(jnp.ones(2), devices[5]),
+        jax.device_put(jnp.ones(1), devices[3]),
+    ]
     counts = cl.tree_bytes_per_device(tree)
     assert {d.id: n for d, n in counts.items()} == {3: 44, 5: 8}
 
@@ -61,7 +73,9 @@ def test_bytes_per_device_sums_to_the_bytes_of_every_copy(mesh):
     shardings = {"a": NamedSharding(mesh, P("data", "model")), "b": NamedSharding(mesh, P("model"))}
     placed = jax.device_put(params, shardings)
     # a is split over all 8 devices (one copy); b over 'model' only, so each block has 2 copies
-    assert sum(cl.tree_bytes_per_device(placed).values()) == cl.tree_bytes(params["a"]) + 2 * cl.tree_bytes(params["b"])
+    assert sum(cl.tree_bytes_per_device(placed).values()) == cl.tree_bytes(
+        params["a"]
+    ) + 2 * cl.tree_bytes(params["b"])
 
 
 def test_an_empty_tree_lives_nowhere():

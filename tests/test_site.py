@@ -9,8 +9,8 @@ in Chromium.
 from __future__ import annotations
 
 import json
-import shutil
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -56,6 +56,7 @@ def _source(cell: dict) -> str:
 # ---------------------------------------------------------------------------------------------
 # Pages
 
+
 def test_every_notebook_has_exactly_one_page(html_dir: Path) -> None:
     pages = [p.relative_to(html_dir).with_suffix("").as_posix() for p in site.site_pages(html_dir)]
     assert sorted(pages) == sorted(reading_order())
@@ -67,11 +68,15 @@ def test_each_notebook_page_has_its_title(html_dir: Path) -> None:
     for name in course_notebooks():
         title = next(
             line[2:].strip()
-            for cell in _notebook(name)["cells"] if cell["cell_type"] == "markdown"
-            for line in _source(cell).splitlines() if line.startswith("# ")
+            for cell in _notebook(name)["cells"]
+            if cell["cell_type"] == "markdown"
+            for line in _source(cell).splitlines()
+            if line.startswith("# ")
         )
         headings = re.findall(r"<h1>(.*?)</h1>", _page(html_dir, name), re.S)
-        texts = [" ".join(html_text(h).split()).removesuffix(" #").removesuffix("#") for h in headings]
+        texts = [
+            " ".join(html_text(h).split()).removesuffix(" #").removesuffix("#") for h in headings
+        ]
         assert title.replace("`", "") in texts, f"{name}: no h1 {title!r} among {texts}"
 
 
@@ -93,6 +98,7 @@ def test_download_link_serves_the_committed_notebook(html_dir: Path) -> None:
 
 # ---------------------------------------------------------------------------------------------
 # Solutions
+
 
 def _site_texts(html_dir: Path):
     """(file, text) for everything the site serves that is made from the course: pages (as
@@ -117,7 +123,9 @@ def test_no_solution_code_anywhere_on_the_site(html_dir: Path) -> None:
     assert solutions_with_secrets == {where.split(",")[0] for where, _ in regions}
     found = []
     for where, text in _site_texts(html_dir):
-        found += [f"{where}: {secret.text!r} (from {secret.where})" for secret in leaks(text, secrets)]
+        found += [
+            f"{where}: {secret.text!r} (from {secret.where})" for secret in leaks(text, secrets)
+        ]
     assert not found, "solution code on the site:\n" + "\n".join(found)
 
 
@@ -131,6 +139,7 @@ def test_the_leak_check_finds_a_solution_line_in_a_page() -> None:
 
 # ---------------------------------------------------------------------------------------------
 # Links and loads
+
 
 def test_internal_links_resolve_and_nothing_loads_from_outside(
     html_dir: Path, capsys: pytest.CaptureFixture[str]
@@ -165,8 +174,11 @@ def test_the_link_check_reports_what_is_wrong(tmp_path: Path) -> None:
 
 def test_pages_use_the_vendored_javascript(html_dir: Path) -> None:
     lesson = _page(html_dir, "notebooks/02_mapping_and_sgd")  # math and a widget
-    for script in ("vendor/requirejs/require.js", "vendor/html-manager/embed-amd.js",
-                   "vendor/mathjax/tex-mml-chtml.js"):
+    for script in (
+        "vendor/requirejs/require.js",
+        "vendor/html-manager/embed-amd.js",
+        "vendor/mathjax/tex-mml-chtml.js",
+    ):
         assert f'src="../_static/{script}' in lesson, script
         assert (html_dir / "_static" / script).is_file()
     assert 'data-jupyter-widgets-cdn="about:blank/"' in lesson
@@ -191,7 +203,9 @@ def test_pitfall_index_links_every_numbered_pitfall_heading(html_dir: Path) -> N
                         expected[int(number)] = (name, title.replace("`", ""))
     assert len(expected) >= 16
     index = _page(html_dir, "docs/pitfalls")
-    rows = re.findall(r"<tr class=\"row-(?:odd|even)\"><td><p>(\d+)</p></td>\s*<td><p>(.*?)</p></td>", index, re.S)
+    rows = re.findall(
+        r"<tr class=\"row-(?:odd|even)\"><td><p>(\d+)</p></td>\s*<td><p>(.*?)</p></td>", index, re.S
+    )
     assert [int(number) for number, _ in rows] == sorted(expected)
     for number, cell in rows:
         lesson, title = expected[int(number)]
@@ -199,14 +213,20 @@ def test_pitfall_index_links_every_numbered_pitfall_heading(html_dir: Path) -> N
         assert href == f"../{lesson}.html#pitfall-{number}"
         assert " ".join(html_text(cell).split()) == title
         target = _page(html_dir, lesson)
-        section = re.search(rf'<section id="pitfall-{number}">\s*(?:<span id="[^"]*"></span>)*<h3>(.*?)<a ', target, re.S)
+        section = re.search(
+            rf'<section id="pitfall-{number}">\s*(?:<span id="[^"]*"></span>)*<h3>(.*?)<a ',
+            target,
+            re.S,
+        )
         assert section is not None, f"{lesson}: no section with the anchor pitfall-{number}"
         assert " ".join(html_text(section.group(1)).split()) == f"Pitfall {number}: {title}"
 
 
 def _readme_between(begin: str, end: str) -> str:
     text = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert text.count(begin) == 1 and text.count(end) == 1, f"README.md needs {begin!r} and {end!r} once each"
+    assert text.count(begin) == 1 and text.count(end) == 1, (
+        f"README.md needs {begin!r} and {end!r} once each"
+    )
     return text.split(begin, 1)[1].split(end, 1)[0]
 
 
@@ -216,7 +236,16 @@ def test_instructor_page_includes_the_readme_grading_sections(html_dir: Path) ->
         "<!-- END site instructor page -->",
     )
     # Sphinx's smart quotes: ' and " in prose become typographic ones.
-    quotes = str.maketrans({"\u2019": "'", "\u2018": "'", "\u201c": '"', "\u201d": '"', "\u2013": "--", "\u2014": "---"})
+    quotes = str.maketrans(
+        {
+            "\u2019": "'",
+            "\u2018": "'",
+            "\u201c": '"',
+            "\u201d": '"',
+            "\u2013": "--",
+            "\u2014": "---",
+        }
+    )
     page = " ".join(html_text(_page(html_dir, "docs/instructor")).translate(quotes).split())
     headings = re.findall(r"^#{2,4} (.+)$", included, re.M)
     assert "Grading a class" in headings
@@ -234,7 +263,9 @@ def test_readme_pitfall_table_matches_the_site_index(html_dir: Path) -> None:
     table = _readme_between(PITFALLS_BEGIN, PITFALLS_END)
     readme_numbers = [int(n) for n in re.findall(r"^\| (\d+) \|", table, re.M)]
     index = _page(html_dir, "docs/pitfalls")
-    site_numbers = [int(n) for n in re.findall(r"<tr class=\"row-(?:odd|even)\"><td><p>(\d+)</p>", index)]
+    site_numbers = [
+        int(n) for n in re.findall(r"<tr class=\"row-(?:odd|even)\"><td><p>(\d+)</p>", index)
+    ]
     assert readme_numbers == site_numbers != []
 
 
@@ -244,8 +275,10 @@ def test_widgets_render_from_saved_state_with_a_note(html_dir: Path) -> None:
         nb = _notebook(name)
         views = [
             output["data"][WIDGET_VIEW]["model_id"]
-            for cell in nb["cells"] if cell["cell_type"] == "code"
-            for output in cell.get("outputs", []) if WIDGET_VIEW in output.get("data", {})
+            for cell in nb["cells"]
+            if cell["cell_type"] == "code"
+            for output in cell.get("outputs", [])
+            if WIDGET_VIEW in output.get("data", {})
         ]
         page = _page(html_dir, name)
         assert page.count("course-widget-note") == len(views), name
@@ -257,7 +290,9 @@ def test_widgets_render_from_saved_state_with_a_note(html_dir: Path) -> None:
         models = json.loads(state.group(1))["state"]
         for model_id in views:
             assert model_id in models, f"{name}: widget {model_id} has no saved state"
-            assert re.search(rf'<script type="{re.escape(WIDGET_VIEW)}">\s*{{[^<]*"{model_id}"', page), model_id
+            assert re.search(
+                rf'<script type="{re.escape(WIDGET_VIEW)}">\s*{{[^<]*"{model_id}"', page
+            ), model_id
     assert with_widgets >= 2  # the tree explorer (01) and the training playground (02)
 
 
@@ -265,11 +300,16 @@ def test_tracebacks_are_as_short_as_in_the_notebooks(html_dir: Path) -> None:
     for name in course_notebooks():
         nb = _notebook(name)
         errors = [
-            output for cell in nb["cells"] if cell["cell_type"] == "code"
-            for output in cell.get("outputs", []) if output["output_type"] == "error"
+            output
+            for cell in nb["cells"]
+            if cell["cell_type"] == "code"
+            for output in cell.get("outputs", [])
+            if output["output_type"] == "error"
         ]
         page = html_text(_page(html_dir, name))
-        stored = sum("Traceback (most recent call last)" in "\n".join(e["traceback"]) for e in errors)
+        stored = sum(
+            "Traceback (most recent call last)" in "\n".join(e["traceback"]) for e in errors
+        )
         assert page.count("Traceback (most recent call last)") == stored, name
         for error in errors:
             last = re.sub(r"\x1b\[[0-9;]*m", "", error["traceback"][-1]).strip().splitlines()[-1]
@@ -289,8 +329,13 @@ def test_reference_pages_exist_and_api_page_documents_course_lib(html_dir: Path)
     for name in REFERENCE_PAGES:
         assert (html_dir / f"{name}.html").is_file()
     api = _page(html_dir, "docs/api")
-    public = [name for name in vars(course_lib) if not name.startswith("_")
-              and callable(getattr(course_lib, name)) and not isinstance(getattr(course_lib, name), type(course_lib))]
+    public = [
+        name
+        for name in vars(course_lib)
+        if not name.startswith("_")
+        and callable(getattr(course_lib, name))
+        and not isinstance(getattr(course_lib, name), type(course_lib))
+    ]
     assert len(public) >= 30
     for name in public:
         assert f'id="course_lib.{name}"' in api, f"course_lib.{name} is not on the API page"
@@ -303,16 +348,25 @@ def test_reference_pages_exist_and_api_page_documents_course_lib(html_dir: Path)
 def test_notebook_links_to_readme_go_to_the_start_page(html_dir: Path) -> None:
     page = _page(html_dir, "notebooks/01_what_is_a_pytree")
     assert "README.md" not in page
-    assert re.search(r'<a class="reference internal" href="../docs/index.html"><span class="std std-doc">Contents', page)
+    assert re.search(
+        r'<a class="reference internal" href="../docs/index.html"><span class="std std-doc">Contents',
+        page,
+    )
     assert 'href="../exercises/01_what_is_a_pytree.html"' in page
 
 
 # ---------------------------------------------------------------------------------------------
 # The vendored JavaScript
 
-def test_vendor_fetch_without_npm_says_what_to_do(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+
+def test_vendor_fetch_without_npm_says_what_to_do(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("PATH", str(tmp_path / "no-npm-here"))
-    with pytest.raises(site.SiteError, match=r"npm is not installed\. `make site` needs npm \(`apt-get install -y npm`\)"):
+    with pytest.raises(
+        site.SiteError,
+        match=r"npm is not installed\. `make site` needs npm \(`apt-get install -y npm`\)",
+    ):
         site.vendor_static(tmp_path)
     assert not (tmp_path / "build" / "site-vendor" / "static").exists()
 
@@ -326,12 +380,16 @@ def test_vendor_fetch_refuses_a_tarball_that_does_not_match_its_hash(
         return tarball
 
     monkeypatch.setattr(site, "_npm_pack", forged)
-    with pytest.raises(site.SiteError, match=r"requirejs@2\.3\.8 from npm does not match its pinned integrity hash"):
+    with pytest.raises(
+        site.SiteError, match=r"requirejs@2\.3\.8 from npm does not match its pinned integrity hash"
+    ):
         site.vendor_static(tmp_path)
     assert not (tmp_path / "build" / "site-vendor" / "static").exists()
 
 
-def test_vendored_files_are_reused_offline(html_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_vendored_files_are_reused_offline(
+    html_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("PATH", str(tmp_path / "no-npm-here"))  # html_dir's build fetched them
     static = site.vendor_static(ROOT)
     assert (static / "vendor" / "html-manager" / "embed-amd.js").is_file()
@@ -345,31 +403,45 @@ def test_a_sphinx_warning_fails_the_build(html_dir: Path, tmp_path: Path) -> Non
     shutil.copy2(ROOT / "README.md", tmp_path / "README.md")
     lesson = tmp_path / "notebooks" / "00_start_here.ipynb"
     nb = json.loads(lesson.read_text(encoding="utf-8"))
-    nb["cells"].insert(2, {"cell_type": "markdown", "id": "broken", "metadata": {},
-                           "source": "See [lesson 09](09_missing.ipynb).\n\n![a plot](missing.png)"})
+    nb["cells"].insert(
+        2,
+        {
+            "cell_type": "markdown",
+            "id": "broken",
+            "metadata": {},
+            "source": "See [lesson 09](09_missing.ipynb).\n\n![a plot](missing.png)",
+        },
+    )
     lesson.write_text(json.dumps(nb), encoding="utf-8")
     (tmp_path / "build").mkdir()
     # The JavaScript html_dir's build fetched: no second download.
     (tmp_path / "build" / "site-vendor").symlink_to(ROOT / "build" / "site-vendor")
     with pytest.raises(site.SiteError) as failed:
         site.build(tmp_path, tmp_path / "out")
-    warnings = [line for line in str(failed.value).splitlines() if "WARNING" in line or "ERROR" in line]
+    warnings = [
+        line for line in str(failed.value).splitlines() if "WARNING" in line or "ERROR" in line
+    ]
     assert len(warnings) == 2, warnings
     assert all("notebooks/00_start_here.ipynb" in line for line in warnings)
-    assert "09_missing.ipynb" in warnings[0] + warnings[1] and "missing.png" in warnings[0] + warnings[1]
+    assert (
+        "09_missing.ipynb" in warnings[0] + warnings[1]
+        and "missing.png" in warnings[0] + warnings[1]
+    )
 
 
 def test_readme_section_links_work_from_the_instructor_page(tmp_path: Path) -> None:
     (tmp_path / "bench").mkdir()
     (tmp_path / "CONTRIBUTING.md").write_text("# How")
-    readme = "\n".join([
-        "<!-- BEGIN site instructor page: shown on the site -->",
-        "## Grading",
-        "See [exercises/02](exercises/02_mapping_and_sgd.ipynb#check), [bench/](bench/),",
-        "[the guide](CONTRIBUTING.md#style), [below](#threat-model), ![plot](docs/plot.png),",
-        "[a typo](exercises/99_none.ipynb) and <https://example.org>.",
-        "<!-- END site instructor page -->",
-    ])
+    readme = "\n".join(
+        [
+            "<!-- BEGIN site instructor page: shown on the site -->",
+            "## Grading",
+            "See [exercises/02](exercises/02_mapping_and_sgd.ipynb#check), [bench/](bench/),",
+            "[the guide](CONTRIBUTING.md#style), [below](#threat-model), ![plot](docs/plot.png),",
+            "[a typo](exercises/99_none.ipynb) and <https://example.org>.",
+            "<!-- END site instructor page -->",
+        ]
+    )
     assert site.readme_section(readme, "instructor page", tmp_path).split("\n") == [
         "## Grading",
         "See [exercises/02](../exercises/02_mapping_and_sgd.ipynb#check), `bench/`,",
@@ -377,5 +449,8 @@ def test_readme_section_links_work_from_the_instructor_page(tmp_path: Path) -> N
         "[a typo](../exercises/99_none.ipynb) and <https://example.org>.",
     ]
     for broken in (readme.split("\n", 1)[1], readme.replace("END site", "END site other")):
-        with pytest.raises(site.SiteError, match="README.md needs one line starting `<!-- BEGIN site instructor page`"):
+        with pytest.raises(
+            site.SiteError,
+            match="README.md needs one line starting `<!-- BEGIN site instructor page`",
+        ):
             site.readme_section(broken, "instructor page", tmp_path)

@@ -14,18 +14,28 @@ import course_lib as cl
 
 
 def make_x() -> dict:
-    return {"w": jnp.array([[1.0, 2.0], [3.0, 4.0]]), "b": [jnp.array([0.5, -1.0]), None], "s": jnp.float32(2.0)}
+    return {
+        "w": jnp.array([[1.0, 2.0], [3.0, 4.0]]),
+        "b": [jnp.array([0.5, -1.0]), None],
+        "s": jnp.float32(2.0),
+    }
 
 
 def make_y() -> dict:
-    return {"w": jnp.array([[10.0, 20.0], [30.0, 40.0]]), "b": [jnp.array([-2.0, 4.0]), None], "s": jnp.float32(-3.0)}
+    return {
+        "w": jnp.array([[10.0, 20.0], [30.0, 40.0]]),
+        "b": [jnp.array([-2.0, 4.0]), None],
+        "s": jnp.float32(-3.0),
+    }
 
 
 def leaves64(tree: object) -> list[np.ndarray]:
     return [np.asarray(leaf, np.float64) for leaf in jax.tree.leaves(tree)]
 
 
-def assert_tree_equal(actual: object, expected: object, rtol: float = 1e-6, atol: float = 0.0) -> None:
+def assert_tree_equal(
+    actual: object, expected: object, rtol: float = 1e-6, atol: float = 0.0
+) -> None:
     """Same structure (None subtrees included) and leaves equal up to float32 rounding."""
     assert jax.tree.structure(actual) == jax.tree.structure(expected)
     for a, e in zip(leaves64(actual), leaves64(expected), strict=True):
@@ -38,7 +48,11 @@ def assert_tree_equal(actual: object, expected: object, rtol: float = 1e-6, atol
 
 def test_tree_add_two_trees_by_hand():
     result = cl.tree_add(make_x(), make_y())
-    expected = {"w": np.array([[11.0, 22.0], [33.0, 44.0]]), "b": [np.array([-1.5, 3.0]), None], "s": np.float32(-1.0)}
+    expected = {
+        "w": np.array([[11.0, 22.0], [33.0, 44.0]]),
+        "b": [np.array([-1.5, 3.0]), None],
+        "s": np.float32(-1.0),
+    }
     assert_tree_equal(result, expected)
 
 
@@ -53,9 +67,14 @@ def test_tree_add_three_trees_matches_optax_and_numpy():
 
 
 def test_tree_add_keeps_none_like_optax():
-    result = cl.tree_add({"a": None, "b": (None, jnp.ones(1))}, {"a": None, "b": (None, jnp.ones(1))})
+    result = cl.tree_add(
+        {"a": None, "b": (None, jnp.ones(1))}, {"a": None, "b": (None, jnp.ones(1))}
+    )
     assert result["a"] is None and result["b"][0] is None
-    assert_tree_equal(result, otu.tree_add({"a": None, "b": (None, jnp.ones(1))}, {"a": None, "b": (None, jnp.ones(1))}))
+    assert_tree_equal(
+        result,
+        otu.tree_add({"a": None, "b": (None, jnp.ones(1))}, {"a": None, "b": (None, jnp.ones(1))}),
+    )
 
 
 def test_tree_add_under_jit():
@@ -73,13 +92,18 @@ def test_tree_add_structure_error_names_the_path():
 
 def test_tree_add_structure_error_in_a_third_tree():
     x = {"a": [jnp.ones(2), jnp.ones(2)]}
-    with pytest.raises(cl.TreeStructureError, match=r"`more\[0\]`.*\n.*at \['a'\]: list of length 2 in tree_x, length 1"):
+    with pytest.raises(
+        cl.TreeStructureError,
+        match=r"`more\[0\]`.*\n.*at \['a'\]: list of length 2 in tree_x, length 1",
+    ):
         cl.tree_add(x, x, {"a": [jnp.ones(2)]})
 
 
 def test_tree_add_string_leaf_names_the_path():
     tree = {"layer": {"w": jnp.ones(2), "act": "relu"}}
-    with pytest.raises(cl.TreeLeafError, match=r"tree_add: the leaf at \['layer'\]\['act'\] is str 'relu'"):
+    with pytest.raises(
+        cl.TreeLeafError, match=r"tree_add: the leaf at \['layer'\]\['act'\] is str 'relu'"
+    ):
         cl.tree_add(tree, tree)
 
 
@@ -89,7 +113,11 @@ def test_tree_add_string_leaf_names_the_path():
 def test_tree_sub_by_hand_and_against_optax():
     x, y = make_x(), make_y()
     result = cl.tree_sub(x, y)
-    expected = {"w": np.array([[-9.0, -18.0], [-27.0, -36.0]]), "b": [np.array([2.5, -5.0]), None], "s": np.float32(5.0)}
+    expected = {
+        "w": np.array([[-9.0, -18.0], [-27.0, -36.0]]),
+        "b": [np.array([2.5, -5.0]), None],
+        "s": np.float32(5.0),
+    }
     assert_tree_equal(result, expected)
     assert_tree_equal(result, otu.tree_sub(x, y))
 
@@ -147,7 +175,10 @@ def test_tree_add_scale_under_jit():
 
 
 def test_tree_add_scale_structure_error_names_the_path():
-    with pytest.raises(cl.TreeStructureError, match=r"at \['b'\]\[1\]: None \(an empty subtree\) in tree_x, a leaf \(f32\[2\]\) in tree_y"):
+    with pytest.raises(
+        cl.TreeStructureError,
+        match=r"at \['b'\]\[1\]: None \(an empty subtree\) in tree_x, a leaf \(f32\[2\]\) in tree_y",
+    ):
         cl.tree_add_scale({"b": [jnp.ones(2), None]}, 1.0, {"b": [jnp.ones(2), jnp.ones(2)]})
 
 
@@ -159,7 +190,9 @@ def test_tree_vdot_by_hand_and_against_optax():
     # w: 10 + 40 + 90 + 160 = 300; b: -1 - 4 = -5; s: -6
     assert float(cl.tree_vdot(x, y)) == 289.0
     assert float(otu.tree_vdot(x, y)) == 289.0
-    assert float(cl.tree_vdot(x, y)) == float(sum(np.vdot(a, b) for a, b in zip(leaves64(x), leaves64(y))))
+    assert float(cl.tree_vdot(x, y)) == float(
+        sum(np.vdot(a, b) for a, b in zip(leaves64(x), leaves64(y)))
+    )
 
 
 def test_tree_vdot_conjugates_the_first_tree_like_numpy():
@@ -207,7 +240,15 @@ def test_tree_sum_string_leaf_names_the_path():
 
 @pytest.mark.parametrize(
     ("ord_", "expected"),
-    [(2, 5.0), (None, 5.0), (1, 7.0), (jnp.inf, 4.0), (np.inf, 4.0), ("inf", 4.0), ("infinity", 4.0)],
+    [
+        (2, 5.0),
+        (None, 5.0),
+        (1, 7.0),
+        (jnp.inf, 4.0),
+        (np.inf, 4.0),
+        ("inf", 4.0),
+        ("infinity", 4.0),
+    ],
 )
 def test_tree_norm_orders_by_hand(ord_, expected):
     tree = {"a": jnp.array([3.0, 0.0]), "b": [jnp.array(-4.0), None]}
@@ -221,10 +262,20 @@ def test_tree_norm_orders_by_hand(ord_, expected):
 def test_tree_norm_matches_optax_and_numpy(ord_, squared):
     x = make_x()
     flat = np.concatenate([leaf.ravel() for leaf in leaves64(x)])
-    numpy_norm = {2: np.linalg.norm(flat), 1: np.linalg.norm(flat, 1), "inf": np.linalg.norm(flat, np.inf)}[ord_]
+    numpy_norm = {
+        2: np.linalg.norm(flat),
+        1: np.linalg.norm(flat, 1),
+        "inf": np.linalg.norm(flat, np.inf),
+    }[ord_]
     expected = numpy_norm**2 if squared else numpy_norm
-    np.testing.assert_allclose(float(cl.tree_norm(x, ord=ord_, squared=squared)), expected, rtol=1e-6)
-    np.testing.assert_allclose(float(cl.tree_norm(x, ord=ord_, squared=squared)), float(otu.tree_norm(x, ord=ord_, squared=squared)), rtol=1e-6)
+    np.testing.assert_allclose(
+        float(cl.tree_norm(x, ord=ord_, squared=squared)), expected, rtol=1e-6
+    )
+    np.testing.assert_allclose(
+        float(cl.tree_norm(x, ord=ord_, squared=squared)),
+        float(otu.tree_norm(x, ord=ord_, squared=squared)),
+        rtol=1e-6,
+    )
 
 
 def test_tree_norm_of_complex_leaves_matches_numpy():
@@ -268,7 +319,9 @@ def test_tree_zeros_ones_full_like_match_optax(dtype):
         (cl.tree_full_like(x, 7, dtype), otu.tree_full_like(x, 7, dtype), 7.0),
     ]:
         assert jax.tree.structure(ours) == jax.tree.structure(theirs) == jax.tree.structure(x)
-        for a, b, leaf in zip(jax.tree.leaves(ours), jax.tree.leaves(theirs), jax.tree.leaves(x), strict=True):
+        for a, b, leaf in zip(
+            jax.tree.leaves(ours), jax.tree.leaves(theirs), jax.tree.leaves(x), strict=True
+        ):
             assert a.dtype == b.dtype == (dtype or leaf.dtype)
             np.testing.assert_array_equal(np.asarray(a, np.float64), np.full(leaf.shape, value))
 
@@ -277,14 +330,18 @@ def test_tree_zeros_like_of_python_numbers_and_under_jit():
     assert_tree_equal(cl.tree_zeros_like({"a": 3.0, "b": None}), {"a": np.float32(0.0), "b": None})
     result = jax.jit(lambda t: cl.tree_full_like(t, 0.5))(make_x())
     assert_tree_equal(result, otu.tree_full_like(make_x(), 0.5))
-    zeros, ones = jax.jit(lambda t: (cl.tree_zeros_like(t), cl.tree_ones_like(t, jnp.int32)))(make_x())
+    zeros, ones = jax.jit(lambda t: (cl.tree_zeros_like(t), cl.tree_ones_like(t, jnp.int32)))(
+        make_x()
+    )
     assert_tree_equal(zeros, otu.tree_zeros_like(make_x()))
     assert_tree_equal(ones, otu.tree_ones_like(make_x(), jnp.int32))
     assert {leaf.dtype for leaf in jax.tree.leaves(ones)} == {jnp.dtype(jnp.int32)}
 
 
 def test_tree_full_like_string_leaf_names_the_path():
-    with pytest.raises(cl.TreeLeafError, match=r"tree_full_like: the leaf at \['cfg'\]\[0\] is str"):
+    with pytest.raises(
+        cl.TreeLeafError, match=r"tree_full_like: the leaf at \['cfg'\]\[0\] is str"
+    ):
         cl.tree_ones_like({"cfg": ["adam"], "w": jnp.ones(1)})
 
 
@@ -294,7 +351,11 @@ def test_tree_full_like_string_leaf_names_the_path():
 def test_tree_size_counts_elements_like_optax_and_numpy():
     x = make_x()
     assert cl.tree_size(x) == 7
-    assert cl.tree_size(x) == int(otu.tree_size(x)) == sum(np.size(leaf) for leaf in jax.tree.leaves(x))
+    assert (
+        cl.tree_size(x)
+        == int(otu.tree_size(x))
+        == sum(np.size(leaf) for leaf in jax.tree.leaves(x))
+    )
     assert cl.tree_size({"a": None, "b": [1.0, 2]}) == 2
     assert cl.tree_size({}) == 0
 
@@ -305,7 +366,12 @@ def test_tree_size_and_bytes_under_jit_are_static():
 
 
 def test_tree_bytes_by_hand():
-    tree = {"f32": jnp.ones((2, 3)), "bf16": jnp.ones(4, jnp.bfloat16), "i8": jnp.ones(5, jnp.int8), "none": None}
+    tree = {
+        "f32": jnp.ones((2, 3)),
+        "bf16": jnp.ones(4, jnp.bfloat16),
+        "i8": jnp.ones(5, jnp.int8),
+        "none": None,
+    }
     assert cl.tree_bytes(tree) == 24 + 8 + 5
     assert cl.tree_bytes(tree) == sum(np.asarray(leaf).nbytes for leaf in jax.tree.leaves(tree))
 
@@ -326,7 +392,9 @@ def test_tree_cast_matches_optax_and_numpy():
     result = cl.tree_cast(x, jnp.bfloat16)
     expected = otu.tree_cast(x, jnp.bfloat16)
     assert jax.tree.structure(result) == jax.tree.structure(expected)
-    for r, e, leaf in zip(jax.tree.leaves(result), jax.tree.leaves(expected), jax.tree.leaves(x), strict=True):
+    for r, e, leaf in zip(
+        jax.tree.leaves(result), jax.tree.leaves(expected), jax.tree.leaves(x), strict=True
+    ):
         assert r.dtype == e.dtype == jnp.bfloat16
         np.testing.assert_array_equal(np.asarray(r), np.asarray(leaf).astype(jnp.bfloat16))
 
@@ -367,7 +435,9 @@ def test_tree_allclose_respects_rtol_and_atol():
     assert cl.tree_allclose(a, b, rtol=1e-2) is True
     assert cl.tree_allclose(a, b, atol=0.6) is True
     assert cl.tree_allclose(a, b, rtol=4e-3, atol=0.0) is False
-    assert np.allclose(100.0, 100.5, rtol=1e-2) and not np.allclose(100.0, 100.5, rtol=4e-3, atol=0.0)
+    assert np.allclose(100.0, 100.5, rtol=1e-2) and not np.allclose(
+        100.0, 100.5, rtol=4e-3, atol=0.0
+    )
 
 
 def test_tree_allclose_nan_only_with_equal_nan():
@@ -407,7 +477,11 @@ def test_tree_allclose_string_leaf_names_the_path():
 
 def _abstract_model() -> dict:
     def init() -> dict:
-        return {"w": jnp.ones((3, 2)), "b": jnp.zeros(2, jnp.bfloat16), "blocks": [{"k": jnp.ones((4, 5, 6), jnp.int8)}, None]}
+        return {
+            "w": jnp.ones((3, 2)),
+            "b": jnp.zeros(2, jnp.bfloat16),
+            "blocks": [{"k": jnp.ones((4, 5, 6), jnp.int8)}, None],
+        }
 
     return jax.eval_shape(init)
 
@@ -425,7 +499,11 @@ def test_abstract_leaves_are_counted_alike_by_size_summary_and_pictures():
 
     abstract = _abstract_model()
     summary = cl.tree_summary(abstract)
-    assert (summary.size, summary.nbytes) == (cl.tree_size(abstract), cl.tree_bytes(abstract)) == (128, 148)
+    assert (
+        (summary.size, summary.nbytes)
+        == (cl.tree_size(abstract), cl.tree_bytes(abstract))
+        == (128, 148)
+    )
     assert "· 3 leaves · 128 params" in viz.TreeExplorer(abstract).label()
     assert "bfloat16" in str(summary)
 

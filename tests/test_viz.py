@@ -10,14 +10,14 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
+import jax
+import jax.numpy as jnp
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+from matplotlib.figure import Figure
 
-from course_lib import viz  # noqa: E402
+from course_lib import viz
 
 
 @jax.tree_util.register_dataclass
@@ -102,10 +102,20 @@ def test_draw_tree_is_detached_from_pyplot():
 
 def test_draw_tree_containers_none_and_scalars():
     fig = viz.draw_tree(_nested())
-    assert sorted(_texts(fig, "node")) == ["Point", "dict", "dict", "list", "list (empty)", "tuple", "tuple"]
+    assert sorted(_texts(fig, "node")) == [
+        "Point",
+        "dict",
+        "dict",
+        "list",
+        "list (empty)",
+        "tuple",
+        "tuple",
+    ]
     assert sorted(_texts(fig, "leaf")) == ["1.0", "3", "f32[2,2]", "f32[3]", "i32[]"]
     assert _texts(fig, "none") == ["None", "None"]
-    assert {".x", ".y", "['d']", "[0]", "[1]", "['a']", "['b']", "['e']"} <= set(_texts(fig, "edge"))
+    assert {".x", ".y", "['d']", "[0]", "[1]", "['a']", "['b']", "['e']"} <= set(
+        _texts(fig, "edge")
+    )
 
 
 def test_draw_tree_static_metadata():
@@ -185,7 +195,9 @@ def test_draw_tree_rejects_tiny_max_leaves():
 
 
 def _artists(fig):
-    return [(t.get_text(), t.get_gid(), t.get_position(), t.get_rotation()) for t in fig.axes[0].texts]
+    return [
+        (t.get_text(), t.get_gid(), t.get_position(), t.get_rotation()) for t in fig.axes[0].texts
+    ]
 
 
 def test_draw_tree_is_deterministic():
@@ -202,7 +214,9 @@ def _overlaps(fig):
     for text in fig.axes[0].texts:
         extent = text.get_window_extent(renderer)
         patch = text.get_bbox_patch()
-        boxes.append((text.get_text(), extent, patch.get_window_extent(renderer) if patch else extent))
+        boxes.append(
+            (text.get_text(), extent, patch.get_window_extent(renderer) if patch else extent)
+        )
     for (a, ta, pa), (b, tb, pb) in itertools.combinations(boxes, 2):
         if ta.overlaps(tb) or pa.overlaps(pb):
             yield a, b
@@ -226,13 +240,17 @@ def test_draw_tree_labels_do_not_overlap(tree):
     for text in fig.axes[0].texts:
         patch = text.get_bbox_patch()
         box = (patch or text).get_window_extent(renderer)
-        inside = frame.x0 <= box.x0 and box.x1 <= frame.x1 and frame.y0 <= box.y0 and box.y1 <= frame.y1
+        inside = (
+            frame.x0 <= box.x0 and box.x1 <= frame.x1 and frame.y0 <= box.y0 and box.y1 <= frame.y1
+        )
         assert inside, text.get_text()
 
 
 def test_draw_tree_50_leaf_labels_are_spread_evenly():
     fig = viz.draw_tree(_layers(25))
-    xs = sorted(t.get_position()[0] for t in fig.axes[0].texts if t.get_gid().startswith("tree-leaf"))
+    xs = sorted(
+        t.get_position()[0] for t in fig.axes[0].texts if t.get_gid().startswith("tree-leaf")
+    )
     steps = np.diff(xs)
     assert len(xs) == 50 and steps.min() > 0 and np.allclose(steps, steps[0])
 
@@ -241,7 +259,13 @@ def test_draw_tree_into_given_axes():
     fig, (left, right) = plt.subplots(1, 2)
     assert viz.draw_tree(_params(), ax=right) is fig
     assert len(left.texts) == 0
-    assert sorted(t.get_text() for t in right.texts) == ["['b']", "['w']", "dict", "f32[2]", "f32[3,2]"]
+    assert sorted(t.get_text() for t in right.texts) == [
+        "['b']",
+        "['w']",
+        "dict",
+        "f32[2]",
+        "f32[3,2]",
+    ]
 
 
 # TreeExplorer
@@ -325,7 +349,10 @@ def test_explorer_select_leaf_shows_details():
     assert details["size"] == "6 params · 24 B"
     for name, fn in [("mean", np.mean), ("std", np.std), ("min", np.min), ("max", np.max)]:
         assert details[name] == f"{fn(values):.4g}"
-    assert "course-explorer-selected" in _buttons(explorer)["['encoder']['layers'][1]['w']"]._dom_classes
+    assert (
+        "course-explorer-selected"
+        in _buttons(explorer)["['encoder']['layers'][1]['w']"]._dom_classes
+    )
 
 
 def test_explorer_select_scalar_string_and_node():
@@ -361,7 +388,11 @@ def test_explorer_unknown_path():
 
 def _buttons(explorer):
     rows = explorer.widget.children[0].children
-    return {button.tooltip: button for button in rows if "course-explorer-more" not in button._dom_classes}
+    return {
+        button.tooltip: button
+        for button in rows
+        if "course-explorer-more" not in button._dom_classes
+    }
 
 
 def test_explorer_clicks():
@@ -383,7 +414,10 @@ def test_explorer_css_classes():
     assert "course-explorer-tree" in tree_box._dom_classes
     assert "course-explorer-details" in details._dom_classes
     classes = {button.tooltip: button._dom_classes for button in tree_box.children}
-    assert "course-explorer-node" in classes["['encoder']"] and "course-explorer-leaf" in classes["['act']"]
+    assert (
+        "course-explorer-node" in classes["['encoder']"]
+        and "course-explorer-leaf" in classes["['act']"]
+    )
     assert "course-explorer-expanded" in classes["<root>"]
 
 
@@ -404,12 +438,18 @@ def test_explorer_pages_long_lists():
 
 
 def test_explorer_opens_10000_leaves_at_once():
-    tree = {"layers": [{"w": np.ones((4, 4), np.float32), "b": np.zeros(4, np.float32)} for _ in range(5000)]}
+    tree = {
+        "layers": [
+            {"w": np.ones((4, 4), np.float32), "b": np.zeros(4, np.float32)} for _ in range(5000)
+        ]
+    }
     start = time.perf_counter()
     explorer = viz.TreeExplorer(tree)
     explorer.expand("['layers']")
     assert time.perf_counter() - start < 5.0  # building every row would take far longer
-    assert len(explorer.widget.children[0].children) == 1 + 1 + 100 + 1  # root, layers, a page, "more"
+    assert (
+        len(explorer.widget.children[0].children) == 1 + 1 + 100 + 1
+    )  # root, layers, a page, "more"
     assert explorer.label() == "▾ <root>  dict · 10,000 leaves · 100,000 params"
     explorer.close()
 
@@ -520,7 +560,7 @@ def test_training_passes_a_float32_array_and_an_int():
         return np.ones(steps)
 
     viz.TrainingPlayground(run, learning_rate=0.01, steps=3, max_steps=MAX_STEPS)
-    (learning_rate, steps), = seen
+    ((learning_rate, steps),) = seen
     assert isinstance(learning_rate, jax.Array) and learning_rate.shape == ()
     assert learning_rate.dtype == jnp.float32 and not learning_rate.weak_type
     assert type(steps) is int
@@ -533,7 +573,10 @@ def test_training_css_classes_and_display():
     assert "course-training-stats" in playground.stats._dom_classes
     assert "course-loss-plot" in playground.plot._dom_classes
     assert "course-training" in playground.widget._dom_classes
-    assert playground._repr_mimebundle_()["text/plain"] == "TrainingPlayground(learning_rate=0.1, steps=5)"
+    assert (
+        playground._repr_mimebundle_()["text/plain"]
+        == "TrainingPlayground(learning_rate=0.1, steps=5)"
+    )
     playground.close()
 
 
@@ -545,5 +588,7 @@ def test_core_does_not_import_viz():
         "import sys, course_lib\n"
         "print(sorted({m.split('.')[0] for m in sys.modules} & {'matplotlib', 'ipywidgets'}))"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
     assert out.strip() == "[]"

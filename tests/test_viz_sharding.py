@@ -4,16 +4,16 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
-import matplotlib.pyplot as plt  # noqa: E402
-import pytest  # noqa: E402
-from jax.sharding import NamedSharding  # noqa: E402
-from jax.sharding import PartitionSpec as P  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
+import jax
+import jax.numpy as jnp
+import matplotlib.pyplot as plt
+import pytest
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
+from matplotlib.figure import Figure
 
-from course_lib import viz  # noqa: E402
-from course_lib.viz._sharding import device_ids_text  # noqa: E402
+from course_lib import viz
+from course_lib.viz._sharding import device_ids_text
 
 
 @pytest.fixture(scope="module")
@@ -69,7 +69,10 @@ def test_drawing_a_tree_that_lives_nowhere_says_what_to_do():
 
 def test_draw_device_bytes_has_one_bar_per_device(mesh):
     devices = jax.devices("cpu")
-    tree = {"a": jax.device_put(jnp.ones((8, 4)), NamedSharding(mesh, P("model"))), "b": jax.device_put(jnp.ones(3), devices[2])}
+    tree = {
+        "a": jax.device_put(jnp.ones((8, 4)), NamedSharding(mesh, P("model"))),
+        "b": jax.device_put(jnp.ones(3), devices[2]),
+    }
     fig = viz.draw_device_bytes(tree)
     heights = [round(bar.get_height()) for bar in fig.axes[0].patches]
     assert heights == [32, 32, 44, 32, 32, 32, 32, 32]
@@ -79,5 +82,7 @@ def test_draw_device_bytes_has_one_bar_per_device(mesh):
 
 def test_draw_device_bytes_into_given_axes(mesh):
     fig, ax = plt.subplots()
-    assert viz.draw_device_bytes([jax.device_put(jnp.ones(2), NamedSharding(mesh, P()))], ax=ax) is fig
+    assert (
+        viz.draw_device_bytes([jax.device_put(jnp.ones(2), NamedSharding(mesh, P()))], ax=ax) is fig
+    )
     plt.close(fig)

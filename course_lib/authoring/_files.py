@@ -130,5 +130,3 @@ def notebook_text(nb: NotebookNode, where: str = "notebook") -> str:
     _validate(nb, where)
     text = nbformat.writes(nb)
     return text if text.endswith("\n") else text + "\n"
-
-

@@ -166,7 +166,9 @@ def _banner_cell(source_name: str, with_id: bool) -> NotebookNode:
     return cell
 
 
-def make_exercise(solution: NotebookNode, source_name: str, where: str = "notebook") -> NotebookNode:
+def make_exercise(
+    solution: NotebookNode, source_name: str, where: str = "notebook"
+) -> NotebookNode:
     """The exercise version of a solution notebook (see the module docstring).
 
     ``source_name`` is how the banner names the solution (``solutions/02_mapping_and_sgd.ipynb``);
@@ -276,7 +278,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="write nothing; exit 1 if any exercise notebook would change",
     )
     parser.add_argument(
-        "--root", type=Path, default=Path("."), help="course folder (default: the working directory)"
+        "--root",
+        type=Path,
+        default=Path("."),
+        help="course folder (default: the working directory)",
     )
     args = parser.parse_args(argv)
 

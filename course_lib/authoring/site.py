@@ -75,7 +75,9 @@ def _site_link(match: re.Match[str], root: Path) -> str:
     path = urllib.parse.unquote(url.path)
     on_site = any(fnmatch.fnmatch(path, pattern) for pattern in SITE_PAGES)
     if on_site or path.lower().endswith(_IMAGE_SUFFIXES) or not (root / path).exists():
-        return f"{bang}[{text}](../{target})"  # from docs/; a missing file stays a link, and an error
+        return (
+            f"{bang}[{text}](../{target})"  # from docs/; a missing file stays a link, and an error
+        )
     shown = f"`{path}`"
     return shown if text.strip("`") == path else f"{text} ({shown} in the course's repository)"
 
@@ -133,21 +135,29 @@ class VendorPackage:
 
 VENDOR = (
     VendorPackage(
-        "requirejs", "2.3.8",
+        "requirejs",
+        "2.3.8",
         "sha512-7/cTSLOdYkNBNJcDMWf+luFvMriVm7eYxp4BcFCsAX0wF421Vyce5SXP17c+Jd5otXKGNehIonFlyQXSowL6Mw==",
-        "MIT", ".", ("require.js",), "vendor/requirejs",
+        "MIT",
+        ".",
+        ("require.js",),
+        "vendor/requirejs",
     ),
     VendorPackage(
-        "@jupyter-widgets/html-manager", "1.0.15",
+        "@jupyter-widgets/html-manager",
+        "1.0.15",
         "sha512-5thBIV6ymNgmPVOHvzx+gGy8ZSKmSazhtGw4/c4xJDVzRhG9PTeQsRjF3FUTopvFi//SABeNz1yp47bCrJ3CQA==",
-        "BSD-3-Clause", "dist",
+        "BSD-3-Clause",
+        "dist",
         ("embed-amd.js", "embed.js.LICENSE.txt", "*.woff2", "*.woff", "*.ttf", "*.eot", "*.svg"),
         "vendor/html-manager",
     ),
     VendorPackage(
-        "mathjax", "3.2.2",
+        "mathjax",
+        "3.2.2",
         "sha512-Bt+SSVU8eBG27zChVewOicYs7Xsdt40qm4+UpHyX7k0/O9NliPc+x77k1/FEsPsjKPZGJvtRZM1vO+geW0OhGw==",
-        "Apache-2.0", "es5",
+        "Apache-2.0",
+        "es5",
         # The combined TeX component and what it loads on demand (TeX extensions, fonts, the
         # menu and its accessibility tools); not the other combined builds.
         ("tex-mml-chtml.js", "input/**/*", "output/chtml/**/*", "a11y/**/*", "ui/**/*", "sre/**/*"),
@@ -160,7 +170,10 @@ _MANIFEST = "vendor/VENDORED.txt"
 
 
 def _manifest() -> str:
-    lines = ["Served by this site instead of a CDN; fetched with `npm pack` and checked by hash.", ""]
+    lines = [
+        "Served by this site instead of a CDN; fetched with `npm pack` and checked by hash.",
+        "",
+    ]
     lines += [
         f"{p.spec}  licence {p.licence}  {', '.join(p.patterns)} from {p.source}/ in {p.target}/"
         for p in VENDOR
@@ -179,14 +192,19 @@ def _npm_pack(package: VendorPackage, folder: Path) -> Path:
     try:
         result = subprocess.run(
             [npm, "pack", "--silent", "--pack-destination", str(folder), package.spec],
-            capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            stdin=subprocess.DEVNULL,
         )
     except subprocess.TimeoutExpired:
         raise SiteError(f"`npm pack {package.spec}` did not finish within 300 s") from None
     tarballs = sorted(folder.glob("*.tgz"))
     if result.returncode != 0 or len(tarballs) != 1:
         message = (result.stderr or result.stdout).strip().splitlines()
-        raise SiteError(f"`npm pack {package.spec}` failed: {message[-1] if message else result.returncode}")
+        raise SiteError(
+            f"`npm pack {package.spec}` failed: {message[-1] if message else result.returncode}"
+        )
     return tarballs[0]
 
 
@@ -211,7 +229,9 @@ def _unpack(package: VendorPackage, tarball: Path, static: Path) -> None:
                     shutil.copy2(path, destination)
                     copied += 1
         if copied == 0:
-            raise SiteError(f"{package.spec}: nothing matched {package.patterns} in {package.source}/")
+            raise SiteError(
+                f"{package.spec}: nothing matched {package.patterns} in {package.source}/"
+            )
         for licence in ("LICENSE", "LICENSE.txt", "LICENSE.md"):
             if (top / licence).is_file():
                 shutil.copy2(top / licence, target / "LICENSE")
@@ -251,7 +271,9 @@ def vendor_static(root: Path) -> Path:
 
 def _html_files(html_dir: Path) -> list[Path]:
     """Every HTML file the site serves as a page (``_static/`` holds the theme's templates)."""
-    return sorted(p for p in html_dir.rglob("*.html") if p.relative_to(html_dir).parts[0] != "_static")
+    return sorted(
+        p for p in html_dir.rglob("*.html") if p.relative_to(html_dir).parts[0] != "_static"
+    )
 
 
 def site_pages(html_dir: Path) -> list[Path]:
@@ -274,20 +296,44 @@ def build(root: Path, out: Path) -> Path:
         if stale.exists():
             shutil.rmtree(stale)
     command = [
-        sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-E",
-        "-b", "html", "-c", str(docs), "-d", str(doctrees), str(root), str(html_dir),
+        sys.executable,
+        "-m",
+        "sphinx",
+        "-W",
+        "--keep-going",
+        "-q",
+        "-E",
+        "-b",
+        "html",
+        "-c",
+        str(docs),
+        "-d",
+        str(doctrees),
+        str(root),
+        str(html_dir),
     ]
     result = subprocess.run(command, capture_output=True, text=True, stdin=subprocess.DEVNULL)
     if result.returncode != 0:
-        raise SiteError(f"sphinx-build failed (exit {result.returncode}):\n{result.stdout}{result.stderr}")
+        raise SiteError(
+            f"sphinx-build failed (exit {result.returncode}):\n{result.stdout}{result.stderr}"
+        )
     return html_dir
 
 
 # ---------------------------------------------------------------------------------------------
 # Links
 
-_LOADS = {("script", "src"), ("link", "href"), ("img", "src"), ("iframe", "src"), ("source", "src"),
-          ("video", "src"), ("audio", "src"), ("embed", "src"), ("object", "data")}
+_LOADS = {
+    ("script", "src"),
+    ("link", "href"),
+    ("img", "src"),
+    ("iframe", "src"),
+    ("source", "src"),
+    ("video", "src"),
+    ("audio", "src"),
+    ("embed", "src"),
+    ("object", "data"),
+}
 
 
 class _Page(html.parser.HTMLParser):
@@ -350,9 +396,13 @@ def check_links(html_dir: Path) -> LinkReport:
             if url.path:
                 relative = urllib.parse.unquote(url.path)
                 if relative.startswith("/"):
-                    report.broken.append(f"{where}: {value!r} is absolute; the site must work from any folder")
+                    report.broken.append(
+                        f"{where}: {value!r} is absolute; the site must work from any folder"
+                    )
                     continue
-                joined = posixpath.normpath(posixpath.join(path.parent.relative_to(root).as_posix(), relative))
+                joined = posixpath.normpath(
+                    posixpath.join(path.parent.relative_to(root).as_posix(), relative)
+                )
                 target = root / joined
                 if target.is_dir():
                     target = target / "index.html"
@@ -362,7 +412,9 @@ def check_links(html_dir: Path) -> LinkReport:
             if url.fragment and target.suffix == ".html":
                 fragment = urllib.parse.unquote(url.fragment)
                 if fragment not in _parse(target, pages).ids:
-                    report.broken.append(f"{where}: {value!r}: no id {fragment!r} in {target.relative_to(root).as_posix()}")
+                    report.broken.append(
+                        f"{where}: {value!r}: no id {fragment!r} in {target.relative_to(root).as_posix()}"
+                    )
     report.external = sorted(external)
     return report
 
@@ -374,7 +426,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         description="Build the course's website from the committed notebooks and check its links.",
     )
     parser.add_argument("--root", type=Path, default=Path("."), help="course folder (default: .)")
-    parser.add_argument("--out", type=Path, default=None, help="output folder (default: ROOT/build/site)")
+    parser.add_argument(
+        "--out", type=Path, default=None, help="output folder (default: ROOT/build/site)"
+    )
     args = parser.parse_args(argv)
     root = args.root.resolve()
     out = (args.out or root / "build" / "site").resolve()
@@ -386,14 +440,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     seconds = time.monotonic() - start
     report = check_links(html_dir)
-    (out / "external-links.txt").write_text("".join(f"{link}\n" for link in report.external), encoding="utf-8")
-    print(f">> {len(site_pages(html_dir))} pages in {html_dir}/ in {seconds:.1f} s; open index.html")
-    print(f">> {len(report.external)} external links, not checked (no network): {out}/external-links.txt")
+    (out / "external-links.txt").write_text(
+        "".join(f"{link}\n" for link in report.external), encoding="utf-8"
+    )
+    print(
+        f">> {len(site_pages(html_dir))} pages in {html_dir}/ in {seconds:.1f} s; open index.html"
+    )
+    print(
+        f">> {len(report.external)} external links, not checked (no network): {out}/external-links.txt"
+    )
     for problem in report.broken + report.outside_loads:
         print(problem, file=sys.stderr)
     if report.broken or report.outside_loads:
-        print(f"{len(report.broken)} broken links, {len(report.outside_loads)} loads from outside the site",
-              file=sys.stderr)
+        print(
+            f"{len(report.broken)} broken links, {len(report.outside_loads)} loads from outside the site",
+            file=sys.stderr,
+        )
         return 1
     return 0
 

@@ -61,7 +61,9 @@ is_the_learners_function(_guarded(len).__code__)
 
 
 @stops_here
-def probe_case(exercise: Exercise, fn: Callable[..., Any], case: Case, packages: Sequence[str] = ()) -> Outcome:
+def probe_case(
+    exercise: Exercise, fn: Callable[..., Any], case: Case, packages: Sequence[str] = ()
+) -> Outcome:
     """Run ``exercise.probe`` on the learner's ``fn`` for one case, recording forbidden calls (see ``_guard``).
 
     ``packages`` are forbidden packages on top of the exercise's own ``forbidden_modules``.
@@ -81,7 +83,9 @@ def _run_probe(exercise: Exercise, fn: Callable[..., Any], case: Case) -> Outcom
     except (KeyboardInterrupt, GeneratorExit):
         raise
     except BaseException as error:  # noqa: BLE001 (SystemExit from a learner's sys.exit() included)
-        return Outcome("raised", error=type(error).__name__, message=_exception_text(error) + _where(error))
+        return Outcome(
+            "raised", error=type(error).__name__, message=_exception_text(error) + _where(error)
+        )
     try:
         return Outcome("returned", value=ensure_plain(value))
     except Unplain as error:
@@ -132,7 +136,9 @@ def reference_results(exercise: Exercise, cases: Sequence[Case]) -> list[Any]:
 def flag_place(flag: dict[str, Any]) -> str:
     """Where a forbidden call was made, in a learner's words: ``line 3 of its cell: `return ...```."""
     filename = flag["file"]
-    if filename.startswith("<") or os.path.basename(os.path.dirname(filename)).startswith("ipykernel_"):
+    if filename.startswith("<") or os.path.basename(os.path.dirname(filename)).startswith(
+        "ipykernel_"
+    ):
         where = f"line {flag['line']} of its cell"
     else:
         where = f"line {flag['line']} of {os.path.basename(filename)}"
@@ -142,7 +148,11 @@ def flag_place(flag: dict[str, Any]) -> str:
 _JAX_ITSELF = "Write it with JAX itself (jax.tree.leaves, jax.tree.map, jax.tree.structure, ...)."
 
 
-def flag_message(exercise: Exercise, flags: Sequence[dict[str, Any]], place: Callable[[dict[str, Any]], str] = flag_place) -> str:
+def flag_message(
+    exercise: Exercise,
+    flags: Sequence[dict[str, Any]],
+    place: Callable[[dict[str, Any]], str] = flag_place,
+) -> str:
     """What the learner is told about forbidden calls: the first call, where it was made, and why it does not count."""
     flag, name = flags[0], exercise.name
     reached = flag["reached"]
@@ -150,14 +160,21 @@ def flag_message(exercise: Exercise, flags: Sequence[dict[str, Any]], place: Cal
         return f"{name} switched off the grader's watch of what it calls (sys.setprofile), so it cannot be graded."
     if flag["kind"] == "module":
         package = reached.split(".", 1)[0]
-        text = f"{name} calls {reached} ({place(flag)}): {package} may not be used in this exercise."
+        text = (
+            f"{name} calls {reached} ({place(flag)}): {package} may not be used in this exercise."
+        )
     else:
-        what = "the course's reference answer, " + reached if flag["kind"] == "reference" else reached
+        what = (
+            "the course's reference answer, " + reached if flag["kind"] == "reference" else reached
+        )
         if flag["file"]:
             text = f"{name} calls {what} ({place(flag)})"
         else:
             text = f"{name} is {what} itself"
-        text += ": that is the course's own version of what this exercise asks you to write, so it does not count. " + _JAX_ITSELF
+        text += (
+            ": that is the course's own version of what this exercise asks you to write, so it does not count. "
+            + _JAX_ITSELF
+        )
     others = sorted({f["reached"] for f in flags[1:]} - {reached})
     if others:
         text += f" It also calls {', '.join(others)}."
@@ -168,16 +185,29 @@ def _about(case: Case) -> str:
     return f"For {case.label}: " if case.label else ""
 
 
-def _case_problem(exercise: Exercise, outcome: Outcome, want: Any, case: Case) -> tuple[str, str] | None:
+def _case_problem(
+    exercise: Exercise, outcome: Outcome, want: Any, case: Case
+) -> tuple[str, str] | None:
     """``None`` when the case is right, else the status it implies and the message."""
     if outcome.status == "returned":
         message = judge_value(exercise, outcome.value, want, case)
         return None if message is None else ("failed", _about(case) + message)
     if outcome.status == "not_attempted":
-        return ("failed", _about(case) + f"{exercise.name} raised NotImplementedError: is part of the stub still there?")
+        return (
+            "failed",
+            _about(case)
+            + f"{exercise.name} raised NotImplementedError: is part of the stub still there?",
+        )
     if outcome.status == "raised":
-        return ("error", _about(case) + f"{exercise.name} raised {outcome.error}: {outcome.message}")
-    return ("failed", _about(case) + f"{exercise.name} returned {outcome.message}, which the check cannot compare.")
+        return (
+            "error",
+            _about(case) + f"{exercise.name} raised {outcome.error}: {outcome.message}",
+        )
+    return (
+        "failed",
+        _about(case)
+        + f"{exercise.name} returned {outcome.message}, which the check cannot compare.",
+    )
 
 
 def _points_text(points: int | float, total: int) -> str:
@@ -203,16 +233,39 @@ def judge_outcomes(
     total = exercise.points
     flags: list[dict[str, Any]] = []
     for outcome in outcomes:
-        flags += [f for f in outcome.flags if all((f["reached"], f["file"], f["line"]) != (g["reached"], g["file"], g["line"]) for g in flags)]
+        flags += [
+            f
+            for f in outcome.flags
+            if all(
+                (f["reached"], f["file"], f["line"]) != (g["reached"], g["file"], g["line"])
+                for g in flags
+            )
+        ]
     if not flags and outcomes and all(o.status == "not_attempted" for o in outcomes):
-        return Verdict("not_attempted", 0, total, f"{exercise.name} still raises NotImplementedError: not attempted yet.", None, len(cases), (False,) * len(cases))
+        return Verdict(
+            "not_attempted",
+            0,
+            total,
+            f"{exercise.name} still raises NotImplementedError: not attempted yet.",
+            None,
+            len(cases),
+            (False,) * len(cases),
+        )
     if not flags and len(outcomes) < len(cases) and all(o.status == "returned" for o in outcomes):
-        return Verdict("error", 0, total, f"{exercise.name} was not run on every case.", None, len(cases))
-    problems = [_case_problem(exercise, o, want, case) for o, want, case in zip(outcomes, expected, cases)]
-    problems += [("error", f"{exercise.name} was not run on every case.")] * (len(cases) - len(problems))
+        return Verdict(
+            "error", 0, total, f"{exercise.name} was not run on every case.", None, len(cases)
+        )
+    problems = [
+        _case_problem(exercise, o, want, case) for o, want, case in zip(outcomes, expected, cases)
+    ]
+    problems += [("error", f"{exercise.name} was not run on every case.")] * (
+        len(cases) - len(problems)
+    )
     right = tuple(problem is None for problem in problems)
     names = part_names(cases)
-    parts = tuple((part, all(ok for ok, case in zip(right, cases) if case.part == part)) for part in names)
+    parts = tuple(
+        (part, all(ok for ok, case in zip(right, cases) if case.part == part)) for part in names
+    )
     earned = round_points(total * sum(ok for _, ok in parts) / len(parts))
     first = next((i for i, problem in enumerate(problems) if problem is not None), None)
     base = dict(cases=len(cases), passed_cases=right, parts=parts if names != [""] else ())
@@ -220,9 +273,13 @@ def judge_outcomes(
         message = flag_message(exercise, flags, place)
         if first is None:
             message += f" Apart from that, it is right on every input ({_points_text(total, total)} if the instructor allows it)."
-        return Verdict("flagged", 0, total, message, None, flags=tuple(flags), points_if_allowed=earned, **base)  # type: ignore[arg-type]
+        return Verdict(
+            "flagged", 0, total, message, None, flags=tuple(flags), points_if_allowed=earned, **base
+        )  # type: ignore[arg-type]
     if first is None:
-        return Verdict("passed", total, total, f"passed, {_points_text(total, total)}", None, **base)  # type: ignore[arg-type]
+        return Verdict(
+            "passed", total, total, f"passed, {_points_text(total, total)}", None, **base
+        )  # type: ignore[arg-type]
     status, message = problems[first]  # type: ignore[misc]
     if earned:
         status = "failed"

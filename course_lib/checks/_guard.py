@@ -43,10 +43,21 @@ _LINE_LIMIT = 120
 
 _LIBRARY_DIRS = tuple(
     os.path.join(os.path.realpath(path), "")
-    for path in {sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(os.path.dirname(__file__))}
+    for path in {
+        sys.prefix,
+        sys.base_prefix,
+        sys.exec_prefix,
+        os.path.dirname(os.path.dirname(__file__)),
+    }
 )
 # Cells of a kernel are files under ipykernel_<pid>/; code typed at a prompt or in a doctest is the learner's too.
-_NOTEBOOK_FILES = (os.path.join(os.path.realpath(tempfile.gettempdir()), "ipykernel_"), "<ipython-input", "<cell", "<stdin>", "<doctest")
+_NOTEBOOK_FILES = (
+    os.path.join(os.path.realpath(tempfile.gettempdir()), "ipykernel_"),
+    "<ipython-input",
+    "<cell",
+    "<stdin>",
+    "<doctest",
+)
 
 
 def is_learner_file(filename: str) -> bool:
@@ -144,7 +155,15 @@ def package_dirs(package: str) -> tuple[str, ...]:
         places = [spec.origin]
     else:
         return ()
-    return tuple(dict.fromkeys(places + [os.path.join(os.path.realpath(p), "") if p.endswith(os.sep) else os.path.realpath(p) for p in places]))
+    return tuple(
+        dict.fromkeys(
+            places
+            + [
+                os.path.join(os.path.realpath(p), "") if p.endswith(os.sep) else os.path.realpath(p)
+                for p in places
+            ]
+        )
+    )
 
 
 # --- the watch ---------------------------------------------------------------------------------
@@ -187,7 +206,12 @@ def _where(caller: types.FrameType | None) -> tuple[str, int] | None:
 class Watch:
     """What one :func:`watch` block saw: ``flags``, a list of plain call records (see ``_spec.FLAG_FIELDS``)."""
 
-    def __init__(self, courses: Mapping[types.CodeType, str], references: Mapping[tuple[str, int, str], str], packages: Iterable[str]):
+    def __init__(
+        self,
+        courses: Mapping[types.CodeType, str],
+        references: Mapping[tuple[str, int, str], str],
+        packages: Iterable[str],
+    ):
         self.courses, self.references = courses, references
         self.packages = {package: package_dirs(package) for package in packages}
         self.flags: list[dict[str, Any]] = []
@@ -211,7 +235,8 @@ class Watch:
         key = (frame.f_code, package)
         if key not in self._imports:
             self._imports[key] = any(
-                isinstance(value, types.ModuleType) and (value.__name__ == package or value.__name__.startswith(package + "."))
+                isinstance(value, types.ModuleType)
+                and (value.__name__ == package or value.__name__.startswith(package + "."))
                 for value in list(frame.f_globals.values())
             )
         return self._imports[key]
@@ -228,7 +253,16 @@ class Watch:
         self._seen.add((reached, filename, lineno))
         cell = code_id("".join(linecache.getlines(filename))) if filename else ""
         text = _line_of(filename, lineno) if filename else ""
-        self.flags.append({"reached": reached, "kind": kind, "file": filename, "line": lineno, "text": text, "cell": cell})
+        self.flags.append(
+            {
+                "reached": reached,
+                "kind": kind,
+                "file": filename,
+                "line": lineno,
+                "text": text,
+                "cell": cell,
+            }
+        )
 
     def _module_call(self, package: str, reached: str, caller: types.FrameType | None) -> None:
         if caller is None:
@@ -237,7 +271,11 @@ class Watch:
         places = self.packages[package]
         if code.co_filename.startswith(places):
             return  # the package calling itself
-        if not is_learner_file(code.co_filename) and code not in _ITSELF and self._imports_package(caller, package):
+        if (
+            not is_learner_file(code.co_filename)
+            and code not in _ITSELF
+            and self._imports_package(caller, package)
+        ):
             return
         self._record("module", reached, caller)
 
@@ -282,8 +320,19 @@ def watch(forbidden: Iterable[str] = (), packages: Iterable[str] = ()) -> Iterat
     try:
         yield state
     finally:
-        if sys.getprofile() != state.hook:  # the learner's code replaced the watch: what it called is unknown
-            state.flags.append({"reached": "sys.setprofile", "kind": "tamper", "file": "", "line": 0, "text": "", "cell": ""})
+        if (
+            sys.getprofile() != state.hook
+        ):  # the learner's code replaced the watch: what it called is unknown
+            state.flags.append(
+                {
+                    "reached": "sys.setprofile",
+                    "kind": "tamper",
+                    "file": "",
+                    "line": 0,
+                    "text": "",
+                    "cell": "",
+                }
+            )
         sys.setprofile(previous)
 
 
@@ -304,7 +353,9 @@ def _stand_in_for(name: str, stand_in: Callable[..., Any]) -> Callable[..., Any]
 
 
 @contextlib.contextmanager
-def standing_in(namespace: dict[str, Any] | None, helpers: Mapping[str, Callable[..., Any]]) -> Iterator[list[str]]:
+def standing_in(
+    namespace: dict[str, Any] | None, helpers: Mapping[str, Callable[..., Any]]
+) -> Iterator[list[str]]:
     """Replace each callable ``namespace[name]`` by ``helpers[name]`` inside the block, then put it back.
 
     Yields the names replaced. What a stand-in calls is the course's own call (never flagged).

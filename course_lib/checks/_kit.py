@@ -87,7 +87,11 @@ def jit_compile_report(run: Callable[[], Any]) -> tuple[Any, dict[str, Any]]:
         result = jax.block_until_ready(run())
     named = set(re.findall(r"(\S+) defined at", "\n".join(misses)))
     compiles = sum(name.startswith("jit(") and name[4:-1] in named for name in counter.compiled)
-    return result, {"compiles": compiles, "misses": list(misses), "eager": counter.compiles - compiles}
+    return result, {
+        "compiles": compiles,
+        "misses": list(misses),
+        "eager": counter.compiles - compiles,
+    }
 
 
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+|0x[0-9a-fA-F]{6,}")
@@ -218,8 +222,13 @@ def tree_judge(rtol: float = 1e-5, atol: float = 1e-6, dtypes: bool = True) -> J
         if jax.tree.structure(mine) != jax.tree.structure(theirs):
             lines = list(cl.tree_diff(mine, theirs, names=("your result", "the expected result")))
             if not lines:
-                lines = [f"your structure: {jax.tree.structure(mine)}", f"expected: {jax.tree.structure(theirs)}"]
-            return "the structure differs from the expected one:\n" + "\n".join(f"  {line}" for line in lines)
+                lines = [
+                    f"your structure: {jax.tree.structure(mine)}",
+                    f"expected: {jax.tree.structure(theirs)}",
+                ]
+            return "the structure differs from the expected one:\n" + "\n".join(
+                f"  {line}" for line in lines
+            )
         try:
             cl.assert_trees_close(mine, theirs, rtol=rtol, atol=atol)
         except AssertionError as error:
@@ -246,7 +255,11 @@ def judge_compiles(got: Any, expected: Any, case: Case) -> str | None:
 
 
 def judge_compiles_with_advice(
-    got: dict[str, Any], expected: dict[str, Any], case: Case, advice: str | None = None, about: str = ""
+    got: dict[str, Any],
+    expected: dict[str, Any],
+    case: Case,
+    advice: str | None = None,
+    about: str = "",
 ) -> str | None:
     """:func:`judge_compiles`, with ``advice`` (what a miss means in this exercise) after its first line.
 
@@ -407,7 +420,9 @@ def describe_bf16(tree: Any, limit: int = 160) -> str:
 # --- random inputs ---------------------------------------------------------------------------
 
 
-def random_f32(rng: np.random.Generator, *shape: int, scale: float = 1.0, array: bool = False) -> np.ndarray:
+def random_f32(
+    rng: np.random.Generator, *shape: int, scale: float = 1.0, array: bool = False
+) -> np.ndarray:
     """Normal values times ``scale``, rounded to 3 decimals, as a float32 NumPy array of ``shape``.
 
     For ``shape`` ``()`` the result is a NumPy scalar (``describe`` writes ``np.float32(...)``), or
@@ -437,7 +452,9 @@ def small_float_leaf(rng: np.random.Generator) -> np.ndarray:
     return random_f32(rng, *small_shape(rng), array=True)
 
 
-def random_like(rng: np.random.Generator, tree: Any, scale: float = 1.0, array: bool = False) -> Any:
+def random_like(
+    rng: np.random.Generator, tree: Any, scale: float = 1.0, array: bool = False
+) -> Any:
     """A tree of the structure of ``tree`` with new float32 leaves of the same shapes (:func:`random_f32`).
 
     A JAX array's new leaf is a JAX array, a Python float's a Python float (3 decimals), any other
@@ -486,7 +503,20 @@ class Opaque:
         return hash(self.tag)
 
 
-KEYS = ("w", "b", "bias", "scale", "alpha", "encoder", "decoder", "head", "layer1", "layer2", "z", "emb")
+KEYS = (
+    "w",
+    "b",
+    "bias",
+    "scale",
+    "alpha",
+    "encoder",
+    "decoder",
+    "head",
+    "layer1",
+    "layer2",
+    "z",
+    "emb",
+)
 CONTAINERS = ("dict", "list", "tuple", "namedtuple", "OrderedDict")
 
 
@@ -502,7 +532,9 @@ def random_leaf(rng: np.random.Generator) -> Any:
         array = rng.integers(-9, 10, size=shape).astype(np.int32)
     else:
         array = rng.normal(size=shape).round(3).astype(np.float32)
-    return jax.device_put(array) if choice % 2 else array  # device_put: jnp.asarray compiles per shape
+    return (
+        jax.device_put(array) if choice % 2 else array
+    )  # device_put: jnp.asarray compiles per shape
 
 
 def random_tree(

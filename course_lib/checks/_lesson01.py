@@ -49,15 +49,33 @@ def _count_case(tree: Any, label: str) -> Case:
 def _count_cases(rng: np.random.Generator) -> list[Case]:
     m, n = (int(k) for k in rng.integers(2, 6, size=2))
     cases = [
-        _count_case({"w": random_f32(rng, m, n), "b": random_f32(rng, n)}, f"a layer with w of shape ({m}, {n}) and b of shape ({n},)"),
-        _count_case({"encoder": {"w": random_f32(rng, n, m), "b": None}, "decoder": None}, "a dict with None subtrees"),
-        _count_case([1.5, random_f32(rng, n), (2, random_f32(rng, m, 1))], "a list mixing Python numbers and arrays"),
-        _count_case((Layer(w=random_f32(rng, m, m), b=None), Point(x=random_f32(rng), y=random_f32(rng, 1))), "namedtuples with a None field and 0-d arrays"),
+        _count_case(
+            {"w": random_f32(rng, m, n), "b": random_f32(rng, n)},
+            f"a layer with w of shape ({m}, {n}) and b of shape ({n},)",
+        ),
+        _count_case(
+            {"encoder": {"w": random_f32(rng, n, m), "b": None}, "decoder": None},
+            "a dict with None subtrees",
+        ),
+        _count_case(
+            [1.5, random_f32(rng, n), (2, random_f32(rng, m, 1))],
+            "a list mixing Python numbers and arrays",
+        ),
+        _count_case(
+            (
+                Layer(w=random_f32(rng, m, m), b=None),
+                Point(x=random_f32(rng), y=random_f32(rng, 1)),
+            ),
+            "namedtuples with a None field and 0-d arrays",
+        ),
         _count_case(collections.OrderedDict(z=[None, None], a=()), "a tree with no leaves at all"),
         _count_case(None, "None on its own"),
     ]
     for i in range(4):
-        tree = {"params": random_tree(rng, depth=3, none_rate=0.3), "extra": random_tree(rng, depth=2)}
+        tree = {
+            "params": random_tree(rng, depth=3, none_rate=0.3),
+            "extra": random_tree(rng, depth=2),
+        }
         cases.append(_count_case(tree, f"random tree {i + 1}, {describe(tree, 100)}"))
     # The trees without leaves (0 parameters) share a part with layers, so a constant 0 earns nothing.
     dicts, mixed = "dicts, None and empty trees", "numbers, lists and namedtuples"
@@ -100,7 +118,9 @@ COUNT_PARAMS = Exercise(
 
 
 def _leaf_paths(tree: Any) -> list[str]:
-    return [keystr(path) for path, _ in jax.tree_util.tree_leaves_with_path(tree, is_leaf=_none_leaf)]
+    return [
+        keystr(path) for path, _ in jax.tree_util.tree_leaves_with_path(tree, is_leaf=_none_leaf)
+    ]
 
 
 def _paths_case(tree: Any, label: str) -> Case:
@@ -112,16 +132,33 @@ def _paths_case(tree: Any, label: str) -> Case:
 def _paths_cases(rng: np.random.Generator) -> list[Case]:
     leaf = lambda: random_leaf(rng)  # noqa: E731
     cases = [
-        _paths_case({"w": leaf(), "b": None, "alpha": [leaf(), None]}, "a dict with None values, keys not in sorted order"),
-        _paths_case(collections.OrderedDict(z=leaf(), a=None, m=(leaf(),)), "an OrderedDict, which keeps its own key order"),
-        _paths_case([Layer(w=leaf(), b=None), Point(x=None, y=leaf())], "a list of namedtuples with None fields"),
-        _paths_case((leaf(), [None, [leaf(), ()]], {}), "nested tuples and lists with empty containers"),
+        _paths_case(
+            {"w": leaf(), "b": None, "alpha": [leaf(), None]},
+            "a dict with None values, keys not in sorted order",
+        ),
+        _paths_case(
+            collections.OrderedDict(z=leaf(), a=None, m=(leaf(),)),
+            "an OrderedDict, which keeps its own key order",
+        ),
+        _paths_case(
+            [Layer(w=leaf(), b=None), Point(x=None, y=leaf())],
+            "a list of namedtuples with None fields",
+        ),
+        _paths_case(
+            (leaf(), [None, [leaf(), ()]], {}), "nested tuples and lists with empty containers"
+        ),
         _paths_case(leaf(), "a single leaf (its path is empty)"),
     ]
     for i in range(4):
-        tree = {"decoder": random_tree(rng, depth=3, none_rate=0.35), "encoder": random_tree(rng, depth=3, none_rate=0.35)}
+        tree = {
+            "decoder": random_tree(rng, depth=3, none_rate=0.35),
+            "encoder": random_tree(rng, depth=3, none_rate=0.35),
+        }
         cases.append(_paths_case(tree, f"random tree {i + 1}, {describe(tree, 100)}"))
-    dicts, nested = "dicts and OrderedDicts with None", "namedtuples, nested containers and a single leaf"
+    dicts, nested = (
+        "dicts and OrderedDicts with None",
+        "namedtuples, nested containers and a single leaf",
+    )
     return in_parts(cases, [dicts, dicts, nested, nested, nested] + ["random trees"] * 4)
 
 
@@ -149,7 +186,9 @@ def _judge_paths(got: Any, expected: Any, case: Case) -> str | None:
     missing = [p for p in expected if p not in got]
     extra = [p for p in got if p not in expected]
     if missing:
-        return f"missing path {missing[0]!r}" + (f", and {extra[0]!r} is not a path of a leaf." if extra else ".")
+        return f"missing path {missing[0]!r}" + (
+            f", and {extra[0]!r} is not a path of a leaf." if extra else "."
+        )
     if extra:
         return f"{extra[0]!r} is not the path of a leaf or of a None entry."
     return f"returned {len(got)} paths, expected {len(expected)}: some appear twice."
@@ -221,7 +260,11 @@ def _node_cases(rng: np.random.Generator) -> list[Case]:
         ("a dict", {"w": a, "b": b}, "container"),
         ("a namedtuple", Layer(w=a, b=b), "namedtuple"),
         ("a registered dataclass", RegisteredLayer(w=a, b=b), "registered"),
-        ("a jax.tree_util.Partial with a bound array", jax.tree_util.Partial(np.multiply, arr), "partial"),
+        (
+            "a jax.tree_util.Partial with a bound array",
+            jax.tree_util.Partial(np.multiply, arr),
+            "partial",
+        ),
         ("an OrderedDict", collections.OrderedDict(b=a, a=b), "ordered"),
         ("the shape of an array", arr.shape, "shape"),
         ("a NumPy array", arr, "array"),
@@ -231,7 +274,11 @@ def _node_cases(rng: np.random.Generator) -> list[Case]:
         ("a Python int", int(rng.integers(0, 100)), "number"),
         ("a string", str(rng.choice(["relu", "gelu", "adam", "sgd"])), "string"),
         ("a set", {int(rng.integers(0, 9))}, "set"),
-        ("an instance of an unregistered class", Opaque(str(rng.choice(["config", "rng", "logger"]))), "opaque"),
+        (
+            "an instance of an unregistered class",
+            Opaque(str(rng.choice(["config", "rng", "logger"]))),
+            "opaque",
+        ),
     ]
     order = rng.permutation(len(found))
     return [Case((found[i][1],), label=found[i][0], info={"kind": found[i][2]}) for i in order]
@@ -277,15 +324,25 @@ def _replace_cases(rng: np.random.Generator) -> list[Case]:
     def case(tree: Any, label: str, strings: bool) -> Case:
         n = len(jax.tree.leaves(tree))
         if strings:
-            tags = [str(t) for t in rng.choice(list("abcdefghijklmnopqrstuvwxyz"), size=n, replace=False)]
+            tags = [
+                str(t)
+                for t in rng.choice(list("abcdefghijklmnopqrstuvwxyz"), size=n, replace=False)
+            ]
             values: list[Any] = [f"new_{t}" for t in tags]
         else:
-            values = [np.full(tuple(int(k) for k in rng.integers(1, 3, size=1)), i, np.float32) for i in range(n)]
+            values = [
+                np.full(tuple(int(k) for k in rng.integers(1, 3, size=1)), i, np.float32)
+                for i in range(n)
+            ]
         return Case((tree, values), label=label)
 
     leaf = lambda: random_leaf(rng)  # noqa: E731
     cases = [
-        case({"w": leaf(), "b": leaf(), "alpha": leaf()}, "a dict whose keys are not in sorted order", True),
+        case(
+            {"w": leaf(), "b": leaf(), "alpha": leaf()},
+            "a dict whose keys are not in sorted order",
+            True,
+        ),
         case([leaf(), None, (leaf(), {"z": leaf(), "a": None})], "a list with None subtrees", True),
         case(Layer(w=leaf(), b=(leaf(), leaf())), "a namedtuple", False),
         case(collections.OrderedDict(z=leaf(), a=[leaf()]), "an OrderedDict", True),
@@ -307,7 +364,10 @@ def _judge_replace(got: Any, expected: Any, case: Case) -> str | None:
         return problem
     mine, theirs = jax.tree.leaves(rebuild_tree(got)), jax.tree.leaves(rebuild_tree(expected))
     if sorted(map(describe, mine)) == sorted(map(describe, theirs)):
-        return problem + " The values are all there but in another order: they go in the order jax.tree.leaves lists leaves (dict keys sorted)."
+        return (
+            problem
+            + " The values are all there but in another order: they go in the order jax.tree.leaves lists leaves (dict keys sorted)."
+        )
     return problem
 
 
@@ -353,18 +413,43 @@ def _same_cases(rng: np.random.Generator) -> list[Case]:
     x, y, z = random_f32(rng, 2), random_f32(rng, 3, 2), random_f32(rng, 1)
     pairs = [
         ("a list and a tuple with the same leaves", [x, y], (x, y), "list_tuple"),
-        ("a namedtuple and a tuple with the same leaves", Point(x=x, y=y), (x, y), "namedtuple_tuple"),
-        ("two dicts with the same keys inserted in different orders", {"w": x, "b": y}, {"b": z, "w": x}, "dict_order"),
+        (
+            "a namedtuple and a tuple with the same leaves",
+            Point(x=x, y=y),
+            (x, y),
+            "namedtuple_tuple",
+        ),
+        (
+            "two dicts with the same keys inserted in different orders",
+            {"w": x, "b": y},
+            {"b": z, "w": x},
+            "dict_order",
+        ),
         (
             "two OrderedDicts with the same keys in different orders",
             collections.OrderedDict(w=x, b=y),
             collections.OrderedDict(b=y, w=x),
             "ordered_order",
         ),
-        ("a dict and an OrderedDict with the same keys", {"a": x}, collections.OrderedDict(a=x), "dict_ordered"),
-        ("the same containers with leaves of other shapes and dtypes", {"w": [x, y]}, {"w": [y.astype(np.int32), z]}, "shapes"),
+        (
+            "a dict and an OrderedDict with the same keys",
+            {"a": x},
+            collections.OrderedDict(a=x),
+            "dict_ordered",
+        ),
+        (
+            "the same containers with leaves of other shapes and dtypes",
+            {"w": [x, y]},
+            {"w": [y.astype(np.int32), z]},
+            "shapes",
+        ),
         ("a Python float where the other tree has an array", (1.5, [x]), (x, [2]), "leaf_kinds"),
-        ("None where the other tree has a leaf", {"w": x, "b": None}, {"w": x, "b": z}, "none_leaf"),
+        (
+            "None where the other tree has a leaf",
+            {"w": x, "b": None},
+            {"w": x, "b": z},
+            "none_leaf",
+        ),
         ("a leaf where the other tree has None", (x, z), (x, None), "leaf_none"),
         ("a leaf where the other tree has a tuple", [x], [(x, z)], "deeper"),
         ("a dict with an extra key", {"w": x}, {"w": x, "b": y}, "extra_key"),
@@ -373,9 +458,19 @@ def _same_cases(rng: np.random.Generator) -> list[Case]:
     ]
     for i in range(3):
         tree = random_tree(rng, depth=3, none_rate=0.3)
-        pairs.append((f"two copies of random tree {i + 1}", tree, jax.tree.map(lambda _: leaf(), tree), "same"))
+        pairs.append(
+            (
+                f"two copies of random tree {i + 1}",
+                tree,
+                jax.tree.map(lambda _: leaf(), tree),
+                "same",
+            )
+        )
     order = rng.permutation(len(pairs))
-    return [Case((pairs[i][1], pairs[i][2]), label=pairs[i][0], info={"kind": pairs[i][3]}) for i in order]
+    return [
+        Case((pairs[i][1], pairs[i][2]), label=pairs[i][0], info={"kind": pairs[i][3]})
+        for i in order
+    ]
 
 
 def _same_structure(a: Any, b: Any) -> bool:

@@ -45,7 +45,10 @@ def _float_tree(rng: np.random.Generator, depth: int = 3) -> Any:
     ``SMALL_SHAPES``), where ``p - lr * g`` compiles nothing.
     """
     while True:
-        tree = {"params": random_tree(rng, depth=depth, none_rate=0.3, leaf=small_float_leaf), "head": small_float_leaf(rng)}
+        tree = {
+            "params": random_tree(rng, depth=depth, none_rate=0.3, leaf=small_float_leaf),
+            "head": small_float_leaf(rng),
+        }
         if len(jax.tree.leaves(tree)) >= 2:
             return tree
 
@@ -58,7 +61,11 @@ def _first_mistake(mine: Any, variants: list[tuple[str, Callable[[], Any]]]) -> 
 def _flat_leaves_hint(mine: Any, reference_tree: Any, name: str) -> str | None:
     """A hint when ``mine`` is a flat list of leaves where a tree shaped like ``reference_tree`` was due."""
     n = len(jax.tree.leaves(reference_tree))
-    if isinstance(mine, (list, tuple)) and len(mine) == n and not isinstance(reference_tree, type(mine)):
+    if (
+        isinstance(mine, (list, tuple))
+        and len(mine) == n
+        and not isinstance(reference_tree, type(mine))
+    ):
         return (
             f"returned a flat {type(mine).__name__} of {n} leaves; return a tree shaped like {name}. "
             "jax.tree.map builds the containers for you."
@@ -115,7 +122,10 @@ def _sgd_cases(rng: np.random.Generator) -> list[Case]:
             "a list of layers, the first without a bias (None)",
         ),
         (
-            (Layer(w=_f32(rng, m, n), b=None), collections.OrderedDict(scale=_f32(rng), shift=_f32(rng, n))),
+            (
+                Layer(w=_f32(rng, m, n), b=None),
+                collections.OrderedDict(scale=_f32(rng), shift=_f32(rng, n)),
+            ),
             0.5,
             "a namedtuple with a None field and an OrderedDict",
         ),
@@ -125,12 +135,26 @@ def _sgd_cases(rng: np.random.Generator) -> list[Case]:
             "a Python float leaf",
         ),
     ]
-    parts = ["dicts and lists with None", "dicts and lists with None", "namedtuples, OrderedDicts and floats", "namedtuples, OrderedDicts and floats"]
-    cases = [Case((params, _like(rng, params), lr), label=label, part=part) for (params, lr, label), part in zip(trees, parts)]
+    parts = [
+        "dicts and lists with None",
+        "dicts and lists with None",
+        "namedtuples, OrderedDicts and floats",
+        "namedtuples, OrderedDicts and floats",
+    ]
+    cases = [
+        Case((params, _like(rng, params), lr), label=label, part=part)
+        for (params, lr, label), part in zip(trees, parts)
+    ]
     for i in range(2):
         params = _float_tree(rng)
         lr = float(rng.choice([0.1, 0.03, 0.2]))
-        cases.append(Case((params, _like(rng, params), lr), label=f"random tree {i + 1}, {describe(params, 100)}", part="random trees"))
+        cases.append(
+            Case(
+                (params, _like(rng, params), lr),
+                label=f"random tree {i + 1}, {describe(params, 100)}",
+                part="random trees",
+            )
+        )
     return cases
 
 
@@ -146,14 +170,23 @@ def _explain_sgd(problem: str, mine: Any, theirs: Any, case: Case) -> str:
     mistake = _first_mistake(
         mine,
         [
-            ("you added the step: p + lr * g climbs the loss; gradient descent subtracts, p - lr * g.",
-             lambda: jax.tree.map(lambda p, g: p + lr * g, params, grads)),
-            ("the learning rate is missing: each leaf moved by the whole gradient, p - g.",
-             lambda: jax.tree.map(lambda p, g: p - g, params, grads)),
+            (
+                "you added the step: p + lr * g climbs the loss; gradient descent subtracts, p - lr * g.",
+                lambda: jax.tree.map(lambda p, g: p + lr * g, params, grads),
+            ),
+            (
+                "the learning rate is missing: each leaf moved by the whole gradient, p - g.",
+                lambda: jax.tree.map(lambda p, g: p - g, params, grads),
+            ),
             ("you returned params unchanged: the update must move every leaf.", lambda: params),
-            ("you returned the step -lr * g, not the new parameters p - lr * g.",
-             lambda: jax.tree.map(lambda g: -lr * g, grads)),
-            ("you returned lr * g: the new parameters are p - lr * g.", lambda: jax.tree.map(lambda g: lr * g, grads)),
+            (
+                "you returned the step -lr * g, not the new parameters p - lr * g.",
+                lambda: jax.tree.map(lambda g: -lr * g, grads),
+            ),
+            (
+                "you returned lr * g: the new parameters are p - lr * g.",
+                lambda: jax.tree.map(lambda g: lr * g, grads),
+            ),
         ],
     )
     return f"{problem} It looks like {mistake}" if mistake else problem
@@ -186,21 +219,47 @@ def _average_trees(trees: list[Any]) -> Any:
 
 
 def _average_cases(rng: np.random.Generator) -> list[Case]:
-    first = {"w": _f32(rng, 2, 3), "b": None, "layers": [_f32(rng), (jax.device_put(_f32(rng, 3)),)]}
+    first = {
+        "w": _f32(rng, 2, 3),
+        "b": None,
+        "layers": [_f32(rng), (jax.device_put(_f32(rng, 3)),)],
+    }
     ordered = collections.OrderedDict(z=Layer(w=_f32(rng, 2, 3), b=None), a=[_f32(rng)])
     # The single tree is its own mean: it shares a part with three dicts, which returning trees[0] gets wrong.
     dicts, named = "dicts and lists with None", "namedtuples and OrderedDicts"
     cases = [
-        Case(([first, _like(rng, first), _like(rng, first)],), label="three dicts with a None entry", part=dicts),
-        Case(([ordered, _like(rng, ordered)],), label="two OrderedDicts holding a namedtuple", part=named),
-        Case(([(_f32(rng, 3), [None, _f32(rng, 2, 3)])],), label="a list holding a single tree", part=dicts),
-        Case(([Point(x=_f32(rng), y=_f32(rng, 3)) for _ in range(4)],), label="four namedtuples of 0-d and 1-d arrays", part=named),
+        Case(
+            ([first, _like(rng, first), _like(rng, first)],),
+            label="three dicts with a None entry",
+            part=dicts,
+        ),
+        Case(
+            ([ordered, _like(rng, ordered)],),
+            label="two OrderedDicts holding a namedtuple",
+            part=named,
+        ),
+        Case(
+            ([(_f32(rng, 3), [None, _f32(rng, 2, 3)])],),
+            label="a list holding a single tree",
+            part=dicts,
+        ),
+        Case(
+            ([Point(x=_f32(rng), y=_f32(rng, 3)) for _ in range(4)],),
+            label="four namedtuples of 0-d and 1-d arrays",
+            part=named,
+        ),
     ]
     for i in range(2):
         tree = _float_tree(rng)
         k = int(rng.integers(2, 4))
         trees = [tree] + [_like(rng, tree) for _ in range(k - 1)]
-        cases.append(Case((trees,), label=f"{k} copies of random tree {i + 1}, {describe(tree, 90)}", part="random trees"))
+        cases.append(
+            Case(
+                (trees,),
+                label=f"{k} copies of random tree {i + 1}, {describe(tree, 90)}",
+                part="random trees",
+            )
+        )
     return cases
 
 
@@ -223,8 +282,10 @@ def _explain_average(problem: str, mine: Any, theirs: Any, case: Case) -> str:
     mistake = _first_mistake(
         mine,
         [
-            (f"you returned the sum of the {k} trees: divide by len(trees).",
-             lambda: jax.tree.map(lambda *xs: sum(xs), *trees)),
+            (
+                f"you returned the sum of the {k} trees: divide by len(trees).",
+                lambda: jax.tree.map(lambda *xs: sum(xs), *trees),
+            ),
             ("you returned the first tree: every tree of the list must count.", lambda: trees[0]),
             ("you returned the last tree: every tree of the list must count.", lambda: trees[-1]),
         ],
@@ -233,7 +294,10 @@ def _explain_average(problem: str, mine: Any, theirs: Any, case: Case) -> str:
 
 
 def _shape_collapsed(mine: Any, theirs: Any) -> bool:
-    return any(np.shape(a) == () and np.shape(b) != () for a, b in zip(jax.tree.leaves(mine), jax.tree.leaves(theirs)))
+    return any(
+        np.shape(a) == () and np.shape(b) != ()
+        for a, b in zip(jax.tree.leaves(mine), jax.tree.leaves(theirs))
+    )
 
 
 AVERAGE_TREES = Exercise(
@@ -284,7 +348,10 @@ def _train_cases(rng: np.random.Generator) -> list[Case]:
     params = {
         "layers": [
             {"w": jax.device_put(_f32(rng, n_in, hidden, scale=0.5)), "b": None},
-            Layer(w=jax.device_put(_f32(rng, hidden, n_out, scale=0.5)), b=jax.device_put(_f32(rng, n_out, scale=0.1))),
+            Layer(
+                w=jax.device_put(_f32(rng, hidden, n_out, scale=0.5)),
+                b=jax.device_put(_f32(rng, n_out, scale=0.1)),
+            ),
         ],
         "scale": jax.device_put(np.float32(1.0)),
     }
@@ -298,14 +365,26 @@ def _train_cases(rng: np.random.Generator) -> list[Case]:
     return [Case((params, batches, lrs), label=label, shown=shown)]
 
 
-_STEP_FORBIDDEN = ("sgd", "momentum", "adam", "tree_add_scale", "tree_sub", "tree_scale", "tree_add")
+_STEP_FORBIDDEN = (
+    "sgd",
+    "momentum",
+    "adam",
+    "tree_add_scale",
+    "tree_sub",
+    "tree_scale",
+    "tree_add",
+)
 # Calls made while the step runs are the learner's too: the whole probe is watched (see _guard).
 
 
 def _probe_train(fn: Callable[..., Any], case: Case) -> Any:
     params, batches, lrs = case.args
     step = fn(_model_loss)
-    report: dict[str, Any] = {"jitted": hasattr(step, "lower") and hasattr(step, "trace"), "losses": [], "output": ""}
+    report: dict[str, Any] = {
+        "jitted": hasattr(step, "lower") and hasattr(step, "trace"),
+        "losses": [],
+        "output": "",
+    }
     if not callable(step):
         return {**report, "output": f"make_sgd_step returned {describe(step, 60)}, not a function"}
     state: dict[str, Any] = {"params": params}
@@ -314,7 +393,9 @@ def _probe_train(fn: Callable[..., Any], case: Case) -> Any:
         for batch, lr in zip(batches, lrs):
             out = step(state["params"], batch, lr)
             if not (isinstance(out, tuple) and len(out) == 2):
-                report["output"] = f"step returned {describe(out, 80)}; it must return a pair (new_params, loss)"
+                report["output"] = (
+                    f"step returned {describe(out, 80)}; it must return a pair (new_params, loss)"
+                )
                 return None
             state["params"], loss = out
             report["losses"].append(np.asarray(loss, dtype=np.float32))
@@ -340,7 +421,11 @@ def _judge_train(got: Any, expected: Any, case: Case) -> str | None:
             return (
                 f"after {i} step{'s' if i > 1 else ''} the loss is {round(float(mine), 5)}, expected "
                 f"{round(float(want), 5)}, so the update is wrong"
-                + (": the loss went up, so the step climbs the gradient; subtract lr * g." if going_up else ".")
+                + (
+                    ": the loss went up, so the step climbs the gradient; subtract lr * g."
+                    if going_up
+                    else "."
+                )
             )
     problem = _tree_judge(got["params"], expected["params"], case)
     if problem is not None:
@@ -377,7 +462,11 @@ MAKE_SGD_STEP = Exercise(
 
 
 def _global_norm(tree: Any) -> float:
-    return float(np.sqrt(sum(np.sum(np.square(np.asarray(leaf, np.float64))) for leaf in jax.tree.leaves(tree))))
+    return float(
+        np.sqrt(
+            sum(np.sum(np.square(np.asarray(leaf, np.float64))) for leaf in jax.tree.leaves(tree))
+        )
+    )
 
 
 def _norm_cases(rng: np.random.Generator) -> list[Case]:
@@ -385,10 +474,17 @@ def _norm_cases(rng: np.random.Generator) -> list[Case]:
     trees = [
         ({"w": _f32(rng, m, n, scale=2.0), "b": _f32(rng, n, scale=2.0)}, "a layer with w and b"),
         (
-            [jax.device_put(_f32(rng, n, scale=3.0)), None, {"z": None, "a": _f32(rng, m, n, scale=3.0)}],
+            [
+                jax.device_put(_f32(rng, n, scale=3.0)),
+                None,
+                {"z": None, "a": _f32(rng, m, n, scale=3.0)},
+            ],
             "a list with None subtrees",
         ),
-        ((Layer(w=rng.integers(-4, 5, size=(n,)).astype(np.int32), b=None), 2.5), "int32 entries and a Python float"),
+        (
+            (Layer(w=rng.integers(-4, 5, size=(n,)).astype(np.int32), b=None), 2.5),
+            "int32 entries and a Python float",
+        ),
         (
             collections.OrderedDict(only=np.array(-round(2 + rng.random(), 3), np.float32)),
             "a single 0-d array holding a negative number",
@@ -396,20 +492,31 @@ def _norm_cases(rng: np.random.Generator) -> list[Case]:
         ({"a": None, "b": [(), {}]}, "a tree with no leaves at all"),
     ]
     # A tree without leaves (norm 0) shares a part with trees that have some, so 0 earns nothing.
-    parts = ["dicts and lists with None", "dicts and lists with None", "int32 entries, floats and 0-d arrays",
-             "int32 entries, floats and 0-d arrays", "dicts and lists with None"]
+    parts = [
+        "dicts and lists with None",
+        "dicts and lists with None",
+        "int32 entries, floats and 0-d arrays",
+        "int32 entries, floats and 0-d arrays",
+        "dicts and lists with None",
+    ]
     cases = [Case((tree,), label=label, part=part) for (tree, label), part in zip(trees, parts)]
     for i in range(2):
         tree = _float_tree(rng)
-        cases.append(Case((tree,), label=f"random tree {i + 1}, {describe(tree, 100)}", part="random trees"))
+        cases.append(
+            Case((tree,), label=f"random tree {i + 1}, {describe(tree, 100)}", part="random trees")
+        )
     layer = {"w": _f32(rng, m, n, scale=2.0), "b": _f32(rng, n, scale=2.0)}
-    cases.append(Case((layer,), label="a layer, under jax.jit", info={"jit": True}, part="under jit"))
+    cases.append(
+        Case((layer,), label="a layer, under jax.jit", info={"jit": True}, part="under jit")
+    )
     return cases
 
 
 def _global_norm_stand_in(tree: Any) -> jax.Array:
     """What another exercise's answer gets when it calls ``global_norm`` (JAX, so that it works under jit)."""
-    squares = [jnp.sum(jnp.square(jnp.asarray(leaf, jnp.float32))) for leaf in jax.tree.leaves(tree)]
+    squares = [
+        jnp.sum(jnp.square(jnp.asarray(leaf, jnp.float32))) for leaf in jax.tree.leaves(tree)
+    ]
     return jnp.sqrt(sum(squares, jnp.float32(0)))
 
 
@@ -453,7 +560,9 @@ def _judge_norm(got: Any, expected: Any, case: Case) -> str | None:
     want = float(to_python(expected))
     value = _number(got)
     if value is None:
-        if isinstance(got, (list, tuple, dict)) or (isinstance(got, np.ndarray) and got.shape != ()):
+        if isinstance(got, (list, tuple, dict)) or (
+            isinstance(got, np.ndarray) and got.shape != ()
+        ):
             return (
                 f"returned {describe(got, 80)}, one value per leaf or entry: the global norm is a single "
                 "number for the whole tree."
@@ -474,7 +583,9 @@ def _judge_norm(got: Any, expected: Any, case: Case) -> str | None:
         )
     if per_leaf and np.isclose(value, max(per_leaf), rtol=1e-4):
         return f"{text}: that is the largest norm of a single leaf; every leaf counts."
-    if leaves and np.isclose(value, np.sqrt(sum(float(np.sum(leaf)) ** 2 for leaf in leaves)), rtol=1e-4):
+    if leaves and np.isclose(
+        value, np.sqrt(sum(float(np.sum(leaf)) ** 2 for leaf in leaves)), rtol=1e-4
+    ):
         return f"{text}: square each entry before adding, not the sum of a leaf."
     return text + "."
 
@@ -510,7 +621,9 @@ def _clip_by_global_norm(grads: Any, max_norm: Any) -> Any:
 def _clip_cases(rng: np.random.Generator) -> list[Case]:
     # Trees left alone (below max_norm, or zeros) share a part with trees that must be clipped, so
     # returning grads unchanged earns nothing.
-    def case(tree: Any, ratio: float, label: str, jit: bool = False, part: str = "without jit") -> Case:
+    def case(
+        tree: Any, ratio: float, label: str, jit: bool = False, part: str = "without jit"
+    ) -> Case:
         norm = _global_norm(tree)
         max_norm = round(norm * ratio, 3) if norm else 1.0
         return Case((tree, max_norm), label=label, info={"norm": norm, "jit": jit}, part=part)
@@ -524,10 +637,21 @@ def _clip_cases(rng: np.random.Generator) -> list[Case]:
             jit=True,
             part="under jit",
         ),
-        case({"w": _f32(rng, m, n), "b": None}, 2.0, "a layer whose norm is already below max_norm (nothing to clip)"),
-        case([Layer(w=jax.device_put(_f32(rng, n, scale=3.0)), b=None), (_f32(rng, scale=0.1),)], 0.8,
-             "a list with a namedtuple, one large leaf and one small leaf"),
-        case(collections.OrderedDict(a=np.zeros((m, n), np.float32), b=None), 0.5, "a tree of zeros (norm 0)"),
+        case(
+            {"w": _f32(rng, m, n), "b": None},
+            2.0,
+            "a layer whose norm is already below max_norm (nothing to clip)",
+        ),
+        case(
+            [Layer(w=jax.device_put(_f32(rng, n, scale=3.0)), b=None), (_f32(rng, scale=0.1),)],
+            0.8,
+            "a list with a namedtuple, one large leaf and one small leaf",
+        ),
+        case(
+            collections.OrderedDict(a=np.zeros((m, n), np.float32), b=None),
+            0.5,
+            "a tree of zeros (norm 0)",
+        ),
     ]
     for i in range(2):
         tree = _float_tree(rng)
@@ -554,9 +678,13 @@ def _explain_clip(problem: str, mine: Any, theirs: Any, case: Case) -> str:
     if problem.startswith("the structure"):
         return _flat_leaves_hint(mine, grads, "grads") or problem
     norm = case.info["norm"]
-    if norm > 0 and any(np.isnan(np.asarray(leaf, dtype=np.float64)).any() for leaf in jax.tree.leaves(mine)):
+    if norm > 0 and any(
+        np.isnan(np.asarray(leaf, dtype=np.float64)).any() for leaf in jax.tree.leaves(mine)
+    ):
         return f"{problem} Your result holds nan."
-    if norm == 0 and any(np.isnan(np.asarray(leaf, dtype=np.float64)).any() for leaf in jax.tree.leaves(mine)):
+    if norm == 0 and any(
+        np.isnan(np.asarray(leaf, dtype=np.float64)).any() for leaf in jax.tree.leaves(mine)
+    ):
         return f"{problem} The norm is 0 here, and dividing by it gives nan: only divide when clipping is needed."
 
     def per_leaf() -> Any:
@@ -569,22 +697,37 @@ def _explain_clip(problem: str, mine: Any, theirs: Any, case: Case) -> str:
     def without_sqrt() -> Any:
         squares = norm**2  # the sum of squares taken for the norm
         if not squares > max_norm:
-            raise ValueError("no clipping either way: the mistake cannot be told from 'nothing was clipped'")
+            raise ValueError(
+                "no clipping either way: the mistake cannot be told from 'nothing was clipped'"
+            )
         return jax.tree.map(lambda g: g * (max_norm / squares), grads)
 
     mistake = _first_mistake(
         mine,
         [
-            ("you clipped each leaf by its own norm; the norm to compare with max_norm is the global norm of "
-             "the whole tree, and every leaf is scaled by the same factor.", per_leaf),
-            ("you scaled even though the global norm is below max_norm: gradients that are small enough "
-             "must come back unchanged.", lambda: jax.tree.map(lambda g: g * (max_norm / norm), grads)),
-            ("you scaled by norm / max_norm; the factor is max_norm / norm.",
-             lambda: jax.tree.map(lambda g: g * (norm / max_norm), grads)),
-            ("you used the sum of squares as the norm: the global norm is its square root, "
-             "sqrt(sum of every leaf's g ** 2), in the comparison and in the factor.", without_sqrt),
-            ("nothing was clipped: when the global norm is above max_norm, scale every leaf by max_norm / norm.",
-             lambda: grads),
+            (
+                "you clipped each leaf by its own norm; the norm to compare with max_norm is the global norm of "
+                "the whole tree, and every leaf is scaled by the same factor.",
+                per_leaf,
+            ),
+            (
+                "you scaled even though the global norm is below max_norm: gradients that are small enough "
+                "must come back unchanged.",
+                lambda: jax.tree.map(lambda g: g * (max_norm / norm), grads),
+            ),
+            (
+                "you scaled by norm / max_norm; the factor is max_norm / norm.",
+                lambda: jax.tree.map(lambda g: g * (norm / max_norm), grads),
+            ),
+            (
+                "you used the sum of squares as the norm: the global norm is its square root, "
+                "sqrt(sum of every leaf's g ** 2), in the comparison and in the factor.",
+                without_sqrt,
+            ),
+            (
+                "nothing was clipped: when the global norm is above max_norm, scale every leaf by max_norm / norm.",
+                lambda: grads,
+            ),
         ],
     )
     return f"{problem} It looks like {mistake}" if mistake else problem
@@ -652,14 +795,23 @@ def _stack_cases(rng: np.random.Generator) -> list[Case]:
             label="two namedtuples holding a list",
             part="dicts and namedtuples",
         ),
-        Case(([collections.OrderedDict(z=_f32(rng, 2, 3), a=(None, _f32(rng)))],), label="a single OrderedDict",
-             part="one tree, and random trees"),
+        Case(
+            ([collections.OrderedDict(z=_f32(rng, 2, 3), a=(None, _f32(rng)))],),
+            label="a single OrderedDict",
+            part="one tree, and random trees",
+        ),
     ]
     for i in range(2):
         tree = _float_tree(rng)
         k = int(rng.integers(2, 4))
         trees = [tree] + [_like(rng, tree) for _ in range(k - 1)]
-        cases.append(Case((trees,), label=f"{k} copies of random tree {i + 1}, {describe(tree, 90)}", part="one tree, and random trees"))
+        cases.append(
+            Case(
+                (trees,),
+                label=f"{k} copies of random tree {i + 1}, {describe(tree, 90)}",
+                part="one tree, and random trees",
+            )
+        )
     return cases
 
 
@@ -697,7 +849,11 @@ def _explain_stack(problem: str, mine: Any, theirs: Any, case: Case) -> str:
         shape_a, shape_b = np.shape(a), np.shape(b)
         if shape_a == shape_b:
             continue
-        if len(shape_a) == len(shape_b) - 1 and shape_a[:1] == (shape_b[0] * shape_b[1],) and shape_a[1:] == shape_b[2:]:
+        if (
+            len(shape_a) == len(shape_b) - 1
+            and shape_a[:1] == (shape_b[0] * shape_b[1],)
+            and shape_a[1:] == shape_b[2:]
+        ):
             return (
                 f"a leaf has shape {shape_a}, expected {shape_b}: jnp.concatenate joins along an existing axis; "
                 "jnp.stack adds a new first axis of length len(trees)."

@@ -23,8 +23,8 @@ from jax.tree_util import keystr
 from ._kit import (
     Layer,
     call_tree,
-    in_parts,
     error_text,
+    in_parts,
     missing_return,
     plain_difference,
     random_f32,
@@ -248,7 +248,9 @@ def _class_probe(spec: _Spec) -> Callable[[Callable[..., Any], Case], Any]:
         if make in _REFERENCE_CLASSES and define not in _REFERENCE_DEFINES:
             return {"defined": "reference"}
         layer = make(*case.args, **case.kwargs)
-        treedef = jax.tree.structure(layer)  # a stub's flatten raises NotImplementedError here: not attempted
+        treedef = jax.tree.structure(
+            layer
+        )  # a stub's flatten raises NotImplementedError here: not attempted
         cls = type(layer)
         builtin = cls.__module__ == "builtins" or isinstance(layer, tuple)
         report: dict[str, Any] = {
@@ -269,14 +271,23 @@ def _class_probe(spec: _Spec) -> Callable[[Callable[..., Any], Case], Any]:
             return jax.tree.structure(make(*case.args, **{**case.kwargs, name: value})) != treedef
 
         report["static"] = {
-            name: _attempt(lambda name=name, value=value: differs(name, value)) for name, value in case.info["variants"].items()
+            name: _attempt(lambda name=name, value=value: differs(name, value))
+            for name, value in case.info["variants"].items()
         }
-        report["data"] = _attempt(lambda: jax.tree.structure(make(*case.info["other_arrays"], **case.kwargs)) == treedef)
+        report["data"] = _attempt(
+            lambda: jax.tree.structure(make(*case.info["other_arrays"], **case.kwargs)) == treedef
+        )
         report["aux"] = _attempt(lambda: _unhashable_aux(treedef))
-        report["rebuilt"] = _attempt(lambda: _record(jax.tree.unflatten(treedef, leaves), spec.fields, cls))
-        report["mapped"] = _attempt(lambda: _record(jax.tree.map(lambda leaf: leaf * 2, layer), spec.fields, cls))
+        report["rebuilt"] = _attempt(
+            lambda: _record(jax.tree.unflatten(treedef, leaves), spec.fields, cls)
+        )
+        report["mapped"] = _attempt(
+            lambda: _record(jax.tree.map(lambda leaf: leaf * 2, layer), spec.fields, cls)
+        )
         marks = [Placeholder(i) for i in range(len(leaves))]
-        report["placeholders"] = _attempt(lambda: _record(jax.tree.unflatten(treedef, marks), spec.children, cls)["kinds"])
+        report["placeholders"] = _attempt(
+            lambda: _record(jax.tree.unflatten(treedef, marks), spec.children, cls)["kinds"]
+        )
 
         def train() -> dict[str, Any]:
             value, grads = _train(spec.kind, layer, case.info["x"])
@@ -307,7 +318,9 @@ def _leaf_text(value: Any) -> str:
     return repr(value) if isinstance(value, (str, int, float)) else describe(value, 40)
 
 
-def _judge_class(spec: _Spec, name: str, register_hint: str, static_hint: str) -> Callable[[Any, Any, Case], str | None]:
+def _judge_class(
+    spec: _Spec, name: str, register_hint: str, static_hint: str
+) -> Callable[[Any, Any, Case], str | None]:
     """A judge for a class exercise: the first fact of the record that differs decides the hint."""
     define = f"define_{spec.kind}"
 
@@ -330,9 +343,15 @@ def _judge_class(spec: _Spec, name: str, register_hint: str, static_hint: str) -
                 "makes an instance."
             )
         if not got["node"]:
-            return f"JAX sees a {name} as a single leaf: the class is not registered. {register_hint}"
+            return (
+                f"JAX sees a {name} as a single leaf: the class is not registered. {register_hint}"
+            )
         # 1. The leaves: the arrays, in order, and nothing else.
-        configuration = [v for v, k in zip(got["leaves"], got["leaf_kinds"]) if k in ("str", "int", "float", "bool")]
+        configuration = [
+            v
+            for v, k in zip(got["leaves"], got["leaf_kinds"])
+            if k in ("str", "int", "float", "bool")
+        ]
         if configuration:
             value = configuration[0]
             field = next((f for f in spec.static if case.kwargs.get(f) == value), "configuration")
@@ -347,9 +366,9 @@ def _judge_class(spec: _Spec, name: str, register_hint: str, static_hint: str) -
             )
         problem = plain_difference(got["leaves"], expected["leaves"])
         if problem:
-            if len(got["leaves"]) == len(expected["leaves"]) and sorted(map(_leaf_text, got["leaves"])) == sorted(
-                map(_leaf_text, expected["leaves"])
-            ):
+            if len(got["leaves"]) == len(expected["leaves"]) and sorted(
+                map(_leaf_text, got["leaves"])
+            ) == sorted(map(_leaf_text, expected["leaves"])):
                 if spec.paths:
                     return f"the leaves come in another order: declare the fields in the order {', '.join(spec.fields)}."
                 return f"the leaves come in another order: the children are {', '.join(spec.children)}, in that order."
@@ -375,7 +394,9 @@ def _judge_class(spec: _Spec, name: str, register_hint: str, static_hint: str) -
                     f"treedef's metadata. {static_hint}"
                 )
         if got["data"] is not True:
-            why = f" (comparing them raised {error_of(got['data'])})" if error_of(got["data"]) else ""
+            why = (
+                f" (comparing them raised {error_of(got['data'])})" if error_of(got["data"]) else ""
+            )
             return (
                 f"two {name}s that differ only in their arrays have different structures{why}: an array ended up "
                 "in the metadata. Only configuration belongs there; arrays are children."
@@ -389,11 +410,18 @@ def _judge_class(spec: _Spec, name: str, register_hint: str, static_hint: str) -
                 f"hash it. Return a tuple instead, ({fields})."
             )
         # 3. Rebuilding: from its own leaves, through jax.tree.map, from placeholders.
-        rebuilds = (("rebuilt", "jax.tree.unflatten(treedef, leaves)"), ("mapped", "jax.tree.map(lambda x: x * 2, layer)"))
+        rebuilds = (
+            ("rebuilt", "jax.tree.unflatten(treedef, leaves)"),
+            ("mapped", "jax.tree.map(lambda x: x * 2, layer)"),
+        )
         for key, what in rebuilds:
             mine = got[key]
             if error_of(mine):
-                stub = " Is part of a stub still there?" if error_of(mine).startswith("NotImplementedError") else ""
+                stub = (
+                    " Is part of a stub still there?"
+                    if error_of(mine).startswith("NotImplementedError")
+                    else ""
+                )
                 return f"{what} raised {error_of(mine).rstrip('.')}.{stub}"
             problem = _record_difference(mine, expected[key], name, spec.static)
             if problem:
@@ -421,7 +449,9 @@ def _judge_class(spec: _Spec, name: str, register_hint: str, static_hint: str) -
         problem = plain_difference(got["trained"]["value"], expected["trained"]["value"])
         if problem:
             return f"the loss computed with your {name} under jit differs from the expected one: {problem}"
-        problem = _record_difference(got["trained"]["grads"], expected["trained"]["grads"], name, spec.static)
+        problem = _record_difference(
+            got["trained"]["grads"], expected["trained"]["grads"], name, spec.static
+        )
         if problem:
             return f"jax.grad returned {problem}"
         if spec.jacobian:
@@ -438,7 +468,9 @@ def _judge_class(spec: _Spec, name: str, register_hint: str, static_hint: str) -
     return judge
 
 
-def _record_difference(mine: dict[str, Any], want: dict[str, Any], name: str, static: tuple[str, ...]) -> str | None:
+def _record_difference(
+    mine: dict[str, Any], want: dict[str, Any], name: str, static: tuple[str, ...]
+) -> str | None:
     if mine["type"] != want["type"]:
         return f"{_article(mine['type'])}, not a {name}: unflatten must return a {name}."
     for field, kind in want["kinds"].items():
@@ -452,7 +484,9 @@ def _record_difference(mine: dict[str, Any], want: dict[str, Any], name: str, st
         problem = plain_difference(mine["values"][field], want["values"][field])
         if problem:
             if field in static:
-                problem += f" The auxiliary data carries {field} from flatten to unflatten: use it there."
+                problem += (
+                    f" The auxiliary data carries {field} from flatten to unflatten: use it there."
+                )
             return f"a {name} whose {field} is wrong: {problem}"
     return None
 
@@ -496,7 +530,13 @@ _f32 = functools.partial(random_f32, array=True)
 
 # --- 03.dense ----------------------------------------------------------------------------------
 
-_DENSE = _Spec("dense", fields=("w", "b", "activation"), children=("w", "b"), static=("activation",), paths=True)
+_DENSE = _Spec(
+    "dense",
+    fields=("w", "b", "activation"),
+    children=("w", "b"),
+    static=("activation",),
+    paths=True,
+)
 
 
 def _dense_cases(rng: np.random.Generator) -> list[Case]:
@@ -512,9 +552,13 @@ def _dense_cases(rng: np.random.Generator) -> list[Case]:
             "x": _f32(rng, 4, 3),
             "train": i == 0,
         }
-        label = f"a Dense layer with activation {activation!r}" + ("" if with_bias else " and no bias (b=None)")
+        label = f"a Dense layer with activation {activation!r}" + (
+            "" if with_bias else " and no bias (b=None)"
+        )
         shown = f"Dense({describe(w)}, {describe(b)}, activation={activation!r})"
-        cases.append(Case((w, b), kwargs={"activation": activation}, label=label, info=info, shown=shown))
+        cases.append(
+            Case((w, b), kwargs={"activation": activation}, label=label, info=info, shown=shown)
+        )
     return cases
 
 
@@ -539,7 +583,10 @@ DENSE = _class_exercise(
 # --- 03.conv1d ---------------------------------------------------------------------------------
 
 _CONV = _Spec(
-    "conv1d", fields=("kernel", "bias", "stride", "padding"), children=("kernel", "bias"), static=("stride", "padding")
+    "conv1d",
+    fields=("kernel", "bias", "stride", "padding"),
+    children=("kernel", "bias"),
+    static=("stride", "padding"),
 )
 
 
@@ -555,8 +602,12 @@ def _conv_cases(rng: np.random.Generator) -> list[Case]:
             "x": _f32(rng, 8),
             "train": not with_bias,
         }
-        label = f"a Conv1D with stride {stride} and padding {padding!r}" + ("" if with_bias else ", without a bias (None)")
-        shown = f"Conv1D({describe(kernel)}, {describe(bias)}, stride={stride}, padding={padding!r})"
+        label = f"a Conv1D with stride {stride} and padding {padding!r}" + (
+            "" if with_bias else ", without a bias (None)"
+        )
+        shown = (
+            f"Conv1D({describe(kernel)}, {describe(bias)}, stride={stride}, padding={padding!r})"
+        )
         kwargs = {"stride": stride, "padding": padding}
         cases.append(Case((kernel, bias), kwargs=kwargs, label=label, info=info, shown=shown))
     return cases
@@ -584,7 +635,13 @@ CONV1D = _class_exercise(
 
 # --- 03.layer_norm -----------------------------------------------------------------------------
 
-_NORM = _Spec("layer_norm", fields=("scale", "offset", "eps"), children=("scale", "offset"), static=("eps",), jacobian=True)
+_NORM = _Spec(
+    "layer_norm",
+    fields=("scale", "offset", "eps"),
+    children=("scale", "offset"),
+    static=("eps",),
+    jacobian=True,
+)
 
 
 def _norm_cases(rng: np.random.Generator) -> list[Case]:
@@ -600,7 +657,15 @@ def _norm_cases(rng: np.random.Generator) -> list[Case]:
             "train": eps == 1e-3,
         }
         shown = f"LayerNorm({describe(scale)}, {describe(offset)}, eps={eps})"
-        cases.append(Case((scale, offset), kwargs={"eps": eps}, label=f"a LayerNorm with eps={eps}", info=info, shown=shown))
+        cases.append(
+            Case(
+                (scale, offset),
+                kwargs={"eps": eps},
+                label=f"a LayerNorm with eps={eps}",
+                info=info,
+                shown=shown,
+            )
+        )
     return cases
 
 
@@ -648,7 +713,9 @@ def _decay_weights(params: Any, rate: float) -> Any:
 def _show(tree: Any) -> str:
     """A picture of a case: Block nodes as namedtuple-like text, so describe() can draw them."""
     view = jax.tree.map(
-        lambda x: _BlockView(x.w, x.b, x.gain) if isinstance(x, Block) else x, tree, is_leaf=lambda x: isinstance(x, Block)
+        lambda x: _BlockView(x.w, x.b, x.gain) if isinstance(x, Block) else x,
+        tree,
+        is_leaf=lambda x: isinstance(x, Block),
     )
     return describe(view, 200)
 
@@ -659,7 +726,9 @@ _BlockView = collections.namedtuple("Block", "w b gain")
 def _decay_case(tree: Any, rate: float, label: str) -> Case:
     paths = jax.tree_util.tree_leaves_with_path(tree)
     decayed = [keystr(path) for path, _ in paths if _last_key_name(path) == "w"]
-    return Case((tree, rate), label=label, info={"decayed": decayed}, shown=f"{_show(tree)}, rate={rate}")
+    return Case(
+        (tree, rate), label=label, info={"decayed": decayed}, shown=f"{_show(tree)}, rate={rate}"
+    )
 
 
 def _decay_cases(rng: np.random.Generator) -> list[Case]:
@@ -667,14 +736,24 @@ def _decay_cases(rng: np.random.Generator) -> list[Case]:
     rates = [float(r) for r in rng.choice([0.1, 0.01, 0.5, 0.2], size=4, replace=False)]
     cases = [
         _decay_case(
-            {"encoder": {"w": _f32(rng, 2, 3), "b": None}, "decoder": {"w": _f32(rng, 3, 2), "b": _f32(rng, 2)}},
+            {
+                "encoder": {"w": _f32(rng, 2, 3), "b": None},
+                "decoder": {"w": _f32(rng, 3, 2), "b": _f32(rng, 2)},
+            },
             rates[0],
             "nested dicts, one bias None",
         ),
-        _decay_case([Layer(w=leaf(), b=leaf()), Layer(w=leaf(), b=None)], rates[1], "a list of namedtuple layers"),
+        _decay_case(
+            [Layer(w=leaf(), b=leaf()), Layer(w=leaf(), b=None)],
+            rates[1],
+            "a list of namedtuple layers",
+        ),
         _decay_case(
             {
-                "blocks": [Block(leaf(), leaf(), leaf(), "attn"), Block(leaf(), None, leaf(), "mlp")],
+                "blocks": [
+                    Block(leaf(), leaf(), leaf(), "attn"),
+                    Block(leaf(), None, leaf(), "mlp"),
+                ],
                 "head": {"w": leaf(), "bw": leaf(), "raw": leaf()},
             },
             rates[2],
@@ -688,11 +767,19 @@ def _decay_cases(rng: np.random.Generator) -> list[Case]:
         _decay_case(leaf(), rates[0], "a single array: its key path is empty, so it is no weight"),
     ]
     for i in range(2):
-        tree = {"model": random_tree(rng, depth=3, none_rate=0.3, leaf=small_float_leaf), "w": leaf()}
+        tree = {
+            "model": random_tree(rng, depth=3, none_rate=0.3, leaf=small_float_leaf),
+            "w": leaf(),
+        }
         cases.append(_decay_case(tree, rates[i + 1], f"random tree {i + 1}"))
     # The single array is not decayed: it shares a part with trees whose weights are, so returning the tree earns nothing.
-    layers, lookalike = "dicts and namedtuple layers", "registered classes, look-alike keys and a single array"
-    return in_parts(cases, [layers, layers, lookalike, lookalike, lookalike, "random trees", "random trees"])
+    layers, lookalike = (
+        "dicts and namedtuple layers",
+        "registered classes, look-alike keys and a single array",
+    )
+    return in_parts(
+        cases, [layers, layers, lookalike, lookalike, lookalike, "random trees", "random trees"]
+    )
 
 
 _tree_judge = tree_judge(rtol=1e-5, atol=1e-6)

@@ -16,11 +16,21 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._kit import error_text, jit_compile_report, judge_compiles_with_advice, random_f32, returned_instead
+from ._kit import (
+    error_text,
+    jit_compile_report,
+    judge_compiles_with_advice,
+    random_f32,
+    returned_instead,
+)
 from ._plain import describe
 from ._spec import Case, Exercise
 
-ACTIVATIONS: dict[str, Callable[[Any], Any]] = {"tanh": jnp.tanh, "relu": jax.nn.relu, "identity": lambda x: x}
+ACTIVATIONS: dict[str, Callable[[Any], Any]] = {
+    "tanh": jnp.tanh,
+    "relu": jax.nn.relu,
+    "identity": lambda x: x,
+}
 
 
 def _attempt(run: Callable[[], Any]) -> tuple[Any, str | None]:
@@ -52,7 +62,9 @@ def _forward_report(report: dict[str, Any], run: Callable[[], list[Any]]) -> dic
     return {**report, "outputs": [np.asarray(out) for out in outputs], **counts}
 
 
-def _forward_problem(got: dict[str, Any], expected: dict[str, Any], case: Case, calling: str, advice: str) -> str | None:
+def _forward_problem(
+    got: dict[str, Any], expected: dict[str, Any], case: Case, calling: str, advice: str
+) -> str | None:
     """For a :func:`_forward_report`: the error of ``calling``, the first wrong output, or the compile count.
 
     ``advice`` says what compiling too often means here.
@@ -62,13 +74,17 @@ def _forward_problem(got: dict[str, Any], expected: dict[str, Any], case: Case, 
     problem = _outputs_problem(got["outputs"], expected["outputs"], case.info["what"])
     if problem:
         return problem
-    return judge_compiles_with_advice(got, expected, case, advice if got["compiles"] > expected["compiles"] else None)
+    return judge_compiles_with_advice(
+        got, expected, case, advice if got["compiles"] > expected["compiles"] else None
+    )
 
 
 def _outputs_problem(got: list[Any], expected: list[Any], what: list[str]) -> str | None:
     for i, (mine, theirs) in enumerate(zip(got, expected)):
         if not isinstance(mine, np.ndarray) or mine.shape != theirs.shape:
-            return f"{what[i]} gave {describe(mine, 60)}, expected an array of shape {theirs.shape}."
+            return (
+                f"{what[i]} gave {describe(mine, 60)}, expected an array of shape {theirs.shape}."
+            )
         if not np.allclose(mine, theirs, rtol=1e-5, atol=1e-5):
             return f"{what[i]} gave other values than expected."
     return None
@@ -104,7 +120,14 @@ def _dense_cases(rng: np.random.Generator) -> list[Case]:
             "x": random_f32(rng, d_in),
             "weights": [(random_f32(rng, d_in, d_out), random_f32(rng, d_out)) for _ in range(2)],
             # (weights, activation, use_bias), None meaning "use the defaults"
-            "layers": [(0, None, None), (1, None, None), (0, first, True), (0, first, False), (1, second, True), (1, "tanh", True)],
+            "layers": [
+                (0, None, None),
+                (1, None, None),
+                (0, first, True),
+                (0, first, False),
+                (1, second, True),
+                (1, "tanh", True),
+            ],
         }
         what = [
             "Dense(w, b)",
@@ -116,7 +139,9 @@ def _dense_cases(rng: np.random.Generator) -> list[Case]:
         ]
         info["what"] = what
         shown = f"x f32[{d_in}], w f32[{d_in},{d_out}], b f32[{d_out}]; in turn " + ", ".join(what)
-        cases.append(Case((), label=f"six Dense layers of shape ({d_in}, {d_out})", info=info, shown=shown))
+        cases.append(
+            Case((), label=f"six Dense layers of shape ({d_in}, {d_out})", info=info, shown=shown)
+        )
     return cases
 
 
@@ -170,7 +195,13 @@ def _leaves_problem(got: list[str], expected: list[str], names: dict[str, str]) 
 def _judge_dense(got: Any, expected: Any, case: Case) -> str | None:
     if isinstance(got, str):
         return f"define_dense() {got}: return the class Dense."
-    names = {"'tanh'": "activation", "'relu'": "activation", "'identity'": "activation", "True": "use_bias", "False": "use_bias"}
+    names = {
+        "'tanh'": "activation",
+        "'relu'": "activation",
+        "'identity'": "activation",
+        "True": "use_bias",
+        "False": "use_bias",
+    }
     problem = _leaves_problem(got["leaves"], expected["leaves"], names)
     if problem:
         return problem
@@ -188,10 +219,16 @@ def _judge_dense(got: Any, expected: Any, case: Case) -> str | None:
 def _bias_problem(outputs: list[Any], want: list[Any], case: Case) -> str | None:
     """A hint when use_bias=False kept the bias, or when the default use_bias left it out."""
     what = case.info["what"]
-    if len(outputs) > 3 and np.allclose(outputs[3], want[2], atol=1e-5) and not np.allclose(want[3], want[2], atol=1e-5):
+    if (
+        len(outputs) > 3
+        and np.allclose(outputs[3], want[2], atol=1e-5)
+        and not np.allclose(want[3], want[2], atol=1e-5)
+    ):
         return f"{what[3]} gave the same result as with the bias: use_bias=False must leave b out."
     without_bias = np.tanh(case.info["x"] @ case.info["weights"][1][0])
-    if np.shape(outputs[1]) == without_bias.shape and np.allclose(outputs[1], without_bias, atol=1e-5):
+    if np.shape(outputs[1]) == without_bias.shape and np.allclose(
+        outputs[1], without_bias, atol=1e-5
+    ):
         return f"{what[1]} left the bias out: the defaults are activation='tanh' and use_bias=True."
     return None
 
@@ -256,7 +293,13 @@ def _mlp_cases(rng: np.random.Generator) -> list[Case]:
         d = int(rng.integers(2, 5))
         first, second = (str(a) for a in rng.choice(list(ACTIVATIONS), size=2, replace=False))
         scale = round(float(rng.uniform(0.2, 0.9)), 2)
-        plans = [(0, 2, first, 1.0), (1, 2, first, 1.0), (0, 2, first, scale), (0, 3, first, scale), (0, 3, second, scale)]
+        plans = [
+            (0, 2, first, 1.0),
+            (1, 2, first, 1.0),
+            (0, 2, first, scale),
+            (0, 3, first, scale),
+            (0, 3, second, scale),
+        ]
         what = [
             f"MLP(layers, depth=2, act={first!r}, scale=1.0)",
             "the same with new weights",
@@ -264,9 +307,17 @@ def _mlp_cases(rng: np.random.Generator) -> list[Case]:
             "then depth=3",
             f"then act={second!r}",
         ]
-        info = {"x": random_f32(rng, d), "layers": [_mlp_layers(rng, d, container) for _ in range(2)], "plans": plans, "what": what}
+        info = {
+            "x": random_f32(rng, d),
+            "layers": [_mlp_layers(rng, d, container) for _ in range(2)],
+            "plans": plans,
+            "what": what,
+        }
         kind = "a tuple of OrderedDicts" if container == "OrderedDict" else "a list of dicts"
-        shown = f"x f32[{d}], layers {kind} (w f32[{d},{d}], the second layer's b None); in turn " + ", ".join(what)
+        shown = (
+            f"x f32[{d}], layers {kind} (w f32[{d},{d}], the second layer's b None); in turn "
+            + ", ".join(what)
+        )
         cases.append(Case((), label=f"an MLP whose layers are {kind}", info=info, shown=shown))
     return cases
 
@@ -276,7 +327,10 @@ def _mlp_probe(fn: Callable[..., Any], case: Case) -> dict[str, Any]:
     if not isinstance(cls, type):
         return returned_instead(cls, "a class")
     info = case.info
-    models = [cls(layers=info["layers"][i], depth=depth, act=act, scale=scale) for i, depth, act, scale in info["plans"]]
+    models = [
+        cls(layers=info["layers"][i], depth=depth, act=act, scale=scale)
+        for i, depth, act, scale in info["plans"]
+    ]
     report: dict[str, Any] = {"leaves": [_leaf_text(leaf) for leaf in jax.tree.leaves(models[2])]}
     forward = jax.jit(lambda model, x: model(x))
     x = info["x"]
@@ -289,7 +343,11 @@ def _judge_mlp(got: Any, expected: Any, case: Case) -> str | None:
     mine, theirs = got["leaves"], expected["leaves"]
     scale = case.info["plans"][2][3]
     if mine != theirs:
-        if describe(scale) not in mine and all(t in mine for t in theirs if t != describe(scale)) and len(mine) == len(theirs) - 1:
+        if (
+            describe(scale) not in mine
+            and all(t in mine for t in theirs if t != describe(scale))
+            and len(mine) == len(theirs) - 1
+        ):
             return (
                 "scale is not a leaf: it is static, so every new scale compiles a new program, although "
                 "the forward only multiplies by it. Leave scale an ordinary field: a traced leaf."
@@ -381,7 +439,9 @@ def _config_probe(fn: Callable[..., Any], case: Case) -> dict[str, Any]:
     report: dict[str, Any] = {"hidden_type": type(configs[0].hidden).__name__}
     _, report["hash_error"] = _attempt(lambda: hash(configs[0]))
     report["equal"] = bool(configs[0] == configs[1] == configs[2]) and configs[0] != configs[3]
-    report["same_hash"] = report["hash_error"] is None and hash(configs[0]) == hash(configs[1]) == hash(configs[2])
+    report["same_hash"] = report["hash_error"] is None and hash(configs[0]) == hash(
+        configs[1]
+    ) == hash(configs[2])
     spare = cls(hidden=tuple(case.info["calls"][0][1]))
     _, mutation_error = _attempt(lambda: setattr(spare, "activation", "tanh"))
     report["frozen"] = mutation_error is not None
@@ -420,7 +480,9 @@ def _judge_config(got: Any, expected: Any, case: Case) -> str | None:
     if got["hidden_type"] != "tuple":
         return f"config.hidden is a {got['hidden_type']}; store it as a tuple."
     advice = "Configs equal to one seen before must reuse its program: equal configs, equal hashes."
-    return _forward_problem(got, expected, case, "a jitted function with the config as a static argument", advice)
+    return _forward_problem(
+        got, expected, case, "a jitted function with the config as a static argument", advice
+    )
 
 
 FROZEN_CONFIG = Exercise(
@@ -512,24 +574,54 @@ def _split_cases(rng: np.random.Generator) -> list[Case]:
 
     d = int(rng.integers(2, 5))
     objects = [
-        ("a dataclass with a static field (metadata) declared first", Linear("head", arr(d, 2), arr(2)), "metadata"),
-        ("a dataclass whose static fields come from jax.tree.static()", Conv(2, arr(3, 3, d), "VALID"), "tree_static"),
-        ("a dataclass registered with data_fields= and meta_fields= (no field metadata)", Norm(1e-5, arr(d), -1, None), "named"),
-        ("an instance of a class made static with register_static", Activation("leaky_relu", 0.1), "register_static"),
+        (
+            "a dataclass with a static field (metadata) declared first",
+            Linear("head", arr(d, 2), arr(2)),
+            "metadata",
+        ),
+        (
+            "a dataclass whose static fields come from jax.tree.static()",
+            Conv(2, arr(3, 3, d), "VALID"),
+            "tree_static",
+        ),
+        (
+            "a dataclass registered with data_fields= and meta_fields= (no field metadata)",
+            Norm(1e-5, arr(d), -1, None),
+            "named",
+        ),
+        (
+            "an instance of a class made static with register_static",
+            Activation("leaky_relu", 0.1),
+            "register_static",
+        ),
         (
             "a dataclass whose data fields hold a dict, None and a Python float",
-            Block({"w": arr(d, d), "b": [arr(d), None]}, depth=2, extra=None, temperature=0.5, sizes=(d, d)),
+            Block(
+                {"w": arr(d, d), "b": [arr(d), None]},
+                depth=2,
+                extra=None,
+                temperature=0.5,
+                sizes=(d, d),
+            ),
             "nested",
         ),
-        ("a dataclass with a registered dataclass inside a data field", Block([Linear("inner", arr(d), None)], depth=1), "inner"),
+        (
+            "a dataclass with a registered dataclass inside a data field",
+            Block([Linear("inner", arr(d), None)], depth=1),
+            "inner",
+        ),
         ("a dataclass whose w and b are both None", Linear("empty"), "none"),
     ]
     order = rng.permutation(len(objects))
-    return [Case((objects[i][1],), label=objects[i][0], info={"kind": objects[i][2]}) for i in order]
+    return [
+        Case((objects[i][1],), label=objects[i][0], info={"kind": objects[i][2]}) for i in order
+    ]
 
 
 def _judge_split(got: Any, expected: Any, case: Case) -> str | None:
-    if not (isinstance(got, tuple) and len(got) == 2 and all(isinstance(part, list) for part in got)):
+    if not (
+        isinstance(got, tuple) and len(got) == 2 and all(isinstance(part, list) for part in got)
+    ):
         return f"returned {describe(got, 80)}; return a pair of lists of field names: (traced, static)."
     if got == expected:
         return None
@@ -559,7 +651,9 @@ def _judge_split(got: Any, expected: Any, case: Case) -> str | None:
         )
     if sorted(traced) == sorted(want_traced) and sorted(static) == sorted(want_static):
         return "the right names in another order: list them in the order the dataclass declares its fields."
-    wrong = [name for name in traced if name in want_static] + [name for name in static if name in want_traced]
+    wrong = [name for name in traced if name in want_static] + [
+        name for name in static if name in want_traced
+    ]
     if wrong:
         where = "traced" if wrong[0] in traced else "static"
         return f"the field {wrong[0]!r} is not {where}."
@@ -568,8 +662,14 @@ def _judge_split(got: Any, expected: Any, case: Case) -> str | None:
 
 def _plain_pair(result: Any) -> Any:
     """The learner's pair of lists, tuples of names turned into lists so that both forms are judged alike."""
-    if isinstance(result, (tuple, list)) and len(result) == 2 and all(isinstance(p, (tuple, list)) for p in result):
-        return tuple([str(name) if not isinstance(name, str) else name for name in part] for part in result)
+    if (
+        isinstance(result, (tuple, list))
+        and len(result) == 2
+        and all(isinstance(p, (tuple, list)) for p in result)
+    ):
+        return tuple(
+            [str(name) if not isinstance(name, str) else name for name in part] for part in result
+        )
     if isinstance(result, (str, int, float, bool)) or result is None:
         return result
     return describe(result, 80)

@@ -137,8 +137,12 @@ def _step_cases(rng: np.random.Generator) -> list[Case]:
         grads = _like(rng, params)
         rates = [_RATE_KINDS[k][1](round(float(rng.uniform(0.01, 0.5)), 3)) for k in plan]
         label = "learning rates given as " + ", ".join(_RATE_KINDS[k][0] for k in plan)
-        shown = f"params {describe(params, 110)}; lr in turn {', '.join(_rate_text(r) for r in rates)}"
-        cases.append(Case((params, grads, rates), label=label, info={"plan": list(plan)}, shown=shown))
+        shown = (
+            f"params {describe(params, 110)}; lr in turn {', '.join(_rate_text(r) for r in rates)}"
+        )
+        cases.append(
+            Case((params, grads, rates), label=label, info={"plan": list(plan)}, shown=shown)
+        )
     return cases
 
 
@@ -174,7 +178,10 @@ def _step_advice(got: dict[str, Any], expected: dict[str, Any]) -> Advice:
             "before it reaches the jitted function."
         ), "weak_type"
     if any("i32[]" in text for text in misses):
-        return "lr = 1 arrived as an integer scalar: convert lr with an explicit dtype, float32.", "i32[]"
+        return (
+            "lr = 1 arrived as an integer scalar: convert lr with an explicit dtype, float32.",
+            "i32[]",
+        )
     return _no_miss_advice(got, expected)
 
 
@@ -195,7 +202,9 @@ def _judge_step(got: Any, expected: Any, case: Case) -> str | None:
         if rebuild_tree(mine) is None and rebuild_tree(theirs) is not None:
             return f"with lr = {_rate_text(rate)}, step returned None: missing `return`?"
         if not problem.startswith("the structure"):
-            uphill = jax.tree.map(lambda p, g: np.asarray(p) + float(rate) * np.asarray(g), params, grads)
+            uphill = jax.tree.map(
+                lambda p, g: np.asarray(p) + float(rate) * np.asarray(g), params, grads
+            )
             no_rate = jax.tree.map(lambda p, g: np.asarray(p) - np.asarray(g), params, grads)
             if _tree(mine, tree_plain(uphill), case) is None:
                 return f"with lr = {_rate_text(rate)}, step added lr * grads: SGD goes downhill, params - lr * grads."
@@ -259,7 +268,9 @@ def _batch(rng: np.random.Generator, kind: int, rows: int) -> Any:
         return (random_f32(rng, rows, 2, d), None, labels)
     if kind == 2:
         return Point(x=labels, y={"weights": random_f32(rng, rows, 1), "extra": None})
-    return collections.OrderedDict(tokens=rng.integers(0, 50, size=(rows, d)).astype(np.int32), x=features)
+    return collections.OrderedDict(
+        tokens=rng.integers(0, 50, size=(rows, d)).astype(np.int32), x=features
+    )
 
 
 _BUCKET_PLANS = ((8, 16, 32), [20, 6, 12], (18,))
@@ -272,7 +283,14 @@ def _pad_cases(rng: np.random.Generator) -> list[Case]:
         used = len({min(b for b in buckets if b >= n) for n in _SIZES})
         shown = f"batches {describe(_rows(batch, 3), 90)} with 3 to 17 rows, buckets {buckets!r}"
         label = f"batches of 3 to 17 rows and buckets {buckets!r}"
-        cases.append(Case((batch, buckets), label=label, info={"nones": count_none(batch), "buckets_used": used}, shown=shown))
+        cases.append(
+            Case(
+                (batch, buckets),
+                label=label,
+                info={"nones": count_none(batch), "buckets_used": used},
+                shown=shown,
+            )
+        )
     return cases
 
 
@@ -326,10 +344,19 @@ def _judge_padded(n: int, buckets: Sequence[int], mine: Any, theirs: Any, case: 
         if got_rows in buckets and got_rows > size and n == size:
             return f"{at}, you padded to {got_rows}: a batch of exactly {n} rows already fits the bucket of {n}."
         if got_rows in buckets and got_rows > size:
-            order = "" if list(buckets) == sorted(buckets) else f" (the buckets {list(buckets)} are not sorted)"
+            order = (
+                ""
+                if list(buckets) == sorted(buckets)
+                else f" (the buckets {list(buckets)} are not sorted)"
+            )
             return f"{at}, you padded to {got_rows}, but {size} is the smallest bucket that holds {n} rows{order}."
         return f"{at}, the padded leaves have {got_rows} rows, expected {size}."
-    if isinstance(mask, np.ndarray) and mask.shape == want_mask.shape and np.array_equal(mask, want_mask[::-1]) and n < size:
+    if (
+        isinstance(mask, np.ndarray)
+        and mask.shape == want_mask.shape
+        and np.array_equal(mask, want_mask[::-1])
+        and n < size
+    ):
         return f"for a batch of {n} rows, the padding comes first: keep the {n} real rows first and add the zero rows after them."
     problem = _tree(tree_plain(padded), tree_plain(want_padded), case)
     if problem is not None:
@@ -395,7 +422,12 @@ def train_step(state: dict[str, Any], grads: Any, loss: Any) -> dict[str, Any]:
     velocity = jax.tree.map(lambda v, g: 0.9 * v + g, velocity, grads)
     params = jax.tree.map(lambda p, v: p - 0.1 * v, state["params"], velocity)
     loss_avg = 0.9 * state.get("loss_avg", loss) + 0.1 * loss
-    return {"params": params, "velocity": velocity, "loss_avg": loss_avg, "step": state.get("step", 0) + 1}
+    return {
+        "params": params,
+        "velocity": velocity,
+        "loss_avg": loss_avg,
+        "step": state.get("step", 0) + 1,
+    }
 
 
 def _init_state(params: Any) -> dict[str, Any]:
@@ -418,7 +450,14 @@ def _state_cases(rng: np.random.Generator) -> list[Case]:
         grads = [_like(rng, params) for _ in range(_STEPS)]
         losses = [np.float32(round(float(rng.uniform(0.5, 2.0)), 3)) for _ in range(_STEPS)]
         shown = f"params {describe(params, 140)}"
-        cases.append(Case((params,), label=f"params {describe(params, 60)}", info={"grads": grads, "losses": losses}, shown=shown))
+        cases.append(
+            Case(
+                (params,),
+                label=f"params {describe(params, 60)}",
+                info={"grads": grads, "losses": losses},
+                shown=shown,
+            )
+        )
     return cases
 
 
@@ -546,7 +585,9 @@ def _scaled_probe(fn: Callable[..., Any], case: Case) -> dict[str, Any]:
     first = fn(_FUNCTIONS[plan[0][0]])
     if not callable(first):
         return returned_instead(first, "a function")
-    results, report = jit_compile_report(lambda: [fn(_FUNCTIONS[name])(x, factor) for name, factor in plan])
+    results, report = jit_compile_report(
+        lambda: [fn(_FUNCTIONS[name])(x, factor) for name, factor in plan]
+    )
     return {"results": [tree_plain(result) for result in results], **report}
 
 
@@ -573,7 +614,10 @@ def _judge_scaled(got: Any, expected: Any, case: Case) -> str | None:
 
     def explain(i: int, mine: Any, theirs: Any, problem: str) -> str:
         (name, factor), first = plan[i], plan[0][0]
-        if name != first and _tree(mine, tree_plain(_make_scaled(_FUNCTIONS[first])(x, factor)), case) is None:
+        if (
+            name != first
+            and _tree(mine, tree_plain(_make_scaled(_FUNCTIONS[first])(x, factor)), case) is None
+        ):
             return (
                 f"make_scaled({name}) gave the results of make_scaled({first}): keep one jitted "
                 "function per f, and look it up by f."

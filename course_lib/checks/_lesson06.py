@@ -24,10 +24,10 @@ import course_lib as cl
 from ._kit import (
     Layer,
     Point,
-    in_parts,
     as_judged,
     describe_bf16,
     dtyped_plain,
+    in_parts,
     matching_variant,
     random_f32,
     random_like,
@@ -77,7 +77,10 @@ def _array_leaf(rng: np.random.Generator) -> Any:
 
 def _float_tree(rng: np.random.Generator, none_rate: float = 0.25) -> Any:
     """A random tree of float32 leaves, with at least one leaf at the top."""
-    return {"head": _float_leaf(rng), "body": random_tree(rng, depth=3, none_rate=none_rate, leaf=_float_leaf)}
+    return {
+        "head": _float_leaf(rng),
+        "body": random_tree(rng, depth=3, none_rate=none_rate, leaf=_float_leaf),
+    }
 
 
 def _is_namedtuple(x: Any) -> bool:
@@ -91,7 +94,9 @@ def _structure_problem(mine: Any, theirs: Any, what: str) -> str | None:
     lines = list(cl.tree_diff(mine, theirs, names=("yours", "expected")))
     if not lines:
         lines = [f"yours: {jax.tree.structure(mine)}", f"expected: {jax.tree.structure(theirs)}"]
-    return f"{what} has another structure than expected:\n" + "\n".join(f"  {line}" for line in lines)
+    return f"{what} has another structure than expected:\n" + "\n".join(
+        f"  {line}" for line in lines
+    )
 
 
 _leaf_judge = tree_judge()
@@ -111,7 +116,12 @@ def _momentum_step(params: Any, grads: Any, velocity: Any, lr: Any, beta: Any) -
 
 
 def _momentum_case(
-    rng: np.random.Generator, params: Any, label: str, lr: Any = 0.1, beta: float = 0.9, first: bool = False
+    rng: np.random.Generator,
+    params: Any,
+    label: str,
+    lr: Any = 0.1,
+    beta: float = 0.9,
+    first: bool = False,
 ) -> Case:
     grads = random_like(rng, params)
     velocity = jax.tree.map(np.zeros_like, params) if first else random_like(rng, params)
@@ -121,32 +131,59 @@ def _momentum_case(
 def _momentum_cases(rng: np.random.Generator) -> list[Case]:
     m, n = _LAYER
     cases = [
-        _momentum_case(rng, {"w": random_f32(rng, m, n), "b": random_f32(rng, n)}, "the first step (velocity all zeros)", first=True),
-        _momentum_case(rng, {"w": random_f32(rng, m, n), "b": random_f32(rng, n)}, "a layer with a velocity from earlier steps"),
         _momentum_case(
             rng,
-            {"encoder": {"w": random_f32(rng, m, n), "b": None}, "decoder": None, "scale": random_f32(rng)},
+            {"w": random_f32(rng, m, n), "b": random_f32(rng, n)},
+            "the first step (velocity all zeros)",
+            first=True,
+        ),
+        _momentum_case(
+            rng,
+            {"w": random_f32(rng, m, n), "b": random_f32(rng, n)},
+            "a layer with a velocity from earlier steps",
+        ),
+        _momentum_case(
+            rng,
+            {
+                "encoder": {"w": random_f32(rng, m, n), "b": None},
+                "decoder": None,
+                "scale": random_f32(rng),
+            },
             "a dict with None subtrees",
             beta=0.5,
         ),
         _momentum_case(
             rng,
-            [Layer(w=random_f32(rng, m, n), b=None), Layer(w=random_f32(rng, m, n), b=random_f32(rng, n))],
+            [
+                Layer(w=random_f32(rng, m, n), b=None),
+                Layer(w=random_f32(rng, m, n), b=random_f32(rng, n)),
+            ],
             "a list of namedtuples with a None field",
         ),
         _momentum_case(
             rng,
-            collections.OrderedDict(z=(random_f32(rng, n), jax.device_put(random_f32(rng, 3))), a=Point(x=random_f32(rng), y=None)),
+            collections.OrderedDict(
+                z=(random_f32(rng, n), jax.device_put(random_f32(rng, 3))),
+                a=Point(x=random_f32(rng), y=None),
+            ),
             "an OrderedDict of tuples and a namedtuple, with lr a float32 array",
             lr=jax.device_put(np.float32(0.05)),
         ),
-        _momentum_case(rng, {"w": random_f32(rng, n), "b": random_f32(rng)}, "beta = 0: plain SGD", beta=0.0),
+        _momentum_case(
+            rng, {"w": random_f32(rng, n), "b": random_f32(rng)}, "beta = 0: plain SGD", beta=0.0
+        ),
     ]
     for i in range(3):
         tree = _float_tree(rng)
-        cases.append(_momentum_case(rng, tree, f"random tree {i + 1}, {describe(tree, 100)}", lr=0.01 * (i + 1)))
+        cases.append(
+            _momentum_case(
+                rng, tree, f"random tree {i + 1}, {describe(tree, 100)}", lr=0.01 * (i + 1)
+            )
+        )
     layers, nested = "layers, from rest and moving", "None subtrees, namedtuples and OrderedDicts"
-    return in_parts(cases, [layers, layers, nested, nested, nested] + ["plain SGD and random trees"] * 4)
+    return in_parts(
+        cases, [layers, layers, nested, nested, nested] + ["plain SGD and random trees"] * 4
+    )
 
 
 def _momentum_variants(case: Case) -> list[tuple[str, Callable[[], Any]]]:
@@ -214,7 +251,10 @@ def _momentum_variants(case: Case) -> list[tuple[str, Callable[[], Any]]]:
             lr_in_velocity_plus,
         ),
         ("the params moved uphill: subtract lr * v, do not add it.", uphill),
-        ("that is the Nesterov step (p - lr * (g + beta * v)); this exercise asks for plain momentum, p - lr * v.", nesterov),
+        (
+            "that is the Nesterov step (p - lr * (g + beta * v)); this exercise asks for plain momentum, p - lr * v.",
+            nesterov,
+        ),
     ]
 
 
@@ -235,7 +275,9 @@ def _judge_momentum(got: Any, expected: Any, case: Case) -> str | None:
         return problem
     if trees_close(mine, theirs):
         return _leaf_problem(mine, theirs, "the result")
-    return matching_variant(mine, _momentum_variants(case), rebuilt=True) or _leaf_problem(mine, theirs, "the result")
+    return matching_variant(mine, _momentum_variants(case), rebuilt=True) or _leaf_problem(
+        mine, theirs, "the result"
+    )
 
 
 MOMENTUM_STEP = Exercise(
@@ -263,7 +305,11 @@ MOMENTUM_STEP = Exercise(
 
 
 def _adam_init(params: Any) -> AdamState:
-    return AdamState(jnp.zeros((), jnp.int32), jax.tree.map(jnp.zeros_like, params), jax.tree.map(jnp.zeros_like, params))
+    return AdamState(
+        jnp.zeros((), jnp.int32),
+        jax.tree.map(jnp.zeros_like, params),
+        jax.tree.map(jnp.zeros_like, params),
+    )
 
 
 def _half_leaf(rng: np.random.Generator) -> Any:
@@ -273,10 +319,21 @@ def _half_leaf(rng: np.random.Generator) -> Any:
 def _init_cases(rng: np.random.Generator) -> list[Case]:
     m, n = _LAYER
     cases = [
-        Case(({"w": random_f32(rng, m, n), "b": random_f32(rng, n)},), label=f"a layer with w of shape ({m}, {n}) and b of shape ({n},)"),
-        Case(({"encoder": {"w": random_f32(rng, m, n), "b": None}, "decoder": None},), label="a dict with None subtrees"),
         Case(
-            ([Layer(w=random_f32(rng, m, n), b=None), Point(x=random_f32(rng), y=jax.device_put(random_f32(rng, n)))],),
+            ({"w": random_f32(rng, m, n), "b": random_f32(rng, n)},),
+            label=f"a layer with w of shape ({m}, {n}) and b of shape ({n},)",
+        ),
+        Case(
+            ({"encoder": {"w": random_f32(rng, m, n), "b": None}, "decoder": None},),
+            label="a dict with None subtrees",
+        ),
+        Case(
+            (
+                [
+                    Layer(w=random_f32(rng, m, n), b=None),
+                    Point(x=random_f32(rng), y=jax.device_put(random_f32(rng, n))),
+                ],
+            ),
             label="a list of namedtuples",
         ),
         Case(
@@ -327,9 +384,14 @@ def _judge_init(got: Any, expected: Any, case: Case) -> str | None:
     if int(mine.count) != 0:
         return f"the count starts at {int(mine.count)}; a state before the first step has count 0."
     for field in ("mu", "nu"):
-        problem = _structure_problem(getattr(mine, field), getattr(theirs, field), f"the state's {field}")
+        problem = _structure_problem(
+            getattr(mine, field), getattr(theirs, field), f"the state's {field}"
+        )
         if problem is not None:
-            return problem + "\n  It must have the structure of params: build it with jax.tree.map over params."
+            return (
+                problem
+                + "\n  It must have the structure of params: build it with jax.tree.map over params."
+            )
     problem = _leaf_problem(mine, theirs, "the state")
     if problem is not None and "has dtype" in problem:
         problem += " jnp.zeros_like(leaf) keeps each leaf's dtype (and shape)."
@@ -359,7 +421,13 @@ ADAM_INIT = Exercise(
 
 
 def _adam_step(
-    params: Any, grads: Any, state: AdamState, lr: Any, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8
+    params: Any,
+    grads: Any,
+    state: AdamState,
+    lr: Any,
+    b1: float = 0.9,
+    b2: float = 0.999,
+    eps: float = 1e-8,
 ) -> tuple[Any, AdamState]:
     count = state.count + 1
     mu = jax.tree.map(lambda m, g: b1 * m + (1 - b1) * g, state.mu, grads)
@@ -389,7 +457,11 @@ def _adam_variant(
     count = np.asarray(state.count) + 1
     keep1, keep2 = (1.0, 1.0) if undamped else (1 - b1, 1 - b2)
     mu = jax.tree.map(lambda m, g: b1 * np.asarray(m) + keep1 * np.asarray(g), state.mu, grads)
-    nu = jax.tree.map(lambda v, g: b2 * np.asarray(v) + keep2 * (np.square(g) if square else np.asarray(g)), state.nu, grads)
+    nu = jax.tree.map(
+        lambda v, g: b2 * np.asarray(v) + keep2 * (np.square(g) if square else np.asarray(g)),
+        state.nu,
+        grads,
+    )
     t = np.float32(count + shift)
     c1, c2 = (1 - b1**t, 1 - b2**t) if bias else (1.0, 1.0)
     use_mu, use_nu = (state.mu, state.nu) if old_moments else (mu, nu)
@@ -419,7 +491,10 @@ _ADAM_VARIANTS: tuple[tuple[dict[str, Any], str], ...] = (
         "the bias correction used count + 1 after the count was already increased (off by one): the first "
         "step is step 1, so correct with the new count itself.",
     ),
-    ({"eps_inside": True}, "eps went inside the square root; Adam adds it outside: m_hat / (sqrt(v_hat) + eps)."),
+    (
+        {"eps_inside": True},
+        "eps went inside the square root; Adam adds it outside: m_hat / (sqrt(v_hat) + eps).",
+    ),
     ({"square": False}, "nu must average the squared gradients: b2 * nu + (1 - b2) * g**2."),
     (
         {"old_moments": True},
@@ -439,7 +514,11 @@ def _adam_probe(fn: Callable[..., Any], case: Case) -> list[Any]:
     for grads in grads_seq:
         out = fn(params, grads, state, lr, **case.kwargs)
         records.append(tree_plain(out))
-        if not (isinstance(out, tuple) and len(out) == 2 and all(hasattr(out[1], f) for f in AdamState._fields)):
+        if not (
+            isinstance(out, tuple)
+            and len(out) == 2
+            and all(hasattr(out[1], f) for f in AdamState._fields)
+        ):
             break  # the judge says what is wrong with this step; a next one would only fail in a muddle
         params, state = out
     return records
@@ -454,10 +533,14 @@ def _judge_adam(got: Any, expected: Any, case: Case) -> str | None:
         mine, theirs = rebuild_tree(record), rebuild_tree(want)
         if not (isinstance(mine, tuple) and not _is_namedtuple(mine) and len(mine) == 2):
             return f"{at}returned {describe(mine, 80)}; return a pair (new_params, new_state)."
-        problem = _structure_problem(mine[0], theirs[0], "new_params") or _state_problem(mine[1], "the new state")
+        problem = _structure_problem(mine[0], theirs[0], "new_params") or _state_problem(
+            mine[1], "the new state"
+        )
         if problem is None:
             for field in ("mu", "nu"):
-                problem = _structure_problem(getattr(mine[1], field), getattr(theirs[1], field), f"the new state's {field}")
+                problem = _structure_problem(
+                    getattr(mine[1], field), getattr(theirs[1], field), f"the new state's {field}"
+                )
                 if problem:
                     break
         if problem is not None:
@@ -470,15 +553,25 @@ def _judge_adam(got: Any, expected: Any, case: Case) -> str | None:
             params, state = theirs[0], AdamState(*theirs[1])
             continue
         if count == want_count - 1 and trees_close(mine[0], theirs[0]):
-            return at + f"the new state's count is {count}, expected {want_count}: return the increased count."
+            return (
+                at
+                + f"the new state's count is {count}, expected {want_count}: return the increased count."
+            )
         grads = as_judged(grads_seq[i])
-        variants = [(hint, functools.partial(_adam_variant, params, grads, state, lr, **kwargs, **flags)) for flags, hint in _ADAM_VARIANTS]
+        variants = [
+            (hint, functools.partial(_adam_variant, params, grads, state, lr, **kwargs, **flags))
+            for flags, hint in _ADAM_VARIANTS
+        ]
         hint = matching_variant(mine, variants, rebuilt=True)
         if hint:
             return at + hint
         if count != want_count:
-            return at + f"the new state's count is {count}, expected {want_count}: each step adds 1."
-        return at + (_leaf_problem(mine, theirs, "the result") or "the result differs from the expected one.")
+            return (
+                at + f"the new state's count is {count}, expected {want_count}: each step adds 1."
+            )
+        return at + (
+            _leaf_problem(mine, theirs, "the result") or "the result differs from the expected one."
+        )
     if len(got) < len(expected):
         return f"stopped after step {len(got)} of {len(expected)}."
     return None
@@ -496,10 +589,17 @@ def _adam_case(
 ) -> Case:
     grads_seq = [random_like(rng, params, scale) for _ in range(steps)]
     if fresh:
-        state = AdamState(jax.device_put(np.int32(0)), jax.tree.map(np.zeros_like, params), jax.tree.map(np.zeros_like, params))
+        state = AdamState(
+            jax.device_put(np.int32(0)),
+            jax.tree.map(np.zeros_like, params),
+            jax.tree.map(np.zeros_like, params),
+        )
     else:
         mu = random_like(rng, params, 0.1 * scale)
-        nu = jax.tree.map(lambda m: (np.square(m) + 1e-3 * scale**2).astype(np.float32), random_like(rng, params, scale))
+        nu = jax.tree.map(
+            lambda m: (np.square(m) + 1e-3 * scale**2).astype(np.float32),
+            random_like(rng, params, scale),
+        )
         state = AdamState(jax.device_put(np.int32(rng.integers(3, 20))), mu, nu)
     shown = (
         f"params {describe(params, 100)}, {steps} steps of gradients, a state with count={int(state.count)}, lr={lr}"
@@ -511,23 +611,49 @@ def _adam_case(
 def _adam_cases(rng: np.random.Generator) -> list[Case]:
     m, n = _LAYER
     cases = [
-        _adam_case(rng, {"w": random_f32(rng, m, n), "b": random_f32(rng, n)}, "a layer, from a fresh state"),
-        _adam_case(rng, {"encoder": {"w": random_f32(rng, m, n), "b": None}, "decoder": None}, "a dict with None subtrees", lr=0.01),
         _adam_case(
             rng,
-            [Layer(w=random_f32(rng, m, n), b=None), Point(x=random_f32(rng), y=random_f32(rng, n))],
+            {"w": random_f32(rng, m, n), "b": random_f32(rng, n)},
+            "a layer, from a fresh state",
+        ),
+        _adam_case(
+            rng,
+            {"encoder": {"w": random_f32(rng, m, n), "b": None}, "decoder": None},
+            "a dict with None subtrees",
+            lr=0.01,
+        ),
+        _adam_case(
+            rng,
+            [
+                Layer(w=random_f32(rng, m, n), b=None),
+                Point(x=random_f32(rng), y=random_f32(rng, n)),
+            ],
             "namedtuples, from a state 3 to 19 steps old",
             lr=0.05,
             fresh=False,
         ),
-        _adam_case(rng, ({"w": random_f32(rng, n)}, [random_f32(rng, m, n)]), "other betas, b1=0.8 and b2=0.99", b1=0.8, b2=0.99),
         _adam_case(
-            rng, {"w": random_f32(rng, n), "b": random_f32(rng)}, "gradients of size about 0.001, where eps matters", lr=0.01, scale=1e-3
+            rng,
+            ({"w": random_f32(rng, n)}, [random_f32(rng, m, n)]),
+            "other betas, b1=0.8 and b2=0.99",
+            b1=0.8,
+            b2=0.99,
+        ),
+        _adam_case(
+            rng,
+            {"w": random_f32(rng, n), "b": random_f32(rng)},
+            "gradients of size about 0.001, where eps matters",
+            lr=0.01,
+            scale=1e-3,
         ),
     ]
     for i in range(2):
         tree = _float_tree(rng)
-        cases.append(_adam_case(rng, tree, f"random tree {i + 1}, {describe(tree, 100)}", lr=0.02, fresh=i == 0))
+        cases.append(
+            _adam_case(
+                rng, tree, f"random tree {i + 1}, {describe(tree, 100)}", lr=0.02, fresh=i == 0
+            )
+        )
     layers, later = "a layer and None subtrees", "older states, other betas and a small eps"
     return in_parts(cases, [layers, layers, later, later, later, "random trees", "random trees"])
 
@@ -640,7 +766,11 @@ def _judge_save(got: Any, expected: Any, case: Case) -> str | None:
 def _training_state(rng: np.random.Generator) -> dict[str, Any]:
     m, n = (int(k) for k in rng.integers(2, 5, size=2))
     params = {"w": random_f32(rng, m, n), "b": jax.device_put(random_f32(rng, n))}
-    opt = AdamState(jax.device_put(np.int32(rng.integers(1, 50))), random_like(rng, params), random_like(rng, params))
+    opt = AdamState(
+        jax.device_put(np.int32(rng.integers(1, 50))),
+        random_like(rng, params),
+        random_like(rng, params),
+    )
     return {"params": params, "opt": opt}
 
 
@@ -649,15 +779,31 @@ def _save_cases(rng: np.random.Generator) -> list[Case]:
     leaf = lambda: _array_leaf(rng)  # noqa: E731
     cases = [
         Case(("layer.npz", {"w": random_f32(rng, m, n), "b": random_f32(rng, n)}), label="a layer"),
-        Case(("state.npz", _training_state(rng)), label="a training state: params and an AdamState with an int32 count"),
-        Case(("ckpt.npz", [leaf(), None, {"z": leaf(), "a": None}]), label="a list with None subtrees", info={"as_path": True}),
         Case(
-            ("model.npz", (Layer(w=leaf(), b=leaf()), collections.OrderedDict(z=leaf(), a=Point(x=leaf(), y=None)))),
+            ("state.npz", _training_state(rng)),
+            label="a training state: params and an AdamState with an int32 count",
+        ),
+        Case(
+            ("ckpt.npz", [leaf(), None, {"z": leaf(), "a": None}]),
+            label="a list with None subtrees",
+            info={"as_path": True},
+        ),
+        Case(
+            (
+                "model.npz",
+                (
+                    Layer(w=leaf(), b=leaf()),
+                    collections.OrderedDict(z=leaf(), a=Point(x=leaf(), y=None)),
+                ),
+            ),
             label="namedtuples and an OrderedDict",
         ),
     ]
     for i in range(3):
-        tree = {"params": random_tree(rng, depth=3, none_rate=0.3, leaf=_array_leaf), "step": jax.device_put(np.int32(i + 1))}
+        tree = {
+            "params": random_tree(rng, depth=3, none_rate=0.3, leaf=_array_leaf),
+            "step": jax.device_put(np.int32(i + 1)),
+        }
         label = f"random tree {i + 1}, {describe(tree, 100)}"
         cases.append(Case((f"random_{i + 1}.npz", tree), label=label, info={"as_path": i == 1}))
     layers, nested = "a layer and a training state", "None subtrees, namedtuples and OrderedDicts"
@@ -693,7 +839,9 @@ def _restore_checkpoint(path: Any, like: Any) -> Any:
     with_paths, treedef = jax.tree_util.tree_flatten_with_path(like)
     wanted = {keystr(p): leaf for p, leaf in with_paths}
     problems = [f"{name} is missing from the file" for name in wanted if name not in stored]
-    problems += [f"{name} is in the file but not in `like`" for name in stored if name not in wanted]
+    problems += [
+        f"{name} is in the file but not in `like`" for name in stored if name not in wanted
+    ]
     problems += [
         f"{name} has shape {stored[name].shape} in the file, {np.shape(leaf)} in `like`"
         for name, leaf in wanted.items()
@@ -717,7 +865,11 @@ def _restore_probe(fn: Callable[..., Any], case: Case) -> dict[str, Any]:
             raise
         except Exception as error:  # noqa: BLE001 (raising is the point in some cases)
             message = str(error).replace(str(folder), "<folder>")[:600]
-            return {"raised": type(error).__name__, "value_error": isinstance(error, ValueError), "message": message}
+            return {
+                "raised": type(error).__name__,
+                "value_error": isinstance(error, ValueError),
+                "message": message,
+            }
         return {"returned": tree_plain(out)}
     finally:
         shutil.rmtree(folder, ignore_errors=True)
@@ -758,12 +910,19 @@ def _judge_restore(got: Any, expected: Any, case: Case) -> str | None:
     mine, theirs = rebuild_tree(got["returned"]), rebuild_tree(expected["returned"])
     problem = _structure_problem(mine, theirs, "the restored tree")
     if problem is not None:
-        return problem + "\n  Rebuild the structure of `like`: jax.tree.unflatten with the treedef of `like`."
+        return (
+            problem
+            + "\n  Rebuild the structure of `like`: jax.tree.unflatten with the treedef of `like`."
+        )
     problem = _leaf_problem(mine, theirs, "the restored tree")
     if problem is None:
         return None
-    mine_leaves = sorted(describe(leaf) + str(np.asarray(leaf).tolist()) for leaf in jax.tree.leaves(mine))
-    their_leaves = sorted(describe(leaf) + str(np.asarray(leaf).tolist()) for leaf in jax.tree.leaves(theirs))
+    mine_leaves = sorted(
+        describe(leaf) + str(np.asarray(leaf).tolist()) for leaf in jax.tree.leaves(mine)
+    )
+    their_leaves = sorted(
+        describe(leaf) + str(np.asarray(leaf).tolist()) for leaf in jax.tree.leaves(theirs)
+    )
     if mine_leaves == their_leaves:
         return problem + (
             " The arrays are all there, in the wrong places: take them in the order of like's leaves, by key path."
@@ -775,7 +934,9 @@ def _entries(tree: Any) -> dict[str, np.ndarray]:
     return {keystr(p): np.asarray(leaf) for p, leaf in jax.tree_util.tree_leaves_with_path(tree)}
 
 
-def _restore_case(saved: Any, like: Any, label: str, kind: str = "fits", offending: tuple[str, ...] = ()) -> Case:
+def _restore_case(
+    saved: Any, like: Any, label: str, kind: str = "fits", offending: tuple[str, ...] = ()
+) -> Case:
     entries = _entries(saved)
     shown = f"a file with the entries {', '.join(entries)}; like={describe(like, 140)}"
     info = {"entries": entries, "kind": kind, "offending": offending}
@@ -792,15 +953,26 @@ def _restore_cases(rng: np.random.Generator) -> list[Case]:
     layer = {"w": random_f32(rng, m, n), "b": random_f32(rng, n)}
     state = _training_state(rng)
     state["opt"] = state["opt"]._replace(nu=None)
-    named = [Layer(w=random_f32(rng, m, m), b=random_f32(rng, m)), Layer(w=random_f32(rng, m, 1), b=random_f32(rng, 1))]
+    named = [
+        Layer(w=random_f32(rng, m, m), b=random_f32(rng, m)),
+        Layer(w=random_f32(rng, m, 1), b=random_f32(rng, 1)),
+    ]
     listed = [leaf(), [leaf(), leaf()], None]
     wider_bias = random_f32(rng, n + 1)
-    opt_paths = tuple(keystr(p) for p, _ in jax.tree_util.tree_leaves_with_path({"opt": state["opt"]}))
+    opt_paths = tuple(
+        keystr(p) for p, _ in jax.tree_util.tree_leaves_with_path({"opt": state["opt"]})
+    )
     cases = [
         _restore_case(layer, _zeros(layer), "a layer, into a template of zeros"),
         _restore_case(state, _zeros(state), "a training state with a None subtree"),
-        _restore_case(named, _zeros(named), "namedtuples, whose fields w, b are not in sorted order"),
-        _restore_case(listed, tuple(_zeros(listed)), "a tuple as the template of a file written from a list (same key paths)"),
+        _restore_case(
+            named, _zeros(named), "namedtuples, whose fields w, b are not in sorted order"
+        ),
+        _restore_case(
+            listed,
+            tuple(_zeros(listed)),
+            "a tuple as the template of a file written from a list (same key paths)",
+        ),
         _restore_case(
             layer,
             {**_zeros(layer), "scale": np.ones(1, np.float32)},
@@ -808,7 +980,13 @@ def _restore_cases(rng: np.random.Generator) -> list[Case]:
             "missing",
             ("['scale']",),
         ),
-        _restore_case(state, {"params": _zeros(state["params"])}, "a file with entries the template lacks", "extra", opt_paths),
+        _restore_case(
+            state,
+            {"params": _zeros(state["params"])},
+            "a file with entries the template lacks",
+            "extra",
+            opt_paths,
+        ),
         _restore_case(
             {"params": layer, "step": np.int32(3)},
             {"params": {"w": _zeros(layer["w"]), "b": _zeros(wider_bias)}, "step": np.int32(0)},
@@ -825,8 +1003,13 @@ def _restore_cases(rng: np.random.Generator) -> list[Case]:
         ),
     ]
     for i in range(2):
-        tree = {"params": random_tree(rng, depth=3, none_rate=0.3, leaf=_array_leaf), "step": np.int32(i)}
-        cases.append(_restore_case(tree, _zeros(tree), f"random tree {i + 1}, {describe(tree, 100)}"))
+        tree = {
+            "params": random_tree(rng, depth=3, none_rate=0.3, leaf=_array_leaf),
+            "step": np.int32(i),
+        }
+        cases.append(
+            _restore_case(tree, _zeros(tree), f"random tree {i + 1}, {describe(tree, 100)}")
+        )
     # Each part pairs files that must be restored with files that must be refused, so an answer that
     # always returns the template, or always raises, earns nothing.
     layer, state, named, renamed = (
@@ -835,7 +1018,9 @@ def _restore_cases(rng: np.random.Generator) -> list[Case]:
         "namedtuples, tuples, and a wrong shape",
         "a renamed container, and random trees",
     )
-    return in_parts(cases, [layer, state, named, named, layer, state, named, renamed, renamed, renamed])
+    return in_parts(
+        cases, [layer, state, named, named, layer, state, named, renamed, renamed, renamed]
+    )
 
 
 RESTORE_CHECKPOINT = Exercise(
@@ -915,17 +1100,26 @@ def _train_probe(fn: Callable[..., Any], case: Case) -> dict[str, Any]:
     loop = _has_loop(traced.jaxpr)
     if not (type(out) is tuple and len(out) == 3):
         return {"loop": loop, "shape": describe(out, 120)}
-    return {"loop": loop, "params": dtyped_plain(out[0]), "velocity": dtyped_plain(out[1]), "losses": dtyped_plain(out[2])}
+    return {
+        "loop": loop,
+        "params": dtyped_plain(out[0]),
+        "velocity": dtyped_plain(out[1]),
+        "losses": dtyped_plain(out[2]),
+    }
 
 
 def _carry_hint(message: str) -> str:
     lines = [line.strip() for line in message.splitlines() if line.strip()]
-    detail = next((line for line in lines if line.lower().lstrip("* ").startswith("the input carry")), "")
+    detail = next(
+        (line for line in lines if line.lower().lstrip("* ").startswith("the input carry")), ""
+    )
     detail = detail.lstrip("* ").rstrip(";")
     quoted = f"\n  JAX says: {detail}" if detail else ""
     if "same pytree structure" in message:
         return (
-            "Pitfall 15: the carry of lax.scan came out with another structure than it went in with." + quoted + "\n  "
+            "Pitfall 15: the carry of lax.scan came out with another structure than it went in with."
+            + quoted
+            + "\n  "
             "Build the whole carry before the loop: the velocity is jax.tree.map(jnp.zeros_like, params), "
             "with the structure of params, never None or a list of leaves."
         )
@@ -945,7 +1139,9 @@ def _carry_hint(message: str) -> str:
 
 def _train_tolerance(*dtypes: str) -> tuple[float, float]:
     """How close a value must come, set by the least precise dtype among those that produced it."""
-    return (5e-2, 5e-2) if any(dtype in ("bfloat16", "float16") for dtype in dtypes) else (1e-4, 1e-5)
+    return (
+        (5e-2, 5e-2) if any(dtype in ("bfloat16", "float16") for dtype in dtypes) else (1e-4, 1e-5)
+    )
 
 
 def _compare_record(
@@ -983,7 +1179,10 @@ def _compare_record(
 
 def _judge_train(got: Any, expected: Any, case: Case) -> str | None:
     if "raised" in got:
-        hint = _carry_hint(got["message"]) or f"train_loop raised {got['raised']}: {got['message'][:300]}"
+        hint = (
+            _carry_hint(got["message"])
+            or f"train_loop raised {got['raised']}: {got['message'][:300]}"
+        )
         if "tracer" in got["message"].lower() or "Concretization" in got["raised"]:
             hint += (
                 "\n  The check runs train_loop under jax.jit, and scan traces its body the same way: no float(), "
@@ -1001,12 +1200,12 @@ def _judge_train(got: Any, expected: Any, case: Case) -> str | None:
         )
     param_dtypes = tuple(dtype for _, dtype in expected["params"]["dtypes"])
     for what, key in (("params", "params"), ("the velocity", "velocity"), ("losses", "losses")):
-        problem = _compare_record(got[key], expected[key], what, param_dtypes if key == "losses" else ())
+        problem = _compare_record(
+            got[key], expected[key], what, param_dtypes if key == "losses" else ()
+        )
         if problem is not None:
             if key == "losses" and "differ" in problem:
-                problem += (
-                    " Record the loss at the params each step starts from: jax.value_and_grad gives it with the gradients."
-                )
+                problem += " Record the loss at the params each step starts from: jax.value_and_grad gives it with the gradients."
             return problem
     if not got["loop"]:
         return (
@@ -1016,7 +1215,9 @@ def _judge_train(got: Any, expected: Any, case: Case) -> str | None:
     return None
 
 
-def _train_case(rng: np.random.Generator, params: Any, label: str, lr: Any, steps: int, beta: float = 0.9) -> Case:
+def _train_case(
+    rng: np.random.Generator, params: Any, label: str, lr: Any, steps: int, beta: float = 0.9
+) -> Case:
     batches = {
         "target": jax.device_put(random_f32(rng, steps)),
         "weight": jax.device_put(rng.uniform(0.5, 1.5, size=steps).astype(np.float32)),
@@ -1047,7 +1248,10 @@ def _train_cases(rng: np.random.Generator) -> list[Case]:
         ),
         _train_case(
             rng,
-            [Layer(w=_bf16(rng, m, n), b=None), Point(x=jax.device_put(random_f32(rng, n)), y=_bf16(rng, n))],
+            [
+                Layer(w=_bf16(rng, m, n), b=None),
+                Point(x=jax.device_put(random_f32(rng, n)), y=_bf16(rng, n)),
+            ],
             "bfloat16 leaves next to float32 ones, lr a float32 array",
             jax.device_put(np.float32(0.1)),
             4,
@@ -1072,7 +1276,15 @@ TRAIN_LOOP = Exercise(
         "With lr a float32 array, lr * v is float32 even for a bfloat16 v: cast each new leaf back with "
         ".astype(p.dtype). jax.value_and_grad(loss_fn)(params, batch) gives the loss and the gradients at once.",
     ),
-    forbidden=("momentum", "tree_zeros_like", "tree_full_like", "tree_add", "tree_add_scale", "tree_scale", "tree_sub"),
+    forbidden=(
+        "momentum",
+        "tree_zeros_like",
+        "tree_full_like",
+        "tree_add",
+        "tree_add_scale",
+        "tree_scale",
+        "tree_sub",
+    ),
 )
 
 

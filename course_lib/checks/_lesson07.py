@@ -85,7 +85,9 @@ def spec_entries(spec: Any) -> list[Any]:
 
 def spec_text(entries: Sequence[Any]) -> str:
     """``P(None, 'model')`` from :func:`spec_entries`."""
-    return "P(" + ", ".join(repr(tuple(e)) if isinstance(e, list) else repr(e) for e in entries) + ")"
+    return (
+        "P(" + ", ".join(repr(tuple(e)) if isinstance(e, list) else repr(e) for e in entries) + ")"
+    )
 
 
 def _mesh_text(shape: Shape, names: Names) -> str:
@@ -105,9 +107,13 @@ def _structure_hint(got: dict[str, Any], expected: dict[str, Any], what: str) ->
     extra = [p for p in mine if p not in theirs]
     lines = [f"{what} does not have the structure of the input tree:"]
     if missing:
-        lines.append(f"  missing leaves at {', '.join(missing[:4])}" + (" ..." if len(missing) > 4 else ""))
+        lines.append(
+            f"  missing leaves at {', '.join(missing[:4])}" + (" ..." if len(missing) > 4 else "")
+        )
     if extra:
-        lines.append(f"  unexpected leaves at {', '.join(extra[:4])}" + (" ..." if len(extra) > 4 else ""))
+        lines.append(
+            f"  unexpected leaves at {', '.join(extra[:4])}" + (" ..." if len(extra) > 4 else "")
+        )
     if not (missing or extra):
         lines += [f"  yours:    {got['structure']}", f"  expected: {expected['structure']}"]
     return "\n".join(lines)
@@ -118,7 +124,6 @@ def _structure_record(tree: Any) -> dict[str, Any]:
 
 
 # --- 07.shardings_from_rules -----------------------------------------------------------------
-
 
 
 def _shardings_from_rules(params: Any, rules: Sequence[tuple[str, Any]], mesh: Any) -> Any:
@@ -173,20 +178,35 @@ def _rules_params(rng: np.random.Generator, kind: int) -> Any:
             "mlp": {"w_in": _matrix(rng, d, h), "w_out": _matrix(rng, h, d)},
             "norm": _matrix(rng, d),
         }
-        return {"embed": _matrix(rng, 32, d), "layers": [layer() for _ in range(int(rng.integers(1, 3)))], "final_norm": _matrix(rng, d)}
+        return {
+            "embed": _matrix(rng, 32, d),
+            "layers": [layer() for _ in range(int(rng.integers(1, 3)))],
+            "final_norm": _matrix(rng, d),
+        }
     if kind == 1:
         return {
-            "blocks": (Layer(w=_matrix(rng, d, d), b=_matrix(rng, d)), Layer(w=_matrix(rng, d, h), b=None)),
+            "blocks": (
+                Layer(w=_matrix(rng, d, d), b=_matrix(rng, d)),
+                Layer(w=_matrix(rng, d, h), b=None),
+            ),
             "head": {"w": _matrix(rng, h, 8), "b": _matrix(rng, 8)},
             "extra": None,
         }
     return [
-        {"dense": _matrix(rng, d, h), "dense_bias": _matrix(rng, h), "scale": _matrix(rng, h), "bias": None},
+        {
+            "dense": _matrix(rng, d, h),
+            "dense_bias": _matrix(rng, h),
+            "scale": _matrix(rng, h),
+            "bias": None,
+        },
         Point(x={"dense_out": _matrix(rng, h, d)}, y=_matrix(rng)),
     ]
 
 
-_RULE_MESHES: tuple[tuple[Shape, Names], ...] = (((2, 4), ("data", "model")), ((4, 2), ("data", "model")))
+_RULE_MESHES: tuple[tuple[Shape, Names], ...] = (
+    ((2, 4), ("data", "model")),
+    ((4, 2), ("data", "model")),
+)
 
 
 def _rules_cases(rng: np.random.Generator) -> list[Case]:
@@ -197,14 +217,21 @@ def _rules_cases(rng: np.random.Generator) -> list[Case]:
         shape, names = _RULE_MESHES[int(rng.integers(0, 2))]
         rule_text = "; ".join(f"{pattern!r} -> {spec}" for pattern, spec in rules)
         shown = f"params {describe(params, 110)}; rules {rule_text}; {_mesh_text(shape, names)}"
-        cases.append(Case((params, list(rules)), label=label, info={"mesh": (shape, names)}, shown=shown))
+        cases.append(
+            Case((params, list(rules)), label=label, info={"mesh": (shape, names)}, shown=shown)
+        )
     return cases
 
 
 def _sharding_record(x: Any) -> dict[str, Any]:
     if isinstance(x, NamedSharding):
         mesh = x.mesh
-        return {"kind": "NamedSharding", "spec": spec_entries(x.spec), "axes": list(mesh.axis_names), "sizes": list(mesh.axis_sizes)}
+        return {
+            "kind": "NamedSharding",
+            "spec": spec_entries(x.spec),
+            "axes": list(mesh.axis_names),
+            "sizes": list(mesh.axis_sizes),
+        }
     if isinstance(x, P):
         return {"kind": "PartitionSpec", "spec": spec_entries(x)}
     return {"kind": type(x).__name__}
@@ -220,12 +247,18 @@ def _rules_probe(fn: Callable[..., Any], case: Case) -> Any:
     return {**_structure_record(result), "records": [_sharding_record(leaf) for _, leaf in leaves]}
 
 
-def _rules_variant(case: Case, name: Callable[[Any], str], search: Callable[..., Any], last: bool, ndim: bool) -> list[list[Any]]:
+def _rules_variant(
+    case: Case, name: Callable[[Any], str], search: Callable[..., Any], last: bool, ndim: bool
+) -> list[list[Any]]:
     """The specs a typical wrong reading of the rules gives, leaf by leaf (plain entries)."""
     params, rules = case.args
     specs = []
     for path, leaf in jax.tree_util.tree_leaves_with_path(params):
-        hits = [spec for pattern, spec in rules if search(pattern, name(path)) and (not ndim or len(spec) <= np.ndim(leaf))]
+        hits = [
+            spec
+            for pattern, spec in rules
+            if search(pattern, name(path)) and (not ndim or len(spec) <= np.ndim(leaf))
+        ]
         specs.append(spec_entries((hits[-1] if last else hits[0]) if hits else P()))
     return specs
 
@@ -259,7 +292,10 @@ def _judge_rules(got: Any, expected: Any, case: Case) -> str | None:
         return f"returned {describe(got, 80)}; return a tree of NamedSharding with the structure of params."
     problem = _structure_hint(got, expected, "the sharding tree")
     if problem:
-        return problem + "\n  Build it with jax.tree.map_with_path over params: it keeps the structure, None subtrees included."
+        return (
+            problem
+            + "\n  Build it with jax.tree.map_with_path over params: it keeps the structure, None subtrees included."
+        )
     shape, names = case.info["mesh"]
     specs = [r.get("spec") for r in got["records"]]
     for path, mine, theirs in zip(got["paths"], got["records"], expected["records"]):
@@ -345,16 +381,25 @@ def _plan_leaf(rng: np.random.Generator, placed_rate: float) -> LeafPlan:
     spec = _SPECS[int(rng.integers(0, len(_SPECS)))]
     ndim = max(len(spec), int(rng.integers(1, 3)))
     shape = tuple(8 * int(rng.integers(1, 5)) for _ in range(ndim))
-    return LeafPlan(shape, _DTYPES[int(rng.integers(0, len(_DTYPES)))], spec, bool(rng.random() < placed_rate))
+    return LeafPlan(
+        shape, _DTYPES[int(rng.integers(0, len(_DTYPES)))], spec, bool(rng.random() < placed_rate)
+    )
 
 
 def _plan_tree(rng: np.random.Generator, kind: int, placed_rate: float) -> Any:
     leaf = lambda: _plan_leaf(rng, placed_rate)  # noqa: E731
     if kind == 0:
-        return {"embed": leaf(), "layers": [{"w": leaf(), "b": leaf(), "norm": None} for _ in range(2)]}
+        return {
+            "embed": leaf(),
+            "layers": [{"w": leaf(), "b": leaf(), "norm": None} for _ in range(2)],
+        }
     if kind == 1:
         return (Layer(w=leaf(), b=None), [leaf(), leaf()], {"scale": leaf()})
-    return {"encoder": {"w": leaf(), "b": leaf()}, "decoder": Point(x=leaf(), y=leaf()), "step": None}
+    return {
+        "encoder": {"w": leaf(), "b": leaf()},
+        "decoder": Point(x=leaf(), y=leaf()),
+        "step": None,
+    }
 
 
 def _bytes_cases(rng: np.random.Generator) -> list[Case]:
@@ -362,9 +407,20 @@ def _bytes_cases(rng: np.random.Generator) -> list[Case]:
     for kind, rate, shape in zip(range(3), (1.0, 0.0, 0.5), ((2, 4), (4, 2), (2, 4))):
         names = ("data", "model")
         plan = _plan_tree(rng, kind, rate)
-        what = {1.0: "arrays placed on the mesh", 0.0: "ShapeDtypeStructs with shardings", 0.5: "arrays and ShapeDtypeStructs mixed"}[rate]
+        what = {
+            1.0: "arrays placed on the mesh",
+            0.0: "ShapeDtypeStructs with shardings",
+            0.5: "arrays and ShapeDtypeStructs mixed",
+        }[rate]
         shown = f"{describe(plan, 170)} on a {_mesh_text(shape, names)}"
-        cases.append(Case((plan,), label=f"{what}, {_mesh_text(shape, names)}", info={"mesh": (shape, names)}, shown=shown))
+        cases.append(
+            Case(
+                (plan,),
+                label=f"{what}, {_mesh_text(shape, names)}",
+                info={"mesh": (shape, names)},
+                shown=shown,
+            )
+        )
     return cases
 
 
@@ -384,10 +440,16 @@ def _bytes_probe(fn: Callable[..., Any], case: Case) -> Any:
     result = fn(_materialize(plan, plan_mesh(shape, names)))
     if isinstance(result, (jax.Array, np.ndarray, np.generic)) and np.ndim(result) == 0:
         result = np.asarray(result).item()
-    return result if isinstance(result, (int, float)) and not isinstance(result, bool) else {"returned": describe(result, 80)}
+    return (
+        result
+        if isinstance(result, (int, float)) and not isinstance(result, bool)
+        else {"returned": describe(result, 80)}
+    )
 
 
-def _plan_bytes(plan: Any, sizes: dict[str, int], block: Callable[[LeafPlan, dict[str, int]], int]) -> int:
+def _plan_bytes(
+    plan: Any, sizes: dict[str, int], block: Callable[[LeafPlan, dict[str, int]], int]
+) -> int:
     return sum(block(leaf, sizes) for leaf in jax.tree.leaves(plan, is_leaf=_is_plan))
 
 
@@ -423,7 +485,9 @@ def _bytes_variants(case: Case) -> list[tuple[str, int]]:
         (
             "only the placed arrays were counted: ShapeDtypeStruct leaves with a sharding count too, since their "
             "sharding says which block each device would hold.",
-            _plan_bytes(plan, sizes, lambda leaf, s: full(leaf, s) // _split(leaf, s) if leaf.placed else 0),
+            _plan_bytes(
+                plan, sizes, lambda leaf, s: full(leaf, s) // _split(leaf, s) if leaf.placed else 0
+            ),
         ),
     ]
 
@@ -480,7 +544,9 @@ class ModelPlan:
         )
 
 
-def make_init(model: ModelPlan, on_run: Callable[[], None] | None = None) -> Callable[[jax.Array], Any]:
+def make_init(
+    model: ModelPlan, on_run: Callable[[], None] | None = None
+) -> Callable[[jax.Array], Any]:
     """The init ``model`` describes: a function from a PRNG key to a parameter tree.
 
     ``on_run`` is called whenever the init's program runs, eagerly or compiled (a ``jax.debug.callback``),
@@ -497,7 +563,9 @@ def make_init(model: ModelPlan, on_run: Callable[[], None] | None = None) -> Cal
 
         def wave(*shape: int) -> jax.Array:  # exact values in [-0.5, 0.5), computed from the key
             position = jnp.arange(math.prod(shape), dtype=jnp.int32).reshape(shape) % 1024
-            return ((position * 37 + seed * 11 + next(counter) * 101) % 1024).astype(jnp.float32) / 1024 - 0.5
+            return ((position * 37 + seed * 11 + next(counter) * 101) % 1024).astype(
+                jnp.float32
+            ) / 1024 - 0.5
 
         def dense(m: int, n: int) -> jax.Array:
             return (wave(m, n) / 2).astype(dtype)
@@ -506,16 +574,30 @@ def make_init(model: ModelPlan, on_run: Callable[[], None] | None = None) -> Cal
             jax.debug.callback(on_run)
         if model.style == 0:
             layers: Any = [
-                {"attn": dense(model.d, model.d), "mlp": {"w_in": dense(model.d, model.hidden), "w_out": dense(model.hidden, model.d)},
-                 "norm": (1 + wave(model.d) / 64).astype(dtype), "bias": None}
+                {
+                    "attn": dense(model.d, model.d),
+                    "mlp": {
+                        "w_in": dense(model.d, model.hidden),
+                        "w_out": dense(model.hidden, model.d),
+                    },
+                    "norm": (1 + wave(model.d) / 64).astype(dtype),
+                    "bias": None,
+                }
                 for _ in range(model.layers)
             ]
         else:
             layers = tuple(
-                Layer(w=(dense(model.d, model.hidden), dense(model.hidden, model.d)), b=wave(model.hidden) / 64)
+                Layer(
+                    w=(dense(model.d, model.hidden), dense(model.hidden, model.d)),
+                    b=wave(model.hidden) / 64,
+                )
                 for _ in range(model.layers)
             )
-        return {"embed": dense(model.vocab, model.d), "layers": layers, "head": Point(x=dense(model.d, model.vocab), y=None)}
+        return {
+            "embed": dense(model.vocab, model.d),
+            "layers": layers,
+            "head": Point(x=dense(model.d, model.vocab), y=None),
+        }
 
     return init
 
@@ -523,16 +605,38 @@ def make_init(model: ModelPlan, on_run: Callable[[], None] | None = None) -> Cal
 def _abstract_size(init: Callable[[jax.Array], Any], key: jax.Array) -> tuple[int, int]:
     shapes = jax.eval_shape(init, key)
     leaves = jax.tree.leaves(shapes)
-    return sum(math.prod(s.shape) for s in leaves), sum(math.prod(s.shape) * np.dtype(s.dtype).itemsize for s in leaves)
+    return sum(math.prod(s.shape) for s in leaves), sum(
+        math.prod(s.shape) * np.dtype(s.dtype).itemsize for s in leaves
+    )
 
 
 def _size_cases(rng: np.random.Generator) -> list[Case]:
     cases = []
     for style, dtype in ((0, "float32"), (1, "bfloat16")):
-        model = ModelPlan(8 * int(rng.integers(4, 9)), 8 * int(rng.integers(1, 4)), 16 * int(rng.integers(1, 4)), int(rng.integers(1, 4)), dtype, style)
-        cases.append(Case((model,), label=f"a small model in {dtype}", info={"big": False}, shown=repr(model)))
-    big = ModelPlan(32000, 4096, 4 * 4096, 8 + int(rng.integers(0, 5)), "bfloat16", int(rng.integers(0, 2)))
-    cases.append(Case((big,), label="a model of over a billion parameters (it must not be allocated)", info={"big": True}, shown=repr(big)))
+        model = ModelPlan(
+            8 * int(rng.integers(4, 9)),
+            8 * int(rng.integers(1, 4)),
+            16 * int(rng.integers(1, 4)),
+            int(rng.integers(1, 4)),
+            dtype,
+            style,
+        )
+        cases.append(
+            Case(
+                (model,), label=f"a small model in {dtype}", info={"big": False}, shown=repr(model)
+            )
+        )
+    big = ModelPlan(
+        32000, 4096, 4 * 4096, 8 + int(rng.integers(0, 5)), "bfloat16", int(rng.integers(0, 2))
+    )
+    cases.append(
+        Case(
+            (big,),
+            label="a model of over a billion parameters (it must not be allocated)",
+            info={"big": True},
+            shown=repr(big),
+        )
+    )
     return cases
 
 
@@ -617,12 +721,21 @@ _INIT_LAYOUTS: tuple[tuple[str, Callable[[Callable[[Any], NamedSharding]], Any]]
         "a full sharding tree",
         lambda s: {
             "embed": s(P("model", None)),
-            "layers": [{"attn": s(P(None, "model")), "mlp": {"w_in": s(P(None, "model")), "w_out": s(P("model", None))},
-                        "norm": s(P()), "bias": None}],
+            "layers": [
+                {
+                    "attn": s(P(None, "model")),
+                    "mlp": {"w_in": s(P(None, "model")), "w_out": s(P("model", None))},
+                    "norm": s(P()),
+                    "bias": None,
+                }
+            ],
             "head": Point(x=s(P(None, "model")), y=None),
         },
     ),
-    ("a prefix: one sharding for all the layers", lambda s: {"embed": s(P(None, "model")), "layers": s(P()), "head": s(P("data", None))}),
+    (
+        "a prefix: one sharding for all the layers",
+        lambda s: {"embed": s(P(None, "model")), "layers": s(P()), "head": s(P("data", None))},
+    ),
     ("a single sharding for the whole tree", lambda s: s(P("data"))),
 )
 
@@ -630,10 +743,19 @@ _INIT_LAYOUTS: tuple[tuple[str, Callable[[Callable[[Any], NamedSharding]], Any]]
 def _init_cases(rng: np.random.Generator) -> list[Case]:
     cases = []
     for i, (label, _) in enumerate(_INIT_LAYOUTS):
-        model = ModelPlan(32, 16, 16 * int(rng.integers(1, 3)), 1, ("float32", "bfloat16")[i % 2], 0)
+        model = ModelPlan(
+            32, 16, 16 * int(rng.integers(1, 3)), 1, ("float32", "bfloat16")[i % 2], 0
+        )
         mesh = ((2, 4), ("data", "model"))
         shown = f"{model!r}; shardings: {label} on a {_mesh_text(*mesh)}"
-        cases.append(Case((model,), label=label, info={"layout": i, "mesh": mesh, "seed": int(rng.integers(0, 1000))}, shown=shown))
+        cases.append(
+            Case(
+                (model,),
+                label=label,
+                info={"layout": i, "mesh": mesh, "seed": int(rng.integers(0, 1000))},
+                shown=shown,
+            )
+        )
     return cases
 
 
@@ -648,7 +770,9 @@ def _init_probe(fn: Callable[..., Any], case: Case) -> Any:
         layouts: list[Any] = [None] * len(jax.tree.leaves(tree))
         made.append(layouts)
         for i, leaf in enumerate(jax.tree.leaves(tree)):
-            jax.debug.inspect_array_sharding(leaf, callback=functools.partial(layouts.__setitem__, i))
+            jax.debug.inspect_array_sharding(
+                leaf, callback=functools.partial(layouts.__setitem__, i)
+            )
         return tree
 
     result = fn(spied, jax.random.key(case.info["seed"]), shardings)
@@ -656,26 +780,43 @@ def _init_probe(fn: Callable[..., Any], case: Case) -> Any:
         return None
     leaves = jax.tree.leaves(result)
     shapes = jax.eval_shape(make_init(model), jax.random.key(0))
-    wanted = jax.tree.leaves(jax.tree.broadcast(shardings, shapes, is_leaf=lambda x: isinstance(x, NamedSharding)))
+    wanted = jax.tree.leaves(
+        jax.tree.broadcast(shardings, shapes, is_leaf=lambda x: isinstance(x, NamedSharding))
+    )
     records = []
     for leaf in leaves:
         if not isinstance(leaf, jax.Array):
             records.append({"kind": type(leaf).__name__})
             continue
-        records.append({**_sharding_record(leaf.sharding), "kind": "Array", "value": np.asarray(as_float32(leaf)), "dtype": str(leaf.dtype)})
+        records.append(
+            {
+                **_sharding_record(leaf.sharding),
+                "kind": "Array",
+                "value": np.asarray(as_float32(leaf)),
+                "dtype": str(leaf.dtype),
+            }
+        )
     # A trace that was only evaluated for shapes (jax.eval_shape) lays nothing out and reports nothing.
     compiled = [layout for layout in made if any(s is not None for s in layout)]
-    in_place = len(leaves) == len(wanted) and bool(compiled) and all(
-        all(isinstance(s, jax.sharding.Sharding) for s in layout)
-        and all(s.is_equivalent_to(w, np.ndim(leaf)) for s, w, leaf in zip(layout, wanted, leaves))
-        for layout in compiled
+    in_place = (
+        len(leaves) == len(wanted)
+        and bool(compiled)
+        and all(
+            all(isinstance(s, jax.sharding.Sharding) for s in layout)
+            and all(
+                s.is_equivalent_to(w, np.ndim(leaf)) for s, w, leaf in zip(layout, wanted, leaves)
+            )
+            for layout in compiled
+        )
     )
     return {**_structure_record(result), "records": records, "in_place": in_place}
 
 
 def _layout_problem(path: str, mine: dict[str, Any], theirs: dict[str, Any]) -> str | None:
     if mine["kind"] != "Array":
-        return f"the leaf at {path} is a {mine['kind']}, not an array: return the arrays init creates."
+        return (
+            f"the leaf at {path} is a {mine['kind']}, not an array: return the arrays init creates."
+        )
     if mine.get("spec") != theirs["spec"] or mine.get("axes") != theirs["axes"]:
         got = spec_text(mine["spec"]) if "spec" in mine else f"a {mine['kind']}"
         return f"the leaf at {path} is laid out as {got}, expected {spec_text(theirs['spec'])}: every leaf must have its sharding from the tree given."
@@ -730,17 +871,34 @@ def _restore_resharded(path: str, abstract: Any, shardings: Any) -> Any:
     import orbax.checkpoint as ocp
 
     def target(sharding: NamedSharding, subtree: Any) -> Any:
-        return jax.tree.map(lambda s: jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=sharding), subtree)
+        return jax.tree.map(
+            lambda s: jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=sharding), subtree
+        )
 
-    return ocp.StandardCheckpointer().restore(path, jax.tree.map(target, shardings, abstract, is_leaf=lambda x: isinstance(x, NamedSharding)))
+    return ocp.StandardCheckpointer().restore(
+        path,
+        jax.tree.map(target, shardings, abstract, is_leaf=lambda x: isinstance(x, NamedSharding)),
+    )
 
 
-_RESTORE_PLANS: tuple[tuple[str, Shape, Shape, Callable[[Callable[[Any], NamedSharding]], Any], Callable[[Callable[[Any], NamedSharding]], Any]], ...] = (
+_RESTORE_PLANS: tuple[
+    tuple[
+        str,
+        Shape,
+        Shape,
+        Callable[[Callable[[Any], NamedSharding]], Any],
+        Callable[[Callable[[Any], NamedSharding]], Any],
+    ],
+    ...,
+] = (
     (
         "saved on a 2 x 4 mesh, restored on a 4 x 2 mesh",
         (2, 4),
         (4, 2),
-        lambda s: {"embed": s(P("model", None)), "layers": [{"w": s(P(None, "model")), "b": s(P())}] * 2},
+        lambda s: {
+            "embed": s(P("model", None)),
+            "layers": [{"w": s(P(None, "model")), "b": s(P())}] * 2,
+        },
         lambda s: {"embed": s(P(None, "model")), "layers": s(P("data", None))},
     ),
     (
@@ -756,7 +914,10 @@ _RESTORE_PLANS: tuple[tuple[str, Shape, Shape, Callable[[Callable[[Any], NamedSh
 def _restore_tree(rng: np.random.Generator) -> Any:
     return {
         "embed": random_f32(rng, 16, 8, array=True),
-        "layers": [{"w": random_f32(rng, 8, 8, array=True), "b": random_f32(rng, 8, 8, array=True)} for _ in range(2)],
+        "layers": [
+            {"w": random_f32(rng, 8, 8, array=True), "b": random_f32(rng, 8, 8, array=True)}
+            for _ in range(2)
+        ],
     }
 
 
@@ -796,7 +957,14 @@ def _restore_probe(fn: Callable[..., Any], case: Case) -> Any:
     records = []
     for leaf in jax.tree.leaves(result):
         if isinstance(leaf, jax.Array):
-            records.append({**_sharding_record(leaf.sharding), "kind": "Array", "value": np.asarray(leaf), "dtype": str(leaf.dtype)})
+            records.append(
+                {
+                    **_sharding_record(leaf.sharding),
+                    "kind": "Array",
+                    "value": np.asarray(leaf),
+                    "dtype": str(leaf.dtype),
+                }
+            )
         else:
             records.append({"kind": type(leaf).__name__})
     return {**_structure_record(result), "records": records}

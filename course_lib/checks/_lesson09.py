@@ -28,7 +28,6 @@ from ._plain import describe, rebuild_tree, tree_plain
 from ._spec import Case, Exercise
 
 
-
 def _groups(rng: np.random.Generator, kind: int) -> dict[str, Any]:
     """A model: its top-level keys are its groups; one group name is a prefix of another's."""
     d, h = int(rng.integers(2, 4)), int(rng.integers(2, 5))

@@ -52,7 +52,9 @@ def to_plain(value: Any, _depth: int = 0) -> Any:
     if type(value) in (list, tuple):
         return type(value)(to_plain(item, _depth + 1) for item in value)
     if type(value) is dict:
-        return {to_plain(key, _depth + 1): to_plain(item, _depth + 1) for key, item in value.items()}
+        return {
+            to_plain(key, _depth + 1): to_plain(item, _depth + 1) for key, item in value.items()
+        }
     raise Unplain(f"a {type(value).__name__}")
 
 
@@ -137,7 +139,9 @@ class PlainNode:
         self.type_name, self.meta, self.keys, self.children = type_name, meta, keys, children
 
     def __repr__(self) -> str:
-        return f"{self.type_name}({', '.join(f'{k}={c!r}' for k, c in zip(self.keys, self.children))})"
+        return (
+            f"{self.type_name}({', '.join(f'{k}={c!r}' for k, c in zip(self.keys, self.children))})"
+        )
 
 
 class _TextKey:
@@ -152,17 +156,21 @@ class _TextKey:
     __repr__ = __str__
 
 
-def _flatten_plain_node(node: PlainNode) -> tuple[list[tuple[Any, Any]], tuple[str, str, tuple[str, ...]]]:
-    return [(_TextKey(k), c) for k, c in zip(node.keys, node.children)], (node.type_name, node.meta, node.keys)
+def _flatten_plain_node(
+    node: PlainNode,
+) -> tuple[list[tuple[Any, Any]], tuple[str, str, tuple[str, ...]]]:
+    return [(_TextKey(k), c) for k, c in zip(node.keys, node.children)], (
+        node.type_name,
+        node.meta,
+        node.keys,
+    )
 
 
 def _unflatten_plain_node(aux: tuple[str, str, tuple[str, ...]], children: Any) -> PlainNode:
     return PlainNode(aux[0], aux[1], aux[2], list(children))
 
 
-jax.tree_util.register_pytree_with_keys(
-    PlainNode, _flatten_plain_node, _unflatten_plain_node
-)
+jax.tree_util.register_pytree_with_keys(PlainNode, _flatten_plain_node, _unflatten_plain_node)
 
 
 class OpaqueLeaf:
@@ -172,7 +180,10 @@ class OpaqueLeaf:
         self.type_name, self.text = type_name, text
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, OpaqueLeaf) and (self.type_name, self.text) == (other.type_name, other.text)
+        return isinstance(other, OpaqueLeaf) and (self.type_name, self.text) == (
+            other.type_name,
+            other.text,
+        )
 
     def __hash__(self) -> int:
         return hash((self.type_name, self.text))
@@ -212,7 +223,9 @@ def rebuild_tree(record: Any) -> Any:
             return collections.OrderedDict(zip(keys, children))
         return collections.defaultdict(None, zip(keys, children))
     if kind == "custom":
-        return PlainNode(str(record["type"]), str(record.get("meta", "")), tuple(record["keys"]), children)
+        return PlainNode(
+            str(record["type"]), str(record.get("meta", "")), tuple(record["keys"]), children
+        )
     raise ValueError(f"unknown node kind {kind!r} in a tree record")
 
 
@@ -247,7 +260,9 @@ def _describe(x: Any, depth: int) -> str:
     if type(x) is list:
         return "[" + ", ".join(_describe(v, depth + 1) for v in x) + "]"
     if type(x) is tuple:
-        return "(" + ", ".join(_describe(v, depth + 1) for v in x) + ("," if len(x) == 1 else "") + ")"
+        return (
+            "(" + ", ".join(_describe(v, depth + 1) for v in x) + ("," if len(x) == 1 else "") + ")"
+        )
     if isinstance(x, PlainNode):
         return repr(x)
     if isinstance(x, (bool, int, float, complex, str, bytes)) or x is None:

@@ -37,7 +37,9 @@ def exercises(lesson: str) -> tuple[Exercise, ...]:
             raise ValueError(f"_lesson{lesson}.py lists an exercise id twice: {ids}")
         for exercise in listed:
             if exercise.lesson != lesson:
-                raise ValueError(f"_lesson{lesson}.py lists {exercise.id}, which belongs to lesson {exercise.lesson}")
+                raise ValueError(
+                    f"_lesson{lesson}.py lists {exercise.id}, which belongs to lesson {exercise.lesson}"
+                )
         _loaded[lesson] = listed
     return _loaded[lesson]
 

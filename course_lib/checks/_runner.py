@@ -14,14 +14,27 @@ from ._evaluate import probe_all
 from ._registry import get_exercise
 
 
-def run(exercise_id: str, seed: int, namespace: dict[str, Any], out_path: str, nonce: str, packages: tuple[str, ...] = ()) -> None:
+def run(
+    exercise_id: str,
+    seed: int,
+    namespace: dict[str, Any],
+    out_path: str,
+    nonce: str,
+    packages: tuple[str, ...] = (),
+) -> None:
     """Probe ``namespace[<exercise name>]`` on the grading cases and write the report to ``out_path``.
 
     While it runs, the functions of the exercises it uses are replaced in ``namespace`` by the
     course's stand-ins (and put back after), and calls into ``packages`` are flagged.
     """
     exercise = get_exercise(exercise_id)
-    report: dict[str, Any] = {"nonce": nonce, "exercise": exercise_id, "found": "yes", "type": "", "outcomes": []}
+    report: dict[str, Any] = {
+        "nonce": nonce,
+        "exercise": exercise_id,
+        "found": "yes",
+        "type": "",
+        "outcomes": [],
+    }
     fn = namespace.get(exercise.name, _MISSING)
     if fn is _MISSING:
         report["found"] = "missing"
@@ -29,7 +42,9 @@ def run(exercise_id: str, seed: int, namespace: dict[str, Any], out_path: str, n
         report["found"] = "not_callable"
         report["type"] = type(fn).__name__
     else:
-        outcomes = probe_all(exercise, fn, exercise.make_cases("grade", seed), namespace=namespace, packages=packages)
+        outcomes = probe_all(
+            exercise, fn, exercise.make_cases("grade", seed), namespace=namespace, packages=packages
+        )
         report["outcomes"] = [outcome.to_plain() for outcome in outcomes]
     text = _wire.dumps(report)
     partial = f"{out_path}.partial"

@@ -53,7 +53,12 @@ def evaluate(exercise: Exercise, fn: Any) -> Verdict:
     if exercise.id not in _references:
         _references[exercise.id] = reference_results(exercise, cases)
     if not callable(fn):
-        return Verdict("error", 0, exercise.points, f"expected the function {exercise.name}, got {describe(fn)}.")
+        return Verdict(
+            "error",
+            0,
+            exercise.points,
+            f"expected the function {exercise.name}, got {describe(fn)}.",
+        )
     outcomes = probe_all(exercise, fn, cases)
     return judge_outcomes(exercise, outcomes, _references[exercise.id], cases)
 
@@ -86,7 +91,9 @@ def _report(exercise: Exercise, verdict: Verdict) -> str:
     if level < len(exercise.hints):
         lines.append("  (run this check again for another hint)")
     elif exercise.hints:
-        lines.append("  (no more hints: the lesson notebook of the same number shows each idea used here)")
+        lines.append(
+            "  (no more hints: the lesson notebook of the same number shows each idea used here)"
+        )
     return "\n".join(lines)
 
 
@@ -107,7 +114,14 @@ def check(exercise_id: str, fn: Callable[..., Any], *, strict: bool | None = Non
     print(text)
 
 
-_WORDS = {"passed": "passed", "failed": "incorrect", "flagged": "flagged", "error": "incorrect", "not_attempted": "not attempted", "missing": "missing"}
+_WORDS = {
+    "passed": "passed",
+    "failed": "incorrect",
+    "flagged": "flagged",
+    "error": "incorrect",
+    "not_attempted": "not attempted",
+    "missing": "missing",
+}
 
 
 def progress(lesson: str, *, strict: bool | None = None) -> None:
@@ -133,7 +147,9 @@ def progress(lesson: str, *, strict: bool | None = None) -> None:
     lines = [f"Lesson {lesson}: {passed} of {len(rows)} exercises passed, {points}/{total} points"]
     for exercise, status, got, note in rows:
         word = _WORDS.get(status, status)
-        lines.append(f"  {word:<15}{exercise.id:<{width}}  {got}/{exercise.points}  {note}".rstrip())
+        lines.append(
+            f"  {word:<15}{exercise.id:<{width}}  {got}/{exercise.points}  {note}".rstrip()
+        )
     text = "\n".join(lines)
     if passed < len(rows) and (is_strict() if strict is None else strict):
         raise CheckFailed(text)

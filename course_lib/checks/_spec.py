@@ -89,7 +89,9 @@ class Exercise:
             raise ValueError(f"exercise {self.id}: points must be positive")
         for used in self.uses:
             if used.split(".", 1)[0] != self.lesson or used == self.id:
-                raise ValueError(f"exercise {self.id}: uses {used!r}, which is not another exercise of lesson {self.lesson}")
+                raise ValueError(
+                    f"exercise {self.id}: uses {used!r}, which is not another exercise of lesson {self.lesson}"
+                )
 
     @property
     def lesson(self) -> str:
@@ -146,12 +148,26 @@ class Outcome:
     flags: tuple[dict[str, Any], ...] = ()
 
     def to_plain(self) -> dict[str, Any]:
-        return {"status": self.status, "value": self.value, "error": self.error, "message": self.message, "flags": list(self.flags)}
+        return {
+            "status": self.status,
+            "value": self.value,
+            "error": self.error,
+            "message": self.message,
+            "flags": list(self.flags),
+        }
 
     @classmethod
     def from_plain(cls, data: Any) -> "Outcome":
-        if not isinstance(data, dict) or set(data) != {"status", "value", "error", "message", "flags"}:
-            raise ValueError("an outcome must be a dict with status, value, error, message and flags")
+        if not isinstance(data, dict) or set(data) != {
+            "status",
+            "value",
+            "error",
+            "message",
+            "flags",
+        }:
+            raise ValueError(
+                "an outcome must be a dict with status, value, error, message and flags"
+            )
         if data["status"] not in ("returned", "not_attempted", "raised", "unreadable"):
             raise ValueError(f"unknown outcome status {data['status']!r}")
         if not isinstance(data["error"], str) or not isinstance(data["message"], str):
@@ -174,7 +190,9 @@ def _is_flag(data: Any) -> bool:
     return (
         isinstance(data, dict)
         and set(data) == set(FLAG_FIELDS)
-        and all(isinstance(data[k], t) and not isinstance(data[k], bool) for k, t in FLAG_FIELDS.items())
+        and all(
+            isinstance(data[k], t) and not isinstance(data[k], bool) for k, t in FLAG_FIELDS.items()
+        )
     )
 
 

@@ -110,7 +110,10 @@ def _decode_array(dtype_text: Any, shape: Any, data: Any) -> np.ndarray:
         raise WireError(f"unknown dtype {dtype_text!r}") from None
     if dtype.kind not in _ARRAY_KINDS or dtype.hasobject:
         raise WireError(f"arrays of dtype {dtype} are not accepted")
-    if not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in shape) or len(shape) > 32:
+    if (
+        not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in shape)
+        or len(shape) > 32
+    ):
         raise WireError("bad array shape")
     raw = _b64(data)
     if len(raw) != math.prod(shape) * dtype.itemsize:

@@ -30,7 +30,13 @@ class AnswerSheet:
 def _drop_docstrings(tree: ast.AST) -> None:
     for node in ast.walk(tree):
         body = getattr(node, "body", None)
-        if isinstance(body, list) and body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str):
+        if (
+            isinstance(body, list)
+            and body
+            and isinstance(body[0], ast.Expr)
+            and isinstance(body[0].value, ast.Constant)
+            and isinstance(body[0].value.value, str)
+        ):
             node.body = body[1:] or [ast.Pass()]  # type: ignore[attr-defined]
 
 
@@ -68,7 +74,9 @@ def answer_sheet(data: bytes, notebook: str) -> AnswerSheet:
         return AnswerSheet()
     plan = plan_cells(nb, lesson)
     sources = {c.index: c.source for c in plan.cells}
-    answers = {e: normalise(sources[i]) for e, i in sorted(plan.exercise_cells.items()) if i in sources}
+    answers = {
+        e: normalise(sources[i]) for e, i in sorted(plan.exercise_cells.items()) if i in sources
+    }
     return AnswerSheet(answers, sorted(set(plan.exercise_cells.values())))
 
 

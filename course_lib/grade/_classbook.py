@@ -67,7 +67,11 @@ class StudentRow:
         """Why a student has no points, or which notebooks could not be run."""
         if not self.graded:
             return self.student.detail or "no submission was found"
-        return "; ".join(f"{g.result.notebook}: {g.result.message}" for g in self.graded if g.result.status == "error")
+        return "; ".join(
+            f"{g.result.notebook}: {g.result.message}"
+            for g in self.graded
+            if g.result.status == "error"
+        )
 
 
 @dataclass
@@ -98,7 +102,10 @@ def _best(graded: list[Graded]) -> dict[str, ExerciseResult]:
     for g in graded:
         for e in g.result.exercises:
             held = best.get(e.id)
-            if held is None or (e.points, e.status not in _UNTRIED) > (held.points, held.status not in _UNTRIED):
+            if held is None or (e.points, e.status not in _UNTRIED) > (
+                held.points,
+                held.status not in _UNTRIED,
+            ):
                 best[e.id] = e
     return best
 
@@ -111,7 +118,9 @@ def find_student(students: dict[str, Student], text: str) -> Student | None:
     return same[0] if len(same) == 1 else None
 
 
-def resolve_overrides(overrides: list[OverrideRow], students: dict[str, Student], listed: list[Exercise], source: str) -> dict[tuple[str, str], OverrideRow]:
+def resolve_overrides(
+    overrides: list[OverrideRow], students: dict[str, Student], listed: list[Exercise], source: str
+) -> dict[tuple[str, str], OverrideRow]:
     """``{(student key, exercise id): row}``, or :class:`UsageError` naming the first bad row."""
     by_id = {e.id: e for e in listed}
     resolved: dict[tuple[str, str], OverrideRow] = {}
@@ -119,14 +128,22 @@ def resolve_overrides(overrides: list[OverrideRow], students: dict[str, Student]
         where = f"overrides {source}, line {o.line}"
         student = find_student(students, o.student)
         if student is None:
-            raise UsageError(f"{where}: no student {o.student!r} in this gradebook (use the student column of gradebook.csv)")
+            raise UsageError(
+                f"{where}: no student {o.student!r} in this gradebook (use the student column of gradebook.csv)"
+            )
         exercise = by_id.get(o.exercise)
         if exercise is None:
-            raise UsageError(f"{where}: no exercise {o.exercise!r} in this gradebook (it has: {', '.join(by_id) or 'none'})")
+            raise UsageError(
+                f"{where}: no exercise {o.exercise!r} in this gradebook (it has: {', '.join(by_id) or 'none'})"
+            )
         if not 0 <= o.points <= exercise.points:
-            raise UsageError(f"{where}: {format_points(o.points)} points for {o.exercise} is outside 0..{format_points(exercise.points)}")
+            raise UsageError(
+                f"{where}: {format_points(o.points)} points for {o.exercise} is outside 0..{format_points(exercise.points)}"
+            )
         if (student.key, o.exercise) in resolved:
-            raise UsageError(f"{where}: {o.exercise} of {o.student!r} is already overridden on line {resolved[(student.key, o.exercise)].line}")
+            raise UsageError(
+                f"{where}: {o.exercise} of {o.student!r} is already overridden on line {resolved[(student.key, o.exercise)].line}"
+            )
         resolved[(student.key, o.exercise)] = o
     return resolved
 
@@ -149,8 +166,13 @@ def build_class(
         mine.setdefault(g.result.student, []).append(g)
     known = {key: students.get(key) or Student(key, key) for key in mine}
     folders = student_folders({key: s.name for key, s in known.items()})
-    rows = {key: StudentRow(known[key], folders[key], mine[key], _best(mine[key])) for key in sorted(mine)}
-    for (key, exercise_id), row in resolve_overrides(overrides or [], known, listed, overrides_source).items():
+    rows = {
+        key: StudentRow(known[key], folders[key], mine[key], _best(mine[key]))
+        for key in sorted(mine)
+    }
+    for (key, exercise_id), row in resolve_overrides(
+        overrides or [], known, listed, overrides_source
+    ).items():
         rows[key].overrides[exercise_id] = row
     total_max = sum(e.points for e in listed)
     for row in rows.values():

@@ -30,11 +30,28 @@ def gradebook_csv(book: ClassBook) -> str:
     writer.writerow([*CSV_HEAD, *ids, *CSV_TAIL])
     for row in book.rows:
         s = row.student
-        late = row.late.hours() if row.late and row.late.seconds is not None else ("late" if row.late else "")
+        late = (
+            row.late.hours()
+            if row.late and row.late.seconds is not None
+            else ("late" if row.late else "")
+        )
         cells = [format_points(row.exercise_points(i)) for i in ids]
         writer.writerow(
-            [s.key, s.name, s.section, s.email, row.status, s.submitted or "", late, *cells,
-             format_points(row.points), format_points(row.penalty), format_points(row.total), format_points(row.max_points), row.note()]
+            [
+                s.key,
+                s.name,
+                s.section,
+                s.email,
+                row.status,
+                s.submitted or "",
+                late,
+                *cells,
+                format_points(row.points),
+                format_points(row.penalty),
+                format_points(row.total),
+                format_points(row.max_points),
+                row.note(),
+            ]
         )
     return out.getvalue()
 
@@ -43,11 +60,15 @@ def feedback_files(book: ClassBook) -> dict[str, str]:
     """Relative path -> text of every feedback file: one per notebook and a summary per student."""
     files: dict[str, str] = {}
     for row in book.rows:
-        stems = student_folders({g.result.notebook: g.result.notebook.removesuffix(".ipynb") for g in row.graded})
+        stems = student_folders(
+            {g.result.notebook: g.result.notebook.removesuffix(".ipynb") for g in row.graded}
+        )
         overrides = {e: (o.points, o.comment) for e, o in row.overrides.items()}
         for g in row.graded:
             mine = {e.id: overrides[e.id] for e in g.result.exercises if e.id in overrides}
-            files[f"feedback/{row.folder}/{safe_name(stems[g.result.notebook])}.txt"] = feedback_text(g.result, row.student.name, mine)
+            files[f"feedback/{row.folder}/{safe_name(stems[g.result.notebook])}.txt"] = (
+                feedback_text(g.result, row.student.name, mine)
+            )
         files[f"feedback/{row.folder}/{SUMMARY}"] = summary_text(book, row)
     return files
 
@@ -55,9 +76,14 @@ def feedback_files(book: ClassBook) -> dict[str, str]:
 def summary_text(book: ClassBook, row: StudentRow) -> str:
     """A student's total, lateness and points per exercise."""
     s = row.student
-    lines = [f"{s.name} ({s.key})" + (f", section {s.section}" if s.section else ""), f"Total: {format_points(row.total)} / {format_points(row.max_points)}"]
+    lines = [
+        f"{s.name} ({s.key})" + (f", section {s.section}" if s.section else ""),
+        f"Total: {format_points(row.total)} / {format_points(row.max_points)}",
+    ]
     if row.penalty:
-        lines.append(f"  {format_points(row.points)} points, less {format_points(row.penalty)} for being {row.late.describe() if row.late else 'late'}")
+        lines.append(
+            f"  {format_points(row.points)} points, less {format_points(row.penalty)} for being {row.late.describe() if row.late else 'late'}"
+        )
     elif row.late:
         lines.append(f"  {row.late.describe()[0].upper()}{row.late.describe()[1:]}")
     if not row.graded:
@@ -65,14 +91,22 @@ def summary_text(book: ClassBook, row: StudentRow) -> str:
     lines.append("")
     for e in book.exercises:
         given = row.overrides.get(e.id)
-        extra = f" (set by your instructor{': ' + given.comment if given and given.comment else ''})" if given else ""
-        lines.append(f"{e.id} ({e.name}): {format_points(row.exercise_points(e.id))}/{format_points(e.points)}{extra}")
+        extra = (
+            f" (set by your instructor{': ' + given.comment if given and given.comment else ''})"
+            if given
+            else ""
+        )
+        lines.append(
+            f"{e.id} ({e.name}): {format_points(row.exercise_points(e.id))}/{format_points(e.points)}{extra}"
+        )
     if row.graded:
         lines += ["", "Notebooks graded: " + ", ".join(g.result.notebook for g in row.graded)]
     return "\n".join(lines) + "\n"
 
 
-def gradebook_json(book: ClassBook, settings: dict[str, Any], feedback: dict[str, list[str]]) -> str:
+def gradebook_json(
+    book: ClassBook, settings: dict[str, Any], feedback: dict[str, list[str]]
+) -> str:
     """The record: settings, late policy, exercises, students (with their grade) and every graded notebook."""
     students = []
     for row in book.rows:
@@ -85,13 +119,25 @@ def gradebook_json(book: ClassBook, settings: dict[str, Any], feedback: dict[str
             "late_by_seconds": row.late.seconds if row.late else None,
             "late": row.late is not None,
             "exercises": {e.id: round_points(row.exercise_points(e.id)) for e in book.exercises},
-            "overrides": {e: {"points": round_points(o.points), "comment": o.comment} for e, o in sorted(row.overrides.items())},
+            "overrides": {
+                e: {"points": round_points(o.points), "comment": o.comment}
+                for e, o in sorted(row.overrides.items())
+            },
         }
-        students.append({**row.student.to_json(), "folder": row.folder, "feedback": feedback[row.student.key], "grade": grade})
+        students.append(
+            {
+                **row.student.to_json(),
+                "folder": row.folder,
+                "feedback": feedback[row.student.key],
+                "grade": grade,
+            }
+        )
     document = {
         "grader": settings,
         "class": book.policy.to_json(),
-        "exercises": {e.id: {"name": e.name, "title": e.title, "points": e.points} for e in book.exercises},
+        "exercises": {
+            e.id: {"name": e.name, "title": e.title, "points": e.points} for e in book.exercises
+        },
         "students": students,
         "submissions": [g.to_json() for row in book.rows for g in row.graded],
     }
@@ -108,12 +154,17 @@ def write_if_changed(path: Path, text: str) -> None:
     write_text_atomic(path, text)
 
 
-def write_class(out: Path, book: ClassBook, settings: dict[str, Any], extra: dict[str, str], stale: set[str]) -> None:
+def write_class(
+    out: Path, book: ClassBook, settings: dict[str, Any], extra: dict[str, str], stale: set[str]
+) -> None:
     """Feedback first, then the extra files (LMS layouts, report), then the two gradebooks; old feedback removed last."""
     files = feedback_files(book)
     for relative, text in files.items():
         write_if_changed(out / relative, text)
-    by_student = {row.student.key: sorted(f for f in files if f.startswith(f"feedback/{row.folder}/")) for row in book.rows}
+    by_student = {
+        row.student.key: sorted(f for f in files if f.startswith(f"feedback/{row.folder}/"))
+        for row in book.rows
+    }
     for relative, text in extra.items():
         write_if_changed(out / relative, text)
     write_if_changed(out / "gradebook.json", gradebook_json(book, settings, by_student))

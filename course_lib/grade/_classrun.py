@@ -34,7 +34,10 @@ EXIT_OK, EXIT_USAGE, EXIT_OUTPUT, EXIT_INTERRUPTED = 0, 2, 3, 130
 def record_students(record: Record) -> dict[str, Student]:
     """The students an earlier gradebook listed."""
     names = {f.name for f in dataclasses.fields(Student)}
-    return {key: Student(**{k: v for k, v in data.items() if k in names}) for key, data in record.students.items()}
+    return {
+        key: Student(**{k: v for k, v in data.items() if k in names})
+        for key, data in record.students.items()
+    }
 
 
 @dataclass
@@ -52,7 +55,9 @@ class ClassRun:
     formats: list[str] = field(default_factory=list)
     assignment: str = ""
     report: bool = True
-    forced: set[str] = field(default_factory=set)  # students named by --only: graded again even if unchanged
+    forced: set[str] = field(
+        default_factory=set
+    )  # students named by --only: graded again even if unchanged
     scheduler: str = ""  # a Dask scheduler's address, or local:N; empty: grade on this machine
     scheduler_timeout: float = 30.0  # seconds to wait for the scheduler to answer
 
@@ -107,16 +112,27 @@ def _run_class(run: ClassRun, options: "Options", client: Any) -> int:
 
     def finished(sub: Submission, result: SubmissionResult) -> None:
         sheet = answer_sheet(read_submission(sub), sub.notebook)
-        graded = Graded(result, digests[(sub.student, sub.notebook)], sheet.answers, outside_errors(result.notes, sheet.exercise_cells))
+        graded = Graded(
+            result,
+            digests[(sub.student, sub.notebook)],
+            sheet.answers,
+            outside_errors(result.notes, sheet.exercise_cells),
+        )
         run.journal.append(graded)
         fresh[graded.key] = graded
 
     if not quiet:
         again = f"; {len(resumed)} from the journal of the interrupted run" if resumed else ""
         again += f"; {kept} unchanged since {run.out / 'gradebook.json'}" if kept else ""
-        where = f"on the Dask cluster at {run.scheduler} ({describe(client)})" if client is not None else f"{options.jobs} at a time"
+        where = (
+            f"on the Dask cluster at {run.scheduler} ({describe(client)})"
+            if client is not None
+            else f"{options.jobs} at a time"
+        )
         print(f"grading {len(todo)} notebook(s), {where}{again}", file=sys.stderr)
-    previous = signal.signal(signal.SIGTERM, _interrupt)  # while the loop runs, grade_all cancels it more gently
+    previous = signal.signal(
+        signal.SIGTERM, _interrupt
+    )  # while the loop runs, grade_all cancels it more gently
     try:
         if client is not None:
             from ._cluster import grade_on_cluster
@@ -126,11 +142,18 @@ def _run_class(run: ClassRun, options: "Options", client: Any) -> int:
             results = asyncio.run(grade_all(todo, options, finished))
     except SchedulerError as error:
         run.journal.close()
-        print(f"course-grade: error: {error}; the notebooks graded so far are kept in {run.journal.path} for --resume", file=sys.stderr)
+        print(
+            f"course-grade: error: {error}; the notebooks graded so far are kept in {run.journal.path} for --resume",
+            file=sys.stderr,
+        )
         return EXIT_USAGE
     except (KeyboardInterrupt, asyncio.CancelledError):
         run.journal.close()
-        stopped = "the cluster's unfinished tasks were cancelled" if client is not None else "every kernel was stopped"
+        stopped = (
+            "the cluster's unfinished tasks were cancelled"
+            if client is not None
+            else "every kernel was stopped"
+        )
         print(
             f"course-grade: interrupted; {stopped}. {len(fresh) + len(resumed)} finished notebook(s) are kept in "
             f"{run.journal.path}: run the same command with --resume to grade the rest",
@@ -139,16 +162,24 @@ def _run_class(run: ClassRun, options: "Options", client: Any) -> int:
         return EXIT_INTERRUPTED
     except OSError as error:
         run.journal.close()
-        print(f"course-grade: error: cannot write the journal {run.journal.path}: {error.strerror or error}", file=sys.stderr)
+        print(
+            f"course-grade: error: cannot write the journal {run.journal.path}: {error.strerror or error}",
+            file=sys.stderr,
+        )
         return EXIT_OUTPUT
     finally:
         signal.signal(signal.SIGTERM, previous)
     graded = {**run.record.graded, **resumed, **fresh}
     students = {**record_students(run.record), **run.intake.students}
     try:
-        book = build_class(students, list(graded.values()), run.overrides, run.policy, run.overrides_source)
+        book = build_class(
+            students, list(graded.values()), run.overrides, run.policy, run.overrides_source
+        )
     except UsageError as error:
-        print(f"course-grade: error: {error} (the graded notebooks are kept in {run.journal.path}: fix the file and run again with --resume)", file=sys.stderr)
+        print(
+            f"course-grade: error: {error} (the graded notebooks are kept in {run.journal.path}: fix the file and run again with --resume)",
+            file=sys.stderr,
+        )
         run.journal.close()
         return EXIT_USAGE
     extra = lms_files(book, run.formats, run.assignment)
@@ -159,7 +190,10 @@ def _run_class(run: ClassRun, options: "Options", client: Any) -> int:
     try:
         write_class(run.out, book, options.settings(), extra, run.record.feedback)
     except OSError as error:
-        print(f"course-grade: error: cannot write the gradebook in {run.out}: {error.strerror or error}", file=sys.stderr)
+        print(
+            f"course-grade: error: cannot write the gradebook in {run.out}: {error.strerror or error}",
+            file=sys.stderr,
+        )
         return EXIT_OUTPUT
     run.journal.remove()
     if not quiet:

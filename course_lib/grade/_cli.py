@@ -9,8 +9,8 @@ from pathlib import Path
 from course_lib.checks import all_exercises
 
 from ._classbook import LatePolicy, find_student, resolve_overrides
-from ._cluster import SchedulerError, check_address
 from ._classrun import EXIT_OUTPUT, EXIT_USAGE, ClassRun, record_students, run_class
+from ._cluster import SchedulerError, check_address
 from ._due import parse_due
 from ._exports import FORMATS
 from ._intake import Intake, apply_times, find_class
@@ -83,55 +83,160 @@ cannot be written, 130 when interrupted (finished notebooks kept for --resume).
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="course-grade", description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("paths", nargs="+", metavar="PATH", help="a notebook, a folder of notebooks or of student folders, or an LMS download (folder or .zip)")
-    parser.add_argument("--out", default="grades", metavar="DIR", help="where to write the gradebook and feedback (default: grades)")
-    parser.add_argument("--timeout", type=_positive(float), default=30.0, metavar="S", help="seconds one cell may run (default: 30)")
+    parser = argparse.ArgumentParser(
+        prog="course-grade",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument(
-        "--notebook-timeout", type=_positive(float), default=None, metavar="S",
+        "paths",
+        nargs="+",
+        metavar="PATH",
+        help="a notebook, a folder of notebooks or of student folders, or an LMS download (folder or .zip)",
+    )
+    parser.add_argument(
+        "--out",
+        default="grades",
+        metavar="DIR",
+        help="where to write the gradebook and feedback (default: grades)",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=_positive(float),
+        default=30.0,
+        metavar="S",
+        help="seconds one cell may run (default: 30)",
+    )
+    parser.add_argument(
+        "--notebook-timeout",
+        type=_positive(float),
+        default=None,
+        metavar="S",
         help="seconds a whole notebook may run, its exercises' probes included (default: 10 x --timeout)",
     )
-    parser.add_argument("--jobs", type=_positive(int), default=os.cpu_count() or 1, metavar="N", help="notebooks graded at once (default: the number of cores)")
-    parser.add_argument("--memory-mb", type=_positive(int), default=2048, metavar="MB", help="memory one notebook's kernel may use (default: 2048)")
-    parser.add_argument("--seed", type=int, default=0, metavar="N", help="seed of the grading inputs (default: 0; same seed, same grades)")
+    parser.add_argument(
+        "--jobs",
+        type=_positive(int),
+        default=os.cpu_count() or 1,
+        metavar="N",
+        help="notebooks graded at once (default: the number of cores)",
+    )
+    parser.add_argument(
+        "--memory-mb",
+        type=_positive(int),
+        default=2048,
+        metavar="MB",
+        help="memory one notebook's kernel may use (default: 2048)",
+    )
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        metavar="N",
+        help="seed of the grading inputs (default: 0; same seed, same grades)",
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress lines, no summary table")
     parser.add_argument(
-        "--require-sandbox", action="store_true",
+        "--require-sandbox",
+        action="store_true",
         help="refuse to grade (exit 2) unless every kernel can be confined with Landlock",
     )
     parser.add_argument(
-        "--sandbox", choices=("on", "off"), default="on",
+        "--sandbox",
+        choices=("on", "off"),
+        default="on",
         help="off: run kernels unconfined, to measure what the sandbox costs (default: on)",
     )
     parser.add_argument(
-        "--forbid", action="append", default=[], metavar="PACKAGE",
+        "--forbid",
+        action="append",
+        default=[],
+        metavar="PACKAGE",
         help="flag any call into this package (say optax) made by an answer; repeatable (default: every package is allowed)",
     )
     # --- a Dask cluster ---
-    cluster = parser.add_argument_group("a Dask cluster (docs/instructor.md: Slurm, Kubernetes, dask-gateway)")
+    cluster = parser.add_argument_group(
+        "a Dask cluster (docs/instructor.md: Slurm, Kubernetes, dask-gateway)"
+    )
     cluster.add_argument(
-        "--scheduler", type=_scheduler, metavar="ADDRESS",
+        "--scheduler",
+        type=_scheduler,
+        metavar="ADDRESS",
         help="grade on the Dask cluster at ADDRESS (tcp://host:8786), or local:N for N workers here; --jobs is then unused",
     )
     cluster.add_argument(
-        "--scheduler-timeout", type=_positive(float), default=30.0, metavar="S",
+        "--scheduler-timeout",
+        type=_positive(float),
+        default=30.0,
+        metavar="S",
         help="seconds to wait for the scheduler to answer before giving up with exit status 2 (default: 30)",
     )
     # --- the class: roster, re-runs, overrides, due dates, LMS formats ---
     group = parser.add_argument_group("the class")
-    group.add_argument("--roster", type=Path, metavar="CSV", help="the class list (columns id,name; optional email,section): absent students are listed as missing")
-    group.add_argument("--only", action="append", default=[], metavar="STUDENT", help="grade only this student (key, LMS id or name; repeatable); other rows are kept")
-    group.add_argument("--overrides", type=Path, metavar="CSV", help="manual grades (columns student,exercise,points,comment), applied on every run and shown in the feedback")
-    group.add_argument("--resume", action="store_true", help="finish an interrupted run: grade only the notebooks its journal lacks")
-    group.add_argument("--due", type=parse_due, metavar="TIME", help="due time, ISO 8601 (2026-12-01T23:59, or with an offset +01:00); without an offset it is local time (TZ)")
     group.add_argument(
-        "--submission-times", type=Path, metavar="CSV",
+        "--roster",
+        type=Path,
+        metavar="CSV",
+        help="the class list (columns id,name; optional email,section): absent students are listed as missing",
+    )
+    group.add_argument(
+        "--only",
+        action="append",
+        default=[],
+        metavar="STUDENT",
+        help="grade only this student (key, LMS id or name; repeatable); other rows are kept",
+    )
+    group.add_argument(
+        "--overrides",
+        type=Path,
+        metavar="CSV",
+        help="manual grades (columns student,exercise,points,comment), applied on every run and shown in the feedback",
+    )
+    group.add_argument(
+        "--resume",
+        action="store_true",
+        help="finish an interrupted run: grade only the notebooks its journal lacks",
+    )
+    group.add_argument(
+        "--due",
+        type=parse_due,
+        metavar="TIME",
+        help="due time, ISO 8601 (2026-12-01T23:59, or with an offset +01:00); without an offset it is local time (TZ)",
+    )
+    group.add_argument(
+        "--submission-times",
+        type=Path,
+        metavar="CSV",
         help="submission times from the LMS: a Moodle grading worksheet, or columns student,submitted (ISO 8601)",
     )
-    group.add_argument("--late-penalty", type=_percent, default=0.0, metavar="PCT", help="percent of the points taken off per started day late (default: 0, lateness only recorded)")
-    group.add_argument("--late-cap", type=_percent, default=100.0, metavar="PCT", help="the most percent a late penalty takes off (default: 100)")
-    group.add_argument("--format", action="append", default=[], choices=FORMATS, help="also write the LMS's import layout: gradebook-canvas.csv, gradebook-moodle.csv (repeatable)")
-    group.add_argument("--assignment", default="pytree course exercises", metavar="NAME", help="the Canvas column title, 'Name (assignment id)' to match an existing assignment")
+    group.add_argument(
+        "--late-penalty",
+        type=_percent,
+        default=0.0,
+        metavar="PCT",
+        help="percent of the points taken off per started day late (default: 0, lateness only recorded)",
+    )
+    group.add_argument(
+        "--late-cap",
+        type=_percent,
+        default=100.0,
+        metavar="PCT",
+        help="the most percent a late penalty takes off (default: 100)",
+    )
+    group.add_argument(
+        "--format",
+        action="append",
+        default=[],
+        choices=FORMATS,
+        help="also write the LMS's import layout: gradebook-canvas.csv, gradebook-moodle.csv (repeatable)",
+    )
+    group.add_argument(
+        "--assignment",
+        default="pytree course exercises",
+        metavar="NAME",
+        help="the Canvas column title, 'Name (assignment id)' to match an existing assignment",
+    )
     # --- end of the class block ---
     return parser
 
@@ -159,7 +264,9 @@ def _select(intake: Intake, only: list[str]) -> list[Submission]:
     for text in only:
         student = find_student(intake.students, text)
         if student is None:
-            raise UsageError(f"--only {text}: no such student (give the student column of gradebook.csv, an LMS id or a full name)")
+            raise UsageError(
+                f"--only {text}: no such student (give the student column of gradebook.csv, an LMS id or a full name)"
+            )
         keys.add(student.key)
     chosen = [s for s in intake.submissions if s.student in keys]
     if not chosen:
@@ -173,7 +280,10 @@ def _sandbox_problem(level: dict, required: bool) -> str | None:
         return None
     if required:
         return f"--require-sandbox was given but the kernels cannot be confined ({level['reason']}); nothing was graded"
-    print(f"course-grade: warning: {level['reason']}; every notebook can read and write whatever this user can", file=sys.stderr)
+    print(
+        f"course-grade: warning: {level['reason']}; every notebook can read and write whatever this user can",
+        file=sys.stderr,
+    )
     return None
 
 
@@ -203,7 +313,9 @@ def main(argv: list[str] | None = None) -> int:
         intake.close()
 
 
-def _grade(parser: argparse.ArgumentParser, args: argparse.Namespace, intake: Intake, overrides: list) -> int:  # type: ignore[type-arg]
+def _grade(
+    parser: argparse.ArgumentParser, args: argparse.Namespace, intake: Intake, overrides: list
+) -> int:  # type: ignore[type-arg]
     out = Path(args.out)
     # Imported here: nbclient and nbformat take seconds to import, and a usage error should not wait.
     from ._grader import Options
@@ -226,7 +338,12 @@ def _grade(parser: argparse.ArgumentParser, args: argparse.Namespace, intake: In
     try:
         chosen = _select(intake, args.only)
         record = read_record(out, settings) if out.is_dir() else Record()
-        resolve_overrides(overrides, {**record_students(record), **intake.students}, list(all_exercises()), str(args.overrides))
+        resolve_overrides(
+            overrides,
+            {**record_students(record), **intake.students},
+            list(all_exercises()),
+            str(args.overrides),
+        )
         journal = Journal(out, settings, args.resume) if out.is_dir() else None
     except UsageError as error:
         return _usage(parser, str(error))
@@ -239,12 +356,23 @@ def _grade(parser: argparse.ArgumentParser, args: argparse.Namespace, intake: In
         for warning in intake.warnings:
             print(f"course-grade: warning: {warning}", file=sys.stderr)
     run = ClassRun(
-        out, intake, chosen, record, journal, overrides, str(args.overrides or ""),
-        LatePolicy(args.due, args.late_penalty, args.late_cap), args.format, args.assignment,
+        out,
+        intake,
+        chosen,
+        record,
+        journal,
+        overrides,
+        str(args.overrides or ""),
+        LatePolicy(args.due, args.late_penalty, args.late_cap),
+        args.format,
+        args.assignment,
         forced={s.student for s in chosen} if args.only else set(),
-        scheduler=args.scheduler or "", scheduler_timeout=args.scheduler_timeout,
+        scheduler=args.scheduler or "",
+        scheduler_timeout=args.scheduler_timeout,
     )
     import jax
 
-    jax.config.update("jax_platforms", "cpu")  # references are computed here, the same way as in the kernels
+    jax.config.update(
+        "jax_platforms", "cpu"
+    )  # references are computed here, the same way as in the kernels
     return run_class(run, options)

@@ -48,7 +48,18 @@ SCOPE_ABSTRACT_UNIX_SOCKET, SCOPE_SIGNAL = 1 << 0, 1 << 1  # ABI 6
 _FILE_RIGHTS = EXECUTE | WRITE_FILE | READ_FILE | TRUNCATE | IOCTL_DEV
 READ_ONLY = EXECUTE | READ_FILE | READ_DIR
 READ_WRITE = (
-    WRITE_FILE | READ_FILE | READ_DIR | REMOVE_DIR | REMOVE_FILE | MAKE_DIR | MAKE_REG | MAKE_SOCK | MAKE_FIFO | MAKE_SYM | REFER | TRUNCATE
+    WRITE_FILE
+    | READ_FILE
+    | READ_DIR
+    | REMOVE_DIR
+    | REMOVE_FILE
+    | MAKE_DIR
+    | MAKE_REG
+    | MAKE_SOCK
+    | MAKE_FIFO
+    | MAKE_SYM
+    | REFER
+    | TRUNCATE
 )
 DEVICE_RW = READ_FILE | WRITE_FILE | TRUNCATE | IOCTL_DEV
 
@@ -61,7 +72,11 @@ EXIT_ORPHANED = 71  # the grader died while the launcher started: no kernel was 
 
 
 class _RulesetAttr(ctypes.Structure):
-    _fields_ = [("handled_access_fs", ctypes.c_uint64), ("handled_access_net", ctypes.c_uint64), ("scoped", ctypes.c_uint64)]
+    _fields_ = [
+        ("handled_access_fs", ctypes.c_uint64),
+        ("handled_access_net", ctypes.c_uint64),
+        ("scoped", ctypes.c_uint64),
+    ]
 
 
 class _PathBeneathAttr(ctypes.Structure):
@@ -78,7 +93,11 @@ class _CapHeader(ctypes.Structure):
 
 
 class _CapData(ctypes.Structure):
-    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+    _fields_ = [
+        ("effective", ctypes.c_uint32),
+        ("permitted", ctypes.c_uint32),
+        ("inheritable", ctypes.c_uint32),
+    ]
 
 
 def _libc() -> ctypes.CDLL:
@@ -99,7 +118,11 @@ def _syscall(number: int, *args: object) -> int:
 
 
 def _prctl(option: int, arg: int = 0) -> int:
-    return _check(_libc().prctl(option, ctypes.c_ulong(arg), ctypes.c_ulong(0), ctypes.c_ulong(0), ctypes.c_ulong(0)))
+    return _check(
+        _libc().prctl(
+            option, ctypes.c_ulong(arg), ctypes.c_ulong(0), ctypes.c_ulong(0), ctypes.c_ulong(0)
+        )
+    )
 
 
 def landlock_abi() -> int:
@@ -107,7 +130,9 @@ def landlock_abi() -> int:
     if not sys.platform.startswith("linux"):
         return 0
     try:
-        return _syscall(_SYS_CREATE_RULESET, None, ctypes.c_size_t(0), ctypes.c_uint32(_CREATE_RULESET_VERSION))
+        return _syscall(
+            _SYS_CREATE_RULESET, None, ctypes.c_size_t(0), ctypes.c_uint32(_CREATE_RULESET_VERSION)
+        )
     except OSError:
         return 0
 
@@ -125,7 +150,14 @@ def handled_fs(abi: int) -> int:
     return rights
 
 
-def restrict(abi: int, read: list[str], write: list[str], devices: list[str], bind_ports: list[int] | None, scope: bool) -> dict[str, object]:
+def restrict(
+    abi: int,
+    read: list[str],
+    write: list[str],
+    devices: list[str],
+    bind_ports: list[int] | None,
+    scope: bool,
+) -> dict[str, object]:
     """Put the calling thread (and every later child) in a new Landlock domain; return what is enforced.
 
     ``read`` and ``write`` are folders or files (missing ones are skipped), ``devices`` files opened for
@@ -138,7 +170,9 @@ def restrict(abi: int, read: list[str], write: list[str], devices: list[str], bi
     scoped = (SCOPE_SIGNAL | SCOPE_ABSTRACT_UNIX_SOCKET) if (scope and abi >= 6) else 0
     attr = _RulesetAttr(fs, net, scoped)
     size = 8 if abi < 4 else 16 if abi < 6 else 24
-    ruleset = _syscall(_SYS_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(size), ctypes.c_uint32(0))
+    ruleset = _syscall(
+        _SYS_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(size), ctypes.c_uint32(0)
+    )
     try:
         for paths, rights in ((read, READ_ONLY), (write, READ_WRITE), (devices, DEVICE_RW)):
             for path in paths:
@@ -150,7 +184,12 @@ def restrict(abi: int, read: list[str], write: list[str], devices: list[str], bi
         _syscall(_SYS_RESTRICT_SELF, ruleset, ctypes.c_uint32(0))
     finally:
         os.close(ruleset)
-    return {"abi": abi, "filesystem": bool(fs), "network": "tcp" if net else "open", "signals": bool(scoped)}
+    return {
+        "abi": abi,
+        "filesystem": bool(fs),
+        "network": "tcp" if net else "open",
+        "signals": bool(scoped),
+    }
 
 
 def _allow_path(ruleset: int, path: str, rights: int) -> None:
@@ -176,7 +215,9 @@ def drop_capabilities() -> None:
         try:
             _prctl(_PR_CAPBSET_DROP, cap)
         except OSError as error:
-            if error.errno != errno.EPERM:  # EPERM: not ours to drop (no CAP_SETPCAP); none to lose then
+            if (
+                error.errno != errno.EPERM
+            ):  # EPERM: not ours to drop (no CAP_SETPCAP); none to lose then
                 raise
     try:
         _prctl(_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL)
@@ -237,9 +278,19 @@ def _child(policy: dict, command: list[str]) -> None:
         try:
             if abi < 1:
                 raise OSError(errno.ENOSYS, "Landlock is not available")
-            restrict(abi, policy["read"], policy["write"], policy["devices"], policy["bind_ports"], scope=True)
+            restrict(
+                abi,
+                policy["read"],
+                policy["write"],
+                policy["devices"],
+                policy["bind_ports"],
+                scope=True,
+            )
         except OSError as error:
-            os.write(2, f"course-grade: the kernel could not be confined ({error}); it was not started\n".encode())
+            os.write(
+                2,
+                f"course-grade: the kernel could not be confined ({error}); it was not started\n".encode(),
+            )
             os._exit(EXIT_NOT_CONFINED)
     try:
         drop_capabilities()
@@ -262,7 +313,9 @@ def launch(policy: dict, command: list[str]) -> int:
     _prctl(_PR_SET_CHILD_SUBREAPER, 1)
     if policy.get("landlock") and landlock_abi() >= 6:
         try:
-            restrict(landlock_abi(), [], [], [], None, scope=True)  # scoping only: the kernel's nested domain cannot reach us
+            restrict(
+                landlock_abi(), [], [], [], None, scope=True
+            )  # scoping only: the kernel's nested domain cannot reach us
         except OSError as error:
             os.write(2, f"course-grade: the launcher could not be confined ({error})\n".encode())
             return EXIT_NOT_CONFINED
@@ -270,9 +323,13 @@ def launch(policy: dict, command: list[str]) -> int:
 
     def stop(signum: int, frame: object) -> None:
         if kernel > 0:
-            os.kill(kernel, signal.SIGKILL)  # not yet reaped (see below), so the pid is still our child's
+            os.kill(
+                kernel, signal.SIGKILL
+            )  # not yet reaped (see below), so the pid is still our child's
 
-    signal.signal(signal.SIGINT, lambda signum, frame: None)  # interrupts are for the kernel (same group)
+    signal.signal(
+        signal.SIGINT, lambda signum, frame: None
+    )  # interrupts are for the kernel (same group)
     signal.signal(signal.SIGTERM, stop)
     # A grader (or a Dask worker) killed outright cannot stop its kernels: the launcher then hears of
     # its parent's death as SIGTERM and ends the kernel itself (a parent gone before the prctl shows
@@ -290,10 +347,14 @@ def launch(policy: dict, command: list[str]) -> int:
     status = 0
     while True:
         try:
-            ended = os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOWAIT).si_pid  # who ended, not yet reaped
+            ended = os.waitid(
+                os.P_ALL, 0, os.WEXITED | os.WNOWAIT
+            ).si_pid  # who ended, not yet reaped
         except ChildProcessError:
             break
-        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})  # no stop() between reaping and forgetting
+        signal.pthread_sigmask(
+            signal.SIG_BLOCK, {signal.SIGTERM}
+        )  # no stop() between reaping and forgetting
         status_of = os.waitpid(ended, 0)[1]
         if ended == kernel:
             status, kernel = status_of, 0
@@ -314,9 +375,15 @@ def probe() -> dict[str, object]:
     """Confine a forked child like a kernel and have it try what must then fail; report what held."""
     abi = landlock_abi()
     if os.environ.get(NO_LANDLOCK_ENV):
-        return {"sandbox": "none", "reason": f"Landlock was turned off with {NO_LANDLOCK_ENV} (a switch for testing)"}
+        return {
+            "sandbox": "none",
+            "reason": f"Landlock was turned off with {NO_LANDLOCK_ENV} (a switch for testing)",
+        }
     if abi < 1:
-        return {"sandbox": "none", "reason": "this kernel has no Landlock (Linux 5.13+ with Landlock enabled is needed)"}
+        return {
+            "sandbox": "none",
+            "reason": "this kernel has no Landlock (Linux 5.13+ with Landlock enabled is needed)",
+        }
     import socket
     import tempfile
 
@@ -354,10 +421,15 @@ def _probe_child(abi: int, inside: str, outside: str, port: int) -> dict[str, ob
     try:
         enforced = restrict(abi, [], [inside], [], [], scope=True)
     except OSError as error:
-        return {"sandbox": "none", "reason": f"Landlock is there (ABI {abi}) but refused to confine a process ({error})"}
+        return {
+            "sandbox": "none",
+            "reason": f"Landlock is there (ABI {abi}) but refused to confine a process ({error})",
+        }
     writes = not _refused(lambda: open(os.path.join(inside, "f"), "w"))
     enforced["filesystem"] = writes and _refused(lambda: open(os.path.join(outside, "f"), "w"))
-    if enforced["network"] == "tcp" and not _refused(lambda: socket.create_connection(("127.0.0.1", port), timeout=2)):
+    if enforced["network"] == "tcp" and not _refused(
+        lambda: socket.create_connection(("127.0.0.1", port), timeout=2)
+    ):
         enforced["network"] = "open"
     enforced["signals"] = bool(enforced["signals"]) and _refused(lambda: os.kill(os.getppid(), 0))
     return {"sandbox": "landlock", **enforced}
@@ -382,10 +454,30 @@ DEVICES = ["/dev/null", "/dev/zero", "/dev/full"]
 # What a kernel may read beyond Python and course_lib: system libraries and tools, a few /etc files
 # (the loader's cache, time zone, users, hosts), /proc and the CPU and cgroup facts JAX reads in /sys.
 SYSTEM_READ = [
-    "/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/proc", "/sys/devices/system", "/sys/fs/cgroup",
-    "/dev/urandom", "/dev/random", "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime",
-    "/etc/timezone", "/etc/passwd", "/etc/group", "/etc/nsswitch.conf", "/etc/hosts", "/etc/host.conf",
-    "/etc/gai.conf", "/etc/fonts", "/etc/mime.types",
+    "/usr",
+    "/lib",
+    "/lib64",
+    "/lib32",
+    "/bin",
+    "/sbin",
+    "/proc",
+    "/sys/devices/system",
+    "/sys/fs/cgroup",
+    "/dev/urandom",
+    "/dev/random",
+    "/etc/ld.so.cache",
+    "/etc/ld.so.conf",
+    "/etc/ld.so.conf.d",
+    "/etc/localtime",
+    "/etc/timezone",
+    "/etc/passwd",
+    "/etc/group",
+    "/etc/nsswitch.conf",
+    "/etc/hosts",
+    "/etc/host.conf",
+    "/etc/gai.conf",
+    "/etc/fonts",
+    "/etc/mime.types",
 ]
 
 
@@ -398,7 +490,9 @@ def readable_paths() -> list[str]:
     True
     """
     prefixes = {sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix}
-    paths = [os.path.realpath(p) for p in sorted(prefixes)] + [os.path.dirname(os.path.dirname(LAUNCHER))]
+    paths = [os.path.realpath(p) for p in sorted(prefixes)] + [
+        os.path.dirname(os.path.dirname(LAUNCHER))
+    ]
     paths += [os.path.realpath(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     return list(dict.fromkeys(paths + SYSTEM_READ))
 
@@ -417,11 +511,19 @@ def sandbox_level(enabled: bool = True) -> dict[str, object]:
     if not enabled:
         return {"sandbox": "off", "reason": "not sandboxed: turned off with --sandbox off"}
     if not sys.platform.startswith("linux"):
-        return {"sandbox": "none", "reason": f"not sandboxed: Landlock is Linux only (this is {sys.platform})"}
+        return {
+            "sandbox": "none",
+            "reason": f"not sandboxed: Landlock is Linux only (this is {sys.platform})",
+        }
     import subprocess
 
     try:
-        found = subprocess.run([sys.executable, "-I", "-S", LAUNCHER, "--probe"], capture_output=True, text=True, timeout=60)
+        found = subprocess.run(
+            [sys.executable, "-I", "-S", LAUNCHER, "--probe"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         level = json.loads(found.stdout)
     except (OSError, ValueError, subprocess.SubprocessError) as error:
         level = {"sandbox": "none", "reason": f"the Landlock probe failed ({type(error).__name__})"}
@@ -439,7 +541,7 @@ class PidsCgroup:
     hierarchy) when the grader may create one; :meth:`create` returns ``None`` where it may not.
     """
 
-    _parent: "list[str | None]" = []
+    _parent: list[str | None] = []
     _count = 0
 
     def __init__(self, path: str):
@@ -453,7 +555,7 @@ class PidsCgroup:
         return cls._parent[0]
 
     @classmethod
-    def create(cls, limit: int) -> "PidsCgroup | None":
+    def create(cls, limit: int) -> PidsCgroup | None:
         parent = cls.parent()
         if parent is None:
             return None
@@ -531,7 +633,12 @@ def _cgroup_candidates() -> list[str]:
     found = []
     for fields in mounts:
         dash = fields.index("-")
-        root, point, kind, options = fields[3], fields[4], fields[dash + 1], fields[dash + 3].split(",")
+        root, point, kind, options = (
+            fields[3],
+            fields[4],
+            fields[dash + 1],
+            fields[dash + 3].split(","),
+        )
         for _, controllers, path in mine:
             v2 = kind == "cgroup2" and controllers == ""
             v1 = kind == "cgroup" and "pids" in controllers.split(",") and "pids" in options

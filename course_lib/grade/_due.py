@@ -28,7 +28,9 @@ def parse_due(text: str) -> datetime:
     try:
         when = datetime.fromisoformat(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an ISO 8601 time such as 2026-12-01T23:59 or 2026-12-01T23:59+01:00") from None
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not an ISO 8601 time such as 2026-12-01T23:59 or 2026-12-01T23:59+01:00"
+        ) from None
     return when if when.tzinfo else when.astimezone()
 
 
@@ -72,7 +74,9 @@ def lateness(submitted: str | None, lms_late: bool, due: datetime | None) -> Lat
     return Lateness(None, 1) if lms_late else None
 
 
-def penalty(points: float, late: Lateness | None, percent_per_day: float, cap_percent: float) -> float:
+def penalty(
+    points: float, late: Lateness | None, percent_per_day: float, cap_percent: float
+) -> float:
     """Points taken off ``points`` for ``late``, rounded to 2 decimals.
 
     >>> penalty(8, Lateness(1860.0, 1), 10, 50), penalty(8, Lateness(9 * DAY, 9), 10, 50)

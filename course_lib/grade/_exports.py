@@ -24,8 +24,16 @@ from ._gradebook import format_points
 FORMATS = ("canvas", "moodle")
 CANVAS_HEAD = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
 MOODLE_HEAD = [
-    "Identifier", "Full name", "Email address", "Status", "Grade", "Maximum Grade", "Grade can be changed",
-    "Last modified (submission)", "Last modified (grade)", "Feedback comments",
+    "Identifier",
+    "Full name",
+    "Email address",
+    "Status",
+    "Grade",
+    "Maximum Grade",
+    "Grade can be changed",
+    "Last modified (submission)",
+    "Last modified (grade)",
+    "Feedback comments",
 ]
 
 
@@ -53,7 +61,10 @@ def _comment(row: StudentRow) -> str:
         words.append(f"{format_points(row.penalty)} off for being {row.late.describe()}")
     if not row.graded:
         words.append(row.note())
-    words += [f"{e}: set to {format_points(o.points)}" + (f" ({o.comment})" if o.comment else "") for e, o in sorted(row.overrides.items())]
+    words += [
+        f"{e}: set to {format_points(o.points)}" + (f" ({o.comment})" if o.comment else "")
+        for e, o in sorted(row.overrides.items())
+    ]
     return "; ".join(words)
 
 
@@ -66,7 +77,18 @@ def moodle_csv(book: ClassBook) -> str:
         identifier = f"Participant {s.lms_id}" if s.lms == "moodle" else s.key
         status = "Submitted for grading" if row.graded else "No submission"
         writer.writerow(
-            [identifier, s.name, s.email, status, format_points(row.total), format_points(row.max_points), "Yes", s.submitted or "-", "-", _comment(row)]
+            [
+                identifier,
+                s.name,
+                s.email,
+                status,
+                format_points(row.total),
+                format_points(row.max_points),
+                "Yes",
+                s.submitted or "-",
+                "-",
+                _comment(row),
+            ]
         )
     return out.getvalue()
 

@@ -64,7 +64,10 @@ class SubmissionResult:
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
-        data["points"], data["max_points"] = round_points(self.points), round_points(self.max_points)
+        data["points"], data["max_points"] = (
+            round_points(self.points),
+            round_points(self.max_points),
+        )
         return data
 
     @classmethod
@@ -122,8 +125,14 @@ def _check_exercise(row: Any) -> None:
         if not isinstance(row.get(name), str):
             raise ValueError(f"exercise {name} must be text")
     if row.get("status") not in STATUSES:
-        raise ValueError(f"exercise status {row.get('status')!r} is not one of {', '.join(STATUSES)}")
-    if not (_number(row.get("points")) and isinstance(row.get("max_points"), int) and 0 <= row["points"] <= row["max_points"]):
+        raise ValueError(
+            f"exercise status {row.get('status')!r} is not one of {', '.join(STATUSES)}"
+        )
+    if not (
+        _number(row.get("points"))
+        and isinstance(row.get("max_points"), int)
+        and 0 <= row["points"] <= row["max_points"]
+    ):
         raise ValueError("exercise points must be numbers from 0 to max_points")
     if row.get("points_if_allowed") is not None and not _number(row["points_if_allowed"]):
         raise ValueError("points_if_allowed must be a number or null")
@@ -167,20 +176,31 @@ _WORD = {
 }
 
 
-def feedback_text(r: SubmissionResult, name: str, overrides: dict[str, tuple[float, str]] | None = None) -> str:
+def feedback_text(
+    r: SubmissionResult, name: str, overrides: dict[str, tuple[float, str]] | None = None
+) -> str:
     """What the student reads about one notebook; ``overrides`` maps exercise ids to the instructor's (points, comment)."""
     overrides = overrides or {}
     points = sum(overrides[e.id][0] if e.id in overrides else e.points for e in r.exercises)
-    lines = [f"{r.notebook} by {name}", f"Score: {format_points(points)} / {format_points(r.max_points)}", ""]
+    lines = [
+        f"{r.notebook} by {name}",
+        f"Score: {format_points(points)} / {format_points(r.max_points)}",
+        "",
+    ]
     if r.status != "graded":
         lines += [f"This notebook could not be graded: {r.message}", ""]
     for e in r.exercises:
-        lines.append(f"{e.id} ({e.name}): {_WORD.get(e.status, e.status)}, {format_points(e.points)}/{format_points(e.max_points)}")
+        lines.append(
+            f"{e.id} ({e.name}): {_WORD.get(e.status, e.status)}, {format_points(e.points)}/{format_points(e.max_points)}"
+        )
         if e.status != "passed" and e.message:
             lines += [f"    {line}" for line in e.message.splitlines()]
         if e.id in overrides:
             given, comment = overrides[e.id]
-            lines.append(f"    Your instructor set the points to {format_points(given)}/{format_points(e.max_points)}" + (f": {comment}" if comment else "."))
+            lines.append(
+                f"    Your instructor set the points to {format_points(given)}/{format_points(e.max_points)}"
+                + (f": {comment}" if comment else ".")
+            )
     if r.notes:
         lines += ["", "Notes from running the notebook:"]
         lines += [f"  - {note}" for note in r.notes]
@@ -197,7 +217,9 @@ def summary_table(results: list[SubmissionResult]) -> str:
         points += "" if r.status == "graded" else " (not run)"
         rows.append([r.student, r.notebook, points, *(str(counts[s] or "") for s in STATUSES)])
     widths = [max(len(str(row[i])) for row in [head, *rows]) for i in range(len(head))]
-    lines = ["  ".join(str(c).ljust(w) for c, w in zip(row, widths)).rstrip() for row in [head, *rows]]
+    lines = [
+        "  ".join(str(c).ljust(w) for c, w in zip(row, widths)).rstrip() for row in [head, *rows]
+    ]
     lines.insert(1, "-" * len(lines[0]))
     columns = exercise_columns(results)
     if columns:

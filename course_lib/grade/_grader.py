@@ -29,10 +29,18 @@ from course_lib.checks._evaluate import judge_outcomes, reference_results
 from course_lib.checks._spec import Case
 from course_lib.checks._wire import WireError, loads
 
-from ._gradebook import ExerciseResult, SubmissionResult
 from ._confine import sandbox_level
+from ._gradebook import ExerciseResult, SubmissionResult
 from ._kernel import CellResult, Confinement, KernelStartError, Limits, Sandbox
-from ._submissions import NotebookProblem, Plan, PlannedCell, Submission, detect_lesson, plan_cells, read_notebook
+from ._submissions import (
+    NotebookProblem,
+    Plan,
+    PlannedCell,
+    Submission,
+    detect_lesson,
+    plan_cells,
+    read_notebook,
+)
 
 MAX_RESTARTS = 3
 MAX_NOTES = 20
@@ -83,12 +91,20 @@ class Context:
 
     @property
     def limits(self) -> Limits:
-        return Limits(cell_seconds=self.options.cell_timeout, memory_bytes=self.options.memory_mb * 2**20)
+        return Limits(
+            cell_seconds=self.options.cell_timeout, memory_bytes=self.options.memory_mb * 2**20
+        )
 
     @property
     def confinement(self) -> Confinement | None:
-        level = self.options.confine()  # the launcher runs on Linux unless turned off, Landlock or not
-        return Confinement(landlock=level["sandbox"] == "landlock") if level.get("processes") == "subreaper" else None
+        level = (
+            self.options.confine()
+        )  # the launcher runs on Linux unless turned off, Landlock or not
+        return (
+            Confinement(landlock=level["sandbox"] == "landlock")
+            if level.get("processes") == "subreaper"
+            else None
+        )
 
     def reference(self, exercise: Exercise) -> tuple[list[Case], list[Any]]:
         """Grading cases and the reference results for them, computed once per exercise."""
@@ -98,7 +114,19 @@ class Context:
         return self.references[exercise.id]
 
 
-_PASSED_ENV = {"PATH", "LANG", "LANGUAGE", "TZ", "TMPDIR", "USER", "LOGNAME", "VIRTUAL_ENV", "PYTHONPATH", "PYTHONDONTWRITEBYTECODE", "SYSTEMROOT"}
+_PASSED_ENV = {
+    "PATH",
+    "LANG",
+    "LANGUAGE",
+    "TZ",
+    "TMPDIR",
+    "USER",
+    "LOGNAME",
+    "VIRTUAL_ENV",
+    "PYTHONPATH",
+    "PYTHONDONTWRITEBYTECODE",
+    "SYSTEMROOT",
+}
 
 
 def kernel_env(workdir: Path) -> dict[str, str]:
@@ -127,7 +155,9 @@ def kernel_env(workdir: Path) -> dict[str, str]:
     return env
 
 
-def _runner_source(exercise: Exercise, seed: int, report: Path, nonce: str, packages: tuple[str, ...] = ()) -> str:
+def _runner_source(
+    exercise: Exercise, seed: int, report: Path, nonce: str, packages: tuple[str, ...] = ()
+) -> str:
     # Every name is local, so a notebook that shadowed builtins or modules in its namespace changes nothing.
     fn = f"_course_grader_{nonce}"
     return (
@@ -160,7 +190,11 @@ def _read_report(path: Path, exercise: Exercise, nonce: str, n_cases: int) -> _R
         return "the probe left no results"
     except (OSError, WireError) as error:
         return f"the results could not be read ({error})"
-    if not (isinstance(data, dict) and data.get("nonce") == nonce and data.get("exercise") == exercise.id):
+    if not (
+        isinstance(data, dict)
+        and data.get("nonce") == nonce
+        and data.get("exercise") == exercise.id
+    ):
         return "the results were not the grader's own"
     found, outcomes = data.get("found"), data.get("outcomes")
     if found not in ("yes", "missing", "not_callable") or not isinstance(outcomes, list):
@@ -205,14 +239,20 @@ async def _execute(plan: Plan, workdir: Path, reports_dir: Path, ctx: Context) -
         nonlocal sandbox
         if sandbox is not None:
             await sandbox.stop()
-        sandbox = Sandbox(str(workdir), kernel_env(workdir), ctx.limits, confinement, writable=[str(reports_dir)])
+        sandbox = Sandbox(
+            str(workdir), kernel_env(workdir), ctx.limits, confinement, writable=[str(reports_dir)]
+        )
         await sandbox.start()
         for cell in completed if replay else []:
             if remaining() <= 0:
-                raise _GiveUp(f"the notebook's {ctx.options.notebook_timeout:g} s ran out while re-running its cells")
+                raise _GiveUp(
+                    f"the notebook's {ctx.options.notebook_timeout:g} s ran out while re-running its cells"
+                )
             again = await sandbox.run(cell.source, min(cell_limit, remaining()))
             if not sandbox.usable:
-                raise _GiveUp(f"the kernel died again while re-running {cell.label} ({again.reason or again.status})")
+                raise _GiveUp(
+                    f"the kernel died again while re-running {cell.label} ({again.reason or again.status})"
+                )
         return sandbox
 
     async def recover(what: str) -> Sandbox:
@@ -234,7 +274,9 @@ async def _execute(plan: Plan, workdir: Path, reports_dir: Path, ctx: Context) -
         for cell in plan.cells:
             if remaining() <= 0:
                 if not any(f.reason == "notebook" for f in run.fates.values()):
-                    run.notes.append(f"the notebook's {ctx.options.notebook_timeout:g} s ran out before {cell.label}; later cells were not run")
+                    run.notes.append(
+                        f"the notebook's {ctx.options.notebook_timeout:g} s ran out before {cell.label}; later cells were not run"
+                    )
                 run.fates[cell.index] = CellResult("timeout", reason="notebook")
                 continue
             result = await sandbox.run(cell.source, min(cell_limit, remaining()))
@@ -250,14 +292,18 @@ async def _execute(plan: Plan, workdir: Path, reports_dir: Path, ctx: Context) -
                 continue
             report_path = reports_dir / f"{nonce}-{exercise.id}.json"
             n_cases = len(ctx.reference(exercise)[0])
-            source = _runner_source(exercise, ctx.options.seed, report_path, nonce, ctx.options.forbid)
+            source = _runner_source(
+                exercise, ctx.options.seed, report_path, nonce, ctx.options.forbid
+            )
             result = await sandbox.run(source, min(cell_limit, remaining()))
             if result.status == "ok":
                 run.reports[exercise.id] = _read_report(report_path, exercise, nonce, n_cases)
             else:
                 run.reports[exercise.id] = result
             if result.output_bytes > _LOUD_OUTPUT:
-                run.notes.append(f"{exercise.name} printed {result.output_bytes / 2**20:.1f} MiB while graded (not kept)")
+                run.notes.append(
+                    f"{exercise.name} printed {result.output_bytes / 2**20:.1f} MiB while graded (not kept)"
+                )
             if not sandbox.usable and exercise is not plan.exercises[-1]:
                 sandbox = await recover(f"grading {exercise.id}")
     except _GiveUp as stop:
@@ -272,9 +318,15 @@ async def _execute(plan: Plan, workdir: Path, reports_dir: Path, ctx: Context) -
 def _note_cell(notes: list[str], cell: PlannedCell, result: CellResult, limit: float) -> None:
     where = cell.label
     if result.status == "error":
-        note = f"{where} raised {result.ename}: {result.evalue}" if result.evalue else f"{where} raised {result.ename}"
+        note = (
+            f"{where} raised {result.ename}: {result.evalue}"
+            if result.evalue
+            else f"{where} raised {result.ename}"
+        )
     elif result.status == "timeout":
-        note = f"{where} ran past the {limit:g} s limit and was stopped" + (f"; it {result.reason}" if result.reason else "")
+        note = f"{where} ran past the {limit:g} s limit and was stopped" + (
+            f"; it {result.reason}" if result.reason else ""
+        )
     elif result.status == "died":
         note = f"the kernel died in {where} ({result.reason}); a fresh kernel re-ran the cells before it and skipped it"
     else:
@@ -285,32 +337,55 @@ def _note_cell(notes: list[str], cell: PlannedCell, result: CellResult, limit: f
         notes.append(f"{where} printed {result.output_bytes / 2**20:.1f} MiB of output (not kept)")
 
 
-def _cell_fate_verdict(exercise: Exercise, cell: PlannedCell | None, fate: CellResult | None, limit: float) -> tuple[str, str] | None:
+def _cell_fate_verdict(
+    exercise: Exercise, cell: PlannedCell | None, fate: CellResult | None, limit: float
+) -> tuple[str, str] | None:
     name = exercise.name
     if fate is None or fate.status == "ok":
         return None
     where = f" That is {cell.label}." if cell else ""
     if fate.status == "timeout":
         if fate.reason == "notebook":
-            return "timeout", f"the notebook ran out of time before the cell defining {name} could run.{where}"
-        return "timeout", f"the cell defining {name} ran past the {limit:g} s limit and was stopped, so {name} was never defined.{where}"
+            return (
+                "timeout",
+                f"the notebook ran out of time before the cell defining {name} could run.{where}",
+            )
+        return (
+            "timeout",
+            f"the cell defining {name} ran past the {limit:g} s limit and was stopped, so {name} was never defined.{where}",
+        )
     if fate.status == "died":
-        return "error", f"the kernel died while running the cell defining {name} ({fate.reason}).{where}"
+        return (
+            "error",
+            f"the kernel died while running the cell defining {name} ({fate.reason}).{where}",
+        )
     detail = f"{fate.ename}: {fate.evalue}" if fate.evalue else fate.ename
-    return "error", f"the cell defining {name} raised {detail}" + ("" if detail.endswith(".") else ".") + where
+    return "error", f"the cell defining {name} raised {detail}" + (
+        "" if detail.endswith(".") else "."
+    ) + where
 
 
 def _flag_place(plan: Plan, flag: dict[str, Any]) -> str:
     """Where in the notebook a forbidden call was made: ``code cell 4 (`def f(…`), line 3: `text```."""
     cell = plan.cell_of_code(flag["cell"], flag["line"], flag["text"])
-    where = f"{cell.label}, line {flag['line']}" if cell else f"line {flag['line']} of {Path(flag['file']).name}"
+    where = (
+        f"{cell.label}, line {flag['line']}"
+        if cell
+        else f"line {flag['line']} of {Path(flag['file']).name}"
+    )
     return f"{where}: `{flag['text']}`" if flag["text"] else where
 
 
 def _flag_record(plan: Plan, flag: dict[str, Any]) -> dict[str, Any]:
     """A flag as the gradebook keeps it: what was reached, from which code cell and line (no kernel paths)."""
     cell = plan.cell_of_code(flag["cell"], flag["line"], flag["text"]) if flag["file"] else None
-    return {"reached": flag["reached"], "kind": flag["kind"], "cell": cell.label if cell else "", "line": flag["line"], "text": flag["text"]}
+    return {
+        "reached": flag["reached"],
+        "kind": flag["kind"],
+        "cell": cell.label if cell else "",
+        "line": flag["line"],
+        "text": flag["text"],
+    }
 
 
 def _result(exercise: Exercise, plan: Plan, run: _Run, ctx: Context) -> ExerciseResult:
@@ -335,7 +410,9 @@ def _verdict(exercise: Exercise, plan: Plan, run: _Run, ctx: Context) -> Verdict
         cases, expected = ctx.reference(exercise)
         report = run.reports[exercise.id]
         assert isinstance(report, _Report)
-        return judge_outcomes(exercise, report.outcomes, expected, cases, lambda flag: _flag_place(plan, flag))
+        return judge_outcomes(
+            exercise, report.outcomes, expected, cases, lambda flag: _flag_place(plan, flag)
+        )
     return Verdict(status, 0, exercise.points, message)  # type: ignore[arg-type]
 
 
@@ -352,29 +429,48 @@ def _status(exercise: Exercise, plan: Plan, run: _Run, ctx: Context) -> tuple[st
     if isinstance(report, CellResult):
         if report.status == "timeout":
             if report.reason == "notebook":
-                return "timeout", f"the notebook used up its {ctx.options.notebook_timeout:g} s before {name} was graded."
+                return (
+                    "timeout",
+                    f"the notebook used up its {ctx.options.notebook_timeout:g} s before {name} was graded.",
+                )
             return "timeout", f"{name} did not finish within {limit:g} s on the grading inputs."
         if report.status == "died":
-            return "error", f"the kernel died while {name} ran on the grading inputs ({report.reason})."
-        return "error", f"grading {name} failed: {report.ename}: {report.evalue} (does the notebook change Python or course_lib itself?)"
+            return (
+                "error",
+                f"the kernel died while {name} ran on the grading inputs ({report.reason}).",
+            )
+        return (
+            "error",
+            f"grading {name} failed: {report.ename}: {report.evalue} (does the notebook change Python or course_lib itself?)",
+        )
     if report.found == "missing":
         from_cell = _cell_fate_verdict(exercise, plan.cell(index), fate, limit)
         if from_cell:
             return from_cell
         if exercise.id in plan.exercise_cells:
-            return "missing", f"the exercise cell is there but defines no {name}; the function must be called {name}."
-        return "missing", f"no cell defines {name}: the exercise cell was deleted or the function renamed."
+            return (
+                "missing",
+                f"the exercise cell is there but defines no {name}; the function must be called {name}.",
+            )
+        return (
+            "missing",
+            f"no cell defines {name}: the exercise cell was deleted or the function renamed.",
+        )
     if report.found == "not_callable":
         return "error", f"{name} is a {report.type_name}, not a function."
     return "judge", ""
 
 
-def _error_result(sub: Submission, lesson: str | None, message: str, status: str = "error") -> SubmissionResult:
+def _error_result(
+    sub: Submission, lesson: str | None, message: str, status: str = "error"
+) -> SubmissionResult:
     from course_lib.checks import exercises
 
     listed = exercises(lesson) if lesson else ()
     rows = [ExerciseResult(e.id, e.name, status, 0, e.points, message) for e in listed]
-    return SubmissionResult(sub.student, sub.notebook, str(sub.path), lesson, "error", message, rows)
+    return SubmissionResult(
+        sub.student, sub.notebook, str(sub.path), lesson, "error", message, rows
+    )
 
 
 async def grade_submission(sub: Submission, ctx: Context) -> SubmissionResult:
@@ -386,29 +482,38 @@ async def grade_submission(sub: Submission, ctx: Context) -> SubmissionResult:
     try:
         notebook = read_notebook(data)
     except NotebookProblem as problem:
-        from ._submissions import _FILENAME_LESSON
         from course_lib.checks import lessons
+
+        from ._submissions import _FILENAME_LESSON
 
         match = _FILENAME_LESSON.match(sub.notebook.rsplit("/", 1)[-1])
         lesson = match[1] if match and match[1] in lessons() else None
         return _error_result(sub, lesson, str(problem))
     lesson = detect_lesson(notebook, sub.notebook)
     if lesson is None:
-        return _error_result(sub, None, "the notebook belongs to no lesson with exercises (no exercise ids, lesson number or exercise functions found)")
+        return _error_result(
+            sub,
+            None,
+            "the notebook belongs to no lesson with exercises (no exercise ids, lesson number or exercise functions found)",
+        )
     plan = plan_cells(notebook, lesson)
     for exercise in plan.exercises:
         ctx.reference(exercise)
     workdir = Path(tempfile.mkdtemp(prefix="submission-", dir=ctx.scratch))
     reports_dir = Path(tempfile.mkdtemp(prefix="reports-", dir=ctx.scratch))
     try:
-        (workdir / Path(sub.notebook).name).write_bytes(data)  # the kernel sees a copy, never the original
+        (workdir / Path(sub.notebook).name).write_bytes(
+            data
+        )  # the kernel sees a copy, never the original
         run = await _execute(plan, workdir, reports_dir, ctx)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
         shutil.rmtree(reports_dir, ignore_errors=True)
     rows = [_result(exercise, plan, run, ctx) for exercise in plan.exercises]
     status = "error" if run.fatal and not run.reports else "graded"
-    return SubmissionResult(sub.student, sub.notebook, str(sub.path), lesson, status, run.fatal, rows, run.notes)
+    return SubmissionResult(
+        sub.student, sub.notebook, str(sub.path), lesson, status, run.fatal, rows, run.notes
+    )
 
 
 class _Progress:
@@ -458,7 +563,9 @@ async def grade_all(
             try:
                 result = await grade_submission(sub, ctx)
             except Exception as error:  # noqa: BLE001 (a grader bug must not stop the batch)
-                result = _error_result(sub, None, f"internal grader error: {type(error).__name__}: {error}")
+                result = _error_result(
+                    sub, None, f"internal grader error: {type(error).__name__}: {error}"
+                )
             if stopping:
                 return
             result.path = sub.shown or str(sub.path)
@@ -476,7 +583,11 @@ async def grade_all(
             task.cancel()
 
     loop = asyncio.get_running_loop()
-    signals = (signal.SIGINT, signal.SIGTERM) if threading.current_thread() is threading.main_thread() else ()
+    signals = (
+        (signal.SIGINT, signal.SIGTERM)
+        if threading.current_thread() is threading.main_thread()
+        else ()
+    )
     for signum in signals:
         loop.add_signal_handler(signum, stop)
     try:

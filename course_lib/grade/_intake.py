@@ -21,7 +21,7 @@ import tempfile
 import unicodedata
 from collections import defaultdict
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from ._lms import LmsFile, canvas_file, moodle_entry
@@ -43,7 +43,9 @@ class Student:
     email: str = ""
     lms: str = ""
     lms_id: str = ""
-    status: str = ""  # "" when notebooks were found, else empty, archive_only, no_notebook or missing
+    status: str = (
+        ""  # "" when notebooks were found, else empty, archive_only, no_notebook or missing
+    )
     detail: str = ""
     submitted: str | None = None  # ISO 8601 with offset: the newest file's time
     lms_late: bool = False
@@ -73,7 +75,7 @@ def _nfc(text: str) -> str:
 
 
 def _mtime(path: Path) -> datetime:
-    return datetime.fromtimestamp(path.stat().st_mtime, timezone.utc).astimezone()
+    return datetime.fromtimestamp(path.stat().st_mtime, UTC).astimezone()
 
 
 class _Collector:
@@ -87,11 +89,21 @@ class _Collector:
         self.others: dict[str, list[str]] = defaultdict(list)
 
     def shown(self, path: Path) -> str:
-        return f"{self.shown_root}/{path.relative_to(self.real_root).as_posix()}" if path != self.real_root else self.shown_root
+        return (
+            f"{self.shown_root}/{path.relative_to(self.real_root).as_posix()}"
+            if path != self.real_root
+            else self.shown_root
+        )
 
     def student(self, key: str, name: str, lms: LmsFile | None = None) -> Student:
         if key not in self.students:
-            self.students[key] = Student(key, _nfc(name), self.section, lms=lms.lms if lms else "", lms_id=lms.user_id if lms else "")
+            self.students[key] = Student(
+                key,
+                _nfc(name),
+                self.section,
+                lms=lms.lms if lms else "",
+                lms_id=lms.user_id if lms else "",
+            )
         return self.students[key]
 
     def add_file(self, key: str, path: Path, notebook: str) -> None:
@@ -111,9 +123,16 @@ class _Collector:
             if not others:
                 student.status, student.detail = "empty", "the submission holds no files"
             elif all(o.lower().endswith(ARCHIVES) for o in others):
-                student.status, student.detail = "archive_only", f"only an archive ({', '.join(others)}): submit the .ipynb itself"
+                student.status, student.detail = (
+                    "archive_only",
+                    f"only an archive ({', '.join(others)}): submit the .ipynb itself",
+                )
             else:
-                student.status, student.detail = "no_notebook", f"no notebook, only: {', '.join(others[:10])}" + (" ..." if len(others) > 10 else "")
+                student.status, student.detail = (
+                    "no_notebook",
+                    f"no notebook, only: {', '.join(others[:10])}"
+                    + (" ..." if len(others) > 10 else ""),
+                )
 
 
 def _visible_files(folder: Path) -> list[Path]:
@@ -183,7 +202,9 @@ def _folder(root: Path, col: _Collector) -> None:
     col.finish()
 
 
-def _collect(text: str, scratch: list[tempfile.TemporaryDirectory[str]], sections: bool) -> _Collector:
+def _collect(
+    text: str, scratch: list[tempfile.TemporaryDirectory[str]], sections: bool
+) -> _Collector:
     root = Path(text)
     section = Path(text.rstrip("/")).name.removesuffix(".zip") if sections else ""
     if not root.exists():
@@ -296,24 +317,49 @@ def _apply_roster(intake: Intake, roster: list[RosterRow]) -> None:
         match = by_id.get(row.id)
         if match is None or match.key in taken:
             same = [
-                s for s in intake.students.values()
-                if s.key not in taken and same_person(s, row.name) and (not s.section or not row.section or s.section == row.section)
+                s
+                for s in intake.students.values()
+                if s.key not in taken
+                and same_person(s, row.name)
+                and (not s.section or not row.section or s.section == row.section)
             ]
             match = same[0] if len(same) == 1 else None
         if match is None:
-            enrolled[row.id] = Student(row.id, row.name, row.section, row.email, status="missing", detail="no submission was found", on_roster=True)
+            enrolled[row.id] = Student(
+                row.id,
+                row.name,
+                row.section,
+                row.email,
+                status="missing",
+                detail="no submission was found",
+                on_roster=True,
+            )
             continue
         taken.add(match.key)
         renamed[match.key] = row.id
-        enrolled[row.id] = dataclasses.replace(match, key=row.id, name=row.name, section=row.section or match.section, email=row.email, on_roster=True)
+        enrolled[row.id] = dataclasses.replace(
+            match,
+            key=row.id,
+            name=row.name,
+            section=row.section or match.section,
+            email=row.email,
+            on_roster=True,
+        )
     for key, student in intake.students.items():
         if key not in taken:
             unique = key if key not in enrolled else f"{key} (not on roster)"
             renamed[key] = unique
             enrolled[unique] = dataclasses.replace(student, key=unique)
-            intake.warnings.append(f"{student.name} ({key}) is not on the roster; graded under {unique!r}")
+            intake.warnings.append(
+                f"{student.name} ({key}) is not on the roster; graded under {unique!r}"
+            )
     intake.students = dict(sorted(enrolled.items()))
-    intake.submissions = _unique_notebooks([dataclasses.replace(s, student=renamed.get(s.student, s.student)) for s in intake.submissions])
+    intake.submissions = _unique_notebooks(
+        [
+            dataclasses.replace(s, student=renamed.get(s.student, s.student))
+            for s in intake.submissions
+        ]
+    )
 
 
 def apply_times(intake: Intake, times: dict[str, str]) -> None:

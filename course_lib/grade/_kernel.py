@@ -67,7 +67,9 @@ class _ConfinedKernelManager(AsyncKernelManager):
     """A kernel manager whose kernel command goes through the launcher, with a policy made per kernel."""
 
     def format_kernel_cmd(self, extra_arguments: list[str] | None = None) -> list[str]:
-        return _confine.launcher_command(self.policy(self), super().format_kernel_cmd(extra_arguments))
+        return _confine.launcher_command(
+            self.policy(self), super().format_kernel_cmd(extra_arguments)
+        )
 
 
 @dataclass
@@ -93,7 +95,9 @@ def _shorten(text: str, limit: int = _ERROR_TEXT_LIMIT) -> str:
 class _Client(NotebookClient):
     """``NotebookClient`` that keeps no outputs: it counts their bytes and remembers the last error."""
 
-    def output(self, outs: list[Any], msg: dict[str, Any], display_id: str | None, cell_index: int) -> None:
+    def output(
+        self, outs: list[Any], msg: dict[str, Any], display_id: str | None, cell_index: int
+    ) -> None:
         content = msg.get("content", {})
         kind = msg.get("msg_type")
         if kind == "stream":
@@ -101,13 +105,18 @@ class _Client(NotebookClient):
         elif kind in ("display_data", "execute_result"):
             self.output_bytes += sum(len(str(v)) for v in content.get("data", {}).values())
         elif kind == "error":
-            self.last_error = (_shorten(content.get("ename", "")), _shorten(content.get("evalue", "")))
+            self.last_error = (
+                _shorten(content.get("ename", "")),
+                _shorten(content.get("evalue", "")),
+            )
         return None
 
     def handle_comm_msg(self, outs: list[Any], msg: dict[str, Any], cell_index: int) -> None:
         return None  # widgets are not graded; their messages are dropped
 
-    def remember_reply(self, cell: Any, cell_index: int, execute_reply: dict[str, Any] | None) -> None:
+    def remember_reply(
+        self, cell: Any, cell_index: int, execute_reply: dict[str, Any] | None
+    ) -> None:
         self.last_reply = (execute_reply or {}).get("content", {})
 
 
@@ -125,7 +134,14 @@ def _signal_name(code: int | None) -> str:
 class Sandbox:
     """A fresh kernel for one submission; use ``await start()``, ``await run(source, seconds)``, ``await stop()``."""
 
-    def __init__(self, workdir: str, env: dict[str, str], limits: Limits, confinement: Confinement | None = None, writable: list[str] | None = None):
+    def __init__(
+        self,
+        workdir: str,
+        env: dict[str, str],
+        limits: Limits,
+        confinement: Confinement | None = None,
+        writable: list[str] | None = None,
+    ):
         self.workdir, self.env, self.limits = workdir, env, limits
         self.confinement, self.writable = confinement, [workdir, *(writable or [])]
         self.km: AsyncKernelManager | None = None
@@ -145,7 +161,13 @@ class Sandbox:
             "read": [*self.confinement.read, os.path.realpath(km.connection_file)],
             "write": self.writable,
             "devices": _confine.DEVICES,
-            "bind_ports": [km.shell_port, km.iopub_port, km.stdin_port, km.hb_port, km.control_port],
+            "bind_ports": [
+                km.shell_port,
+                km.iopub_port,
+                km.stdin_port,
+                km.hb_port,
+                km.control_port,
+            ],
             "cgroup": self._cgroup.path if self._cgroup else None,
         }
 
@@ -193,7 +215,9 @@ class Sandbox:
             code = self._launcher_code()
             await self.stop()
             if code == _confine.EXIT_NOT_CONFINED:
-                raise KernelStartError("the kernel could not be confined (Landlock refused), so it was not started") from None
+                raise KernelStartError(
+                    "the kernel could not be confined (Landlock refused), so it was not started"
+                ) from None
             raise KernelStartError(_shorten(f"{type(error).__name__}: {error}")) from None
         self._watchdog = asyncio.ensure_future(self._watch())
 
@@ -240,14 +264,18 @@ class Sandbox:
         """Over the process cap: the cgroup refused a fork, or (no cgroup, or not joined) the count says so."""
         if self.confinement is None:
             return False
-        return processes > self.limits.tasks or (self._cgroup is not None and self._cgroup.tripped())
+        return processes > self.limits.tasks or (
+            self._cgroup is not None and self._cgroup.tripped()
+        )
 
     async def _watch(self) -> None:
         while True:
             await asyncio.sleep(0.1)
             resident, processes = self._resident()
             if resident > self.limits.memory_bytes:
-                self.killed_for = f"used more than the {self.limits.memory_bytes / 2**30:.1f} GiB memory limit"
+                self.killed_for = (
+                    f"used more than the {self.limits.memory_bytes / 2**30:.1f} GiB memory limit"
+                )
             elif self._too_many(processes):
                 self.killed_for = f"started more than {self.limits.tasks} processes and threads"
             else:
@@ -281,7 +309,9 @@ class Sandbox:
         if self.killed_for:
             return self.killed_for
         if self.confinement is not None:
-            await self._launcher_gone(3)  # it exits the way the kernel did, once the kernel's children are gone
+            await self._launcher_gone(
+                3
+            )  # it exits the way the kernel did, once the kernel's children are gone
         return _signal_name(self._launcher_code())
 
     async def run(self, source: str, seconds: float) -> CellResult:
@@ -298,15 +328,21 @@ class Sandbox:
             await client.async_execute_cell(cell, 0, store_history=False)
         except DeadKernelError:
             self._kill()
-            return CellResult("died", reason=await self._death_reason(), output_bytes=client.output_bytes)
+            return CellResult(
+                "died", reason=await self._death_reason(), output_bytes=client.output_bytes
+            )
         except CellTimeoutError:
             return await self._after_timeout(client.output_bytes)
         except Exception as error:  # noqa: BLE001 (anything else from the client: treat the kernel as lost)
             self._kill()
-            return CellResult("died", reason=_shorten(f"lost contact with the kernel ({type(error).__name__})"))
+            return CellResult(
+                "died", reason=_shorten(f"lost contact with the kernel ({type(error).__name__})")
+            )
         if not await self._alive():
             self._kill()
-            return CellResult("died", reason=await self._death_reason(), output_bytes=client.output_bytes)
+            return CellResult(
+                "died", reason=await self._death_reason(), output_bytes=client.output_bytes
+            )
         reply = client.last_reply if isinstance(client.last_reply, dict) else {}
         if reply.get("ename") == _TIMEOUT_NAME:
             return await self._after_timeout(client.output_bytes)
@@ -333,7 +369,11 @@ class Sandbox:
         if answered:
             return CellResult("timeout", output_bytes=output_bytes)
         self._kill()
-        return CellResult("timeout", reason="did not stop when interrupted, so the kernel was killed", output_bytes=output_bytes)
+        return CellResult(
+            "timeout",
+            reason="did not stop when interrupted, so the kernel was killed",
+            output_bytes=output_bytes,
+        )
 
     async def _alive(self) -> bool:
         try:

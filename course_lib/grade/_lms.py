@@ -10,8 +10,12 @@ with "download in folders" off, flat files ``Full Name_participantid_assignsubmi
 import re
 from dataclasses import dataclass
 
-_CANVAS = re.compile(r"^(?P<name>[^_]+)_(?:(?P<late>LATE)_)?(?P<user>\d+)_(?P<submission>\d+)_(?P<original>.+)$")
-_MOODLE = re.compile(r"^(?P<name>.+?)_(?P<participant>\d+)_assignsubmission_(?P<plugin>[a-z]+)_?(?P<original>.*)$")
+_CANVAS = re.compile(
+    r"^(?P<name>[^_]+)_(?:(?P<late>LATE)_)?(?P<user>\d+)_(?P<submission>\d+)_(?P<original>.+)$"
+)
+_MOODLE = re.compile(
+    r"^(?P<name>.+?)_(?P<participant>\d+)_assignsubmission_(?P<plugin>[a-z]+)_?(?P<original>.*)$"
+)
 _AGAIN = re.compile(r"^(?P<stem>.+)-(?P<n>\d+)(?P<ext>\.[^.]+)$")
 
 

@@ -36,11 +36,21 @@ class Graded:
         return self.result.student, self.result.notebook
 
     def to_json(self) -> dict[str, Any]:
-        return {**self.result.to_json(), "sha256": self.sha256, "answers": self.answers, "outside_errors": self.outside_errors}
+        return {
+            **self.result.to_json(),
+            "sha256": self.sha256,
+            "answers": self.answers,
+            "outside_errors": self.outside_errors,
+        }
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "Graded":
-        return cls(SubmissionResult.from_json(data), str(data.get("sha256", "")), dict(data.get("answers", {})), list(data.get("outside_errors", [])))
+        return cls(
+            SubmissionResult.from_json(data),
+            str(data.get("sha256", "")),
+            dict(data.get("answers", {})),
+            list(data.get("outside_errors", [])),
+        )
 
 
 def digest(data: bytes) -> str:
@@ -50,7 +60,9 @@ def digest(data: bytes) -> str:
 
 def _differences(old: dict[str, Any], new: dict[str, Any]) -> str:
     keys = sorted(set(old) | set(new))
-    return ", ".join(f"{k} {old.get(k)!r} then, {new.get(k)!r} now" for k in keys if old.get(k) != new.get(k))
+    return ", ".join(
+        f"{k} {old.get(k)!r} then, {new.get(k)!r} now" for k in keys if old.get(k) != new.get(k)
+    )
 
 
 class Journal:
@@ -73,7 +85,9 @@ class Journal:
         try:
             lines = self.path.read_text(encoding="utf-8").splitlines()
         except (OSError, UnicodeDecodeError) as error:
-            raise UsageError(f"{self.path} cannot be read ({error}); delete it to grade everything again") from None
+            raise UsageError(
+                f"{self.path} cannot be read ({error}); delete it to grade everything again"
+            ) from None
         try:
             head = json.loads(lines[0]) if lines else {}
         except json.JSONDecodeError:
@@ -147,7 +161,9 @@ def read_record(out: Path, settings: dict[str, Any]) -> Record:
         graded = [Graded.from_json(s) for s in book["submissions"]]
         students = {s["key"]: s for s in book.get("students", [])}
     except (OSError, UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError) as error:
-        raise UsageError(f"{path} exists but is not a gradebook this grader wrote ({type(error).__name__}): grade into another --out folder") from None
+        raise UsageError(
+            f"{path} exists but is not a gradebook this grader wrote ({type(error).__name__}): grade into another --out folder"
+        ) from None
     if grader != settings:
         raise UsageError(
             f"{path} was graded with other settings ({_differences(grader, settings)}); "

@@ -37,10 +37,16 @@ def _figures(book: ClassBook, rates: list[tuple[str, int, int]]) -> tuple[str, s
     matplotlib.use("Agg", force=True)
     from matplotlib.figure import Figure
 
-    with matplotlib.rc_context({"font.family": "DejaVu Sans", "svg.hashsalt": "course-grade", "path.simplify": False}):
+    with matplotlib.rc_context(
+        {"font.family": "DejaVu Sans", "svg.hashsalt": "course-grade", "path.simplify": False}
+    ):
         bars = Figure(figsize=(7, 0.3 * len(rates) + 1.2))
         ax = bars.subplots()
-        ax.barh([r[0] for r in rates][::-1], [100 * r[1] / r[2] if r[2] else 0 for r in rates][::-1], color="#4a7ab5")
+        ax.barh(
+            [r[0] for r in rates][::-1],
+            [100 * r[1] / r[2] if r[2] else 0 for r in rates][::-1],
+            color="#4a7ab5",
+        )
         ax.set_xlim(0, 100)
         ax.set_xlabel("students who passed (% of those who submitted the lesson)")
         bars.tight_layout()
@@ -48,7 +54,13 @@ def _figures(book: ClassBook, rates: list[tuple[str, int, int]]) -> tuple[str, s
         ax = hist.subplots()
         totals = [row.total for row in book.rows]
         top = max(book.max_points, 1)
-        ax.hist(totals, bins=min(20, max(1, int(top)) + 1), range=(0, top), color="#4a7ab5", edgecolor="white")
+        ax.hist(
+            totals,
+            bins=min(20, max(1, int(top)) + 1),
+            range=(0, top),
+            color="#4a7ab5",
+            edgecolor="white",
+        )
         ax.set_xlabel(f"total points (of {format_points(book.max_points)})")
         ax.set_ylabel("students")
         hist.tight_layout()
@@ -58,8 +70,16 @@ def _figures(book: ClassBook, rates: list[tuple[str, int, int]]) -> tuple[str, s
 def _table(head: list[str], rows: list[list[str]]) -> str:
     if not rows:
         return "<p>None.</p>"
-    cells = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in rows)
-    return "<table><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head) + "</tr>" + cells + "</table>"
+    cells = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in rows
+    )
+    return (
+        "<table><tr>"
+        + "".join(f"<th>{html.escape(h)}</th>" for h in head)
+        + "</tr>"
+        + cells
+        + "</table>"
+    )
 
 
 def _who(row: StudentRow) -> str:
@@ -73,39 +93,61 @@ def report_html(book: ClassBook) -> str:
     for e in book.exercises:
         lesson = e.id.split(".", 1)[0]
         took = [row for row in graded if any(g.result.lesson == lesson for g in row.graded)]
-        passed = sum(row.best.get(e.id) is not None and row.best[e.id].status == "passed" for row in took)
+        passed = sum(
+            row.best.get(e.id) is not None and row.best[e.id].status == "passed" for row in took
+        )
         rates.append((e.id, passed, len(took)))
         messages = Counter(
             row.best[e.id].message.splitlines()[0]
             for row in took
-            if e.id in row.best and row.best[e.id].status not in ("passed", "not_attempted") and row.best[e.id].message
+            if e.id in row.best
+            and row.best[e.id].status not in ("passed", "not_attempted")
+            and row.best[e.id].message
         )
         if messages:
             text, count = sorted(messages.items(), key=lambda kv: (-kv[1], kv[0]))[0]
             hints.append([e.id, str(count), text])
     bars, hist = _figures(book, rates)
     statuses = Counter(row.status for row in book.rows)
-    outside = [[_who(row), g.result.notebook, "; ".join(g.outside_errors)] for row in graded for g in row.graded if g.outside_errors]
+    outside = [
+        [_who(row), g.result.notebook, "; ".join(g.outside_errors)]
+        for row in graded
+        for g in row.graded
+        if g.outside_errors
+    ]
     absent = [[_who(row), row.status, row.note()] for row in book.rows if not row.graded]
-    late = [[_who(row), row.late.describe(), format_points(row.penalty)] for row in book.rows if row.late]
+    late = [
+        [_who(row), row.late.describe(), format_points(row.penalty)]
+        for row in book.rows
+        if row.late
+    ]
     names = {row.student.key: _who(row) for row in book.rows}
     answers: dict[str, dict[str, str]] = {}
     for row in graded:
         mine: dict[str, str] = {}
         for g in row.graded:
-            attempted = {e.id for e in g.result.exercises if e.status not in ("not_attempted", "missing")}
-            mine.update({e: text for e, text in g.answers.items() if e in attempted and e not in mine})
+            attempted = {
+                e.id for e in g.result.exercises if e.status not in ("not_attempted", "missing")
+            }
+            mine.update(
+                {e: text for e, text in g.answers.items() if e in attempted and e not in mine}
+            )
         answers[row.student.key] = mine
     pairs, common = similar_pairs(answers)
     copies = solution_copies(answers, solution_regions())
     parts = [
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>Class report</title>",
         f"<style>{_STYLE}</style></head><body><h1>Class report</h1>",
-        f"<p>{len(book.rows)} students: " + ", ".join(f"{n} {html.escape(s)}" for s, n in sorted(statuses.items())) + ". "
+        f"<p>{len(book.rows)} students: "
+        + ", ".join(f"{n} {html.escape(s)}" for s, n in sorted(statuses.items()))
+        + ". "
         f"Maximum {format_points(book.max_points)} points; mean total "
         f"{format_points(sum(r.total for r in book.rows) / len(book.rows)) if book.rows else '0'}.</p>",
         "<h2>Pass rate per exercise</h2>",
-        _table(["exercise", "students passed", "of students who submitted the lesson"], [[i, str(p), str(n)] for i, p, n in rates]),
+        _table(
+            ["exercise", "students passed", "of students who submitted the lesson"],
+            [[i, str(p), str(n)] for i, p, n in rates],
+        ),
         f"<img alt='pass rate per exercise' src='{bars}'>",
         "<h2>Totals</h2>",
         f"<img alt='histogram of totals' src='{hist}'>",
@@ -121,13 +163,33 @@ def report_html(book: ClassBook) -> str:
         "<p>Answers are compared without comments, docstrings and layout. Short answers are often the same by chance.</p>",
         _table(
             ["student", "student", "exercises (similarity)"],
-            [[names.get(p.a, p.a), names.get(p.b, p.b), ", ".join(f"{e} ({'identical' if r == 1.0 else format_points(r)})" for e, r in p.matches)] for p in pairs[:MAX_PAIRS]],
+            [
+                [
+                    names.get(p.a, p.a),
+                    names.get(p.b, p.b),
+                    ", ".join(
+                        f"{e} ({'identical' if r == 1.0 else format_points(r)})"
+                        for e, r in p.matches
+                    ),
+                ]
+                for p in pairs[:MAX_PAIRS]
+            ],
         ),
-        f"<p>{len(pairs) - MAX_PAIRS} more pairs, with fewer matching exercises, are not shown.</p>" if len(pairs) > MAX_PAIRS else "",
+        f"<p>{len(pairs) - MAX_PAIRS} more pairs, with fewer matching exercises, are not shown.</p>"
+        if len(pairs) > MAX_PAIRS
+        else "",
         "<h3>Answers shared by many students</h3>",
-        _table(["exercise", "students with one same answer"], [[e, "; ".join(", ".join(names.get(s, s) for s in group) for group in groups)] for e, groups in sorted(common.items())]),
+        _table(
+            ["exercise", "students with one same answer"],
+            [
+                [e, "; ".join(", ".join(names.get(s, s) for s in group) for group in groups)]
+                for e, groups in sorted(common.items())
+            ],
+        ),
         "<h3>Answers that contain the course's solution (solutions/)</h3>",
-        _table(["student", "exercises"], [[names.get(s, s), ", ".join(ex)] for s, ex in copies.items()]),
+        _table(
+            ["student", "exercises"], [[names.get(s, s), ", ".join(ex)] for s, ex in copies.items()]
+        ),
         "</body></html>",
     ]
     return "\n".join(parts) + "\n"

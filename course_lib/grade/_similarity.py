@@ -22,7 +22,10 @@ MAX_BUCKET = 20
 MIN_TOKENS = 12  # shorter answers are alike by nature: only identical ones are paired
 _TOKEN = re.compile(r"\w+|[^\w\s]")
 _PRIME = (1 << 61) - 1
-_SALTS = [(random.Random(i).randrange(1, _PRIME), random.Random(-i - 1).randrange(_PRIME)) for i in range(ROWS * BANDS)]
+_SALTS = [
+    (random.Random(i).randrange(1, _PRIME), random.Random(-i - 1).randrange(_PRIME))
+    for i in range(ROWS * BANDS)
+]
 
 
 @dataclass(frozen=True)
@@ -36,7 +39,9 @@ class Pair:
 
 def _signature(tokens: list[str]) -> tuple[int, ...]:
     grams = {" ".join(tokens[i : i + 3]) for i in range(max(1, len(tokens) - 2))}
-    hashes = [int.from_bytes(hashlib.blake2b(g.encode(), digest_size=8).digest(), "big") for g in grams]
+    hashes = [
+        int.from_bytes(hashlib.blake2b(g.encode(), digest_size=8).digest(), "big") for g in grams
+    ]
     return tuple(min((a * h + b) % _PRIME for h in hashes) for a, b in _SALTS)
 
 
@@ -49,7 +54,12 @@ def _near_texts(texts: list[str]) -> list[tuple[int, int, float]]:
         sig = _signature(mine)
         for band in range(BANDS):
             buckets[(band, sig[band * ROWS : (band + 1) * ROWS])].append(i)
-    candidates = {(i, j) for members in buckets.values() if len(members) <= MAX_BUCKET for i, j in combinations(members, 2)}
+    candidates = {
+        (i, j)
+        for members in buckets.values()
+        if len(members) <= MAX_BUCKET
+        for i, j in combinations(members, 2)
+    }
     found = []
     for i, j in sorted(candidates):
         matcher = difflib.SequenceMatcher(None, tokens[i], tokens[j], autojunk=False)
@@ -61,7 +71,9 @@ def _near_texts(texts: list[str]) -> list[tuple[int, int, float]]:
     return found
 
 
-def similar_pairs(answers: dict[str, dict[str, str]]) -> tuple[list[Pair], dict[str, list[list[str]]]]:
+def similar_pairs(
+    answers: dict[str, dict[str, str]],
+) -> tuple[list[Pair], dict[str, list[list[str]]]]:
     """Pairs of students with matching answers, most matches first, and per exercise the common answers' holders.
 
     ``answers`` maps a student to ``{exercise id: normalised answer}`` (attempted exercises only).
@@ -97,7 +109,9 @@ def similar_pairs(answers: dict[str, dict[str, str]]) -> tuple[list[Pair], dict[
     return pairs, common
 
 
-def solution_copies(answers: dict[str, dict[str, str]], regions: dict[str, tuple[str, ...]]) -> dict[str, list[str]]:
+def solution_copies(
+    answers: dict[str, dict[str, str]], regions: dict[str, tuple[str, ...]]
+) -> dict[str, list[str]]:
     """Per student, the exercises whose answer holds the course solution's region, line for line (normalised).
 
     >>> solution_copies({"ann": {"e": "def f(x):\\n    return x + 1"}}, {"e": ("return x + 1",)})

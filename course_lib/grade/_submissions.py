@@ -63,7 +63,9 @@ def find_submissions(paths: list[str]) -> list[Submission]:
     intake = find_class(paths)
     if intake.scratch:
         intake.close()
-        raise UsageError("a .zip download needs find_class (its notebooks live in a scratch folder while graded)")
+        raise UsageError(
+            "a .zip download needs find_class (its notebooks live in a scratch folder while graded)"
+        )
     return intake.submissions
 
 
@@ -103,7 +105,9 @@ def read_notebook(data: bytes) -> Notebook:
     if not data.strip():
         raise NotebookProblem("the file is empty")
     if len(data) > MAX_NOTEBOOK_BYTES:
-        raise NotebookProblem(f"the file is {len(data) / 2**20:.0f} MiB, more than the {MAX_NOTEBOOK_BYTES // 2**20} MiB a notebook may be")
+        raise NotebookProblem(
+            f"the file is {len(data) / 2**20:.0f} MiB, more than the {MAX_NOTEBOOK_BYTES // 2**20} MiB a notebook may be"
+        )
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError:
@@ -128,7 +132,9 @@ def read_notebook(data: bytes) -> Notebook:
                 f"the notebook is in format {major}.{minor}, which the grader does not read: it reads format 4 "
                 "(open the file in a current Jupyter and save it to convert it)"
             )
-        raise NotebookProblem(f"the notebook is in format {major}.{minor}, newer than format 4 that the grader reads")
+        raise NotebookProblem(
+            f"the notebook is in format {major}.{minor}, newer than format 4 that the grader reads"
+        )
     cells = raw.get("cells")
     if not isinstance(cells, list):
         raise NotebookProblem("the notebook has no list of cells")
@@ -137,7 +143,14 @@ def read_notebook(data: bytes) -> Notebook:
         if not isinstance(cell, dict) or not isinstance(cell.get("cell_type"), str):
             raise NotebookProblem(f"cell {index} is not a notebook cell")
         metadata = cell.get("metadata")
-        out.append(Cell(index, cell["cell_type"], _source(cell.get("source", ""), index), metadata if isinstance(metadata, dict) else {}))
+        out.append(
+            Cell(
+                index,
+                cell["cell_type"],
+                _source(cell.get("source", ""), index),
+                metadata if isinstance(metadata, dict) else {},
+            )
+        )
     metadata = raw.get("metadata")
     return Notebook(out, metadata if isinstance(metadata, dict) else {})
 
@@ -198,7 +211,13 @@ def _is_check_call(node: ast.stmt) -> bool:
     if not (isinstance(node, ast.Expr) and isinstance(node.value, ast.Call)):
         return False
     func = node.value.func
-    name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+    name = (
+        func.id
+        if isinstance(func, ast.Name)
+        else func.attr
+        if isinstance(func, ast.Attribute)
+        else ""
+    )
     return name in ("check", "progress")
 
 
@@ -273,7 +292,11 @@ class Plan:
                 return cell
         for cell in self.cells:
             lines = cell.source.splitlines()
-            if text and 0 < line <= len(lines) and lines[line - 1].strip().startswith(text.rstrip("…")):
+            if (
+                text
+                and 0 < line <= len(lines)
+                and lines[line - 1].strip().startswith(text.rstrip("…"))
+            ):
                 return cell
         return None
 
@@ -298,7 +321,13 @@ def plan_cells(notebook: Notebook, lesson: str) -> Plan:
             plan.skipped_checks += 1
             continue
         exercise_id = cell.course.get("exercise")
-        planned = PlannedCell(cell.index, source, exercise_id if exercise_id in ids else None, number, cell_label(number, cell.source))
+        planned = PlannedCell(
+            cell.index,
+            source,
+            exercise_id if exercise_id in ids else None,
+            number,
+            cell_label(number, cell.source),
+        )
         if planned.exercise and planned.exercise not in plan.exercise_cells:
             plan.exercise_cells[planned.exercise] = cell.index
         plan.cells.append(planned)

@@ -47,11 +47,17 @@ def _rows(path: Path, what: str, required: tuple[str, ...]) -> list[tuple[int, d
     header = [h.strip().lower() for h in reader.fieldnames or []]
     missing = [c for c in required if c not in header]
     if missing:
-        raise UsageError(f"{what} {path}: the header needs the column(s) {', '.join(missing)} (it has: {', '.join(header) or 'nothing'})")
+        raise UsageError(
+            f"{what} {path}: the header needs the column(s) {', '.join(missing)} (it has: {', '.join(header) or 'nothing'})"
+        )
     rows = []
     for record in reader:
         line = reader.line_num
-        row = {(k or "").strip().lower(): unicodedata.normalize("NFC", (v or "").strip()) for k, v in record.items() if isinstance(v, str)}
+        row = {
+            (k or "").strip().lower(): unicodedata.normalize("NFC", (v or "").strip())
+            for k, v in record.items()
+            if isinstance(v, str)
+        }
         if not any(row.values()):
             continue
         empty = [c for c in required if not row.get(c)]
@@ -66,7 +72,9 @@ def read_roster(path: Path) -> list[RosterRow]:
     out, seen = [], {}
     for line, row in _rows(path, "roster", ("id", "name")):
         if row["id"] in seen:
-            raise UsageError(f"roster {path}, line {line}: the id {row['id']!r} is already on line {seen[row['id']]}")
+            raise UsageError(
+                f"roster {path}, line {line}: the id {row['id']!r} is already on line {seen[row['id']]}"
+            )
         seen[row["id"]] = line
         out.append(RosterRow(row["id"], row["name"], row.get("email", ""), row.get("section", "")))
     return out
@@ -81,12 +89,18 @@ def read_overrides(path: Path) -> list[OverrideRow]:
         except ValueError:
             points = math.nan
         if not math.isfinite(points):
-            raise UsageError(f"overrides {path}, line {line}: points {row['points']!r} is not a number")
-        out.append(OverrideRow(line, row["student"], row["exercise"], points, row.get("comment", "")))
+            raise UsageError(
+                f"overrides {path}, line {line}: points {row['points']!r} is not a number"
+            )
+        out.append(
+            OverrideRow(line, row["student"], row["exercise"], points, row.get("comment", ""))
+        )
     return out
 
 
-MOODLE_TIME = "%A, %d %B %Y, %I:%M %p"  # "Wednesday, 2 December 2026, 8:30 AM", the worksheet's English form
+MOODLE_TIME = (
+    "%A, %d %B %Y, %I:%M %p"  # "Wednesday, 2 December 2026, 8:30 AM", the worksheet's English form
+)
 
 
 def _moment(text: str) -> datetime:
@@ -116,9 +130,13 @@ def read_submission_times(path: Path) -> dict[str, str]:
         text = row.get(required[1], "")
         if not text or text == "-":
             continue
-        student = row[required[0]].removeprefix("Participant ").strip() if moodle else row[required[0]]
+        student = (
+            row[required[0]].removeprefix("Participant ").strip() if moodle else row[required[0]]
+        )
         try:
             times[student] = _moment(text).isoformat(timespec="seconds")
         except ValueError:
-            raise UsageError(f"submission times {path}, line {line}: {text!r} is not a time (ISO 8601, or Moodle's '{MOODLE_TIME}')") from None
+            raise UsageError(
+                f"submission times {path}, line {line}: {text!r} is not a time (ISO 8601, or Moodle's '{MOODLE_TIME}')"
+            ) from None
     return times

@@ -46,17 +46,23 @@ def extract_zip(archive: Path, target: Path) -> None:
         with zipfile.ZipFile(archive) as zf:
             members = zf.infolist()
             if len(members) > MAX_MEMBERS:
-                raise ZipRefused(f"it has {len(members)} members, more than the {MAX_MEMBERS} the grader unpacks")
+                raise ZipRefused(
+                    f"it has {len(members)} members, more than the {MAX_MEMBERS} the grader unpacks"
+                )
             total = sum(m.file_size for m in members)
             if total > MAX_TOTAL_BYTES:
-                raise ZipRefused(f"it unpacks to {total / 2**30:.1f} GiB, more than {MAX_TOTAL_BYTES / 2**30:.0f} GiB")
+                raise ZipRefused(
+                    f"it unpacks to {total / 2**30:.1f} GiB, more than {MAX_TOTAL_BYTES / 2**30:.0f} GiB"
+                )
             planned = []
             for member in members:
                 relative = _member_path(member.filename)
                 if stat.S_ISLNK(member.external_attr >> 16):
                     raise ZipRefused(f"member {member.filename!r} is a symbolic link")
                 if member.file_size > MAX_MEMBER_BYTES and not member.is_dir():
-                    raise ZipRefused(f"member {member.filename!r} is {member.file_size / 2**20:.0f} MiB, more than {MAX_MEMBER_BYTES // 2**20} MiB")
+                    raise ZipRefused(
+                        f"member {member.filename!r} is {member.file_size / 2**20:.0f} MiB, more than {MAX_MEMBER_BYTES // 2**20} MiB"
+                    )
                 planned.append((member, relative))
             target.mkdir(parents=True, exist_ok=True)
             for member, relative in planned:
@@ -75,4 +81,6 @@ def extract_zip(archive: Path, target: Path) -> None:
     except zipfile.BadZipFile as error:
         raise ZipRefused(f"it is not a readable zip file ({error})") from None
     except (OSError, EOFError) as error:
-        raise ZipRefused(f"it could not be extracted ({getattr(error, 'strerror', None) or error})") from None
+        raise ZipRefused(
+            f"it could not be extracted ({getattr(error, 'strerror', None) or error})"
+        ) from None

@@ -6,6 +6,6 @@ imports it. Notebooks use ``from course_lib import viz``.
 
 from ._draw import draw_tree as draw_tree
 from ._explorer import TreeExplorer as TreeExplorer
-from ._training import TrainingPlayground as TrainingPlayground
 from ._sharding import draw_device_bytes as draw_device_bytes
 from ._sharding import draw_shardings as draw_shardings
+from ._training import TrainingPlayground as TrainingPlayground

@@ -120,7 +120,9 @@ def _opened(root: _Model, max_leaves: int) -> dict[int, int]:
         few = summarising and len(node.kids) > _FEW and _alike(node)
         return _FEW if few else len(node.kids)
 
-    def cost(node: _Model, shown: int) -> int:  # boxes added: the children shown, and one for the rest
+    def cost(
+        node: _Model, shown: int
+    ) -> int:  # boxes added: the children shown, and one for the rest
         return shown - 1 + (shown < len(node.kids))
 
     opened: dict[int, int] = {}
@@ -131,7 +133,10 @@ def _opened(root: _Model, max_leaves: int) -> dict[int, int]:
             for node in candidates:
                 opened[id(node)], slots = natural(node), slots + cost(node, natural(node))
         else:
-            order = sorted(range(len(candidates)), key=lambda i: (cost(candidates[i], natural(candidates[i])), i))
+            order = sorted(
+                range(len(candidates)),
+                key=lambda i: (cost(candidates[i], natural(candidates[i])), i),
+            )
             for j, i in enumerate(order):
                 node = candidates[i]
                 share = (max_leaves - slots) // (len(order) - j)
@@ -201,7 +206,9 @@ def _measure(item: _Item, compact: bool, depth: int = 0) -> float:
     item.depth = depth
     gap = _GAP_COMPACT if compact else _GAP
     if item.kids:
-        item.kids_width = sum(_measure(k, compact, depth + 1) for k in item.kids) + gap * (len(item.kids) - 1)
+        item.kids_width = sum(_measure(k, compact, depth + 1) for k in item.kids) + gap * (
+            len(item.kids) - 1
+        )
     turn = not item.kids or _level_width(item) > item.kids_width + _TURN_SAVING
     item.rotated = compact and depth > 0 and item.kind != "more" and turn
     item.span = max(_own_width(item), item.kids_width)
@@ -272,23 +279,50 @@ def _draw_item(ax: Axes, item: _Item, index: int) -> None:
     box = {"boxstyle": f"round,pad={_PAD}", "lw": 1.0, **style}
     if item.rotated:
         ax.text(
-            item.x, item.top - _PAD * _SIDE_FS, _rotated_text(item), rotation=-90, ha="center", va="top",
-            fontsize=_SIDE_FS, family=_FONT, bbox=box, zorder=3, gid=f"tree-{item.kind}-{index}",
+            item.x,
+            item.top - _PAD * _SIDE_FS,
+            _rotated_text(item),
+            rotation=-90,
+            ha="center",
+            va="top",
+            fontsize=_SIDE_FS,
+            family=_FONT,
+            bbox=box,
+            zorder=3,
+            gid=f"tree-{item.kind}-{index}",
         )
         return
     ax.text(
-        item.x, item.top - _own_height(item) / 2, item.text, ha="center", va="center", fontsize=_NODE_FS,
-        family=_FONT, bbox=box, zorder=3, gid=f"tree-{item.kind}-{index}",
+        item.x,
+        item.top - _own_height(item) / 2,
+        item.text,
+        ha="center",
+        va="center",
+        fontsize=_NODE_FS,
+        family=_FONT,
+        bbox=box,
+        zorder=3,
+        gid=f"tree-{item.kind}-{index}",
     )
     if item.edge:
         ax.text(
-            item.x, item.top + _EDGE_LIFT, item.edge, ha="center", va="bottom", fontsize=_EDGE_FS,
-            family=_FONT, color="#444444", zorder=4, gid=f"tree-edge-{index}",
+            item.x,
+            item.top + _EDGE_LIFT,
+            item.edge,
+            ha="center",
+            va="bottom",
+            fontsize=_EDGE_FS,
+            family=_FONT,
+            color="#444444",
+            zorder=4,
+            gid=f"tree-edge-{index}",
             bbox={"boxstyle": "square,pad=0.15", "fc": "white", "ec": "none"},
         )
 
 
-def draw_tree(tree: PyTree, ax: Axes | None = None, max_leaves: int = 50, title: str | None = None) -> Figure:
+def draw_tree(
+    tree: PyTree, ax: Axes | None = None, max_leaves: int = 50, title: str | None = None
+) -> Figure:
     """Draw ``tree`` top-down and return the matplotlib ``Figure``.
 
     Containers are blue boxes named by type (``dict``, ``list``, ``tuple``, a namedtuple's class,
@@ -329,7 +363,10 @@ def draw_tree(tree: PyTree, ax: Axes | None = None, max_leaves: int = 50, title:
     bottom = min(item.top - _own_height(item) for item in items)
     height_top = top + sum(_LINE * size + 4.0 for _, size, _ in heading)
 
-    x0, x1 = -_MARGIN + min(0.0, (root.span - width) / 2), _MARGIN + max(root.span, (root.span + width) / 2)
+    x0, x1 = (
+        -_MARGIN + min(0.0, (root.span - width) / 2),
+        _MARGIN + max(root.span, (root.span + width) / 2),
+    )
     y0, y1 = bottom - _MARGIN, height_top + _MARGIN
     if ax is None:
         # Made by pyplot, which loads the notebook's backend (and with it the formatter that shows
@@ -355,7 +392,14 @@ def draw_tree(tree: PyTree, ax: Axes | None = None, max_leaves: int = 50, title:
     for text, size, gid in heading:
         y -= _LINE * size + 4.0
         ax.text(
-            root.span / 2, y, text, ha="center", va="bottom", fontsize=size, family=_FONT, gid=gid,
+            root.span / 2,
+            y,
+            text,
+            ha="center",
+            va="bottom",
+            fontsize=size,
+            family=_FONT,
+            gid=gid,
             color="#222222" if gid == "tree-title" else "#666666",
         )
     return ax.figure  # type: ignore[return-value]

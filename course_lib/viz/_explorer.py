@@ -50,7 +50,9 @@ class _Row:
 
     def children_rows(self) -> list[_Row]:
         if self.kids is None:
-            self.kids = [_Row((*self.path, key), child, self.depth + 1) for key, child in self.pairs or []]
+            self.kids = [
+                _Row((*self.path, key), child, self.depth + 1) for key, child in self.pairs or []
+            ]
         return self.kids
 
     def label(self) -> str:
@@ -117,7 +119,11 @@ class TreeExplorer:
         self._details_text = "Click a leaf to see its details."
         self._tree_box = widgets.VBox(
             layout=widgets.Layout(
-                max_height=height, overflow="auto", align_items="flex-start", flex="3 1 0%", min_width="0"
+                max_height=height,
+                overflow="auto",
+                align_items="flex-start",
+                flex="3 1 0%",
+                min_width="0",
             )
         )
         self._tree_box.add_class("course-explorer-tree")
@@ -125,7 +131,9 @@ class TreeExplorer:
             layout=widgets.Layout(flex="2 1 0%", min_width="0", padding="0 0 0 12px")
         )
         self._details.add_class("course-explorer-details")
-        self.widget = widgets.HBox([self._tree_box, self._details], layout=widgets.Layout(width="100%"))
+        self.widget = widgets.HBox(
+            [self._tree_box, self._details], layout=widgets.Layout(width="100%")
+        )
         self.widget.add_class("course-explorer")
         self._layouts: dict[int, widgets.Layout] = {}
         if not self._root.is_leaf:
@@ -156,7 +164,9 @@ class TreeExplorer:
                 if found is None:
                     break
         if found is None:
-            raise KeyError(f"no node at {path_text(tuple(path)) if not isinstance(path, str) else path!s}")
+            raise KeyError(
+                f"no node at {path_text(tuple(path)) if not isinstance(path, str) else path!s}"
+            )
         return found
 
     def _find_text(self, row: _Row, rest: str) -> _Row | None:
@@ -181,7 +191,9 @@ class TreeExplorer:
     # Changing what is shown.
     def _open(self, row: _Row) -> None:
         if row.is_leaf:
-            raise ValueError(f"{path_text(row.path)} is a leaf ({leaf_spec(row.value)}): select it instead")
+            raise ValueError(
+                f"{path_text(row.path)} is a leaf ({leaf_spec(row.value)}): select it instead"
+            )
         row.children_rows()
         row.expanded = True
         row.stop = max(row.stop, min(self.page_size, len(row.kids or [])))
@@ -264,7 +276,9 @@ class TreeExplorer:
 
     def visible_rows(self) -> list[tuple[str, str]]:
         """``(key path, label)`` for every row on screen, top to bottom (the "more" buttons aside)."""
-        return [(path_text(row.path), row.label()) for row in self._visible() if isinstance(row, _Row)]
+        return [
+            (path_text(row.path), row.label()) for row in self._visible() if isinstance(row, _Row)
+        ]
 
     def close(self) -> None:
         """Close every widget the explorer made (they stop taking memory in the kernel)."""
@@ -303,7 +317,9 @@ class TreeExplorer:
 
     def _layout(self, depth: int) -> widgets.Layout:
         if depth not in self._layouts:
-            self._layouts[depth] = widgets.Layout(width="auto", margin=f"1px 0 1px {depth * _INDENT_PX}px")
+            self._layouts[depth] = widgets.Layout(
+                width="auto", margin=f"1px 0 1px {depth * _INDENT_PX}px"
+            )
         return self._layouts[depth]
 
     def _button(self, row: _Row) -> widgets.Button:
@@ -332,10 +348,17 @@ class TreeExplorer:
         button = getattr(row, which)
         if button is None:
             button = widgets.Button(
-                tooltip=path_text(row.path), layout=self._layout(row.depth + 1),
-                style={"button_color": "transparent", "font_family": "monospace", "font_style": "italic"},
+                tooltip=path_text(row.path),
+                layout=self._layout(row.depth + 1),
+                style={
+                    "button_color": "transparent",
+                    "font_family": "monospace",
+                    "font_style": "italic",
+                },
             )
-            button.add_class("course-explorer-more" if which == "more" else "course-explorer-previous")
+            button.add_class(
+                "course-explorer-more" if which == "more" else "course-explorer-previous"
+            )
             action = self.show_more if which == "more" else self.show_previous
             button.on_click(lambda _: action(row.path))
             setattr(row, which, button)
@@ -392,7 +415,12 @@ def _node_details(row: _Row) -> list[tuple[str, str]]:
     t = row.totals
     lines = [
         ("path", path_text(row.path)),
-        ("node", node_label(row.value) if row.value is not None else "None (an empty subtree: no leaves)"),
+        (
+            "node",
+            node_label(row.value)
+            if row.value is not None
+            else "None (an empty subtree: no leaves)",
+        ),
         ("keys", listed or "(none)"),
         ("leaves", f"{t.leaves:,}"),
         ("size", f"{t.params:,} params · {human_bytes(t.nbytes)}"),

@@ -50,7 +50,9 @@ def node_label(node: Any) -> str:
         child_names = {getattr(key, "name", None) for key, _ in children(node) or []}
         static = [f.name for f in dataclasses.fields(node) if f.name not in child_names]
         if isinstance(metadata, tuple) and len(static) == len(metadata):
-            shown = " ".join(f"{name}={shorten(repr(value), 24)}" for name, value in zip(static, metadata))
+            shown = " ".join(
+                f"{name}={shorten(repr(value), 24)}" for name, value in zip(static, metadata)
+            )
             return f"{kind} {shown}"
     return f"{kind} {shorten(repr(metadata), 30)}"
 

@@ -70,9 +70,21 @@ def _draw_leaf(ax: Axes, path: str, leaf: Any) -> None:
     rows, cols = (shape[0], shape[1]) if len(shape) >= 2 else (1, shape[0] if shape else 1)
     for (r0, r1, c0, c1), ids in sorted(_blocks(leaf).items()):
         color = _COLORS[min(ids) % len(_COLORS)]
-        ax.add_patch(Rectangle((c0, r0), c1 - c0, r1 - r0, facecolor=color, edgecolor="white", lw=1.5, alpha=0.85))
-        ax.text((c0 + c1) / 2, (r0 + r1) / 2, device_ids_text(ids), ha="center", va="center", fontsize=8,
-                color="white", gid="sharding-block")
+        ax.add_patch(
+            Rectangle(
+                (c0, r0), c1 - c0, r1 - r0, facecolor=color, edgecolor="white", lw=1.5, alpha=0.85
+            )
+        )
+        ax.text(
+            (c0 + c1) / 2,
+            (r0 + r1) / 2,
+            device_ids_text(ids),
+            ha="center",
+            va="center",
+            fontsize=8,
+            color="white",
+            gid="sharding-block",
+        )
     ax.set_xlim(0, cols)
     ax.set_ylim(rows, 0)
     ax.set_xticks([])
@@ -95,9 +107,15 @@ def draw_shardings(tree: PyTree, columns: int = 4, max_leaves: int = 24) -> Figu
     >>> [t.get_text() for t in fig.axes[0].texts], fig.axes[0].get_title()
     (['0'], "['w']\\nf32[4,2] one device")
     """
-    placed = [(path_text(p), leaf) for p, leaf in jax.tree_util.tree_leaves_with_path(tree) if leaf_shards(leaf)]
+    placed = [
+        (path_text(p), leaf)
+        for p, leaf in jax.tree_util.tree_leaves_with_path(tree)
+        if leaf_shards(leaf)
+    ]
     if not placed:
-        raise ValueError("no leaf of this tree lives on a device: place it with jax.device_put, or give the shapes a sharding")
+        raise ValueError(
+            "no leaf of this tree lives on a device: place it with jax.device_put, or give the shapes a sharding"
+        )
     shown = placed[:max_leaves]
     columns = max(1, min(columns, len(shown)))
     lines = -(-len(shown) // columns)
@@ -105,14 +123,16 @@ def draw_shardings(tree: PyTree, columns: int = 4, max_leaves: int = 24) -> Figu
     axes = fig.subplots(lines, columns, squeeze=False)
     for ax, (path, leaf) in zip(axes.flat, shown):
         _draw_leaf(ax, path, leaf)
-    for ax in list(axes.flat)[len(shown):]:
+    for ax in list(axes.flat)[len(shown) :]:
         ax.set_axis_off()
     if len(placed) > len(shown):
         fig.suptitle(f"the first {len(shown)} of {len(placed)} leaves", fontsize=9)
     return fig
 
 
-def draw_device_bytes(tree: PyTree, ax: Axes | None = None, title: str = "bytes per device") -> Figure:
+def draw_device_bytes(
+    tree: PyTree, ax: Axes | None = None, title: str = "bytes per device"
+) -> Figure:
     """A bar per device: how many bytes of ``tree`` it holds (``cl.tree_bytes_per_device``), labelled.
 
     >>> import matplotlib; matplotlib.use("Agg")
@@ -122,14 +142,18 @@ def draw_device_bytes(tree: PyTree, ax: Axes | None = None, title: str = "bytes 
     """
     totals = tree_bytes_per_device(tree)
     if not totals:
-        raise ValueError("no leaf of this tree lives on a device: place it with jax.device_put, or give the shapes a sharding")
+        raise ValueError(
+            "no leaf of this tree lives on a device: place it with jax.device_put, or give the shapes a sharding"
+        )
     if ax is None:
         fig = _detached_figure((max(3.0, 0.6 * len(totals) + 1.5), 2.6))
         ax = fig.subplots()
     else:
         fig = ax.figure
     ids = [device.id for device in totals]
-    bars = ax.bar(np.arange(len(ids)), list(totals.values()), color=[_COLORS[i % len(_COLORS)] for i in ids])
+    bars = ax.bar(
+        np.arange(len(ids)), list(totals.values()), color=[_COLORS[i % len(_COLORS)] for i in ids]
+    )
     ax.bar_label(bars, labels=[human_bytes(n) for n in totals.values()], fontsize=7)
     ax.set_xticks(np.arange(len(ids)), [str(i) for i in ids])
     ax.set(xlabel="device id", ylabel="bytes", title=title)

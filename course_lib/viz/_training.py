@@ -85,14 +85,27 @@ class TrainingPlayground:
         """The text beside the curve."""
 
         self.lr_slider = widgets.FloatLogSlider(
-            value=learning_rate, base=10, min=math.log10(low), max=math.log10(high), step=0.05,
-            description="learning rate", readout_format=".3g", continuous_update=False,
-            style={"description_width": "initial"}, layout=widgets.Layout(width="420px"),
+            value=learning_rate,
+            base=10,
+            min=math.log10(low),
+            max=math.log10(high),
+            step=0.05,
+            description="learning rate",
+            readout_format=".3g",
+            continuous_update=False,
+            style={"description_width": "initial"},
+            layout=widgets.Layout(width="420px"),
         )
         self.lr_slider.add_class("course-lr-slider")
         self.steps_slider = widgets.IntSlider(
-            value=steps, min=1, max=max_steps, step=1, description="steps", continuous_update=False,
-            style={"description_width": "initial"}, layout=widgets.Layout(width="420px"),
+            value=steps,
+            min=1,
+            max=max_steps,
+            step=1,
+            description="steps",
+            continuous_update=False,
+            style={"description_width": "initial"},
+            layout=widgets.Layout(width="420px"),
         )
         self.steps_slider.add_class("course-steps-slider")
         self.plot = widgets.Image(format="png", layout=widgets.Layout(width="480px"))
@@ -100,7 +113,10 @@ class TrainingPlayground:
         self.stats = widgets.HTML(layout=widgets.Layout(padding="0 0 0 12px"))
         self.stats.add_class("course-training-stats")
         self.widget = widgets.VBox(
-            [widgets.VBox([self.lr_slider, self.steps_slider]), widgets.HBox([self.plot, self.stats])]
+            [
+                widgets.VBox([self.lr_slider, self.steps_slider]),
+                widgets.HBox([self.plot, self.stats]),
+            ]
         )
         self.widget.add_class("course-training")
 
@@ -135,9 +151,7 @@ class TrainingPlayground:
             self.last_compiles = counter.compiles
             self.compiles += counter.compiles
             if losses.ndim != 1:
-                self.error = (
-                    f"ValueError: run returned losses of shape {losses.shape}; expected one loss per step"
-                )
+                self.error = f"ValueError: run returned losses of shape {losses.shape}; expected one loss per step"
             else:
                 self.error = None
                 self.losses = losses
@@ -170,7 +184,9 @@ class TrainingPlayground:
             lines.append(f"run failed: {self.error}")
         elif len(self.losses):
             final = float(self.losses[-1])
-            lines.append(f"final loss {final:.3g}" + ("" if math.isfinite(final) else " (diverged)"))
+            lines.append(
+                f"final loss {final:.3g}" + ("" if math.isfinite(final) else " (diverged)")
+            )
         lines.append(f"compilations: {self.last_compiles} for this change, {self.compiles} in all")
         self.stats_text = "\n".join(lines)
         self.stats.value = "<br>".join(f"<code>{html.escape(line)}</code>" for line in lines)
@@ -185,6 +201,13 @@ class TrainingPlayground:
 
     def close(self) -> None:
         """Close the widgets (they stop taking memory in the kernel)."""
-        parts = (self.lr_slider, self.steps_slider, self.plot, self.stats, *self.widget.children, self.widget)
+        parts = (
+            self.lr_slider,
+            self.steps_slider,
+            self.plot,
+            self.stats,
+            *self.widget.children,
+            self.widget,
+        )
         for widget in parts:
             widget.close()

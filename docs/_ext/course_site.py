@@ -28,7 +28,6 @@ from sphinx.util.docutils import SphinxDirective
 from sphinx.util.parsing import nested_parse_to_nodes
 
 from course_lib.authoring._files import NotebookError
-from course_lib.authoring.site import SiteError, readme_section
 from course_lib.authoring.navigation import (
     course_pitfalls,
     is_navigation,
@@ -36,6 +35,7 @@ from course_lib.authoring.navigation import (
     pitfall_headings,
     pitfall_table,
 )
+from course_lib.authoring.site import SiteError, readme_section
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 WIDGET_NOTE = (
@@ -110,7 +110,9 @@ class PitfallIndex(SphinxDirective):
             lesson_link=lambda lesson: f"../notebooks/{lesson.name}",
             pitfall_link=lambda pitfall: f"#{pitfall_label(pitfall.number)}",
         )
-        return nested_parse_to_nodes(self.state, table, source=self.get_source_info()[0], offset=self.lineno)
+        return nested_parse_to_nodes(
+            self.state, table, source=self.get_source_info()[0], offset=self.lineno
+        )
 
 
 class ReadmeSection(SphinxDirective):
@@ -125,13 +127,17 @@ class ReadmeSection(SphinxDirective):
         readme = Path(self.env.srcdir) / "README.md"
         self.env.note_dependency(str(readme))
         try:
-            text = readme_section(readme.read_text(encoding="utf-8"), self.arguments[0], readme.parent)
+            text = readme_section(
+                readme.read_text(encoding="utf-8"), self.arguments[0], readme.parent
+            )
         except (OSError, SiteError) as error:
             raise self.error(str(error)) from None
         return nested_parse_to_nodes(self.state, text, source=str(readme), offset=self.lineno)
 
 
-def _drop_namedtuple_field_docs(app: Sphinx, what: str, name: str, obj: Any, options: Any, lines: list[str]) -> None:
+def _drop_namedtuple_field_docs(
+    app: Sphinx, what: str, name: str, obj: Any, options: Any, lines: list[str]
+) -> None:
     """The states' NamedTuple fields have only Python's own "Alias for field number N"."""
     text = [line for line in lines if line.strip()]
     if len(text) == 1 and re.fullmatch(r"Alias for field number \d+", text[0].strip()):

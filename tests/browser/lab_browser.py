@@ -72,7 +72,9 @@ def copy_course(destination: Path) -> Path:
     for name in COURSE_PARTS:
         source = ROOT / name
         if source.is_dir():
-            shutil.copytree(source, destination / name, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
+            shutil.copytree(
+                source, destination / name, ignore=shutil.ignore_patterns(".ipynb_checkpoints")
+            )
         elif source.exists():
             shutil.copy2(source, destination / name)
     (destination / ".venv").symlink_to(ROOT / ".venv", target_is_directory=True)
@@ -114,7 +116,10 @@ class LabServer:
 
     def start(self) -> None:
         stale = subprocess.run(
-            ["make", "-s", "-q", ".venv/.installed"], cwd=self.course, capture_output=True, text=True
+            ["make", "-s", "-q", ".venv/.installed"],
+            cwd=self.course,
+            capture_output=True,
+            text=True,
         )
         if stale.returncode != 0:
             raise RuntimeError(
@@ -169,7 +174,9 @@ class LabServer:
                     raise _PortTaken(tail)
                 raise RuntimeError(f"`make lab` exited with {self.process.returncode}:\n{tail}")
             if time.monotonic() > deadline:
-                raise RuntimeError(f"JupyterLab did not answer within {SERVER_TIMEOUT} s:\n{self.log_tail()}")
+                raise RuntimeError(
+                    f"JupyterLab did not answer within {SERVER_TIMEOUT} s:\n{self.log_tail()}"
+                )
             time.sleep(0.25)
 
     def _check_serves_the_copy(self) -> None:
@@ -177,7 +184,9 @@ class LabServer:
         deadline = time.monotonic() + 10
         while line not in self.log_tail(100_000):
             if time.monotonic() > deadline:
-                raise RuntimeError(f"the server does not say it serves {self.course}:\n{self.log_tail()}")
+                raise RuntimeError(
+                    f"the server does not say it serves {self.course}:\n{self.log_tail()}"
+                )
             time.sleep(0.1)
 
     def api(self, method: str, path: str, timeout: float = 10) -> Any:
@@ -311,7 +320,9 @@ _RUN_DONE_JS = r"""(panelSelector) => {
 }"""
 
 
-_TWO_FRAMES_JS = "() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)))"
+_TWO_FRAMES_JS = (
+    "() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)))"
+)
 
 
 def code_cell_indices(nb: nbformat.NotebookNode) -> list[int]:
@@ -352,7 +363,10 @@ class NotebookPage:
         self.page.goto(self.server.url(self.relative, workspace), wait_until="domcontentloaded")
         try:
             self.page.wait_for_function(
-                _READY_JS, arg=[_PANEL, len(self.notebook.cells)], timeout=READY_TIMEOUT * 1000, polling=250
+                _READY_JS,
+                arg=[_PANEL, len(self.notebook.cells)],
+                timeout=READY_TIMEOUT * 1000,
+                polling=250,
             )
         except PlaywrightTimeout as error:
             seen = self.page.evaluate(_STATE_JS, _PANEL)
@@ -376,7 +390,9 @@ class NotebookPage:
         start = time.monotonic()
         self.menu("Run", "runmenu:run-all")
         try:
-            self.page.wait_for_function(_RUN_DONE_JS, arg=_PANEL, timeout=RUN_TIMEOUT * 1000, polling=250)
+            self.page.wait_for_function(
+                _RUN_DONE_JS, arg=_PANEL, timeout=RUN_TIMEOUT * 1000, polling=250
+            )
         except PlaywrightTimeout as error:
             prompts = self.page.evaluate(_PROMPTS_JS, _PANEL)
             raise AssertionError(
@@ -432,7 +448,9 @@ class NotebookPage:
             if expected and not errors and ran.get("execution_count") is not None:
                 found.append(f"{where} is tagged raises-exception but raised nothing")
         if len(skipped) > 3:
-            found.append(f"{len(skipped)} cells were not executed, from {skipped[0]} on (Run All stops at an error)")
+            found.append(
+                f"{len(skipped)} cells were not executed, from {skipped[0]} on (Run All stops at an error)"
+            )
         else:
             found += [f"{where} was not executed" for where in skipped]
         return found
@@ -481,6 +499,7 @@ class NotebookPage:
 # ---------------------------------------------------------------------------------------------
 # Typing into a cell
 
+
 def type_into_cell(notebook: NotebookPage, index: int, source: str) -> str:
     """Replace the source of cell ``index`` by typing ``source`` key by key; return the editor's text.
 
@@ -503,8 +522,12 @@ def type_into_cell(notebook: NotebookPage, index: int, source: str) -> str:
 
 
 def editor_text(notebook: NotebookPage, index: int) -> str:
-    return notebook.cell(index).locator(".cm-content").evaluate(
-        "e => [...e.querySelectorAll('.cm-line')].map(line => line.textContent).join('\\n')"
+    return (
+        notebook.cell(index)
+        .locator(".cm-content")
+        .evaluate(
+            "e => [...e.querySelectorAll('.cm-line')].map(line => line.textContent).join('\\n')"
+        )
     )
 
 

@@ -22,21 +22,33 @@ def _course(cell) -> dict:
 def test_first_exercise_goes_from_not_attempted_to_passed(lab_server, notebooks, save_screenshot):
     exercise_path = lab_server.course / EXERCISES
     if not exercise_path.exists():
-        pytest.fail(f"{EXERCISES} is missing: `make exercises` writes it from {SOLUTIONS}", pytrace=False)
+        pytest.fail(
+            f"{EXERCISES} is missing: `make exercises` writes it from {SOLUTIONS}", pytrace=False
+        )
     exercises = nbformat.read(exercise_path, as_version=4)
     solutions = nbformat.read(lab_server.course / SOLUTIONS, as_version=4)
     exercise_at = next(
-        (i for i, cell in enumerate(exercises.cells) if cell.cell_type == "code" and _course(cell).get("exercise")),
+        (
+            i
+            for i, cell in enumerate(exercises.cells)
+            if cell.cell_type == "code" and _course(cell).get("exercise")
+        ),
         None,
     )
-    assert exercise_at is not None, f"{EXERCISES} has no cell with {{'course': {{'exercise': ...}}}} metadata"
+    assert exercise_at is not None, (
+        f"{EXERCISES} has no cell with {{'course': {{'exercise': ...}}}} metadata"
+    )
     exercise_id = _course(exercises.cells[exercise_at])["exercise"]
     check_at = next(
-        (i for i, cell in enumerate(exercises.cells) if _course(cell).get("check") == exercise_id), None
+        (i for i, cell in enumerate(exercises.cells) if _course(cell).get("check") == exercise_id),
+        None,
     )
-    assert check_at is not None and check_at > exercise_at, f"no check cell for {exercise_id} after its exercise"
+    assert check_at is not None and check_at > exercise_at, (
+        f"no check cell for {exercise_id} after its exercise"
+    )
     answer = next(
-        (cell.source for cell in solutions.cells if _course(cell).get("exercise") == exercise_id), None
+        (cell.source for cell in solutions.cells if _course(cell).get("exercise") == exercise_id),
+        None,
     )
     assert answer is not None, f"{SOLUTIONS} has no cell for {exercise_id}"
     assert "NotImplementedError" in exercises.cells[exercise_at].source
@@ -44,7 +56,9 @@ def test_first_exercise_goes_from_not_attempted_to_passed(lab_server, notebooks,
     page = notebooks.run(EXERCISES)
     try:
         problems = page.problems()
-        assert not problems, f"{EXERCISES} as generated, after Run All Cells:\n  " + "\n  ".join(problems)
+        assert not problems, f"{EXERCISES} as generated, after Run All Cells:\n  " + "\n  ".join(
+            problems
+        )
         before = page.output_text(check_at)
         assert re.search(rf"{re.escape(exercise_id)}: not attempted", before), (
             f"the check of {exercise_id} before any answer printed:\n{before}"
@@ -65,7 +79,10 @@ def test_first_exercise_goes_from_not_attempted_to_passed(lab_server, notebooks,
         try:
             page.page.wait_for_function(
                 "([area, text]) => area.textContent.includes(text)",
-                arg=[page.cell(check_at).locator(".jp-OutputArea").element_handle(), f"{exercise_id}: passed"],
+                arg=[
+                    page.cell(check_at).locator(".jp-OutputArea").element_handle(),
+                    f"{exercise_id}: passed",
+                ],
                 timeout=WIDGET_TIMEOUT * 1000,
             )
         except PlaywrightTimeout as error:

@@ -11,7 +11,9 @@ from lab_browser import ROOT, WIDGET_TIMEOUT, NotebookPage, PlaywrightTimeout, p
 
 pytestmark = pytest.mark.browser
 
-LESSONS = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+LESSONS = sorted(
+    p.relative_to(ROOT).as_posix() for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")
+)
 TREE_LESSON = "notebooks/01_what_is_a_pytree.ipynb"
 TRAINING_LESSON = "notebooks/02_mapping_and_sgd.ipynb"
 KEEP_OPEN = {TREE_LESSON, TRAINING_LESSON}  # their widgets are tested after the run
@@ -95,7 +97,9 @@ def _wait_for_redraw(root, before: dict, how: str) -> dict:
 def _assert_redrawn_without_compiling(before: dict, after: dict, how: str) -> None:
     old, new = parse_stats(before["stats"]), parse_stats(after["stats"])
     assert not new["failed"], f"moving the learning rate {how}: the run failed:\n{after['stats']}"
-    assert None not in (new["lr"], new["final_loss"], new["total"]), f"unexpected stats text:\n{after['stats']}"
+    assert None not in (new["lr"], new["final_loss"], new["total"]), (
+        f"unexpected stats text:\n{after['stats']}"
+    )
     assert not math.isclose(new["lr"], old["lr"]), f"{how}: learning rate still {old['lr']}"
     assert new["final_loss"] != old["final_loss"], f"{how}: final loss still {old['final_loss']}"
     assert after["src"] != before["src"], f"{how}: the loss plot image did not change"
@@ -111,7 +115,9 @@ def test_training_playground_learning_rate_by_keyboard_and_drag(notebooks, save_
     handle = root.locator(".course-lr-slider .noUi-handle")
     start = _playground_state(root)
     first = parse_stats(start["stats"])
-    assert first["total"] is not None and not first["failed"], f"the playground's first run:\n{start['stats']}"
+    assert first["total"] is not None and not first["failed"], (
+        f"the playground's first run:\n{start['stats']}"
+    )
 
     # Keyboard: focus the handle, three steps to the right.
     handle.focus()
@@ -119,7 +125,9 @@ def test_training_playground_learning_rate_by_keyboard_and_drag(notebooks, save_
         handle.press("ArrowRight")
     after_keys = _wait_for_redraw(root, start, "with the keyboard")
     _assert_redrawn_without_compiling(start, after_keys, "with the keyboard")
-    assert float(after_keys["readout"]) > float(start["readout"]), "ArrowRight did not raise the learning rate"
+    assert float(after_keys["readout"]) > float(start["readout"]), (
+        "ArrowRight did not raise the learning rate"
+    )
 
     # Mouse: drag the handle left by a fifth of the track.
     handle.scroll_into_view_if_needed()
@@ -133,7 +141,9 @@ def test_training_playground_learning_rate_by_keyboard_and_drag(notebooks, save_
     mouse.up()
     after_drag = _wait_for_redraw(root, after_keys, "by dragging")
     _assert_redrawn_without_compiling(after_keys, after_drag, "by dragging")
-    assert float(after_drag["readout"]) < float(after_keys["readout"]), "dragging left did not lower the learning rate"
+    assert float(after_drag["readout"]) < float(after_keys["readout"]), (
+        "dragging left did not lower the learning rate"
+    )
 
     save_screenshot(root, "02_training_playground_after_moves")
 
@@ -170,8 +180,11 @@ def test_tree_explorer_expands_a_node_to_its_leaves(notebooks, save_screenshot):
     scope = None
     for _ in range(8):
         closed = [
-            row for row in _rows(root)
-            if row["node"] and not row["expanded"] and (scope is None or row["title"].startswith(scope))
+            row
+            for row in _rows(root)
+            if row["node"]
+            and not row["expanded"]
+            and (scope is None or row["title"].startswith(scope))
         ]
         assert closed, f"no closed node to open under {scope!r}; rows: {_rows(root)}"
         path = closed[0]["title"]
@@ -187,7 +200,8 @@ def test_tree_explorer_expands_a_node_to_its_leaves(notebooks, save_screenshot):
         opened.append(path)
         scope = path
         new_leaves = [
-            row for row in _rows(root)
+            row
+            for row in _rows(root)
             if row["leaf"] and row["title"].startswith(path) and row["title"] not in leaves_before
         ]
         if new_leaves:

@@ -22,7 +22,6 @@ from typing import Any
 
 import pytest
 from lab_browser import ACTION_TIMEOUT_MS, parse_stats
-
 from site_support import ROOT, build_site, course_notebooks, leaks, reading_order, solution_secrets
 
 pytestmark = pytest.mark.browser
@@ -128,8 +127,12 @@ def _headings(nb: dict) -> list[str]:
 def _shown_code_cells(nb: dict) -> list[dict]:
     """Code cells the page shows: all but a hidden cell with no output (the `%xmode` cell)."""
     return [
-        cell for cell in nb["cells"] if cell["cell_type"] == "code"
-        and not (cell["metadata"].get("jupyter", {}).get("source_hidden") and not cell.get("outputs"))
+        cell
+        for cell in nb["cells"]
+        if cell["cell_type"] == "code"
+        and not (
+            cell["metadata"].get("jupyter", {}).get("source_hidden") and not cell.get("outputs")
+        )
     ]
 
 
@@ -162,15 +165,21 @@ def test_page_loads_and_shows_its_notebook(name: str, site: SiteServer, screensh
         cells = _shown_code_cells(nb)
         assert page.locator("article div.cell").count() == len(cells), name
         with_outputs = [c for c in cells if c.get("outputs")]
-        assert page.locator("article div.cell:has(div.cell_output)").count() == len(with_outputs), name
+        assert page.locator("article div.cell:has(div.cell_output)").count() == len(with_outputs), (
+            name
+        )
         pngs = sum("image/png" in o.get("data", {}) for c in cells for o in c.get("outputs", []))
         assert page.locator("article div.cell_output img[src*='_images/']").count() == pngs, name
         if name.startswith("exercises/"):
             assert "NotImplementedError" in page.locator("article").text_content()
         copy_buttons = page.locator("article div.cell_input button.copybtn").count()
-        assert copy_buttons == page.locator("article div.cell_input").count() > 0, f"{name}: copy buttons"
+        assert copy_buttons == page.locator("article div.cell_input").count() > 0, (
+            f"{name}: copy buttons"
+        )
         download = page.locator("a.btn-download-source-button")
-        assert download.count() == 1 and download.get_attribute("href").endswith(f"_sources/{name}.ipynb")
+        assert download.count() == 1 and download.get_attribute("href").endswith(
+            f"_sources/{name}.ipynb"
+        )
     finally:
         page.close()
 
@@ -229,10 +238,16 @@ def test_widgets_render_from_saved_state_offline(site: SiteServer, screenshots: 
     try:
         explorer = opened.page.locator(".course-explorer").first
         explorer.wait_for(state="visible", timeout=LOAD_TIMEOUT_MS)
-        saved = next(  # the root row as the notebook printed it: "<root>  dict · 48 leaves · ..."
-            "".join(o["data"]["text/plain"]) for c in _notebook("notebooks/01_what_is_a_pytree")["cells"]
-            for o in c.get("outputs", []) if WIDGET_VIEW in o.get("data", {})
-        ).removeprefix("TreeExplorer(").removesuffix(")")
+        saved = (
+            next(  # the root row as the notebook printed it: "<root>  dict · 48 leaves · ..."
+                "".join(o["data"]["text/plain"])
+                for c in _notebook("notebooks/01_what_is_a_pytree")["cells"]
+                for o in c.get("outputs", [])
+                if WIDGET_VIEW in o.get("data", {})
+            )
+            .removeprefix("TreeExplorer(")
+            .removesuffix(")")
+        )
         root_row = explorer.locator(".course-explorer-node").first
         assert " ".join(saved.split()) in " ".join(root_row.text_content().split())
         assert _widget_note_follows(opened.page, ".course-explorer")
