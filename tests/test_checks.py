@@ -14,7 +14,7 @@ from exercise_support import LessonChecks, has_none, nodes, repeated_check_outpu
 import course_lib as cl
 from course_lib import checks
 from course_lib.checks import (
-    CheckFailed,
+    CheckFailedError,
     Exercise,
     _wire,
     check,
@@ -292,10 +292,10 @@ def test_strict_mode_raises(
         checks.set_strict(True)
     else:
         kwargs = {"strict": True}
-    with pytest.raises(CheckFailed, match="incorrect") as failed:
+    with pytest.raises(CheckFailedError, match="incorrect") as failed:
         check("01.count_params", count_leaves, **kwargs)
     assert "the number of leaves" in str(failed.value)
-    with pytest.raises(CheckFailed, match="not attempted"):
+    with pytest.raises(CheckFailedError, match="not attempted"):
         check("01.leaf_paths", stub, **kwargs)
     check("01.is_node", is_node, **kwargs)
     assert "passed" in capsys.readouterr().out
@@ -326,7 +326,7 @@ def test_progress_summarises_the_callers_functions(capsys: pytest.CaptureFixture
     assert "missing        01.replace_leaves" in out
     assert "hint" not in out
     checks.set_strict(True)
-    with pytest.raises(CheckFailed):
+    with pytest.raises(CheckFailedError):
         exec("progress('01')", namespace)
 
 

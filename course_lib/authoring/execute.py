@@ -41,7 +41,7 @@ from ._files import (
 __all__ = [
     "DEFAULT_CELL_TIMEOUT",
     "DEFAULT_NOTEBOOK_TIMEOUT",
-    "ExecutionFailed",
+    "NotebookExecutionError",
     "Timing",
     "execute_notebook",
     "main",
@@ -54,7 +54,7 @@ RAISES_TAG = "raises-exception"
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 
-class ExecutionFailed(Exception):
+class NotebookExecutionError(Exception):
     """A notebook did not run cleanly; the message names the notebook, the cell and the error."""
 
 
@@ -66,7 +66,7 @@ class Timing:
     cells: float
 
 
-class _NotebookTimeout(Exception):
+class _NotebookTimeoutError(Exception):
     pass
 
 
@@ -101,7 +101,7 @@ def execute_notebook(
     notebook_timeout: float = DEFAULT_NOTEBOOK_TIMEOUT,
     kernel_name: str = "python3",
 ) -> Timing:
-    """Run ``path`` top to bottom in a fresh kernel and write it back; raise `ExecutionFailed`.
+    """Run ``path`` top to bottom in a fresh kernel and write it back; raise `NotebookExecutionError`.
 
     The file is only written when every cell ran as it should.
     """
@@ -116,7 +116,7 @@ def execute_notebook(
     try:
         nb = read_notebook(path)
     except NotebookError as error:
-        raise ExecutionFailed(str(error)) from None
+        raise NotebookExecutionError(str(error)) from None
     for cell in nb.cells:
         if cell.cell_type == "code":
             cell.metadata.pop("execution", None)  # stale timings from another executor
@@ -126,7 +126,7 @@ def execute_notebook(
     def on_cell_start(cell: NotebookNode, cell_index: int) -> None:
         state["index"] = cell_index
         if time.monotonic() >= deadline:
-            raise _NotebookTimeout
+            raise _NotebookTimeoutError
         if state["first"] is None and cell.cell_type == "code":
             state["first"] = time.monotonic()
 
@@ -148,18 +148,18 @@ def execute_notebook(
         on_cell_executed=on_cell_executed,
     )
 
-    def failure(problem: str) -> ExecutionFailed:
+    def failure(problem: str) -> NotebookExecutionError:
         index = state["index"]
         if isinstance(index, int) and 0 <= index < len(nb.cells):
             problem = f"{cell_label(nb.cells[index], index)}: {problem}"
-        return ExecutionFailed(f"{where}: {problem}")
+        return NotebookExecutionError(f"{where}: {problem}")
 
     try:
         client.execute()
     except CellExecutionError as error:
         traceback = _ANSI.sub("", error.traceback).rstrip()
         raise failure(f"{error.ename}: {error.evalue}\n{traceback}") from None
-    except (_NotebookTimeout, CellTimeoutError):
+    except (_NotebookTimeoutError, CellTimeoutError):
         if time.monotonic() >= deadline - 0.5:
             raise failure(f"the notebook ran past its {notebook_timeout:g} s limit") from None
         raise failure(f"the cell ran past its {cell_timeout:g} s limit") from None
@@ -171,7 +171,7 @@ def execute_notebook(
     silent = silent_raises_exception_cells(nb)
     if silent:
         labels = ", ".join(cell_label(nb.cells[i], i) for i in silent)
-        raise ExecutionFailed(f"{where}: {labels}: tagged {RAISES_TAG!r} but raised nothing")
+        raise NotebookExecutionError(f"{where}: {labels}: tagged {RAISES_TAG!r} but raised nothing")
 
     text = notebook_text(nb, where)
     write_text_atomic(path, text)
@@ -215,7 +215,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             timing = execute_notebook(
                 path, cell_timeout=args.timeout, notebook_timeout=args.notebook_timeout
             )
-        except ExecutionFailed as error:
+        except NotebookExecutionError as error:
             elapsed = time.monotonic() - started
             total += elapsed
             failed.append(where)

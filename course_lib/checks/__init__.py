@@ -11,7 +11,7 @@ In a notebook::
 that differs, by key path; the leaf whose value differs; "returned None: missing `return`?"; a
 compile count with JAX's cache-miss explanation); each further failing call reveals one more hint,
 never the solution. Output is deterministic. Under ``CI`` (or ``COURSE_STRICT_CHECKS=1``, or
-``set_strict(True)``, or ``strict=True``) a check that does not pass raises :class:`CheckFailed`.
+``set_strict(True)``, or ``strict=True``) a check that does not pass raises :class:`CheckFailedError`.
 
 How the parts fit (checks run inside the learner's kernel; the grader imports them, never the
 other way round):
@@ -68,7 +68,7 @@ from ._registry import all_exercises as all_exercises
 from ._registry import exercises as exercises
 from ._registry import get_exercise as get_exercise
 from ._registry import lessons as lessons
-from ._selfcheck import CheckFailed as CheckFailed
+from ._selfcheck import CheckFailedError as CheckFailedError
 from ._selfcheck import check as check
 from ._selfcheck import evaluate as evaluate
 from ._selfcheck import is_strict as is_strict

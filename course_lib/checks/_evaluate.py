@@ -13,7 +13,7 @@ from typing import Any
 
 from . import _wire
 from ._guard import is_learner_file, is_the_learners_function, standing_in, stops_here, watch
-from ._plain import Unplain
+from ._plain import NotPlainError
 from ._registry import get_exercise
 from ._spec import Case, Exercise, Outcome, Verdict, part_names, round_points
 
@@ -43,11 +43,11 @@ def _where(error: BaseException) -> str:
 
 
 def ensure_plain(value: Any) -> Any:
-    """``value`` after the same JSON round trip that grading uses (raises ``Unplain`` if impossible)."""
+    """``value`` after the same JSON round trip that grading uses (raises ``NotPlainError`` if impossible)."""
     try:
         return _wire.loads(_wire.dumps(value))
     except _wire.WireError as error:
-        raise Unplain(str(error)) from None
+        raise NotPlainError(str(error)) from None
 
 
 def _guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -78,7 +78,7 @@ def _run_probe(exercise: Exercise, fn: Callable[..., Any], case: Case) -> Outcom
         value = exercise.probe(fn, case)
     except NotImplementedError as error:
         return Outcome("not_attempted", message=_exception_text(error))
-    except Unplain as error:
+    except NotPlainError as error:
         return Outcome("unreadable", message=str(error))
     except (KeyboardInterrupt, GeneratorExit):
         raise
@@ -88,7 +88,7 @@ def _run_probe(exercise: Exercise, fn: Callable[..., Any], case: Case) -> Outcom
         )
     try:
         return Outcome("returned", value=ensure_plain(value))
-    except Unplain as error:
+    except NotPlainError as error:
         return Outcome("unreadable", message=str(error))
 
 

@@ -20,7 +20,7 @@ from .._nodes import leaf_spec
 _MAX_DEPTH = 60
 
 
-class Unplain(TypeError):
+class NotPlainError(TypeError):
     """The value cannot be reduced to plain data."""
 
 
@@ -31,7 +31,7 @@ def _is_namedtuple(x: Any) -> bool:
 def _array(x: Any) -> np.ndarray:
     array = np.asarray(x)
     if array.dtype.kind not in "biufc":
-        raise Unplain(f"an array of dtype {array.dtype}")
+        raise NotPlainError(f"an array of dtype {array.dtype}")
     return array
 
 
@@ -42,20 +42,20 @@ def to_plain(value: Any, _depth: int = 0) -> Any:
     {'n': array(3, dtype=int32), 'names': ('a', None)}
     """
     if _depth > _MAX_DEPTH:
-        raise Unplain("a value nested too deeply")
+        raise NotPlainError("a value nested too deeply")
     if value is None or isinstance(value, (bool, int, float, complex, str, bytes)):
         return value
     if isinstance(value, (jax.Array, np.ndarray, np.generic)):
         return _array(value)
     if _is_namedtuple(value):
-        raise Unplain(f"a namedtuple {type(value).__name__}")
+        raise NotPlainError(f"a namedtuple {type(value).__name__}")
     if type(value) in (list, tuple):
         return type(value)(to_plain(item, _depth + 1) for item in value)
     if type(value) is dict:
         return {
             to_plain(key, _depth + 1): to_plain(item, _depth + 1) for key, item in value.items()
         }
-    raise Unplain(f"a {type(value).__name__}")
+    raise NotPlainError(f"a {type(value).__name__}")
 
 
 # --- whole trees -----------------------------------------------------------------------------
@@ -86,7 +86,7 @@ def _plain_leaf(leaf: Any) -> dict[str, Any]:
     if isinstance(leaf, (jax.Array, np.ndarray, np.generic)):
         try:
             return {"leaf": _array(leaf)}
-        except Unplain:
+        except NotPlainError:
             pass
     return {"opaque": type(leaf).__name__, "repr": _short_repr(leaf)}
 
@@ -102,7 +102,7 @@ def tree_plain(tree: Any, _depth: int = 0) -> dict[str, Any]:
     ["['a']", "['b']"]
     """
     if _depth > _MAX_DEPTH:
-        raise Unplain("a tree nested too deeply")
+        raise NotPlainError("a tree nested too deeply")
     if tree is None:
         return {"node": "None"}
     flat = default_registry.flatten_one_level_with_keys(tree)

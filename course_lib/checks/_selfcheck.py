@@ -15,7 +15,7 @@ _hints_shown: dict[str, int] = {}
 _references: dict[str, list[Any]] = {}
 
 
-class CheckFailed(AssertionError):
+class CheckFailedError(AssertionError):
     """A self-check did not pass while checks are strict (under ``CI``, for instance)."""
 
 
@@ -104,13 +104,13 @@ def check(exercise_id: str, fn: Callable[..., Any], *, strict: bool | None = Non
     ``NotImplementedError``, or "incorrect" with a hint aimed at the first failing case; each
     further failing call reveals one more general hint. Never prints the solution. When checks are
     strict (``strict=True``, ``COURSE_STRICT_CHECKS=1`` or ``CI`` set), anything but "passed"
-    raises :class:`CheckFailed` with the same text instead of printing it.
+    raises :class:`CheckFailedError` with the same text instead of printing it.
     """
     exercise = get_exercise(exercise_id)
     verdict = evaluate(exercise, fn)
     text = _report(exercise, verdict)
     if verdict.status != "passed" and (is_strict() if strict is None else strict):
-        raise CheckFailed(text)
+        raise CheckFailedError(text)
     print(text)
 
 
@@ -127,7 +127,7 @@ _WORDS = {
 def progress(lesson: str, *, strict: bool | None = None) -> None:
     """Print which exercises of ``lesson`` pass, looking up each function in the caller's namespace.
 
-    Shows no hints. When checks are strict, raises :class:`CheckFailed` unless all pass.
+    Shows no hints. When checks are strict, raises :class:`CheckFailedError` unless all pass.
     """
     namespace = sys._getframe(1).f_globals  # the notebook's namespace when called from a cell
     listed = exercises(lesson)
@@ -152,5 +152,5 @@ def progress(lesson: str, *, strict: bool | None = None) -> None:
         )
     text = "\n".join(lines)
     if passed < len(rows) and (is_strict() if strict is None else strict):
-        raise CheckFailed(text)
+        raise CheckFailedError(text)
     print(text)

@@ -208,7 +208,7 @@ def _read_report(path: Path, exercise: Exercise, nonce: str, n_cases: int) -> _R
     return _Report(found, str(data.get("type", "")), parsed)
 
 
-class _GiveUp(Exception):
+class _GradingStoppedError(Exception):
     pass
 
 
@@ -245,12 +245,12 @@ async def _execute(plan: Plan, workdir: Path, reports_dir: Path, ctx: Context) -
         await sandbox.start()
         for cell in completed if replay else []:
             if remaining() <= 0:
-                raise _GiveUp(
+                raise _GradingStoppedError(
                     f"the notebook's {ctx.options.notebook_timeout:g} s ran out while re-running its cells"
                 )
             again = await sandbox.run(cell.source, min(cell_limit, remaining()))
             if not sandbox.usable:
-                raise _GiveUp(
+                raise _GradingStoppedError(
                     f"the kernel died again while re-running {cell.label} ({again.reason or again.status})"
                 )
         return sandbox
@@ -259,11 +259,11 @@ async def _execute(plan: Plan, workdir: Path, reports_dir: Path, ctx: Context) -
         nonlocal restarts
         restarts += 1
         if restarts > MAX_RESTARTS:
-            raise _GiveUp(f"the kernel died {restarts} times; grading stopped after {what}")
+            raise _GradingStoppedError(f"the kernel died {restarts} times; grading stopped after {what}")
         try:
             return await fresh_kernel(replay=True)
         except KernelStartError as error:
-            raise _GiveUp(f"no new kernel could be started after {what}: {error}") from None
+            raise _GradingStoppedError(f"no new kernel could be started after {what}: {error}") from None
 
     try:
         try:
@@ -306,7 +306,7 @@ async def _execute(plan: Plan, workdir: Path, reports_dir: Path, ctx: Context) -
                 )
             if not sandbox.usable and exercise is not plan.exercises[-1]:
                 sandbox = await recover(f"grading {exercise.id}")
-    except _GiveUp as stop:
+    except _GradingStoppedError as stop:
         run.notes.append(str(stop))
         run.fatal = run.fatal or str(stop)
     finally:

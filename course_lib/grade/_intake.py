@@ -28,7 +28,7 @@ from ._lms import LmsFile, canvas_file, moodle_entry
 from ._names import folding
 from ._submissions import Submission, UsageError, hidden_part
 from ._tables import RosterRow
-from ._unzip import ZipRefused, extract_zip
+from ._unzip import ZipRefusedError, extract_zip
 
 ARCHIVES = (".zip", ".tar", ".gz", ".tgz", ".bz2", ".xz", ".7z", ".rar")
 
@@ -215,7 +215,7 @@ def _collect(
         target = Path(holder.name) / "x"
         try:
             extract_zip(root, target)
-        except ZipRefused as refused:
+        except ZipRefusedError as refused:
             raise UsageError(f"{text}: the zip was not opened: {refused}") from None
         col = _Collector(section, text, target)
         _folder(target, col)

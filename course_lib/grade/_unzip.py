@@ -18,19 +18,19 @@ MAX_TOTAL_BYTES = 4 * 2**30
 MAX_MEMBER_BYTES = 64 * 2**20
 
 
-class ZipRefused(Exception):
+class ZipRefusedError(Exception):
     """The archive is not extracted; the message says why."""
 
 
 def _member_path(name: str) -> PurePosixPath:
     path = PurePosixPath(name.replace("\\", "/"))
     if path.is_absolute() or ".." in path.parts or (path.parts and ":" in path.parts[0]):
-        raise ZipRefused(f"member {name!r} would be written outside the folder it is extracted to")
+        raise ZipRefusedError(f"member {name!r} would be written outside the folder it is extracted to")
     return path
 
 
 def extract_zip(archive: Path, target: Path) -> None:
-    """Extract ``archive`` into the empty folder ``target``, member times kept, or raise :class:`ZipRefused`.
+    """Extract ``archive`` into the empty folder ``target``, member times kept, or raise :class:`ZipRefusedError`.
 
     >>> import tempfile, pathlib
     >>> base = pathlib.Path(tempfile.mkdtemp())
@@ -38,7 +38,7 @@ def extract_zip(archive: Path, target: Path) -> None:
     ...     z.writestr("../evil.txt", "x")
     >>> try:
     ...     extract_zip(base / "a.zip", base / "out")
-    ... except ZipRefused as refused:
+    ... except ZipRefusedError as refused:
     ...     print(refused)
     member '../evil.txt' would be written outside the folder it is extracted to
     """
@@ -46,21 +46,21 @@ def extract_zip(archive: Path, target: Path) -> None:
         with zipfile.ZipFile(archive) as zf:
             members = zf.infolist()
             if len(members) > MAX_MEMBERS:
-                raise ZipRefused(
+                raise ZipRefusedError(
                     f"it has {len(members)} members, more than the {MAX_MEMBERS} the grader unpacks"
                 )
             total = sum(m.file_size for m in members)
             if total > MAX_TOTAL_BYTES:
-                raise ZipRefused(
+                raise ZipRefusedError(
                     f"it unpacks to {total / 2**30:.1f} GiB, more than {MAX_TOTAL_BYTES / 2**30:.0f} GiB"
                 )
             planned = []
             for member in members:
                 relative = _member_path(member.filename)
                 if stat.S_ISLNK(member.external_attr >> 16):
-                    raise ZipRefused(f"member {member.filename!r} is a symbolic link")
+                    raise ZipRefusedError(f"member {member.filename!r} is a symbolic link")
                 if member.file_size > MAX_MEMBER_BYTES and not member.is_dir():
-                    raise ZipRefused(
+                    raise ZipRefusedError(
                         f"member {member.filename!r} is {member.file_size / 2**20:.0f} MiB, more than {MAX_MEMBER_BYTES // 2**20} MiB"
                     )
                 planned.append((member, relative))
@@ -79,8 +79,8 @@ def extract_zip(archive: Path, target: Path) -> None:
                 stamp = time.mktime((*member.date_time, 0, 0, -1))
                 os.utime(dest, (stamp, stamp))
     except zipfile.BadZipFile as error:
-        raise ZipRefused(f"it is not a readable zip file ({error})") from None
+        raise ZipRefusedError(f"it is not a readable zip file ({error})") from None
     except (OSError, EOFError) as error:
-        raise ZipRefused(
+        raise ZipRefusedError(
             f"it could not be extracted ({getattr(error, 'strerror', None) or error})"
         ) from None

@@ -147,7 +147,7 @@ class LabServer:
                 )
             try:
                 self._wait_until_up()
-            except _PortTaken as error:
+            except _PortTakenError as error:
                 last_error = str(error)
                 self.stop()
                 continue
@@ -171,7 +171,7 @@ class LabServer:
             if self.process.poll() is not None:
                 tail = self.log_tail()
                 if "already in use" in tail or "Address already in use" in tail:
-                    raise _PortTaken(tail)
+                    raise _PortTakenError(tail)
                 raise RuntimeError(f"`make lab` exited with {self.process.returncode}:\n{tail}")
             if time.monotonic() > deadline:
                 raise RuntimeError(
@@ -229,7 +229,7 @@ class LabServer:
             os.killpg(process.pid, signal.SIGKILL)
 
 
-class _PortTaken(RuntimeError):
+class _PortTakenError(RuntimeError):
     pass
 
 
