@@ -8,7 +8,7 @@ SOLUTIONS := $(sort $(wildcard solutions/*.ipynb))
 # One place that says how every notebook is checked.
 NBVAL := --nbval --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout 120
 
-.PHONY: lab test notebooks exercises navigation site bench clean
+.PHONY: lab test lint notebooks exercises navigation site bench clean
 
 # Recreated when missing or older than pyproject.toml. uv is fetched into the venv first because it
 # installs in seconds; --compile-bytecode matters where PYTHONDONTWRITEBYTECODE is set (import jax
@@ -31,15 +31,24 @@ lab: $(STAMP)
 	@echo ">> opening the course in JupyterLab (Ctrl-C here stops it)"
 	$(BIN)/jupyter lab --ServerApp.root_dir="$(CURDIR)" $(AS_ROOT) $(LAB_ARGS) notebooks/00_start_here.ipynb
 
-# What CI runs, in order: unit and property tests, doctests, the notebook checks (executed, in
-# sync, no removed APIs), the generator and the grader; then every lesson and solution under strict
-# nbval; then the course in a real browser (skipped, with a message, when Chromium is missing).
-test: $(STAMP)
-	@echo ">> 1/3 unit tests, doctests, exercises and grader"
+# The first stage of `make test`, also on its own: ruff's lint rules (code and notebook cells) and
+# its formatter, then mypy on course_lib and tests; all three are configured in pyproject.toml.
+lint: $(STAMP)
+	@echo ">> 1/4 lint, format and types"
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+
+# What CI runs, in order: lint, format and type checks; unit and property tests, doctests, the
+# notebook checks (executed, in sync, no removed APIs), the generator and the grader; then every
+# lesson and solution under strict nbval; then the course in a real browser (skipped, with a
+# message, when Chromium is missing).
+test: lint
+	@echo ">> 2/4 unit tests, doctests, exercises and grader"
 	$(BIN)/python -m pytest -p no:cacheprovider tests course_lib --doctest-modules -m "not browser"
-	@echo ">> 2/3 notebooks under strict nbval"
+	@echo ">> 3/4 notebooks under strict nbval"
 	$(BIN)/python -m pytest -p no:cacheprovider $(NBVAL) -n 2 --dist loadfile $(NOTEBOOKS) $(SOLUTIONS)
-	@echo ">> 3/3 the course in JupyterLab and Chromium"
+	@echo ">> 4/4 the course in JupyterLab and Chromium"
 	$(BIN)/python -m pytest -p no:cacheprovider -m browser tests/browser
 
 # Re-execute every lesson and solution in place, one kernel per notebook, with a cell timeout,
