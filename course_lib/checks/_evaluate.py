@@ -15,7 +15,7 @@ from . import _wire
 from ._guard import is_learner_file, is_the_learners_function, standing_in, stops_here, watch
 from ._plain import NotPlainError
 from ._registry import get_exercise
-from ._spec import Case, Exercise, Outcome, Verdict, part_names, round_points
+from ._spec import Case, Exercise, Outcome, Status, Verdict, part_names, round_points
 
 _MESSAGE_LIMIT = 400
 
@@ -187,7 +187,7 @@ def _about(case: Case) -> str:
 
 def _case_problem(
     exercise: Exercise, outcome: Outcome, want: Any, case: Case
-) -> tuple[str, str] | None:
+) -> tuple[Status, str] | None:
     """``None`` when the case is right, else the status it implies and the message."""
     if outcome.status == "returned":
         message = judge_value(exercise, outcome.value, want, case)
@@ -267,26 +267,40 @@ def judge_outcomes(
         (part, all(ok for ok, case in zip(right, cases) if case.part == part)) for part in names
     )
     earned = round_points(total * sum(ok for _, ok in parts) / len(parts))
-    first = next((i for i, problem in enumerate(problems) if problem is not None), None)
-    base = dict(cases=len(cases), passed_cases=right, parts=parts if names != [""] else ())
+    wrong = [(i, problem) for i, problem in enumerate(problems) if problem is not None]
+    shown_parts = parts if names != [""] else ()
     if flags:
         message = flag_message(exercise, flags, place)
-        if first is None:
-            message += f" Apart from that, it is right on every input ({_points_text(total, total)} if the instructor allows it)."
+        if not wrong:
+            message += (
+                f" Apart from that, it is right on every input ({_points_text(total, total)} if "
+                "the instructor allows it)."
+            )
         return Verdict(
-            "flagged", 0, total, message, None, flags=tuple(flags), points_if_allowed=earned, **base
-        )  # type: ignore[arg-type]
-    if first is None:
-        return Verdict(
-            "passed", total, total, f"passed, {_points_text(total, total)}", None, **base
-        )  # type: ignore[arg-type]
-    status, message = problems[first]  # type: ignore[misc]
+            "flagged",
+            0,
+            total,
+            message,
+            None,
+            len(cases),
+            right,
+            shown_parts,
+            flags=tuple(flags),
+            points_if_allowed=earned,
+        )
+    if not wrong:
+        message = f"passed, {_points_text(total, total)}"
+        return Verdict("passed", total, total, message, None, len(cases), right, shown_parts)
+    first, (status, message) = wrong[0]
     if earned:
         status = "failed"
         good = [part for part, ok in parts if ok]
         bad = [part for part, ok in parts if not ok]
-        message += f"\nRight: {', '.join(good)} ({_points_text(earned, total)}); not yet: {', '.join(bad)}."
-    return Verdict(status, earned, total, message, first, **base)  # type: ignore[arg-type]
+        message += (
+            f"\nRight: {', '.join(good)} ({_points_text(earned, total)}); "
+            f"not yet: {', '.join(bad)}."
+        )
+    return Verdict(status, earned, total, message, first, len(cases), right, shown_parts)
 
 
 def judge_value(exercise: Exercise, got: Any, expected: Any, case: Case) -> str | None:

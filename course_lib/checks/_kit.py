@@ -5,13 +5,18 @@ return ``None`` or a hint. Random trees mix the containers JAX knows (dict, list
 namedtuple, ``OrderedDict``), ``None`` subtrees, and leaves of several kinds, from a NumPy
 generator, so a case set is the same wherever it is made.
 
-What is here, by section: parts (``in_parts``); probes (``call_value``, ``call_tree``, ``compile_report``,
-``jit_compile_report``, ``error_text``, ``returned_instead``); judges (``judge_number``,
-``judge_bool``, ``judge_equal``, ``tree_judge``, ``judge_compiles``, ``judge_compiles_with_advice``,
-``missing_return``) and typical mistakes (``trees_close``, ``matching_variant``); NumPy references
-(``as_numpy``, ``scaled``); plain data with dtypes (``as_judged``, ``as_float32``, ``dtype_name``,
-``dtyped_plain``, ``describe_bf16``); random inputs (``random_f32``, ``small_shape``,
-``small_float_leaf``, ``random_like``, ``random_leaf``, ``random_tree``).
+This is the one shelf of helpers for the lesson modules: look here before writing one in a
+lesson module, and put a helper that two lessons need here. What is here, by section (``__all__``
+lists it): parts (``in_parts``); probes (``call_value``, ``call_tree``, ``compile_report``,
+``jit_compile_report``, ``error_text``, ``returned_instead``, ``leaf_text``); judges
+(``judge_number``, ``judge_bool``, ``judge_equal``, ``plain_difference``, ``structure_difference``,
+``tree_judge``, ``judge_compiles``, ``judge_compiles_with_advice``, ``missing_return``) and typical
+mistakes (``trees_close``, ``matching_variant``); references (``as_numpy``, ``scaled``,
+``ACTIVATIONS``); plain data with dtypes (``as_judged``, ``as_float32``, ``dtype_name``,
+``dtyped_plain``); random inputs (``random_f32``, ``random_array``, ``random_shape``,
+``small_shape``, ``small_float_leaf``, ``random_float_leaf``, ``random_like``); random trees
+(``Layer``, ``Point``, ``Opaque``, ``random_leaf``, ``random_tree``, ``float_tree``,
+``count_none``).
 """
 
 import collections
@@ -21,12 +26,61 @@ from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 import course_lib as cl
 
 from ._plain import describe, rebuild_tree, to_plain, tree_plain
 from ._spec import Case, Judge
+
+__all__ = [
+    "ACTIVATIONS",
+    "CONTAINERS",
+    "KEYS",
+    "NONE_RECORD",
+    "SMALL_SHAPES",
+    "Layer",
+    "Opaque",
+    "Point",
+    "as_float32",
+    "as_judged",
+    "as_numpy",
+    "call_tree",
+    "call_value",
+    "compile_report",
+    "count_none",
+    "dtype_name",
+    "dtyped_plain",
+    "error_text",
+    "float_tree",
+    "in_parts",
+    "jit_compile_report",
+    "judge_bool",
+    "judge_compiles",
+    "judge_compiles_with_advice",
+    "judge_equal",
+    "judge_number",
+    "leaf_text",
+    "matching_variant",
+    "missing_return",
+    "plain_difference",
+    "random_array",
+    "random_f32",
+    "random_float_leaf",
+    "random_leaf",
+    "random_like",
+    "random_shape",
+    "random_tree",
+    "returned_instead",
+    "scaled",
+    "small_float_leaf",
+    "small_shape",
+    "structure_difference",
+    "to_python",
+    "tree_judge",
+    "trees_close",
+]
 
 # --- parts ------------------------------------------------------------------------------------
 
@@ -133,6 +187,18 @@ def returned_instead(value: Any, wanted: str) -> str | None:
     return None if value is None else f"returned {describe(value, 60)}, not {wanted}"
 
 
+def leaf_text(leaf: Any, limit: int = 60) -> str:
+    """A leaf in a few characters: ``f32[3,2]`` for an array, the repr of a number, a string, a bool
+    or ``None`` (cut to ``limit``), and ``<Type>`` for anything else.
+
+    >>> [leaf_text(x) for x in (np.ones((3, 2)), "relu", 2, None, object())]
+    ['f64[3,2]', "'relu'", '2', 'None', '<object>']
+    """
+    if isinstance(leaf, (jax.Array, np.ndarray, np.generic, str, bool, int, float)) or leaf is None:
+        return describe(leaf, limit)
+    return f"<{type(leaf).__name__}>"
+
+
 # --- judges ----------------------------------------------------------------------------------
 
 
@@ -210,6 +276,31 @@ def judge_equal(got: Any, expected: Any, case: Case) -> str | None:
     return plain_difference(got, expected)
 
 
+def structure_difference(
+    mine: Any,
+    theirs: Any,
+    names: tuple[str, str] = ("yours", "expected"),
+    labels: tuple[str, str] | None = None,
+) -> list[str]:
+    """How two trees' structures differ, by key path (``cl.tree_diff``); ``[]`` when they are one.
+
+    When ``tree_diff`` names no difference (one in a node's metadata, say) the lines are the two
+    structures, after ``labels`` (by default ``names``).
+
+    >>> structure_difference({"a": 1.0, "b": None}, {"a": 1.0, "b": 2.0})
+    ["at ['b']: None (an empty subtree) in yours, a leaf (float 2.0) in expected"]
+    >>> structure_difference([1.0], [2.0])
+    []
+    """
+    if jax.tree.structure(mine) == jax.tree.structure(theirs):
+        return []
+    lines = list(cl.tree_diff(mine, theirs, names=names))
+    if lines:
+        return lines
+    first, second = labels or names
+    return [f"{first}: {jax.tree.structure(mine)}", f"{second}: {jax.tree.structure(theirs)}"]
+
+
 def tree_judge(rtol: float = 1e-5, atol: float = 1e-6, dtypes: bool = True) -> Judge:
     """A judge for :func:`call_tree` results: structure first (by key path), then each leaf.
 
@@ -219,13 +310,10 @@ def tree_judge(rtol: float = 1e-5, atol: float = 1e-6, dtypes: bool = True) -> J
 
     def judge(got: Any, expected: Any, case: Case) -> str | None:
         mine, theirs = rebuild_tree(got), rebuild_tree(expected)
-        if jax.tree.structure(mine) != jax.tree.structure(theirs):
-            lines = list(cl.tree_diff(mine, theirs, names=("your result", "the expected result")))
-            if not lines:
-                lines = [
-                    f"your structure: {jax.tree.structure(mine)}",
-                    f"expected: {jax.tree.structure(theirs)}",
-                ]
+        lines = structure_difference(
+            mine, theirs, ("your result", "the expected result"), ("your structure", "expected")
+        )
+        if lines:
             return "the structure differs from the expected one:\n" + "\n".join(
                 f"  {line}" for line in lines
             )
@@ -372,6 +460,15 @@ def scaled(leaf: Any, factor: float) -> Any:
     return leaf * factor if isinstance(leaf, float) else np.asarray(leaf) * np.float32(factor)
 
 
+ACTIVATIONS: dict[str, Callable[[Any], Any]] = {
+    "tanh": jnp.tanh,
+    "relu": jax.nn.relu,
+    "identity": lambda x: x,
+}
+"""The activations of the lessons' layers by name (a layer's ``activation`` field), in the order
+the cases draw them; the notebooks define the same table."""
+
+
 # --- plain data with dtypes --------------------------------------------------------------------
 
 
@@ -411,12 +508,6 @@ def dtyped_plain(tree: Any) -> dict[str, Any]:
     }
 
 
-def describe_bf16(tree: Any, limit: int = 160) -> str:
-    """:func:`describe`, with bfloat16 leaves written bf16 (``describe`` writes them as bfloat1616)."""
-    text = describe(tree, 10_000).replace("bfloat1616", "bf16")
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
 # --- random inputs ---------------------------------------------------------------------------
 
 
@@ -437,6 +528,27 @@ def random_f32(
     return np.asarray(values, dtype=np.float32) if array else values.astype(np.float32)
 
 
+def random_array(rng: np.random.Generator, *shape: int, scale: float = 1.0) -> np.ndarray:
+    """:func:`random_f32` as an array always: a 0-d leaf shows as ``f32[]``, not a NumPy scalar.
+
+    >>> random_array(np.random.default_rng(0)).shape, random_array(np.random.default_rng(0), 2)
+    ((), array([ 0.126, -0.132], dtype=float32))
+    """
+    return random_f32(rng, *shape, scale=scale, array=True)
+
+
+def random_shape(
+    rng: np.random.Generator, sizes: tuple[int, int] = (1, 4), dims: tuple[int, int] = (0, 2)
+) -> tuple[int, ...]:
+    """A shape of ``dims[0]`` to ``dims[1]`` dimensions, each of ``sizes[0]`` to ``sizes[1]``.
+
+    >>> random_shape(np.random.default_rng(1), sizes=(2, 4), dims=(1, 2))
+    (3,)
+    """
+    ndim = int(rng.integers(dims[0], dims[1] + 1))
+    return tuple(int(n) for n in rng.integers(sizes[0], sizes[1] + 1, size=ndim))
+
+
 SMALL_SHAPES = ((), (3,), (2, 3))
 """Few shapes on purpose: every new shape costs each eager ``jnp`` operation a compilation of its
 own (about 0.1 s on a small CPU), and a self-check should take a moment, not seconds."""
@@ -450,6 +562,22 @@ def small_shape(rng: np.random.Generator) -> tuple[int, ...]:
 def small_float_leaf(rng: np.random.Generator) -> np.ndarray:
     """A float32 NumPy array of one of :data:`SMALL_SHAPES`, a 0-d array included."""
     return random_f32(rng, *small_shape(rng), array=True)
+
+
+def random_float_leaf(
+    rng: np.random.Generator,
+    shape: Callable[[np.random.Generator], tuple[int, ...]] = small_shape,
+) -> Any:
+    """A float32 array of the shape ``shape(rng)`` draws, NumPy or (by a coin) JAX.
+
+    A 0-d NumPy leaf is a NumPy scalar (see :func:`random_f32`). ``jax.device_put`` makes the
+    JAX arrays: it compiles nothing, where ``jnp.asarray`` compiles once per new shape.
+
+    >>> [type(random_float_leaf(np.random.default_rng(seed))).__name__ for seed in (0, 4)]
+    ['ndarray', 'ArrayImpl']
+    """
+    array = random_f32(rng, *shape(rng))
+    return jax.device_put(array) if rng.random() < 0.5 else array
 
 
 def random_like(
@@ -527,7 +655,7 @@ def random_leaf(rng: np.random.Generator) -> Any:
         return round(float(rng.normal()), 3)
     if choice < 3:
         return int(rng.integers(-5, 6))
-    shape = tuple(int(n) for n in rng.integers(1, 5, size=int(rng.integers(0, 3))))
+    shape = random_shape(rng)
     if choice < 5:
         array = rng.integers(-9, 10, size=shape).astype(np.int32)
     else:
@@ -564,6 +692,34 @@ def random_tree(
     if kind == "OrderedDict":
         return collections.OrderedDict(zip(keys, children))
     return dict(zip(keys, children))
+
+
+def float_tree(
+    rng: np.random.Generator,
+    layout: Sequence[tuple[str, str]] = (("head", "leaf"), ("body", "tree")),
+    leaf: Callable[[np.random.Generator], Any] = random_float_leaf,
+    depth: int = 3,
+    none_rate: float = 0.25,
+    min_leaves: int = 1,
+) -> dict[str, Any]:
+    """A dict of float32 leaves and random trees of them (:func:`random_tree`), ``None`` included.
+
+    ``layout`` names each key and what it holds, ``"leaf"`` or ``"tree"``, in the order they are
+    drawn. A tree with fewer than ``min_leaves`` leaves is drawn again.
+
+    >>> tree = float_tree(np.random.default_rng(0), (("w", "tree"), ("b", "leaf")), min_leaves=2)
+    >>> list(tree), len(jax.tree.leaves(tree)) >= 2
+    (['w', 'b'], True)
+    """
+    while True:
+        tree = {
+            key: leaf(rng)
+            if part == "leaf"
+            else random_tree(rng, depth=depth, none_rate=none_rate, leaf=leaf)
+            for key, part in layout
+        }
+        if len(jax.tree.leaves(tree)) >= min_leaves:
+            return tree
 
 
 def count_none(tree: Any) -> int:

@@ -20,9 +20,9 @@ from ._kit import (
     judge_number,
     matching_variant,
     missing_return,
-    random_f32,
+    float_tree,
+    random_array,
     random_like,
-    random_tree,
     scaled,
     small_float_leaf,
     to_python,
@@ -34,23 +34,18 @@ from ._spec import Case, Exercise, Judge
 # --- shared helpers ----------------------------------------------------------------------------
 
 # 0-d leaves are 0-d arrays here (``f32[]`` in the inputs a check shows), never NumPy scalars.
-_f32 = functools.partial(random_f32, array=True)
 _like = functools.partial(random_like, array=True)
 
-
-def _float_tree(rng: np.random.Generator, depth: int = 3) -> Any:
-    """A random tree of float32 leaves with at least one leaf.
-
-    The explicit cases hold JAX arrays; random trees hold NumPy arrays (of few shapes, see
-    ``SMALL_SHAPES``), where ``p - lr * g`` compiles nothing.
-    """
-    while True:
-        tree = {
-            "params": random_tree(rng, depth=depth, none_rate=0.3, leaf=small_float_leaf),
-            "head": small_float_leaf(rng),
-        }
-        if len(jax.tree.leaves(tree)) >= 2:
-            return tree
+# A random tree of float32 leaves, one of them at "head" and at least one in "params". The explicit
+# cases hold JAX arrays; random trees hold NumPy arrays (of few shapes, see ``SMALL_SHAPES``), where
+# ``p - lr * g`` compiles nothing.
+_float_tree = functools.partial(
+    float_tree,
+    layout=(("params", "tree"), ("head", "leaf")),
+    leaf=small_float_leaf,
+    none_rate=0.3,
+    min_leaves=2,
+)
 
 
 def _first_mistake(mine: Any, variants: list[tuple[str, Callable[[], Any]]]) -> str | None:
@@ -112,25 +107,32 @@ def _sgd_step(params: Any, grads: Any, lr: Any) -> Any:
 def _sgd_cases(rng: np.random.Generator) -> list[Case]:
     m, n = 2, 3
     trees = [
-        ({"w": _f32(rng, m, n), "b": _f32(rng, n)}, 0.1, "the brief's layer, a dict with w and b"),
+        (
+            {"w": random_array(rng, m, n), "b": random_array(rng, n)},
+            0.1,
+            "the brief's layer, a dict with w and b",
+        ),
         (
             [
-                {"w": jax.device_put(_f32(rng, m, n)), "b": None},
-                {"w": _f32(rng, m, n), "b": jax.device_put(_f32(rng, n))},
+                {"w": jax.device_put(random_array(rng, m, n)), "b": None},
+                {"w": random_array(rng, m, n), "b": jax.device_put(random_array(rng, n))},
             ],
             0.01,
             "a list of layers, the first without a bias (None)",
         ),
         (
             (
-                Layer(w=_f32(rng, m, n), b=None),
-                collections.OrderedDict(scale=_f32(rng), shift=_f32(rng, n)),
+                Layer(w=random_array(rng, m, n), b=None),
+                collections.OrderedDict(scale=random_array(rng), shift=random_array(rng, n)),
             ),
             0.5,
             "a namedtuple with a None field and an OrderedDict",
         ),
         (
-            {"alpha": round(float(rng.normal()), 3), "emb": Point(x=_f32(rng, m, n), y=None)},
+            {
+                "alpha": round(float(rng.normal()), 3),
+                "emb": Point(x=random_array(rng, m, n), y=None),
+            },
             0.25,
             "a Python float leaf",
         ),
@@ -220,11 +222,13 @@ def _average_trees(trees: list[Any]) -> Any:
 
 def _average_cases(rng: np.random.Generator) -> list[Case]:
     first = {
-        "w": _f32(rng, 2, 3),
+        "w": random_array(rng, 2, 3),
         "b": None,
-        "layers": [_f32(rng), (jax.device_put(_f32(rng, 3)),)],
+        "layers": [random_array(rng), (jax.device_put(random_array(rng, 3)),)],
     }
-    ordered = collections.OrderedDict(z=Layer(w=_f32(rng, 2, 3), b=None), a=[_f32(rng)])
+    ordered = collections.OrderedDict(
+        z=Layer(w=random_array(rng, 2, 3), b=None), a=[random_array(rng)]
+    )
     # The single tree is its own mean: it shares a part with three dicts, which returning trees[0] gets wrong.
     dicts, named = "dicts and lists with None", "namedtuples and OrderedDicts"
     cases = [
@@ -239,12 +243,12 @@ def _average_cases(rng: np.random.Generator) -> list[Case]:
             part=named,
         ),
         Case(
-            ([(_f32(rng, 3), [None, _f32(rng, 2, 3)])],),
+            ([(random_array(rng, 3), [None, random_array(rng, 2, 3)])],),
             label="a list holding a single tree",
             part=dicts,
         ),
         Case(
-            ([Point(x=_f32(rng), y=_f32(rng, 3)) for _ in range(4)],),
+            ([Point(x=random_array(rng), y=random_array(rng, 3)) for _ in range(4)],),
             label="four namedtuples of 0-d and 1-d arrays",
             part=named,
         ),
@@ -347,15 +351,18 @@ def _train_cases(rng: np.random.Generator) -> list[Case]:
     n_in, hidden, n_out, batch_size = 2, 3, 2, 8
     params = {
         "layers": [
-            {"w": jax.device_put(_f32(rng, n_in, hidden, scale=0.5)), "b": None},
+            {"w": jax.device_put(random_array(rng, n_in, hidden, scale=0.5)), "b": None},
             Layer(
-                w=jax.device_put(_f32(rng, hidden, n_out, scale=0.5)),
-                b=jax.device_put(_f32(rng, n_out, scale=0.1)),
+                w=jax.device_put(random_array(rng, hidden, n_out, scale=0.5)),
+                b=jax.device_put(random_array(rng, n_out, scale=0.1)),
             ),
         ],
         "scale": jax.device_put(np.float32(1.0)),
     }
-    batches = [(_f32(rng, batch_size, n_in), _f32(rng, batch_size, n_out)) for _ in range(3)]
+    batches = [
+        (random_array(rng, batch_size, n_in), random_array(rng, batch_size, n_out))
+        for _ in range(3)
+    ]
     lrs = [float(lr) for lr in rng.choice([0.2, 0.1, 0.05, 0.02], size=3, replace=False)]
     shown = (
         "loss_fn = mean squared error of a two-layer tanh network, params "
@@ -472,12 +479,15 @@ def _global_norm(tree: Any) -> float:
 def _norm_cases(rng: np.random.Generator) -> list[Case]:
     m, n = 2, 3
     trees = [
-        ({"w": _f32(rng, m, n, scale=2.0), "b": _f32(rng, n, scale=2.0)}, "a layer with w and b"),
+        (
+            {"w": random_array(rng, m, n, scale=2.0), "b": random_array(rng, n, scale=2.0)},
+            "a layer with w and b",
+        ),
         (
             [
-                jax.device_put(_f32(rng, n, scale=3.0)),
+                jax.device_put(random_array(rng, n, scale=3.0)),
                 None,
-                {"z": None, "a": _f32(rng, m, n, scale=3.0)},
+                {"z": None, "a": random_array(rng, m, n, scale=3.0)},
             ],
             "a list with None subtrees",
         ),
@@ -505,7 +515,7 @@ def _norm_cases(rng: np.random.Generator) -> list[Case]:
         cases.append(
             Case((tree,), label=f"random tree {i + 1}, {describe(tree, 100)}", part="random trees")
         )
-    layer = {"w": _f32(rng, m, n, scale=2.0), "b": _f32(rng, n, scale=2.0)}
+    layer = {"w": random_array(rng, m, n, scale=2.0), "b": random_array(rng, n, scale=2.0)}
     cases.append(
         Case((layer,), label="a layer, under jax.jit", info={"jit": True}, part="under jit")
     )
@@ -631,19 +641,22 @@ def _clip_cases(rng: np.random.Generator) -> list[Case]:
     m, n = 2, 3
     cases = [
         case(
-            {"w": _f32(rng, m, n, scale=2.0), "b": _f32(rng, n, scale=2.0)},
+            {"w": random_array(rng, m, n, scale=2.0), "b": random_array(rng, n, scale=2.0)},
             0.5,
             "a layer whose norm is twice max_norm, under jax.jit",
             jit=True,
             part="under jit",
         ),
         case(
-            {"w": _f32(rng, m, n), "b": None},
+            {"w": random_array(rng, m, n), "b": None},
             2.0,
             "a layer whose norm is already below max_norm (nothing to clip)",
         ),
         case(
-            [Layer(w=jax.device_put(_f32(rng, n, scale=3.0)), b=None), (_f32(rng, scale=0.1),)],
+            [
+                Layer(w=jax.device_put(random_array(rng, n, scale=3.0)), b=None),
+                (random_array(rng, scale=0.1),),
+            ],
             0.8,
             "a list with a namedtuple, one large leaf and one small leaf",
         ),
@@ -783,7 +796,7 @@ def _stack_cases(rng: np.random.Generator) -> list[Case]:
     def ints(*shape: int) -> np.ndarray:
         return rng.integers(-9, 10, size=shape).astype(np.int32)
 
-    layer = {"w": _f32(rng, 2, 3), "b": None, "steps": ints()}
+    layer = {"w": random_array(rng, 2, 3), "b": None, "steps": ints()}
     cases = [
         Case(
             ([layer, _like_any(rng, layer), _like_any(rng, layer)],),
@@ -791,12 +804,12 @@ def _stack_cases(rng: np.random.Generator) -> list[Case]:
             part="dicts and namedtuples",
         ),
         Case(
-            ([Layer(w=jax.device_put(_f32(rng, 3)), b=[ints(3)]) for _ in range(2)],),
+            ([Layer(w=jax.device_put(random_array(rng, 3)), b=[ints(3)]) for _ in range(2)],),
             label="two namedtuples holding a list",
             part="dicts and namedtuples",
         ),
         Case(
-            ([collections.OrderedDict(z=_f32(rng, 2, 3), a=(None, _f32(rng)))],),
+            ([collections.OrderedDict(z=random_array(rng, 2, 3), a=(None, random_array(rng)))],),
             label="a single OrderedDict",
             part="one tree, and random trees",
         ),
@@ -821,7 +834,7 @@ def _like_any(rng: np.random.Generator, tree: Any) -> Any:
     def fresh(leaf: Any) -> Any:
         if np.asarray(leaf).dtype.kind == "i":
             return rng.integers(-9, 10, size=np.shape(leaf)).astype(np.int32)
-        return _f32(rng, *np.shape(leaf))
+        return random_array(rng, *np.shape(leaf))
 
     return jax.tree.map(fresh, tree)
 

@@ -21,13 +21,15 @@ import numpy as np
 from jax.tree_util import keystr
 
 from ._kit import (
+    ACTIVATIONS,
     Layer,
     call_tree,
     error_text,
     in_parts,
+    leaf_text,
     missing_return,
     plain_difference,
-    random_f32,
+    random_array,
     random_tree,
     scaled,
     small_float_leaf,
@@ -61,7 +63,9 @@ def _conv1d_flatten(layer: Conv1D) -> tuple[tuple[Any, Any], tuple[int, str]]:
 
 
 def _conv1d_unflatten(aux: tuple[int, str], children: Any) -> Conv1D:
-    return Conv1D(*children, *aux)
+    kernel, bias = children
+    stride, padding = aux
+    return Conv1D(kernel, bias, stride, padding)
 
 
 jax.tree_util.register_pytree_node(Conv1D, _conv1d_flatten, _conv1d_unflatten)
@@ -116,18 +120,12 @@ _REFERENCE_DEFINES = (_define_dense, _define_conv1d, _define_layer_norm)
 
 # --- how a layer is used: its output under jit, its gradient -------------------------------------
 
-_ACTIVATIONS: dict[str, Callable[[jax.Array], jax.Array]] = {
-    "relu": lambda y: jnp.maximum(y, 0.0),
-    "tanh": jnp.tanh,
-    "identity": lambda y: y,
-}
-
 
 def _dense_out(layer: Any, x: jax.Array) -> jax.Array:
     y = x @ layer.w
     if layer.b is not None:
         y = y + layer.b[None, :]
-    return _ACTIVATIONS[layer.activation](y)
+    return ACTIVATIONS[layer.activation](y)
 
 
 def _conv_out(layer: Any, x: jax.Array) -> jax.Array:
@@ -271,7 +269,7 @@ def _class_probe(spec: _Spec) -> Callable[[Callable[..., Any], Case], Any]:
             return jax.tree.structure(make(*case.args, **{**case.kwargs, name: value})) != treedef
 
         report["static"] = {
-            name: _attempt(lambda name=name, value=value: differs(name, value))
+            name: _attempt(functools.partial(differs, name, value))
             for name, value in case.info["variants"].items()
         }
         report["data"] = _attempt(
@@ -312,10 +310,6 @@ def _class_probe(spec: _Spec) -> Callable[[Callable[..., Any], Case], Any]:
         return report
 
     return probe
-
-
-def _leaf_text(value: Any) -> str:
-    return repr(value) if isinstance(value, (str, int, float)) else describe(value, 40)
 
 
 def _judge_class(
@@ -367,8 +361,8 @@ def _judge_class(
         problem = plain_difference(got["leaves"], expected["leaves"])
         if problem:
             if len(got["leaves"]) == len(expected["leaves"]) and sorted(
-                map(_leaf_text, got["leaves"])
-            ) == sorted(map(_leaf_text, expected["leaves"])):
+                map(leaf_text, got["leaves"])
+            ) == sorted(map(leaf_text, expected["leaves"])):
                 if spec.paths:
                     return f"the leaves come in another order: declare the fields in the order {', '.join(spec.fields)}."
                 return f"the leaves come in another order: the children are {', '.join(spec.children)}, in that order."
@@ -416,13 +410,14 @@ def _judge_class(
         )
         for key, what in rebuilds:
             mine = got[key]
-            if error_of(mine):
+            error = error_of(mine)
+            if error:
                 stub = (
                     " Is part of a stub still there?"
-                    if error_of(mine).startswith("NotImplementedError")
+                    if error.startswith("NotImplementedError")
                     else ""
                 )
-                return f"{what} raised {error_of(mine).rstrip('.')}.{stub}"
+                return f"{what} raised {error.rstrip('.')}.{stub}"
             problem = _record_difference(mine, expected[key], name, spec.static)
             if problem:
                 return f"{what} gave {problem}"
@@ -524,10 +519,6 @@ def _article(kind: str) -> str:
     return f"an {kind}" if kind[0] in "aeiou" else f"a {kind}"
 
 
-# 0-d leaves are 0-d arrays here (``f32[]`` in the inputs a check shows), never NumPy scalars.
-_f32 = functools.partial(random_f32, array=True)
-
-
 # --- 03.dense ----------------------------------------------------------------------------------
 
 _DENSE = _Spec(
@@ -545,11 +536,11 @@ def _dense_cases(rng: np.random.Generator) -> list[Case]:
     for i, k in enumerate(rng.permutation(3)):
         activation, other = names[k], names[(k + 1) % 3]
         with_bias = i != 1
-        w, b = _f32(rng, 3, 2), _f32(rng, 2) if with_bias else None
+        w, b = random_array(rng, 3, 2), random_array(rng, 2) if with_bias else None
         info = {
             "variants": {"activation": other},
-            "other_arrays": (_f32(rng, 3, 2), _f32(rng, 2) if with_bias else None),
-            "x": _f32(rng, 4, 3),
+            "other_arrays": (random_array(rng, 3, 2), random_array(rng, 2) if with_bias else None),
+            "x": random_array(rng, 4, 3),
             "train": i == 0,
         }
         label = f"a Dense layer with activation {activation!r}" + (
@@ -595,11 +586,11 @@ def _conv_cases(rng: np.random.Generator) -> list[Case]:
     cases = []
     for i in rng.permutation(len(settings)):
         stride, padding, with_bias = settings[i]
-        kernel, bias = _f32(rng, 3), _f32(rng) if with_bias else None
+        kernel, bias = random_array(rng, 3), random_array(rng) if with_bias else None
         info = {
             "variants": {"stride": 3 - stride, "padding": "VALID" if padding == "SAME" else "SAME"},
-            "other_arrays": (_f32(rng, 3), _f32(rng) if with_bias else None),
-            "x": _f32(rng, 8),
+            "other_arrays": (random_array(rng, 3), random_array(rng) if with_bias else None),
+            "x": random_array(rng, 8),
             "train": not with_bias,
         }
         label = f"a Conv1D with stride {stride} and padding {padding!r}" + (
@@ -649,11 +640,11 @@ def _norm_cases(rng: np.random.Generator) -> list[Case]:
     cases = []
     for i in rng.permutation(len(epsilons)):
         eps = epsilons[i]
-        scale, offset = 1.0 + _f32(rng, 3) / 4, _f32(rng, 3) / 4
+        scale, offset = 1.0 + random_array(rng, 3) / 4, random_array(rng, 3) / 4
         info = {
             "variants": {"eps": epsilons[(i + 1) % 3]},
-            "other_arrays": (_f32(rng, 3), _f32(rng, 3)),
-            "x": _f32(rng, 4, 3),
+            "other_arrays": (random_array(rng, 3), random_array(rng, 3)),
+            "x": random_array(rng, 4, 3),
             "train": eps == 1e-3,
         }
         shown = f"LayerNorm({describe(scale)}, {describe(offset)}, eps={eps})"
@@ -720,7 +711,7 @@ def _show(tree: Any) -> str:
     return describe(view, 200)
 
 
-_BlockView = collections.namedtuple("Block", "w b gain")
+_BlockView = collections.namedtuple("Block", "w b gain")  # type: ignore[name-match]  # shown as Block
 
 
 def _decay_case(tree: Any, rate: float, label: str) -> Case:
@@ -737,8 +728,8 @@ def _decay_cases(rng: np.random.Generator) -> list[Case]:
     cases = [
         _decay_case(
             {
-                "encoder": {"w": _f32(rng, 2, 3), "b": None},
-                "decoder": {"w": _f32(rng, 3, 2), "b": _f32(rng, 2)},
+                "encoder": {"w": random_array(rng, 2, 3), "b": None},
+                "decoder": {"w": random_array(rng, 3, 2), "b": random_array(rng, 2)},
             },
             rates[0],
             "nested dicts, one bias None",

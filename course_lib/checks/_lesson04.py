@@ -17,20 +17,16 @@ import jax.numpy as jnp
 import numpy as np
 
 from ._kit import (
+    ACTIVATIONS,
     error_text,
     jit_compile_report,
     judge_compiles_with_advice,
+    leaf_text,
     random_f32,
     returned_instead,
 )
 from ._plain import describe
 from ._spec import Case, Exercise
-
-ACTIVATIONS: dict[str, Callable[[Any], Any]] = {
-    "tanh": jnp.tanh,
-    "relu": jax.nn.relu,
-    "identity": lambda x: x,
-}
 
 
 def _attempt(run: Callable[[], Any]) -> tuple[Any, str | None]:
@@ -41,13 +37,6 @@ def _attempt(run: Callable[[], Any]) -> tuple[Any, str | None]:
         raise
     except Exception as error:  # noqa: BLE001 (the judge turns the error into a hint)
         return None, error_text(error, limit=300)
-
-
-def _leaf_text(leaf: Any) -> str:
-    """``f32[3,2]`` for an array, the repr for a number, a string or a bool, ``<Type>`` otherwise."""
-    if isinstance(leaf, (jax.Array, np.ndarray, np.generic, str, bool, int, float)) or leaf is None:
-        return describe(leaf, 60)
-    return f"<{type(leaf).__name__}>"
 
 
 def _forward_report(report: dict[str, Any], run: Callable[[], list[Any]]) -> dict[str, Any]:
@@ -145,7 +134,7 @@ def _dense_cases(rng: np.random.Generator) -> list[Case]:
     return cases
 
 
-def _dense_probe(fn: Callable[..., Any], case: Case) -> dict[str, Any]:
+def _dense_probe(fn: Callable[..., Any], case: Case) -> dict[str, Any] | str | None:
     cls = fn()
     if not isinstance(cls, type):
         return returned_instead(cls, "a class")
@@ -157,7 +146,7 @@ def _dense_probe(fn: Callable[..., Any], case: Case) -> dict[str, Any]:
             layers.append(cls(w=w, b=b))
         else:
             layers.append(cls(w=w, b=b, activation=activation, use_bias=use_bias))
-    report: dict[str, Any] = {"leaves": [_leaf_text(leaf) for leaf in jax.tree.leaves(layers[0])]}
+    report: dict[str, Any] = {"leaves": [leaf_text(leaf) for leaf in jax.tree.leaves(layers[0])]}
     forward = jax.jit(lambda layer, x: layer(x))
     x = info["x"]
     return _forward_report(report, lambda: [forward(layer, x) for layer in layers])
@@ -322,7 +311,7 @@ def _mlp_cases(rng: np.random.Generator) -> list[Case]:
     return cases
 
 
-def _mlp_probe(fn: Callable[..., Any], case: Case) -> dict[str, Any]:
+def _mlp_probe(fn: Callable[..., Any], case: Case) -> dict[str, Any] | str | None:
     cls = fn()
     if not isinstance(cls, type):
         return returned_instead(cls, "a class")
@@ -331,7 +320,7 @@ def _mlp_probe(fn: Callable[..., Any], case: Case) -> dict[str, Any]:
         cls(layers=info["layers"][i], depth=depth, act=act, scale=scale)
         for i, depth, act, scale in info["plans"]
     ]
-    report: dict[str, Any] = {"leaves": [_leaf_text(leaf) for leaf in jax.tree.leaves(models[2])]}
+    report: dict[str, Any] = {"leaves": [leaf_text(leaf) for leaf in jax.tree.leaves(models[2])]}
     forward = jax.jit(lambda model, x: model(x))
     x = info["x"]
     return _forward_report(report, lambda: [forward(model, x) for model in models])
@@ -428,7 +417,7 @@ def _config_program(x: jax.Array, config: Any) -> jax.Array:
     return x
 
 
-def _config_probe(fn: Callable[..., Any], case: Case) -> dict[str, Any]:
+def _config_probe(fn: Callable[..., Any], case: Case) -> dict[str, Any] | str | None:
     cls = fn()
     if not isinstance(cls, type):
         return returned_instead(cls, "a class")

@@ -8,6 +8,7 @@ one that an explanation names.
 """
 
 import collections
+import functools
 import re
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -23,6 +24,8 @@ from ._kit import (
     jit_compile_report,
     judge_compiles_with_advice,
     random_f32,
+    random_float_leaf,
+    random_shape,
     random_tree,
     returned_instead,
     tree_judge,
@@ -33,9 +36,7 @@ from ._spec import Case, Exercise
 
 def _float_leaf(rng: np.random.Generator) -> Any:
     """A float32 array (NumPy or JAX) with 1 or 2 dimensions of 2 to 4."""
-    shape = tuple(int(n) for n in rng.integers(2, 5, size=int(rng.integers(1, 3))))
-    array = random_f32(rng, *shape)
-    return jax.device_put(array) if rng.random() < 0.5 else array  # device_put compiles nothing
+    return random_float_leaf(rng, functools.partial(random_shape, sizes=(2, 4), dims=(1, 2)))
 
 
 def _like(rng: np.random.Generator, tree: Any) -> Any:
@@ -146,7 +147,7 @@ def _step_cases(rng: np.random.Generator) -> list[Case]:
     return cases
 
 
-def _step_probe(fn: Callable[..., Any], case: Case) -> dict[str, Any]:
+def _step_probe(fn: Callable[..., Any], case: Case) -> dict[str, Any] | str | None:
     params, grads, rates = case.args
     step = fn()
     if not callable(step):
@@ -341,9 +342,9 @@ def _judge_padded(n: int, buckets: Sequence[int], mine: Any, theirs: Any, case: 
         at = f"for a batch of {n} rows"
         if got_rows == n:
             return f"{at}, the padded batch still has {n} rows: pad it to the smallest bucket that holds it, {size}."
-        if got_rows in buckets and got_rows > size and n == size:
+        if got_rows is not None and got_rows in buckets and got_rows > size and n == size:
             return f"{at}, you padded to {got_rows}: a batch of exactly {n} rows already fits the bucket of {n}."
-        if got_rows in buckets and got_rows > size:
+        if got_rows is not None and got_rows in buckets and got_rows > size:
             order = (
                 ""
                 if list(buckets) == sorted(buckets)
@@ -545,7 +546,7 @@ def squash(tree: Any) -> Any:
     return jax.tree.map(jnp.tanh, tree)
 
 
-def energy(tree: Any) -> jax.Array:
+def energy(tree: Any) -> jax.Array | float:
     """Half the sum of squares of all the leaves: one number."""
     return 0.5 * sum(jnp.sum(leaf**2) for leaf in jax.tree.leaves(tree))
 
@@ -580,7 +581,7 @@ def _scaled_cases(rng: np.random.Generator) -> list[Case]:
     return cases
 
 
-def _scaled_probe(fn: Callable[..., Any], case: Case) -> dict[str, Any]:
+def _scaled_probe(fn: Callable[..., Any], case: Case) -> dict[str, Any] | str | None:
     x, plan = case.args
     first = fn(_FUNCTIONS[plan[0][0]])
     if not callable(first):

@@ -19,20 +19,21 @@ import jax.numpy as jnp
 import numpy as np
 from jax.tree_util import keystr
 
-import course_lib as cl
 
 from ._kit import (
     Layer,
     Point,
     as_judged,
-    describe_bf16,
     dtyped_plain,
+    float_tree,
     in_parts,
     matching_variant,
     random_f32,
     random_like,
+    random_shape,
     random_tree,
     small_shape,
+    structure_difference,
     tree_judge,
     trees_close,
 )
@@ -56,31 +57,13 @@ _LAYER = (2, 3)
 (few shapes on purpose, so that eager ``jnp`` operations compile once; the trees vary in their containers instead)."""
 
 
-def _any_shape(rng: np.random.Generator) -> tuple[int, ...]:
-    return tuple(int(n) for n in rng.integers(1, 5, size=int(rng.integers(0, 3))))
-
-
-def _float_leaf(rng: np.random.Generator) -> Any:
-    """A float32 array, NumPy or JAX, of a small random shape (0-d included)."""
-    array = random_f32(rng, *small_shape(rng))
-    return jax.device_put(array) if rng.random() < 0.5 else array
-
-
 def _array_leaf(rng: np.random.Generator) -> Any:
     """A float32 or int32 array, NumPy or JAX: what a checkpoint holds."""
     if rng.random() < 0.25:
-        array: np.ndarray = rng.integers(-9, 10, size=_any_shape(rng)).astype(np.int32)
+        array: np.ndarray = rng.integers(-9, 10, size=random_shape(rng)).astype(np.int32)
     else:
-        array = random_f32(rng, *_any_shape(rng))
+        array = random_f32(rng, *random_shape(rng))
     return jax.device_put(array) if rng.random() < 0.5 else array
-
-
-def _float_tree(rng: np.random.Generator, none_rate: float = 0.25) -> Any:
-    """A random tree of float32 leaves, with at least one leaf at the top."""
-    return {
-        "head": _float_leaf(rng),
-        "body": random_tree(rng, depth=3, none_rate=none_rate, leaf=_float_leaf),
-    }
 
 
 def _is_namedtuple(x: Any) -> bool:
@@ -89,11 +72,9 @@ def _is_namedtuple(x: Any) -> bool:
 
 def _structure_problem(mine: Any, theirs: Any, what: str) -> str | None:
     """The structure difference between two rebuilt trees, by key path, or ``None``."""
-    if jax.tree.structure(mine) == jax.tree.structure(theirs):
-        return None
-    lines = list(cl.tree_diff(mine, theirs, names=("yours", "expected")))
+    lines = structure_difference(mine, theirs)
     if not lines:
-        lines = [f"yours: {jax.tree.structure(mine)}", f"expected: {jax.tree.structure(theirs)}"]
+        return None
     return f"{what} has another structure than expected:\n" + "\n".join(
         f"  {line}" for line in lines
     )
@@ -174,7 +155,7 @@ def _momentum_cases(rng: np.random.Generator) -> list[Case]:
         ),
     ]
     for i in range(3):
-        tree = _float_tree(rng)
+        tree = float_tree(rng)
         cases.append(
             _momentum_case(
                 rng, tree, f"random tree {i + 1}, {describe(tree, 100)}", lr=0.01 * (i + 1)
@@ -342,7 +323,7 @@ def _init_cases(rng: np.random.Generator) -> list[Case]:
         ),
     ]
     for i in range(3):
-        tree = _float_tree(rng)
+        tree = float_tree(rng)
         if i == 1:
             tree["half"] = _half_leaf(rng)
         cases.append(Case((tree,), label=f"random tree {i + 1}, {describe(tree, 100)}"))
@@ -648,7 +629,7 @@ def _adam_cases(rng: np.random.Generator) -> list[Case]:
         ),
     ]
     for i in range(2):
-        tree = _float_tree(rng)
+        tree = float_tree(rng)
         cases.append(
             _adam_case(
                 rng, tree, f"random tree {i + 1}, {describe(tree, 100)}", lr=0.02, fresh=i == 0
@@ -683,7 +664,9 @@ ADAM_STEP = Exercise(
 
 
 def _save_checkpoint(path: Any, tree: Any) -> None:
-    arrays = {keystr(p): np.asarray(leaf) for p, leaf in jax.tree_util.tree_leaves_with_path(tree)}
+    arrays: dict[str, Any] = {
+        keystr(p): np.asarray(leaf) for p, leaf in jax.tree_util.tree_leaves_with_path(tree)
+    }
     np.savez(path, **arrays)
 
 
@@ -1012,14 +995,26 @@ def _restore_cases(rng: np.random.Generator) -> list[Case]:
         )
     # Each part pairs files that must be restored with files that must be refused, so an answer that
     # always returns the template, or always raises, earns nothing.
-    layer, state, named, renamed = (
+    layer_part, state_part, named_part, renamed_part = (
         "a layer, and a leaf the file lacks",
         "a training state, and entries the template lacks",
         "namedtuples, tuples, and a wrong shape",
         "a renamed container, and random trees",
     )
     return in_parts(
-        cases, [layer, state, named, named, layer, state, named, renamed, renamed, renamed]
+        cases,
+        [
+            layer_part,
+            state_part,
+            named_part,
+            named_part,
+            layer_part,
+            state_part,
+            named_part,
+            renamed_part,
+            renamed_part,
+            renamed_part,
+        ],
     )
 
 
@@ -1223,7 +1218,7 @@ def _train_case(
         "weight": jax.device_put(rng.uniform(0.5, 1.5, size=steps).astype(np.float32)),
     }
     lr_text = f"jnp.float32({float(lr):g})" if isinstance(lr, jax.Array) else repr(lr)
-    shown = f"loss_fn, params={describe_bf16(params, 120)}, batches={describe(batches)}, lr={lr_text}, beta={beta}"
+    shown = f"loss_fn, params={describe(params, 120)}, batches={describe(batches)}, lr={lr_text}, beta={beta}"
     return Case((_train_loss, params, batches, lr, beta), label=label, shown=shown)
 
 
@@ -1234,7 +1229,7 @@ def _bf16(rng: np.random.Generator, *shape: int) -> jax.Array:
 def _train_cases(rng: np.random.Generator) -> list[Case]:
     # Three cases only: each one compiles a whole training loop, twice (the reference and yours).
     m, n = _LAYER
-    tree = jax.device_put(_float_tree(rng, none_rate=0.3))
+    tree = jax.device_put(float_tree(rng, none_rate=0.3))
     tree["skip"] = None
     layer = jax.device_put({"w": random_f32(rng, m, n), "b": random_f32(rng, n)})
     return [
@@ -1242,7 +1237,7 @@ def _train_cases(rng: np.random.Generator) -> list[Case]:
         _train_case(
             rng,
             tree,
-            f"a random tree with None subtrees, lr a float32 array, {describe_bf16(tree, 100)}",
+            f"a random tree with None subtrees, lr a float32 array, {describe(tree, 100)}",
             jax.device_put(np.float32(0.05)),
             5,
         ),

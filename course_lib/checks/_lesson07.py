@@ -32,7 +32,7 @@ from jax.sharding import PartitionSpec as P
 from jax.tree_util import keystr
 
 from .._paths import leaf_name
-from ._kit import Layer, Point, as_float32, random_f32
+from ._kit import Layer, Point, as_float32, random_array
 from ._plain import describe
 from ._spec import Case, Exercise
 
@@ -137,10 +137,6 @@ def _shardings_from_rules(params: Any, rules: Sequence[tuple[str, Any]], mesh: A
     return jax.tree.map_with_path(sharding, params)
 
 
-def _matrix(rng: np.random.Generator, *shape: int) -> np.ndarray:
-    return random_f32(rng, *shape, array=True)
-
-
 _RULE_SETS: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...] = (
     (
         "attention and MLP rules, norms replicated",
@@ -174,32 +170,32 @@ def _rules_params(rng: np.random.Generator, kind: int) -> Any:
     d, h = 8 * int(rng.integers(1, 3)), 16
     if kind == 0:
         layer = lambda: {  # noqa: E731
-            "attn": {name: _matrix(rng, d, d) for name in ("wq", "wk", "wv", "wo")},
-            "mlp": {"w_in": _matrix(rng, d, h), "w_out": _matrix(rng, h, d)},
-            "norm": _matrix(rng, d),
+            "attn": {name: random_array(rng, d, d) for name in ("wq", "wk", "wv", "wo")},
+            "mlp": {"w_in": random_array(rng, d, h), "w_out": random_array(rng, h, d)},
+            "norm": random_array(rng, d),
         }
         return {
-            "embed": _matrix(rng, 32, d),
+            "embed": random_array(rng, 32, d),
             "layers": [layer() for _ in range(int(rng.integers(1, 3)))],
-            "final_norm": _matrix(rng, d),
+            "final_norm": random_array(rng, d),
         }
     if kind == 1:
         return {
             "blocks": (
-                Layer(w=_matrix(rng, d, d), b=_matrix(rng, d)),
-                Layer(w=_matrix(rng, d, h), b=None),
+                Layer(w=random_array(rng, d, d), b=random_array(rng, d)),
+                Layer(w=random_array(rng, d, h), b=None),
             ),
-            "head": {"w": _matrix(rng, h, 8), "b": _matrix(rng, 8)},
+            "head": {"w": random_array(rng, h, 8), "b": random_array(rng, 8)},
             "extra": None,
         }
     return [
         {
-            "dense": _matrix(rng, d, h),
-            "dense_bias": _matrix(rng, h),
-            "scale": _matrix(rng, h),
+            "dense": random_array(rng, d, h),
+            "dense_bias": random_array(rng, h),
+            "scale": random_array(rng, h),
             "bias": None,
         },
-        Point(x={"dense_out": _matrix(rng, h, d)}, y=_matrix(rng)),
+        Point(x={"dense_out": random_array(rng, h, d)}, y=random_array(rng)),
     ]
 
 
@@ -783,7 +779,7 @@ def _init_probe(fn: Callable[..., Any], case: Case) -> Any:
     wanted = jax.tree.leaves(
         jax.tree.broadcast(shardings, shapes, is_leaf=lambda x: isinstance(x, NamedSharding))
     )
-    records = []
+    records: list[dict[str, Any]] = []
     for leaf in leaves:
         if not isinstance(leaf, jax.Array):
             records.append({"kind": type(leaf).__name__})
@@ -913,11 +909,8 @@ _RESTORE_PLANS: tuple[
 
 def _restore_tree(rng: np.random.Generator) -> Any:
     return {
-        "embed": random_f32(rng, 16, 8, array=True),
-        "layers": [
-            {"w": random_f32(rng, 8, 8, array=True), "b": random_f32(rng, 8, 8, array=True)}
-            for _ in range(2)
-        ],
+        "embed": random_array(rng, 16, 8),
+        "layers": [{"w": random_array(rng, 8, 8), "b": random_array(rng, 8, 8)} for _ in range(2)],
     }
 
 

@@ -194,7 +194,7 @@ class OpaqueLeaf:
 
 @functools.cache
 def _namedtuple_class(type_name: str, fields: tuple[str, ...]) -> type:
-    return collections.namedtuple(type_name, fields)  # type: ignore[misc]
+    return collections.namedtuple(type_name, fields)
 
 
 def rebuild_tree(record: Any) -> Any:

@@ -8,7 +8,7 @@ from typing import Any
 from ._evaluate import judge_outcomes, probe_all, reference_results
 from ._plain import describe
 from ._registry import exercises, get_exercise
-from ._spec import Exercise, Verdict, round_points
+from ._spec import Exercise, Status, Verdict, round_points
 
 _strict_override: bool | None = None
 _hints_shown: dict[str, int] = {}
@@ -133,7 +133,7 @@ def progress(lesson: str, *, strict: bool | None = None) -> None:
     listed = exercises(lesson)
     if not listed:
         raise KeyError(f"lesson {lesson!r} has no exercises")
-    rows = []
+    rows: list[tuple[Exercise, Status, int | float, str]] = []
     for exercise in listed:
         if exercise.name not in namespace:
             rows.append((exercise, "missing", 0, f"(no {exercise.name} defined yet: run its cell)"))
