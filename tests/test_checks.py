@@ -6,6 +6,7 @@ The answers are lesson 01's (tests/test_checks_lesson01.py).
 from __future__ import annotations
 
 import functools
+from typing import Any
 
 import jax
 import pytest
@@ -133,7 +134,7 @@ def test_unknown_exercise_names_the_known_ones() -> None:
 
 
 def test_not_a_function(capsys: pytest.CaptureFixture[str]) -> None:
-    check("01.count_params", 42)
+    check("01.count_params", 42)  # type: ignore[arg-type]  # a learner's mistake, on purpose
     assert "expected the function count_params, got 42" in capsys.readouterr().out
 
 
@@ -141,7 +142,7 @@ def test_not_a_function(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_exception_in_learner_code_is_an_error_with_its_line() -> None:
-    def broken(tree):
+    def broken(tree: Any) -> float:
         return 1 / 0
 
     verdict = evaluate(get_exercise("01.count_params"), broken)
@@ -155,7 +156,7 @@ def test_unreadable_result() -> None:
 
 
 def test_exercise_spec_is_validated() -> None:
-    good = {
+    good: dict[str, Any] = {
         "name": "f",
         "title": "t",
         "points": 1,

@@ -6,6 +6,9 @@ The answers are written as a learner writes them, so they are not annotated. The
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import jax
 import numpy as np
 import pytest
@@ -148,7 +151,7 @@ def same_structure_by_strings(a, b):
     return str(jax.tree.structure(a)) == str(jax.tree.structure(b))
 
 
-RIGHT = {
+RIGHT: dict[str, Callable[..., Any]] = {
     "01.count_params": count_params,
     "01.leaf_paths": leaf_paths,
     "01.is_node": is_node,
@@ -156,7 +159,7 @@ RIGHT = {
     "01.same_structure": same_structure,
 }
 
-WRONG = [
+WRONG: list[tuple[str, Callable[..., Any], str]] = [
     ("01.count_params", count_leaves, "the number of leaves"),
     ("01.count_params", count_with_none, "each None seems to count as a parameter"),
     ("01.count_params", count_forgetting_return, "returned None: missing `return`?"),
@@ -175,7 +178,7 @@ WRONG = [
     ("01.same_structure", same_if_map_succeeds, "jax.tree.map accepts this pair"),
 ]
 
-ALSO_RIGHT = [
+ALSO_RIGHT: list[tuple[str, Callable[..., Any]]] = [
     ("01.count_params", count_params_by_flatten),
     ("01.leaf_paths", leaf_paths_by_flatten_with_path),
     ("01.is_node", is_node_by_all_leaves),

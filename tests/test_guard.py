@@ -60,9 +60,9 @@ def test_the_reference_answer_is_flagged() -> None:
     aliased = evaluate(exercise, exercise.reference)
     assert aliased.status == "flagged"
     assert (
-        "count_params is the course's reference answer, course_lib.checks._lesson01._count_params itself"
-        in aliased.message
-    )
+        "count_params is the course's reference answer, "
+        "course_lib.checks._lesson01._count_params itself"
+    ) in aliased.message
 
     def wrapped(tree: Any) -> Any:
         return get_exercise("01.count_params").reference(tree)

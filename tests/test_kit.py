@@ -26,7 +26,7 @@ def test_random_tree_is_deterministic() -> None:
     assert repr(one) != repr(random_tree(np.random.default_rng(4), depth=4))
 
 
-# --- compile counts --------------------------------------------------------------------------------
+# --- compile counts -------------------------------------------------------------------------------
 
 
 def _compile_probe(

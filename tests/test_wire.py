@@ -1,4 +1,5 @@
-"""The wire (``course_lib.checks._wire``): plain data as JSON from a kernel to the grader, never pickle.
+"""The wire (``course_lib.checks._wire``): plain data as JSON from a kernel to the grader, never
+pickle.
 
 ``dumps`` has no public name (only the kernel writes reports), so these tests import the module.
 """

@@ -1,4 +1,5 @@
-"""Calling a learner's function on cases (in the learner's process) and judging what came back (anywhere).
+"""Calling a learner's function on cases (in the learner's process) and judging what came back
+(anywhere).
 
 :func:`probe_all` is the half that must run where the learner's function lives; it returns plain
 :class:`Outcome` records. :func:`judge_outcomes` is the half that can run anywhere: the self-check
@@ -34,7 +35,8 @@ def _exception_text(error: BaseException) -> str:
 
 
 def _where(error: BaseException) -> str:
-    """`` (line 3 of count_params)``: the innermost frame of the learner's code, not JAX's or ours."""
+    """`` (line 3 of count_params)``: the innermost frame of the learner's code, not JAX's or
+    ours."""
     for frame in reversed(traceback.extract_tb(error.__traceback__)):
         filename = frame.filename
         if filename.startswith("<") or is_learner_file(filename):
@@ -43,7 +45,8 @@ def _where(error: BaseException) -> str:
 
 
 def ensure_plain(value: Any) -> Any:
-    """``value`` after the same JSON round trip that grading uses (raises ``NotPlainError`` if impossible)."""
+    """``value`` after the same JSON round trip that grading uses (raises ``NotPlainError`` if
+    impossible)."""
     try:
         return _wire.loads(_wire.dumps(value))
     except _wire.WireError as error:
@@ -64,7 +67,8 @@ is_the_learners_function(_guarded(len).__code__)
 def probe_case(
     exercise: Exercise, fn: Callable[..., Any], case: Case, packages: Sequence[str] = ()
 ) -> Outcome:
-    """Run ``exercise.probe`` on the learner's ``fn`` for one case, recording forbidden calls (see ``_guard``).
+    """Run ``exercise.probe`` on the learner's ``fn`` for one case, recording forbidden calls (see
+    ``_guard``).
 
     ``packages`` are forbidden packages on top of the exercise's own ``forbidden_modules``.
     """
@@ -134,7 +138,8 @@ def reference_results(exercise: Exercise, cases: Sequence[Case]) -> list[Any]:
 
 
 def flag_place(flag: dict[str, Any]) -> str:
-    """Where a forbidden call was made, in a learner's words: ``line 3 of its cell: `return ...```."""
+    """Where a forbidden call was made, in a learner's words: ``line 3 of its cell: `return
+    ...```."""
     filename = flag["file"]
     if filename.startswith("<") or os.path.basename(os.path.dirname(filename)).startswith(
         "ipykernel_"
@@ -153,11 +158,15 @@ def flag_message(
     flags: Sequence[dict[str, Any]],
     place: Callable[[dict[str, Any]], str] = flag_place,
 ) -> str:
-    """What the learner is told about forbidden calls: the first call, where it was made, and why it does not count."""
+    """What the learner is told about forbidden calls: the first call, where it was made, and why it
+    does not count."""
     flag, name = flags[0], exercise.name
     reached = flag["reached"]
     if flag["kind"] == "tamper":
-        return f"{name} switched off the grader's watch of what it calls (sys.setprofile), so it cannot be graded."
+        return (
+            f"{name} switched off the grader's watch of what it calls (sys.setprofile), so it "
+            "cannot be graded."
+        )
     if flag["kind"] == "module":
         package = reached.split(".", 1)[0]
         text = (
@@ -172,9 +181,9 @@ def flag_message(
         else:
             text = f"{name} is {what} itself"
         text += (
-            ": that is the course's own version of what this exercise asks you to write, so it does not count. "
-            + _JAX_ITSELF
-        )
+            ": that is the course's own version of what this exercise asks you to write, "
+            "so it does not count. "
+        ) + _JAX_ITSELF
     others = sorted({f["reached"] for f in flags[1:]} - {reached})
     if others:
         text += f" It also calls {', '.join(others)}."
@@ -256,7 +265,8 @@ def judge_outcomes(
             "error", 0, total, f"{exercise.name} was not run on every case.", None, len(cases)
         )
     problems = [
-        _case_problem(exercise, o, want, case) for o, want, case in zip(outcomes, expected, cases)
+        _case_problem(exercise, o, want, case)
+        for o, want, case in zip(outcomes, expected, cases, strict=False)  # stop_early: fewer
     ]
     problems += [("error", f"{exercise.name} was not run on every case.")] * (
         len(cases) - len(problems)
@@ -264,7 +274,8 @@ def judge_outcomes(
     right = tuple(problem is None for problem in problems)
     names = part_names(cases)
     parts = tuple(
-        (part, all(ok for ok, case in zip(right, cases) if case.part == part)) for part in names
+        (part, all(ok for ok, case in zip(right, cases, strict=True) if case.part == part))
+        for part in names
     )
     earned = round_points(total * sum(ok for _, ok in parts) / len(parts))
     wrong = [(i, problem) for i, problem in enumerate(problems) if problem is not None]
@@ -310,4 +321,7 @@ def judge_value(exercise: Exercise, got: Any, expected: Any, case: Case) -> str 
     try:
         return exercise.judge(got, expected, case)
     except Exception as error:  # noqa: BLE001 (an odd result must not crash the judge)
-        return f"the result could not be compared with the expected one ({type(error).__name__}: {_exception_text(error)})."
+        return (
+            f"the result could not be compared with the expected one ({type(error).__name__}: "
+            f"{_exception_text(error)})."
+        )

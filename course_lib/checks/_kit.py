@@ -86,7 +86,8 @@ __all__ = [
 
 
 def in_parts(cases: Sequence[Case], parts: Sequence[str]) -> list[Case]:
-    """``cases`` with ``parts[i]`` as the part of case ``i`` (one name per case, else ``ValueError``).
+    """``cases`` with ``parts[i]`` as the part of case ``i`` (one name per case, else
+    ``ValueError``).
 
     Choose parts so that each holds a case that a trivial answer (its input, zeros, ``None``, a
     constant) gets wrong: a part then earns nothing for it.
@@ -96,7 +97,7 @@ def in_parts(cases: Sequence[Case], parts: Sequence[str]) -> list[Case]:
     """
     if len(parts) != len(cases):
         raise ValueError(f"{len(cases)} cases but {len(parts)} part names")
-    return [dataclasses.replace(case, part=part) for case, part in zip(cases, parts)]
+    return [dataclasses.replace(case, part=part) for case, part in zip(cases, parts, strict=True)]
 
 
 # --- probes ----------------------------------------------------------------------------------
@@ -108,7 +109,8 @@ def call_value(fn: Callable[..., Any], case: Case) -> Any:
 
 
 def call_tree(fn: Callable[..., Any], case: Case) -> Any:
-    """Probe: call ``fn`` on the case and record the whole tree it returns with :func:`tree_plain`."""
+    """Probe: call ``fn`` on the case and record the whole tree it returns with
+    :func:`tree_plain`."""
     return tree_plain(fn(*case.args, **case.kwargs))
 
 
@@ -211,7 +213,10 @@ def _is_number(x: Any) -> bool:
 def judge_number(got: Any, expected: Any, case: Case) -> str | None:
     """Judge: a number (Python or 0-d array) equal to the expected one (close, for floats)."""
     if not _is_number(got):
-        return f"returned {describe(got)}, a {type(got).__name__}; expected a number like {describe(expected)}."
+        return (
+            f"returned {describe(got)}, a {type(got).__name__}; expected a number like "
+            f"{describe(expected)}."
+        )
     a, e = complex(np.asarray(got).item()), complex(np.asarray(expected).item())
     if not np.isclose(a, e, rtol=1e-6, atol=1e-9):
         return f"returned {describe(to_python(got))}, expected {describe(to_python(expected))}."
@@ -249,11 +254,14 @@ def plain_difference(got: Any, expected: Any, where: str = "") -> str | None:
             return f"the values{at} differ from the expected ones."
         return None
     if type(got) is not type(expected):
-        return f"got {describe(got)}{at}, a {type(got).__name__}; expected a {type(expected).__name__}: {describe(expected)}."
+        return (
+            f"got {describe(got)}{at}, a {type(got).__name__}; expected a "
+            f"{type(expected).__name__}: {describe(expected)}."
+        )
     if isinstance(expected, (list, tuple)):
         if len(got) != len(expected):
             return f"got {len(got)} items{at}, expected {len(expected)}."
-        for i, (g, e) in enumerate(zip(got, expected)):
+        for i, (g, e) in enumerate(zip(got, expected, strict=True)):
             problem = plain_difference(g, e, f"{where}[{i}]")
             if problem:
                 return problem
@@ -323,16 +331,20 @@ def tree_judge(rtol: float = 1e-5, atol: float = 1e-6, dtypes: bool = True) -> J
             return str(error).replace("actual ", "yours ") + "."
         if dtypes:
             paths = jax.tree_util.tree_leaves_with_path(mine)
-            for (path, a), b in zip(paths, jax.tree.leaves(theirs)):
+            for (path, a), b in zip(paths, jax.tree.leaves(theirs), strict=True):
                 if isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and a.dtype != b.dtype:
-                    return f"leaf {jax.tree_util.keystr(path) or '<root>'} has dtype {a.dtype}, expected {b.dtype}."
+                    return (
+                        f"leaf {jax.tree_util.keystr(path) or '<root>'} has dtype {a.dtype}, "
+                        f"expected {b.dtype}."
+                    )
         return None
 
     return judge
 
 
 def judge_compiles(got: Any, expected: Any, case: Case) -> str | None:
-    """Judge for :func:`compile_report` results: the same number of compilations as the reference."""
+    """Judge for :func:`compile_report` results: the same number of compilations as the
+    reference."""
     n, want = got["compiles"], expected["compiles"]
     if n == want:
         return None
@@ -349,12 +361,15 @@ def judge_compiles_with_advice(
     advice: str | None = None,
     about: str = "",
 ) -> str | None:
-    """:func:`judge_compiles`, with ``advice`` (what a miss means in this exercise) after its first line.
+    """:func:`judge_compiles`, with ``advice`` (what a miss means in this exercise) after its first
+    line.
 
     The explanation quoted is the last one that holds ``about`` (the last of all when none does).
 
-    >>> got = {"compiles": 2, "misses": ["TRACING CACHE MISS: lr changed", "TRACING CACHE MISS: x changed"]}
-    >>> print(judge_compiles_with_advice(got, {"compiles": 1}, Case(()), "lr is data, not static.", "lr"))
+    >>> misses = ["TRACING CACHE MISS: lr changed", "TRACING CACHE MISS: x changed"]
+    >>> got = {"compiles": 2, "misses": misses}
+    >>> advice = "lr is data, not static."
+    >>> print(judge_compiles_with_advice(got, {"compiles": 1}, Case(()), advice, "lr"))
     compiled 2 times, expected 1: see the cache-miss explanation below.
     lr is data, not static.
     TRACING CACHE MISS: lr changed
@@ -368,7 +383,8 @@ def judge_compiles_with_advice(
 
 
 NONE_RECORD = {"node": "None"}
-"""What :func:`call_tree` records for a bare ``None`` (the framework's own ``None`` check sees a dict)."""
+"""What :func:`call_tree` records for a bare ``None`` (the framework's own ``None`` check sees a
+dict)."""
 
 
 def missing_return(got: Any, expected: Any, name: str) -> str | None:
@@ -393,7 +409,7 @@ def trees_close(mine: Any, theirs: Any, rtol: float = 1e-5, atol: float = 1e-6) 
     """
     if jax.tree.structure(mine) != jax.tree.structure(theirs):
         return False
-    for a, b in zip(jax.tree.leaves(mine), jax.tree.leaves(theirs)):
+    for a, b in zip(jax.tree.leaves(mine), jax.tree.leaves(theirs), strict=True):
         try:
             a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
         except (TypeError, ValueError):
@@ -410,12 +426,14 @@ def matching_variant(
     atol: float = 1e-6,
     rebuilt: bool = False,
 ) -> str | None:
-    """The hint of the first typical wrong answer that ``mine`` matches (:func:`trees_close`), or ``None``.
+    """The hint of the first typical wrong answer that ``mine`` matches (:func:`trees_close`), or
+    ``None``.
 
     ``variants`` are ``(hint, build)`` pairs: ``build()`` computes that wrong answer from the case's
     inputs, only when the variants before it did not match; one that cannot be built is not the
     mistake. With ``rebuilt`` each wrong answer is compared as a judge sees a learner's result, its
-    containers rebuilt from plain data (:func:`as_judged`). NumPy's warnings are silenced throughout.
+    containers rebuilt from plain data (:func:`as_judged`). NumPy's warnings are silenced
+    throughout.
 
     >>> params, grads = {"w": np.ones(2)}, {"w": np.full(2, 0.5)}
     >>> matching_variant({"w": np.full(2, 1.05)}, [
@@ -521,7 +539,8 @@ def random_f32(
 
     >>> random_f32(np.random.default_rng(0), 2, scale=10.0)
     array([ 1.257, -1.321], dtype=float32)
-    >>> type(random_f32(np.random.default_rng(0))).__name__, type(random_f32(np.random.default_rng(0), array=True)).__name__
+    >>> rng = np.random.default_rng(0)
+    >>> type(random_f32(rng)).__name__, type(random_f32(rng, array=True)).__name__
     ('float32', 'ndarray')
     """
     values = (scale * rng.normal(size=shape)).round(3)
@@ -583,7 +602,8 @@ def random_float_leaf(
 def random_like(
     rng: np.random.Generator, tree: Any, scale: float = 1.0, array: bool = False
 ) -> Any:
-    """A tree of the structure of ``tree`` with new float32 leaves of the same shapes (:func:`random_f32`).
+    """A tree of the structure of ``tree`` with new float32 leaves of the same shapes
+    (:func:`random_f32`).
 
     A JAX array's new leaf is a JAX array, a Python float's a Python float (3 decimals), any other
     leaf's a NumPy array (or scalar, see ``array``).
@@ -690,8 +710,8 @@ def random_tree(
         return tuple(children)
     keys = [str(k) for k in rng.choice(KEYS, size=size, replace=False)]
     if kind == "OrderedDict":
-        return collections.OrderedDict(zip(keys, children))
-    return dict(zip(keys, children))
+        return collections.OrderedDict(zip(keys, children, strict=True))
+    return dict(zip(keys, children, strict=True))
 
 
 def float_tree(

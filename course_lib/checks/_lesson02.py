@@ -1,4 +1,5 @@
-"""Exercises of lesson 02, mapping over trees: the SGD update, several trees at once, norms, stacking."""
+"""Exercises of lesson 02, mapping over trees: the SGD update, several trees at once, norms,
+stacking."""
 
 import collections
 import functools
@@ -16,11 +17,11 @@ from ._kit import (
     call_tree,
     call_value,
     compile_report,
+    float_tree,
     judge_compiles,
     judge_number,
     matching_variant,
     missing_return,
-    float_tree,
     random_array,
     random_like,
     scaled,
@@ -54,7 +55,8 @@ def _first_mistake(mine: Any, variants: list[tuple[str, Callable[[], Any]]]) -> 
 
 
 def _flat_leaves_hint(mine: Any, reference_tree: Any, name: str) -> str | None:
-    """A hint when ``mine`` is a flat list of leaves where a tree shaped like ``reference_tree`` was due."""
+    """A hint when ``mine`` is a flat list of leaves where a tree shaped like ``reference_tree`` was
+    due."""
     n = len(jax.tree.leaves(reference_tree))
     if (
         isinstance(mine, (list, tuple))
@@ -62,8 +64,8 @@ def _flat_leaves_hint(mine: Any, reference_tree: Any, name: str) -> str | None:
         and not isinstance(reference_tree, type(mine))
     ):
         return (
-            f"returned a flat {type(mine).__name__} of {n} leaves; return a tree shaped like {name}. "
-            "jax.tree.map builds the containers for you."
+            f"returned a flat {type(mine).__name__} of {n} leaves; return a tree shaped "
+            f"like {name}. jax.tree.map builds the containers for you."
         )
     return None
 
@@ -145,7 +147,7 @@ def _sgd_cases(rng: np.random.Generator) -> list[Case]:
     ]
     cases = [
         Case((params, _like(rng, params), lr), label=label, part=part)
-        for (params, lr, label), part in zip(trees, parts)
+        for (params, lr, label), part in zip(trees, parts, strict=True)
     ]
     for i in range(2):
         params = _float_tree(rng)
@@ -161,7 +163,8 @@ def _sgd_cases(rng: np.random.Generator) -> list[Case]:
 
 
 def _sgd_stand_in(params: Any, grads: Any, lr: Any) -> Any:
-    """What another exercise's answer gets when it calls ``sgd_step`` (JAX, so that it works under jit)."""
+    """What another exercise's answer gets when it calls ``sgd_step`` (JAX, so that it works under
+    jit)."""
     return jax.tree.map(lambda p, g: p - lr * g, params, grads)
 
 
@@ -173,7 +176,10 @@ def _explain_sgd(problem: str, mine: Any, theirs: Any, case: Case) -> str:
         mine,
         [
             (
-                "you added the step: p + lr * g climbs the loss; gradient descent subtracts, p - lr * g.",
+                (
+                    "you added the step: p + lr * g climbs the loss; gradient descent "
+                    "subtracts, p - lr * g."
+                ),
                 lambda: jax.tree.map(lambda p, g: p + lr * g, params, grads),
             ),
             (
@@ -205,7 +211,10 @@ SGD_STEP = Exercise(
     judge=_tree_answer("sgd_step", _explain_sgd),
     hints=(
         "Each parameter leaf moves against its own gradient leaf: p - lr * g.",
-        "jax.tree.map(f, params, grads) calls f with one leaf of params and the matching leaf of grads.",
+        (
+            "jax.tree.map(f, params, grads) calls f with one leaf of params and the matching "
+            "leaf of grads."
+        ),
         "None subtrees need nothing from you: jax.tree.map keeps them as None in its result.",
     ),
     forbidden=("sgd", "momentum", "adam", "tree_add_scale", "tree_sub", "tree_scale", "tree_add"),
@@ -229,7 +238,8 @@ def _average_cases(rng: np.random.Generator) -> list[Case]:
     ordered = collections.OrderedDict(
         z=Layer(w=random_array(rng, 2, 3), b=None), a=[random_array(rng)]
     )
-    # The single tree is its own mean: it shares a part with three dicts, which returning trees[0] gets wrong.
+    # The single tree is its own mean: it shares a part with three dicts, which returning trees[0]
+    # gets wrong.
     dicts, named = "dicts and lists with None", "namedtuples and OrderedDicts"
     cases = [
         Case(
@@ -273,15 +283,16 @@ def _explain_average(problem: str, mine: Any, theirs: Any, case: Case) -> str:
     if problem.startswith("the structure"):
         if _one_per_input(mine, theirs, trees):
             return (
-                f"returned a list of {k} trees, one per input: the answer is one tree shaped like trees[0]. "
-                "Pass the trees to jax.tree.map as separate arguments, jax.tree.map(f, *trees), so that f "
-                "receives one leaf from each tree."
+                f"returned a list of {k} trees, one per input: the answer is one tree "
+                "shaped like trees[0]. "
+                "Pass the trees to jax.tree.map as separate arguments, jax.tree.map(f, "
+                "*trees), so that f receives one leaf from each tree."
             )
         return problem
     if _shape_collapsed(mine, theirs):
         return (
-            f"{problem} Each leaf of the result keeps its shape: average the matching leaves across the "
-            "trees, not the entries inside one leaf."
+            f"{problem} Each leaf of the result keeps its shape: average the matching "
+            "leaves across the trees, not the entries inside one leaf."
         )
     mistake = _first_mistake(
         mine,
@@ -300,7 +311,7 @@ def _explain_average(problem: str, mine: Any, theirs: Any, case: Case) -> str:
 def _shape_collapsed(mine: Any, theirs: Any) -> bool:
     return any(
         np.shape(a) == () and np.shape(b) != ()
-        for a, b in zip(jax.tree.leaves(mine), jax.tree.leaves(theirs))
+        for a, b in zip(jax.tree.leaves(mine), jax.tree.leaves(theirs), strict=True)
     )
 
 
@@ -316,7 +327,10 @@ AVERAGE_TREES = Exercise(
     hints=(
         "jax.tree.map accepts any number of trees after the function: jax.tree.map(f, t1, t2, t3).",
         "With a list, unpack it: jax.tree.map(f, *trees); f then receives one leaf from each tree.",
-        "Write f to take any number of leaves, lambda *leaves: ..., and divide their sum by how many there are.",
+        (
+            "Write f to take any number of leaves, lambda *leaves: ..., and divide their sum "
+            "by how many there are."
+        ),
     ),
     forbidden=("tree_add", "tree_scale", "tree_add_scale", "tree_sum"),
 )
@@ -328,8 +342,8 @@ AVERAGE_TREES = Exercise(
 def _model_loss(params: dict[str, Any], batch: tuple[Any, Any]) -> jax.Array:
     """Mean squared error of a two-layer tanh network times a learned scale.
 
-    ``params`` mixes containers on purpose: ``{"layers": [{"w", "b": None}, Layer(w, b)], "scale": ...}``.
-    """
+    ``params`` mixes containers on purpose: ``{"layers": [{"w", "b": None}, Layer(w, b)], "scale":
+    ...}``."""
     x, y = batch
     first, second = params["layers"]
     hidden = jnp.tanh(x @ first["w"])
@@ -366,7 +380,8 @@ def _train_cases(rng: np.random.Generator) -> list[Case]:
     lrs = [float(lr) for lr in rng.choice([0.2, 0.1, 0.05, 0.02], size=3, replace=False)]
     shown = (
         "loss_fn = mean squared error of a two-layer tanh network, params "
-        f"{describe(params, 120)}, 3 steps on batches of {batch_size} examples with lr = {', '.join(map(str, lrs))}"
+        f"{describe(params, 120)}, 3 steps on batches of {batch_size} examples with lr = "
+        f"{', '.join(map(str, lrs))}"
     )
     label = "a model whose layers are a dict with a None bias and a namedtuple"
     return [Case((params, batches, lrs), label=label, shown=shown)]
@@ -397,7 +412,7 @@ def _probe_train(fn: Callable[..., Any], case: Case) -> Any:
     state: dict[str, Any] = {"params": params}
 
     def run() -> Any:
-        for batch, lr in zip(batches, lrs):
+        for batch, lr in zip(batches, lrs, strict=True):
             out = step(state["params"], batch, lr)
             if not (isinstance(out, tuple) and len(out) == 2):
                 report["output"] = (
@@ -416,18 +431,20 @@ def _probe_train(fn: Callable[..., Any], case: Case) -> Any:
 def _judge_train(got: Any, expected: Any, case: Case) -> str | None:
     if got["output"]:
         return got["output"] + "."
-    for i, (mine, want) in enumerate(zip(got["losses"], expected["losses"])):
+    for i, (mine, want) in enumerate(zip(got["losses"], expected["losses"], strict=True)):
         if not np.isclose(mine, want, rtol=1e-4, atol=1e-6):
             if i == 0:
                 return (
-                    f"the first step returned the loss {round(float(mine), 5)}, expected {round(float(want), 5)}: "
-                    "return loss_fn(params, batch) for the params the step received, before the update "
-                    "(jax.value_and_grad gives the loss and the gradient together)."
+                    f"the first step returned the loss {round(float(mine), 5)}, expected "
+                    f"{round(float(want), 5)}: "
+                    "return loss_fn(params, batch) for the params the step received, "
+                    "before the update (jax.value_and_grad gives the loss and the "
+                    "gradient together)."
                 )
             going_up = float(got["losses"][i]) > float(got["losses"][0])
             return (
-                f"after {i} step{'s' if i > 1 else ''} the loss is {round(float(mine), 5)}, expected "
-                f"{round(float(want), 5)}, so the update is wrong"
+                f"after {i} step{'s' if i > 1 else ''} the loss is "
+                f"{round(float(mine), 5)}, expected {round(float(want), 5)}, so the update is wrong"
                 + (
                     ": the loss went up, so the step climbs the gradient; subtract lr * g."
                     if going_up
@@ -439,8 +456,9 @@ def _judge_train(got: Any, expected: Any, case: Case) -> str | None:
         return "after three steps, " + problem
     if not got["jitted"]:
         return (
-            "the values are right, but the function make_sgd_step returns is not jitted: put @jax.jit on the "
-            "whole step (gradient and update together), not only on a part of it."
+            "the values are right, but the function make_sgd_step returns is not jitted: "
+            "put @jax.jit on the whole step (gradient and update together), not only on a "
+            "part of it."
         )
     return judge_compiles(got, expected, case)
 
@@ -455,10 +473,16 @@ MAKE_SGD_STEP = Exercise(
     probe=_probe_train,
     judge=_judge_train,
     hints=(
-        "Inside make_sgd_step, define step(params, batch, lr) and return it; @jax.jit goes on step itself.",
-        "jax.value_and_grad(loss_fn)(params, batch) returns (loss, grads), and grads is shaped like params.",
-        "The learning rate is an ordinary argument of step: a new value is new data for the same program, "
-        "so do not make it static.",
+        (
+            "Inside make_sgd_step, define step(params, batch, lr) and return it; @jax.jit "
+            "goes on step itself."
+        ),
+        (
+            "jax.value_and_grad(loss_fn)(params, batch) returns (loss, grads), and grads is "
+            "shaped like params."
+        ),
+        "The learning rate is an ordinary argument of step: a new value is new data for "
+        "the same program, so do not make it static.",
     ),
     forbidden=_STEP_FORBIDDEN,
     uses=("02.sgd_step",),
@@ -509,7 +533,10 @@ def _norm_cases(rng: np.random.Generator) -> list[Case]:
         "int32 entries, floats and 0-d arrays",
         "dicts and lists with None",
     ]
-    cases = [Case((tree,), label=label, part=part) for (tree, label), part in zip(trees, parts)]
+    cases = [
+        Case((tree,), label=label, part=part)
+        for (tree, label), part in zip(trees, parts, strict=True)
+    ]
     for i in range(2):
         tree = _float_tree(rng)
         cases.append(
@@ -523,7 +550,8 @@ def _norm_cases(rng: np.random.Generator) -> list[Case]:
 
 
 def _global_norm_stand_in(tree: Any) -> jax.Array:
-    """What another exercise's answer gets when it calls ``global_norm`` (JAX, so that it works under jit)."""
+    """What another exercise's answer gets when it calls ``global_norm`` (JAX, so that it works
+    under jit)."""
     squares = [
         jnp.sum(jnp.square(jnp.asarray(leaf, jnp.float32))) for leaf in jax.tree.leaves(tree)
     ]
@@ -552,11 +580,14 @@ def _judge_norm_probe(got: Any, expected: Any, case: Case) -> str | None:
         return problem
     if isinstance(got["jit"], dict):
         return (
-            f"right without jit, but under jax.jit it raised {got['jit'].get('error')}. Inside jit the leaves are "
-            "tracers: float(), .item() or NumPy functions cannot turn them into Python numbers. Keep to jnp "
-            "functions and return the jnp value (clip_by_global_norm calls global_norm under jit)."
+            f"right without jit, but under jax.jit it raised {got['jit'].get('error')}. "
+            "Inside jit the leaves are "
+            "tracers: float(), .item() or NumPy functions cannot turn them into Python "
+            "numbers. Keep to jnp functions and return the jnp value (clip_by_global_norm "
+            "calls global_norm under jit)."
         )
-    # The reference computes in NumPy, which cannot run under jit: the jitted answer must match its eager result.
+    # The reference computes in NumPy, which cannot run under jit: the jitted answer must match its
+    # eager result.
     problem = _judge_norm(got["jit"], expected["eager"], case)
     return None if problem is None else "under jax.jit, " + problem
 
@@ -574,8 +605,8 @@ def _judge_norm(got: Any, expected: Any, case: Case) -> str | None:
             isinstance(got, np.ndarray) and got.shape != ()
         ):
             return (
-                f"returned {describe(got, 80)}, one value per leaf or entry: the global norm is a single "
-                "number for the whole tree."
+                f"returned {describe(got, 80)}, one value per leaf or entry: the global "
+                "norm is a single number for the whole tree."
             )
         return judge_number(got, expected, case)
     if np.isclose(value, want, rtol=1e-5, atol=1e-6):
@@ -588,8 +619,8 @@ def _judge_norm(got: Any, expected: Any, case: Case) -> str | None:
         return f"{text}: that is the sum of squares; the norm is its square root."
     if per_leaf and np.isclose(value, sum(per_leaf), rtol=1e-4):
         return (
-            f"{text}: that is the sum of the leaves' norms. The global norm is the square root of the sum of "
-            "the squares of every entry of every leaf."
+            f"{text}: that is the sum of the leaves' norms. The global norm is the square "
+            "root of the sum of the squares of every entry of every leaf."
         )
     if per_leaf and np.isclose(value, max(per_leaf), rtol=1e-4):
         return f"{text}: that is the largest norm of a single leaf; every leaf counts."
@@ -610,8 +641,14 @@ GLOBAL_NORM = Exercise(
     probe=_probe_norm,
     judge=_judge_norm_probe,
     hints=(
-        "Treat the whole tree as one long vector: square every entry of every leaf and add them all up.",
-        "jax.tree.leaves gives the leaves; jnp.sum(jnp.square(leaf)) is one leaf's part (jax.tree.reduce works too).",
+        (
+            "Treat the whole tree as one long vector: square every entry of every leaf and "
+            "add them all up."
+        ),
+        (
+            "jax.tree.leaves gives the leaves; jnp.sum(jnp.square(leaf)) is one leaf's part "
+            "(jax.tree.reduce works too)."
+        ),
         "Finish with jnp.sqrt; a tree without leaves has norm 0.",
     ),
     forbidden=("tree_norm", "tree_vdot", "tree_sum", "FlatTree"),
@@ -698,7 +735,10 @@ def _explain_clip(problem: str, mine: Any, theirs: Any, case: Case) -> str:
     if norm == 0 and any(
         np.isnan(np.asarray(leaf, dtype=np.float64)).any() for leaf in jax.tree.leaves(mine)
     ):
-        return f"{problem} The norm is 0 here, and dividing by it gives nan: only divide when clipping is needed."
+        return (
+            f"{problem} The norm is 0 here, and dividing by it gives nan: only divide when "
+            "clipping is needed."
+        )
 
     def per_leaf() -> Any:
         def clip(g: Any) -> Any:
@@ -719,13 +759,14 @@ def _explain_clip(problem: str, mine: Any, theirs: Any, case: Case) -> str:
         mine,
         [
             (
-                "you clipped each leaf by its own norm; the norm to compare with max_norm is the global norm of "
-                "the whole tree, and every leaf is scaled by the same factor.",
+                "you clipped each leaf by its own norm; the norm to compare with max_norm "
+                "is the global norm of the whole tree, and every leaf is scaled by the "
+                "same factor.",
                 per_leaf,
             ),
             (
-                "you scaled even though the global norm is below max_norm: gradients that are small enough "
-                "must come back unchanged.",
+                "you scaled even though the global norm is below max_norm: gradients that "
+                "are small enough must come back unchanged.",
                 lambda: jax.tree.map(lambda g: g * (max_norm / norm), grads),
             ),
             (
@@ -738,7 +779,10 @@ def _explain_clip(problem: str, mine: Any, theirs: Any, case: Case) -> str:
                 without_sqrt,
             ),
             (
-                "nothing was clipped: when the global norm is above max_norm, scale every leaf by max_norm / norm.",
+                (
+                    "nothing was clipped: when the global norm is above max_norm, scale every "
+                    "leaf by max_norm / norm."
+                ),
                 lambda: grads,
             ),
         ],
@@ -757,10 +801,13 @@ def _judge_clip(got: Any, expected: Any, case: Case) -> str | None:
         return None
     if "error" in got["jit"]:
         return (
-            f"right without jit, but under jax.jit it raised {got['jit']['error']}. Inside jit the norm is a "
-            "tracer: a Python `if` or min() on it cannot decide; compute the factor with jnp.minimum or jnp.where."
+            f"right without jit, but under jax.jit it raised {got['jit']['error']}. Inside "
+            "jit the norm is a "
+            "tracer: a Python `if` or min() on it cannot decide; compute the factor with "
+            "jnp.minimum or jnp.where."
         )
-    # The reference computes in NumPy, which cannot run under jit: the jitted answer must match its eager result.
+    # The reference computes in NumPy, which cannot run under jit: the jitted answer must match its
+    # eager result.
     problem = _tree_judge(got["jit"], expected["eager"], case)
     return None if problem is None else "under jax.jit, " + problem
 
@@ -776,9 +823,12 @@ CLIP_BY_GLOBAL_NORM = Exercise(
     judge=_judge_clip,
     hints=(
         "First the global norm of the whole tree (exercise 4), then one factor for every leaf.",
-        "The factor is max_norm / norm when norm > max_norm, and 1 otherwise; jnp.minimum(1.0, max_norm / norm) "
-        "says both, but mind a norm of 0.",
-        "Under jax.jit the norm is a tracer: no Python `if` on it. jnp.where(cond, a, b) chooses without Python.",
+        "The factor is max_norm / norm when norm > max_norm, and 1 otherwise; "
+        "jnp.minimum(1.0, max_norm / norm) says both, but mind a norm of 0.",
+        (
+            "Under jax.jit the norm is a tracer: no Python `if` on it. jnp.where(cond, a, b) "
+            "chooses without Python."
+        ),
     ),
     forbidden=("tree_norm", "tree_vdot", "tree_sum", "tree_scale", "FlatTree"),
     uses=("02.global_norm",),
@@ -845,8 +895,9 @@ def _explain_stack(problem: str, mine: Any, theirs: Any, case: Case) -> str:
     if problem.startswith("the structure"):
         if _one_per_input(mine, theirs, trees):
             return (
-                f"returned a list of {k} trees: the answer is one tree shaped like trees[0]. Unpack the list, "
-                "jax.tree.map(f, *trees), so that f receives the matching leaves of all the trees."
+                f"returned a list of {k} trees: the answer is one tree shaped like "
+                "trees[0]. Unpack the list, jax.tree.map(f, *trees), so that f receives "
+                "the matching leaves of all the trees."
             )
         try:
             pieces = jax.tree.structure(theirs).flatten_up_to(mine)
@@ -854,11 +905,11 @@ def _explain_stack(problem: str, mine: Any, theirs: Any, case: Case) -> str:
             return problem
         if pieces and all(isinstance(p, (list, tuple)) and len(p) == k for p in pieces):
             return (
-                f"each leaf of your result is a {type(pieces[0]).__name__} of {k} arrays: that is a transpose. "
-                "Stack them into one array with a new first axis (jnp.stack)."
+                f"each leaf of your result is a {type(pieces[0]).__name__} of {k} arrays: "
+                "that is a transpose. Stack them into one array with a new first axis (jnp.stack)."
             )
         return problem
-    for a, b in zip(jax.tree.leaves(mine), jax.tree.leaves(theirs)):
+    for a, b in zip(jax.tree.leaves(mine), jax.tree.leaves(theirs), strict=True):
         shape_a, shape_b = np.shape(a), np.shape(b)
         if shape_a == shape_b:
             continue
@@ -868,11 +919,14 @@ def _explain_stack(problem: str, mine: Any, theirs: Any, case: Case) -> str:
             and shape_a[1:] == shape_b[2:]
         ):
             return (
-                f"a leaf has shape {shape_a}, expected {shape_b}: jnp.concatenate joins along an existing axis; "
-                "jnp.stack adds a new first axis of length len(trees)."
+                f"a leaf has shape {shape_a}, expected {shape_b}: jnp.concatenate joins "
+                "along an existing axis; jnp.stack adds a new first axis of length len(trees)."
             )
         if sorted(shape_a) == sorted(shape_b):
-            return f"a leaf has shape {shape_a}, expected {shape_b}: stack along a new first axis (axis 0)."
+            return (
+                f"a leaf has shape {shape_a}, expected {shape_b}: stack along a new first axis "
+                "(axis 0)."
+            )
         return problem
     return problem
 
@@ -887,9 +941,18 @@ STACK_TREES = Exercise(
     probe=call_tree,
     judge=_tree_answer("stack_trees", _explain_stack),
     hints=(
-        "The result has the structure of trees[0]; each of its leaves gathers the matching leaves of all the trees.",
-        "jax.tree.map(f, *trees) hands f the matching leaves; jnp.stack turns a sequence of arrays into one array.",
-        "jnp.stack adds a new first axis, so k arrays of shape (3,) become one of shape (k, 3); 0-d leaves become (k,).",
+        (
+            "The result has the structure of trees[0]; each of its leaves gathers the "
+            "matching leaves of all the trees."
+        ),
+        (
+            "jax.tree.map(f, *trees) hands f the matching leaves; jnp.stack turns a sequence "
+            "of arrays into one array."
+        ),
+        (
+            "jnp.stack adds a new first axis, so k arrays of shape (3,) become one of shape "
+            "(k, 3); 0-d leaves become (k,)."
+        ),
     ),
     forbidden=("FlatTree",),
 )
