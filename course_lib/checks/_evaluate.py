@@ -1,5 +1,4 @@
-"""Calling a learner's function on cases (in the learner's process) and judging what came back
-(anywhere).
+"""Calling a learner's function on cases (in its process) and judging the results (anywhere).
 
 :func:`probe_all` is the half that must run where the learner's function lives; it returns plain
 :class:`Outcome` records. :func:`judge_outcomes` is the half that can run anywhere: the self-check
@@ -35,8 +34,7 @@ def _exception_text(error: BaseException) -> str:
 
 
 def _where(error: BaseException) -> str:
-    """`` (line 3 of count_params)``: the innermost frame of the learner's code, not JAX's or
-    ours."""
+    """`` (line 3 of count_params)``: the innermost frame of the learner's own code."""
     for frame in reversed(traceback.extract_tb(error.__traceback__)):
         filename = frame.filename
         if filename.startswith("<") or is_learner_file(filename):
@@ -45,8 +43,7 @@ def _where(error: BaseException) -> str:
 
 
 def ensure_plain(value: Any) -> Any:
-    """``value`` after the same JSON round trip that grading uses (raises ``NotPlainError`` if
-    impossible)."""
+    """``value`` after grading's JSON round trip (``NotPlainError`` if it cannot make it)."""
     try:
         return _wire.loads(_wire.dumps(value))
     except _wire.WireError as error:
@@ -67,8 +64,7 @@ is_the_learners_function(_guarded(len).__code__)
 def probe_case(
     exercise: Exercise, fn: Callable[..., Any], case: Case, packages: Sequence[str] = ()
 ) -> Outcome:
-    """Run ``exercise.probe`` on the learner's ``fn`` for one case, recording forbidden calls (see
-    ``_guard``).
+    """Run ``exercise.probe`` on ``fn`` for one case, recording forbidden calls (``_guard``).
 
     ``packages`` are forbidden packages on top of the exercise's own ``forbidden_modules``.
     """
@@ -138,8 +134,7 @@ def reference_results(exercise: Exercise, cases: Sequence[Case]) -> list[Any]:
 
 
 def flag_place(flag: dict[str, Any]) -> str:
-    """Where a forbidden call was made, in a learner's words: ``line 3 of its cell: `return
-    ...```."""
+    """Where a forbidden call was made, in words: ``line 3 of its cell: `return ...```."""
     filename = flag["file"]
     if filename.startswith("<") or os.path.basename(os.path.dirname(filename)).startswith(
         "ipykernel_"
@@ -158,8 +153,7 @@ def flag_message(
     flags: Sequence[dict[str, Any]],
     place: Callable[[dict[str, Any]], str] = flag_place,
 ) -> str:
-    """What the learner is told about forbidden calls: the first call, where it was made, and why it
-    does not count."""
+    """What the learner is told of forbidden calls: the first, where, and why it does not count."""
     flag, name = flags[0], exercise.name
     reached = flag["reached"]
     if flag["kind"] == "tamper":

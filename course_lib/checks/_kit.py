@@ -86,8 +86,7 @@ __all__ = [
 
 
 def in_parts(cases: Sequence[Case], parts: Sequence[str]) -> list[Case]:
-    """``cases`` with ``parts[i]`` as the part of case ``i`` (one name per case, else
-    ``ValueError``).
+    """``cases`` with ``parts[i]`` as case ``i``'s part (one name per case, else ``ValueError``).
 
     Choose parts so that each holds a case that a trivial answer (its input, zeros, ``None``, a
     constant) gets wrong: a part then earns nothing for it.
@@ -109,8 +108,7 @@ def call_value(fn: Callable[..., Any], case: Case) -> Any:
 
 
 def call_tree(fn: Callable[..., Any], case: Case) -> Any:
-    """Probe: call ``fn`` on the case and record the whole tree it returns with
-    :func:`tree_plain`."""
+    """Probe: call ``fn`` on the case and record the whole tree it returns (:func:`tree_plain`)."""
     return tree_plain(fn(*case.args, **case.kwargs))
 
 
@@ -343,8 +341,7 @@ def tree_judge(rtol: float = 1e-5, atol: float = 1e-6, dtypes: bool = True) -> J
 
 
 def judge_compiles(got: Any, expected: Any, case: Case) -> str | None:
-    """Judge for :func:`compile_report` results: the same number of compilations as the
-    reference."""
+    """Judge for :func:`compile_report` results: as many compilations as the reference."""
     n, want = got["compiles"], expected["compiles"]
     if n == want:
         return None
@@ -361,8 +358,7 @@ def judge_compiles_with_advice(
     advice: str | None = None,
     about: str = "",
 ) -> str | None:
-    """:func:`judge_compiles`, with ``advice`` (what a miss means in this exercise) after its first
-    line.
+    """:func:`judge_compiles`, with ``advice`` (what a miss means here) after its first line.
 
     The explanation quoted is the last one that holds ``about`` (the last of all when none does).
 
@@ -426,8 +422,7 @@ def matching_variant(
     atol: float = 1e-6,
     rebuilt: bool = False,
 ) -> str | None:
-    """The hint of the first typical wrong answer that ``mine`` matches (:func:`trees_close`), or
-    ``None``.
+    """The hint of the first typical mistake ``mine`` matches (:func:`trees_close`), or ``None``.
 
     ``variants`` are ``(hint, build)`` pairs: ``build()`` computes that wrong answer from the case's
     inputs, only when the variants before it did not match; one that cannot be built is not the

@@ -312,8 +312,7 @@ def _node_cases(rng: np.random.Generator) -> list[Case]:
 
 
 def _explained_bool(name: str, why: dict[str, str]) -> Judge:
-    """:func:`judge_bool`, and for a wrong True or False the reason that the case's kind of input
-    gives."""
+    """:func:`judge_bool`, and for a wrong True or False the reason its kind of input gives."""
 
     def judge(got: Any, expected: Any, case: Case) -> str | None:
         problem = judge_bool(got, expected, case)

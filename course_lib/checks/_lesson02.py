@@ -1,5 +1,4 @@
-"""Exercises of lesson 02, mapping over trees: the SGD update, several trees at once, norms,
-stacking."""
+"""Exercises of lesson 02, mapping over trees: SGD, several trees at once, norms, stacking."""
 
 import collections
 import functools
@@ -55,8 +54,7 @@ def _first_mistake(mine: Any, variants: list[tuple[str, Callable[[], Any]]]) -> 
 
 
 def _flat_leaves_hint(mine: Any, reference_tree: Any, name: str) -> str | None:
-    """A hint when ``mine`` is a flat list of leaves where a tree shaped like ``reference_tree`` was
-    due."""
+    """A hint when ``mine`` is a flat list of leaves, not a tree shaped like ``reference_tree``."""
     n = len(jax.tree.leaves(reference_tree))
     if (
         isinstance(mine, (list, tuple))
@@ -163,8 +161,7 @@ def _sgd_cases(rng: np.random.Generator) -> list[Case]:
 
 
 def _sgd_stand_in(params: Any, grads: Any, lr: Any) -> Any:
-    """What another exercise's answer gets when it calls ``sgd_step`` (JAX, so that it works under
-    jit)."""
+    """What an answer calling ``sgd_step`` gets (JAX, so that it works under jit)."""
     return jax.tree.map(lambda p, g: p - lr * g, params, grads)
 
 
@@ -550,8 +547,7 @@ def _norm_cases(rng: np.random.Generator) -> list[Case]:
 
 
 def _global_norm_stand_in(tree: Any) -> jax.Array:
-    """What another exercise's answer gets when it calls ``global_norm`` (JAX, so that it works
-    under jit)."""
+    """What an answer calling ``global_norm`` gets (JAX, so that it works under jit)."""
     squares = [
         jnp.sum(jnp.square(jnp.asarray(leaf, jnp.float32))) for leaf in jax.tree.leaves(tree)
     ]

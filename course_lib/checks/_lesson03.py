@@ -1,5 +1,4 @@
-"""Exercises of lesson 03, registering classes: three ways to make a class a node, and key paths at
-work.
+"""Exercises of lesson 03, registering classes: three ways to make a node, and key paths at work.
 
 The first three answers are classes, written inside a function that returns the class
 (``define_dense()`` returns ``Dense``), as in lesson 04: the exercise notebook then has a cell that
@@ -45,8 +44,7 @@ from ._spec import Case, Exercise
 @jax.tree_util.register_dataclass
 @dataclasses.dataclass
 class Dense:
-    """The class ``define_dense`` of the reference returns: a registered dataclass, ``activation``
-    static."""
+    """The reference ``define_dense``'s class: a registered dataclass, ``activation`` static."""
 
     w: Any
     b: Any
@@ -54,8 +52,7 @@ class Dense:
 
 
 class Conv1D:
-    """The class of the reference ``define_conv1d``: registered below with a flatten and an
-    unflatten function."""
+    """The class of the reference ``define_conv1d``: registered below with flatten and unflatten."""
 
     def __init__(self, kernel: Any, bias: Any, stride: int = 1, padding: str = "SAME"):
         self.kernel, self.bias, self.stride, self.padding = kernel, bias, stride, padding
@@ -76,8 +73,7 @@ jax.tree_util.register_pytree_node(Conv1D, _conv1d_flatten, _conv1d_unflatten)
 
 @jax.tree_util.register_pytree_node_class
 class LayerNorm:
-    """The class of the reference ``define_layer_norm``: a converting constructor, an unflatten that
-    bypasses it."""
+    """The reference ``define_layer_norm``'s class: its unflatten bypasses its constructor."""
 
     def __init__(self, scale: Any, offset: Any, eps: float = 1e-5):
         self.scale = jnp.asarray(scale, dtype=jnp.float32)
@@ -98,8 +94,7 @@ class LayerNorm:
 @jax.tree_util.register_dataclass
 @dataclasses.dataclass
 class Block:
-    """A registered dataclass node used in 03.decay_weights cases: its children are .w, .b and
-    .gain."""
+    """A registered dataclass in 03.decay_weights cases: its children are .w, .b and .gain."""
 
     w: Any
     b: Any
@@ -204,8 +199,7 @@ _MISSING = object()
 
 
 def _record(obj: Any, fields: tuple[str, ...], cls: type) -> dict[str, Any]:
-    """The type of ``obj`` ("same" when it is ``cls``) and, for each field, the kind and value of
-    that attribute."""
+    """The type of ``obj`` ("same" if it is ``cls``) and each field's kind and value."""
     values = {f: getattr(obj, f, _MISSING) for f in fields}
     return {
         "type": "same" if type(obj) is cls else type(obj).__name__,
@@ -215,8 +209,7 @@ def _record(obj: Any, fields: tuple[str, ...], cls: type) -> dict[str, Any]:
 
 
 def _attempt(action: Callable[[], Any]) -> Any:
-    """``action()``, or ``{"error": ...}`` when it raises (the message is the hint's raw
-    material)."""
+    """``action()``, or ``{"error": ...}`` when it raises (the hint's raw material)."""
     try:
         return action()
     except Exception as error:  # noqa: BLE001 (NotImplementedError too: a half-written class is incorrect, not unattempted)
@@ -225,8 +218,7 @@ def _attempt(action: Callable[[], Any]) -> Any:
 
 @dataclasses.dataclass(frozen=True)
 class _Spec:
-    """What a class exercise checks: the attributes to record, which are children, which are
-    static."""
+    """What a class exercise checks: the attributes to record, the children, the static ones."""
 
     kind: str
     fields: tuple[str, ...]

@@ -1,5 +1,4 @@
-"""Exercises of lesson 04, static fields: what is traced, what is configuration, and what each
-costs.
+"""Exercises of lesson 04, static fields: what is traced, what is configuration, what each costs.
 
 Three exercises ask for a class. A class registers with JAX once, and a fresh class starts with an
 empty compilation cache, so the learner writes a function that defines the class and returns it;
@@ -31,8 +30,7 @@ from ._spec import Case, Exercise
 
 
 def _attempt(run: Callable[[], Any]) -> tuple[Any, str | None]:
-    """``(run(), None)``, or ``(None, error text)`` when ``run`` raised (the stub's exception
-    passes)."""
+    """``(run(), None)``, or ``(None, error text)`` if ``run`` raised (the stub's error passes)."""
     try:
         return run(), None
     except NotImplementedError:
@@ -42,8 +40,7 @@ def _attempt(run: Callable[[], Any]) -> tuple[Any, str | None]:
 
 
 def _forward_report(report: dict[str, Any], run: Callable[[], list[Any]]) -> dict[str, Any]:
-    """``report`` with the outputs of ``run()`` (a jitted call per layer or config) and its compile
-    count.
+    """``report`` with ``run()``'s outputs (a jitted call per layer or config) and compile count.
 
     When a call raises, the report holds the error instead.
     """
@@ -57,8 +54,7 @@ def _forward_report(report: dict[str, Any], run: Callable[[], list[Any]]) -> dic
 def _forward_problem(
     got: dict[str, Any], expected: dict[str, Any], case: Case, calling: str, advice: str
 ) -> str | None:
-    """For a :func:`_forward_report`: the error of ``calling``, the first wrong output, or the
-    compile count.
+    """For a :func:`_forward_report`: ``calling``'s error, the first wrong output, or the compiles.
 
     ``advice`` says what compiling too often means here.
     """
@@ -157,8 +153,7 @@ def _dense_probe(fn: Callable[..., Any], case: Case) -> dict[str, Any] | str | N
 
 
 def _leaves_problem(got: list[str], expected: list[str], names: dict[str, str]) -> str | None:
-    """A hint when the leaves are not the expected arrays (``names`` maps a leaf's text to its
-    field)."""
+    """A hint when the leaves are not the expected ones (``names``: a leaf's text to its field)."""
     if got == expected:
         return None
     if len(got) == 1 and got[0].startswith("<"):
@@ -682,8 +677,7 @@ def _judge_split(got: Any, expected: Any, case: Case) -> str | None:
 
 
 def _plain_pair(result: Any) -> Any:
-    """The learner's pair of lists, tuples of names turned into lists so that both forms are judged
-    alike."""
+    """The learner's pair of lists, tuples turned into lists so that both are judged alike."""
     if (
         isinstance(result, (tuple, list))
         and len(result) == 2

@@ -1,5 +1,4 @@
-"""Exercises of lesson 06, optimizer state is a pytree too: momentum, Adam, checkpoints, a scan
-carry.
+"""Exercises of lesson 06, optimizer state is a pytree: momentum, Adam, checkpoints, a scan carry.
 
 The judges here go beyond "the values differ": for a wrong answer they recompute the usual wrong
 algorithms (old velocity, no bias correction, the count off by one, eps inside the square root, ...)
@@ -42,8 +41,7 @@ from ._spec import Case, Exercise
 
 
 class AdamState(NamedTuple):
-    """The Adam state of the exercises (the notebook defines the same class): no learning rate
-    inside."""
+    """The exercises' Adam state (the notebook defines the same class): no learning rate inside."""
 
     count: Any
     mu: Any
@@ -339,8 +337,7 @@ def _init_cases(rng: np.random.Generator) -> list[Case]:
 
 
 def _state_problem(state: Any, what: str) -> str | None:
-    """What is wrong with the shape of an Adam state (its type, its fields, its count), or
-    ``None``."""
+    """What is wrong with an Adam state's form (its type, fields, count), or ``None``."""
     if type(state) is tuple:
         return (
             f"{what} is a plain tuple; return an AdamState(count=..., mu=..., nu=...), the "
@@ -879,8 +876,7 @@ def _restore_checkpoint(path: Any, like: Any) -> Any:
 
 
 def _restore_probe(fn: Callable[..., Any], case: Case) -> dict[str, Any]:
-    """Write the case's entries to a fresh temporary ``.npz``, call ``fn`` on it, record a tree or
-    an error."""
+    """Write the case's entries to a fresh ``.npz``, call ``fn`` on it, record a tree or error."""
     name, like = case.args
     folder = Path(tempfile.mkdtemp(prefix="course-06-"))
     try:
@@ -1134,8 +1130,7 @@ def _has_loop(jaxpr: Any) -> bool:
 
 
 def _train_probe(fn: Callable[..., Any], case: Case) -> dict[str, Any]:
-    """Trace ``fn`` under ``jax.jit`` (is there a loop in the program?), then compile and run it
-    once."""
+    """Trace ``fn`` under ``jax.jit`` (is there a loop in it?), then compile and run it once."""
     loss_fn, params, batches, lr, beta = case.args
     try:
         traced = jax.jit(lambda p, b: fn(loss_fn, p, b, lr, beta)).trace(params, batches)

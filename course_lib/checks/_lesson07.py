@@ -68,8 +68,7 @@ def run_mesh(shape: Shape, names: Names) -> jax.sharding.Mesh:
 
 
 def spec_entries(spec: Any) -> list[Any]:
-    """A ``PartitionSpec`` as plain data, trailing ``None`` dropped (``P(None, "x", None)`` is
-    ``P(None, "x")``).
+    """A ``PartitionSpec`` as plain data: ``P(None, "x", None)`` is ``P(None, "x")``.
 
     >>> spec_entries(P(None, ("data",), None)), spec_entries(P())
     ([None, 'data'], [])
@@ -356,8 +355,7 @@ SHARDINGS_FROM_RULES = Exercise(
 
 @dataclass(frozen=True)
 class LeafPlan:
-    """A leaf of a case, described: its shape, dtype, spec entries, and whether it is a placed
-    array."""
+    """A case's leaf, described: shape, dtype, spec entries, and whether it is a placed array."""
 
     shape: Shape
     dtype_name: str

@@ -96,8 +96,7 @@ def _plain_key(key: Any) -> Any:
 
 
 def tree_plain(tree: Any, _depth: int = 0) -> dict[str, Any]:
-    """A plain record of ``tree``: every node's kind, type name, child keys and metadata, and its
-    leaves.
+    """A plain record of ``tree``: each node's kind, type name, child keys, metadata; the leaves.
 
     >>> tree_plain({"b": None, "a": [1.0]})["keys"]
     ["['a']", "['b']"]
@@ -135,8 +134,7 @@ def tree_plain(tree: Any, _depth: int = 0) -> dict[str, Any]:
 
 
 class PlainNode:
-    """Stands in for a registered class the judge cannot import: its type name, metadata and
-    children."""
+    """Stands in for a class the judge cannot import: its type name, metadata and children."""
 
     def __init__(self, type_name: str, meta: str, keys: tuple[str, ...], children: list[Any]):
         self.type_name, self.meta, self.keys, self.children = type_name, meta, keys, children
@@ -176,8 +174,7 @@ jax.tree_util.register_pytree_with_keys(PlainNode, _flatten_plain_node, _unflatt
 
 
 class OpaqueLeaf:
-    """Stands in for a leaf that is not a number, a string or an array: equal when type and repr
-    are."""
+    """Stands in for a leaf not a number, string or array: equal when type and repr are."""
 
     def __init__(self, type_name: str, text: str):
         self.type_name, self.text = type_name, text
@@ -201,8 +198,10 @@ def _namedtuple_class(type_name: str, fields: tuple[str, ...]) -> type:
 
 
 def rebuild_tree(record: Any) -> Any:
-    """A real tree, with equivalent containers, from a :func:`tree_plain` record (raises
-    ``ValueError``)."""
+    """A real tree, equivalent containers and all, from a :func:`tree_plain` record.
+
+    A malformed record raises ``ValueError``.
+    """
     if not isinstance(record, dict):
         raise ValueError("a tree record must be a dict")
     if "leaf" in record:

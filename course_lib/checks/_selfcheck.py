@@ -25,15 +25,13 @@ def _truthy(value: str | None) -> bool:
 
 
 def set_strict(strict: bool | None) -> None:
-    """Make every check raise on failure (``True``), never (``False``), or follow the environment
-    (``None``)."""
+    """Make checks raise on failure (``True``), never (``False``), or as the environment says."""
     global _strict_override
     _strict_override = strict
 
 
 def is_strict() -> bool:
-    """Whether a failing check raises: ``set_strict``, else ``COURSE_STRICT_CHECKS``, else
-    ``CI``."""
+    """Whether failing checks raise: ``set_strict``, else ``COURSE_STRICT_CHECKS``, else ``CI``."""
     if _strict_override is not None:
         return _strict_override
     if os.environ.get("COURSE_STRICT_CHECKS") is not None:

@@ -99,8 +99,7 @@ class Exercise:
         return self.id.split(".", 1)[0]
 
     def make_cases(self, purpose: Purpose, seed: int = 0) -> list[Case]:
-        """The cases for a self-check (``"check"``) or for grading (``"grade"``, with the grader's
-        seed)."""
+        """The cases of a self-check (``"check"``) or of grading (``"grade"``, with a seed)."""
         rng = np.random.default_rng([_STREAMS[purpose], zlib.crc32(self.id.encode()), seed])
         cases = list(self.cases(rng))
         if not cases:
@@ -111,8 +110,7 @@ class Exercise:
 
 
 def part_names(cases: Sequence[Case]) -> list[str]:
-    """The parts of an exercise, in the order its cases first name them (one unnamed part if none
-    do).
+    """An exercise's parts, in the order its cases first name them (one unnamed part if none do).
 
     >>> part_names([Case((), part="flat"), Case((), part="nested"), Case((), part="flat")])
     ['flat', 'nested']
@@ -123,8 +121,7 @@ def part_names(cases: Sequence[Case]) -> list[str]:
 
 
 def round_points(points: float) -> int | float:
-    """Points rounded to 2 decimals, as an ``int`` when whole (``2``, ``1.33``), the same
-    everywhere.
+    """Points rounded to 2 decimals, an ``int`` when whole (``2``, ``1.33``), the same everywhere.
 
     >>> round_points(2 * 2 / 3), round_points(3.0), round_points(0.1 + 0.2)
     (1.33, 3, 0.3)
