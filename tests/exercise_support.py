@@ -1,4 +1,4 @@
-"""What the self-check tests of every lesson share (tests/test_checks.py and tests/test_checks_lessonNN.py).
+"""What the self-check tests of every lesson share (tests/test_checks*.py).
 
 pytest puts tests/ on ``sys.path`` for its test modules (tests/ has no ``__init__.py``), so a test
 module imports this one by name, as test_properties.py imports strategies.py.
@@ -7,6 +7,10 @@ module imports this one by name, as test_properties.py imports strategies.py.
   ``class TestLesson02(LessonChecks)`` with ``ids``, ``right`` and ``wrong`` set.
 * Helpers for the tests each lesson writes itself: :func:`stub`, :func:`check_output`,
   :func:`repeated_check_output`, :func:`nodes`, :func:`has_none`, :func:`fingerprint`.
+
+Three private names are imported, for want of public ones: ``probe_all`` (what a submission's
+kernel runs, which the grading tests run in this process), and ``as_float32`` and ``tree_plain``
+(how a case is written down, for :func:`fingerprint`).
 """
 
 from __future__ import annotations
@@ -19,8 +23,8 @@ import pytest
 
 import course_lib as cl
 from course_lib import checks
-from course_lib.checks import check, get_exercise
-from course_lib.checks._evaluate import judge_outcomes, probe_all, reference_results
+from course_lib.checks import check, get_exercise, judge_outcomes, reference_results
+from course_lib.checks._evaluate import probe_all  # the kernel side of grading: no public name
 from course_lib.checks._kit import as_float32
 from course_lib.checks._plain import tree_plain
 
@@ -34,7 +38,8 @@ def stub(*args: object, **kwargs: object) -> None:
 
 
 def answer_id(x: Any) -> str | None:
-    """A parametrized test's id for an answer: the function's qualified name (pytest's own id for anything else)."""
+    """A parametrized test's id for an answer: the function's qualified name (pytest's own id for
+    anything else)."""
     return getattr(x, "__qualname__", None) if callable(x) else None
 
 
@@ -49,7 +54,8 @@ def check_output(
 def repeated_check_output(
     capsys: pytest.CaptureFixture[str], answers: Sequence[tuple[str, Callable[..., Any]]]
 ) -> str:
-    """What checking ``answers`` in turn prints, asserted to be the same the second time (from fresh hints)."""
+    """What checking ``answers`` in turn prints, asserted to be the same the second time (from fresh
+    hints)."""
     texts = []
     for _ in range(2):
         checks.reset_hints()
@@ -72,7 +78,7 @@ def assert_grading_passes(
         assert verdict.status == "passed", verdict.message
 
 
-# --- the cases ---------------------------------------------------------------------------------------
+# --- the cases ------------------------------------------------------------------------------------
 
 
 def nodes(tree: Any) -> list[Any]:
@@ -93,12 +99,13 @@ def has_none(trees: Iterable[Any]) -> bool:
 
 
 def fingerprint(case: checks.Case) -> str:
-    """Everything a case holds but its functions, as text: equal texts, equal cases (bfloat16 leaves as float32)."""
+    """Everything a case holds but its functions, as text: equal texts, equal cases (bfloat16 leaves
+    as float32)."""
     inputs = [a for a in case.args if not callable(a)], dict(case.kwargs), dict(case.info)
     return repr((case.label, case.shown, tree_plain(jax.tree.map(as_float32, inputs))))
 
 
-# --- the tests every lesson has ----------------------------------------------------------------------
+# --- the tests every lesson has -------------------------------------------------------------------
 
 
 class LessonChecks:

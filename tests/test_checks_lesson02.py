@@ -1,8 +1,11 @@
-"""Lesson 02 self-checks: not attempted, incorrect with the targeted hint, correct; cases and the guard."""
+"""Lesson 02 self-checks: not attempted, incorrect with the targeted hint, correct; cases and the
+guard."""
 
 from __future__ import annotations
 
 import collections
+from collections.abc import Callable
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -63,7 +66,9 @@ def stack_trees(trees):
 
 def sgd_by_flatten(params, grads, lr):
     leaves, treedef = jax.tree_util.tree_flatten(params)
-    return treedef.unflatten([p - lr * g for p, g in zip(leaves, treedef.flatten_up_to(grads))])
+    return treedef.unflatten(
+        [p - lr * g for p, g in zip(leaves, treedef.flatten_up_to(grads), strict=True)]
+    )
 
 
 def sgd_optax_style(params, grads, lr):
@@ -85,7 +90,7 @@ def make_sgd_step_with_grad_then_loss(loss_fn):
         loss = loss_fn(params, batch)
         leaves, treedef = jax.tree_util.tree_flatten(params)
         return treedef.unflatten(
-            [p - lr * g for p, g in zip(leaves, treedef.flatten_up_to(grads))]
+            [p - lr * g for p, g in zip(leaves, treedef.flatten_up_to(grads), strict=True)]
         ), loss
 
     return jax.jit(step)
@@ -109,7 +114,7 @@ def stack_with_numpy(trees):
     return jax.tree.map(lambda *leaves: np.stack([np.asarray(x) for x in leaves]), *trees)
 
 
-ALSO_RIGHT = [
+ALSO_RIGHT: list[tuple[str, Callable[..., Any]]] = [
     ("02.sgd_step", sgd_by_flatten),
     ("02.sgd_step", sgd_optax_style),
     ("02.average_trees", average_with_numpy),
@@ -120,7 +125,7 @@ ALSO_RIGHT = [
 ]
 
 
-RIGHT = {
+RIGHT: dict[str, Callable[..., Any]] = {
     "02.sgd_step": sgd_step,
     "02.average_trees": average_trees,
     "02.make_sgd_step": make_sgd_step,
@@ -130,7 +135,7 @@ RIGHT = {
 }
 
 
-# --- typical wrong answers -------------------------------------------------------------------------
+# --- typical wrong answers ------------------------------------------------------------------------
 
 
 def sgd_adding(params, grads, lr):
@@ -138,7 +143,9 @@ def sgd_adding(params, grads, lr):
 
 
 def sgd_leaves(params, grads, lr):
-    return [p - lr * g for p, g in zip(jax.tree.leaves(params), jax.tree.leaves(grads))]
+    return [
+        p - lr * g for p, g in zip(jax.tree.leaves(params), jax.tree.leaves(grads), strict=True)
+    ]
 
 
 def sgd_without_lr(params, grads, lr):
@@ -294,7 +301,7 @@ def stack_last_axis(trees):
     return jax.tree.map(lambda *leaves: jnp.stack(leaves, axis=-1), *trees)
 
 
-WRONG = [
+WRONG: list[tuple[str, Callable[..., Any], str]] = [
     ("02.sgd_step", sgd_adding, "you added the step"),
     ("02.sgd_step", sgd_leaves, "returned a flat list of"),
     ("02.sgd_step", sgd_without_lr, "the learning rate is missing"),
@@ -334,7 +341,7 @@ WRONG = [
 ]
 
 
-# --- the tests --------------------------------------------------------------------------------------
+# --- the tests ------------------------------------------------------------------------------------
 
 
 class TestLesson02(LessonChecks):
@@ -350,9 +357,9 @@ def test_the_course_update_is_flagged_where_it_is_called_even_while_the_step_run
     assert direct.status == "flagged" and direct.points == 0
     line = sgd_with_course_version.__code__.co_firstlineno + 1
     assert (
-        f"sgd_step calls cl.tree_add_scale (line {line} of test_checks_lesson02.py: `return cl.tree_add_scale(params, -lr, grads)`)"
-        in direct.message
-    )
+        f"sgd_step calls cl.tree_add_scale (line {line} of test_checks_lesson02.py: "
+        "`return cl.tree_add_scale(params, -lr, grads)`)"
+    ) in direct.message
     assert (
         direct.points_if_allowed == 2
     )  # the course's function gives the right answer: an override may allow it

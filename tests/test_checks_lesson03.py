@@ -1,8 +1,14 @@
-"""Lesson 03 self-checks: classes registered three ways, and weight decay by key path."""
+"""Lesson 03 self-checks: classes registered three ways, and weight decay by key path.
+
+The cases' ``Block`` class and the reference ``Dense`` live in the lesson's module, which these
+tests import for them.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -20,7 +26,7 @@ pytestmark = pytest.mark.usefixtures("fresh_checks")
 LESSON_03 = ("03.dense", "03.conv1d", "03.layer_norm", "03.decay_weights")
 
 
-# --- the exercise notebook's starting points ---------------------------------------------------------
+# --- the exercise notebook's starting points ------------------------------------------------------
 
 
 def stub_define_dense():
@@ -75,7 +81,7 @@ class NormBase:
         self.eps = float(eps)
 
 
-STUBS = {
+STUBS: dict[str, Callable[..., Any]] = {
     "03.dense": stub_define_dense,
     "03.conv1d": stub_define_conv1d,
     "03.layer_norm": stub_define_layer_norm,
@@ -164,7 +170,11 @@ def define_dense_with_keys():
             (jax.tree_util.GetAttrKey("b"), d.b),
         ], d.activation
 
-    jax.tree_util.register_pytree_with_keys(Dense, flatten, lambda a, c: Dense(*c, a))
+    jax.tree_util.register_pytree_with_keys(
+        Dense,
+        flatten,
+        lambda a, c: Dense(*c, a),  # type: ignore[call-arg]  # c holds w and b: mypy cannot count it
+    )
     return Dense
 
 
@@ -221,7 +231,7 @@ def decay_by_flatten_with_path(params, rate):
     return treedef.unflatten([leaf * (1 - rate) if is_w(path) else leaf for path, leaf in pairs])
 
 
-ALSO_RIGHT = [
+ALSO_RIGHT: list[tuple[str, Callable[..., Any]]] = [
     ("03.dense", define_dense_by_meta_fields),
     ("03.dense", define_frozen_dense),
     ("03.dense", define_dense_with_keys),
@@ -231,7 +241,7 @@ ALSO_RIGHT = [
 ]
 
 
-RIGHT = {
+RIGHT: dict[str, Callable[..., Any]] = {
     "03.dense": define_dense,
     "03.conv1d": define_conv1d,
     "03.layer_norm": define_layer_norm,
@@ -239,13 +249,13 @@ RIGHT = {
 }
 
 
-# --- typical wrong answers --------------------------------------------------------------------------
+# --- typical wrong answers ------------------------------------------------------------------------
 
 
 def _dense(register: bool = True, static: bool = True, frozen: bool = False) -> type:
     """define_dense's class, registered or not, with activation static or a child, frozen or not."""
 
-    @dataclass(frozen=frozen)
+    @dataclass(frozen=frozen)  # type: ignore[literal-required]  # both variants are wanted
     class Dense:
         w: jax.Array
         b: jax.Array
@@ -368,7 +378,8 @@ def norm_eps_as_child():
 
 def norm_losing_eps():
     return _norm(
-        lambda n: ((n.scale, n.offset), None), lambda cls, aux, ch: _bypassing_init(cls, *ch, 1e-5)
+        lambda n: ((n.scale, n.offset), None),
+        lambda cls, aux, ch: _bypassing_init(cls, *ch, 1e-5),  # type: ignore[call-arg]  # ch: 2 children
     )
 
 
@@ -406,7 +417,7 @@ def decay_forgetting_return(params, rate):
     jax.tree.map(lambda x: x * (1 - rate), params)
 
 
-WRONG = [
+WRONG: list[tuple[str, Callable[..., Any], str]] = [
     ("03.dense", dense_unregistered, "JAX sees a Dense as a single leaf"),
     ("03.dense", dense_activation_as_leaf, "activation is configuration"),
     ("03.dense", dense_fields_reordered, "declare the fields in the order w, b, activation"),
@@ -434,7 +445,7 @@ WRONG = [
 ]
 
 
-# --- the tests --------------------------------------------------------------------------------------
+# --- the tests ------------------------------------------------------------------------------------
 
 
 class TestLesson03(LessonChecks):

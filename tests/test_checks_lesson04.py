@@ -1,9 +1,12 @@
-"""Lesson 04 self-checks: not attempted, the hint each typical mistake gets, and right answers passing."""
+"""Lesson 04 self-checks: not attempted, the hint each typical mistake gets, and right answers
+passing."""
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -238,7 +241,7 @@ def define_config_with_replace():
     return TrainConfig
 
 
-ALSO_RIGHT = [
+ALSO_RIGHT: list[tuple[str, Callable[..., Any]]] = [
     ("04.dense", define_dense_by_meta_fields),
     ("04.fixed_mlp", define_mlp_with_tree_static),
     ("04.frozen_config", define_config_with_replace),
@@ -246,14 +249,14 @@ ALSO_RIGHT = [
 ]
 
 
-RIGHT = {
+RIGHT: dict[str, Callable[..., Any]] = {
     "04.dense": define_dense,
     "04.fixed_mlp": define_mlp,
     "04.frozen_config": define_config,
     "04.static_and_traced": static_and_traced,
 }
 
-WRONG = [
+WRONG: list[tuple[str, Callable[..., Any], str]] = [
     (
         "04.dense",
         dense_activation_leaf,

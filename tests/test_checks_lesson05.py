@@ -1,8 +1,11 @@
-"""Lesson 05 self-checks: compile counts, the hint each typical mistake gets, and right answers passing."""
+"""Lesson 05 self-checks: compile counts, the hint each typical mistake gets, and right answers
+passing."""
 
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -223,7 +226,9 @@ _flat_sgd = jax.jit(
         jax.tree_util.tree_structure(params),
         [
             p - lr * g
-            for p, g in zip(jax.tree_util.tree_leaves(params), jax.tree_util.tree_leaves(grads))
+            for p, g in zip(
+                jax.tree_util.tree_leaves(params), jax.tree_util.tree_leaves(grads), strict=True
+            )
         ],
     )
 )
@@ -261,7 +266,7 @@ def init_state_by_tree_util(params):
     }
 
 
-ALSO_RIGHT = [
+ALSO_RIGHT: list[tuple[str, Callable[..., Any]]] = [
     ("05.make_step", make_step_numpy_cast),
     ("05.pad_to_bucket", pad_by_loop),
     ("05.pad_to_bucket", pad_with_jnp),
@@ -270,14 +275,14 @@ ALSO_RIGHT = [
 ]
 
 
-RIGHT = {
+RIGHT: dict[str, Callable[..., Any]] = {
     "05.make_step": make_step,
     "05.pad_to_bucket": pad_to_bucket,
     "05.init_state": init_state,
     "05.make_scaled": make_scaled,
 }
 
-WRONG = [
+WRONG: list[tuple[str, Callable[..., Any], str]] = [
     ("05.make_step", make_step_plain_jit, "compiled 3 times, expected 1"),
     (
         "05.make_step",
@@ -341,7 +346,7 @@ class TestLesson05(LessonChecks):
     ids=answer_id,
 )
 def test_answers_that_keep_their_jitted_functions_pass_again(
-    exercise_id: str, answer, capsys: pytest.CaptureFixture[str]
+    exercise_id: str, answer: Callable[..., Any], capsys: pytest.CaptureFixture[str]
 ) -> None:
     for _ in range(2):  # the second check finds the programs of the first in the answer's own cache
         check(exercise_id, answer)

@@ -1,9 +1,15 @@
-"""Lesson 06 self-checks: not attempted, incorrect with the targeted hint, correct; references against optax."""
+"""Lesson 06 self-checks: not attempted, incorrect with the targeted hint, correct; references
+against optax.
+
+The references and the wrong-answer variants are the lesson module's own (``_lesson06``), and the
+judges' view of a result comes from ``_kit`` and ``_plain``: these tests check them directly.
+"""
 
 from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -68,8 +74,10 @@ def momentum_lr_inside(params, grads, velocity, lr, beta):
 
 
 def momentum_velocity_as_leaves(params, grads, velocity, lr, beta):
-    leaves = [beta * v + g for v, g in zip(jax.tree.leaves(velocity), jax.tree.leaves(grads))]
-    moved = [p - lr * v for p, v in zip(jax.tree.leaves(params), leaves)]
+    leaves = [
+        beta * v + g for v, g in zip(jax.tree.leaves(velocity), jax.tree.leaves(grads), strict=True)
+    ]
+    moved = [p - lr * v for p, v in zip(jax.tree.leaves(params), leaves, strict=True)]
     return jax.tree.unflatten(jax.tree.structure(params), moved), leaves
 
 
@@ -158,7 +166,7 @@ def adam_step_with_course_version(params, grads, state, lr, b1=0.9, b2=0.999, ep
 def save_checkpoint(path, tree):
     np.savez(
         path,
-        **{keystr(p): np.asarray(leaf) for p, leaf in jax.tree_util.tree_leaves_with_path(tree)},
+        **{keystr(p): np.asarray(leaf) for p, leaf in jax.tree_util.tree_leaves_with_path(tree)},  # type: ignore[arg-type]  # numpy's stubs let **kwargs fill allow_pickle
     )
 
 
@@ -173,7 +181,8 @@ def save_slash_names(path, tree):
         )
 
     np.savez(
-        path, **{name(p): np.asarray(leaf) for p, leaf in jax.tree_util.tree_leaves_with_path(tree)}
+        path,
+        **{name(p): np.asarray(leaf) for p, leaf in jax.tree_util.tree_leaves_with_path(tree)},  # type: ignore[arg-type]  # numpy's stubs let **kwargs fill allow_pickle
     )
 
 
@@ -183,7 +192,8 @@ def save_adding_suffix(path, tree):
 
 def save_none_too(path, tree):
     pairs = jax.tree_util.tree_leaves_with_path(tree, is_leaf=lambda x: x is None)
-    np.savez(path, **{keystr(p): leaf if leaf is None else np.asarray(leaf) for p, leaf in pairs})
+    arrays = {keystr(p): leaf if leaf is None else np.asarray(leaf) for p, leaf in pairs}
+    np.savez(path, **arrays)  # type: ignore[arg-type]  # a None leaf on purpose (numpy refuses it)
 
 
 def save_with_course_version(path, tree):
@@ -249,7 +259,9 @@ def make_train_loop(
                 velocity = jax.tree.map(jnp.zeros_like, params)
             loss, grads = jax.value_and_grad(loss_fn)(params, batch)
             velocity = jax.tree.map(lambda v, g: beta * v + g, velocity, grads)
-            if lr_cast:  # the learning rate cast to each leaf's dtype, as optax writes it: bfloat16 arithmetic
+            # With lr_cast the learning rate is cast to each leaf's dtype, as optax writes it:
+            # bfloat16 arithmetic.
+            if lr_cast:
                 params = jax.tree.map(
                     lambda p, v: p - jnp.asarray(lr, p.dtype) * v, params, velocity
                 )
@@ -270,7 +282,7 @@ def make_train_loop(
         if python_loop:
             losses = []
             for i in range(batches["target"].shape[0]):
-                carry, loss = body(carry, jax.tree.map(lambda b: b[i], batches))
+                carry, loss = body(carry, jax.tree.map(lambda b, i=i: b[i], batches))
                 losses.append(loss)
             return carry[0], carry[1], jnp.stack(losses)
         (params, velocity), losses = jax.lax.scan(body, carry, batches)
@@ -295,9 +307,10 @@ def train_loop_with_course_version(loss_fn, params, batches, lr, beta):
 def momentum_by_flatten(params, grads, velocity, lr, beta):
     leaves, treedef = jax.tree_util.tree_flatten(params)
     new_velocity = [
-        beta * v + g for v, g in zip(treedef.flatten_up_to(velocity), treedef.flatten_up_to(grads))
+        beta * v + g
+        for v, g in zip(treedef.flatten_up_to(velocity), treedef.flatten_up_to(grads), strict=True)
     ]
-    moved = [p - lr * v for p, v in zip(leaves, new_velocity)]
+    moved = [p - lr * v for p, v in zip(leaves, new_velocity, strict=True)]
     return treedef.unflatten(moved), treedef.unflatten(new_velocity)
 
 
@@ -324,7 +337,7 @@ def adam_step_optax_style(params, grads, state, lr, b1=0.9, b2=0.999, eps=1e-8):
 
 def save_by_flatten_with_path(path, tree):
     pairs, _ = jax.tree_util.tree_flatten_with_path(tree)
-    arrays = {}
+    arrays: dict[str, Any] = {}
     for key_path, leaf in pairs:
         arrays[jax.tree_util.keystr(key_path)] = np.asarray(leaf)
     with open(path, "wb") as file:
@@ -340,7 +353,7 @@ def restore_by_loop(path, like):
         if extra:
             raise ValueError(f"the file holds entries that `like` lacks: {extra}")
         leaves = []
-        for name, leaf in zip(names, (leaf for _, leaf in pairs)):
+        for name, leaf in zip(names, (leaf for _, leaf in pairs), strict=True):
             if name not in data.files:
                 raise ValueError(f"the file lacks {name}")
             if data[name].shape != np.shape(leaf):
@@ -353,7 +366,7 @@ def restore_by_loop(path, like):
         data.close()
 
 
-ALSO_RIGHT = [
+ALSO_RIGHT: list[tuple[str, Callable[..., Any]]] = [
     ("06.momentum_step", momentum_by_flatten),
     ("06.adam_init", adam_init_by_tree_util),
     ("06.adam_step", adam_step_optax_style),
@@ -363,7 +376,7 @@ ALSO_RIGHT = [
 ]
 
 
-RIGHT = {
+RIGHT: dict[str, Callable[..., Any]] = {
     "06.momentum_step": momentum_step,
     "06.adam_init": adam_init,
     "06.adam_step": make_adam_step(),
@@ -372,7 +385,7 @@ RIGHT = {
     "06.train_loop": make_train_loop(),
 }
 
-WRONG = [
+WRONG: list[tuple[str, Callable[..., Any], str]] = [
     ("06.momentum_step", momentum_old_velocity, "moved with the old velocity"),
     ("06.momentum_step", momentum_dampened, "averages the gradients, beta * v + (1 - beta) * g"),
     ("06.momentum_step", momentum_lr_inside, "has the learning rate inside"),
@@ -446,7 +459,7 @@ COURSE_VERSIONS = [
 ]
 
 
-# --- the checks ------------------------------------------------------------------------------------
+# --- the checks -----------------------------------------------------------------------------------
 
 
 class TestLesson06(LessonChecks):
@@ -458,7 +471,9 @@ class TestLesson06(LessonChecks):
 
 
 @pytest.mark.parametrize(("exercise_id", "answer", "name"), COURSE_VERSIONS, ids=answer_id)
-def test_course_versions_do_not_count(exercise_id: str, answer, name: str) -> None:
+def test_course_versions_do_not_count(
+    exercise_id: str, answer: Callable[..., Any], name: str
+) -> None:
     verdict = evaluate(get_exercise(exercise_id), answer)
     assert verdict.status == "flagged" and verdict.points == 0
     assert f"calls {name} (line " in verdict.message, verdict.message
@@ -493,7 +508,7 @@ def test_check_output_is_deterministic(capsys: pytest.CaptureFixture[str]) -> No
 
 def _leaves_close(a: Any, b: Any, rtol: float = 1e-5, atol: float = 1e-6) -> None:
     assert jax.tree.structure(a) == jax.tree.structure(b)
-    for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b)):
+    for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True):
         np.testing.assert_allclose(np.asarray(x), np.asarray(y), rtol=rtol, atol=atol)
 
 
@@ -530,7 +545,8 @@ def test_adam_reference_is_optax_adam_over_several_steps() -> None:
 
 
 def test_adam_hints_name_wrong_algorithms_that_really_differ() -> None:
-    # The judge's Adam without flags is Adam; each wrong variant differs from it on some self-check case.
+    # The judge's Adam without flags is Adam; each wrong variant differs from it on some self-check
+    # case.
     cases = get_exercise("06.adam_step").make_cases("check")
     differs = {i: False for i in range(len(lesson._ADAM_VARIANTS))}
     for case in cases:
@@ -559,7 +575,7 @@ def test_train_loop_reference_is_momentum_steps_in_a_python_loop() -> None:
 
     velocity, losses = jax.tree.map(jnp.zeros_like, params), []
     for i in range(batches["target"].shape[0]):
-        params, velocity, loss = step(params, velocity, jax.tree.map(lambda b: b[i], batches))
+        params, velocity, loss = step(params, velocity, jax.tree.map(lambda b, i=i: b[i], batches))
         losses.append(loss)
     got = lesson._train_loop(*case.args)
     _leaves_close(got, (params, velocity, jnp.stack(losses)), rtol=1e-4, atol=1e-5)
@@ -598,7 +614,7 @@ def test_checkpoint_round_trip_and_misfits(tmp_path: Path) -> None:
         )
 
 
-# --- cases and probes ------------------------------------------------------------------------------
+# --- cases and probes -----------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(

@@ -1,14 +1,18 @@
-"""Lesson 07 self-checks: sharding trees, bytes per device, abstract trees, sharded init, resharded restore.
+"""Lesson 07 self-checks: sharding trees, bytes per device, abstract trees, sharded init, resharded
+restore.
 
 The tests run with 8 CPU devices (the root conftest asks for them), as a learner's kernel has. The
 grader's own process may have one: the last tests check that the stand-in meshes the probes use
-there give the reference results that the real meshes give.
+there give the reference results that the real meshes give. Those tests patch the lesson module's
+``enough_devices`` and call its mesh helpers, so they import ``_lesson07``.
 """
 
 from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -19,8 +23,8 @@ from exercise_support import LessonChecks, has_none
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from course_lib.checks import _lesson07, get_exercise
-from course_lib.checks._evaluate import judge_outcomes, probe_all, reference_results
+from course_lib.checks import _lesson07, get_exercise, judge_outcomes, reference_results
+from course_lib.checks._evaluate import probe_all  # the kernel side of grading: no public name
 
 pytestmark = pytest.mark.usefixtures("fresh_checks")
 
@@ -37,10 +41,10 @@ def test_the_tests_have_the_lessons_devices() -> None:
     assert len(jax.devices("cpu")) == 8
 
 
-# --- 07.shardings_from_rules -----------------------------------------------------------------------
+# --- 07.shardings_from_rules ----------------------------------------------------------------------
 
 
-def _name(path) -> str:
+def _name(path: Any) -> str:
     return "/".join(
         str(getattr(key, "key", getattr(key, "idx", getattr(key, "name", key)))) for key in path
     )
@@ -124,14 +128,14 @@ def shardings_dropping_none(params, rules, mesh):
     return {jax.tree_util.keystr(path): NamedSharding(mesh, P()) for path, _ in leaves}
 
 
-# --- 07.bytes_per_device ---------------------------------------------------------------------------
+# --- 07.bytes_per_device --------------------------------------------------------------------------
 
 
 def bytes_from_devices_map(tree):
     total = 0
     for leaf in jax.tree.leaves(tree):
         index = leaf.sharding.devices_indices_map(leaf.shape)[next(iter(leaf.sharding.device_set))]
-        block = [len(range(*part.indices(n))) for part, n in zip(index, leaf.shape)]
+        block = [len(range(*part.indices(n))) for part, n in zip(index, leaf.shape, strict=True)]
         total += int(np.prod(block, dtype=np.int64)) * jnp.dtype(leaf.dtype).itemsize
     return total
 
@@ -164,7 +168,7 @@ def bytes_as_text(tree):
     return f"{bytes_from_devices_map(tree)} bytes"
 
 
-# --- 07.abstract_size ------------------------------------------------------------------------------
+# --- 07.abstract_size -----------------------------------------------------------------------------
 
 
 def abstract_size_by_trace(init, key):
@@ -199,7 +203,7 @@ def abstract_size_swapped(init, key):
     return abstract_size_by_trace(init, key)[::-1]
 
 
-# --- 07.sharded_init -------------------------------------------------------------------------------
+# --- 07.sharded_init ------------------------------------------------------------------------------
 
 
 def sharded_init_wrapped(init, key, shardings):
@@ -234,7 +238,7 @@ def sharded_init_other_key(init, key, shardings):
     return jax.jit(init, out_shardings=shardings)(jax.random.key(12345))
 
 
-# --- 07.restore_resharded --------------------------------------------------------------------------
+# --- 07.restore_resharded -------------------------------------------------------------------------
 
 
 def restore_by_flatten(path, abstract, shardings):
@@ -244,7 +248,10 @@ def restore_by_flatten(path, abstract, shardings):
     )
     target = jax.tree.unflatten(
         treedef,
-        [jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=sh) for s, sh in zip(shapes, full)],
+        [
+            jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=sh)
+            for s, sh in zip(shapes, full, strict=True)
+        ],
     )
     return ocp.StandardCheckpointer().restore(path, target)
 
@@ -261,7 +268,7 @@ def restore_as_numpy(path, abstract, shardings):
     return jax.tree.map(np.asarray, restore_by_flatten(path, abstract, shardings))
 
 
-RIGHT = {
+RIGHT: dict[str, Callable[..., Any]] = {
     "07.shardings_from_rules": shardings_by_flatten,
     "07.bytes_per_device": bytes_from_devices_map,
     "07.abstract_size": abstract_size_by_trace,
@@ -269,7 +276,7 @@ RIGHT = {
     "07.restore_resharded": restore_by_flatten,
 }
 
-WRONG = [
+WRONG: list[tuple[str, Callable[..., Any], str]] = [
     ("07.shardings_from_rules", shardings_last_rule, "the last matching rule decided"),
     (
         "07.shardings_from_rules",
@@ -321,7 +328,8 @@ class TestLesson07(LessonChecks):
     points = 13
     right = RIGHT
     wrong = WRONG
-    # Roundabout answers that still give the right tree in the right shardings: fair grading accepts them.
+    # Roundabout answers that still give the right tree in the right shardings: fair grading accepts
+    # them.
     also_right = [
         ("07.sharded_init", sharded_init_after_eval_shape),
         ("07.restore_resharded", restore_then_put),
@@ -330,7 +338,8 @@ class TestLesson07(LessonChecks):
 
 
 def test_the_big_model_is_never_run(monkeypatch: pytest.MonkeyPatch) -> None:
-    """An answer that runs init is stopped on the tiny copy of the big model, before it allocates billions."""
+    """An answer that runs init is stopped on the tiny copy of the big model, before it allocates
+    billions."""
     exercise = get_exercise("07.abstract_size")
     big = next(case for case in exercise.make_cases("check") if case.info["big"])
     sizes = []
@@ -369,13 +378,14 @@ def test_cases_hold_none_subtrees(exercise_id: str) -> None:
 def test_stand_in_meshes_give_the_references_of_real_ones(
     exercise_id: str, seed: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The grader's process may have one device: the references computed there are those of 8 devices."""
+    """The grader's process may have one device: the references computed there are those of 8
+    devices."""
     exercise = get_exercise(exercise_id)
     cases = exercise.make_cases("grade", seed)
     real = reference_results(exercise, cases)
     monkeypatch.setattr(_lesson07, "enough_devices", lambda count: count <= 1)
     stand_in = reference_results(exercise, cases)
-    for case, mine, theirs in zip(cases, stand_in, real):
+    for case, mine, theirs in zip(cases, stand_in, real, strict=True):
         assert exercise.judge(mine, theirs, case) is None, case.label
     monkeypatch.undo()  # the learner's side, as in the grader: a kernel with 8 devices
     verdict = judge_outcomes(

@@ -1,5 +1,8 @@
 """Lesson 08 self-checks: a guarded step with cond, layers in one scan, a clipping custom_vjp,
-an ensemble vmap, and updates from a prefix tree of learning rates."""
+an ensemble vmap, and updates from a prefix tree of learning rates.
+
+Two tests look inside the lesson module (``_lesson08``): its scan counter and its clipping rule.
+"""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
 """Fair judging, in the learner's process: what is called counts (never names), no cascades between
 exercises, partial credit by named parts that a trivial answer never earns.
 
-The grader-side versions of these (kernels, code cell numbers, ``--forbid``) are in test_grade_judging.py.
-"""
+The grader-side versions of these (kernels, code cell numbers, ``--forbid``) are in
+test_grade_judging.py."""
 
 from __future__ import annotations
 
@@ -17,16 +17,26 @@ import jax
 import numpy as np
 import pytest
 
-from course_lib.checks import all_exercises, evaluate, get_exercise
-from course_lib.checks._evaluate import judge_outcomes, probe_all, reference_results
+from course_lib.checks import (
+    all_exercises,
+    evaluate,
+    get_exercise,
+    judge_outcomes,
+    reference_results,
+)
+from course_lib.checks._evaluate import probe_all  # the kernel side of grading: no public name
 
 pytestmark = pytest.mark.usefixtures("fresh_checks")
 
-PRELUDE = "import functools\nimport jax\nimport jax.numpy as jnp\nimport numpy as np\nimport optax\nimport course_lib as cl\n"
+PRELUDE = (
+    "import functools\nimport jax\nimport jax.numpy as jnp\nimport numpy as np\nimport "
+    "optax\nimport course_lib as cl\n"
+)
 
 
 def notebook(tmp_path: Path, source: str, name: str = "cells") -> dict[str, Any]:
-    """The namespace of a learner's code, run from a file (as a kernel runs a cell: a real file and line)."""
+    """The namespace of a learner's code, run from a file (as a kernel runs a cell: a real file and
+    line)."""
     path = tmp_path / f"{name}.py"
     path.write_text(PRELUDE + textwrap.dedent(source))
     module = types.ModuleType(name)
@@ -38,14 +48,15 @@ def notebook(tmp_path: Path, source: str, name: str = "cells") -> dict[str, Any]
 def grade(
     exercise_id: str, fn: Callable[..., Any], seed: int = 0, packages: tuple[str, ...] = ()
 ) -> Any:
-    """The verdict on the grading cases of ``seed``, judged as the grader judges (stand-ins from ``fn``'s globals)."""
+    """The verdict on the grading cases of ``seed``, judged as the grader judges (stand-ins from
+    ``fn``'s globals)."""
     exercise = get_exercise(exercise_id)
     cases = exercise.make_cases("grade", seed)
     outcomes = probe_all(exercise, fn, cases, packages=packages)
     return judge_outcomes(exercise, outcomes, reference_results(exercise, cases), cases)
 
 
-# --- names cost nothing; calls into other libraries are allowed unless forbidden -------------------
+# --- names cost nothing; calls into other libraries are allowed unless forbidden ------------------
 
 OPTAX_ANSWERS = """
 def make_sgd_step(loss_fn):
@@ -122,7 +133,8 @@ def test_numpy_forbidden_is_the_learners_numpy_not_jaxs(tmp_path: Path) -> None:
             return jnp.sqrt(sum(jnp.sum(jnp.square(leaf)) for leaf in jax.tree.leaves(tree)))
 
         def global_norm_numpy(tree):
-            return jnp.sqrt(sum(jnp.sum(jnp.square(np.asarray(leaf))) for leaf in jax.tree.leaves(tree)))
+            squares = [jnp.sum(jnp.square(np.asarray(leaf))) for leaf in jax.tree.leaves(tree)]
+            return jnp.sqrt(sum(squares))
     """,
     )
     assert grade("02.global_norm", cells["global_norm"], packages=("numpy",)).status == "passed"
@@ -177,7 +189,11 @@ class AdamState(NamedTuple):
 
 def adam_init(params):
     zeros = optax.tree_utils.tree_zeros_like
-    return AdamState(count=jnp.zeros((), jnp.int32), mu=zeros(params), nu=optax.tree_utils.tree_zeros_like(params))
+    return AdamState(
+        count=jnp.zeros((), jnp.int32),
+        mu=zeros(params),
+        nu=optax.tree_utils.tree_zeros_like(params),
+    )
 """
 )
 
@@ -190,7 +206,7 @@ def test_optax_zeros_and_a_carry_field_named_momentum_pass(tmp_path: Path) -> No
     assert loop.status == "passed", loop.message
 
 
-# --- the course's own functions and the references are still caught ---------------------------------
+# --- the course's own functions and the references are still caught -------------------------------
 
 
 def test_course_functions_are_flagged_through_an_alias_from_another_cell_or_getattr(
@@ -281,14 +297,14 @@ def test_the_self_check_judges_each_exercise_on_its_own_too(tmp_path: Path) -> N
 # --- partial credit ------------------------------------------------------------------------------
 
 
-def sgd_for_dicts_and_lists(params, grads, lr):
+def sgd_for_dicts_and_lists(params: Any, grads: Any, lr: Any) -> Any:
     """Right for dicts, lists and None; namedtuples, tuples and OrderedDicts come back as lists."""
     if params is None:
         return None
     if type(params) is dict:
         return {key: sgd_for_dicts_and_lists(params[key], grads[key], lr) for key in params}
     if isinstance(params, (list, tuple)):
-        return [sgd_for_dicts_and_lists(p, g, lr) for p, g in zip(params, grads)]
+        return [sgd_for_dicts_and_lists(p, g, lr) for p, g in zip(params, grads, strict=True)]
     if isinstance(params, dict):
         return {key: sgd_for_dicts_and_lists(params[key], grads[key], lr) for key in params}
     return params - lr * grads
@@ -304,9 +320,9 @@ def test_a_half_right_answer_gets_exactly_its_parts_share(seed: int) -> None:
     )
     assert (verdict.status, verdict.points, verdict.max_points) == ("failed", 0.67, 2)
     assert (
-        "Right: dicts and lists with None (0.67/2 points); not yet: namedtuples, OrderedDicts and floats, random trees."
-        in verdict.message
-    )
+        "Right: dicts and lists with None (0.67/2 points); not yet: namedtuples, "
+        "OrderedDicts and floats, random trees."
+    ) in verdict.message
     assert verdict.passed_cases[:2] == (True, True) and verdict.passed_cases[2] is False
 
 
@@ -349,7 +365,8 @@ TRIVIAL: dict[str, Callable[..., Any]] = {
 @pytest.mark.slow
 @pytest.mark.parametrize("exercise_id", [e.id for e in all_exercises()])
 def test_a_trivial_answer_earns_nothing_on_any_exercise(exercise_id: str) -> None:
-    """Every trivial answer, on the grading cases (of two seeds where there are parts): 0 points, never passed."""
+    """Every trivial answer, on the grading cases (of two seeds where there are parts): 0 points,
+    never passed."""
     earned = {}
     has_parts = any(case.part for case in get_exercise(exercise_id).make_cases("grade"))
     seeds = (0, 1) if has_parts else (0,)  # all or nothing needs one seed to show it is not all
@@ -360,7 +377,8 @@ def test_a_trivial_answer_earns_nothing_on_any_exercise(exercise_id: str) -> Non
 
 
 def test_the_trivial_answers_cover_every_exercise() -> None:
-    """The parametrised test above reaches every graded exercise of every lesson (44 in lessons 01–09)."""
+    """The parametrised test above reaches every graded exercise of every lesson (44 in lessons
+    01–09)."""
     from course_lib.checks import exercises, lessons
 
     assert list(lessons()) == ["01", "02", "03", "04", "05", "06", "07", "08", "09"]

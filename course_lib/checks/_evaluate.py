@@ -1,4 +1,4 @@
-"""Calling a learner's function on cases (in the learner's process) and judging what came back (anywhere).
+"""Calling a learner's function on cases (in its process) and judging the results (anywhere).
 
 :func:`probe_all` is the half that must run where the learner's function lives; it returns plain
 :class:`Outcome` records. :func:`judge_outcomes` is the half that can run anywhere: the self-check
@@ -15,7 +15,7 @@ from . import _wire
 from ._guard import is_learner_file, is_the_learners_function, standing_in, stops_here, watch
 from ._plain import NotPlainError
 from ._registry import get_exercise
-from ._spec import Case, Exercise, Outcome, Verdict, part_names, round_points
+from ._spec import Case, Exercise, Outcome, Status, Verdict, part_names, round_points
 
 _MESSAGE_LIMIT = 400
 
@@ -34,7 +34,7 @@ def _exception_text(error: BaseException) -> str:
 
 
 def _where(error: BaseException) -> str:
-    """`` (line 3 of count_params)``: the innermost frame of the learner's code, not JAX's or ours."""
+    """`` (line 3 of count_params)``: the innermost frame of the learner's own code."""
     for frame in reversed(traceback.extract_tb(error.__traceback__)):
         filename = frame.filename
         if filename.startswith("<") or is_learner_file(filename):
@@ -43,7 +43,7 @@ def _where(error: BaseException) -> str:
 
 
 def ensure_plain(value: Any) -> Any:
-    """``value`` after the same JSON round trip that grading uses (raises ``NotPlainError`` if impossible)."""
+    """``value`` after grading's JSON round trip (``NotPlainError`` if it cannot make it)."""
     try:
         return _wire.loads(_wire.dumps(value))
     except _wire.WireError as error:
@@ -64,7 +64,7 @@ is_the_learners_function(_guarded(len).__code__)
 def probe_case(
     exercise: Exercise, fn: Callable[..., Any], case: Case, packages: Sequence[str] = ()
 ) -> Outcome:
-    """Run ``exercise.probe`` on the learner's ``fn`` for one case, recording forbidden calls (see ``_guard``).
+    """Run ``exercise.probe`` on ``fn`` for one case, recording forbidden calls (``_guard``).
 
     ``packages`` are forbidden packages on top of the exercise's own ``forbidden_modules``.
     """
@@ -134,7 +134,7 @@ def reference_results(exercise: Exercise, cases: Sequence[Case]) -> list[Any]:
 
 
 def flag_place(flag: dict[str, Any]) -> str:
-    """Where a forbidden call was made, in a learner's words: ``line 3 of its cell: `return ...```."""
+    """Where a forbidden call was made, in words: ``line 3 of its cell: `return ...```."""
     filename = flag["file"]
     if filename.startswith("<") or os.path.basename(os.path.dirname(filename)).startswith(
         "ipykernel_"
@@ -153,11 +153,14 @@ def flag_message(
     flags: Sequence[dict[str, Any]],
     place: Callable[[dict[str, Any]], str] = flag_place,
 ) -> str:
-    """What the learner is told about forbidden calls: the first call, where it was made, and why it does not count."""
+    """What the learner is told of forbidden calls: the first, where, and why it does not count."""
     flag, name = flags[0], exercise.name
     reached = flag["reached"]
     if flag["kind"] == "tamper":
-        return f"{name} switched off the grader's watch of what it calls (sys.setprofile), so it cannot be graded."
+        return (
+            f"{name} switched off the grader's watch of what it calls (sys.setprofile), so it "
+            "cannot be graded."
+        )
     if flag["kind"] == "module":
         package = reached.split(".", 1)[0]
         text = (
@@ -172,9 +175,9 @@ def flag_message(
         else:
             text = f"{name} is {what} itself"
         text += (
-            ": that is the course's own version of what this exercise asks you to write, so it does not count. "
-            + _JAX_ITSELF
-        )
+            ": that is the course's own version of what this exercise asks you to write, "
+            "so it does not count. "
+        ) + _JAX_ITSELF
     others = sorted({f["reached"] for f in flags[1:]} - {reached})
     if others:
         text += f" It also calls {', '.join(others)}."
@@ -187,7 +190,7 @@ def _about(case: Case) -> str:
 
 def _case_problem(
     exercise: Exercise, outcome: Outcome, want: Any, case: Case
-) -> tuple[str, str] | None:
+) -> tuple[Status, str] | None:
     """``None`` when the case is right, else the status it implies and the message."""
     if outcome.status == "returned":
         message = judge_value(exercise, outcome.value, want, case)
@@ -256,7 +259,8 @@ def judge_outcomes(
             "error", 0, total, f"{exercise.name} was not run on every case.", None, len(cases)
         )
     problems = [
-        _case_problem(exercise, o, want, case) for o, want, case in zip(outcomes, expected, cases)
+        _case_problem(exercise, o, want, case)
+        for o, want, case in zip(outcomes, expected, cases, strict=False)  # stop_early: fewer
     ]
     problems += [("error", f"{exercise.name} was not run on every case.")] * (
         len(cases) - len(problems)
@@ -264,29 +268,44 @@ def judge_outcomes(
     right = tuple(problem is None for problem in problems)
     names = part_names(cases)
     parts = tuple(
-        (part, all(ok for ok, case in zip(right, cases) if case.part == part)) for part in names
+        (part, all(ok for ok, case in zip(right, cases, strict=True) if case.part == part))
+        for part in names
     )
     earned = round_points(total * sum(ok for _, ok in parts) / len(parts))
-    first = next((i for i, problem in enumerate(problems) if problem is not None), None)
-    base = dict(cases=len(cases), passed_cases=right, parts=parts if names != [""] else ())
+    wrong = [(i, problem) for i, problem in enumerate(problems) if problem is not None]
+    shown_parts = parts if names != [""] else ()
     if flags:
         message = flag_message(exercise, flags, place)
-        if first is None:
-            message += f" Apart from that, it is right on every input ({_points_text(total, total)} if the instructor allows it)."
+        if not wrong:
+            message += (
+                f" Apart from that, it is right on every input ({_points_text(total, total)} if "
+                "the instructor allows it)."
+            )
         return Verdict(
-            "flagged", 0, total, message, None, flags=tuple(flags), points_if_allowed=earned, **base
-        )  # type: ignore[arg-type]
-    if first is None:
-        return Verdict(
-            "passed", total, total, f"passed, {_points_text(total, total)}", None, **base
-        )  # type: ignore[arg-type]
-    status, message = problems[first]  # type: ignore[misc]
+            "flagged",
+            0,
+            total,
+            message,
+            None,
+            len(cases),
+            right,
+            shown_parts,
+            flags=tuple(flags),
+            points_if_allowed=earned,
+        )
+    if not wrong:
+        message = f"passed, {_points_text(total, total)}"
+        return Verdict("passed", total, total, message, None, len(cases), right, shown_parts)
+    first, (status, message) = wrong[0]
     if earned:
         status = "failed"
         good = [part for part, ok in parts if ok]
         bad = [part for part, ok in parts if not ok]
-        message += f"\nRight: {', '.join(good)} ({_points_text(earned, total)}); not yet: {', '.join(bad)}."
-    return Verdict(status, earned, total, message, first, **base)  # type: ignore[arg-type]
+        message += (
+            f"\nRight: {', '.join(good)} ({_points_text(earned, total)}); "
+            f"not yet: {', '.join(bad)}."
+        )
+    return Verdict(status, earned, total, message, first, len(cases), right, shown_parts)
 
 
 def judge_value(exercise: Exercise, got: Any, expected: Any, case: Case) -> str | None:
@@ -296,4 +315,7 @@ def judge_value(exercise: Exercise, got: Any, expected: Any, case: Case) -> str 
     try:
         return exercise.judge(got, expected, case)
     except Exception as error:  # noqa: BLE001 (an odd result must not crash the judge)
-        return f"the result could not be compared with the expected one ({type(error).__name__}: {_exception_text(error)})."
+        return (
+            f"the result could not be compared with the expected one ({type(error).__name__}: "
+            f"{_exception_text(error)})."
+        )

@@ -1,4 +1,4 @@
-"""What a learner's answer called: the course's own answers and forbidden packages, by identity, at run time.
+"""What an answer called: the course's own answers and forbidden packages, by identity, at run time.
 
 :func:`watch` records, while a probe runs (``sys.setprofile``), each call made by the learner's code
 that reaches
@@ -50,7 +50,8 @@ _LIBRARY_DIRS = tuple(
         os.path.dirname(os.path.dirname(__file__)),
     }
 )
-# Cells of a kernel are files under ipykernel_<pid>/; code typed at a prompt or in a doctest is the learner's too.
+# Cells of a kernel are files under ipykernel_<pid>/; code typed at a prompt or in a doctest is the
+# learner's too.
 _NOTEBOOK_FILES = (
     os.path.join(os.path.realpath(tempfile.gettempdir()), "ipykernel_"),
     "<ipython-input",
@@ -61,10 +62,13 @@ _NOTEBOOK_FILES = (
 
 
 def is_learner_file(filename: str) -> bool:
-    """Whether code from ``filename`` is the learner's: not an installed library, the standard library or ``course_lib``.
+    """Whether code from ``filename`` is the learner's: not an installed library, the standard
+    library or ``course_lib``.
 
-    >>> is_learner_file(course_lib.__file__), is_learner_file("/home/ada/homework.py"), is_learner_file("<string>")
-    (False, True, False)
+    >>> is_learner_file(course_lib.__file__), is_learner_file("/home/ada/homework.py")
+    (False, True)
+    >>> is_learner_file("<string>")
+    False
     """
     if filename.startswith("<"):
         return filename.startswith(_NOTEBOOK_FILES[1:])
@@ -120,7 +124,7 @@ _LESSON_MODULE = re.compile(r"course_lib\.checks\._lesson\d\d")
 
 
 def reference_keys() -> dict[tuple[str, int, str], str]:
-    """``{(file, line, name): "module.name"}`` of every reference of every lesson module imported so far.
+    """``{(file, line, name): "module.name"}`` of the references of the lesson modules imported.
 
     Lessons already imported only: importing one here could fail or cost time, and a reference of
     a lesson nobody imported cannot be called.
@@ -136,7 +140,7 @@ def reference_keys() -> dict[tuple[str, int, str], str]:
 
 
 def package_dirs(package: str) -> tuple[str, ...]:
-    """The folders (or file) a top-level package is loaded from, without importing it; ``()`` if it is not installed.
+    """The folders (or file) a top-level package loads from, unimported; ``()`` if not installed.
 
     >>> package_dirs("course_lib") == (os.path.join(os.path.dirname(course_lib.__file__), ""),)
     True
@@ -173,13 +177,13 @@ _ITSELF: set[types.CodeType] = set()
 
 
 def stops_here(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Mark ``fn`` as course code that calls on its own behalf: what it calls is never the learner's call."""
+    """Mark ``fn`` as course code calling on its own behalf: its calls are never the learner's."""
     _STOP.add(fn.__code__)
     return fn
 
 
 def is_the_learners_function(code: types.CodeType) -> None:
-    """Mark ``code`` as the probe's wrapper around the learner's function: a call it makes is the function itself."""
+    """Mark ``code`` as the probe's wrapper of the learner's function: its call is the function."""
     _ITSELF.add(code)
 
 
@@ -189,7 +193,8 @@ def _line_of(filename: str, lineno: int) -> str:
 
 
 def _where(caller: types.FrameType | None) -> tuple[str, int] | None:
-    """Where the learner made this call: ``(file, line)``, ``("", 0)`` for the learner's function itself, ``None`` if not the learner's."""
+    """Where the learner made this call: ``(file, line)``, ``("", 0)`` for the learner's function
+    itself, ``None`` if not the learner's."""
     frame = caller
     while frame is not None:
         code = frame.f_code
@@ -204,7 +209,8 @@ def _where(caller: types.FrameType | None) -> tuple[str, int] | None:
 
 
 class Watch:
-    """What one :func:`watch` block saw: ``flags``, a list of plain call records (see ``_spec.FLAG_FIELDS``)."""
+    """What one :func:`watch` block saw: ``flags``, a list of plain call records (see
+    ``_spec.FLAG_FIELDS``)."""
 
     def __init__(
         self,
@@ -231,7 +237,7 @@ class Watch:
         return None
 
     def _imports_package(self, frame: types.FrameType, package: str) -> bool:
-        """Whether the library code of ``frame`` imports ``package`` itself (then its calls into it are its own)."""
+        """Whether ``frame``'s library code imports ``package`` (then its calls are its own)."""
         key = (frame.f_code, package)
         if key not in self._imports:
             self._imports[key] = any(
@@ -305,7 +311,8 @@ class Watch:
 
 @contextlib.contextmanager
 def watch(forbidden: Iterable[str] = (), packages: Iterable[str] = ()) -> Iterator[Watch]:
-    """Record, in this thread, the learner's calls of the named ``course_lib`` functions, of any reference, and into ``packages``.
+    """Record, in this thread, the learner's calls of the named ``course_lib`` functions, of any
+    reference, and into ``packages``.
 
     >>> def count_params(tree):
     ...     return course_lib.tree_size(tree)
@@ -356,7 +363,7 @@ def _stand_in_for(name: str, stand_in: Callable[..., Any]) -> Callable[..., Any]
 def standing_in(
     namespace: dict[str, Any] | None, helpers: Mapping[str, Callable[..., Any]]
 ) -> Iterator[list[str]]:
-    """Replace each callable ``namespace[name]`` by ``helpers[name]`` inside the block, then put it back.
+    """Replace each callable ``namespace[name]`` by ``helpers[name]`` in the block, then restore it.
 
     Yields the names replaced. What a stand-in calls is the course's own call (never flagged).
 
@@ -369,7 +376,7 @@ def standing_in(
     """
     saved: dict[str, Any] = {}
     if namespace is not None:
-        for name, stand_in in helpers.items():
+        for name in helpers:
             if callable(namespace.get(name)):
                 saved[name] = namespace[name]
     try:
@@ -387,7 +394,7 @@ _MAGIC = re.compile(r"^\s*[%!].*$", re.MULTILINE)
 
 
 def parse_cell(source: str) -> ast.Module | None:
-    """The AST of a notebook cell, with IPython ``%magic`` and ``!shell`` lines blanked; ``None`` if invalid."""
+    """A notebook cell's AST, ``%magic`` and ``!shell`` lines blanked; ``None`` if it is invalid."""
     try:
         return ast.parse(_MAGIC.sub("", source))
     except (SyntaxError, ValueError, RecursionError, MemoryError):

@@ -5,13 +5,18 @@ return ``None`` or a hint. Random trees mix the containers JAX knows (dict, list
 namedtuple, ``OrderedDict``), ``None`` subtrees, and leaves of several kinds, from a NumPy
 generator, so a case set is the same wherever it is made.
 
-What is here, by section: parts (``in_parts``); probes (``call_value``, ``call_tree``, ``compile_report``,
-``jit_compile_report``, ``error_text``, ``returned_instead``); judges (``judge_number``,
-``judge_bool``, ``judge_equal``, ``tree_judge``, ``judge_compiles``, ``judge_compiles_with_advice``,
-``missing_return``) and typical mistakes (``trees_close``, ``matching_variant``); NumPy references
-(``as_numpy``, ``scaled``); plain data with dtypes (``as_judged``, ``as_float32``, ``dtype_name``,
-``dtyped_plain``, ``describe_bf16``); random inputs (``random_f32``, ``small_shape``,
-``small_float_leaf``, ``random_like``, ``random_leaf``, ``random_tree``).
+This is the one shelf of helpers for the lesson modules: look here before writing one in a
+lesson module, and put a helper that two lessons need here. What is here, by section (``__all__``
+lists it): parts (``in_parts``); probes (``call_value``, ``call_tree``, ``compile_report``,
+``jit_compile_report``, ``error_text``, ``returned_instead``, ``leaf_text``); judges
+(``judge_number``, ``judge_bool``, ``judge_equal``, ``plain_difference``, ``structure_difference``,
+``tree_judge``, ``judge_compiles``, ``judge_compiles_with_advice``, ``missing_return``) and typical
+mistakes (``trees_close``, ``matching_variant``); references (``as_numpy``, ``scaled``,
+``ACTIVATIONS``); plain data with dtypes (``as_judged``, ``as_float32``, ``dtype_name``,
+``dtyped_plain``); random inputs (``random_f32``, ``random_array``, ``random_shape``,
+``small_shape``, ``small_float_leaf``, ``random_float_leaf``, ``random_like``); random trees
+(``Layer``, ``Point``, ``Opaque``, ``random_leaf``, ``random_tree``, ``float_tree``,
+``count_none``).
 """
 
 import collections
@@ -21,6 +26,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 import course_lib as cl
@@ -28,11 +34,59 @@ import course_lib as cl
 from ._plain import describe, rebuild_tree, to_plain, tree_plain
 from ._spec import Case, Judge
 
+__all__ = [
+    "ACTIVATIONS",
+    "CONTAINERS",
+    "KEYS",
+    "NONE_RECORD",
+    "SMALL_SHAPES",
+    "Layer",
+    "Opaque",
+    "Point",
+    "as_float32",
+    "as_judged",
+    "as_numpy",
+    "call_tree",
+    "call_value",
+    "compile_report",
+    "count_none",
+    "dtype_name",
+    "dtyped_plain",
+    "error_text",
+    "float_tree",
+    "in_parts",
+    "jit_compile_report",
+    "judge_bool",
+    "judge_compiles",
+    "judge_compiles_with_advice",
+    "judge_equal",
+    "judge_number",
+    "leaf_text",
+    "matching_variant",
+    "missing_return",
+    "plain_difference",
+    "random_array",
+    "random_f32",
+    "random_float_leaf",
+    "random_leaf",
+    "random_like",
+    "random_shape",
+    "random_tree",
+    "returned_instead",
+    "scaled",
+    "small_float_leaf",
+    "small_shape",
+    "structure_difference",
+    "to_python",
+    "tree_judge",
+    "trees_close",
+]
+
 # --- parts ------------------------------------------------------------------------------------
 
 
 def in_parts(cases: Sequence[Case], parts: Sequence[str]) -> list[Case]:
-    """``cases`` with ``parts[i]`` as the part of case ``i`` (one name per case, else ``ValueError``).
+    """``cases`` with ``parts[i]`` as case ``i``'s part (one name per case, else ``ValueError``).
 
     Choose parts so that each holds a case that a trivial answer (its input, zeros, ``None``, a
     constant) gets wrong: a part then earns nothing for it.
@@ -42,7 +96,7 @@ def in_parts(cases: Sequence[Case], parts: Sequence[str]) -> list[Case]:
     """
     if len(parts) != len(cases):
         raise ValueError(f"{len(cases)} cases but {len(parts)} part names")
-    return [dataclasses.replace(case, part=part) for case, part in zip(cases, parts)]
+    return [dataclasses.replace(case, part=part) for case, part in zip(cases, parts, strict=True)]
 
 
 # --- probes ----------------------------------------------------------------------------------
@@ -54,7 +108,7 @@ def call_value(fn: Callable[..., Any], case: Case) -> Any:
 
 
 def call_tree(fn: Callable[..., Any], case: Case) -> Any:
-    """Probe: call ``fn`` on the case and record the whole tree it returns with :func:`tree_plain`."""
+    """Probe: call ``fn`` on the case and record the whole tree it returns (:func:`tree_plain`)."""
     return tree_plain(fn(*case.args, **case.kwargs))
 
 
@@ -133,6 +187,18 @@ def returned_instead(value: Any, wanted: str) -> str | None:
     return None if value is None else f"returned {describe(value, 60)}, not {wanted}"
 
 
+def leaf_text(leaf: Any, limit: int = 60) -> str:
+    """A leaf in a few characters: ``f32[3,2]`` for an array, the repr of a number, a string, a bool
+    or ``None`` (cut to ``limit``), and ``<Type>`` for anything else.
+
+    >>> [leaf_text(x) for x in (np.ones((3, 2)), "relu", 2, None, object())]
+    ['f64[3,2]', "'relu'", '2', 'None', '<object>']
+    """
+    if isinstance(leaf, (jax.Array, np.ndarray, np.generic, str, bool, int, float)) or leaf is None:
+        return describe(leaf, limit)
+    return f"<{type(leaf).__name__}>"
+
+
 # --- judges ----------------------------------------------------------------------------------
 
 
@@ -145,7 +211,10 @@ def _is_number(x: Any) -> bool:
 def judge_number(got: Any, expected: Any, case: Case) -> str | None:
     """Judge: a number (Python or 0-d array) equal to the expected one (close, for floats)."""
     if not _is_number(got):
-        return f"returned {describe(got)}, a {type(got).__name__}; expected a number like {describe(expected)}."
+        return (
+            f"returned {describe(got)}, a {type(got).__name__}; expected a number like "
+            f"{describe(expected)}."
+        )
     a, e = complex(np.asarray(got).item()), complex(np.asarray(expected).item())
     if not np.isclose(a, e, rtol=1e-6, atol=1e-9):
         return f"returned {describe(to_python(got))}, expected {describe(to_python(expected))}."
@@ -183,11 +252,14 @@ def plain_difference(got: Any, expected: Any, where: str = "") -> str | None:
             return f"the values{at} differ from the expected ones."
         return None
     if type(got) is not type(expected):
-        return f"got {describe(got)}{at}, a {type(got).__name__}; expected a {type(expected).__name__}: {describe(expected)}."
+        return (
+            f"got {describe(got)}{at}, a {type(got).__name__}; expected a "
+            f"{type(expected).__name__}: {describe(expected)}."
+        )
     if isinstance(expected, (list, tuple)):
         if len(got) != len(expected):
             return f"got {len(got)} items{at}, expected {len(expected)}."
-        for i, (g, e) in enumerate(zip(got, expected)):
+        for i, (g, e) in enumerate(zip(got, expected, strict=True)):
             problem = plain_difference(g, e, f"{where}[{i}]")
             if problem:
                 return problem
@@ -210,6 +282,31 @@ def judge_equal(got: Any, expected: Any, case: Case) -> str | None:
     return plain_difference(got, expected)
 
 
+def structure_difference(
+    mine: Any,
+    theirs: Any,
+    names: tuple[str, str] = ("yours", "expected"),
+    labels: tuple[str, str] | None = None,
+) -> list[str]:
+    """How two trees' structures differ, by key path (``cl.tree_diff``); ``[]`` when they are one.
+
+    When ``tree_diff`` names no difference (one in a node's metadata, say) the lines are the two
+    structures, after ``labels`` (by default ``names``).
+
+    >>> structure_difference({"a": 1.0, "b": None}, {"a": 1.0, "b": 2.0})
+    ["at ['b']: None (an empty subtree) in yours, a leaf (float 2.0) in expected"]
+    >>> structure_difference([1.0], [2.0])
+    []
+    """
+    if jax.tree.structure(mine) == jax.tree.structure(theirs):
+        return []
+    lines = list(cl.tree_diff(mine, theirs, names=names))
+    if lines:
+        return lines
+    first, second = labels or names
+    return [f"{first}: {jax.tree.structure(mine)}", f"{second}: {jax.tree.structure(theirs)}"]
+
+
 def tree_judge(rtol: float = 1e-5, atol: float = 1e-6, dtypes: bool = True) -> Judge:
     """A judge for :func:`call_tree` results: structure first (by key path), then each leaf.
 
@@ -219,13 +316,10 @@ def tree_judge(rtol: float = 1e-5, atol: float = 1e-6, dtypes: bool = True) -> J
 
     def judge(got: Any, expected: Any, case: Case) -> str | None:
         mine, theirs = rebuild_tree(got), rebuild_tree(expected)
-        if jax.tree.structure(mine) != jax.tree.structure(theirs):
-            lines = list(cl.tree_diff(mine, theirs, names=("your result", "the expected result")))
-            if not lines:
-                lines = [
-                    f"your structure: {jax.tree.structure(mine)}",
-                    f"expected: {jax.tree.structure(theirs)}",
-                ]
+        lines = structure_difference(
+            mine, theirs, ("your result", "the expected result"), ("your structure", "expected")
+        )
+        if lines:
             return "the structure differs from the expected one:\n" + "\n".join(
                 f"  {line}" for line in lines
             )
@@ -235,16 +329,19 @@ def tree_judge(rtol: float = 1e-5, atol: float = 1e-6, dtypes: bool = True) -> J
             return str(error).replace("actual ", "yours ") + "."
         if dtypes:
             paths = jax.tree_util.tree_leaves_with_path(mine)
-            for (path, a), b in zip(paths, jax.tree.leaves(theirs)):
+            for (path, a), b in zip(paths, jax.tree.leaves(theirs), strict=True):
                 if isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and a.dtype != b.dtype:
-                    return f"leaf {jax.tree_util.keystr(path) or '<root>'} has dtype {a.dtype}, expected {b.dtype}."
+                    return (
+                        f"leaf {jax.tree_util.keystr(path) or '<root>'} has dtype {a.dtype}, "
+                        f"expected {b.dtype}."
+                    )
         return None
 
     return judge
 
 
 def judge_compiles(got: Any, expected: Any, case: Case) -> str | None:
-    """Judge for :func:`compile_report` results: the same number of compilations as the reference."""
+    """Judge for :func:`compile_report` results: as many compilations as the reference."""
     n, want = got["compiles"], expected["compiles"]
     if n == want:
         return None
@@ -261,12 +358,14 @@ def judge_compiles_with_advice(
     advice: str | None = None,
     about: str = "",
 ) -> str | None:
-    """:func:`judge_compiles`, with ``advice`` (what a miss means in this exercise) after its first line.
+    """:func:`judge_compiles`, with ``advice`` (what a miss means here) after its first line.
 
     The explanation quoted is the last one that holds ``about`` (the last of all when none does).
 
-    >>> got = {"compiles": 2, "misses": ["TRACING CACHE MISS: lr changed", "TRACING CACHE MISS: x changed"]}
-    >>> print(judge_compiles_with_advice(got, {"compiles": 1}, Case(()), "lr is data, not static.", "lr"))
+    >>> misses = ["TRACING CACHE MISS: lr changed", "TRACING CACHE MISS: x changed"]
+    >>> got = {"compiles": 2, "misses": misses}
+    >>> advice = "lr is data, not static."
+    >>> print(judge_compiles_with_advice(got, {"compiles": 1}, Case(()), advice, "lr"))
     compiled 2 times, expected 1: see the cache-miss explanation below.
     lr is data, not static.
     TRACING CACHE MISS: lr changed
@@ -280,7 +379,8 @@ def judge_compiles_with_advice(
 
 
 NONE_RECORD = {"node": "None"}
-"""What :func:`call_tree` records for a bare ``None`` (the framework's own ``None`` check sees a dict)."""
+"""What :func:`call_tree` records for a bare ``None`` (the framework's own ``None`` check sees a
+dict)."""
 
 
 def missing_return(got: Any, expected: Any, name: str) -> str | None:
@@ -305,7 +405,7 @@ def trees_close(mine: Any, theirs: Any, rtol: float = 1e-5, atol: float = 1e-6) 
     """
     if jax.tree.structure(mine) != jax.tree.structure(theirs):
         return False
-    for a, b in zip(jax.tree.leaves(mine), jax.tree.leaves(theirs)):
+    for a, b in zip(jax.tree.leaves(mine), jax.tree.leaves(theirs), strict=True):
         try:
             a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
         except (TypeError, ValueError):
@@ -322,12 +422,13 @@ def matching_variant(
     atol: float = 1e-6,
     rebuilt: bool = False,
 ) -> str | None:
-    """The hint of the first typical wrong answer that ``mine`` matches (:func:`trees_close`), or ``None``.
+    """The hint of the first typical mistake ``mine`` matches (:func:`trees_close`), or ``None``.
 
     ``variants`` are ``(hint, build)`` pairs: ``build()`` computes that wrong answer from the case's
     inputs, only when the variants before it did not match; one that cannot be built is not the
     mistake. With ``rebuilt`` each wrong answer is compared as a judge sees a learner's result, its
-    containers rebuilt from plain data (:func:`as_judged`). NumPy's warnings are silenced throughout.
+    containers rebuilt from plain data (:func:`as_judged`). NumPy's warnings are silenced
+    throughout.
 
     >>> params, grads = {"w": np.ones(2)}, {"w": np.full(2, 0.5)}
     >>> matching_variant({"w": np.full(2, 1.05)}, [
@@ -372,6 +473,15 @@ def scaled(leaf: Any, factor: float) -> Any:
     return leaf * factor if isinstance(leaf, float) else np.asarray(leaf) * np.float32(factor)
 
 
+ACTIVATIONS: dict[str, Callable[[Any], Any]] = {
+    "tanh": jnp.tanh,
+    "relu": jax.nn.relu,
+    "identity": lambda x: x,
+}
+"""The activations of the lessons' layers by name (a layer's ``activation`` field), in the order
+the cases draw them; the notebooks define the same table."""
+
+
 # --- plain data with dtypes --------------------------------------------------------------------
 
 
@@ -411,12 +521,6 @@ def dtyped_plain(tree: Any) -> dict[str, Any]:
     }
 
 
-def describe_bf16(tree: Any, limit: int = 160) -> str:
-    """:func:`describe`, with bfloat16 leaves written bf16 (``describe`` writes them as bfloat1616)."""
-    text = describe(tree, 10_000).replace("bfloat1616", "bf16")
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
 # --- random inputs ---------------------------------------------------------------------------
 
 
@@ -430,11 +534,33 @@ def random_f32(
 
     >>> random_f32(np.random.default_rng(0), 2, scale=10.0)
     array([ 1.257, -1.321], dtype=float32)
-    >>> type(random_f32(np.random.default_rng(0))).__name__, type(random_f32(np.random.default_rng(0), array=True)).__name__
+    >>> rng = np.random.default_rng(0)
+    >>> type(random_f32(rng)).__name__, type(random_f32(rng, array=True)).__name__
     ('float32', 'ndarray')
     """
     values = (scale * rng.normal(size=shape)).round(3)
     return np.asarray(values, dtype=np.float32) if array else values.astype(np.float32)
+
+
+def random_array(rng: np.random.Generator, *shape: int, scale: float = 1.0) -> np.ndarray:
+    """:func:`random_f32` as an array always: a 0-d leaf shows as ``f32[]``, not a NumPy scalar.
+
+    >>> random_array(np.random.default_rng(0)).shape, random_array(np.random.default_rng(0), 2)
+    ((), array([ 0.126, -0.132], dtype=float32))
+    """
+    return random_f32(rng, *shape, scale=scale, array=True)
+
+
+def random_shape(
+    rng: np.random.Generator, sizes: tuple[int, int] = (1, 4), dims: tuple[int, int] = (0, 2)
+) -> tuple[int, ...]:
+    """A shape of ``dims[0]`` to ``dims[1]`` dimensions, each of ``sizes[0]`` to ``sizes[1]``.
+
+    >>> random_shape(np.random.default_rng(1), sizes=(2, 4), dims=(1, 2))
+    (3,)
+    """
+    ndim = int(rng.integers(dims[0], dims[1] + 1))
+    return tuple(int(n) for n in rng.integers(sizes[0], sizes[1] + 1, size=ndim))
 
 
 SMALL_SHAPES = ((), (3,), (2, 3))
@@ -452,10 +578,27 @@ def small_float_leaf(rng: np.random.Generator) -> np.ndarray:
     return random_f32(rng, *small_shape(rng), array=True)
 
 
+def random_float_leaf(
+    rng: np.random.Generator,
+    shape: Callable[[np.random.Generator], tuple[int, ...]] = small_shape,
+) -> Any:
+    """A float32 array of the shape ``shape(rng)`` draws, NumPy or (by a coin) JAX.
+
+    A 0-d NumPy leaf is a NumPy scalar (see :func:`random_f32`). ``jax.device_put`` makes the
+    JAX arrays: it compiles nothing, where ``jnp.asarray`` compiles once per new shape.
+
+    >>> [type(random_float_leaf(np.random.default_rng(seed))).__name__ for seed in (0, 4)]
+    ['ndarray', 'ArrayImpl']
+    """
+    array = random_f32(rng, *shape(rng))
+    return jax.device_put(array) if rng.random() < 0.5 else array
+
+
 def random_like(
     rng: np.random.Generator, tree: Any, scale: float = 1.0, array: bool = False
 ) -> Any:
-    """A tree of the structure of ``tree`` with new float32 leaves of the same shapes (:func:`random_f32`).
+    """A tree of the structure of ``tree`` with new float32 leaves of the same shapes
+    (:func:`random_f32`).
 
     A JAX array's new leaf is a JAX array, a Python float's a Python float (3 decimals), any other
     leaf's a NumPy array (or scalar, see ``array``).
@@ -527,7 +670,7 @@ def random_leaf(rng: np.random.Generator) -> Any:
         return round(float(rng.normal()), 3)
     if choice < 3:
         return int(rng.integers(-5, 6))
-    shape = tuple(int(n) for n in rng.integers(1, 5, size=int(rng.integers(0, 3))))
+    shape = random_shape(rng)
     if choice < 5:
         array = rng.integers(-9, 10, size=shape).astype(np.int32)
     else:
@@ -562,8 +705,36 @@ def random_tree(
         return tuple(children)
     keys = [str(k) for k in rng.choice(KEYS, size=size, replace=False)]
     if kind == "OrderedDict":
-        return collections.OrderedDict(zip(keys, children))
-    return dict(zip(keys, children))
+        return collections.OrderedDict(zip(keys, children, strict=True))
+    return dict(zip(keys, children, strict=True))
+
+
+def float_tree(
+    rng: np.random.Generator,
+    layout: Sequence[tuple[str, str]] = (("head", "leaf"), ("body", "tree")),
+    leaf: Callable[[np.random.Generator], Any] = random_float_leaf,
+    depth: int = 3,
+    none_rate: float = 0.25,
+    min_leaves: int = 1,
+) -> dict[str, Any]:
+    """A dict of float32 leaves and random trees of them (:func:`random_tree`), ``None`` included.
+
+    ``layout`` names each key and what it holds, ``"leaf"`` or ``"tree"``, in the order they are
+    drawn. A tree with fewer than ``min_leaves`` leaves is drawn again.
+
+    >>> tree = float_tree(np.random.default_rng(0), (("w", "tree"), ("b", "leaf")), min_leaves=2)
+    >>> list(tree), len(jax.tree.leaves(tree)) >= 2
+    (['w', 'b'], True)
+    """
+    while True:
+        tree = {
+            key: leaf(rng)
+            if part == "leaf"
+            else random_tree(rng, depth=depth, none_rate=none_rate, leaf=leaf)
+            for key, part in layout
+        }
+        if len(jax.tree.leaves(tree)) >= min_leaves:
+            return tree
 
 
 def count_none(tree: Any) -> int:

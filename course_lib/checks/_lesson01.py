@@ -77,7 +77,8 @@ def _count_cases(rng: np.random.Generator) -> list[Case]:
             "extra": random_tree(rng, depth=2),
         }
         cases.append(_count_case(tree, f"random tree {i + 1}, {describe(tree, 100)}"))
-    # The trees without leaves (0 parameters) share a part with layers, so a constant 0 earns nothing.
+    # The trees without leaves (0 parameters) share a part with layers, so a constant 0 earns
+    # nothing.
     dicts, mixed = "dicts, None and empty trees", "numbers, lists and namedtuples"
     return in_parts(cases, [dicts, dicts, mixed, mixed, dicts, dicts] + ["random trees"] * 4)
 
@@ -88,11 +89,20 @@ def _judge_count(got: Any, expected: Any, case: Case) -> str | None:
         return problem
     value, want, info = to_python(got), to_python(expected), case.info
     if value == info["leaves"] != want:
-        return f"returned {value}, the number of leaves; count the elements in each leaf instead (a (3, 2) array holds 6)."
+        return (
+            f"returned {value}, the number of leaves; count the elements in each leaf instead "
+            "(a (3, 2) array holds 6)."
+        )
     if info["nones"] and value == want + info["nones"]:
-        return f"returned {value}, expected {want}: each None seems to count as a parameter. None is an empty subtree: it holds no leaves."
+        return (
+            f"returned {value}, expected {want}: each None seems to count as a parameter. None "
+            "is an empty subtree: it holds no leaves."
+        )
     if info["numbers"] and value == want - info["numbers"]:
-        return f"returned {value}, expected {want}: Python numbers are leaves too, and each counts as one element."
+        return (
+            f"returned {value}, expected {want}: Python numbers are leaves too, and each "
+            "counts as one element."
+        )
     return problem
 
 
@@ -169,14 +179,17 @@ def _judge_paths(got: Any, expected: Any, case: Case) -> str | None:
         return f"returned {describe(got)}; return a list of strings."
     if not all(isinstance(p, str) for p in got):
         bad = next(p for p in got if not isinstance(p, str))
-        return f"the list holds {describe(bad)}, not a string: jax.tree_util.keystr(path) writes a key path as a string."
+        return (
+            f"the list holds {describe(bad)}, not a string: jax.tree_util.keystr(path) writes "
+            "a key path as a string."
+        )
     if got == expected:
         return None
     none_paths = case.info["none_paths"]
     if none_paths and got == [p for p in expected if p not in none_paths]:
         return (
-            f"the paths of the None entries ({', '.join(none_paths)}) are missing: JAX skips None, an empty "
-            "subtree, unless is_leaf says it is a leaf."
+            f"the paths of the None entries ({', '.join(none_paths)}) are missing: JAX "
+            "skips None, an empty subtree, unless is_leaf says it is a leaf."
         )
     if sorted(got) == sorted(expected):
         return (
@@ -206,7 +219,10 @@ LEAF_PATHS = Exercise(
     hints=(
         "jax.tree_util.tree_leaves_with_path(tree) gives (key path, leaf) pairs in flatten order.",
         "Turn a key path into text with jax.tree_util.keystr(path).",
-        "None is an empty subtree, so it has no path unless you say it is a leaf: is_leaf=lambda x: x is None.",
+        (
+            "None is an empty subtree, so it has no path unless you say it is a leaf: "
+            "is_leaf=lambda x: x is None."
+        ),
     ),
     forbidden=("tree_summary", "FlatTree"),
 )
@@ -229,20 +245,31 @@ def _is_node(x: Any) -> bool:
 
 
 _NODE_WHY = {
-    "none": "None is a node: an empty subtree with no children, which is why jax.tree.leaves(None) is [].",
+    "none": (
+        "None is a node: an empty subtree with no children, which is why "
+        "jax.tree.leaves(None) is []."
+    ),
     "empty": "an empty container is still a node; it just has no children.",
     "single": "a container holding a single leaf is still a node.",
     "container": "lists, tuples and dicts are nodes.",
     "namedtuple": "a namedtuple is a node: each field is a child.",
     "ordered": "an OrderedDict is a node (its children keep their insertion order).",
-    "shape": "x.shape is a plain tuple, so JAX sees a node with the dimensions as leaves (pitfall: mapping over a shape).",
+    "shape": (
+        "x.shape is a plain tuple, so JAX sees a node with the dimensions as leaves (pitfall: "
+        "mapping over a shape)."
+    ),
     "array": "an array is one leaf, however many elements it holds.",
     "number": "a Python number is a leaf.",
     "string": "a string is a leaf: JAX does not look inside it.",
     "set": "a set is not a registered pytree node, so it is a leaf.",
     "opaque": "an instance of a class JAX does not know is a leaf.",
-    "registered": "a class registered with JAX (here with register_dataclass) is a node, though it is no list, tuple or dict: ask JAX, not isinstance.",
-    "partial": "jax.tree_util.Partial is registered as a node: its bound arguments are its children.",
+    "registered": (
+        "a class registered with JAX (here with register_dataclass) is a node, though it is "
+        "no list, tuple or dict: ask JAX, not isinstance."
+    ),
+    "partial": (
+        "jax.tree_util.Partial is registered as a node: its bound arguments are its children."
+    ),
 }
 
 
@@ -285,7 +312,7 @@ def _node_cases(rng: np.random.Generator) -> list[Case]:
 
 
 def _explained_bool(name: str, why: dict[str, str]) -> Judge:
-    """:func:`judge_bool`, and for a wrong True or False the reason that the case's kind of input gives."""
+    """:func:`judge_bool`, and for a wrong True or False the reason its kind of input gives."""
 
     def judge(got: Any, expected: Any, case: Case) -> str | None:
         problem = judge_bool(got, expected, case)
@@ -307,8 +334,14 @@ IS_NODE = Exercise(
     judge=_explained_bool("is_node", _NODE_WHY),
     hints=(
         "Ask JAX what it sees: jax.tree.structure(x).",
-        "A leaf on its own has the structure PyTreeDef(*); compare with the structure of something you know is a leaf.",
-        "Counting leaves does not decide it: None and empty containers are nodes with no leaves, and [x] is a node with one.",
+        (
+            "A leaf on its own has the structure PyTreeDef(*); compare with the structure of "
+            "something you know is a leaf."
+        ),
+        (
+            "Counting leaves does not decide it: None and empty containers are nodes with no "
+            "leaves, and [x] is a node with one."
+        ),
     ),
 )
 
@@ -364,9 +397,9 @@ def _judge_replace(got: Any, expected: Any, case: Case) -> str | None:
         return problem
     mine, theirs = jax.tree.leaves(rebuild_tree(got)), jax.tree.leaves(rebuild_tree(expected))
     if sorted(map(describe, mine)) == sorted(map(describe, theirs)):
-        return (
-            problem
-            + " The values are all there but in another order: they go in the order jax.tree.leaves lists leaves (dict keys sorted)."
+        return problem + (
+            " The values are all there but in another order: they go in the order "
+            "jax.tree.leaves lists leaves (dict keys sorted)."
         )
     return problem
 
@@ -382,7 +415,10 @@ REPLACE_LEAVES = Exercise(
     judge=_judge_replace,
     hints=(
         "jax.tree.structure(tree) is the tree without its leaves: a PyTreeDef.",
-        "A PyTreeDef can be filled with new leaves, taken in flatten order: look at jax.tree.unflatten.",
+        (
+            "A PyTreeDef can be filled with new leaves, taken in flatten order: look at "
+            "jax.tree.unflatten."
+        ),
         "None subtrees are part of the structure; they hold no leaves and take no values.",
     ),
 )
@@ -399,8 +435,14 @@ _SAME_WHY = {
     "shapes": "the structure ignores what the leaves are: shapes and dtypes do not matter.",
     "leaf_kinds": "a Python number and an array are both leaves, so the structures are the same.",
     "none_leaf": "None is an empty subtree, not a leaf, so it differs from a leaf in its place.",
-    "leaf_none": "None is an empty subtree, not a leaf, so it differs from a leaf in its place (jax.tree.map accepts this pair: a None in the second tree is handed to f).",
-    "deeper": "a leaf in one tree where the other has a tuple are different structures (jax.tree.map accepts this pair: the second tree may go deeper).",
+    "leaf_none": (
+        "None is an empty subtree, not a leaf, so it differs from a leaf in its place "
+        "(jax.tree.map accepts this pair: a None in the second tree is handed to f)."
+    ),
+    "deeper": (
+        "a leaf in one tree where the other has a tuple are different structures "
+        "(jax.tree.map accepts this pair: the second tree may go deeper)."
+    ),
     "extra_key": "a dict with an extra key has another structure.",
     "same": "two copies of one tree have the same structure.",
     "none_both": "None in the same place in both trees is the same structure.",

@@ -1,4 +1,4 @@
-"""Exercises of lesson 02, mapping over trees: the SGD update, several trees at once, norms, stacking."""
+"""Exercises of lesson 02, mapping over trees: SGD, several trees at once, norms, stacking."""
 
 import collections
 import functools
@@ -16,13 +16,13 @@ from ._kit import (
     call_tree,
     call_value,
     compile_report,
+    float_tree,
     judge_compiles,
     judge_number,
     matching_variant,
     missing_return,
-    random_f32,
+    random_array,
     random_like,
-    random_tree,
     scaled,
     small_float_leaf,
     to_python,
@@ -34,23 +34,18 @@ from ._spec import Case, Exercise, Judge
 # --- shared helpers ----------------------------------------------------------------------------
 
 # 0-d leaves are 0-d arrays here (``f32[]`` in the inputs a check shows), never NumPy scalars.
-_f32 = functools.partial(random_f32, array=True)
 _like = functools.partial(random_like, array=True)
 
-
-def _float_tree(rng: np.random.Generator, depth: int = 3) -> Any:
-    """A random tree of float32 leaves with at least one leaf.
-
-    The explicit cases hold JAX arrays; random trees hold NumPy arrays (of few shapes, see
-    ``SMALL_SHAPES``), where ``p - lr * g`` compiles nothing.
-    """
-    while True:
-        tree = {
-            "params": random_tree(rng, depth=depth, none_rate=0.3, leaf=small_float_leaf),
-            "head": small_float_leaf(rng),
-        }
-        if len(jax.tree.leaves(tree)) >= 2:
-            return tree
+# A random tree of float32 leaves, one of them at "head" and at least one in "params". The explicit
+# cases hold JAX arrays; random trees hold NumPy arrays (of few shapes, see ``SMALL_SHAPES``), where
+# ``p - lr * g`` compiles nothing.
+_float_tree = functools.partial(
+    float_tree,
+    layout=(("params", "tree"), ("head", "leaf")),
+    leaf=small_float_leaf,
+    none_rate=0.3,
+    min_leaves=2,
+)
 
 
 def _first_mistake(mine: Any, variants: list[tuple[str, Callable[[], Any]]]) -> str | None:
@@ -59,7 +54,7 @@ def _first_mistake(mine: Any, variants: list[tuple[str, Callable[[], Any]]]) -> 
 
 
 def _flat_leaves_hint(mine: Any, reference_tree: Any, name: str) -> str | None:
-    """A hint when ``mine`` is a flat list of leaves where a tree shaped like ``reference_tree`` was due."""
+    """A hint when ``mine`` is a flat list of leaves, not a tree shaped like ``reference_tree``."""
     n = len(jax.tree.leaves(reference_tree))
     if (
         isinstance(mine, (list, tuple))
@@ -67,8 +62,8 @@ def _flat_leaves_hint(mine: Any, reference_tree: Any, name: str) -> str | None:
         and not isinstance(reference_tree, type(mine))
     ):
         return (
-            f"returned a flat {type(mine).__name__} of {n} leaves; return a tree shaped like {name}. "
-            "jax.tree.map builds the containers for you."
+            f"returned a flat {type(mine).__name__} of {n} leaves; return a tree shaped "
+            f"like {name}. jax.tree.map builds the containers for you."
         )
     return None
 
@@ -112,25 +107,32 @@ def _sgd_step(params: Any, grads: Any, lr: Any) -> Any:
 def _sgd_cases(rng: np.random.Generator) -> list[Case]:
     m, n = 2, 3
     trees = [
-        ({"w": _f32(rng, m, n), "b": _f32(rng, n)}, 0.1, "the brief's layer, a dict with w and b"),
+        (
+            {"w": random_array(rng, m, n), "b": random_array(rng, n)},
+            0.1,
+            "the brief's layer, a dict with w and b",
+        ),
         (
             [
-                {"w": jax.device_put(_f32(rng, m, n)), "b": None},
-                {"w": _f32(rng, m, n), "b": jax.device_put(_f32(rng, n))},
+                {"w": jax.device_put(random_array(rng, m, n)), "b": None},
+                {"w": random_array(rng, m, n), "b": jax.device_put(random_array(rng, n))},
             ],
             0.01,
             "a list of layers, the first without a bias (None)",
         ),
         (
             (
-                Layer(w=_f32(rng, m, n), b=None),
-                collections.OrderedDict(scale=_f32(rng), shift=_f32(rng, n)),
+                Layer(w=random_array(rng, m, n), b=None),
+                collections.OrderedDict(scale=random_array(rng), shift=random_array(rng, n)),
             ),
             0.5,
             "a namedtuple with a None field and an OrderedDict",
         ),
         (
-            {"alpha": round(float(rng.normal()), 3), "emb": Point(x=_f32(rng, m, n), y=None)},
+            {
+                "alpha": round(float(rng.normal()), 3),
+                "emb": Point(x=random_array(rng, m, n), y=None),
+            },
             0.25,
             "a Python float leaf",
         ),
@@ -143,7 +145,7 @@ def _sgd_cases(rng: np.random.Generator) -> list[Case]:
     ]
     cases = [
         Case((params, _like(rng, params), lr), label=label, part=part)
-        for (params, lr, label), part in zip(trees, parts)
+        for (params, lr, label), part in zip(trees, parts, strict=True)
     ]
     for i in range(2):
         params = _float_tree(rng)
@@ -159,7 +161,7 @@ def _sgd_cases(rng: np.random.Generator) -> list[Case]:
 
 
 def _sgd_stand_in(params: Any, grads: Any, lr: Any) -> Any:
-    """What another exercise's answer gets when it calls ``sgd_step`` (JAX, so that it works under jit)."""
+    """What an answer calling ``sgd_step`` gets (JAX, so that it works under jit)."""
     return jax.tree.map(lambda p, g: p - lr * g, params, grads)
 
 
@@ -171,7 +173,10 @@ def _explain_sgd(problem: str, mine: Any, theirs: Any, case: Case) -> str:
         mine,
         [
             (
-                "you added the step: p + lr * g climbs the loss; gradient descent subtracts, p - lr * g.",
+                (
+                    "you added the step: p + lr * g climbs the loss; gradient descent "
+                    "subtracts, p - lr * g."
+                ),
                 lambda: jax.tree.map(lambda p, g: p + lr * g, params, grads),
             ),
             (
@@ -203,7 +208,10 @@ SGD_STEP = Exercise(
     judge=_tree_answer("sgd_step", _explain_sgd),
     hints=(
         "Each parameter leaf moves against its own gradient leaf: p - lr * g.",
-        "jax.tree.map(f, params, grads) calls f with one leaf of params and the matching leaf of grads.",
+        (
+            "jax.tree.map(f, params, grads) calls f with one leaf of params and the matching "
+            "leaf of grads."
+        ),
         "None subtrees need nothing from you: jax.tree.map keeps them as None in its result.",
     ),
     forbidden=("sgd", "momentum", "adam", "tree_add_scale", "tree_sub", "tree_scale", "tree_add"),
@@ -220,12 +228,15 @@ def _average_trees(trees: list[Any]) -> Any:
 
 def _average_cases(rng: np.random.Generator) -> list[Case]:
     first = {
-        "w": _f32(rng, 2, 3),
+        "w": random_array(rng, 2, 3),
         "b": None,
-        "layers": [_f32(rng), (jax.device_put(_f32(rng, 3)),)],
+        "layers": [random_array(rng), (jax.device_put(random_array(rng, 3)),)],
     }
-    ordered = collections.OrderedDict(z=Layer(w=_f32(rng, 2, 3), b=None), a=[_f32(rng)])
-    # The single tree is its own mean: it shares a part with three dicts, which returning trees[0] gets wrong.
+    ordered = collections.OrderedDict(
+        z=Layer(w=random_array(rng, 2, 3), b=None), a=[random_array(rng)]
+    )
+    # The single tree is its own mean: it shares a part with three dicts, which returning trees[0]
+    # gets wrong.
     dicts, named = "dicts and lists with None", "namedtuples and OrderedDicts"
     cases = [
         Case(
@@ -239,12 +250,12 @@ def _average_cases(rng: np.random.Generator) -> list[Case]:
             part=named,
         ),
         Case(
-            ([(_f32(rng, 3), [None, _f32(rng, 2, 3)])],),
+            ([(random_array(rng, 3), [None, random_array(rng, 2, 3)])],),
             label="a list holding a single tree",
             part=dicts,
         ),
         Case(
-            ([Point(x=_f32(rng), y=_f32(rng, 3)) for _ in range(4)],),
+            ([Point(x=random_array(rng), y=random_array(rng, 3)) for _ in range(4)],),
             label="four namedtuples of 0-d and 1-d arrays",
             part=named,
         ),
@@ -269,15 +280,16 @@ def _explain_average(problem: str, mine: Any, theirs: Any, case: Case) -> str:
     if problem.startswith("the structure"):
         if _one_per_input(mine, theirs, trees):
             return (
-                f"returned a list of {k} trees, one per input: the answer is one tree shaped like trees[0]. "
-                "Pass the trees to jax.tree.map as separate arguments, jax.tree.map(f, *trees), so that f "
-                "receives one leaf from each tree."
+                f"returned a list of {k} trees, one per input: the answer is one tree "
+                "shaped like trees[0]. "
+                "Pass the trees to jax.tree.map as separate arguments, jax.tree.map(f, "
+                "*trees), so that f receives one leaf from each tree."
             )
         return problem
     if _shape_collapsed(mine, theirs):
         return (
-            f"{problem} Each leaf of the result keeps its shape: average the matching leaves across the "
-            "trees, not the entries inside one leaf."
+            f"{problem} Each leaf of the result keeps its shape: average the matching "
+            "leaves across the trees, not the entries inside one leaf."
         )
     mistake = _first_mistake(
         mine,
@@ -296,7 +308,7 @@ def _explain_average(problem: str, mine: Any, theirs: Any, case: Case) -> str:
 def _shape_collapsed(mine: Any, theirs: Any) -> bool:
     return any(
         np.shape(a) == () and np.shape(b) != ()
-        for a, b in zip(jax.tree.leaves(mine), jax.tree.leaves(theirs))
+        for a, b in zip(jax.tree.leaves(mine), jax.tree.leaves(theirs), strict=True)
     )
 
 
@@ -312,7 +324,10 @@ AVERAGE_TREES = Exercise(
     hints=(
         "jax.tree.map accepts any number of trees after the function: jax.tree.map(f, t1, t2, t3).",
         "With a list, unpack it: jax.tree.map(f, *trees); f then receives one leaf from each tree.",
-        "Write f to take any number of leaves, lambda *leaves: ..., and divide their sum by how many there are.",
+        (
+            "Write f to take any number of leaves, lambda *leaves: ..., and divide their sum "
+            "by how many there are."
+        ),
     ),
     forbidden=("tree_add", "tree_scale", "tree_add_scale", "tree_sum"),
 )
@@ -324,8 +339,8 @@ AVERAGE_TREES = Exercise(
 def _model_loss(params: dict[str, Any], batch: tuple[Any, Any]) -> jax.Array:
     """Mean squared error of a two-layer tanh network times a learned scale.
 
-    ``params`` mixes containers on purpose: ``{"layers": [{"w", "b": None}, Layer(w, b)], "scale": ...}``.
-    """
+    ``params`` mixes containers on purpose: ``{"layers": [{"w", "b": None}, Layer(w, b)], "scale":
+    ...}``."""
     x, y = batch
     first, second = params["layers"]
     hidden = jnp.tanh(x @ first["w"])
@@ -347,19 +362,23 @@ def _train_cases(rng: np.random.Generator) -> list[Case]:
     n_in, hidden, n_out, batch_size = 2, 3, 2, 8
     params = {
         "layers": [
-            {"w": jax.device_put(_f32(rng, n_in, hidden, scale=0.5)), "b": None},
+            {"w": jax.device_put(random_array(rng, n_in, hidden, scale=0.5)), "b": None},
             Layer(
-                w=jax.device_put(_f32(rng, hidden, n_out, scale=0.5)),
-                b=jax.device_put(_f32(rng, n_out, scale=0.1)),
+                w=jax.device_put(random_array(rng, hidden, n_out, scale=0.5)),
+                b=jax.device_put(random_array(rng, n_out, scale=0.1)),
             ),
         ],
         "scale": jax.device_put(np.float32(1.0)),
     }
-    batches = [(_f32(rng, batch_size, n_in), _f32(rng, batch_size, n_out)) for _ in range(3)]
+    batches = [
+        (random_array(rng, batch_size, n_in), random_array(rng, batch_size, n_out))
+        for _ in range(3)
+    ]
     lrs = [float(lr) for lr in rng.choice([0.2, 0.1, 0.05, 0.02], size=3, replace=False)]
     shown = (
         "loss_fn = mean squared error of a two-layer tanh network, params "
-        f"{describe(params, 120)}, 3 steps on batches of {batch_size} examples with lr = {', '.join(map(str, lrs))}"
+        f"{describe(params, 120)}, 3 steps on batches of {batch_size} examples with lr = "
+        f"{', '.join(map(str, lrs))}"
     )
     label = "a model whose layers are a dict with a None bias and a namedtuple"
     return [Case((params, batches, lrs), label=label, shown=shown)]
@@ -390,7 +409,7 @@ def _probe_train(fn: Callable[..., Any], case: Case) -> Any:
     state: dict[str, Any] = {"params": params}
 
     def run() -> Any:
-        for batch, lr in zip(batches, lrs):
+        for batch, lr in zip(batches, lrs, strict=True):
             out = step(state["params"], batch, lr)
             if not (isinstance(out, tuple) and len(out) == 2):
                 report["output"] = (
@@ -409,18 +428,20 @@ def _probe_train(fn: Callable[..., Any], case: Case) -> Any:
 def _judge_train(got: Any, expected: Any, case: Case) -> str | None:
     if got["output"]:
         return got["output"] + "."
-    for i, (mine, want) in enumerate(zip(got["losses"], expected["losses"])):
+    for i, (mine, want) in enumerate(zip(got["losses"], expected["losses"], strict=True)):
         if not np.isclose(mine, want, rtol=1e-4, atol=1e-6):
             if i == 0:
                 return (
-                    f"the first step returned the loss {round(float(mine), 5)}, expected {round(float(want), 5)}: "
-                    "return loss_fn(params, batch) for the params the step received, before the update "
-                    "(jax.value_and_grad gives the loss and the gradient together)."
+                    f"the first step returned the loss {round(float(mine), 5)}, expected "
+                    f"{round(float(want), 5)}: "
+                    "return loss_fn(params, batch) for the params the step received, "
+                    "before the update (jax.value_and_grad gives the loss and the "
+                    "gradient together)."
                 )
             going_up = float(got["losses"][i]) > float(got["losses"][0])
             return (
-                f"after {i} step{'s' if i > 1 else ''} the loss is {round(float(mine), 5)}, expected "
-                f"{round(float(want), 5)}, so the update is wrong"
+                f"after {i} step{'s' if i > 1 else ''} the loss is "
+                f"{round(float(mine), 5)}, expected {round(float(want), 5)}, so the update is wrong"
                 + (
                     ": the loss went up, so the step climbs the gradient; subtract lr * g."
                     if going_up
@@ -432,8 +453,9 @@ def _judge_train(got: Any, expected: Any, case: Case) -> str | None:
         return "after three steps, " + problem
     if not got["jitted"]:
         return (
-            "the values are right, but the function make_sgd_step returns is not jitted: put @jax.jit on the "
-            "whole step (gradient and update together), not only on a part of it."
+            "the values are right, but the function make_sgd_step returns is not jitted: "
+            "put @jax.jit on the whole step (gradient and update together), not only on a "
+            "part of it."
         )
     return judge_compiles(got, expected, case)
 
@@ -448,10 +470,16 @@ MAKE_SGD_STEP = Exercise(
     probe=_probe_train,
     judge=_judge_train,
     hints=(
-        "Inside make_sgd_step, define step(params, batch, lr) and return it; @jax.jit goes on step itself.",
-        "jax.value_and_grad(loss_fn)(params, batch) returns (loss, grads), and grads is shaped like params.",
-        "The learning rate is an ordinary argument of step: a new value is new data for the same program, "
-        "so do not make it static.",
+        (
+            "Inside make_sgd_step, define step(params, batch, lr) and return it; @jax.jit "
+            "goes on step itself."
+        ),
+        (
+            "jax.value_and_grad(loss_fn)(params, batch) returns (loss, grads), and grads is "
+            "shaped like params."
+        ),
+        "The learning rate is an ordinary argument of step: a new value is new data for "
+        "the same program, so do not make it static.",
     ),
     forbidden=_STEP_FORBIDDEN,
     uses=("02.sgd_step",),
@@ -472,12 +500,15 @@ def _global_norm(tree: Any) -> float:
 def _norm_cases(rng: np.random.Generator) -> list[Case]:
     m, n = 2, 3
     trees = [
-        ({"w": _f32(rng, m, n, scale=2.0), "b": _f32(rng, n, scale=2.0)}, "a layer with w and b"),
+        (
+            {"w": random_array(rng, m, n, scale=2.0), "b": random_array(rng, n, scale=2.0)},
+            "a layer with w and b",
+        ),
         (
             [
-                jax.device_put(_f32(rng, n, scale=3.0)),
+                jax.device_put(random_array(rng, n, scale=3.0)),
                 None,
-                {"z": None, "a": _f32(rng, m, n, scale=3.0)},
+                {"z": None, "a": random_array(rng, m, n, scale=3.0)},
             ],
             "a list with None subtrees",
         ),
@@ -499,13 +530,16 @@ def _norm_cases(rng: np.random.Generator) -> list[Case]:
         "int32 entries, floats and 0-d arrays",
         "dicts and lists with None",
     ]
-    cases = [Case((tree,), label=label, part=part) for (tree, label), part in zip(trees, parts)]
+    cases = [
+        Case((tree,), label=label, part=part)
+        for (tree, label), part in zip(trees, parts, strict=True)
+    ]
     for i in range(2):
         tree = _float_tree(rng)
         cases.append(
             Case((tree,), label=f"random tree {i + 1}, {describe(tree, 100)}", part="random trees")
         )
-    layer = {"w": _f32(rng, m, n, scale=2.0), "b": _f32(rng, n, scale=2.0)}
+    layer = {"w": random_array(rng, m, n, scale=2.0), "b": random_array(rng, n, scale=2.0)}
     cases.append(
         Case((layer,), label="a layer, under jax.jit", info={"jit": True}, part="under jit")
     )
@@ -513,7 +547,7 @@ def _norm_cases(rng: np.random.Generator) -> list[Case]:
 
 
 def _global_norm_stand_in(tree: Any) -> jax.Array:
-    """What another exercise's answer gets when it calls ``global_norm`` (JAX, so that it works under jit)."""
+    """What an answer calling ``global_norm`` gets (JAX, so that it works under jit)."""
     squares = [
         jnp.sum(jnp.square(jnp.asarray(leaf, jnp.float32))) for leaf in jax.tree.leaves(tree)
     ]
@@ -542,11 +576,14 @@ def _judge_norm_probe(got: Any, expected: Any, case: Case) -> str | None:
         return problem
     if isinstance(got["jit"], dict):
         return (
-            f"right without jit, but under jax.jit it raised {got['jit'].get('error')}. Inside jit the leaves are "
-            "tracers: float(), .item() or NumPy functions cannot turn them into Python numbers. Keep to jnp "
-            "functions and return the jnp value (clip_by_global_norm calls global_norm under jit)."
+            f"right without jit, but under jax.jit it raised {got['jit'].get('error')}. "
+            "Inside jit the leaves are "
+            "tracers: float(), .item() or NumPy functions cannot turn them into Python "
+            "numbers. Keep to jnp functions and return the jnp value (clip_by_global_norm "
+            "calls global_norm under jit)."
         )
-    # The reference computes in NumPy, which cannot run under jit: the jitted answer must match its eager result.
+    # The reference computes in NumPy, which cannot run under jit: the jitted answer must match its
+    # eager result.
     problem = _judge_norm(got["jit"], expected["eager"], case)
     return None if problem is None else "under jax.jit, " + problem
 
@@ -564,8 +601,8 @@ def _judge_norm(got: Any, expected: Any, case: Case) -> str | None:
             isinstance(got, np.ndarray) and got.shape != ()
         ):
             return (
-                f"returned {describe(got, 80)}, one value per leaf or entry: the global norm is a single "
-                "number for the whole tree."
+                f"returned {describe(got, 80)}, one value per leaf or entry: the global "
+                "norm is a single number for the whole tree."
             )
         return judge_number(got, expected, case)
     if np.isclose(value, want, rtol=1e-5, atol=1e-6):
@@ -578,8 +615,8 @@ def _judge_norm(got: Any, expected: Any, case: Case) -> str | None:
         return f"{text}: that is the sum of squares; the norm is its square root."
     if per_leaf and np.isclose(value, sum(per_leaf), rtol=1e-4):
         return (
-            f"{text}: that is the sum of the leaves' norms. The global norm is the square root of the sum of "
-            "the squares of every entry of every leaf."
+            f"{text}: that is the sum of the leaves' norms. The global norm is the square "
+            "root of the sum of the squares of every entry of every leaf."
         )
     if per_leaf and np.isclose(value, max(per_leaf), rtol=1e-4):
         return f"{text}: that is the largest norm of a single leaf; every leaf counts."
@@ -600,8 +637,14 @@ GLOBAL_NORM = Exercise(
     probe=_probe_norm,
     judge=_judge_norm_probe,
     hints=(
-        "Treat the whole tree as one long vector: square every entry of every leaf and add them all up.",
-        "jax.tree.leaves gives the leaves; jnp.sum(jnp.square(leaf)) is one leaf's part (jax.tree.reduce works too).",
+        (
+            "Treat the whole tree as one long vector: square every entry of every leaf and "
+            "add them all up."
+        ),
+        (
+            "jax.tree.leaves gives the leaves; jnp.sum(jnp.square(leaf)) is one leaf's part "
+            "(jax.tree.reduce works too)."
+        ),
         "Finish with jnp.sqrt; a tree without leaves has norm 0.",
     ),
     forbidden=("tree_norm", "tree_vdot", "tree_sum", "FlatTree"),
@@ -631,19 +674,22 @@ def _clip_cases(rng: np.random.Generator) -> list[Case]:
     m, n = 2, 3
     cases = [
         case(
-            {"w": _f32(rng, m, n, scale=2.0), "b": _f32(rng, n, scale=2.0)},
+            {"w": random_array(rng, m, n, scale=2.0), "b": random_array(rng, n, scale=2.0)},
             0.5,
             "a layer whose norm is twice max_norm, under jax.jit",
             jit=True,
             part="under jit",
         ),
         case(
-            {"w": _f32(rng, m, n), "b": None},
+            {"w": random_array(rng, m, n), "b": None},
             2.0,
             "a layer whose norm is already below max_norm (nothing to clip)",
         ),
         case(
-            [Layer(w=jax.device_put(_f32(rng, n, scale=3.0)), b=None), (_f32(rng, scale=0.1),)],
+            [
+                Layer(w=jax.device_put(random_array(rng, n, scale=3.0)), b=None),
+                (random_array(rng, scale=0.1),),
+            ],
             0.8,
             "a list with a namedtuple, one large leaf and one small leaf",
         ),
@@ -685,7 +731,10 @@ def _explain_clip(problem: str, mine: Any, theirs: Any, case: Case) -> str:
     if norm == 0 and any(
         np.isnan(np.asarray(leaf, dtype=np.float64)).any() for leaf in jax.tree.leaves(mine)
     ):
-        return f"{problem} The norm is 0 here, and dividing by it gives nan: only divide when clipping is needed."
+        return (
+            f"{problem} The norm is 0 here, and dividing by it gives nan: only divide when "
+            "clipping is needed."
+        )
 
     def per_leaf() -> Any:
         def clip(g: Any) -> Any:
@@ -706,13 +755,14 @@ def _explain_clip(problem: str, mine: Any, theirs: Any, case: Case) -> str:
         mine,
         [
             (
-                "you clipped each leaf by its own norm; the norm to compare with max_norm is the global norm of "
-                "the whole tree, and every leaf is scaled by the same factor.",
+                "you clipped each leaf by its own norm; the norm to compare with max_norm "
+                "is the global norm of the whole tree, and every leaf is scaled by the "
+                "same factor.",
                 per_leaf,
             ),
             (
-                "you scaled even though the global norm is below max_norm: gradients that are small enough "
-                "must come back unchanged.",
+                "you scaled even though the global norm is below max_norm: gradients that "
+                "are small enough must come back unchanged.",
                 lambda: jax.tree.map(lambda g: g * (max_norm / norm), grads),
             ),
             (
@@ -725,7 +775,10 @@ def _explain_clip(problem: str, mine: Any, theirs: Any, case: Case) -> str:
                 without_sqrt,
             ),
             (
-                "nothing was clipped: when the global norm is above max_norm, scale every leaf by max_norm / norm.",
+                (
+                    "nothing was clipped: when the global norm is above max_norm, scale every "
+                    "leaf by max_norm / norm."
+                ),
                 lambda: grads,
             ),
         ],
@@ -744,10 +797,13 @@ def _judge_clip(got: Any, expected: Any, case: Case) -> str | None:
         return None
     if "error" in got["jit"]:
         return (
-            f"right without jit, but under jax.jit it raised {got['jit']['error']}. Inside jit the norm is a "
-            "tracer: a Python `if` or min() on it cannot decide; compute the factor with jnp.minimum or jnp.where."
+            f"right without jit, but under jax.jit it raised {got['jit']['error']}. Inside "
+            "jit the norm is a "
+            "tracer: a Python `if` or min() on it cannot decide; compute the factor with "
+            "jnp.minimum or jnp.where."
         )
-    # The reference computes in NumPy, which cannot run under jit: the jitted answer must match its eager result.
+    # The reference computes in NumPy, which cannot run under jit: the jitted answer must match its
+    # eager result.
     problem = _tree_judge(got["jit"], expected["eager"], case)
     return None if problem is None else "under jax.jit, " + problem
 
@@ -763,9 +819,12 @@ CLIP_BY_GLOBAL_NORM = Exercise(
     judge=_judge_clip,
     hints=(
         "First the global norm of the whole tree (exercise 4), then one factor for every leaf.",
-        "The factor is max_norm / norm when norm > max_norm, and 1 otherwise; jnp.minimum(1.0, max_norm / norm) "
-        "says both, but mind a norm of 0.",
-        "Under jax.jit the norm is a tracer: no Python `if` on it. jnp.where(cond, a, b) chooses without Python.",
+        "The factor is max_norm / norm when norm > max_norm, and 1 otherwise; "
+        "jnp.minimum(1.0, max_norm / norm) says both, but mind a norm of 0.",
+        (
+            "Under jax.jit the norm is a tracer: no Python `if` on it. jnp.where(cond, a, b) "
+            "chooses without Python."
+        ),
     ),
     forbidden=("tree_norm", "tree_vdot", "tree_sum", "tree_scale", "FlatTree"),
     uses=("02.global_norm",),
@@ -783,7 +842,7 @@ def _stack_cases(rng: np.random.Generator) -> list[Case]:
     def ints(*shape: int) -> np.ndarray:
         return rng.integers(-9, 10, size=shape).astype(np.int32)
 
-    layer = {"w": _f32(rng, 2, 3), "b": None, "steps": ints()}
+    layer = {"w": random_array(rng, 2, 3), "b": None, "steps": ints()}
     cases = [
         Case(
             ([layer, _like_any(rng, layer), _like_any(rng, layer)],),
@@ -791,12 +850,12 @@ def _stack_cases(rng: np.random.Generator) -> list[Case]:
             part="dicts and namedtuples",
         ),
         Case(
-            ([Layer(w=jax.device_put(_f32(rng, 3)), b=[ints(3)]) for _ in range(2)],),
+            ([Layer(w=jax.device_put(random_array(rng, 3)), b=[ints(3)]) for _ in range(2)],),
             label="two namedtuples holding a list",
             part="dicts and namedtuples",
         ),
         Case(
-            ([collections.OrderedDict(z=_f32(rng, 2, 3), a=(None, _f32(rng)))],),
+            ([collections.OrderedDict(z=random_array(rng, 2, 3), a=(None, random_array(rng)))],),
             label="a single OrderedDict",
             part="one tree, and random trees",
         ),
@@ -821,7 +880,7 @@ def _like_any(rng: np.random.Generator, tree: Any) -> Any:
     def fresh(leaf: Any) -> Any:
         if np.asarray(leaf).dtype.kind == "i":
             return rng.integers(-9, 10, size=np.shape(leaf)).astype(np.int32)
-        return _f32(rng, *np.shape(leaf))
+        return random_array(rng, *np.shape(leaf))
 
     return jax.tree.map(fresh, tree)
 
@@ -832,8 +891,9 @@ def _explain_stack(problem: str, mine: Any, theirs: Any, case: Case) -> str:
     if problem.startswith("the structure"):
         if _one_per_input(mine, theirs, trees):
             return (
-                f"returned a list of {k} trees: the answer is one tree shaped like trees[0]. Unpack the list, "
-                "jax.tree.map(f, *trees), so that f receives the matching leaves of all the trees."
+                f"returned a list of {k} trees: the answer is one tree shaped like "
+                "trees[0]. Unpack the list, jax.tree.map(f, *trees), so that f receives "
+                "the matching leaves of all the trees."
             )
         try:
             pieces = jax.tree.structure(theirs).flatten_up_to(mine)
@@ -841,11 +901,11 @@ def _explain_stack(problem: str, mine: Any, theirs: Any, case: Case) -> str:
             return problem
         if pieces and all(isinstance(p, (list, tuple)) and len(p) == k for p in pieces):
             return (
-                f"each leaf of your result is a {type(pieces[0]).__name__} of {k} arrays: that is a transpose. "
-                "Stack them into one array with a new first axis (jnp.stack)."
+                f"each leaf of your result is a {type(pieces[0]).__name__} of {k} arrays: "
+                "that is a transpose. Stack them into one array with a new first axis (jnp.stack)."
             )
         return problem
-    for a, b in zip(jax.tree.leaves(mine), jax.tree.leaves(theirs)):
+    for a, b in zip(jax.tree.leaves(mine), jax.tree.leaves(theirs), strict=True):
         shape_a, shape_b = np.shape(a), np.shape(b)
         if shape_a == shape_b:
             continue
@@ -855,11 +915,14 @@ def _explain_stack(problem: str, mine: Any, theirs: Any, case: Case) -> str:
             and shape_a[1:] == shape_b[2:]
         ):
             return (
-                f"a leaf has shape {shape_a}, expected {shape_b}: jnp.concatenate joins along an existing axis; "
-                "jnp.stack adds a new first axis of length len(trees)."
+                f"a leaf has shape {shape_a}, expected {shape_b}: jnp.concatenate joins "
+                "along an existing axis; jnp.stack adds a new first axis of length len(trees)."
             )
         if sorted(shape_a) == sorted(shape_b):
-            return f"a leaf has shape {shape_a}, expected {shape_b}: stack along a new first axis (axis 0)."
+            return (
+                f"a leaf has shape {shape_a}, expected {shape_b}: stack along a new first axis "
+                "(axis 0)."
+            )
         return problem
     return problem
 
@@ -874,9 +937,18 @@ STACK_TREES = Exercise(
     probe=call_tree,
     judge=_tree_answer("stack_trees", _explain_stack),
     hints=(
-        "The result has the structure of trees[0]; each of its leaves gathers the matching leaves of all the trees.",
-        "jax.tree.map(f, *trees) hands f the matching leaves; jnp.stack turns a sequence of arrays into one array.",
-        "jnp.stack adds a new first axis, so k arrays of shape (3,) become one of shape (k, 3); 0-d leaves become (k,).",
+        (
+            "The result has the structure of trees[0]; each of its leaves gathers the "
+            "matching leaves of all the trees."
+        ),
+        (
+            "jax.tree.map(f, *trees) hands f the matching leaves; jnp.stack turns a sequence "
+            "of arrays into one array."
+        ),
+        (
+            "jnp.stack adds a new first axis, so k arrays of shape (3,) become one of shape "
+            "(k, 3); 0-d leaves become (k,)."
+        ),
     ),
     forbidden=("FlatTree",),
 )

@@ -1,4 +1,4 @@
-"""Exercises of lesson 03, registering classes: three ways to make a class a node, and key paths at work.
+"""Exercises of lesson 03, registering classes: three ways to make a node, and key paths at work.
 
 The first three answers are classes, written inside a function that returns the class
 (``define_dense()`` returns ``Dense``), as in lesson 04: the exercise notebook then has a cell that
@@ -21,13 +21,15 @@ import numpy as np
 from jax.tree_util import keystr
 
 from ._kit import (
+    ACTIVATIONS,
     Layer,
     call_tree,
     error_text,
     in_parts,
+    leaf_text,
     missing_return,
     plain_difference,
-    random_f32,
+    random_array,
     random_tree,
     scaled,
     small_float_leaf,
@@ -42,7 +44,7 @@ from ._spec import Case, Exercise
 @jax.tree_util.register_dataclass
 @dataclasses.dataclass
 class Dense:
-    """The class ``define_dense`` of the reference returns: a registered dataclass, ``activation`` static."""
+    """The reference ``define_dense``'s class: a registered dataclass, ``activation`` static."""
 
     w: Any
     b: Any
@@ -50,7 +52,7 @@ class Dense:
 
 
 class Conv1D:
-    """The class of the reference ``define_conv1d``: registered below with a flatten and an unflatten function."""
+    """The class of the reference ``define_conv1d``: registered below with flatten and unflatten."""
 
     def __init__(self, kernel: Any, bias: Any, stride: int = 1, padding: str = "SAME"):
         self.kernel, self.bias, self.stride, self.padding = kernel, bias, stride, padding
@@ -61,7 +63,9 @@ def _conv1d_flatten(layer: Conv1D) -> tuple[tuple[Any, Any], tuple[int, str]]:
 
 
 def _conv1d_unflatten(aux: tuple[int, str], children: Any) -> Conv1D:
-    return Conv1D(*children, *aux)
+    kernel, bias = children
+    stride, padding = aux
+    return Conv1D(kernel, bias, stride, padding)
 
 
 jax.tree_util.register_pytree_node(Conv1D, _conv1d_flatten, _conv1d_unflatten)
@@ -69,7 +73,7 @@ jax.tree_util.register_pytree_node(Conv1D, _conv1d_flatten, _conv1d_unflatten)
 
 @jax.tree_util.register_pytree_node_class
 class LayerNorm:
-    """The class of the reference ``define_layer_norm``: a converting constructor, an unflatten that bypasses it."""
+    """The reference ``define_layer_norm``'s class: its unflatten bypasses its constructor."""
 
     def __init__(self, scale: Any, offset: Any, eps: float = 1e-5):
         self.scale = jnp.asarray(scale, dtype=jnp.float32)
@@ -90,7 +94,7 @@ class LayerNorm:
 @jax.tree_util.register_dataclass
 @dataclasses.dataclass
 class Block:
-    """A registered dataclass node used in 03.decay_weights cases: its children are .w, .b and .gain."""
+    """A registered dataclass in 03.decay_weights cases: its children are .w, .b and .gain."""
 
     w: Any
     b: Any
@@ -116,18 +120,12 @@ _REFERENCE_DEFINES = (_define_dense, _define_conv1d, _define_layer_norm)
 
 # --- how a layer is used: its output under jit, its gradient -------------------------------------
 
-_ACTIVATIONS: dict[str, Callable[[jax.Array], jax.Array]] = {
-    "relu": lambda y: jnp.maximum(y, 0.0),
-    "tanh": jnp.tanh,
-    "identity": lambda y: y,
-}
-
 
 def _dense_out(layer: Any, x: jax.Array) -> jax.Array:
     y = x @ layer.w
     if layer.b is not None:
         y = y + layer.b[None, :]
-    return _ACTIVATIONS[layer.activation](y)
+    return ACTIVATIONS[layer.activation](y)
 
 
 def _conv_out(layer: Any, x: jax.Array) -> jax.Array:
@@ -201,7 +199,7 @@ _MISSING = object()
 
 
 def _record(obj: Any, fields: tuple[str, ...], cls: type) -> dict[str, Any]:
-    """The type of ``obj`` ("same" when it is ``cls``) and, for each field, the kind and value of that attribute."""
+    """The type of ``obj`` ("same" if it is ``cls``) and each field's kind and value."""
     values = {f: getattr(obj, f, _MISSING) for f in fields}
     return {
         "type": "same" if type(obj) is cls else type(obj).__name__,
@@ -211,7 +209,7 @@ def _record(obj: Any, fields: tuple[str, ...], cls: type) -> dict[str, Any]:
 
 
 def _attempt(action: Callable[[], Any]) -> Any:
-    """``action()``, or ``{"error": ...}`` when it raises (the message is the hint's raw material)."""
+    """``action()``, or ``{"error": ...}`` when it raises (the hint's raw material)."""
     try:
         return action()
     except Exception as error:  # noqa: BLE001 (NotImplementedError too: a half-written class is incorrect, not unattempted)
@@ -220,7 +218,7 @@ def _attempt(action: Callable[[], Any]) -> Any:
 
 @dataclasses.dataclass(frozen=True)
 class _Spec:
-    """What a class exercise checks: the attributes to record, which are children, which are static."""
+    """What a class exercise checks: the attributes to record, the children, the static ones."""
 
     kind: str
     fields: tuple[str, ...]
@@ -271,7 +269,7 @@ def _class_probe(spec: _Spec) -> Callable[[Callable[..., Any], Case], Any]:
             return jax.tree.structure(make(*case.args, **{**case.kwargs, name: value})) != treedef
 
         report["static"] = {
-            name: _attempt(lambda name=name, value=value: differs(name, value))
+            name: _attempt(functools.partial(differs, name, value))
             for name, value in case.info["variants"].items()
         }
         report["data"] = _attempt(
@@ -293,7 +291,8 @@ def _class_probe(spec: _Spec) -> Callable[[Callable[..., Any], Case], Any]:
             value, grads = _train(spec.kind, layer, case.info["x"])
             return {"value": np.asarray(value), "grads": _record(grads, spec.fields, cls)}
 
-        # One case of each exercise goes through jit and grad: each new structure is a new compilation.
+        # One case of each exercise goes through jit and grad: each new structure is a new
+        # compilation.
         if not case.info.get("train"):
             return report
         report["trained"] = _attempt(train)
@@ -314,10 +313,6 @@ def _class_probe(spec: _Spec) -> Callable[[Callable[..., Any], Case], Any]:
     return probe
 
 
-def _leaf_text(value: Any) -> str:
-    return repr(value) if isinstance(value, (str, int, float)) else describe(value, 40)
-
-
 def _judge_class(
     spec: _Spec, name: str, register_hint: str, static_hint: str
 ) -> Callable[[Any, Any, Case], str | None]:
@@ -331,16 +326,17 @@ def _judge_class(
         if got["defined"] != "class":
             if got["defined"] == "reference":
                 return (
-                    f"{define} returns the course's own {name} from course_lib.checks: that is the course's answer to "
-                    "this exercise, so it does not count. Write the class yourself."
+                    f"{define} returns the course's own {name} from course_lib.checks: "
+                    "that is the course's answer to this exercise, so it does not count. "
+                    "Write the class yourself."
                 )
             if got["defined"] == "None":
                 return f"{define} returned None: missing `return {name}` at its end?"
             return f"{define} returned {got['defined']}, not a class: end it with `return {name}`."
         if got["type"] != expected["type"]:
             return (
-                f"calling {name}(...) made {_article(got['type'])}: {name} must be a class, and calling it "
-                "makes an instance."
+                f"calling {name}(...) made {_article(got['type'])}: {name} must be a "
+                "class, and calling it makes an instance."
             )
         if not got["node"]:
             return (
@@ -349,15 +345,15 @@ def _judge_class(
         # 1. The leaves: the arrays, in order, and nothing else.
         configuration = [
             v
-            for v, k in zip(got["leaves"], got["leaf_kinds"])
+            for v, k in zip(got["leaves"], got["leaf_kinds"], strict=True)
             if k in ("str", "int", "float", "bool")
         ]
         if configuration:
             value = configuration[0]
             field = next((f for f in spec.static if case.kwargs.get(f) == value), "configuration")
             return (
-                f"the leaves include {value!r}: {field} is configuration, and a leaf is something JAX traces and "
-                f"differentiates. {static_hint}"
+                f"the leaves include {value!r}: {field} is configuration, and a leaf is "
+                f"something JAX traces and differentiates. {static_hint}"
             )
         if len(got["leaves"]) < len(expected["leaves"]):
             return (
@@ -367,47 +363,60 @@ def _judge_class(
         problem = plain_difference(got["leaves"], expected["leaves"])
         if problem:
             if len(got["leaves"]) == len(expected["leaves"]) and sorted(
-                map(_leaf_text, got["leaves"])
-            ) == sorted(map(_leaf_text, expected["leaves"])):
+                map(leaf_text, got["leaves"])
+            ) == sorted(map(leaf_text, expected["leaves"])):
                 if spec.paths:
-                    return f"the leaves come in another order: declare the fields in the order {', '.join(spec.fields)}."
-                return f"the leaves come in another order: the children are {', '.join(spec.children)}, in that order."
+                    return (
+                        "the leaves come in another order: declare the fields in the order "
+                        f"{', '.join(spec.fields)}."
+                    )
+                return (
+                    "the leaves come in another order: the children are "
+                    f"{', '.join(spec.children)}, in that order."
+                )
             return f"the leaves differ from the expected ones ({problem})"
         if spec.paths and got["paths"] != expected["paths"]:
             if sorted(got["paths"]) == sorted(expected["paths"]):
                 return (
-                    f"the key paths are {got['paths']}, expected {expected['paths']}: declare the fields in the "
-                    f"order {', '.join(spec.fields)}."
+                    f"the key paths are {got['paths']}, expected {expected['paths']}: "
+                    f"declare the fields in the order {', '.join(spec.fields)}."
                 )
             return (
-                f"the key paths of the leaves are {got['paths']}, expected {expected['paths']}: register_dataclass "
-                "names each child by its field. Was the class registered another way?"
+                f"the key paths of the leaves are {got['paths']}, expected "
+                f"{expected['paths']}: register_dataclass names each child by its field. "
+                "Was the class registered another way?"
             )
         # 2. The treedef: static values are in it, arrays are not.
         for field, want in expected["static"].items():
             mine = got["static"][field]
             if error_of(mine):
-                return f"comparing the structures of two {name}s with different {field} raised {error_of(mine)}."
+                return (
+                    f"comparing the structures of two {name}s with different {field} raised "
+                    f"{error_of(mine)}."
+                )
             if mine != want:
                 return (
-                    f"two {name}s that differ only in {field} have the same structure: {field} must be part of the "
-                    f"treedef's metadata. {static_hint}"
+                    f"two {name}s that differ only in {field} have the same structure: "
+                    f"{field} must be part of the treedef's metadata. {static_hint}"
                 )
         if got["data"] is not True:
             why = (
                 f" (comparing them raised {error_of(got['data'])})" if error_of(got["data"]) else ""
             )
             return (
-                f"two {name}s that differ only in their arrays have different structures{why}: an array ended up "
-                "in the metadata. Only configuration belongs there; arrays are children."
+                f"two {name}s that differ only in their arrays have different "
+                f"structures{why}: an array ended up in the metadata. Only configuration "
+                "belongs there; arrays are children."
             )
         if isinstance(got.get("aux"), str):
             fields = ", ".join(f"layer.{field}" for field in spec.static)
             return (
-                f"the auxiliary data of a {name} is a {got['aux']}, which cannot be hashed. Auxiliary data must be "
-                "hashable and compare by value (lesson 03): JAX 0.10.2 accepts it only because a treedef's hash "
-                "leaves the metadata out, but JAX's documentation requires hashable metadata and other versions "
-                f"hash it. Return a tuple instead, ({fields})."
+                f"the auxiliary data of a {name} is a {got['aux']}, which cannot be "
+                "hashed. Auxiliary data must be "
+                "hashable and compare by value (lesson 03): JAX 0.10.2 accepts it only "
+                "because a treedef's hash "
+                "leaves the metadata out, but JAX's documentation requires hashable "
+                f"metadata and other versions hash it. Return a tuple instead, ({fields})."
             )
         # 3. Rebuilding: from its own leaves, through jax.tree.map, from placeholders.
         rebuilds = (
@@ -416,39 +425,47 @@ def _judge_class(
         )
         for key, what in rebuilds:
             mine = got[key]
-            if error_of(mine):
+            error = error_of(mine)
+            if error:
                 stub = (
                     " Is part of a stub still there?"
-                    if error_of(mine).startswith("NotImplementedError")
+                    if error.startswith("NotImplementedError")
                     else ""
                 )
-                return f"{what} raised {error_of(mine).rstrip('.')}.{stub}"
+                return f"{what} raised {error.rstrip('.')}.{stub}"
             problem = _record_difference(mine, expected[key], name, spec.static)
             if problem:
                 return f"{what} gave {problem}"
         if error_of(got["placeholders"]):
             return (
-                f"rebuilding a {name} from placeholder leaves raised {error_of(got['placeholders'])}. Transformations "
-                "pass placeholders, None and tracers through unflatten (Pitfall 3): unflatten must store whatever "
-                "children it receives, without converting or checking them."
+                f"rebuilding a {name} from placeholder leaves raised "
+                f"{error_of(got['placeholders'])}. Transformations "
+                "pass placeholders, None and tracers through unflatten (Pitfall 3): "
+                "unflatten must store whatever children it receives, without converting "
+                "or checking them."
             )
         if got["placeholders"] != expected["placeholders"]:
             return (
                 f"rebuilding a {name} from placeholder leaves gave {got['placeholders']}, expected "
-                f"{expected['placeholders']}: unflatten must put each child back where it came from, unchanged."
+                f"{expected['placeholders']}: unflatten must put each child back where it "
+                "came from, unchanged."
             )
         # 4. Transformations over an instance.
         if "trained" not in expected:
             return None
         if error_of(got["trained"]):
             return (
-                f"jax.jit(jax.value_and_grad(loss)) over a {name} raised {error_of(got['trained'])}. Under jit, "
-                f"children become tracers and the metadata stays Python: is everything in {', '.join(spec.static)} "
-                "static, and is the metadata hashable?"
+                f"jax.jit(jax.value_and_grad(loss)) over a {name} raised "
+                f"{error_of(got['trained'])}. Under jit, "
+                "children become tracers and the metadata stays Python: is everything in "
+                f"{', '.join(spec.static)} static, and is the metadata hashable?"
             )
         problem = plain_difference(got["trained"]["value"], expected["trained"]["value"])
         if problem:
-            return f"the loss computed with your {name} under jit differs from the expected one: {problem}"
+            return (
+                f"the loss computed with your {name} under jit differs from the expected one: "
+                f"{problem}"
+            )
         problem = _record_difference(
             got["trained"]["grads"], expected["trained"]["grads"], name, spec.static
         )
@@ -457,12 +474,17 @@ def _judge_class(
         if spec.jacobian:
             if error_of(got["jacobian"]):
                 return (
-                    f"jax.jacobian over a {name} raised {error_of(got['jacobian'])}. jacobian passes None and "
-                    "whole trees through unflatten (Pitfall 3): build the object without calling a constructor "
-                    "that converts its arguments, for example with object.__new__(cls)."
+                    f"jax.jacobian over a {name} raised {error_of(got['jacobian'])}. "
+                    "jacobian passes None and "
+                    "whole trees through unflatten (Pitfall 3): build the object without "
+                    "calling a constructor that converts its arguments, for example with "
+                    "object.__new__(cls)."
                 )
             if got["jacobian"] != expected["jacobian"]:
-                return f"jax.jacobian over a {name} gave {got['jacobian']}, expected {expected['jacobian']}."
+                return (
+                    f"jax.jacobian over a {name} gave {got['jacobian']}, expected "
+                    f"{expected['jacobian']}."
+                )
         return None
 
     return judge
@@ -479,7 +501,10 @@ def _record_difference(
             return f"a {name} without the attribute {field}."
         if got_kind != kind:
             if kind in ("str", "int", "float") and got_kind == "array":
-                return f"a {name} whose {field} is an array, not a Python {kind}: {field} went through the leaves."
+                return (
+                    f"a {name} whose {field} is an array, not a Python {kind}: {field} went "
+                    "through the leaves."
+                )
             return f"a {name} whose {field} is {_article(got_kind)}, expected {_article(kind)}."
         problem = plain_difference(mine["values"][field], want["values"][field])
         if problem:
@@ -501,10 +526,11 @@ def _class_exercise(
     static_hint: str,
     hints: tuple[str, ...],
 ) -> Exercise:
-    """A class exercise of this lesson: ``define_<kind>()`` returns the class ``name``, probed and judged as ``spec`` says.
+    """A class exercise of this lesson: ``define_<kind>()`` returns the class ``name``, probed and
+    judged as ``spec`` says.
 
-    ``register_hint`` says how to register the class, ``static_hint`` how to keep its configuration static.
-    """
+    ``register_hint`` says how to register the class, ``static_hint`` how to keep its configuration
+    static."""
     return Exercise(
         id=f"03.{spec.kind}",
         name=f"define_{spec.kind}",
@@ -524,10 +550,6 @@ def _article(kind: str) -> str:
     return f"an {kind}" if kind[0] in "aeiou" else f"a {kind}"
 
 
-# 0-d leaves are 0-d arrays here (``f32[]`` in the inputs a check shows), never NumPy scalars.
-_f32 = functools.partial(random_f32, array=True)
-
-
 # --- 03.dense ----------------------------------------------------------------------------------
 
 _DENSE = _Spec(
@@ -545,11 +567,11 @@ def _dense_cases(rng: np.random.Generator) -> list[Case]:
     for i, k in enumerate(rng.permutation(3)):
         activation, other = names[k], names[(k + 1) % 3]
         with_bias = i != 1
-        w, b = _f32(rng, 3, 2), _f32(rng, 2) if with_bias else None
+        w, b = random_array(rng, 3, 2), random_array(rng, 2) if with_bias else None
         info = {
             "variants": {"activation": other},
-            "other_arrays": (_f32(rng, 3, 2), _f32(rng, 2) if with_bias else None),
-            "x": _f32(rng, 4, 3),
+            "other_arrays": (random_array(rng, 3, 2), random_array(rng, 2) if with_bias else None),
+            "x": random_array(rng, 4, 3),
             "train": i == 0,
         }
         label = f"a Dense layer with activation {activation!r}" + (
@@ -571,11 +593,14 @@ DENSE = _class_exercise(
     "Decorate it with @jax.tree_util.register_dataclass, above @dataclass.",
     'Declare it with dataclasses.field(default="relu", metadata=dict(static=True)).',
     hints=(
-        "Inside define_dense, write the class with two decorators, @jax.tree_util.register_dataclass above "
-        "@dataclass, and end with `return Dense`.",
-        "Fields are children unless their metadata says static=True: activation: str = field(default=..., "
-        "metadata=dict(static=True)).",
-        "Declare the fields in the order w, b, activation; b may be None, and None is an empty subtree.",
+        "Inside define_dense, write the class with two decorators, "
+        "@jax.tree_util.register_dataclass above @dataclass, and end with `return Dense`.",
+        "Fields are children unless their metadata says static=True: activation: str = "
+        "field(default=..., metadata=dict(static=True)).",
+        (
+            "Declare the fields in the order w, b, activation; b may be None, and None is an "
+            "empty subtree."
+        ),
     ),
 )
 
@@ -595,11 +620,11 @@ def _conv_cases(rng: np.random.Generator) -> list[Case]:
     cases = []
     for i in rng.permutation(len(settings)):
         stride, padding, with_bias = settings[i]
-        kernel, bias = _f32(rng, 3), _f32(rng) if with_bias else None
+        kernel, bias = random_array(rng, 3), random_array(rng) if with_bias else None
         info = {
             "variants": {"stride": 3 - stride, "padding": "VALID" if padding == "SAME" else "SAME"},
-            "other_arrays": (_f32(rng, 3), _f32(rng) if with_bias else None),
-            "x": _f32(rng, 8),
+            "other_arrays": (random_array(rng, 3), random_array(rng) if with_bias else None),
+            "x": random_array(rng, 8),
             "train": not with_bias,
         }
         label = f"a Conv1D with stride {stride} and padding {padding!r}" + (
@@ -619,16 +644,21 @@ CONV1D = _class_exercise(
     "A class registered with flatten and unflatten functions",
     _conv_cases,
     _define_conv1d,
-    "Register it with jax.tree_util.register_pytree_node(Conv1D, conv1d_flatten, conv1d_unflatten) before "
-    "`return Conv1D`.",
+    "Register it with jax.tree_util.register_pytree_node(Conv1D, conv1d_flatten, "
+    "conv1d_unflatten) before `return Conv1D`.",
     "conv1d_flatten returns it in the auxiliary data, the second item of its pair: "
     "((kernel, bias), (stride, padding)).",
     hints=(
-        "conv1d_flatten(layer) returns a pair: the children JAX should look inside, then the auxiliary data.",
-        "The children are the arrays, (layer.kernel, layer.bias); the auxiliary data is the configuration, "
-        "(layer.stride, layer.padding), hashable.",
-        "conv1d_unflatten(aux_data, children) receives both back: return Conv1D(kernel, bias, stride, padding). "
-        "Then register: jax.tree_util.register_pytree_node(Conv1D, conv1d_flatten, conv1d_unflatten).",
+        (
+            "conv1d_flatten(layer) returns a pair: the children JAX should look inside, then "
+            "the auxiliary data."
+        ),
+        "The children are the arrays, (layer.kernel, layer.bias); the auxiliary data is "
+        "the configuration, (layer.stride, layer.padding), hashable.",
+        "conv1d_unflatten(aux_data, children) receives both back: return Conv1D(kernel, "
+        "bias, stride, padding). "
+        "Then register: jax.tree_util.register_pytree_node(Conv1D, conv1d_flatten, "
+        "conv1d_unflatten).",
     ),
 )
 
@@ -649,11 +679,11 @@ def _norm_cases(rng: np.random.Generator) -> list[Case]:
     cases = []
     for i in rng.permutation(len(epsilons)):
         eps = epsilons[i]
-        scale, offset = 1.0 + _f32(rng, 3) / 4, _f32(rng, 3) / 4
+        scale, offset = 1.0 + random_array(rng, 3) / 4, random_array(rng, 3) / 4
         info = {
             "variants": {"eps": epsilons[(i + 1) % 3]},
-            "other_arrays": (_f32(rng, 3), _f32(rng, 3)),
-            "x": _f32(rng, 4, 3),
+            "other_arrays": (random_array(rng, 3), random_array(rng, 3)),
+            "x": random_array(rng, 4, 3),
             "train": eps == 1e-3,
         }
         shown = f"LayerNorm({describe(scale)}, {describe(offset)}, eps={eps})"
@@ -678,11 +708,14 @@ LAYER_NORM = _class_exercise(
     "Keep the decorator @jax.tree_util.register_pytree_node_class on the class.",
     "tree_flatten returns it as the auxiliary data: ((self.scale, self.offset), self.eps).",
     hints=(
-        "tree_flatten(self) returns ((self.scale, self.offset), self.eps): the arrays are children, eps is "
-        "auxiliary data.",
-        "tree_unflatten(cls, aux_data, children) must not call cls(...): __init__ converts its arguments, and "
-        "transformations pass None and placeholders through unflatten.",
-        "Make the instance with object.__new__(cls), then set scale, offset and eps on it directly.",
+        "tree_flatten(self) returns ((self.scale, self.offset), self.eps): the arrays are "
+        "children, eps is auxiliary data.",
+        "tree_unflatten(cls, aux_data, children) must not call cls(...): __init__ "
+        "converts its arguments, and transformations pass None and placeholders through unflatten.",
+        (
+            "Make the instance with object.__new__(cls), then set scale, offset and eps on it "
+            "directly."
+        ),
     ),
 )
 
@@ -720,7 +753,7 @@ def _show(tree: Any) -> str:
     return describe(view, 200)
 
 
-_BlockView = collections.namedtuple("Block", "w b gain")
+_BlockView = collections.namedtuple("Block", "w b gain")  # type: ignore[name-match]  # shown as Block
 
 
 def _decay_case(tree: Any, rate: float, label: str) -> Case:
@@ -737,8 +770,8 @@ def _decay_cases(rng: np.random.Generator) -> list[Case]:
     cases = [
         _decay_case(
             {
-                "encoder": {"w": _f32(rng, 2, 3), "b": None},
-                "decoder": {"w": _f32(rng, 3, 2), "b": _f32(rng, 2)},
+                "encoder": {"w": random_array(rng, 2, 3), "b": None},
+                "decoder": {"w": random_array(rng, 3, 2), "b": random_array(rng, 2)},
             },
             rates[0],
             "nested dicts, one bias None",
@@ -757,7 +790,10 @@ def _decay_cases(rng: np.random.Generator) -> list[Case]:
                 "head": {"w": leaf(), "bw": leaf(), "raw": leaf()},
             },
             rates[2],
-            "registered dataclass blocks, and the keys 'bw' and 'raw', which end in w but are not w",
+            (
+                "registered dataclass blocks, and the keys 'bw' and 'raw', which end in w but "
+                "are not w"
+            ),
         ),
         _decay_case(
             {"w": round(float(rng.normal()), 3), "alpha": {"w_scale": leaf()}},
@@ -772,7 +808,8 @@ def _decay_cases(rng: np.random.Generator) -> list[Case]:
             "w": leaf(),
         }
         cases.append(_decay_case(tree, rates[i + 1], f"random tree {i + 1}"))
-    # The single array is not decayed: it shares a part with trees whose weights are, so returning the tree earns nothing.
+    # The single array is not decayed: it shares a part with trees whose weights are, so returning
+    # the tree earns nothing.
     layers, lookalike = (
         "dicts and namedtuple layers",
         "registered classes, look-alike keys and a single array",
@@ -797,7 +834,7 @@ def _judge_decay(got: Any, expected: Any, case: Case) -> str | None:
     want = jax.tree.leaves(rebuild_tree(expected))
     given = jax.tree.leaves(params)
     decayed = set(case.info["decayed"])
-    for (path, a), e, x in zip(mine, want, given):
+    for (path, a), e, x in zip(mine, want, given, strict=True):
         if np.allclose(np.asarray(a, np.float64), np.asarray(e, np.float64), rtol=1e-5, atol=1e-6):
             continue
         where = keystr(path) or "<root>"
@@ -807,8 +844,10 @@ def _judge_decay(got: Any, expected: Any, case: Case) -> str | None:
                 text = f"leaf {where} is a weight (its last key is w) but was not decayed."
                 if where.endswith("['w']"):
                     text += (
-                        " In a dict the key prints as ['w'], not .w: instead of reading the text of the path, "
-                        "look at its last key, path[-1], whose .key (DictKey) or .name (GetAttrKey) is 'w'."
+                        " In a dict the key prints as ['w'], not .w: instead of reading "
+                        "the text of the path, "
+                        "look at its last key, path[-1], whose .key (DictKey) or .name "
+                        "(GetAttrKey) is 'w'."
                     )
                 return text
             if np.allclose(a64, x64 * rate):
@@ -816,10 +855,14 @@ def _judge_decay(got: Any, expected: Any, case: Case) -> str | None:
             return f"leaf {where} should be {1 - rate:g} times its value; {problem}"
         if np.allclose(a64, x64 * (1 - rate)):
             if where == "<root>":
-                return "a single array has an empty key path (no last key at all), so it is no weight: leave it unchanged."
+                return (
+                    "a single array has an empty key path (no last key at all), so it is no "
+                    "weight: leave it unchanged."
+                )
             return (
-                f"leaf {where} was decayed, but its last key is not w. Only a leaf whose last key is exactly 'w' "
-                "is a weight (compare the key itself, not the text of the whole path)."
+                f"leaf {where} was decayed, but its last key is not w. Only a leaf whose "
+                "last key is exactly 'w' is a weight (compare the key itself, not the "
+                "text of the whole path)."
             )
         return f"leaf {where} is no weight and must stay unchanged; {problem}"
     return problem
@@ -835,10 +878,17 @@ DECAY_WEIGHTS = Exercise(
     probe=call_tree,
     judge=_judge_decay,
     hints=(
-        "jax.tree.map_with_path(f, params) calls f(path, leaf) for every leaf and rebuilds the tree.",
-        "path is a tuple of keys; the last one, path[-1], is a DictKey (its .key), a GetAttrKey (its .name) or a "
-        "SequenceKey (its .idx). A leaf on its own has the empty path ().",
-        "Return leaf * (1 - rate) when the last key is named 'w', and the leaf unchanged otherwise.",
+        (
+            "jax.tree.map_with_path(f, params) calls f(path, leaf) for every leaf and "
+            "rebuilds the tree."
+        ),
+        "path is a tuple of keys; the last one, path[-1], is a DictKey (its .key), a "
+        "GetAttrKey (its .name) or a SequenceKey (its .idx). A leaf on its own has the "
+        "empty path ().",
+        (
+            "Return leaf * (1 - rate) when the last key is named 'w', and the leaf unchanged "
+            "otherwise."
+        ),
     ),
 )
 

@@ -1,4 +1,4 @@
-"""Exercises of lesson 04, static fields: what is traced, what is configuration, and what each costs.
+"""Exercises of lesson 04, static fields: what is traced, what is configuration, what each costs.
 
 Three exercises ask for a class. A class registers with JAX once, and a fresh class starts with an
 empty compilation cache, so the learner writes a function that defines the class and returns it;
@@ -17,24 +17,20 @@ import jax.numpy as jnp
 import numpy as np
 
 from ._kit import (
+    ACTIVATIONS,
     error_text,
     jit_compile_report,
     judge_compiles_with_advice,
+    leaf_text,
     random_f32,
     returned_instead,
 )
 from ._plain import describe
 from ._spec import Case, Exercise
 
-ACTIVATIONS: dict[str, Callable[[Any], Any]] = {
-    "tanh": jnp.tanh,
-    "relu": jax.nn.relu,
-    "identity": lambda x: x,
-}
-
 
 def _attempt(run: Callable[[], Any]) -> tuple[Any, str | None]:
-    """``(run(), None)``, or ``(None, error text)`` when ``run`` raised (the stub's exception passes)."""
+    """``(run(), None)``, or ``(None, error text)`` if ``run`` raised (the stub's error passes)."""
     try:
         return run(), None
     except NotImplementedError:
@@ -43,15 +39,8 @@ def _attempt(run: Callable[[], Any]) -> tuple[Any, str | None]:
         return None, error_text(error, limit=300)
 
 
-def _leaf_text(leaf: Any) -> str:
-    """``f32[3,2]`` for an array, the repr for a number, a string or a bool, ``<Type>`` otherwise."""
-    if isinstance(leaf, (jax.Array, np.ndarray, np.generic, str, bool, int, float)) or leaf is None:
-        return describe(leaf, 60)
-    return f"<{type(leaf).__name__}>"
-
-
 def _forward_report(report: dict[str, Any], run: Callable[[], list[Any]]) -> dict[str, Any]:
-    """``report`` with the outputs of ``run()`` (a jitted call per layer or config) and its compile count.
+    """``report`` with ``run()``'s outputs (a jitted call per layer or config) and compile count.
 
     When a call raises, the report holds the error instead.
     """
@@ -65,7 +54,7 @@ def _forward_report(report: dict[str, Any], run: Callable[[], list[Any]]) -> dic
 def _forward_problem(
     got: dict[str, Any], expected: dict[str, Any], case: Case, calling: str, advice: str
 ) -> str | None:
-    """For a :func:`_forward_report`: the error of ``calling``, the first wrong output, or the compile count.
+    """For a :func:`_forward_report`: ``calling``'s error, the first wrong output, or the compiles.
 
     ``advice`` says what compiling too often means here.
     """
@@ -80,7 +69,7 @@ def _forward_problem(
 
 
 def _outputs_problem(got: list[Any], expected: list[Any], what: list[str]) -> str | None:
-    for i, (mine, theirs) in enumerate(zip(got, expected)):
+    for i, (mine, theirs) in enumerate(zip(got, expected, strict=True)):
         if not isinstance(mine, np.ndarray) or mine.shape != theirs.shape:
             return (
                 f"{what[i]} gave {describe(mine, 60)}, expected an array of shape {theirs.shape}."
@@ -145,7 +134,7 @@ def _dense_cases(rng: np.random.Generator) -> list[Case]:
     return cases
 
 
-def _dense_probe(fn: Callable[..., Any], case: Case) -> dict[str, Any]:
+def _dense_probe(fn: Callable[..., Any], case: Case) -> dict[str, Any] | str | None:
     cls = fn()
     if not isinstance(cls, type):
         return returned_instead(cls, "a class")
@@ -157,14 +146,14 @@ def _dense_probe(fn: Callable[..., Any], case: Case) -> dict[str, Any]:
             layers.append(cls(w=w, b=b))
         else:
             layers.append(cls(w=w, b=b, activation=activation, use_bias=use_bias))
-    report: dict[str, Any] = {"leaves": [_leaf_text(leaf) for leaf in jax.tree.leaves(layers[0])]}
+    report: dict[str, Any] = {"leaves": [leaf_text(leaf) for leaf in jax.tree.leaves(layers[0])]}
     forward = jax.jit(lambda layer, x: layer(x))
     x = info["x"]
     return _forward_report(report, lambda: [forward(layer, x) for layer in layers])
 
 
 def _leaves_problem(got: list[str], expected: list[str], names: dict[str, str]) -> str | None:
-    """A hint when the leaves are not the expected arrays (``names`` maps a leaf's text to its field)."""
+    """A hint when the leaves are not the expected ones (``names``: a leaf's text to its field)."""
     if got == expected:
         return None
     if len(got) == 1 and got[0].startswith("<"):
@@ -175,19 +164,23 @@ def _leaves_problem(got: list[str], expected: list[str], names: dict[str, str]) 
     for text, name in names.items():
         if text in got and text.startswith("'"):
             return (
-                f"{text} is a leaf, so the field {name} is traced, and jit cannot trace a string: it fails "
-                f"with a TypeError before tracing starts. {name} is configuration: mark the field static."
+                f"{text} is a leaf, so the field {name} is traced, and jit cannot trace a "
+                "string: it fails "
+                f"with a TypeError before tracing starts. {name} is configuration: mark "
+                "the field static."
             )
         if text in got:
             return (
-                f"{text} is a leaf, so the field {name} is traced: under jit it becomes a tracer, and "
-                f"Python's `if` or a slice cannot use a tracer. {name} is configuration: mark the field static."
+                f"{text} is a leaf, so the field {name} is traced: under jit it becomes a "
+                "tracer, and "
+                f"Python's `if` or a slice cannot use a tracer. {name} is configuration: "
+                "mark the field static."
             )
     arrays = [t for t in expected if t not in got]
     if arrays and len(got) < len(expected):
         return (
-            f"the leaves are {got}, expected {expected}: an array field is static. Arrays are data, never "
-            "static metadata (Pitfall 8): leave them as ordinary fields."
+            f"the leaves are {got}, expected {expected}: an array field is static. Arrays "
+            "are data, never static metadata (Pitfall 8): leave them as ordinary fields."
         )
     return f"the leaves are {got}, expected {expected} (in the order the fields are declared)."
 
@@ -322,7 +315,7 @@ def _mlp_cases(rng: np.random.Generator) -> list[Case]:
     return cases
 
 
-def _mlp_probe(fn: Callable[..., Any], case: Case) -> dict[str, Any]:
+def _mlp_probe(fn: Callable[..., Any], case: Case) -> dict[str, Any] | str | None:
     cls = fn()
     if not isinstance(cls, type):
         return returned_instead(cls, "a class")
@@ -331,7 +324,7 @@ def _mlp_probe(fn: Callable[..., Any], case: Case) -> dict[str, Any]:
         cls(layers=info["layers"][i], depth=depth, act=act, scale=scale)
         for i, depth, act, scale in info["plans"]
     ]
-    report: dict[str, Any] = {"leaves": [_leaf_text(leaf) for leaf in jax.tree.leaves(models[2])]}
+    report: dict[str, Any] = {"leaves": [leaf_text(leaf) for leaf in jax.tree.leaves(models[2])]}
     forward = jax.jit(lambda model, x: model(x))
     x = info["x"]
     return _forward_report(report, lambda: [forward(model, x) for model in models])
@@ -349,13 +342,17 @@ def _judge_mlp(got: Any, expected: Any, case: Case) -> str | None:
             and len(mine) == len(theirs) - 1
         ):
             return (
-                "scale is not a leaf: it is static, so every new scale compiles a new program, although "
-                "the forward only multiplies by it. Leave scale an ordinary field: a traced leaf."
+                "scale is not a leaf: it is static, so every new scale compiles a new "
+                "program, although the forward only multiplies by it. Leave scale an "
+                "ordinary field: a traced leaf."
             )
         names = {f"'{a}'": "act" for a in ACTIVATIONS}
         names.update({str(d): "depth" for d in (2, 3)})
         return _leaves_problem(mine, theirs, names)
-    advice = "New weights and a new scale reuse the program; only a new depth or a new act compiles again."
+    advice = (
+        "New weights and a new scale reuse the program; only a new depth or a new act "
+        "compiles again."
+    )
     return _forward_problem(got, expected, case, "calling the jitted forward", advice)
 
 
@@ -369,12 +366,13 @@ FIXED_MLP = Exercise(
     probe=_mlp_probe,
     judge=_judge_mlp,
     hints=(
-        "Run the broken LeafyMLP under jit and read both errors: which field is a string leaf, which "
-        "int becomes a tracer?",
+        "Run the broken LeafyMLP under jit and read both errors: which field is a string "
+        "leaf, which int becomes a tracer?",
         "Python needs depth (to slice the list of layers) and act (to look up a function) while "
         "tracing: those two are static. layers holds arrays and scale is only multiplied: leaves.",
-        "Mark a field static with field(metadata={'static': True}); a field without a default cannot "
-        "follow one with a default, so keep the order layers, depth, act, scale=1.0.",
+        "Mark a field static with field(metadata={'static': True}); a field without a "
+        "default cannot follow one with a default, so keep the order layers, depth, act, "
+        "scale=1.0.",
     ),
 )
 
@@ -428,7 +426,7 @@ def _config_program(x: jax.Array, config: Any) -> jax.Array:
     return x
 
 
-def _config_probe(fn: Callable[..., Any], case: Case) -> dict[str, Any]:
+def _config_probe(fn: Callable[..., Any], case: Case) -> dict[str, Any] | str | None:
     cls = fn()
     if not isinstance(cls, type):
         return returned_instead(cls, "a class")
@@ -456,27 +454,31 @@ def _judge_config(got: Any, expected: Any, case: Case) -> str | None:
     error = got["hash_error"]
     if error and "list" in error:
         return (
-            "hash(config) fails with 'unhashable type: list': hidden was given as a list and kept as one. "
-            "Frozen or not, a config is hashable only if every field is: turn hidden into a tuple "
-            "when the config is made (in __post_init__)."
+            "hash(config) fails with 'unhashable type: list': hidden was given as a list "
+            "and kept as one. Frozen or not, a config is hashable only if every field is: "
+            "turn hidden into a tuple when the config is made (in __post_init__)."
         )
     if error:
         return (
-            f"hash(config) fails ({error}): a plain @dataclass sets __hash__ to None (Pitfall 7), so jit "
-            "refuses it as a static argument. Make the dataclass frozen."
+            f"hash(config) fails ({error}): a plain @dataclass sets __hash__ to None "
+            "(Pitfall 7), so jit refuses it as a static argument. Make the dataclass frozen."
         )
     if not got["frozen"]:
         return (
-            "config.activation = 'tanh' worked: the config can change after jit has used it as a cache key, "
-            "and then serves stale programs (Pitfall 6). Make the dataclass frozen."
+            "config.activation = 'tanh' worked: the config can change after jit has used "
+            "it as a cache key, and then serves stale programs (Pitfall 6). Make the "
+            "dataclass frozen."
         )
     if not got["equal"]:
         return (
-            "configs with the same fields must be equal (==), and configs with other fields not: equal "
-            "configs built separately must share one compiled program."
+            "configs with the same fields must be equal (==), and configs with other "
+            "fields not: equal configs built separately must share one compiled program."
         )
     if not got["same_hash"]:
-        return "equal configs must have equal hashes: let the dataclass write __hash__ (frozen=True) instead of writing your own."
+        return (
+            "equal configs must have equal hashes: let the dataclass write __hash__ "
+            "(frozen=True) instead of writing your own."
+        )
     if got["hidden_type"] != "tuple":
         return f"config.hidden is a {got['hidden_type']}; store it as a tuple."
     advice = "Configs equal to one seen before must reuse its program: equal configs, equal hashes."
@@ -496,10 +498,13 @@ FROZEN_CONFIG = Exercise(
     judge=_judge_config,
     hints=(
         "A static value is a cache key: it must be hashable, compare by value, and never change.",
-        "@dataclass(frozen=True) writes __eq__ and __hash__ from the fields and refuses assignments.",
+        (
+            "@dataclass(frozen=True) writes __eq__ and __hash__ from the fields and refuses "
+            "assignments."
+        ),
         "A list field makes the hash fail even in a frozen dataclass: in __post_init__, store "
-        "tuple(self.hidden) with object.__setattr__(self, 'hidden', ...) (a frozen dataclass refuses "
-        "self.hidden = ...).",
+        "tuple(self.hidden) with object.__setattr__(self, 'hidden', ...) (a frozen "
+        "dataclass refuses self.hidden = ...).",
     ),
 )
 
@@ -622,23 +627,31 @@ def _judge_split(got: Any, expected: Any, case: Case) -> str | None:
     if not (
         isinstance(got, tuple) and len(got) == 2 and all(isinstance(part, list) for part in got)
     ):
-        return f"returned {describe(got, 80)}; return a pair of lists of field names: (traced, static)."
+        return (
+            f"returned {describe(got, 80)}; return a pair of lists of field names: (traced, "
+            "static)."
+        )
     if got == expected:
         return None
     (traced, static), (want_traced, want_static) = got, expected
     kind = case.info["kind"]
     paths = [name for name in traced + static if not name.isidentifier()]
     if paths and paths[0].startswith(".") and paths[0][1:].isidentifier():
-        return f"{paths[0]!r} is a key written out; the field's name is {paths[0][1:]!r} (a GetAttrKey's .name)."
+        return (
+            f"{paths[0]!r} is a key written out; the field's name is {paths[0][1:]!r} (a "
+            "GetAttrKey's .name)."
+        )
     if paths:
         return (
-            f"{paths[0]!r} is not a field name: count each field once, at the top level of the object, even "
-            "when it holds a whole tree (look one level deep, not at every leaf)."
+            f"{paths[0]!r} is not a field name: count each field once, at the top level of "
+            "the object, even when it holds a whole tree (look one level deep, not at every leaf)."
         )
     if kind == "named" and set(traced) >= {"eps", "axis"}:
         return (
-            "this class was registered with data_fields=[...] and meta_fields=[...]: its fields carry no "
-            "metadata, so reading dataclasses.fields(...).metadata cannot tell. Ask JAX how it flattens the object."
+            "this class was registered with data_fields=[...] and meta_fields=[...]: its "
+            "fields carry no "
+            "metadata, so reading dataclasses.fields(...).metadata cannot tell. Ask JAX "
+            "how it flattens the object."
         )
     if kind == "register_static" and traced:
         return "register_static makes the whole object static: no field of it is traced."
@@ -646,11 +659,14 @@ def _judge_split(got: Any, expected: Any, case: Case) -> str | None:
     empty = [name for name in want_traced if name not in traced and getattr(obj, name) is None]
     if empty:
         return (
-            f"{empty[0]!r} holds None and is missing from the traced fields: a field that holds None has "
-            "no leaves, yet it is traced (a child of the object), not static."
+            f"{empty[0]!r} holds None and is missing from the traced fields: a field that "
+            "holds None has no leaves, yet it is traced (a child of the object), not static."
         )
     if sorted(traced) == sorted(want_traced) and sorted(static) == sorted(want_static):
-        return "the right names in another order: list them in the order the dataclass declares its fields."
+        return (
+            "the right names in another order: list them in the order the dataclass declares "
+            "its fields."
+        )
     wrong = [name for name in traced if name in want_static] + [
         name for name in static if name in want_traced
     ]
@@ -661,7 +677,7 @@ def _judge_split(got: Any, expected: Any, case: Case) -> str | None:
 
 
 def _plain_pair(result: Any) -> Any:
-    """The learner's pair of lists, tuples of names turned into lists so that both forms are judged alike."""
+    """The learner's pair of lists, tuples turned into lists so that both are judged alike."""
     if (
         isinstance(result, (tuple, list))
         and len(result) == 2
@@ -687,10 +703,11 @@ STATIC_AND_TRACED = Exercise(
     hints=(
         "Field metadata is only one of the ways to make a field static: register_dataclass(cls, "
         "data_fields=..., meta_fields=...) and register_static leave no metadata. Ask JAX instead.",
-        "Flatten only one level: jax.tree_util.flatten_one_level_with_keys(obj) returns ([(key, child), ...], "
-        "aux_data), one pair per traced field, None included; key.name is the field's name.",
-        "dataclasses.fields(obj) lists every field in declaration order: the ones JAX did not give as "
-        "children are static.",
+        "Flatten only one level: jax.tree_util.flatten_one_level_with_keys(obj) returns "
+        "([(key, child), ...], aux_data), one pair per traced field, None included; "
+        "key.name is the field's name.",
+        "dataclasses.fields(obj) lists every field in declaration order: the ones JAX did "
+        "not give as children are static.",
     ),
 )
 

@@ -8,6 +8,7 @@ one that an explanation names.
 """
 
 import collections
+import functools
 import re
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -23,6 +24,8 @@ from ._kit import (
     jit_compile_report,
     judge_compiles_with_advice,
     random_f32,
+    random_float_leaf,
+    random_shape,
     random_tree,
     returned_instead,
     tree_judge,
@@ -33,9 +36,7 @@ from ._spec import Case, Exercise
 
 def _float_leaf(rng: np.random.Generator) -> Any:
     """A float32 array (NumPy or JAX) with 1 or 2 dimensions of 2 to 4."""
-    shape = tuple(int(n) for n in rng.integers(2, 5, size=int(rng.integers(1, 3))))
-    array = random_f32(rng, *shape)
-    return jax.device_put(array) if rng.random() < 0.5 else array  # device_put compiles nothing
+    return random_float_leaf(rng, functools.partial(random_shape, sizes=(2, 4), dims=(1, 2)))
 
 
 def _like(rng: np.random.Generator, tree: Any) -> Any:
@@ -71,7 +72,8 @@ def _no_miss_advice(got: dict[str, Any], expected: dict[str, Any]) -> Advice:
         return None, ""
     return (
         "Nothing you jitted was compiled: the computation ran operation by operation outside jit "
-        "(each operation compiled on its own). Put the whole computation inside one jitted function."
+        "(each operation compiled on its own). Put the whole computation inside one "
+        "jitted function."
     ), ""
 
 
@@ -85,9 +87,10 @@ def _calls_problem(
     explain: Callable[[int, Any, Any, str], str],
     advice: Callable[[dict[str, Any], dict[str, Any]], Advice],
 ) -> str | None:
-    """The first call whose result differs from the reference's, as ``explain(i, mine, theirs, problem)``
-    says; when all are right, the compile count, with what ``advice`` says a miss means."""
-    for i, (mine, theirs) in enumerate(zip(got["results"], expected["results"])):
+    """The first call whose result differs from the reference's, as ``explain(i, mine, theirs,
+    problem)`` says; when all are right, the compile count, with what ``advice`` says a miss
+    means."""
+    for i, (mine, theirs) in enumerate(zip(got["results"], expected["results"], strict=True)):
         problem = _tree(mine, theirs, case)
         if problem:
             return explain(i, mine, theirs, problem)
@@ -132,7 +135,7 @@ def _rate_text(rate: Any) -> str:
 
 def _step_cases(rng: np.random.Generator) -> list[Case]:
     cases = []
-    for kind, plan in zip(rng.permutation(4), _RATE_PLANS):
+    for kind, plan in zip(rng.permutation(4), _RATE_PLANS, strict=False):
         params = _param_tree(rng, int(kind))
         grads = _like(rng, params)
         rates = [_RATE_KINDS[k][1](round(float(rng.uniform(0.01, 0.5)), 3)) for k in plan]
@@ -146,7 +149,7 @@ def _step_cases(rng: np.random.Generator) -> list[Case]:
     return cases
 
 
-def _step_probe(fn: Callable[..., Any], case: Case) -> dict[str, Any]:
+def _step_probe(fn: Callable[..., Any], case: Case) -> dict[str, Any] | str | None:
     params, grads, rates = case.args
     step = fn()
     if not callable(step):
@@ -172,10 +175,11 @@ def _step_advice(got: dict[str, Any], expected: dict[str, Any]) -> Advice:
         return _STATIC_LR, "Static(val="
     if any("weak_type" in text for text in misses):
         return (
-            "A Python float is weakly typed, a NumPy or JAX float32 is not: two kinds of input, two "
-            "programs (Pitfall 11). Converting lr inside the jitted function comes too late, because "
-            "the cache key is made from the arguments as they arrive: turn lr into a float32 array "
-            "before it reaches the jitted function."
+            "A Python float is weakly typed, a NumPy or JAX float32 is not: two kinds of "
+            "input, two "
+            "programs (Pitfall 11). Converting lr inside the jitted function comes too "
+            "late, because the cache key is made from the arguments as they arrive: turn "
+            "lr into a float32 array before it reaches the jitted function."
         ), "weak_type"
     if any("i32[]" in text for text in misses):
         return (
@@ -195,7 +199,10 @@ def _judge_step(got: Any, expected: Any, case: Case) -> str | None:
         return f"step raised {got['error']}"
     results = got.get("results") if isinstance(got, dict) else None
     if not isinstance(results, list) or len(results) != len(expected["results"]):
-        return "make_step() should return a function step(params, grads, lr) that returns the new params."
+        return (
+            "make_step() should return a function step(params, grads, lr) that returns the "
+            "new params."
+        )
 
     def explain(i: int, mine: Any, theirs: Any, problem: str) -> str:
         rate = rates[i]
@@ -207,7 +214,10 @@ def _judge_step(got: Any, expected: Any, case: Case) -> str | None:
             )
             no_rate = jax.tree.map(lambda p, g: np.asarray(p) - np.asarray(g), params, grads)
             if _tree(mine, tree_plain(uphill), case) is None:
-                return f"with lr = {_rate_text(rate)}, step added lr * grads: SGD goes downhill, params - lr * grads."
+                return (
+                    f"with lr = {_rate_text(rate)}, step added lr * grads: SGD goes downhill, "
+                    "params - lr * grads."
+                )
             if _tree(mine, tree_plain(no_rate), case) is None:
                 return f"with lr = {_rate_text(rate)}, step returned params - grads: it ignores lr."
         return f"with lr = {_rate_text(rate)}, {problem}"
@@ -227,8 +237,8 @@ MAKE_STEP = Exercise(
     hints=(
         "The cache key holds each argument's shape, dtype and weak type: 0.1, np.float32(0.1) and "
         "jnp.float32(0.1) are not all the same kind of input.",
-        "Inside a jitted function it is too late to change what the cache key saw; convert lr where "
-        "it enters, before calling the jitted part (jnp.asarray with a dtype).",
+        "Inside a jitted function it is too late to change what the cache key saw; "
+        "convert lr where it enters, before calling the jitted part (jnp.asarray with a dtype).",
         "Write the update as one jax.tree.map over params and grads (p - lr * g) inside jax.jit; "
         "make_step returns a small function that converts lr and calls it.",
     ),
@@ -278,7 +288,9 @@ _BUCKET_PLANS = ((8, 16, 32), [20, 6, 12], (18,))
 
 def _pad_cases(rng: np.random.Generator) -> list[Case]:
     cases = []
-    for kind, buckets in zip(rng.permutation(4), _BUCKET_PLANS):  # three of four layouts
+    for kind, buckets in zip(
+        rng.permutation(4), _BUCKET_PLANS, strict=False
+    ):  # three of four layouts
         batch = _batch(rng, int(kind), max(buckets) + 1)
         used = len({min(b for b in buckets if b >= n) for n in _SIZES})
         shown = f"batches {describe(_rows(batch, 3), 90)} with 3 to 17 rows, buckets {buckets!r}"
@@ -333,23 +345,35 @@ def _pad_probe(fn: Callable[..., Any], case: Case) -> dict[str, Any]:
 def _judge_padded(n: int, buckets: Sequence[int], mine: Any, theirs: Any, case: Case) -> str | None:
     got, want = rebuild_tree(mine), rebuild_tree(theirs)
     if not (isinstance(got, tuple) and len(got) == 2):
-        return f"for a batch of {n} rows, pad_to_bucket returned {describe(got, 80)}; return a pair (padded batch, mask)."
+        return (
+            f"for a batch of {n} rows, pad_to_bucket returned {describe(got, 80)}; return a "
+            "pair (padded batch, mask)."
+        )
     (padded, mask), (want_padded, want_mask) = got, want
     size = len(want_mask)
     rows = {np.shape(leaf)[0] if np.ndim(leaf) else None for leaf in jax.tree.leaves(padded)}
     if len(rows) == 1 and (got_rows := rows.pop()) != size:
         at = f"for a batch of {n} rows"
         if got_rows == n:
-            return f"{at}, the padded batch still has {n} rows: pad it to the smallest bucket that holds it, {size}."
-        if got_rows in buckets and got_rows > size and n == size:
-            return f"{at}, you padded to {got_rows}: a batch of exactly {n} rows already fits the bucket of {n}."
-        if got_rows in buckets and got_rows > size:
+            return (
+                f"{at}, the padded batch still has {n} rows: pad it to the smallest bucket "
+                f"that holds it, {size}."
+            )
+        if got_rows is not None and got_rows in buckets and got_rows > size and n == size:
+            return (
+                f"{at}, you padded to {got_rows}: a batch of exactly {n} rows already fits the "
+                f"bucket of {n}."
+            )
+        if got_rows is not None and got_rows in buckets and got_rows > size:
             order = (
                 ""
                 if list(buckets) == sorted(buckets)
                 else f" (the buckets {list(buckets)} are not sorted)"
             )
-            return f"{at}, you padded to {got_rows}, but {size} is the smallest bucket that holds {n} rows{order}."
+            return (
+                f"{at}, you padded to {got_rows}, but {size} is the smallest bucket that holds "
+                f"{n} rows{order}."
+            )
         return f"{at}, the padded leaves have {got_rows} rows, expected {size}."
     if (
         isinstance(mask, np.ndarray)
@@ -357,20 +381,35 @@ def _judge_padded(n: int, buckets: Sequence[int], mine: Any, theirs: Any, case: 
         and np.array_equal(mask, want_mask[::-1])
         and n < size
     ):
-        return f"for a batch of {n} rows, the padding comes first: keep the {n} real rows first and add the zero rows after them."
+        return (
+            f"for a batch of {n} rows, the padding comes first: keep the {n} real rows first "
+            "and add the zero rows after them."
+        )
     problem = _tree(tree_plain(padded), tree_plain(want_padded), case)
     if problem is not None:
         if problem.startswith("the structure") and case.info["nones"]:
             problem += "\n(None subtrees stay None: jax.tree.map keeps them.)"
         return f"for a batch of {n} rows, the padded batch: {problem}"
     if not isinstance(mask, np.ndarray) or mask.shape != want_mask.shape:
-        return f"for a batch of {n} rows, the mask is {describe(mask, 60)}; expected a boolean array of shape {want_mask.shape}."
+        return (
+            f"for a batch of {n} rows, the mask is {describe(mask, 60)}; expected a boolean "
+            f"array of shape {want_mask.shape}."
+        )
     if mask.dtype != np.bool_:
-        return f"for a batch of {n} rows, the mask has dtype {mask.dtype}: make it a boolean array (True for real rows)."
+        return (
+            f"for a batch of {n} rows, the mask has dtype {mask.dtype}: make it a boolean "
+            "array (True for real rows)."
+        )
     if np.array_equal(mask, ~want_mask):
-        return f"for a batch of {n} rows, the mask is inverted: True marks the {n} real rows, False the padding."
+        return (
+            f"for a batch of {n} rows, the mask is inverted: True marks the {n} real rows, "
+            "False the padding."
+        )
     if not np.array_equal(mask, want_mask):
-        return f"for a batch of {n} rows, the mask should be True for the first {n} rows and False for the padding after them."
+        return (
+            f"for a batch of {n} rows, the mask should be True for the first {n} rows and "
+            "False for the padding after them."
+        )
     return None
 
 
@@ -378,11 +417,12 @@ def _judge_pad(got: Any, expected: Any, case: Case) -> str | None:
     batch, buckets = case.args
     if got["compiles"] > expected["compiles"]:
         advice = (
-            f"Each new batch shape is a new program. Padded to {case.info['buckets_used']} bucket sizes, "
-            f"3 to 17 rows need only {expected['compiles']} compilations of a jitted step."
+            f"Each new batch shape is a new program. Padded to {case.info['buckets_used']} "
+            f"bucket sizes, 3 to 17 rows need only {expected['compiles']} compilations of "
+            "a jitted step."
         )
         return judge_compiles_with_advice(got, expected, case, advice)
-    for n, mine, theirs in zip(_SIZES, got["results"], expected["results"]):
+    for n, mine, theirs in zip(_SIZES, got["results"], expected["results"], strict=True):
         problem = _judge_padded(n, buckets, mine, theirs, case)
         if problem:
             return problem
@@ -390,7 +430,10 @@ def _judge_pad(got: Any, expected: Any, case: Case) -> str | None:
         return f"a jitted function of (padded batch, mask) raised {got['error']} on your results."
     if got["too_big"] != "ValueError":
         what = "returned" if got["too_big"] == "returned" else f"raised {got['too_big']}"
-        return f"a batch of {max(buckets) + 1} rows fits no bucket: pad_to_bucket {what}, expected it to raise ValueError."
+        return (
+            f"a batch of {max(buckets) + 1} rows fits no bucket: pad_to_bucket {what}, "
+            "expected it to raise ValueError."
+        )
     return judge_compiles_with_advice(got, expected, case)
 
 
@@ -404,8 +447,8 @@ PAD_TO_BUCKET = Exercise(
     probe=_pad_probe,
     judge=_judge_pad,
     hints=(
-        "The batch size n is the first dimension of any leaf; the target size is the smallest bucket "
-        "that is at least n (the buckets may come in any order).",
+        "The batch size n is the first dimension of any leaf; the target size is the "
+        "smallest bucket that is at least n (the buckets may come in any order).",
         "Pad every leaf with the same jax.tree.map: zero rows at the end of the first axis only "
         "(np.pad or jnp.pad with one (before, after) pair per axis); the dtype stays.",
         "The mask is np.arange(size) < n; raise ValueError when no bucket is large enough.",
@@ -467,7 +510,7 @@ def _state_probe(fn: Callable[..., Any], case: Case) -> dict[str, Any]:
 
     def run() -> Any:
         current = state
-        for grads, loss in zip(case.info["grads"], case.info["losses"]):
+        for grads, loss in zip(case.info["grads"], case.info["losses"], strict=True):
             current = step(current, grads, loss)
         return current
 
@@ -481,21 +524,24 @@ def _state_advice(got: dict[str, Any], expected: dict[str, Any]) -> Advice:
         keys = re.search(r"symmetric difference of key sets: (\{.*?\})", text)
         if keys:
             return (
-                f"The state gained or lost the keys {keys[1]} after the first step: a new dict key is a new "
-                "structure, and a new structure a new program (Pitfall 5). Start with every key train_step returns."
+                f"The state gained or lost the keys {keys[1]} after the first step: a new "
+                "dict key is a new "
+                "structure, and a new structure a new program (Pitfall 5). Start with "
+                "every key train_step returns."
             ), "key sets"
     weak = [text for text in misses if "weak_type" in text]
     if weak:
         paths = ", ".join(dict.fromkeys(_miss_paths(weak))) or "a leaf"
         return (
-            f"At {paths} the first state held a Python number, which is weakly typed, and train_step "
-            "gave back a float32 array: two kinds of input, two programs (Pitfall 11). Start with arrays "
-            "of the dtypes train_step returns."
+            f"At {paths} the first state held a Python number, which is weakly typed, and "
+            "train_step "
+            "gave back a float32 array: two kinds of input, two programs (Pitfall 11). "
+            "Start with arrays of the dtypes train_step returns."
         ), "weak_type"
     if any("different input pytree" in text for text in misses):
         return (
-            "The state's structure changed after the first step: compare jax.tree.structure of your "
-            "state with that of the state train_step returns."
+            "The state's structure changed after the first step: compare "
+            "jax.tree.structure of your state with that of the state train_step returns."
         ), "different input pytree"
     if any("different input types" in text for text in misses):
         paths = ", ".join(dict.fromkeys(_miss_paths(misses))) or "a leaf"
@@ -526,10 +572,11 @@ INIT_STATE = Exercise(
     probe=_state_probe,
     judge=_judge_state,
     hints=(
-        "Look at what train_step returns: the state you build must be the same tree (the same keys, "
-        "the same structure inside each key, the same dtypes), or the second step compiles again.",
-        "The velocity has the structure of the params, None subtrees included: one jax.tree.map over "
-        "the params with jnp.zeros_like.",
+        "Look at what train_step returns: the state you build must be the same tree (the "
+        "same keys, the same structure inside each key, the same dtypes), or the second "
+        "step compiles again.",
+        "The velocity has the structure of the params, None subtrees included: one "
+        "jax.tree.map over the params with jnp.zeros_like.",
         "Python numbers are weakly typed; train_step returns float32 and int32 arrays: start "
         "loss_avg as jnp.zeros((), jnp.float32) and step as jnp.zeros((), jnp.int32).",
     ),
@@ -545,7 +592,7 @@ def squash(tree: Any) -> Any:
     return jax.tree.map(jnp.tanh, tree)
 
 
-def energy(tree: Any) -> jax.Array:
+def energy(tree: Any) -> jax.Array | float:
     """Half the sum of squares of all the leaves: one number."""
     return 0.5 * sum(jnp.sum(leaf**2) for leaf in jax.tree.leaves(tree))
 
@@ -580,7 +627,7 @@ def _scaled_cases(rng: np.random.Generator) -> list[Case]:
     return cases
 
 
-def _scaled_probe(fn: Callable[..., Any], case: Case) -> dict[str, Any]:
+def _scaled_probe(fn: Callable[..., Any], case: Case) -> dict[str, Any] | str | None:
     x, plan = case.args
     first = fn(_FUNCTIONS[plan[0][0]])
     if not callable(first):
@@ -595,14 +642,14 @@ def _scaled_advice(got: dict[str, Any], expected: dict[str, Any]) -> Advice:
     misses = got["misses"]
     if any("Static(val=" in text for text in misses):
         return (
-            "factor is a static argument, so every new factor compiles anew. It is data: pass it as an "
-            "ordinary argument."
+            "factor is a static argument, so every new factor compiles anew. It is data: "
+            "pass it as an ordinary argument."
         ), "Static(val="
     if sum("never seen function" in text for text in misses) > expected["compiles"]:
         return (
             "Each call of make_scaled jits a function JAX has never seen: a new lambda, partial or "
-            "def is a new cache key (Pitfall 12). Build the jitted function once per f, keep it, and "
-            "return the same one whenever make_scaled gets that f again."
+            "def is a new cache key (Pitfall 12). Build the jitted function once per f, "
+            "keep it, and return the same one whenever make_scaled gets that f again."
         ), "never seen function"
     return _no_miss_advice(got, expected)
 
@@ -639,8 +686,8 @@ MAKE_SCALED = Exercise(
     hints=(
         "The function object is part of the cache key: a lambda or partial made inside make_scaled "
         "is new at every call.",
-        "Keep what you jit: the first make_scaled(f) builds jax.jit(...) and stores it under f; later "
-        "calls with the same f return the stored one.",
+        "Keep what you jit: the first make_scaled(f) builds jax.jit(...) and stores it "
+        "under f; later calls with the same f return the stored one.",
         "factor changes on every call: make it an argument of the jitted function, not a static "
         "argument and not a value captured when the function is built.",
     ),

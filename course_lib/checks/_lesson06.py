@@ -1,4 +1,4 @@
-"""Exercises of lesson 06, optimizer state is a pytree too: momentum, Adam, checkpoints, a scan carry.
+"""Exercises of lesson 06, optimizer state is a pytree: momentum, Adam, checkpoints, a scan carry.
 
 The judges here go beyond "the values differ": for a wrong answer they recompute the usual wrong
 algorithms (old velocity, no bias correction, the count off by one, eps inside the square root, ...)
@@ -19,20 +19,20 @@ import jax.numpy as jnp
 import numpy as np
 from jax.tree_util import keystr
 
-import course_lib as cl
-
 from ._kit import (
     Layer,
     Point,
     as_judged,
-    describe_bf16,
     dtyped_plain,
+    float_tree,
     in_parts,
     matching_variant,
     random_f32,
     random_like,
+    random_shape,
     random_tree,
     small_shape,
+    structure_difference,
     tree_judge,
     trees_close,
 )
@@ -41,7 +41,7 @@ from ._spec import Case, Exercise
 
 
 class AdamState(NamedTuple):
-    """The Adam state of the exercises (the notebook defines the same class): no learning rate inside."""
+    """The exercises' Adam state (the notebook defines the same class): no learning rate inside."""
 
     count: Any
     mu: Any
@@ -52,35 +52,18 @@ class AdamState(NamedTuple):
 
 
 _LAYER = (2, 3)
-"""The shape of a layer's weight matrix in the optimizer cases: its shapes are among ``SMALL_SHAPES``
-(few shapes on purpose, so that eager ``jnp`` operations compile once; the trees vary in their containers instead)."""
-
-
-def _any_shape(rng: np.random.Generator) -> tuple[int, ...]:
-    return tuple(int(n) for n in rng.integers(1, 5, size=int(rng.integers(0, 3))))
-
-
-def _float_leaf(rng: np.random.Generator) -> Any:
-    """A float32 array, NumPy or JAX, of a small random shape (0-d included)."""
-    array = random_f32(rng, *small_shape(rng))
-    return jax.device_put(array) if rng.random() < 0.5 else array
+"""The shape of a layer's weight matrix in the optimizer cases: its shapes are among
+``SMALL_SHAPES`` (few shapes on purpose, so that eager ``jnp`` operations compile once; the trees
+vary in their containers instead)."""
 
 
 def _array_leaf(rng: np.random.Generator) -> Any:
     """A float32 or int32 array, NumPy or JAX: what a checkpoint holds."""
     if rng.random() < 0.25:
-        array: np.ndarray = rng.integers(-9, 10, size=_any_shape(rng)).astype(np.int32)
+        array: np.ndarray = rng.integers(-9, 10, size=random_shape(rng)).astype(np.int32)
     else:
-        array = random_f32(rng, *_any_shape(rng))
+        array = random_f32(rng, *random_shape(rng))
     return jax.device_put(array) if rng.random() < 0.5 else array
-
-
-def _float_tree(rng: np.random.Generator, none_rate: float = 0.25) -> Any:
-    """A random tree of float32 leaves, with at least one leaf at the top."""
-    return {
-        "head": _float_leaf(rng),
-        "body": random_tree(rng, depth=3, none_rate=none_rate, leaf=_float_leaf),
-    }
 
 
 def _is_namedtuple(x: Any) -> bool:
@@ -89,11 +72,9 @@ def _is_namedtuple(x: Any) -> bool:
 
 def _structure_problem(mine: Any, theirs: Any, what: str) -> str | None:
     """The structure difference between two rebuilt trees, by key path, or ``None``."""
-    if jax.tree.structure(mine) == jax.tree.structure(theirs):
-        return None
-    lines = list(cl.tree_diff(mine, theirs, names=("yours", "expected")))
+    lines = structure_difference(mine, theirs)
     if not lines:
-        lines = [f"yours: {jax.tree.structure(mine)}", f"expected: {jax.tree.structure(theirs)}"]
+        return None
     return f"{what} has another structure than expected:\n" + "\n".join(
         f"  {line}" for line in lines
     )
@@ -174,7 +155,7 @@ def _momentum_cases(rng: np.random.Generator) -> list[Case]:
         ),
     ]
     for i in range(3):
-        tree = _float_tree(rng)
+        tree = float_tree(rng)
         cases.append(
             _momentum_case(
                 rng, tree, f"random tree {i + 1}, {describe(tree, 100)}", lr=0.01 * (i + 1)
@@ -226,13 +207,13 @@ def _momentum_variants(case: Case) -> list[tuple[str, Callable[[], Any]]]:
     return [
         ("the two results are swapped: return (new_params, new_velocity), in that order.", swapped),
         (
-            "the new params were moved with the old velocity. Update the velocity first, then move the "
-            "params with the new one: the gradient of this step counts at once.",
+            "the new params were moved with the old velocity. Update the velocity first, "
+            "then move the params with the new one: the gradient of this step counts at once.",
             old_velocity,
         ),
         (
-            "the params are right, but the velocity returned is the one that came in: return the new velocity, "
-            "or the next step starts from the old one.",
+            "the params are right, but the velocity returned is the one that came in: "
+            "return the new velocity, or the next step starts from the old one.",
             stale_velocity,
         ),
         (
@@ -241,18 +222,23 @@ def _momentum_variants(case: Case) -> list[tuple[str, Callable[[], Any]]]:
             dampened,
         ),
         (
-            "your velocity has the learning rate inside (v = beta * v - lr * g). Keep the velocity a running "
-            "sum of gradients, v = beta * v + g, and apply lr when you move the params.",
+            "your velocity has the learning rate inside (v = beta * v - lr * g). Keep the "
+            "velocity a running sum of gradients, v = beta * v + g, and apply lr when you "
+            "move the params.",
             lr_in_velocity,
         ),
         (
-            "your velocity has the learning rate inside (v = beta * v + lr * g). Keep the velocity a running "
-            "sum of gradients, v = beta * v + g, and apply lr when you move the params.",
+            "your velocity has the learning rate inside (v = beta * v + lr * g). Keep the "
+            "velocity a running sum of gradients, v = beta * v + g, and apply lr when you "
+            "move the params.",
             lr_in_velocity_plus,
         ),
         ("the params moved uphill: subtract lr * v, do not add it.", uphill),
         (
-            "that is the Nesterov step (p - lr * (g + beta * v)); this exercise asks for plain momentum, p - lr * v.",
+            (
+                "that is the Nesterov step (p - lr * (g + beta * v)); this exercise asks for "
+                "plain momentum, p - lr * v."
+            ),
             nesterov,
         ),
     ]
@@ -268,8 +254,8 @@ def _judge_momentum(got: Any, expected: Any, case: Case) -> str | None:
         problem = _structure_problem(mine[1], theirs[1], "the new velocity")
         if problem is not None:
             problem += (
-                "\n  The velocity must keep the structure of params (None subtrees, containers and all): "
-                "build it with jax.tree.map."
+                "\n  The velocity must keep the structure of params (None subtrees, "
+                "containers and all): build it with jax.tree.map."
             )
     if problem is not None:
         return problem
@@ -290,12 +276,12 @@ MOMENTUM_STEP = Exercise(
     probe=lambda fn, case: tree_plain(fn(*case.args, **case.kwargs)),
     judge=_judge_momentum,
     hints=(
-        "Two jax.tree.map calls: first the new velocity from velocity and grads, then the new params from "
-        "params and that new velocity.",
-        "The velocity adds the whole gradient, v = beta * v + g (as optax.sgd(momentum=beta) does); the params "
-        "move by p - lr * v, with the new v.",
-        "jax.tree.map keeps None subtrees and every container, so both results come out shaped like params. "
-        "Return them as a tuple: (new_params, new_velocity).",
+        "Two jax.tree.map calls: first the new velocity from velocity and grads, then the "
+        "new params from params and that new velocity.",
+        "The velocity adds the whole gradient, v = beta * v + g (as "
+        "optax.sgd(momentum=beta) does); the params move by p - lr * v, with the new v.",
+        "jax.tree.map keeps None subtrees and every container, so both results come out "
+        "shaped like params. Return them as a tuple: (new_params, new_velocity).",
     ),
     forbidden=("momentum", "tree_add", "tree_add_scale", "tree_scale", "tree_sub"),
 )
@@ -342,7 +328,7 @@ def _init_cases(rng: np.random.Generator) -> list[Case]:
         ),
     ]
     for i in range(3):
-        tree = _float_tree(rng)
+        tree = float_tree(rng)
         if i == 1:
             tree["half"] = _half_leaf(rng)
         cases.append(Case((tree,), label=f"random tree {i + 1}, {describe(tree, 100)}"))
@@ -351,27 +337,35 @@ def _init_cases(rng: np.random.Generator) -> list[Case]:
 
 
 def _state_problem(state: Any, what: str) -> str | None:
-    """What is wrong with the shape of an Adam state (its type, its fields, its count), or ``None``."""
+    """What is wrong with an Adam state's form (its type, fields, count), or ``None``."""
     if type(state) is tuple:
-        return f"{what} is a plain tuple; return an AdamState(count=..., mu=..., nu=...), the class defined above."
+        return (
+            f"{what} is a plain tuple; return an AdamState(count=..., mu=..., nu=...), the "
+            "class defined above."
+        )
     if not _is_namedtuple(state):
-        return f"{what} is {describe(state, 80)}; return an AdamState(count=..., mu=..., nu=...), the class defined above."
+        return (
+            f"{what} is {describe(state, 80)}; return an AdamState(count=..., mu=..., nu=...), "
+            "the class defined above."
+        )
     fields = tuple(type(state)._fields)
     if type(state).__name__ != "AdamState" or fields != AdamState._fields:
         return (
-            f"{what} is a namedtuple {type(state).__name__} with the fields {', '.join(fields)}; expected the AdamState "
-            "class defined above, with the fields count, mu, nu."
+            f"{what} is a namedtuple {type(state).__name__} with the fields "
+            f"{', '.join(fields)}; expected the AdamState class defined above, with the "
+            "fields count, mu, nu."
         )
     count = state.count
     if not isinstance(count, np.ndarray):
         return (
-            f"the count in {what} is {describe(count, 40)}, a Python {type(count).__name__}; keep the count an int32 "
-            "array (jnp.zeros((), jnp.int32) to start), as optax does."
+            f"the count in {what} is {describe(count, 40)}, a Python "
+            f"{type(count).__name__}; keep the count an int32 array (jnp.zeros((), "
+            "jnp.int32) to start), as optax does."
         )
     if count.shape != () or count.dtype != np.int32:
         return (
-            f"the count in {what} is an array of dtype {count.dtype} and shape {count.shape}; keep it an int32 "
-            "scalar, shape ()."
+            f"the count in {what} is an array of dtype {count.dtype} and shape "
+            f"{count.shape}; keep it an int32 scalar, shape ()."
         )
     return None
 
@@ -388,9 +382,8 @@ def _judge_init(got: Any, expected: Any, case: Case) -> str | None:
             getattr(mine, field), getattr(theirs, field), f"the state's {field}"
         )
         if problem is not None:
-            return (
-                problem
-                + "\n  It must have the structure of params: build it with jax.tree.map over params."
+            return problem + (
+                "\n  It must have the structure of params: build it with jax.tree.map over params."
             )
     problem = _leaf_problem(mine, theirs, "the state")
     if problem is not None and "has dtype" in problem:
@@ -408,10 +401,16 @@ ADAM_INIT = Exercise(
     probe=lambda fn, case: tree_plain(fn(*case.args)),
     judge=_judge_init,
     hints=(
-        "mu and nu are trees shaped like params (the same structure, shapes and dtypes), filled with zeros; "
-        "jax.tree.map builds one tree from another.",
-        "jnp.zeros_like(leaf) keeps a leaf's shape and dtype; jax.tree.map keeps the None subtrees and containers.",
-        "The count starts at 0 as an int32 scalar array, jnp.zeros((), jnp.int32). Return AdamState(count=..., mu=..., nu=...).",
+        "mu and nu are trees shaped like params (the same structure, shapes and dtypes), "
+        "filled with zeros; jax.tree.map builds one tree from another.",
+        (
+            "jnp.zeros_like(leaf) keeps a leaf's shape and dtype; jax.tree.map keeps the None "
+            "subtrees and containers."
+        ),
+        (
+            "The count starts at 0 as an int32 scalar array, jnp.zeros((), jnp.int32). Return "
+            "AdamState(count=..., mu=..., nu=...)."
+        ),
     ),
     forbidden=("adam", "tree_zeros_like", "tree_full_like"),
 )
@@ -478,18 +477,20 @@ def _adam_variant(
 _ADAM_VARIANTS: tuple[tuple[dict[str, Any], str], ...] = (
     (
         {"bias": False},
-        "this is Adam without bias correction. Divide mu by (1 - b1**count) and nu by (1 - b2**count), with "
-        "the count of this step, before using them.",
+        "this is Adam without bias correction. Divide mu by (1 - b1**count) and nu by (1 "
+        "- b2**count), with the count of this step, before using them.",
     ),
     (
         {"shift": -1},
-        "the bias correction used the count from before this step (off by one): on a fresh state that divides "
-        "by 1 - b1**0 = 0. Add 1 to the count first and correct with the new count: the first step is step 1.",
+        "the bias correction used the count from before this step (off by one): on a "
+        "fresh state that divides "
+        "by 1 - b1**0 = 0. Add 1 to the count first and correct with the new count: the "
+        "first step is step 1.",
     ),
     (
         {"shift": 1},
-        "the bias correction used count + 1 after the count was already increased (off by one): the first "
-        "step is step 1, so correct with the new count itself.",
+        "the bias correction used count + 1 after the count was already increased (off by "
+        "one): the first step is step 1, so correct with the new count itself.",
     ),
     (
         {"eps_inside": True},
@@ -498,11 +499,17 @@ _ADAM_VARIANTS: tuple[tuple[dict[str, Any], str], ...] = (
     ({"square": False}, "nu must average the squared gradients: b2 * nu + (1 - b2) * g**2."),
     (
         {"old_moments": True},
-        "the params moved with the old mu and nu; update the moments first, then move the params with the new ones.",
+        (
+            "the params moved with the old mu and nu; update the moments first, then move the "
+            "params with the new ones."
+        ),
     ),
     (
         {"undamped": True},
-        "the moments add the whole gradient; Adam's are averages: b1 * mu + (1 - b1) * g, b2 * nu + (1 - b2) * g**2.",
+        (
+            "the moments add the whole gradient; Adam's are averages: b1 * mu + (1 - b1) * g, "
+            "b2 * nu + (1 - b2) * g**2."
+        ),
     ),
 )
 
@@ -519,16 +526,20 @@ def _adam_probe(fn: Callable[..., Any], case: Case) -> list[Any]:
             and len(out) == 2
             and all(hasattr(out[1], f) for f in AdamState._fields)
         ):
-            break  # the judge says what is wrong with this step; a next one would only fail in a muddle
+            # The judge says what is wrong with this step; a next one would only fail in a muddle.
+            break
         params, state = out
     return records
 
 
 def _judge_adam(got: Any, expected: Any, case: Case) -> str | None:
     params, grads_seq, state, lr = case.args
-    # The wrong variants are computed on rebuilt trees, the containers the learner's results come back in.
+    # The wrong variants are computed on rebuilt trees, the containers the learner's results come
+    # back in.
     params, state, kwargs = as_judged(params), AdamState(*as_judged(state)), dict(case.kwargs)
-    for i, (record, want) in enumerate(zip(got, expected)):
+    for i, (record, want) in enumerate(
+        zip(got, expected, strict=False)
+    ):  # the probe may stop early
         at = f"at step {i + 1} of {len(expected)}: " if len(expected) > 1 else ""
         mine, theirs = rebuild_tree(record), rebuild_tree(want)
         if not (isinstance(mine, tuple) and not _is_namedtuple(mine) and len(mine) == 2):
@@ -553,9 +564,9 @@ def _judge_adam(got: Any, expected: Any, case: Case) -> str | None:
             params, state = theirs[0], AdamState(*theirs[1])
             continue
         if count == want_count - 1 and trees_close(mine[0], theirs[0]):
-            return (
-                at
-                + f"the new state's count is {count}, expected {want_count}: return the increased count."
+            return at + (
+                f"the new state's count is {count}, expected {want_count}: return the "
+                "increased count."
             )
         grads = as_judged(grads_seq[i])
         variants = [
@@ -602,9 +613,9 @@ def _adam_case(
         )
         state = AdamState(jax.device_put(np.int32(rng.integers(3, 20))), mu, nu)
     shown = (
-        f"params {describe(params, 100)}, {steps} steps of gradients, a state with count={int(state.count)}, lr={lr}"
-        + "".join(f", {k}={v}" for k, v in kwargs.items())
-    )
+        f"params {describe(params, 100)}, {steps} steps of gradients, a state with "
+        f"count={int(state.count)}, lr={lr}"
+    ) + "".join(f", {k}={v}" for k, v in kwargs.items())
     return Case((params, grads_seq, state, lr), kwargs=kwargs, label=label, shown=shown)
 
 
@@ -648,7 +659,7 @@ def _adam_cases(rng: np.random.Generator) -> list[Case]:
         ),
     ]
     for i in range(2):
-        tree = _float_tree(rng)
+        tree = float_tree(rng)
         cases.append(
             _adam_case(
                 rng, tree, f"random tree {i + 1}, {describe(tree, 100)}", lr=0.02, fresh=i == 0
@@ -668,12 +679,14 @@ ADAM_STEP = Exercise(
     probe=_adam_probe,
     judge=_judge_adam,
     hints=(
-        "One step: count + 1; then mu = b1 * mu + (1 - b1) * g and nu = b2 * nu + (1 - b2) * g**2; then the "
-        "params. jax.tree.map takes several trees at once: jax.tree.map(f, params, mu, nu).",
-        "Bias correction uses the new count: mu_hat = mu / (1 - b1**count), nu_hat = nu / (1 - b2**count). The "
-        "params move by lr * mu_hat / (sqrt(nu_hat) + eps), eps outside the square root.",
-        "Return (new_params, AdamState(count=..., mu=..., nu=...)), the count still an int32 array and mu, nu "
-        "shaped like params (None subtrees stay None).",
+        "One step: count + 1; then mu = b1 * mu + (1 - b1) * g and nu = b2 * nu + (1 - "
+        "b2) * g**2; then the params. jax.tree.map takes several trees at once: "
+        "jax.tree.map(f, params, mu, nu).",
+        "Bias correction uses the new count: mu_hat = mu / (1 - b1**count), nu_hat = nu / "
+        "(1 - b2**count). The params move by lr * mu_hat / (sqrt(nu_hat) + eps), eps "
+        "outside the square root.",
+        "Return (new_params, AdamState(count=..., mu=..., nu=...)), the count still an "
+        "int32 array and mu, nu shaped like params (None subtrees stay None).",
     ),
     forbidden=("adam",),
 )
@@ -683,7 +696,9 @@ ADAM_STEP = Exercise(
 
 
 def _save_checkpoint(path: Any, tree: Any) -> None:
-    arrays = {keystr(p): np.asarray(leaf) for p, leaf in jax.tree_util.tree_leaves_with_path(tree)}
+    arrays: dict[str, Any] = {
+        keystr(p): np.asarray(leaf) for p, leaf in jax.tree_util.tree_leaves_with_path(tree)
+    }
     np.savez(path, **arrays)
 
 
@@ -723,16 +738,20 @@ def _judge_save(got: Any, expected: Any, case: Case) -> str | None:
     if "entries" not in got and "unreadable" not in got:
         if got["files"]:
             return (
-                f"nothing was written at the path you were given ({name}); the folder holds {got['files']}. "
-                "Write to `path` itself."
+                f"nothing was written at the path you were given ({name}); the folder "
+                f"holds {got['files']}. Write to `path` itself."
             )
-        return "nothing was written: save_checkpoint must write a file at `path` (np.savez(path, ...))."
+        return (
+            "nothing was written: save_checkpoint must write a file at `path` (np.savez(path, "
+            "...))."
+        )
     if "unreadable" in got:
         why = got["unreadable"]
         if "Object arrays" in why or "pickle" in why:
             return (
-                "the file holds pickled Python objects, not plain arrays. Save only the leaves, each as np.asarray(leaf): "
-                "None subtrees hold no leaves, so they write nothing."
+                "the file holds pickled Python objects, not plain arrays. Save only the "
+                "leaves, each as np.asarray(leaf): None subtrees hold no leaves, so they "
+                "write nothing."
             )
         return f"the file is not an .npz archive NumPy can read ({why})."
     mine, theirs = got["entries"], expected["entries"]
@@ -741,24 +760,28 @@ def _judge_save(got: Any, expected: Any, case: Case) -> str | None:
             a, e = np.asarray(mine[key]), np.asarray(theirs[key])
             if a.shape != e.shape or a.dtype != e.dtype:
                 return (
-                    f"the entry {key} holds {_spec_text(a)}, expected {_spec_text(e)}: save each leaf as it is, "
-                    "np.asarray(leaf)."
+                    f"the entry {key} holds {_spec_text(a)}, expected {_spec_text(e)}: "
+                    "save each leaf as it is, np.asarray(leaf)."
                 )
             if not np.array_equal(a, e):
                 return f"the entry {key} holds other values than the leaf at {key}."
         return None
     if theirs and all(k.startswith("arr_") for k in mine) and len(mine) == len(theirs):
         return (
-            f"the entries are named {', '.join(sorted(mine)[:3])}{', ...' if len(mine) > 3 else ''}: that is what "
-            "np.savez does with positional arrays. Name each one by its key path, as jax.tree_util.keystr writes it: "
-            f"{next(iter(theirs))}."
+            "the entries are named "
+            f"{', '.join(sorted(mine)[:3])}{', ...' if len(mine) > 3 else ''}: that is "
+            "what "
+            "np.savez does with positional arrays. Name each one by its key path, as "
+            f"jax.tree_util.keystr writes it: {next(iter(theirs))}."
         )
     missing = [k for k in theirs if k not in mine]
     extra = [k for k in mine if k not in theirs]
     if extra:
         return (
-            f"the file has an entry named {extra[0]!r}, which is not the key path of a leaf. Name each entry "
-            f"as jax.tree_util.keystr writes the key path, for example {missing[0] if missing else next(iter(theirs))}."
+            f"the file has an entry named {extra[0]!r}, which is not the key path of a "
+            "leaf. Name each entry "
+            "as jax.tree_util.keystr writes the key path, for example "
+            f"{missing[0] if missing else next(iter(theirs))}."
         )
     return f"the entry {missing[0]} is missing: every leaf gets one entry, named by its key path."
 
@@ -820,10 +843,10 @@ SAVE_CHECKPOINT = Exercise(
     probe=_save_probe,
     judge=_judge_save,
     hints=(
-        "jax.tree_util.tree_leaves_with_path(tree) gives (key path, leaf) pairs; jax.tree_util.keystr(path) "
-        "writes a key path as text, like ['params']['w'].",
-        "np.savez(path, **arrays) stores each array under the name of its keyword; np.asarray(leaf) turns a JAX "
-        "array into a NumPy one.",
+        "jax.tree_util.tree_leaves_with_path(tree) gives (key path, leaf) pairs; "
+        "jax.tree_util.keystr(path) writes a key path as text, like ['params']['w'].",
+        "np.savez(path, **arrays) stores each array under the name of its keyword; "
+        "np.asarray(leaf) turns a JAX array into a NumPy one.",
         "None subtrees have no leaves and so no entries; write nothing else to the file.",
     ),
     forbidden=("save_tree", "load_tree"),
@@ -853,7 +876,7 @@ def _restore_checkpoint(path: Any, like: Any) -> Any:
 
 
 def _restore_probe(fn: Callable[..., Any], case: Case) -> dict[str, Any]:
-    """Write the case's entries to a fresh temporary ``.npz``, call ``fn`` on it, record a tree or an error."""
+    """Write the case's entries to a fresh ``.npz``, call ``fn`` on it, record a tree or error."""
     name, like = case.args
     folder = Path(tempfile.mkdtemp(prefix="course-06-"))
     try:
@@ -891,22 +914,27 @@ def _judge_restore(got: Any, expected: Any, case: Case) -> str | None:
         why = _MISFIT[kind].format(path=offending[0])
         if "returned" in got:
             return (
-                f"returned a tree, but {why}. Compare the key paths (and shapes) first, and raise ValueError "
-                "naming the path."
+                f"returned a tree, but {why}. Compare the key paths (and shapes) first, "
+                "and raise ValueError naming the path."
             )
         if not got["value_error"]:
             return (
-                f"raised {got['raised']} ({got['message'][:120]}), but the exception must be a ValueError: {why}. "
-                "Check every key path and shape before reading, and raise ValueError naming the path."
+                f"raised {got['raised']} ({got['message'][:120]}), but the exception must "
+                f"be a ValueError: {why}. "
+                "Check every key path and shape before reading, and raise ValueError "
+                "naming the path."
             )
         if not any(path in got["message"] for path in offending):
             return (
-                f"the ValueError says {got['message'][:160]!r}, but not where: {why}. Name the key path in the message, "
-                "written as jax.tree_util.keystr writes it."
+                f"the ValueError says {got['message'][:160]!r}, but not where: {why}. Name "
+                "the key path in the message, written as jax.tree_util.keystr writes it."
             )
         return None
     if "raised" in got:
-        return f"raised {got['raised']}: {got['message'][:200]}; but this file fits `like` and should load."
+        return (
+            f"raised {got['raised']}: {got['message'][:200]}; but this file fits `like` and "
+            "should load."
+        )
     mine, theirs = rebuild_tree(got["returned"]), rebuild_tree(expected["returned"])
     problem = _structure_problem(mine, theirs, "the restored tree")
     if problem is not None:
@@ -925,7 +953,8 @@ def _judge_restore(got: Any, expected: Any, case: Case) -> str | None:
     )
     if mine_leaves == their_leaves:
         return problem + (
-            " The arrays are all there, in the wrong places: take them in the order of like's leaves, by key path."
+            " The arrays are all there, in the wrong places: take them in the order of "
+            "like's leaves, by key path."
         )
     return problem
 
@@ -1012,14 +1041,26 @@ def _restore_cases(rng: np.random.Generator) -> list[Case]:
         )
     # Each part pairs files that must be restored with files that must be refused, so an answer that
     # always returns the template, or always raises, earns nothing.
-    layer, state, named, renamed = (
+    layer_part, state_part, named_part, renamed_part = (
         "a layer, and a leaf the file lacks",
         "a training state, and entries the template lacks",
         "namedtuples, tuples, and a wrong shape",
         "a renamed container, and random trees",
     )
     return in_parts(
-        cases, [layer, state, named, named, layer, state, named, renamed, renamed, renamed]
+        cases,
+        [
+            layer_part,
+            state_part,
+            named_part,
+            named_part,
+            layer_part,
+            state_part,
+            named_part,
+            renamed_part,
+            renamed_part,
+            renamed_part,
+        ],
     )
 
 
@@ -1033,12 +1074,13 @@ RESTORE_CHECKPOINT = Exercise(
     probe=_restore_probe,
     judge=_judge_restore,
     hints=(
-        "np.load(path) opens the file and .files lists its entry names; the names to expect are the key paths of "
-        "`like`, from jax.tree_util.tree_flatten_with_path(like) and jax.tree_util.keystr.",
-        "Before building anything, compare the two sets of names and each shape; raise ValueError with the "
-        "offending key path in its message.",
-        "Rebuild with jax.tree.unflatten(treedef, arrays), the treedef of `like` and the arrays in the order of its "
-        "leaves; None subtrees have no entries.",
+        "np.load(path) opens the file and .files lists its entry names; the names to "
+        "expect are the key paths of `like`, from "
+        "jax.tree_util.tree_flatten_with_path(like) and jax.tree_util.keystr.",
+        "Before building anything, compare the two sets of names and each shape; raise "
+        "ValueError with the offending key path in its message.",
+        "Rebuild with jax.tree.unflatten(treedef, arrays), the treedef of `like` and the "
+        "arrays in the order of its leaves; None subtrees have no entries.",
     ),
     forbidden=("save_tree", "load_tree"),
 )
@@ -1088,7 +1130,7 @@ def _has_loop(jaxpr: Any) -> bool:
 
 
 def _train_probe(fn: Callable[..., Any], case: Case) -> dict[str, Any]:
-    """Trace ``fn`` under ``jax.jit`` (is there a loop in the program?), then compile and run it once."""
+    """Trace ``fn`` under ``jax.jit`` (is there a loop in it?), then compile and run it once."""
     loss_fn, params, batches, lr, beta = case.args
     try:
         traced = jax.jit(lambda p, b: fn(loss_fn, p, b, lr, beta)).trace(params, batches)
@@ -1117,22 +1159,29 @@ def _carry_hint(message: str) -> str:
     quoted = f"\n  JAX says: {detail}" if detail else ""
     if "same pytree structure" in message:
         return (
-            "Pitfall 15: the carry of lax.scan came out with another structure than it went in with."
+            (
+                "Pitfall 15: the carry of lax.scan came out with another structure than it "
+                "went in with."
+            )
             + quoted
             + "\n  "
-            "Build the whole carry before the loop: the velocity is jax.tree.map(jnp.zeros_like, params), "
-            "with the structure of params, never None or a list of leaves."
+            "Build the whole carry before the loop: the velocity is "
+            "jax.tree.map(jnp.zeros_like, params), with the structure of params, never "
+            "None or a list of leaves."
         )
     if "dtypes do not match" in message:
         return (
             "Pitfall 15: a leaf of the carry changed dtype inside the loop." + quoted + "\n  "
-            "With lr a float32 array, lr * v is float32 even when v is bfloat16: cast each new leaf back, "
-            ".astype(p.dtype), and build the velocity with jnp.zeros_like(p) so it has the dtype of p."
+            "With lr a float32 array, lr * v is float32 even when v is bfloat16: cast "
+            "each new leaf back, "
+            ".astype(p.dtype), and build the velocity with jnp.zeros_like(p) so it has "
+            "the dtype of p."
         )
     if "shapes do not match" in message:
         return (
             "Pitfall 15: a leaf of the carry changed shape inside the loop." + quoted + "\n  "
-            "Each velocity leaf must have the shape of its parameter from the start: jnp.zeros_like(p), not 0.0."
+            "Each velocity leaf must have the shape of its parameter from the start: "
+            "jnp.zeros_like(p), not 0.0."
         )
     return ""
 
@@ -1147,13 +1196,14 @@ def _train_tolerance(*dtypes: str) -> tuple[float, float]:
 def _compare_record(
     mine: dict[str, Any], theirs: dict[str, Any], what: str, computed_from: tuple[str, ...] = ()
 ) -> str | None:
-    """Compare one output with the reference's; ``computed_from`` names the dtypes it was computed from
-    (the losses come from the params: bfloat16 params give float32 losses with bfloat16 rounding)."""
+    """Compare one output with the reference's; ``computed_from`` names the dtypes it was computed
+    from (the losses come from the params: bfloat16 params give float32 losses with bfloat16
+    rounding)."""
     a, e = rebuild_tree(mine["tree"]), rebuild_tree(theirs["tree"])
     problem = _structure_problem(a, e, what)
     if problem is not None:
         return problem
-    for (path, dtype), (_, want) in zip(mine["dtypes"], theirs["dtypes"]):
+    for (path, dtype), (_, want) in zip(mine["dtypes"], theirs["dtypes"], strict=True):
         if dtype != want:
             fix = (
                 "build it with jnp.zeros_like(p), which keeps the dtype of p"
@@ -1161,10 +1211,12 @@ def _compare_record(
                 else "cast each new leaf back with .astype(p.dtype)"
             )
             return (
-                f"{what}: the leaf {path} is {dtype}, expected {want}: every leaf of a scan carry keeps its dtype "
-                f"(Pitfall 15), so {fix}."
+                f"{what}: the leaf {path} is {dtype}, expected {want}: every leaf of a "
+                f"scan carry keeps its dtype (Pitfall 15), so {fix}."
             )
-    for (path, dtype), x, y in zip(theirs["dtypes"], jax.tree.leaves(a), jax.tree.leaves(e)):
+    for (path, dtype), x, y in zip(
+        theirs["dtypes"], jax.tree.leaves(a), jax.tree.leaves(e), strict=True
+    ):
         where = f"{what}: the leaf {path}" if path else what
         rtol, atol = _train_tolerance(dtype, *computed_from)
         x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
@@ -1185,8 +1237,9 @@ def _judge_train(got: Any, expected: Any, case: Case) -> str | None:
         )
         if "tracer" in got["message"].lower() or "Concretization" in got["raised"]:
             hint += (
-                "\n  The check runs train_loop under jax.jit, and scan traces its body the same way: no float(), "
-                ".item() or NumPy calls on values computed from params or batches."
+                "\n  The check runs train_loop under jax.jit, and scan traces its body "
+                "the same way: no float(), .item() or NumPy calls on values computed from "
+                "params or batches."
             )
         return hint
     if "shape" in got:
@@ -1195,8 +1248,8 @@ def _judge_train(got: Any, expected: Any, case: Case) -> str | None:
     losses, want = rebuild_tree(got["losses"]["tree"]), rebuild_tree(expected["losses"]["tree"])
     if not isinstance(losses, np.ndarray) or losses.shape != want.shape:
         return (
-            f"losses is {describe(losses, 60)}; expected one loss per step, an array of shape ({steps},): the second "
-            "output of the scan body, which scan stacks for you."
+            f"losses is {describe(losses, 60)}; expected one loss per step, an array of "
+            f"shape ({steps},): the second output of the scan body, which scan stacks for you."
         )
     param_dtypes = tuple(dtype for _, dtype in expected["params"]["dtypes"])
     for what, key in (("params", "params"), ("the velocity", "velocity"), ("losses", "losses")):
@@ -1205,12 +1258,16 @@ def _judge_train(got: Any, expected: Any, case: Case) -> str | None:
         )
         if problem is not None:
             if key == "losses" and "differ" in problem:
-                problem += " Record the loss at the params each step starts from: jax.value_and_grad gives it with the gradients."
+                problem += (
+                    " Record the loss at the params each step starts from: jax.value_and_grad "
+                    "gives it with the gradients."
+                )
             return problem
     if not got["loop"]:
         return (
-            f"the results are right, but the traced program holds no loop: Python unrolled {steps} copies of the step. "
-            "Write the step as a body function and run it with jax.lax.scan."
+            "the results are right, but the traced program holds no loop: Python unrolled "
+            f"{steps} copies of the step. Write the step as a body function and run it "
+            "with jax.lax.scan."
         )
     return None
 
@@ -1223,7 +1280,10 @@ def _train_case(
         "weight": jax.device_put(rng.uniform(0.5, 1.5, size=steps).astype(np.float32)),
     }
     lr_text = f"jnp.float32({float(lr):g})" if isinstance(lr, jax.Array) else repr(lr)
-    shown = f"loss_fn, params={describe_bf16(params, 120)}, batches={describe(batches)}, lr={lr_text}, beta={beta}"
+    shown = (
+        f"loss_fn, params={describe(params, 120)}, batches={describe(batches)}, lr={lr_text}, "
+        f"beta={beta}"
+    )
     return Case((_train_loss, params, batches, lr, beta), label=label, shown=shown)
 
 
@@ -1234,7 +1294,7 @@ def _bf16(rng: np.random.Generator, *shape: int) -> jax.Array:
 def _train_cases(rng: np.random.Generator) -> list[Case]:
     # Three cases only: each one compiles a whole training loop, twice (the reference and yours).
     m, n = _LAYER
-    tree = jax.device_put(_float_tree(rng, none_rate=0.3))
+    tree = jax.device_put(float_tree(rng, none_rate=0.3))
     tree["skip"] = None
     layer = jax.device_put({"w": random_f32(rng, m, n), "b": random_f32(rng, n)})
     return [
@@ -1242,7 +1302,7 @@ def _train_cases(rng: np.random.Generator) -> list[Case]:
         _train_case(
             rng,
             tree,
-            f"a random tree with None subtrees, lr a float32 array, {describe_bf16(tree, 100)}",
+            f"a random tree with None subtrees, lr a float32 array, {describe(tree, 100)}",
             jax.device_put(np.float32(0.05)),
             5,
         ),
@@ -1269,12 +1329,18 @@ TRAIN_LOOP = Exercise(
     probe=_train_probe,
     judge=_judge_train,
     hints=(
-        "Write the step as body(carry, batch) -> (new_carry, loss) with carry = (params, velocity), and run it with "
-        "jax.lax.scan(body, carry, batches): scan hands the body one batch at a time, sliced off the leading axis.",
-        "Pitfall 15: the carry must come out with exactly the structure, shapes and dtypes it went in with. Create "
-        "the velocity before the loop, jax.tree.map(jnp.zeros_like, params), never inside the body.",
-        "With lr a float32 array, lr * v is float32 even for a bfloat16 v: cast each new leaf back with "
-        ".astype(p.dtype). jax.value_and_grad(loss_fn)(params, batch) gives the loss and the gradients at once.",
+        "Write the step as body(carry, batch) -> (new_carry, loss) with carry = (params, "
+        "velocity), and run it with "
+        "jax.lax.scan(body, carry, batches): scan hands the body one batch at a time, "
+        "sliced off the leading axis.",
+        "Pitfall 15: the carry must come out with exactly the structure, shapes and "
+        "dtypes it went in with. Create "
+        "the velocity before the loop, jax.tree.map(jnp.zeros_like, params), never inside "
+        "the body.",
+        "With lr a float32 array, lr * v is float32 even for a bfloat16 v: cast each new "
+        "leaf back with "
+        ".astype(p.dtype). jax.value_and_grad(loss_fn)(params, batch) gives the loss and "
+        "the gradients at once.",
     ),
     forbidden=(
         "momentum",

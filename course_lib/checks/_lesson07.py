@@ -32,7 +32,7 @@ from jax.sharding import PartitionSpec as P
 from jax.tree_util import keystr
 
 from .._paths import leaf_name
-from ._kit import Layer, Point, as_float32, random_f32
+from ._kit import Layer, Point, as_float32, random_array
 from ._plain import describe
 from ._spec import Case, Exercise
 
@@ -68,7 +68,7 @@ def run_mesh(shape: Shape, names: Names) -> jax.sharding.Mesh:
 
 
 def spec_entries(spec: Any) -> list[Any]:
-    """A ``PartitionSpec`` as plain data, trailing ``None`` dropped (``P(None, "x", None)`` is ``P(None, "x")``).
+    """A ``PartitionSpec`` as plain data: ``P(None, "x", None)`` is ``P(None, "x")``.
 
     >>> spec_entries(P(None, ("data",), None)), spec_entries(P())
     ([None, 'data'], [])
@@ -91,7 +91,7 @@ def spec_text(entries: Sequence[Any]) -> str:
 
 
 def _mesh_text(shape: Shape, names: Names) -> str:
-    return "mesh " + " x ".join(f"{n} {name!r}" for n, name in zip(shape, names))
+    return "mesh " + " x ".join(f"{n} {name!r}" for n, name in zip(shape, names, strict=True))
 
 
 def _paths(tree: Any) -> list[str]:
@@ -137,10 +137,6 @@ def _shardings_from_rules(params: Any, rules: Sequence[tuple[str, Any]], mesh: A
     return jax.tree.map_with_path(sharding, params)
 
 
-def _matrix(rng: np.random.Generator, *shape: int) -> np.ndarray:
-    return random_f32(rng, *shape, array=True)
-
-
 _RULE_SETS: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...] = (
     (
         "attention and MLP rules, norms replicated",
@@ -174,32 +170,32 @@ def _rules_params(rng: np.random.Generator, kind: int) -> Any:
     d, h = 8 * int(rng.integers(1, 3)), 16
     if kind == 0:
         layer = lambda: {  # noqa: E731
-            "attn": {name: _matrix(rng, d, d) for name in ("wq", "wk", "wv", "wo")},
-            "mlp": {"w_in": _matrix(rng, d, h), "w_out": _matrix(rng, h, d)},
-            "norm": _matrix(rng, d),
+            "attn": {name: random_array(rng, d, d) for name in ("wq", "wk", "wv", "wo")},
+            "mlp": {"w_in": random_array(rng, d, h), "w_out": random_array(rng, h, d)},
+            "norm": random_array(rng, d),
         }
         return {
-            "embed": _matrix(rng, 32, d),
+            "embed": random_array(rng, 32, d),
             "layers": [layer() for _ in range(int(rng.integers(1, 3)))],
-            "final_norm": _matrix(rng, d),
+            "final_norm": random_array(rng, d),
         }
     if kind == 1:
         return {
             "blocks": (
-                Layer(w=_matrix(rng, d, d), b=_matrix(rng, d)),
-                Layer(w=_matrix(rng, d, h), b=None),
+                Layer(w=random_array(rng, d, d), b=random_array(rng, d)),
+                Layer(w=random_array(rng, d, h), b=None),
             ),
-            "head": {"w": _matrix(rng, h, 8), "b": _matrix(rng, 8)},
+            "head": {"w": random_array(rng, h, 8), "b": random_array(rng, 8)},
             "extra": None,
         }
     return [
         {
-            "dense": _matrix(rng, d, h),
-            "dense_bias": _matrix(rng, h),
-            "scale": _matrix(rng, h),
+            "dense": random_array(rng, d, h),
+            "dense_bias": random_array(rng, h),
+            "scale": random_array(rng, h),
             "bias": None,
         },
-        Point(x={"dense_out": _matrix(rng, h, d)}, y=_matrix(rng)),
+        Point(x={"dense_out": random_array(rng, h, d)}, y=random_array(rng)),
     ]
 
 
@@ -265,23 +261,25 @@ def _rules_variant(
 
 _RULE_MISTAKES: tuple[tuple[str, dict[str, Any]], ...] = (
     (
-        "the last matching rule decided; the first rule that matches a leaf decides, so put specific rules first "
-        "and stop at the first match.",
+        "the last matching rule decided; the first rule that matches a leaf decides, so "
+        "put specific rules first and stop at the first match.",
         {"last": True},
     ),
     (
-        "a rule whose spec has more entries than the leaf has dimensions was applied; such a rule does not apply "
-        "to that leaf (a 2-entry spec cannot lay out a vector): try the next rule.",
+        "a rule whose spec has more entries than the leaf has dimensions was applied; "
+        "such a rule does not apply to that leaf (a 2-entry spec cannot lay out a "
+        "vector): try the next rule.",
         {"ndim": False},
     ),
     (
-        "no rule matched where the path ends with the pattern: re.match (and re.fullmatch) only match at the "
-        "start of the name; use re.search, which finds the pattern anywhere in it.",
+        "no rule matched where the path ends with the pattern: re.match (and "
+        "re.fullmatch) only match at the start of the name; use re.search, which finds "
+        "the pattern anywhere in it.",
         {"search": re.match},
     ),
     (
-        "no rule matched: the rules are written for names like 'layers/0/attn/wq'. Write each key path with "
-        "jax.tree_util.keystr(path, simple=True, separator='/').",
+        "no rule matched: the rules are written for names like 'layers/0/attn/wq'. Write "
+        "each key path with jax.tree_util.keystr(path, simple=True, separator='/').",
         {"name": keystr},
     ),
 )
@@ -289,30 +287,45 @@ _RULE_MISTAKES: tuple[tuple[str, dict[str, Any]], ...] = (
 
 def _judge_rules(got: Any, expected: Any, case: Case) -> str | None:
     if not isinstance(got, dict) or "records" not in got:
-        return f"returned {describe(got, 80)}; return a tree of NamedSharding with the structure of params."
+        return (
+            f"returned {describe(got, 80)}; return a tree of NamedSharding with the structure "
+            "of params."
+        )
     problem = _structure_hint(got, expected, "the sharding tree")
     if problem:
-        return (
-            problem
-            + "\n  Build it with jax.tree.map_with_path over params: it keeps the structure, None subtrees included."
+        return problem + (
+            "\n  Build it with jax.tree.map_with_path over params: it keeps the "
+            "structure, None subtrees included."
         )
     shape, names = case.info["mesh"]
     specs = [r.get("spec") for r in got["records"]]
-    for path, mine, theirs in zip(got["paths"], got["records"], expected["records"]):
+    for path, mine, theirs in zip(got["paths"], got["records"], expected["records"], strict=True):
         if mine["kind"] == "PartitionSpec":
-            return f"the leaf at {path} is the PartitionSpec {spec_text(mine['spec'])}; wrap each spec in NamedSharding(mesh, spec)."
+            return (
+                f"the leaf at {path} is the PartitionSpec {spec_text(mine['spec'])}; wrap each "
+                "spec in NamedSharding(mesh, spec)."
+            )
         if mine["kind"] != "NamedSharding":
-            return f"the leaf at {path} is a {mine['kind']}; every leaf of the result must be a NamedSharding(mesh, spec)."
+            return (
+                f"the leaf at {path} is a {mine['kind']}; every leaf of the result must be a "
+                "NamedSharding(mesh, spec)."
+            )
         if (mine["axes"], mine["sizes"]) != (theirs["axes"], theirs["sizes"]):
-            return f"the sharding at {path} is on another mesh ({mine['axes']}, sizes {mine['sizes']}); use the mesh passed in."
+            return (
+                f"the sharding at {path} is on another mesh ({mine['axes']}, sizes "
+                f"{mine['sizes']}); use the mesh passed in."
+            )
     for hint, change in _RULE_MISTAKES:
         options = {"name": leaf_name, "search": re.search, "last": False, "ndim": True, **change}
         variant = _rules_variant(case, **options)
         if specs == variant and variant != [r["spec"] for r in expected["records"]]:
             return hint
-    for path, mine, theirs in zip(got["paths"], got["records"], expected["records"]):
+    for path, mine, theirs in zip(got["paths"], got["records"], expected["records"], strict=True):
         if mine["spec"] != theirs["spec"]:
-            return f"the leaf at {path} got {spec_text(mine['spec'])}, expected {spec_text(theirs['spec'])}."
+            return (
+                f"the leaf at {path} got {spec_text(mine['spec'])}, expected "
+                f"{spec_text(theirs['spec'])}."
+            )
     return None
 
 
@@ -326,12 +339,13 @@ SHARDINGS_FROM_RULES = Exercise(
     probe=_rules_probe,
     judge=_judge_rules,
     hints=(
-        "jax.tree.map_with_path(f, params) calls f(path, leaf) for every leaf and keeps the structure of params, "
-        "None subtrees included.",
-        "The name of a leaf is jax.tree_util.keystr(path, simple=True, separator='/'); re.search(pattern, name) "
-        "tells whether a rule matches.",
-        "Try the rules in order and stop at the first that matches and whose spec has no more entries than "
-        "leaf.ndim; no such rule means P(). Return NamedSharding(mesh, spec) for every leaf.",
+        "jax.tree.map_with_path(f, params) calls f(path, leaf) for every leaf and keeps "
+        "the structure of params, None subtrees included.",
+        "The name of a leaf is jax.tree_util.keystr(path, simple=True, separator='/'); "
+        "re.search(pattern, name) tells whether a rule matches.",
+        "Try the rules in order and stop at the first that matches and whose spec has no "
+        "more entries than leaf.ndim; no such rule means P(). Return NamedSharding(mesh, "
+        "spec) for every leaf.",
     ),
 )
 
@@ -341,7 +355,7 @@ SHARDINGS_FROM_RULES = Exercise(
 
 @dataclass(frozen=True)
 class LeafPlan:
-    """A leaf of a case, described: its shape, dtype, spec entries, and whether it is a placed array."""
+    """A case's leaf, described: shape, dtype, spec entries, and whether it is a placed array."""
 
     shape: Shape
     dtype_name: str
@@ -404,7 +418,7 @@ def _plan_tree(rng: np.random.Generator, kind: int, placed_rate: float) -> Any:
 
 def _bytes_cases(rng: np.random.Generator) -> list[Case]:
     cases = []
-    for kind, rate, shape in zip(range(3), (1.0, 0.0, 0.5), ((2, 4), (4, 2), (2, 4))):
+    for kind, rate, shape in zip(range(3), (1.0, 0.0, 0.5), ((2, 4), (4, 2), (2, 4)), strict=True):
         names = ("data", "model")
         plan = _plan_tree(rng, kind, rate)
         what = {
@@ -464,7 +478,7 @@ def _split(leaf: LeafPlan, sizes: dict[str, int]) -> int:
 def _bytes_variants(case: Case) -> list[tuple[str, int]]:
     (plan,) = case.args
     shape, names = case.info["mesh"]
-    sizes, devices = dict(zip(names, shape)), math.prod(shape)
+    sizes, devices = dict(zip(names, shape, strict=True)), math.prod(shape)
     full = lambda leaf, s: math.prod(leaf.shape) * jnp.dtype(leaf.dtype_name).itemsize  # noqa: E731
     return [
         (
@@ -473,18 +487,20 @@ def _bytes_variants(case: Case) -> list[tuple[str, int]]:
             _plan_bytes(plan, sizes, full),
         ),
         (
-            f"you divided every leaf by the {devices} devices. A leaf is split only over the mesh axes its spec "
-            "names: a replicated leaf (P()) is held whole by every device, and P('model') splits over 'model' alone.",
+            f"you divided every leaf by the {devices} devices. A leaf is split only over "
+            "the mesh axes its spec "
+            "names: a replicated leaf (P()) is held whole by every device, and P('model') "
+            "splits over 'model' alone.",
             _plan_bytes(plan, sizes, lambda leaf, s: full(leaf, s) // devices),
         ),
         (
-            "your count assumes 4 bytes per element; use each leaf's own dtype (np.dtype(leaf.dtype).itemsize: "
-            "bfloat16 is 2 bytes, int8 is 1).",
+            "your count assumes 4 bytes per element; use each leaf's own dtype "
+            "(np.dtype(leaf.dtype).itemsize: bfloat16 is 2 bytes, int8 is 1).",
             _plan_bytes(plan, sizes, lambda leaf, s: 4 * math.prod(leaf.shape) // _split(leaf, s)),
         ),
         (
-            "only the placed arrays were counted: ShapeDtypeStruct leaves with a sharding count too, since their "
-            "sharding says which block each device would hold.",
+            "only the placed arrays were counted: ShapeDtypeStruct leaves with a sharding "
+            "count too, since their sharding says which block each device would hold.",
             _plan_bytes(
                 plan, sizes, lambda leaf, s: full(leaf, s) // _split(leaf, s) if leaf.placed else 0
             ),
@@ -513,11 +529,14 @@ BYTES_PER_DEVICE = Exercise(
     probe=_bytes_probe,
     judge=_judge_bytes,
     hints=(
-        "Every leaf, array or ShapeDtypeStruct, has a .sharding; leaf.sharding.shard_shape(leaf.shape) is the "
-        "shape of the block one device holds.",
-        "A replicated dimension keeps its whole length in the block; a dimension split over the mesh axis 'model' "
-        "of size 4 keeps a quarter.",
-        "Add up, over jax.tree.leaves(tree), the elements of each block times np.dtype(leaf.dtype).itemsize.",
+        "Every leaf, array or ShapeDtypeStruct, has a .sharding; "
+        "leaf.sharding.shard_shape(leaf.shape) is the shape of the block one device holds.",
+        "A replicated dimension keeps its whole length in the block; a dimension split "
+        "over the mesh axis 'model' of size 4 keeps a quarter.",
+        (
+            "Add up, over jax.tree.leaves(tree), the elements of each block times "
+            "np.dtype(leaf.dtype).itemsize."
+        ),
     ),
     forbidden=("tree_bytes_per_device",),
 )
@@ -549,12 +568,12 @@ def make_init(
 ) -> Callable[[jax.Array], Any]:
     """The init ``model`` describes: a function from a PRNG key to a parameter tree.
 
-    ``on_run`` is called whenever the init's program runs, eagerly or compiled (a ``jax.debug.callback``),
-    never when it is only traced, as ``jax.eval_shape`` does. The values are integer arithmetic on the
-    key and each element's position, scaled by powers of two, rather than random numbers: XLA
-    compiles that in a moment (a dozen ``jax.random.normal`` calls take seconds on 8 simulated
-    devices), and every way of computing it, eager or jitted, sharded or not, gives the same bits.
-    """
+    ``on_run`` is called whenever the init's program runs, eagerly or compiled (a
+    ``jax.debug.callback``), never when it is only traced, as ``jax.eval_shape`` does. The values
+    are integer arithmetic on the key and each element's position, scaled by powers of two, rather
+    than random numbers: XLA compiles that in a moment (a dozen ``jax.random.normal`` calls take
+    seconds on 8 simulated devices), and every way of computing it, eager or jitted, sharded or not,
+    gives the same bits."""
     dtype = jnp.dtype(model.dtype_name)
 
     def init(key: jax.Array) -> Any:
@@ -668,8 +687,10 @@ def _size_probe(fn: Callable[..., Any], case: Case) -> Any:
 def _judge_size(got: Any, expected: Any, case: Case) -> str | None:
     if got["ran"]:
         return (
-            "init ran for real: it created every array of the model (an answer that runs init allocates the whole "
-            "model). jax.eval_shape(init, key) traces init without running it and allocates nothing."
+            "init ran for real: it created every array of the model (an answer that runs "
+            "init allocates the whole "
+            "model). jax.eval_shape(init, key) traces init without running it and "
+            "allocates nothing."
         )
     size, want = got["size"], expected["size"]
     if not isinstance(size, list):
@@ -680,9 +701,15 @@ def _judge_size(got: Any, expected: Any, case: Case) -> str | None:
     shapes = jax.eval_shape(make_init(model), jax.random.key(0))
     leaves = jax.tree.leaves(shapes)
     if size[0] == len(leaves):
-        return f"{size[0]} is the number of leaves; count the elements of each leaf, math.prod(leaf.shape)."
+        return (
+            f"{size[0]} is the number of leaves; count the elements of each leaf, "
+            "math.prod(leaf.shape)."
+        )
     if size[0] == want[0] and size[1] == 4 * want[0] and want[1] != size[1]:
-        return "the parameter count is right, but the bytes assume 4 per element: use each leaf's dtype (bfloat16 is 2 bytes)."
+        return (
+            "the parameter count is right, but the bytes assume 4 per element: use each "
+            "leaf's dtype (bfloat16 is 2 bytes)."
+        )
     if size == want[::-1]:
         return "the two numbers are swapped: return (parameters, bytes)."
     if size[0] != want[0]:
@@ -700,10 +727,16 @@ ABSTRACT_SIZE = Exercise(
     probe=_size_probe,
     judge=_judge_size,
     hints=(
-        "jax.eval_shape(init, key) returns the tree init would build, with a jax.ShapeDtypeStruct at each leaf, "
-        "and allocates nothing.",
-        "A ShapeDtypeStruct has .shape and .dtype: math.prod(s.shape) elements, np.dtype(s.dtype).itemsize bytes each.",
-        "Sum both over jax.tree.leaves of the abstract tree (None subtrees hold no leaves) and return the pair of ints.",
+        "jax.eval_shape(init, key) returns the tree init would build, with a "
+        "jax.ShapeDtypeStruct at each leaf, and allocates nothing.",
+        (
+            "A ShapeDtypeStruct has .shape and .dtype: math.prod(s.shape) elements, "
+            "np.dtype(s.dtype).itemsize bytes each."
+        ),
+        (
+            "Sum both over jax.tree.leaves of the abstract tree (None subtrees hold no "
+            "leaves) and return the pair of ints."
+        ),
     ),
     forbidden=("tree_size", "tree_bytes", "tree_summary"),
 )
@@ -783,7 +816,7 @@ def _init_probe(fn: Callable[..., Any], case: Case) -> Any:
     wanted = jax.tree.leaves(
         jax.tree.broadcast(shardings, shapes, is_leaf=lambda x: isinstance(x, NamedSharding))
     )
-    records = []
+    records: list[dict[str, Any]] = []
     for leaf in leaves:
         if not isinstance(leaf, jax.Array):
             records.append({"kind": type(leaf).__name__})
@@ -796,7 +829,8 @@ def _init_probe(fn: Callable[..., Any], case: Case) -> Any:
                 "dtype": str(leaf.dtype),
             }
         )
-    # A trace that was only evaluated for shapes (jax.eval_shape) lays nothing out and reports nothing.
+    # A trace that was only evaluated for shapes (jax.eval_shape) lays nothing out and reports
+    # nothing.
     compiled = [layout for layout in made if any(s is not None for s in layout)]
     in_place = (
         len(leaves) == len(wanted)
@@ -804,7 +838,8 @@ def _init_probe(fn: Callable[..., Any], case: Case) -> Any:
         and all(
             all(isinstance(s, jax.sharding.Sharding) for s in layout)
             and all(
-                s.is_equivalent_to(w, np.ndim(leaf)) for s, w, leaf in zip(layout, wanted, leaves)
+                s.is_equivalent_to(w, np.ndim(leaf))
+                for s, w, leaf in zip(layout, wanted, leaves, strict=False)
             )
             for layout in compiled
         )
@@ -819,7 +854,10 @@ def _layout_problem(path: str, mine: dict[str, Any], theirs: dict[str, Any]) -> 
         )
     if mine.get("spec") != theirs["spec"] or mine.get("axes") != theirs["axes"]:
         got = spec_text(mine["spec"]) if "spec" in mine else f"a {mine['kind']}"
-        return f"the leaf at {path} is laid out as {got}, expected {spec_text(theirs['spec'])}: every leaf must have its sharding from the tree given."
+        return (
+            f"the leaf at {path} is laid out as {got}, expected {spec_text(theirs['spec'])}: "
+            "every leaf must have its sharding from the tree given."
+        )
     if mine["dtype"] != theirs["dtype"]:
         return f"the leaf at {path} has dtype {mine['dtype']}, expected {theirs['dtype']}."
     if not np.allclose(mine["value"], theirs["value"], rtol=1e-5, atol=1e-6):
@@ -833,15 +871,16 @@ def _judge_init(got: Any, expected: Any, case: Case) -> str | None:
     problem = _structure_hint(got, expected, "the result")
     if problem:
         return problem
-    for path, mine, theirs in zip(got["paths"], got["records"], expected["records"]):
+    for path, mine, theirs in zip(got["paths"], got["records"], expected["records"], strict=True):
         problem = _layout_problem(path, mine, theirs)
         if problem:
             return problem
     if not got["in_place"]:
         return (
-            "the values and shardings are right, but init created the whole tree first (on one device, or replicated) "
-            "and it was moved into the shards afterwards. jax.jit(init, out_shardings=shardings) makes each device "
-            "compute only its own blocks."
+            "the values and shardings are right, but init created the whole tree first "
+            "(on one device, or replicated) "
+            "and it was moved into the shards afterwards. jax.jit(init, "
+            "out_shardings=shardings) makes each device compute only its own blocks."
         )
     return None
 
@@ -856,10 +895,16 @@ SHARDED_INIT = Exercise(
     probe=_init_probe,
     judge=_judge_init,
     hints=(
-        "jax.device_put(init(key), shardings) builds the whole tree on one device before cutting it up: for a large "
-        "model that is already too much.",
-        "jax.jit takes out_shardings: a tree of shardings for the outputs, which may be a prefix of the output tree.",
-        "jax.jit(init, out_shardings=shardings)(key) compiles init so that each device computes only its own blocks.",
+        "jax.device_put(init(key), shardings) builds the whole tree on one device before "
+        "cutting it up: for a large model that is already too much.",
+        (
+            "jax.jit takes out_shardings: a tree of shardings for the outputs, which may be a "
+            "prefix of the output tree."
+        ),
+        (
+            "jax.jit(init, out_shardings=shardings)(key) compiles init so that each device "
+            "computes only its own blocks."
+        ),
     ),
 )
 
@@ -913,17 +958,14 @@ _RESTORE_PLANS: tuple[
 
 def _restore_tree(rng: np.random.Generator) -> Any:
     return {
-        "embed": random_f32(rng, 16, 8, array=True),
-        "layers": [
-            {"w": random_f32(rng, 8, 8, array=True), "b": random_f32(rng, 8, 8, array=True)}
-            for _ in range(2)
-        ],
+        "embed": random_array(rng, 16, 8),
+        "layers": [{"w": random_array(rng, 8, 8), "b": random_array(rng, 8, 8)} for _ in range(2)],
     }
 
 
 def _restore_cases(rng: np.random.Generator) -> list[Case]:
     cases = []
-    for i, (label, saved, loaded, _, _) in enumerate(_RESTORE_PLANS):
+    for i, (label, *_) in enumerate(_RESTORE_PLANS):
         tree = _restore_tree(rng)
         shown = f"a checkpoint of {describe(tree, 100)} {label}"
         cases.append(Case((tree,), label=label, info={"plan": i}, shown=shown))
@@ -976,14 +1018,19 @@ def _judge_restore(got: Any, expected: Any, case: Case) -> str | None:
     problem = _structure_hint(got, expected, "the restored tree")
     if problem:
         return problem
-    for path, mine, theirs in zip(got["paths"], got["records"], expected["records"]):
+    for path, mine, theirs in zip(got["paths"], got["records"], expected["records"], strict=True):
         if mine["kind"] != "Array":
-            return f"the leaf at {path} is a {mine['kind']}, not a jax.Array: restore into a target whose leaves carry the shardings."
+            return (
+                f"the leaf at {path} is a {mine['kind']}, not a jax.Array: restore into a "
+                "target whose leaves carry the shardings."
+            )
         if mine.get("spec") != theirs["spec"] or mine.get("axes") != theirs["axes"]:
             got_layout = spec_text(mine["spec"]) if "spec" in mine else f"a {mine['kind']}"
             return (
-                f"the leaf at {path} came back as {got_layout}, expected {spec_text(theirs['spec'])}: restore into a target "
-                "of jax.ShapeDtypeStruct(shape, dtype, sharding=...) with the new shardings, not into the layout it was saved with."
+                f"the leaf at {path} came back as {got_layout}, expected "
+                f"{spec_text(theirs['spec'])}: restore into a target "
+                "of jax.ShapeDtypeStruct(shape, dtype, sharding=...) with the new "
+                "shardings, not into the layout it was saved with."
             )
         if not np.allclose(mine["value"], theirs["value"]):
             return f"the values at {path} are not those saved."
@@ -1000,12 +1047,12 @@ RESTORE_RESHARDED = Exercise(
     probe=_restore_probe,
     judge=_judge_restore,
     hints=(
-        "ocp.StandardCheckpointer().restore(path, target) reads a checkpoint into target, a tree of "
-        "jax.ShapeDtypeStruct that says the shape, dtype and sharding of every leaf.",
-        "shardings may be a prefix of abstract: jax.tree.map(f, shardings, abstract) calls f(sharding, subtree) "
-        "with the whole subtree that one sharding covers.",
-        "Inside f, jax.tree.map over the subtree makes jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=sharding) "
-        "for each leaf s; restore into the tree that builds.",
+        "ocp.StandardCheckpointer().restore(path, target) reads a checkpoint into target, "
+        "a tree of jax.ShapeDtypeStruct that says the shape, dtype and sharding of every leaf.",
+        "shardings may be a prefix of abstract: jax.tree.map(f, shardings, abstract) "
+        "calls f(sharding, subtree) with the whole subtree that one sharding covers.",
+        "Inside f, jax.tree.map over the subtree makes jax.ShapeDtypeStruct(s.shape, "
+        "s.dtype, sharding=sharding) for each leaf s; restore into the tree that builds.",
     ),
 )
 

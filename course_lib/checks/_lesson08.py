@@ -23,7 +23,7 @@ from ._kit import (
     error_text,
     in_parts,
     matching_variant,
-    random_f32,
+    random_array,
     tree_judge,
 )
 from ._plain import describe, rebuild_tree
@@ -57,10 +57,6 @@ def _judge_trees(got: Any, expected: Any, case: Case, bf16: bool = False) -> str
     return None
 
 
-def _f32(rng: np.random.Generator, *shape: int) -> np.ndarray:
-    return random_f32(rng, *shape, array=True)
-
-
 # --- 08.guarded_step -------------------------------------------------------------------------
 
 
@@ -75,10 +71,13 @@ def _guarded_step(params: Any, grads: Any, lr: Any) -> Any:
 
 def _step_tree(rng: np.random.Generator, kind: int) -> Any:
     if kind == 0:
-        return {"w": _f32(rng, 2, 3), "b": _f32(rng, 3), "frozen": None}
+        return {"w": random_array(rng, 2, 3), "b": random_array(rng, 3), "frozen": None}
     if kind == 1:
-        return [Layer(w=_f32(rng, 3, 2), b=None), {"scale": _f32(rng, 2)}]
-    return {"encoder": Point(x=_f32(rng, 2, 2), y=_f32(rng, 2)), "head": (_f32(rng, 3),)}
+        return [Layer(w=random_array(rng, 3, 2), b=None), {"scale": random_array(rng, 2)}]
+    return {
+        "encoder": Point(x=random_array(rng, 2, 2), y=random_array(rng, 2)),
+        "head": (random_array(rng, 3),),
+    }
 
 
 def _guarded_cases(rng: np.random.Generator) -> list[Case]:
@@ -91,7 +90,7 @@ def _guarded_cases(rng: np.random.Generator) -> list[Case]:
         )
     ):
         params = _step_tree(rng, kind)
-        grads = jax.tree.map(lambda p: _f32(rng, *p.shape), params)
+        grads = jax.tree.map(lambda p: random_array(rng, *p.shape), params)
         lr: Any = round(float(rng.uniform(0.05, 0.5)), 3)
         if kind == 1:
             leaves, treedef = jax.tree.flatten(grads)
@@ -206,12 +205,12 @@ def _scan_cases(rng: np.random.Generator) -> list[Case]:
         depth = depth + int(rng.integers(0, 2))
         layers = [
             {
-                "w": _f32(rng, width, width) * np.float32(0.5),
-                "b": _f32(rng, width) * np.float32(0.1),
+                "w": random_array(rng, width, width) * np.float32(0.5),
+                "b": random_array(rng, width) * np.float32(0.1),
             }
             for _ in range(depth)
         ]
-        h = _f32(rng, batch, width)
+        h = random_array(rng, batch, width)
         shown = f"{depth} layers, each {describe(layers[0], 60)}; h {describe(h, 60)}"
         cases.append(Case((layers, h), label=f"{depth} layers", info={"depth": depth}, shown=shown))
     return cases
@@ -305,12 +304,15 @@ SCAN_LAYERS = Exercise(
 
 def _clip_params(rng: np.random.Generator, kind: int) -> Any:
     if kind == 0:
-        return {"w": _f32(rng, 2, 3), "b": _f32(rng, 3)}
+        return {"w": random_array(rng, 2, 3), "b": random_array(rng, 3)}
     if kind == 1:
-        return {"layers": [Layer(w=_f32(rng, 3, 3), b=None)], "head": {"w": _f32(rng, 3)}}
+        return {
+            "layers": [Layer(w=random_array(rng, 3, 3), b=None)],
+            "head": {"w": random_array(rng, 3)},
+        }
     return {
-        "emb": jax.device_put(_f32(rng, 4).astype(jnp.bfloat16)),
-        "scale": jax.device_put(_f32(rng, 2)),
+        "emb": jax.device_put(random_array(rng, 4).astype(jnp.bfloat16)),
+        "scale": jax.device_put(random_array(rng, 2)),
     }
 
 
@@ -460,10 +462,10 @@ def _ensemble_cases(rng: np.random.Generator) -> list[Case]:
     cases = []
     for members, d, k, n in ((3, 2, 4, 5), (4, 3, 2, 1), (2, 5, 5, 2)):
         params = {
-            "member": {"w": _f32(rng, members, d, k), "b": _f32(rng, members, k)},
-            "shared": {"scale": _f32(rng, k)},
+            "member": {"w": random_array(rng, members, d, k), "b": random_array(rng, members, k)},
+            "shared": {"scale": random_array(rng, k)},
         }
-        x = _f32(rng, n, d)
+        x = random_array(rng, n, d)
         shown = f"params {describe(params, 110)}; x {describe(x, 40)}"
         cases.append(Case((params, x), label=f"{members} members, output width {k}", shown=shown))
     return cases
@@ -531,13 +533,19 @@ def _scaled_updates(lrs: Any, grads: Any) -> Any:
 
 def _updates_cases(rng: np.random.Generator) -> list[Case]:
     lr = lambda: round(float(rng.uniform(0.01, 0.5)), 3)  # noqa: E731
-    grads0 = {"encoder": {"w": _f32(rng, 2, 2), "b": _f32(rng, 2)}, "head": [_f32(rng, 3), None]}
+    grads0 = {
+        "encoder": {"w": random_array(rng, 2, 2), "b": random_array(rng, 2)},
+        "head": [random_array(rng, 3), None],
+    }
     lrs0 = {"encoder": lr(), "head": lr()}
-    grads1 = [Layer(w=_f32(rng, 2, 3), b=_f32(rng, 3)), {"scale": _f32(rng, 2), "bias": _f32(rng)}]
+    grads1 = [
+        Layer(w=random_array(rng, 2, 3), b=random_array(rng, 3)),
+        {"scale": random_array(rng, 2), "bias": random_array(rng)},
+    ]
     lrs1 = [Layer(w=lr(), b=lr()), lr()]
     grads2 = {
-        "emb": jax.device_put(_f32(rng, 4).astype(jnp.bfloat16)),
-        "blocks": (Point(x=_f32(rng, 2), y=None),),
+        "emb": jax.device_put(random_array(rng, 4).astype(jnp.bfloat16)),
+        "blocks": (Point(x=random_array(rng, 2), y=None),),
     }
     lrs2 = {"emb": lr(), "blocks": lr()}
     cases = []

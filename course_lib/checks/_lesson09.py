@@ -6,6 +6,7 @@ the references compile nothing. Names are key paths written ``keystr(path, simpl
 separator="/")``: ``"encoder/0/w"``.
 """
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -21,7 +22,7 @@ from ._kit import (
     judge_equal,
     matching_variant,
     missing_return,
-    random_f32,
+    random_array,
     tree_judge,
 )
 from ._plain import describe, rebuild_tree, tree_plain
@@ -31,7 +32,7 @@ from ._spec import Case, Exercise
 def _groups(rng: np.random.Generator, kind: int) -> dict[str, Any]:
     """A model: its top-level keys are its groups; one group name is a prefix of another's."""
     d, h = int(rng.integers(2, 4)), int(rng.integers(2, 5))
-    f = lambda *shape: random_f32(rng, *shape, array=True)  # noqa: E731
+    f = functools.partial(random_array, rng)
     if kind == 0:
         return {
             "embed": {"w": f(5, d), "pos": f(4, d)},
@@ -174,7 +175,7 @@ def _freeze_cases(rng: np.random.Generator) -> list[Case]:
     cases = []
     for kind, frozen in ((0, "encoder"), (1, "backbone"), (2, "decoder")):
         params = _groups(rng, kind)
-        grads = jax.tree.map(lambda p: random_f32(rng, *np.shape(p), array=True), params)
+        grads = jax.tree.map(lambda p: random_array(rng, *np.shape(p)), params)
         lr = float(rng.choice([0.1, 0.5, 0.25]))
         shown = f"params {describe(params, 100)}; grads alike; lr={lr}; frozen={frozen!r}"
         cases.append(
@@ -365,7 +366,7 @@ def _rates_cases(rng: np.random.Generator) -> list[Case]:
     cases = []
     for kind in range(3):
         params = _groups(rng, kind)
-        grads = jax.tree.map(lambda p: random_f32(rng, *np.shape(p), array=True), params)
+        grads = jax.tree.map(lambda p: random_array(rng, *np.shape(p)), params)
         choices = rng.permutation([0.0, 0.01, 0.1, 0.5, 1.0])
         rates = {group: float(choices[i % len(choices)]) for i, group in enumerate(params)}
         shown = f"params {describe(params, 100)}; grads alike; rates={rates}"

@@ -96,7 +96,7 @@ def _plain_key(key: Any) -> Any:
 
 
 def tree_plain(tree: Any, _depth: int = 0) -> dict[str, Any]:
-    """A plain record of ``tree``: every node's kind, type name, child keys and metadata, and its leaves.
+    """A plain record of ``tree``: each node's kind, type name, child keys, metadata; the leaves.
 
     >>> tree_plain({"b": None, "a": [1.0]})["keys"]
     ["['a']", "['b']"]
@@ -111,7 +111,8 @@ def tree_plain(tree: Any, _depth: int = 0) -> dict[str, Any]:
     children, metadata = flat
     kind = _node_kind(tree)
     if kind == "namedtuple":
-        # Field names come from the class: flatten_one_level_with_keys names every field like the first.
+        # Field names come from the class: flatten_one_level_with_keys names every field like the
+        # first.
         keys = [f".{name}" for name in type(tree)._fields]
     else:
         keys = [keystr((key,)) for key, _ in children]
@@ -133,15 +134,14 @@ def tree_plain(tree: Any, _depth: int = 0) -> dict[str, Any]:
 
 
 class PlainNode:
-    """Stands in for a registered class the judge cannot import: its type name, metadata and children."""
+    """Stands in for a class the judge cannot import: its type name, metadata and children."""
 
     def __init__(self, type_name: str, meta: str, keys: tuple[str, ...], children: list[Any]):
         self.type_name, self.meta, self.keys, self.children = type_name, meta, keys, children
 
     def __repr__(self) -> str:
-        return (
-            f"{self.type_name}({', '.join(f'{k}={c!r}' for k, c in zip(self.keys, self.children))})"
-        )
+        pairs = zip(self.keys, self.children, strict=True)
+        return f"{self.type_name}({', '.join(f'{k}={c!r}' for k, c in pairs)})"
 
 
 class _TextKey:
@@ -159,7 +159,7 @@ class _TextKey:
 def _flatten_plain_node(
     node: PlainNode,
 ) -> tuple[list[tuple[Any, Any]], tuple[str, str, tuple[str, ...]]]:
-    return [(_TextKey(k), c) for k, c in zip(node.keys, node.children)], (
+    return [(_TextKey(k), c) for k, c in zip(node.keys, node.children, strict=True)], (
         node.type_name,
         node.meta,
         node.keys,
@@ -174,7 +174,7 @@ jax.tree_util.register_pytree_with_keys(PlainNode, _flatten_plain_node, _unflatt
 
 
 class OpaqueLeaf:
-    """Stands in for a leaf that is not a number, a string or an array: equal when type and repr are."""
+    """Stands in for a leaf not a number, string or array: equal when type and repr are."""
 
     def __init__(self, type_name: str, text: str):
         self.type_name, self.text = type_name, text
@@ -194,11 +194,14 @@ class OpaqueLeaf:
 
 @functools.cache
 def _namedtuple_class(type_name: str, fields: tuple[str, ...]) -> type:
-    return collections.namedtuple(type_name, fields)  # type: ignore[misc]
+    return collections.namedtuple(type_name, fields)
 
 
 def rebuild_tree(record: Any) -> Any:
-    """A real tree, with equivalent containers, from a :func:`tree_plain` record (raises ``ValueError``)."""
+    """A real tree, equivalent containers and all, from a :func:`tree_plain` record.
+
+    A malformed record raises ``ValueError``.
+    """
     if not isinstance(record, dict):
         raise ValueError("a tree record must be a dict")
     if "leaf" in record:
@@ -218,14 +221,15 @@ def rebuild_tree(record: Any) -> Any:
     if kind in ("dict", "OrderedDict", "defaultdict"):
         keys = record["dict_keys"]
         if kind == "dict":
-            return dict(zip(keys, children))
+            return dict(zip(keys, children, strict=True))
         if kind == "OrderedDict":
-            return collections.OrderedDict(zip(keys, children))
-        return collections.defaultdict(None, zip(keys, children))
+            return collections.OrderedDict(zip(keys, children, strict=True))
+        return collections.defaultdict(None, zip(keys, children, strict=True))
     if kind == "custom":
-        return PlainNode(
-            str(record["type"]), str(record.get("meta", "")), tuple(record["keys"]), children
-        )
+        keys = tuple(record["keys"])
+        if len(keys) != len(children):
+            raise ValueError("a custom node's record must have one key per child")
+        return PlainNode(str(record["type"]), str(record.get("meta", "")), keys, children)
     raise ValueError(f"unknown node kind {kind!r} in a tree record")
 
 
@@ -250,7 +254,9 @@ def _describe(x: Any, depth: int) -> str:
     if isinstance(x, np.generic):
         return f"np.{type(x).__name__}({x.item()!r})"
     if _is_namedtuple(x):
-        inner = ", ".join(f"{f}={_describe(v, depth + 1)}" for f, v in zip(type(x)._fields, x))
+        inner = ", ".join(
+            f"{f}={_describe(v, depth + 1)}" for f, v in zip(type(x)._fields, x, strict=True)
+        )
         return f"{type(x).__name__}({inner})"
     if isinstance(x, dict):
         inner = ", ".join(f"{k!r}: {_describe(v, depth + 1)}" for k, v in x.items())

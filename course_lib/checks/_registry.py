@@ -38,7 +38,8 @@ def exercises(lesson: str) -> tuple[Exercise, ...]:
         for exercise in listed:
             if exercise.lesson != lesson:
                 raise ValueError(
-                    f"_lesson{lesson}.py lists {exercise.id}, which belongs to lesson {exercise.lesson}"
+                    f"_lesson{lesson}.py lists {exercise.id}, which belongs to lesson "
+                    f"{exercise.lesson}"
                 )
         _loaded[lesson] = listed
     return _loaded[lesson]

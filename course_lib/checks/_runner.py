@@ -1,4 +1,4 @@
-"""The grader's probe, run inside a submission's kernel: call one exercise's function on grading cases.
+"""The grader's probe, in a submission's kernel: call one exercise's function on grading cases.
 
 The grader sends a small cell that drops every ``course_lib.checks`` module from ``sys.modules``,
 imports this module afresh from disk (so a submission that patched the checks changes nothing
@@ -22,7 +22,7 @@ def run(
     nonce: str,
     packages: tuple[str, ...] = (),
 ) -> None:
-    """Probe ``namespace[<exercise name>]`` on the grading cases and write the report to ``out_path``.
+    """Probe ``namespace[<exercise name>]`` on the grading cases; write the report to ``out_path``.
 
     While it runs, the functions of the exercises it uses are replaced in ``namespace`` by the
     course's stand-ins (and put back after), and calls into ``packages`` are flagged.

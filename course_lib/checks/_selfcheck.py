@@ -1,4 +1,5 @@
-"""The two calls a learner makes in an exercise notebook: ``check`` after each exercise, ``progress`` at the end."""
+"""The two calls a learner makes in an exercise notebook: ``check`` after each exercise,
+``progress`` at the end."""
 
 import os
 import sys
@@ -8,7 +9,7 @@ from typing import Any
 from ._evaluate import judge_outcomes, probe_all, reference_results
 from ._plain import describe
 from ._registry import exercises, get_exercise
-from ._spec import Exercise, Verdict, round_points
+from ._spec import Exercise, Status, Verdict, round_points
 
 _strict_override: bool | None = None
 _hints_shown: dict[str, int] = {}
@@ -24,13 +25,13 @@ def _truthy(value: str | None) -> bool:
 
 
 def set_strict(strict: bool | None) -> None:
-    """Make every check raise on failure (``True``), never (``False``), or follow the environment (``None``)."""
+    """Make checks raise on failure (``True``), never (``False``), or as the environment says."""
     global _strict_override
     _strict_override = strict
 
 
 def is_strict() -> bool:
-    """Whether a failing check raises: ``set_strict``, else ``COURSE_STRICT_CHECKS``, else ``CI``."""
+    """Whether failing checks raise: ``set_strict``, else ``COURSE_STRICT_CHECKS``, else ``CI``."""
     if _strict_override is not None:
         return _strict_override
     if os.environ.get("COURSE_STRICT_CHECKS") is not None:
@@ -70,12 +71,15 @@ def _points(verdict: Verdict) -> str:
 def _report(exercise: Exercise, verdict: Verdict) -> str:
     head = exercise.id
     if verdict.status == "passed":
-        return f"{head}: passed ({_points(verdict)}, {verdict.cases} case{'' if verdict.cases == 1 else 's'})"
+        return (
+            f"{head}: passed ({_points(verdict)}, {verdict.cases} "
+            f"case{'' if verdict.cases == 1 else 's'})"
+        )
     if verdict.status == "not_attempted":
         return (
             f"{head}: not attempted yet\n"
-            f"  {exercise.name} still raises NotImplementedError. Replace that line with your code, run the "
-            "cell, then run this check again."
+            f"  {exercise.name} still raises NotImplementedError. Replace that line with "
+            "your code, run the cell, then run this check again."
         )
     word = "flagged, it does not count" if verdict.status == "flagged" else "incorrect"
     lines = [f"{head}: {word} ({_points(verdict)})"]
@@ -133,7 +137,7 @@ def progress(lesson: str, *, strict: bool | None = None) -> None:
     listed = exercises(lesson)
     if not listed:
         raise KeyError(f"lesson {lesson!r} has no exercises")
-    rows = []
+    rows: list[tuple[Exercise, Status, int | float, str]] = []
     for exercise in listed:
         if exercise.name not in namespace:
             rows.append((exercise, "missing", 0, f"(no {exercise.name} defined yet: run its cell)"))

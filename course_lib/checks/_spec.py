@@ -59,11 +59,10 @@ class Exercise:
     ``forbidden`` names ``course_lib`` functions or classes that must not be used to answer (the
     very thing the exercise asks to write); ``forbidden_modules`` names whole packages (``"optax"``)
     this exercise may not call. Both are detected at run time, by what is called, never by name.
-    ``uses`` lists the ids of earlier exercises whose functions an answer may call (``make_sgd_step``
-    calls ``sgd_step``): while this one is probed, each is replaced in the learner's namespace by
-    that exercise's ``stand_in`` (a JAX version of its reference that works under ``jit``), so a
-    wrong helper costs points once, in its own exercise.
-    """
+    ``uses`` lists the ids of earlier exercises whose functions an answer may call
+    (``make_sgd_step`` calls ``sgd_step``): while this one is probed, each is replaced in the
+    learner's namespace by that exercise's ``stand_in`` (a JAX version of its reference that works
+    under ``jit``), so a wrong helper costs points once, in its own exercise."""
 
     id: str
     name: str
@@ -90,7 +89,8 @@ class Exercise:
         for used in self.uses:
             if used.split(".", 1)[0] != self.lesson or used == self.id:
                 raise ValueError(
-                    f"exercise {self.id}: uses {used!r}, which is not another exercise of lesson {self.lesson}"
+                    f"exercise {self.id}: uses {used!r}, which is not another exercise of "
+                    f"lesson {self.lesson}"
                 )
 
     @property
@@ -99,7 +99,7 @@ class Exercise:
         return self.id.split(".", 1)[0]
 
     def make_cases(self, purpose: Purpose, seed: int = 0) -> list[Case]:
-        """The cases for a self-check (``"check"``) or for grading (``"grade"``, with the grader's seed)."""
+        """The cases of a self-check (``"check"``) or of grading (``"grade"``, with a seed)."""
         rng = np.random.default_rng([_STREAMS[purpose], zlib.crc32(self.id.encode()), seed])
         cases = list(self.cases(rng))
         if not cases:
@@ -110,7 +110,7 @@ class Exercise:
 
 
 def part_names(cases: Sequence[Case]) -> list[str]:
-    """The parts of an exercise, in the order its cases first name them (one unnamed part if none do).
+    """An exercise's parts, in the order its cases first name them (one unnamed part if none do).
 
     >>> part_names([Case((), part="flat"), Case((), part="nested"), Case((), part="flat")])
     ['flat', 'nested']
@@ -121,7 +121,7 @@ def part_names(cases: Sequence[Case]) -> list[str]:
 
 
 def round_points(points: float) -> int | float:
-    """Points rounded to 2 decimals, as an ``int`` when whole (``2``, ``1.33``), the same everywhere.
+    """Points rounded to 2 decimals, an ``int`` when whole (``2``, ``1.33``), the same everywhere.
 
     >>> round_points(2 * 2 / 3), round_points(3.0), round_points(0.1 + 0.2)
     (1.33, 3, 0.3)
@@ -179,11 +179,11 @@ class Outcome:
 
 
 FLAG_FIELDS = {"reached": str, "kind": str, "file": str, "line": int, "text": str, "cell": str}
-"""A forbidden call as plain data: the function ``reached`` (``"cl.tree_add"``, ``"optax.sgd"``), its
-``kind`` (``"course"``, ``"reference"``, ``"module"``, or ``"tamper"`` when the learner's code
-switched the watch off), and where the learner's code made it: ``file``
-and ``line`` (``""`` and 0 when the learner's function is that function itself), the text of the line,
-and ``cell``, an id of the code that file holds (the grader turns it into a code cell number)."""
+"""A forbidden call as plain data: the function ``reached`` (``"cl.tree_add"``, ``"optax.sgd"``),
+its ``kind`` (``"course"``, ``"reference"``, ``"module"``, or ``"tamper"`` when the learner's code
+switched the watch off), and where the learner's code made it: ``file`` and ``line`` (``""`` and 0
+when the learner's function is that function itself), the text of the line, and ``cell``, an id of
+the code that file holds (the grader turns it into a code cell number)."""
 
 
 def _is_flag(data: Any) -> bool:
