@@ -41,7 +41,7 @@ _active: list[CompileCounter] = []
 _lock = threading.Lock()
 
 
-def _on_event(event: str, duration: float, **kwargs: Any) -> None:
+def _on_event(event: str, duration_secs: float, **kwargs: str | int) -> None:
     name = str(kwargs.get("fun_name", "?"))
     with _lock:
         for counter in _active:
@@ -51,7 +51,7 @@ def _on_event(event: str, duration: float, **kwargs: Any) -> None:
             elif event == _COMPILE_EVENT:
                 counter.compiles += 1
                 counter.compiled.append(name)
-                counter.compile_seconds += duration
+                counter.compile_seconds += duration_secs
 
 
 jax.monitoring.register_event_duration_secs_listener(_on_event)
@@ -121,7 +121,7 @@ class compile_limit(contextlib.ContextDecorator):
                 _too_many("the block", counter.compiles, self.max_compiles, misses)
             )
 
-    def __call__(self, fn: F) -> F:  # type: ignore[override]
+    def __call__(self, fn: F) -> F:
         total = 0
         name = getattr(fn, "__name__", repr(fn))
 

@@ -69,7 +69,7 @@ class FlatTree:
         leaves = [jnp.asarray(leaf) for _, leaf in with_paths]
         paths = tuple(keystr(path) for path, _ in with_paths)
         if dtype is None:
-            first_with = {}  # each dtype, with the first leaf that has it
+            first_with: dict[np.dtype, str] = {}  # each dtype, with the first leaf that has it
             for p, leaf in zip(paths, leaves):
                 first_with.setdefault(leaf.dtype, p)
             if len(first_with) > 1:

@@ -8,10 +8,22 @@ from typing import Any
 
 import jax
 import numpy as np
-from jax.tree_util import keystr
 
-from ._errors import is_array_like, leaf_dtype
-from ._nodes import children, human_bytes, leaf_nbytes, leaf_size, leaf_spec, metadata, path_text
+from ._leaves import (
+    children,
+    human_bytes,
+    is_array_like,
+    is_namedtuple,
+    key_text,
+    leaf_dtype,
+    leaf_nbytes,
+    leaf_size,
+    leaf_spec,
+    metadata,
+    path_text,
+    same_structure,
+)
+from ._tree_math import ATOL, RTOL, close_elements
 from ._typing import PyTree
 
 
@@ -129,7 +141,7 @@ def _kind(node: Any) -> str:
     if node is None:
         return "None"
     kind = type(node).__name__
-    if isinstance(node, tuple) and hasattr(node, "_fields"):
+    if is_namedtuple(node):
         return f"namedtuple {kind}"
     return kind
 
@@ -143,10 +155,6 @@ def _leaf_phrase(leaf: Any) -> str:
 
 def _node_phrase(node: Any) -> str:
     return "None (an empty subtree)" if node is None else f"a {_kind(node)} node"
-
-
-def _key_name(key: Any) -> str:
-    return keystr((key,))
 
 
 def _walk_diff(path: tuple[Any, ...], a: Any, b: Any, names: Sequence[str]) -> Iterator[str]:
@@ -174,9 +182,9 @@ def _walk_diff(path: tuple[Any, ...], a: Any, b: Any, names: Sequence[str]) -> I
         yield f"at {where}: {_kind(a)} in {na}, {_kind(b)} in {nb}"
         return
     (kids_a, meta_a), (kids_b, meta_b) = ca, cb
-    keys_a = [_key_name(k) for k, _ in kids_a]
-    keys_b = [_key_name(k) for k, _ in kids_b]
-    if isinstance(a, (list, tuple)) and not hasattr(a, "_fields") and len(kids_a) != len(kids_b):
+    keys_a = [key_text(k) for k, _ in kids_a]
+    keys_b = [key_text(k) for k, _ in kids_b]
+    if isinstance(a, (list, tuple)) and not is_namedtuple(a) and len(kids_a) != len(kids_b):
         yield f"at {where}: {_kind(a)} of length {len(kids_a)} in {na}, length {len(kids_b)} in {nb}"
         return
     if keys_a != keys_b:
@@ -215,28 +223,35 @@ def tree_diff(tree_a: PyTree, tree_b: PyTree, names: Sequence[str] = ("a", "b"))
 
 
 def assert_trees_close(
-    actual: PyTree, expected: PyTree, rtol: float = 1e-6, atol: float = 1e-6
+    actual: PyTree,
+    expected: PyTree,
+    rtol: float = RTOL,
+    atol: float = ATOL,
+    equal_nan: bool = False,
 ) -> None:
     """Raise ``AssertionError`` unless the trees match in structure and their leaves are close.
 
     Structure is compared first (the message lists every difference); then leaves, in order, and
     the message names the first leaf that differs, with the largest difference and where it is.
+    Closeness and its defaults (``rtol=1e-5``, ``atol=1e-8``, NaN unequal to NaN unless
+    ``equal_nan``) are those of ``cl.tree_allclose``; leaves that are no arrays must be equal.
 
     >>> assert_trees_close({"w": jnp.ones(2)}, {"w": jnp.array([1.0, 1.5])})
     Traceback (most recent call last):
-    AssertionError: leaf ['w'] differs: 1 of 2 elements not close (rtol=1e-06, atol=1e-06); largest difference 0.5 at index (1,): actual 1.0, expected 1.5
+    AssertionError: leaf ['w'] differs: 1 of 2 elements not close (rtol=1e-05, atol=1e-08); \
+largest difference 0.5 at index (1,): actual 1.0, expected 1.5
     """
-    if jax.tree.structure(actual) != jax.tree.structure(expected):
+    if not same_structure(actual, expected):
         lines = "\n".join(
             f"  {line}" for line in tree_diff(actual, expected, ("actual", "expected"))
         )
         raise AssertionError(
             "trees differ in structure:\n"
-            f"  actual:   {jax.tree.structure(actual)}\n  expected: {jax.tree.structure(expected)}\n{lines}"
+            f"  actual:   {jax.tree.structure(actual)}\n"
+            f"  expected: {jax.tree.structure(expected)}\n{lines}"
         )
-    for (path, leaf_a), leaf_e in zip(
-        jax.tree_util.tree_leaves_with_path(actual), jax.tree.leaves(expected)
-    ):
+    pairs = zip(jax.tree_util.tree_leaves_with_path(actual), jax.tree.leaves(expected), strict=True)
+    for (path, leaf_a), leaf_e in pairs:
         where = path_text(path)
         if not (is_array_like(leaf_a) and is_array_like(leaf_e)):
             if leaf_a != leaf_e:
@@ -247,12 +262,13 @@ def assert_trees_close(
         a, e = np.asarray(leaf_a), np.asarray(leaf_e)
         if a.shape != e.shape:
             raise AssertionError(f"leaf {where} has shape {a.shape}, expected {e.shape}")
-        close = np.isclose(a, e, rtol=rtol, atol=atol, equal_nan=True)
+        close = np.asarray(close_elements(a, e, rtol=rtol, atol=atol, equal_nan=equal_nan))
         if not close.all():
             gap = np.where(close, 0, np.abs(a.astype(np.float64) - e.astype(np.float64)))
             worst = np.unravel_index(np.argmax(gap), a.shape) if a.shape else ()
+            index = tuple(int(i) for i in worst)
             raise AssertionError(
                 f"leaf {where} differs: {int((~close).sum())} of {a.size} elements not close "
                 f"(rtol={rtol:g}, atol={atol:g}); largest difference {gap[worst]:.3g} at index "
-                f"{tuple(int(i) for i in worst)}: actual {a[worst].item()!r}, expected {e[worst].item()!r}"
+                f"{index}: actual {a[worst].item()!r}, expected {e[worst].item()!r}"
             )

@@ -18,7 +18,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._errors import check_array_leaves, check_same_structure, leaf_dtype
+from ._errors import check_array_leaves, check_same_structure
+from ._leaves import leaf_dtype
 from ._paths import combine, labels_as_masks, partition
 from ._tree_math import tree_zeros_like
 from ._typing import PyTree, Scalar
@@ -41,7 +42,7 @@ class AdamState(NamedTuple):
     """State of :func:`adam`: learning rate, step count, and the first and second moment trees."""
 
     learning_rate: jax.Array
-    count: jax.Array
+    count: jax.Array  # type: ignore[assignment]  # optax's name for the field; it hides tuple.count
     mu: PyTree
     nu: PyTree
 

@@ -21,6 +21,7 @@ import numpy as np
 from jax.tree_util import keystr
 
 from ._errors import TreeStructureError
+from ._leaves import same_structure
 from ._typing import PyTree
 
 
@@ -171,7 +172,7 @@ def combine(*trees: PyTree) -> PyTree:
         raise TypeError("combine: give at least one tree.")
     structures = [jax.tree.structure(t, is_leaf=_is_none) for t in trees]
     for i, structure in enumerate(structures[1:], start=1):
-        if structure != structures[0]:
+        if not same_structure(trees[i], trees[0], is_leaf=_is_none):
             raise TreeStructureError(
                 f"combine: tree {i} does not have the structure of tree 0 (None counting as a "
                 "leaf):\n"

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import course_lib as cl
+from course_lib._leaves import same_structure
 
 
 class Point(NamedTuple):
@@ -23,7 +24,7 @@ class Point(NamedTuple):
 class Dense:
     w: Any
     b: Any
-    activation: str = dataclasses.field(default="relu", metadata={"static": True})
+    activation: Any = dataclasses.field(default="relu", metadata={"static": True})
 
 
 # --- tree_summary ------------------------------------------------------------------------------
@@ -88,13 +89,19 @@ def test_tree_summary_of_non_array_leaves_and_empty_tree():
     ]
 
 
+def _group(pattern: str, text: str) -> str:
+    found = re.search(pattern, text)
+    assert found is not None, f"{pattern!r} not in {text!r}"
+    return found[1]
+
+
 def test_tree_summary_html_table_with_totals():
     page = cl.tree_summary({"w<": jnp.ones((3, 2)), "b": jnp.zeros(2)})._repr_html_()
     assert page.startswith("<table>") and page.endswith("</table>")
-    body = re.search(r"<tbody>(.*)</tbody>", page)[1]
+    body = _group(r"<tbody>(.*)</tbody>", page)
     assert body.count("<tr>") == 2
     assert "[&#x27;w&lt;&#x27;]" in body  # escaped, never raw markup
-    foot = re.search(r"<tfoot>(.*)</tfoot>", page)[1]
+    foot = _group(r"<tfoot>(.*)</tfoot>", page)
     assert re.findall(r"<th>([^<]*)</th>", foot) == ["total: 2 leaves", "", "", "8", "32 B"]
 
 
@@ -119,7 +126,7 @@ def test_tree_diff_dict_keys():
 def test_tree_diff_ordered_dict_key_order():
     a = collections.OrderedDict(w=1.0, b=2.0)
     b = collections.OrderedDict(b=2.0, w=1.0)
-    assert jax.tree.structure(a) != jax.tree.structure(b)
+    assert not same_structure(a, b)
     (line,) = cl.tree_diff(a, b)
     assert (
         line
@@ -139,7 +146,7 @@ def test_tree_diff_lengths():
 def test_tree_diff_static_field_of_a_registered_dataclass():
     a = {"layer": Dense(jnp.ones(2), jnp.ones(1), "relu")}
     b = {"layer": Dense(jnp.ones(2), jnp.ones(1), "tanh")}
-    assert jax.tree.structure(a) != jax.tree.structure(b)
+    assert not same_structure(a, b)
     assert cl.tree_diff(a, b) == [
         "at ['layer']: Dense node metadata (static fields) ('relu',) in a, ('tanh',) in b"
     ]
@@ -230,7 +237,7 @@ def test_assert_trees_close_names_the_first_differing_leaf():
         cl.assert_trees_close(actual, expected)
     # Of the two bad elements of ['b'], |4 - 2| = 2 at (1, 1) is the larger; ['c'] is never reached.
     assert str(info.value) == (
-        "leaf ['b'] differs: 2 of 4 elements not close (rtol=1e-06, atol=1e-06); "
+        "leaf ['b'] differs: 2 of 4 elements not close (rtol=1e-05, atol=1e-08); "
         "largest difference 2 at index (1, 1): actual 4.0, expected 2.0"
     )
 
@@ -253,7 +260,33 @@ def test_assert_trees_close_shape_and_non_array_leaves():
         cl.assert_trees_close(["relu"], ["tanh"])
 
 
-def test_assert_trees_close_nan_matches_nan():
-    cl.assert_trees_close([jnp.array([jnp.nan, 1.0])], [jnp.array([jnp.nan, 1.0])])
+def test_assert_trees_close_nan_matches_nan_only_with_equal_nan():
+    nan = [jnp.array([jnp.nan, 1.0])]
     with pytest.raises(AssertionError, match=r"1 of 2 elements not close"):
-        cl.assert_trees_close([jnp.array([jnp.nan, 1.0])], [jnp.array([0.0, 1.0])])
+        cl.assert_trees_close(nan, nan)
+    cl.assert_trees_close(nan, nan, equal_nan=True)
+    with pytest.raises(AssertionError, match=r"1 of 2 elements not close"):
+        cl.assert_trees_close(nan, [jnp.array([0.0, 1.0])], equal_nan=True)
+
+
+@pytest.mark.parametrize(
+    ("actual", "expected"),
+    [
+        ([jnp.array(1.0)], [jnp.array(1.0 + 5e-6)]),  # within rtol 1e-5
+        ([jnp.array(1.0)], [jnp.array(1.0 + 5e-5)]),  # beyond it
+        ([jnp.array(0.0)], [jnp.array(5e-9)]),  # within atol 1e-8
+        ([jnp.array(0.0)], [jnp.array(5e-7)]),  # beyond it
+        ([jnp.array([jnp.nan])], [jnp.array([jnp.nan])]),  # NaN is not NaN by default
+        ([jnp.array([jnp.inf])], [jnp.array([jnp.inf])]),
+    ],
+)
+def test_assert_trees_close_and_tree_allclose_share_one_closeness(
+    actual: list[jax.Array], expected: list[jax.Array]
+) -> None:
+    try:
+        cl.assert_trees_close(actual, expected)
+        passed = True
+    except AssertionError:
+        passed = False
+    assert passed is cl.tree_allclose(actual, expected)
+    assert passed is bool(np.allclose(actual[0], expected[0]))

@@ -10,6 +10,7 @@ import optax
 import pytest
 
 import course_lib as cl
+from course_lib._leaves import is_namedtuple, same_structure
 
 
 def make_params() -> dict:
@@ -29,7 +30,7 @@ grad = jax.jit(jax.grad(loss))
 
 
 def assert_close(actual: object, expected: object, atol: float = 1e-6) -> None:
-    assert jax.tree.structure(actual) == jax.tree.structure(expected)
+    assert same_structure(actual, expected)
     for a, e in zip(jax.tree.leaves(actual), jax.tree.leaves(expected), strict=True):
         assert np.shape(a) == np.shape(e)
         np.testing.assert_allclose(np.asarray(a), np.asarray(e), rtol=1e-6, atol=atol)
@@ -128,11 +129,11 @@ def test_adam_first_step_is_the_learning_rate_times_the_sign():
 def test_state_is_a_namedtuple_of_trees_shaped_like_params(make, state_type, tree_fields):
     params = make_params()
     state = make().init(params)
-    assert type(state) is state_type and isinstance(state, tuple) and hasattr(state, "_fields")
+    assert type(state) is state_type and is_namedtuple(state)
     assert state.learning_rate.shape == () and state.learning_rate.dtype == jnp.float32
     for name in tree_fields:
         tree = getattr(state, name)
-        assert jax.tree.structure(tree) == jax.tree.structure(params)
+        assert same_structure(tree, params)
         for leaf, param in zip(jax.tree.leaves(tree), jax.tree.leaves(params), strict=True):
             assert leaf.shape == param.shape and leaf.dtype == param.dtype
             assert not np.any(np.asarray(leaf))

@@ -19,9 +19,11 @@ def mesh():
 def test_leaf_shards_of_a_split_and_a_replicated_leaf(mesh):
     split = jax.device_put(jnp.ones((8, 12)), NamedSharding(mesh, P("data", "model")))
     copies = jax.device_put(jnp.ones(5), NamedSharding(mesh, P()))
-    assert set(leaf_shards(split).values()) == {(4, 3)}
-    assert set(leaf_shards(copies).values()) == {(5,)}
-    assert sorted(d.id for d in leaf_shards(split)) == list(range(8))
+    split_shards, copy_shards = leaf_shards(split), leaf_shards(copies)
+    assert split_shards is not None and copy_shards is not None
+    assert set(split_shards.values()) == {(4, 3)}
+    assert set(copy_shards.values()) == {(5,)}
+    assert sorted(d.id for d in split_shards) == list(range(8))
 
 
 def test_leaf_shards_of_host_values_and_shapes_without_sharding():

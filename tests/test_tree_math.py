@@ -11,6 +11,7 @@ import optax.tree_utils as otu
 import pytest
 
 import course_lib as cl
+from course_lib._leaves import same_structure
 
 
 def make_x() -> dict:
@@ -37,7 +38,7 @@ def assert_tree_equal(
     actual: object, expected: object, rtol: float = 1e-6, atol: float = 0.0
 ) -> None:
     """Same structure (None subtrees included) and leaves equal up to float32 rounding."""
-    assert jax.tree.structure(actual) == jax.tree.structure(expected)
+    assert same_structure(actual, expected)
     for a, e in zip(leaves64(actual), leaves64(expected), strict=True):
         assert a.shape == e.shape
         np.testing.assert_allclose(a, e, rtol=rtol, atol=atol)
@@ -318,7 +319,7 @@ def test_tree_zeros_ones_full_like_match_optax(dtype):
         (cl.tree_ones_like(x, dtype), otu.tree_ones_like(x, dtype), 1.0),
         (cl.tree_full_like(x, 7, dtype), otu.tree_full_like(x, 7, dtype), 7.0),
     ]:
-        assert jax.tree.structure(ours) == jax.tree.structure(theirs) == jax.tree.structure(x)
+        assert same_structure(ours, theirs) and same_structure(ours, x)
         for a, b, leaf in zip(
             jax.tree.leaves(ours), jax.tree.leaves(theirs), jax.tree.leaves(x), strict=True
         ):
@@ -391,7 +392,7 @@ def test_tree_cast_matches_optax_and_numpy():
     x = make_x()
     result = cl.tree_cast(x, jnp.bfloat16)
     expected = otu.tree_cast(x, jnp.bfloat16)
-    assert jax.tree.structure(result) == jax.tree.structure(expected)
+    assert same_structure(result, expected)
     for r, e, leaf in zip(
         jax.tree.leaves(result), jax.tree.leaves(expected), jax.tree.leaves(x), strict=True
     ):

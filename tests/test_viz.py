@@ -5,6 +5,8 @@ import dataclasses
 import itertools
 import re
 import time
+from collections.abc import Callable
+from typing import Any
 
 import matplotlib
 
@@ -15,6 +17,7 @@ import jax.numpy as jnp
 import matplotlib.pyplot as plt
 import numpy as np
 import pytest
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from course_lib import viz
@@ -38,7 +41,7 @@ class Box:
 jax.tree_util.register_pytree_with_keys(
     Box,
     lambda box: (((jax.tree_util.GetAttrKey("value"), box.value),), box.tag),
-    lambda tag, kids: Box(kids[0], tag),
+    lambda tag, kids: Box(next(iter(kids)), tag),
 )
 
 Point = collections.namedtuple("Point", "x y")
@@ -149,13 +152,19 @@ def test_draw_tree_leaf_count_under_max():
     assert _texts(fig, "summary") == _texts(fig, "more") == _texts(fig, "note") == []
 
 
+def _count(pattern: str, text: str) -> int:
+    found = re.search(pattern, text)
+    assert found is not None, f"{pattern!r} not in {text!r}"
+    return int(found[1])
+
+
 def _counts(texts):
     """Leaves and params stated by the summary and "more" boxes."""
     leaves = params = 0
     for text in texts:
         flat = text.replace(",", "")
-        leaves += int(re.search(r"(\d+) lea(f|ves)", flat)[1])
-        params += int(re.search(r"(\d+) params?", flat)[1])
+        leaves += _count(r"(\d+) lea(f|ves)", flat)
+        params += _count(r"(\d+) params?", flat)
     return leaves, params
 
 
@@ -236,6 +245,7 @@ def _overlaps(fig):
 def test_draw_tree_labels_do_not_overlap(tree):
     fig = viz.draw_tree(tree, title="a title")
     assert list(_overlaps(fig)) == []
+    assert isinstance(fig.canvas, FigureCanvasAgg)
     renderer, frame = fig.canvas.get_renderer(), fig.bbox
     for text in fig.axes[0].texts:
         patch = text.get_bbox_patch()
@@ -249,7 +259,9 @@ def test_draw_tree_labels_do_not_overlap(tree):
 def test_draw_tree_50_leaf_labels_are_spread_evenly():
     fig = viz.draw_tree(_layers(25))
     xs = sorted(
-        t.get_position()[0] for t in fig.axes[0].texts if t.get_gid().startswith("tree-leaf")
+        t.get_position()[0]
+        for t in fig.axes[0].texts
+        if (t.get_gid() or "").startswith("tree-leaf")
     )
     steps = np.diff(xs)
     assert len(xs) == 50 and steps.min() > 0 and np.allclose(steps, steps[0])
@@ -347,7 +359,13 @@ def test_explorer_select_leaf_shows_details():
     assert details["path"] == "['encoder']['layers'][1]['w']"
     assert details["shape"] == "(3, 2)" and details["dtype"] == "float32"
     assert details["size"] == "6 params · 24 B"
-    for name, fn in [("mean", np.mean), ("std", np.std), ("min", np.min), ("max", np.max)]:
+    stats: list[tuple[str, Callable[[Any], Any]]] = [
+        ("mean", np.mean),
+        ("std", np.std),
+        ("min", np.min),
+        ("max", np.max),
+    ]
+    for name, fn in stats:
         assert details[name] == f"{fn(values):.4g}"
     assert (
         "course-explorer-selected"
@@ -490,10 +508,10 @@ def _run(learning_rate, steps):
 
 
 def test_training_first_run_compiles_once():
-    _train.clear_cache()
+    _train.clear_cache()  # type: ignore[attr-defined]  # jax stubs omit a jitted function's clear_cache
     playground = viz.TrainingPlayground(_run, learning_rate=0.1, steps=40, max_steps=MAX_STEPS)
     assert playground.compiles == 1 and playground.runs == 1
-    assert len(playground.losses) == 40 and len(playground.line.get_ydata()) == 40
+    assert len(playground.losses) == 40 and len(np.asarray(playground.line.get_ydata())) == 40
     assert playground.stats_text.splitlines() == [
         "learning rate 0.1 · 40 steps",
         f"final loss {float(playground.losses[-1]):.3g}",
@@ -508,7 +526,7 @@ def test_training_learning_rate_redraws_without_compiling():
     curve, image = np.array(playground.line.get_ydata()), bytes(playground.plot.value)
     playground.lr_slider.value = 0.5
     assert not np.allclose(playground.line.get_ydata(), curve)
-    np.testing.assert_allclose(playground.line.get_ydata(), _run(jnp.float32(0.5), 40))
+    np.testing.assert_allclose(np.asarray(playground.line.get_ydata()), _run(jnp.float32(0.5), 40))
     assert playground.stats_text != stats and bytes(playground.plot.value) != image
     assert "learning rate 0.5" in playground.stats_text
     assert playground.compiles == compiles and playground.last_compiles == 0
@@ -519,7 +537,8 @@ def test_training_steps_change_the_number_of_points():
     playground = viz.TrainingPlayground(_run, learning_rate=0.1, steps=40, max_steps=MAX_STEPS)
     compiles = playground.compiles
     playground.steps_slider.value = 17
-    assert len(playground.line.get_xdata()) == len(playground.line.get_ydata()) == 17
+    line = playground.line
+    assert len(np.asarray(line.get_xdata())) == len(np.asarray(line.get_ydata())) == 17
     assert "17 steps" in playground.stats_text
     assert playground.compiles == compiles
 

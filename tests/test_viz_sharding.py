@@ -10,10 +10,18 @@ import matplotlib.pyplot as plt
 import pytest
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.patches import Rectangle
 
 from course_lib import viz
 from course_lib.viz._sharding import device_ids_text
+
+
+def _rectangles(ax: Axes) -> list[Rectangle]:
+    patches = list(ax.patches)
+    assert all(isinstance(p, Rectangle) for p in patches), patches
+    return [p for p in patches if isinstance(p, Rectangle)]
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +51,7 @@ def test_draw_shardings_labels_each_block_with_its_devices(mesh):
     assert _labels(norm_ax) == ["0-7"]
     assert _labels(w_ax) == ["0,4", "1,5", "2,6", "3,7"]
     assert w_ax.get_title() == "['w']\nf32[8,8] P(None, 'model')"
-    assert len(w_ax.patches) == 4 and {p.get_width() for p in w_ax.patches} == {2}
+    assert len(w_ax.patches) == 4 and {p.get_width() for p in _rectangles(w_ax)} == {2}
 
 
 def test_draw_shardings_draws_abstract_leaves_like_arrays(mesh):
@@ -74,7 +82,7 @@ def test_draw_device_bytes_has_one_bar_per_device(mesh):
         "b": jax.device_put(jnp.ones(3), devices[2]),
     }
     fig = viz.draw_device_bytes(tree)
-    heights = [round(bar.get_height()) for bar in fig.axes[0].patches]
+    heights = [round(bar.get_height()) for bar in _rectangles(fig.axes[0])]
     assert heights == [32, 32, 44, 32, 32, 32, 32, 32]
     assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == [str(i) for i in range(8)]
     assert "44 B" in [t.get_text() for t in fig.axes[0].texts]

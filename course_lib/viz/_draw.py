@@ -19,8 +19,8 @@ from matplotlib.collections import LineCollection
 from matplotlib.figure import Figure
 
 from .. import PyTree
-from .._nodes import children, leaf_spec
-from ._nodes import Totals, key_text, leaf_totals, node_label, totals_text
+from .._leaves import children, key_text, leaf_spec
+from ._labels import Totals, leaf_totals, node_label, totals_text
 
 _FONT = "DejaVu Sans Mono"
 _EM = 0.61  # advance width of a DejaVu Sans Mono character (0.602 em), rounded up

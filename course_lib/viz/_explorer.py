@@ -11,8 +11,8 @@ import jax
 import numpy as np
 
 from .. import PyTree
-from .._nodes import children, has_shape, human_bytes, leaf_spec, path_text
-from ._nodes import Totals, key_text, node_label, totals, totals_text
+from .._leaves import children, has_shape, human_bytes, key_text, leaf_spec, path_text
+from ._labels import Totals, node_label, totals, totals_text
 
 KeyPath = str | Sequence[Any]
 """A key path: JAX's text for it (``"['encoder'][0]"``, ``""`` or ``"<root>"`` for the root), or

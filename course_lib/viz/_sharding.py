@@ -7,11 +7,11 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
+from matplotlib.figure import Figure, SubFigure
 from matplotlib.patches import Rectangle
 
 from .. import PyTree
-from .._nodes import human_bytes, leaf_spec, path_text
+from .._leaves import human_bytes, leaf_spec, path_text
 from .._sharding import leaf_shards, tree_bytes_per_device
 
 _COLORS = ("#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860", "#da8bc3", "#8c8c8c")
@@ -132,7 +132,7 @@ def draw_shardings(tree: PyTree, columns: int = 4, max_leaves: int = 24) -> Figu
 
 def draw_device_bytes(
     tree: PyTree, ax: Axes | None = None, title: str = "bytes per device"
-) -> Figure:
+) -> Figure | SubFigure:
     """A bar per device: how many bytes of ``tree`` it holds (``cl.tree_bytes_per_device``), labelled.
 
     >>> import matplotlib; matplotlib.use("Agg")
@@ -145,6 +145,7 @@ def draw_device_bytes(
         raise ValueError(
             "no leaf of this tree lives on a device: place it with jax.device_put, or give the shapes a sharding"
         )
+    fig: Figure | SubFigure
     if ax is None:
         fig = _detached_figure((max(3.0, 0.6 * len(totals) + 1.5), 2.6))
         ax = fig.subplots()
