@@ -1,7 +1,9 @@
 #!/usr/bin/env python
-"""Benchmark: the SGD update ``p <- p - lr * g`` in course_lib, in optax, and against memory bandwidth.
+"""Benchmark: the SGD update ``p <- p - lr * g`` in course_lib, in optax, and against memory
+bandwidth.
 
-Run it with ``make bench`` or ``.venv/bin/python bench/bench_sgd.py`` (``--help`` lists the options).
+Run it with ``make bench`` or ``.venv/bin/python bench/bench_sgd.py`` (``--help`` lists the
+options).
 It prints a table and writes the same data to ``bench/results/bench_sgd.json``. It is a benchmark,
 not a test: it reports PASS/MISS against the targets and always exits 0 when it ran.
 
@@ -192,7 +194,8 @@ def first_leaf_pointer(tree: object) -> int | None:
 def threaded_method(
     name: str, step: Callable, params: object, state: object, expected: object, donated: bool
 ) -> Method:
-    """A method whose ``step(params, state) -> (params, state)`` threads its results into its next call."""
+    """A method whose ``step(params, state) -> (params, state)`` threads its results into its next
+    call."""
     box = [params, state]
 
     def call() -> object:
@@ -240,7 +243,8 @@ def optax_method(
 
 
 def numpy_reference(size: int, pool: ThreadPoolExecutor) -> tuple[Method, Method]:
-    """``np.add(p, g, out=p)`` over one contiguous buffer of ``size`` float32, in 1 and 2 threads."""
+    """``np.add(p, g, out=p)`` over one contiguous buffer of ``size`` float32, in 1 and 2
+    threads."""
     rng = np.random.default_rng(1)
     p = _normal(rng, (size,))
     g = _normal(rng, (size,), 1e-3)
@@ -383,29 +387,34 @@ def header() -> dict:
 def print_header(meta: dict) -> None:
     print("SGD update benchmark: p <- p - lr * g, float32, medians of blocked calls")
     print(
-        f"jax {meta['jax']} (jaxlib {meta['jaxlib']}), optax {meta['optax']}, numpy {meta['numpy']}, "
+        f"jax {meta['jax']} (jaxlib {meta['jaxlib']}), optax {meta['optax']}, numpy "
+        f"{meta['numpy']}, "
         f"python {meta['python']}"
     )
     print(
         f"backend: {meta['backend']}; devices: {', '.join(meta['devices'])} ({meta['device_kind']})"
     )
     print(
-        f"cpu: {meta['cpu']}; {meta['cpu_count']} cores, {meta['cpus_usable']} usable by this process; "
+        f"cpu: {meta['cpu']}; {meta['cpu_count']} cores, {meta['cpus_usable']} usable by this "
+        "process; "
         f"load average {meta['loadavg_start'][0]:.2f}"
     )
     env = ", ".join(f"{k}={v}" for k, v in meta["env"].items() if v is not None) or "none set"
     print(
-        f"thread settings: {env}. XLA's CPU client uses its own thread pool; numpy add is single-threaded,"
+        f"thread settings: {env}. XLA's CPU client uses its own thread pool; numpy add is "
+        "single-threaded,"
     )
     print(
-        "  so the reference is run in 1 thread and as 2 halves in 2 threads, and the faster one counts."
+        "  so the reference is run in 1 thread and as 2 halves in 2 threads, and the faster one "
+        "counts."
     )
     if _UNSET_VARS:
         unset = ", ".join(f"{k}={v}" for k, v in _UNSET_VARS.items())
         print(f"  NOTE: unset in this process's environment only (they slow numpy): {unset}")
     if meta["backend"] != "cpu":
         print(
-            "  NOTE: the numpy reference measures host memory, not the device's: ratios to it are not meaningful."
+            "  NOTE: the numpy reference measures host memory, not the device's: ratios to it are "
+            "not meaningful."
         )
     print()
 
@@ -455,14 +464,16 @@ def print_table(sections: list[dict]) -> None:
             if row["in_place"] is False:
                 note = "  (NOT in place)"
             print(
-                f"{label:<26} {row['method']:<27} {fmt_ms(row['median_s'])} {spread:>17} {row['calls']:>5} "
+                f"{label:<26} {row['method']:<27} {fmt_ms(row['median_s'])} {spread:>17} "
+                f"{row['calls']:>5} "
                 f"{fmt(row['gb_per_s'], '.1f', 6)} {fmt(row['x_bandwidth_ref'], '.2f', 6)} "
                 f"{fmt(row['x_optax_donated'], '.2f', 7)}{note}"
             )
             label = ""
         print(f"{'':<26} {section['info']}")
     print(
-        "GB/s = 3 x tree bytes / median (read p, read g, write p); x ref = median / bandwidth reference"
+        "GB/s = 3 x tree bytes / median (read p, read g, write p); x ref = median / bandwidth "
+        "reference"
     )
     print("(the faster numpy row); x optax = median / optax (donated) median. Lower x is better.")
 
@@ -490,14 +501,16 @@ def check_targets(sections: list[dict], on_cpu: bool) -> list[dict]:
         add(
             f"{tag}: flat never slower than optax",
             flat <= best_optax,
-            f"flat {flat * 1e3:.3f} ms vs {best_optax_name} {best_optax * 1e3:.3f} ms = {flat / best_optax:.3g}x",
+            f"flat {flat * 1e3:.3f} ms vs {best_optax_name} {best_optax * 1e3:.3f} ms = "
+            f"{flat / best_optax:.3g}x",
         )
         if section.get("many_leaves"):
             speedup = best_optax / flat
             add(
                 f"{tag}: flat >= {TARGET_X_OPTAX_MANY_LEAVES:g}x faster than optax",
                 speedup >= TARGET_X_OPTAX_MANY_LEAVES,
-                f"{best_optax_name} {best_optax * 1e3:.3f} ms / flat {flat * 1e3:.3f} ms = {speedup:.1f}x",
+                f"{best_optax_name} {best_optax * 1e3:.3f} ms / flat {flat * 1e3:.3f} ms = "
+                f"{speedup:.1f}x",
             )
     return checks
 
@@ -620,8 +633,10 @@ def main() -> int:
         rows = [row_data(m, None, None, optax_time) for m in methods]
         title = f"train step, {args.train_layers}x{args.train_width}"
         info = (
-            f"MLP {args.train_layers} tanh layers of width {args.train_width}, batch {args.train_batch}: "
-            f"{n_leaves:,} leaves, {n_params:,} params; loss+grad+update in one jit; setup+compile {setup_s:.1f} s"
+            f"MLP {args.train_layers} tanh layers of width {args.train_width}, batch "
+            f"{args.train_batch}: "
+            f"{n_leaves:,} leaves, {n_params:,} params; loss+grad+update in one jit; "
+            f"setup+compile {setup_s:.1f} s"
         )
         sections.append(
             {

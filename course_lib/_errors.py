@@ -32,8 +32,9 @@ def check_array_leaves(tree: PyTree, where: str, abstract: bool = False) -> None
 
 
 def check_same_structure(trees: Sequence[PyTree], names: Sequence[str], where: str) -> None:
-    """Raise :class:`TreeStructureError`, listing every difference, if the trees differ in structure."""
-    for tree, name in zip(trees[1:], names[1:]):
+    """Raise :class:`TreeStructureError`, listing every difference, if the trees differ in
+    structure."""
+    for tree, name in zip(trees[1:], names[1:], strict=True):
         if not same_structure(trees[0], tree):
             from ._inspect import tree_diff  # local import: _inspect imports this module
 
@@ -41,6 +42,8 @@ def check_same_structure(trees: Sequence[PyTree], names: Sequence[str], where: s
                 f"  - {line}" for line in tree_diff(trees[0], tree, names=(names[0], name))
             )
             raise TreeStructureError(
-                f"{where}: `{name}` must have the same structure as `{names[0]}`, and it does not:\n"
-                f"{lines}\nBuild both from the same template, e.g. with jax.tree.map over `{names[0]}`."
+                f"{where}: `{name}` must have the same structure as `{names[0]}`, and it does "
+                "not:\n"
+                f"{lines}\nBuild both from the same template, e.g. with jax.tree.map over "
+                f"`{names[0]}`."
             )

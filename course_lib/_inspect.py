@@ -40,7 +40,8 @@ class LeafRow:
 
 @dataclass(frozen=True)
 class TreeSummary:
-    """Key path, shape, dtype and size of every leaf, with totals. Prints as text, shows as a table."""
+    """Key path, shape, dtype and size of every leaf, with totals. Prints as text, shows as a
+    table."""
 
     rows: tuple[LeafRow, ...]
 
@@ -85,7 +86,10 @@ class TreeSummary:
             for row in cells[1:-1]
         )
         total = "".join(f"<th>{html.escape(c)}</th>" for c in cells[-1])
-        return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody><tfoot><tr>{total}</tr></tfoot></table>"
+        return (
+            f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody>"
+            f"<tfoot><tr>{total}</tr></tfoot></table>"
+        )
 
 
 def tree_summary(tree: PyTree) -> TreeSummary:
@@ -185,7 +189,9 @@ def _walk_diff(path: tuple[Any, ...], a: Any, b: Any, names: Sequence[str]) -> I
     keys_a = [key_text(k) for k, _ in kids_a]
     keys_b = [key_text(k) for k, _ in kids_b]
     if isinstance(a, (list, tuple)) and not is_namedtuple(a) and len(kids_a) != len(kids_b):
-        yield f"at {where}: {_kind(a)} of length {len(kids_a)} in {na}, length {len(kids_b)} in {nb}"
+        yield (
+            f"at {where}: {_kind(a)} of length {len(kids_a)} in {na}, length {len(kids_b)} in {nb}"
+        )
         return
     if keys_a != keys_b:
         only_a = [k for k in keys_a if k not in keys_b]
@@ -197,13 +203,17 @@ def _walk_diff(path: tuple[Any, ...], a: Any, b: Any, names: Sequence[str]) -> I
             parts.append(f"{', '.join(only_b)} only in {nb}")
         if not parts:  # an OrderedDict remembers its order, and the order is part of the structure
             parts.append(
-                f"the same keys in another order ({', '.join(keys_a)} in {na}, {', '.join(keys_b)} in {nb})"
+                f"the same keys in another order ({', '.join(keys_a)} in {na}, "
+                f"{', '.join(keys_b)} in {nb})"
             )
         yield f"at {where}: {_kind(a)} keys differ: {'; '.join(parts)}"
     elif not isinstance(a, dict) and not _same_metadata(meta_a, meta_b):
-        yield f"at {where}: {_kind(a)} node metadata (static fields) {meta_a!r} in {na}, {meta_b!r} in {nb}"
-    by_key_b = dict(zip(keys_b, kids_b))
-    for name, (key, child_a) in zip(keys_a, kids_a):
+        yield (
+            f"at {where}: {_kind(a)} node metadata (static fields) {meta_a!r} in {na}, "
+            f"{meta_b!r} in {nb}"
+        )
+    by_key_b = dict(zip(keys_b, kids_b, strict=True))
+    for name, (key, child_a) in zip(keys_a, kids_a, strict=True):
         if name in by_key_b:
             yield from _walk_diff((*path, key), child_a, by_key_b[name][1], names)
 

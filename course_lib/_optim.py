@@ -7,7 +7,8 @@ params)`` returns ``(new_params, new_state)`` from one jitted step that donates 
 ``apply_gradients`` does both and returns the new parameters themselves.
 
 Because the learning rate is an array inside the state, changing it is new data, not a new
-program: ``apply_gradients(..., learning_rate=0.05)`` never recompiles. Pass a :class:`~course_lib.FlatTree`
+program: ``apply_gradients(..., learning_rate=0.05)`` never recompiles. Pass a
+:class:`~course_lib.FlatTree`
 for ``params`` and ``grads`` and the whole step is one fused kernel, however many leaves there are.
 """
 
@@ -78,28 +79,34 @@ def _is_weak(leaf: object) -> bool:
 
 
 def _without_weak_types(tree: PyTree) -> tuple[PyTree, bool]:
-    """``tree`` with its weakly typed leaves made plain arrays of the same dtype, and whether it had any."""
+    """``tree`` with its weakly typed leaves made plain arrays of the same dtype, and whether it had
+    any."""
     leaves, treedef = jax.tree.flatten(tree)
     weak = [_is_weak(leaf) for leaf in leaves]
     if not any(weak):
         return tree, False
     plain = [
-        jnp.asarray(leaf, dtype=leaf_dtype(leaf)) if w else leaf for leaf, w in zip(leaves, weak)
+        jnp.asarray(leaf, dtype=leaf_dtype(leaf)) if w else leaf
+        for leaf, w in zip(leaves, weak, strict=True)
     ]
     return jax.tree.unflatten(treedef, plain), True
 
 
 def _shared_buffers_message(name: str, grads: PyTree, state: Any, params: PyTree) -> str:
-    """Which leaves are one array, for the error XLA raises when a donated buffer is passed twice."""
+    """Which leaves are one array, for the error XLA raises when a donated buffer is passed
+    twice."""
     where: dict[int, list[str]] = {}
     for label, tree in (("params", params), ("state", state), ("grads", grads)):
         for path, leaf in jax.tree_util.tree_leaves_with_path(tree):
             where.setdefault(id(leaf), []).append(label + jax.tree_util.keystr(path))
     shared = "; ".join(" and ".join(paths) for paths in where.values() if len(paths) > 1)
     return (
-        f"{name}.apply_gradients: params and state are donated (their buffers are reused for the results), "
-        f"so no array may appear twice among the inputs, and here some do: {shared or 'see the XLA error above'}. "
-        f"Pass a copy (jnp.copy) where one array is used twice, or build the optimizer with donate=False."
+        f"{name}.apply_gradients: params and state are donated (their buffers are reused for the "
+        "results), "
+        "so no array may appear twice among the inputs, and here some do: "
+        f"{shared or 'see the XLA error above'}. "
+        "Pass a copy (jnp.copy) where one array is used twice, or build the optimizer with "
+        "donate=False."
     )
 
 
@@ -246,7 +253,8 @@ def adam(
     """Adam with bias correction, matching ``optax.adam``: a map over four trees at once.
 
     >>> opt = adam(0.1, donate=False)
-    >>> params, state = opt.apply_gradients({"w": jnp.array(3.0)}, opt.init({"w": jnp.array(1.0)}), {"w": jnp.array(1.0)})
+    >>> params = {"w": jnp.array(1.0)}
+    >>> params, state = opt.apply_gradients({"w": jnp.array(3.0)}, opt.init(params), params)
     >>> f"{float(params['w']):.4f}", int(state.count)
     ('0.9000', 1)
     """

@@ -1,4 +1,5 @@
-"""Saving a tree to a ``.npz`` file keyed by key paths, and loading it back with a structure check."""
+"""Saving a tree to a ``.npz`` file keyed by key paths, and loading it back with a structure
+check."""
 
 import json
 import os
@@ -76,7 +77,8 @@ def load_tree(path: str | os.PathLike[str], like: PyTree) -> PyTree:
             dtype = np.dtype(leaf.dtype) if hasattr(leaf, "dtype") else np.asarray(leaf).dtype
             if have.shape != shape or have.dtype != dtype:
                 problems.append(
-                    f"{name} is {have.dtype}{list(have.shape)} in the file, {dtype}{list(shape)} in `like`"
+                    f"{name} is {have.dtype}{list(have.shape)} in the file, {dtype}{list(shape)} "
+                    "in `like`"
                 )
     if not problems and saved_structure not in (None, str(treedef)):
         # Same key paths, other containers: a tuple saved and read into a list, say.

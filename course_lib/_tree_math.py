@@ -123,7 +123,8 @@ def tree_norm(tree: PyTree, ord: int | float | str | None = 2, squared: bool = F
 
 
 def tree_zeros_like(tree: PyTree, dtype: jnp.dtype | None = None) -> PyTree:
-    """A tree of zeros with the structure, shapes and (unless ``dtype`` is given) dtypes of ``tree``.
+    """A tree of zeros with the structure, shapes and (unless ``dtype`` is given) dtypes of
+    ``tree``.
 
     >>> tree_zeros_like({"w": jnp.ones((2,)), "skip": None})
     {'skip': None, 'w': Array([0., 0.], dtype=float32)}
@@ -217,10 +218,14 @@ def close_elements(
 
     A traced leaf (under ``jit``) gives a traced mask; concrete leaves give a NumPy one.
 
-    >>> close_elements(np.array([1.0, 1.0, np.nan, np.inf]), np.array([1.0 + 1e-6, 1.1, np.nan, np.inf]))
+    >>> actual = np.array([1.0, 1.0, np.nan, np.inf])
+    >>> expected = np.array([1.000001, 1.1, np.nan, np.inf])
+    >>> close_elements(actual, expected)
     array([ True, False, False,  True])
-    >>> close_elements(np.nan, np.nan, equal_nan=True), close_elements(0.0, 1e-7), close_elements(0.0, 1e-9)
-    (array(True), array(False), array(True))
+    >>> close_elements(0.0, 1e-7), close_elements(0.0, 1e-9)
+    (array(False), array(True))
+    >>> close_elements(np.nan, np.nan), close_elements(np.nan, np.nan, equal_nan=True)
+    (array(False), array(True))
     """
     if isinstance(actual, jax.core.Tracer) or isinstance(expected, jax.core.Tracer):
         return jnp.isclose(actual, expected, rtol=rtol, atol=atol, equal_nan=equal_nan)

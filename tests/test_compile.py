@@ -174,7 +174,8 @@ def test_capture_cache_misses_weak_type_explanation():
     assert len(misses) == 2
     first, second = misses
     assert re.fullmatch(
-        r"TRACING CACHE MISS at test_compile\.py:\d+ \(test_capture_cache_misses_weak_type_explanation\):\n"
+        r"TRACING CACHE MISS at test_compile\.py:\d+ "
+        r"\(test_capture_cache_misses_weak_type_explanation\):\n"
         r"  never seen function:\n    add_one defined at test_compile\.py:\d+",
         first,
     )

@@ -179,6 +179,9 @@ def test_from_tree_single_leaf_is_a_copy_so_donation_spares_the_caller():
 
 def test_to_tree_gradient_is_one_concatenate_not_a_padded_buffer_per_leaf():
     flat = cl.FlatTree.from_tree([{"w": jnp.ones((2, 2)), "b": jnp.zeros(2)} for _ in range(3)])
-    loss = lambda f: sum(jnp.sum(leaf**2) for leaf in jax.tree.leaves(f.to_tree()))
+
+    def loss(f: cl.FlatTree) -> jax.Array:
+        return sum(jnp.sum(leaf**2) for leaf in jax.tree.leaves(f.to_tree()))
+
     jaxpr = str(jax.make_jaxpr(jax.grad(loss))(flat))
     assert "pad[" not in jaxpr and jaxpr.count("concatenate[") == 1

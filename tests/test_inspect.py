@@ -129,8 +129,8 @@ def test_tree_diff_ordered_dict_key_order():
     assert not same_structure(a, b)
     (line,) = cl.tree_diff(a, b)
     assert (
-        line
-        == "at <root>: OrderedDict keys differ: the same keys in another order (['w'], ['b'] in a, ['b'], ['w'] in b)"
+        line == "at <root>: OrderedDict keys differ: the same keys in another order "
+        "(['w'], ['b'] in a, ['b'], ['w'] in b)"
     )
 
 
@@ -206,12 +206,14 @@ def test_tree_diff_ignores_values_and_prints_plainly():
     assert same == [] and repr(same) == "TreeDiff: no differences"
     two = cl.tree_diff([jnp.ones(1), jnp.ones(1)], [jnp.ones(2), jnp.ones(3)])
     assert (
-        repr(two)
-        == "TreeDiff: 2 differences\n  at [0]: shape (1,) in a, (2,) in b\n  at [1]: shape (1,) in a, (3,) in b"
+        repr(two) == "TreeDiff: 2 differences\n"
+        "  at [0]: shape (1,) in a, (2,) in b\n"
+        "  at [1]: shape (1,) in a, (3,) in b"
     )
 
 
-# --- assert_trees_close -------------------------------------------------------------------------------
+# --- assert_trees_close
+# -------------------------------------------------------------------------------
 
 
 def test_assert_trees_close_passes_within_tolerance():

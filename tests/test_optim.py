@@ -139,7 +139,8 @@ def test_state_is_a_namedtuple_of_trees_shaped_like_params(make, state_type, tre
             assert not np.any(np.asarray(leaf))
     if state_type is cl.AdamState:
         assert state.count.shape == () and state.count.dtype == jnp.int32
-    # The state is itself a pytree: its leaves are the rate (and count) plus one array per param per tree.
+    # The state is itself a pytree: its leaves are the rate (and count) plus one array per param per
+    # tree.
     n_params = len(jax.tree.leaves(params))
     assert len(jax.tree.leaves(state)) == 1 + (state_type is cl.AdamState) + n_params * len(
         tree_fields

@@ -43,11 +43,12 @@ def assert_same_tree(
 
 
 def numpy_map(fn: Callable[..., np.ndarray], *trees_: Any) -> Any:
-    """``fn`` on NumPy float64 copies of matching leaves, rebuilt into the first tree's structure."""
+    """``fn`` on NumPy float64 copies of matching leaves, rebuilt into the first tree's
+    structure."""
     leaves = [jax.tree.leaves(t) for t in trees_]
     treedef = jax.tree.structure(trees_[0])
     return jax.tree.unflatten(
-        treedef, [fn(*(np.asarray(x, np.float64) for x in xs)) for xs in zip(*leaves)]
+        treedef, [fn(*(np.asarray(x, np.float64) for x in xs)) for xs in zip(*leaves, strict=True)]
     )
 
 
@@ -138,7 +139,7 @@ def test_tree_like_constructors_match_optax_and_numpy(tree: Any, dtype: Any) -> 
     ]:
         assert same_structure(ours, tree)
         for ours_leaf, theirs_leaf, leaf in zip(
-            jax.tree.leaves(ours), jax.tree.leaves(theirs), jax.tree.leaves(tree)
+            jax.tree.leaves(ours), jax.tree.leaves(theirs), jax.tree.leaves(tree), strict=True
         ):
             assert ours_leaf.dtype == theirs_leaf.dtype == (dtype or leaf.dtype)
             np.testing.assert_array_equal(
@@ -162,7 +163,7 @@ def test_tree_cast_matches_optax_and_numpy(tree: Any, dtype: Any) -> None:
     expected = otu.tree_cast(tree, dtype)
     assert same_structure(result, expected)
     for r, e, leaf in zip(
-        jax.tree.leaves(result), jax.tree.leaves(expected), jax.tree.leaves(tree)
+        jax.tree.leaves(result), jax.tree.leaves(expected), jax.tree.leaves(tree), strict=True
     ):
         assert r.dtype == e.dtype == jnp.dtype(dtype)
         np.testing.assert_array_equal(np.asarray(r, np.float64), np.asarray(e, np.float64))

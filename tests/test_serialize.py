@@ -86,8 +86,8 @@ def test_missing_key_names_the_path(tmp_path):
     with pytest.raises(cl.TreeStructureError) as info:
         cl.load_tree(path, like=make_tree())
     assert (
-        str(info.value)
-        == f"load_tree: {path} does not fit the structure of `like`:\n  - ['w'] is missing from the file"
+        str(info.value) == f"load_tree: {path} does not fit the structure of `like`:\n"
+        "  - ['w'] is missing from the file"
     )
 
 

@@ -1,4 +1,5 @@
-"""tree_bytes_per_device and leaf_shards (course_lib/_sharding.py), on the 8 CPU devices of the tests."""
+"""tree_bytes_per_device and leaf_shards (course_lib/_sharding.py), on the 8 CPU devices of the
+tests."""
 
 import jax
 import jax.numpy as jnp

@@ -62,7 +62,7 @@ def test_tree_add_three_trees_matches_optax_and_numpy():
     z = jax.tree.map(lambda leaf: jnp.full_like(leaf, 0.25), x)
     result = cl.tree_add(x, y, z, x)
     assert_tree_equal(result, otu.tree_add(x, y, z, x))
-    numpy_sum = [2 * a + b + 0.25 for a, b in zip(leaves64(x), leaves64(y))]
+    numpy_sum = [2 * a + b + 0.25 for a, b in zip(leaves64(x), leaves64(y), strict=True)]
     for got, want in zip(leaves64(result), numpy_sum, strict=True):
         np.testing.assert_allclose(got, want, rtol=1e-6)
 
@@ -178,7 +178,8 @@ def test_tree_add_scale_under_jit():
 def test_tree_add_scale_structure_error_names_the_path():
     with pytest.raises(
         cl.TreeStructureError,
-        match=r"at \['b'\]\[1\]: None \(an empty subtree\) in tree_x, a leaf \(f32\[2\]\) in tree_y",
+        match=r"at \['b'\]\[1\]: None \(an empty subtree\) in tree_x, "
+        r"a leaf \(f32\[2\]\) in tree_y",
     ):
         cl.tree_add_scale({"b": [jnp.ones(2), None]}, 1.0, {"b": [jnp.ones(2), jnp.ones(2)]})
 
@@ -192,7 +193,7 @@ def test_tree_vdot_by_hand_and_against_optax():
     assert float(cl.tree_vdot(x, y)) == 289.0
     assert float(otu.tree_vdot(x, y)) == 289.0
     assert float(cl.tree_vdot(x, y)) == float(
-        sum(np.vdot(a, b) for a, b in zip(leaves64(x), leaves64(y)))
+        sum(np.vdot(a, b) for a, b in zip(leaves64(x), leaves64(y), strict=True))
     )
 
 
@@ -346,7 +347,8 @@ def test_tree_full_like_string_leaf_names_the_path():
         cl.tree_ones_like({"cfg": ["adam"], "w": jnp.ones(1)})
 
 
-# --- tree_size, tree_bytes, tree_cast ----------------------------------------------------------------
+# --- tree_size, tree_bytes, tree_cast
+# ----------------------------------------------------------------
 
 
 def test_tree_size_counts_elements_like_optax_and_numpy():

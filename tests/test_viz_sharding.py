@@ -1,4 +1,5 @@
-"""The sharding pictures of course_lib.viz: each leaf's blocks with the devices that hold them, and bytes per device."""
+"""The sharding pictures of course_lib.viz: each leaf's blocks with the devices that hold them, and
+bytes per device."""
 
 import matplotlib
 

@@ -15,7 +15,8 @@ from .._leaves import metadata as node_metadata
 
 
 class Totals(NamedTuple):
-    """How much a subtree holds: leaves (``None`` is not one), elements of array-like leaves, bytes."""
+    """How much a subtree holds: leaves (``None`` is not one), elements of array-like leaves,
+    bytes."""
 
     leaves: int
     params: int
@@ -41,14 +42,16 @@ def node_label(node: Any) -> str:
         static = [f.name for f in dataclasses.fields(node) if f.name not in child_names]
         if isinstance(metadata, tuple) and len(static) == len(metadata):
             shown = " ".join(
-                f"{name}={shorten(repr(value), 24)}" for name, value in zip(static, metadata)
+                f"{name}={shorten(repr(value), 24)}"
+                for name, value in zip(static, metadata, strict=True)
             )
             return f"{kind} {shown}"
     return f"{kind} {shorten(repr(metadata), 30)}"
 
 
 def leaf_totals(leaf: Any) -> Totals:
-    """One leaf: its elements (a Python number is one) and bytes, counted as ``cl.tree_size`` does; other objects hold none."""
+    """One leaf: its elements (a Python number is one) and bytes, counted as ``cl.tree_size`` does;
+    other objects hold none."""
     return Totals(1, leaf_size(leaf) or 0, leaf_nbytes(leaf) or 0)
 
 

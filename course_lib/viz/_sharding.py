@@ -1,4 +1,5 @@
-"""Pictures of a tree spread over devices: each leaf's layout over the devices, and the bytes per device."""
+"""Pictures of a tree spread over devices: each leaf's layout over the devices, and the bytes per
+device."""
 
 from typing import Any
 
@@ -114,14 +115,15 @@ def draw_shardings(tree: PyTree, columns: int = 4, max_leaves: int = 24) -> Figu
     ]
     if not placed:
         raise ValueError(
-            "no leaf of this tree lives on a device: place it with jax.device_put, or give the shapes a sharding"
+            "no leaf of this tree lives on a device: place it with jax.device_put, or give the "
+            "shapes a sharding"
         )
     shown = placed[:max_leaves]
     columns = max(1, min(columns, len(shown)))
     lines = -(-len(shown) // columns)
     fig = _detached_figure((2.6 * columns, 2.1 * lines))
     axes = fig.subplots(lines, columns, squeeze=False)
-    for ax, (path, leaf) in zip(axes.flat, shown):
+    for ax, (path, leaf) in zip(axes.flat, shown, strict=False):  # the grid may have spare axes
         _draw_leaf(ax, path, leaf)
     for ax in list(axes.flat)[len(shown) :]:
         ax.set_axis_off()
@@ -133,7 +135,8 @@ def draw_shardings(tree: PyTree, columns: int = 4, max_leaves: int = 24) -> Figu
 def draw_device_bytes(
     tree: PyTree, ax: Axes | None = None, title: str = "bytes per device"
 ) -> Figure | SubFigure:
-    """A bar per device: how many bytes of ``tree`` it holds (``cl.tree_bytes_per_device``), labelled.
+    """A bar per device: how many bytes of ``tree`` it holds (``cl.tree_bytes_per_device``),
+    labelled.
 
     >>> import matplotlib; matplotlib.use("Agg")
     >>> fig = draw_device_bytes({"w": jax.device_put(jnp.ones((4, 2)))})
@@ -143,7 +146,8 @@ def draw_device_bytes(
     totals = tree_bytes_per_device(tree)
     if not totals:
         raise ValueError(
-            "no leaf of this tree lives on a device: place it with jax.device_put, or give the shapes a sharding"
+            "no leaf of this tree lives on a device: place it with jax.device_put, or give the "
+            "shapes a sharding"
         )
     fig: Figure | SubFigure
     if ax is None:
