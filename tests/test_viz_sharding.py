@@ -1,7 +1,10 @@
 """The sharding pictures of course_lib.viz: each leaf's blocks with the devices that hold them, and
 bytes per device."""
 
+from typing import Any
+
 import matplotlib
+from jax.sharding import Mesh
 
 matplotlib.use("Agg")
 
@@ -26,21 +29,21 @@ def _rectangles(ax: Axes) -> list[Rectangle]:
 
 
 @pytest.fixture(scope="module")
-def mesh():
+def mesh() -> Mesh:
     return jax.make_mesh((2, 4), ("data", "model"), devices=jax.devices("cpu"))
 
 
-def _labels(ax) -> list[str]:
+def _labels(ax: Any) -> list[str]:
     return sorted(t.get_text() for t in ax.texts if t.get_gid() == "sharding-block")
 
 
-def test_device_ids_text_writes_runs():
+def test_device_ids_text_writes_runs() -> None:
     assert device_ids_text([4, 0]) == "0,4"
     assert device_ids_text(list(range(8))) == "0-7"
     assert device_ids_text([1, 2, 3, 7]) == "1-3,7"
 
 
-def test_draw_shardings_labels_each_block_with_its_devices(mesh):
+def test_draw_shardings_labels_each_block_with_its_devices(mesh: Mesh) -> None:
     tree = {
         "w": jax.device_put(jnp.ones((8, 8)), NamedSharding(mesh, P(None, "model"))),
         "norm": jax.device_put(jnp.ones(8), NamedSharding(mesh, P())),
@@ -55,28 +58,28 @@ def test_draw_shardings_labels_each_block_with_its_devices(mesh):
     assert len(w_ax.patches) == 4 and {p.get_width() for p in _rectangles(w_ax)} == {2}
 
 
-def test_draw_shardings_draws_abstract_leaves_like_arrays(mesh):
+def test_draw_shardings_draws_abstract_leaves_like_arrays(mesh: Mesh) -> None:
     sharding = NamedSharding(mesh, P("data", "model"))
     placed = viz.draw_shardings([jax.device_put(jnp.ones((4, 8)), sharding)])
     abstract = viz.draw_shardings([jax.ShapeDtypeStruct((4, 8), jnp.float32, sharding=sharding)])
     assert _labels(placed.axes[0]) == _labels(abstract.axes[0]) == [str(i) for i in range(8)]
 
 
-def test_draw_shardings_shows_at_most_max_leaves(mesh):
+def test_draw_shardings_shows_at_most_max_leaves(mesh: Mesh) -> None:
     tree = [jax.device_put(jnp.ones(4), NamedSharding(mesh, P())) for _ in range(5)]
     fig = viz.draw_shardings(tree, columns=2, max_leaves=3)
     assert sum(ax.axison for ax in fig.axes) == 3
     assert fig.get_suptitle() == "the first 3 of 5 leaves"
 
 
-def test_drawing_a_tree_that_lives_nowhere_says_what_to_do():
+def test_drawing_a_tree_that_lives_nowhere_says_what_to_do() -> None:
     with pytest.raises(ValueError, match="place it with jax.device_put"):
         viz.draw_shardings({"w": jnp.zeros(3).__array__(), "n": None})
     with pytest.raises(ValueError, match="give the shapes a sharding"):
         viz.draw_device_bytes([jax.ShapeDtypeStruct((3,), jnp.float32)])
 
 
-def test_draw_device_bytes_has_one_bar_per_device(mesh):
+def test_draw_device_bytes_has_one_bar_per_device(mesh: Mesh) -> None:
     devices = jax.devices("cpu")
     tree = {
         "a": jax.device_put(jnp.ones((8, 4)), NamedSharding(mesh, P("model"))),
@@ -89,7 +92,7 @@ def test_draw_device_bytes_has_one_bar_per_device(mesh):
     assert "44 B" in [t.get_text() for t in fig.axes[0].texts]
 
 
-def test_draw_device_bytes_into_given_axes(mesh):
+def test_draw_device_bytes_into_given_axes(mesh: Mesh) -> None:
     fig, ax = plt.subplots()
     assert (
         viz.draw_device_bytes([jax.device_put(jnp.ones(2), NamedSharding(mesh, P()))], ax=ax) is fig
