@@ -1,5 +1,4 @@
-"""Time ``course-grade`` on a class: locally with ``--jobs``, and on ``local:1`` / ``local:2`` Dask
-clusters.
+"""Time ``course-grade`` on a class: locally with ``--jobs``, on ``local:1`` / ``local:2`` Dask.
 
     .venv/bin/python bench/bench_grade.py       # lesson 02, 40 students, 1 repeat
     .venv/bin/python bench/bench_grade.py --students 10 --repeats 3 --lesson 01

@@ -14,9 +14,8 @@ from another job lands on both:
 * **launcher**: ``python -c pass`` run directly and through the launcher with a kernel's policy
   (Landlock rules, fork, no capabilities, exec): the launcher's own cost, median of 20 each.
 
-It prints a table and writes the numbers to ``bench/results/bench_sandbox.json`` (git-ignored). It
-is
-a benchmark, not a test: it always exits 0 when it ran.
+It prints a table and writes the numbers to ``bench/results/bench_sandbox.json`` (git-ignored).
+It is a benchmark, not a test: it always exits 0 when it ran.
 """
 
 import argparse
@@ -37,8 +36,7 @@ STEM = "02_mapping_and_sgd.ipynb"
 
 
 def make_class(folder: Path, solved: int, blank: int) -> None:
-    """``solved`` copies of the solution and ``blank`` of the exercise notebook, one student
-    each."""
+    """``solved`` copies of the solution, ``blank`` of the exercise notebook, one per student."""
     for i in range(solved + blank):
         source = ROOT / ("solutions" if i < solved else "exercises") / STEM
         (folder / f"student{i:02d}").mkdir(parents=True)

@@ -1,6 +1,5 @@
 #!/usr/bin/env python
-"""Benchmark: the SGD update ``p <- p - lr * g`` in course_lib, in optax, and against memory
-bandwidth.
+"""Benchmark: the SGD update ``p <- p - lr * g`` in course_lib and optax, and memory bandwidth.
 
 Run it with ``make bench`` or ``.venv/bin/python bench/bench_sgd.py`` (``--help`` lists the
 options).
@@ -194,8 +193,7 @@ def first_leaf_pointer(tree: object) -> int | None:
 def threaded_method(
     name: str, step: Callable, params: object, state: object, expected: object, donated: bool
 ) -> Method:
-    """A method whose ``step(params, state) -> (params, state)`` threads its results into its next
-    call."""
+    """A method whose ``step(params, state) -> (params, state)`` gets its own last results."""
     box = [params, state]
 
     def call() -> object:
@@ -243,8 +241,7 @@ def optax_method(
 
 
 def numpy_reference(size: int, pool: ThreadPoolExecutor) -> tuple[Method, Method]:
-    """``np.add(p, g, out=p)`` over one contiguous buffer of ``size`` float32, in 1 and 2
-    threads."""
+    """``np.add(p, g, out=p)`` over one buffer of ``size`` float32, in 1 and in 2 threads."""
     rng = np.random.default_rng(1)
     p = _normal(rng, (size,))
     g = _normal(rng, (size,), 1e-3)

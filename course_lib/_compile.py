@@ -86,8 +86,7 @@ class TooManyCompilesError(RuntimeError):
 
 
 class compile_limit(contextlib.ContextDecorator):
-    """Fail when a block, or all calls of a function together, compile more than ``max_compiles``
-    times.
+    """Fail when a block, or all calls of a function together, compile over ``max_compiles`` times.
 
     As a context manager it checks when the block ends. As a decorator it keeps counting over
     every call and raises on the call that goes over, with JAX's explanation of the cache misses.

@@ -32,8 +32,7 @@ def check_array_leaves(tree: PyTree, where: str, abstract: bool = False) -> None
 
 
 def check_same_structure(trees: Sequence[PyTree], names: Sequence[str], where: str) -> None:
-    """Raise :class:`TreeStructureError`, listing every difference, if the trees differ in
-    structure."""
+    """Raise :class:`TreeStructureError`, listing every difference, unless the trees match."""
     for tree, name in zip(trees[1:], names[1:], strict=True):
         if not same_structure(trees[0], tree):
             from ._inspect import tree_diff  # local import: _inspect imports this module

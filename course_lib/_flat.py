@@ -26,8 +26,7 @@ from ._typing import PyTree
 
 @dataclass(frozen=True)
 class FlatLayout:
-    """Where each leaf lives in the buffer: static, hashable, part of the ``FlatTree``'s
-    structure."""
+    """Where each leaf lives in the buffer: static, hashable, part of a ``FlatTree``'s structure."""
 
     treedef: jax.tree_util.PyTreeDef
     paths: tuple[str, ...]
@@ -60,8 +59,7 @@ class FlatTree:
 
     @classmethod
     def from_tree(cls, tree: PyTree, dtype: Any = None) -> "FlatTree":
-        """Copy the leaves of ``tree`` into one buffer of ``dtype`` (default: the leaves' common
-        dtype).
+        """Copy the leaves of ``tree`` into one buffer of ``dtype`` (default: their common dtype).
 
         All leaves must share one dtype unless ``dtype`` is given; mixing dtypes silently would
         change the arithmetic, so it is an error that names the leaves.

@@ -40,8 +40,7 @@ class LeafRow:
 
 @dataclass(frozen=True)
 class TreeSummary:
-    """Key path, shape, dtype and size of every leaf, with totals. Prints as text, shows as a
-    table."""
+    """Key path, shape, dtype and size of every leaf, and totals; prints as text, shows a table."""
 
     rows: tuple[LeafRow, ...]
 

@@ -8,8 +8,8 @@ params)`` returns ``(new_params, new_state)`` from one jitted step that donates 
 
 Because the learning rate is an array inside the state, changing it is new data, not a new
 program: ``apply_gradients(..., learning_rate=0.05)`` never recompiles. Pass a
-:class:`~course_lib.FlatTree`
-for ``params`` and ``grads`` and the whole step is one fused kernel, however many leaves there are.
+:class:`~course_lib.FlatTree` for ``params`` and ``grads`` and the whole step is one fused kernel,
+however many leaves there are.
 """
 
 from collections.abc import Callable
@@ -79,8 +79,7 @@ def _is_weak(leaf: object) -> bool:
 
 
 def _without_weak_types(tree: PyTree) -> tuple[PyTree, bool]:
-    """``tree`` with its weakly typed leaves made plain arrays of the same dtype, and whether it had
-    any."""
+    """``tree`` with weakly typed leaves made plain arrays of their dtype, and if it had any."""
     leaves, treedef = jax.tree.flatten(tree)
     weak = [_is_weak(leaf) for leaf in leaves]
     if not any(weak):
@@ -93,8 +92,7 @@ def _without_weak_types(tree: PyTree) -> tuple[PyTree, bool]:
 
 
 def _shared_buffers_message(name: str, grads: PyTree, state: Any, params: PyTree) -> str:
-    """Which leaves are one array, for the error XLA raises when a donated buffer is passed
-    twice."""
+    """Which leaves are one array: for the error XLA raises when a donated buffer comes twice."""
     where: dict[int, list[str]] = {}
     for label, tree in (("params", params), ("state", state), ("grads", grads)):
         for path, leaf in jax.tree_util.tree_leaves_with_path(tree):

@@ -1,5 +1,4 @@
-"""Saving a tree to a ``.npz`` file keyed by key paths, and loading it back with a structure
-check."""
+"""Saving a tree to a ``.npz`` file keyed by key paths; loading it back with a structure check."""
 
 import json
 import os

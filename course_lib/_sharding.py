@@ -1,5 +1,4 @@
-"""Where a tree's bytes live: how much of each leaf every device holds, for placed and abstract
-trees.
+"""Where a tree's bytes live: how much of each leaf every device holds, placed or abstract.
 
 A leaf counts when it says where it lives: a ``jax.Array`` always does, a ``jax.ShapeDtypeStruct``
 when it carries a ``sharding`` (the abstract target of ``jax.jit(..., out_shardings=...)`` or of a
@@ -17,8 +16,7 @@ from ._typing import PyTree
 
 
 def leaf_shards(leaf: Any) -> Mapping[jax.Device, tuple[int, ...]] | None:
-    """The shape of the block each device holds of ``leaf``, or ``None`` for a leaf that lives
-    nowhere.
+    """The shape of the block of ``leaf`` each device holds; ``None`` for a leaf that lives nowhere.
 
     Works from the sharding alone, so an abstract leaf answers as its array would, without data.
 

@@ -123,8 +123,7 @@ def tree_norm(tree: PyTree, ord: int | float | str | None = 2, squared: bool = F
 
 
 def tree_zeros_like(tree: PyTree, dtype: jnp.dtype | None = None) -> PyTree:
-    """A tree of zeros with the structure, shapes and (unless ``dtype`` is given) dtypes of
-    ``tree``.
+    """Zeros with the structure, shapes and (unless ``dtype`` is given) dtypes of ``tree``.
 
     >>> tree_zeros_like({"w": jnp.ones((2,)), "skip": None})
     {'skip': None, 'w': Array([0., 0.], dtype=float32)}

@@ -43,8 +43,7 @@ def assert_same_tree(
 
 
 def numpy_map(fn: Callable[..., np.ndarray], *trees_: Any) -> Any:
-    """``fn`` on NumPy float64 copies of matching leaves, rebuilt into the first tree's
-    structure."""
+    """``fn`` on float64 copies of matching leaves, rebuilt into the first tree's structure."""
     leaves = [jax.tree.leaves(t) for t in trees_]
     treedef = jax.tree.structure(trees_[0])
     return jax.tree.unflatten(

@@ -216,8 +216,7 @@ class TreeExplorer:
             row.button.description = row.label()
 
     def _reveal(self, row: _Row) -> None:
-        """Open every ancestor of ``row``, and turn to the page of children that holds its
-        branch."""
+        """Open every ancestor of ``row`` and turn to the page of children that holds its branch."""
         for parent in self._ancestors(row):
             if not parent.expanded:
                 self._open(parent)
@@ -284,8 +283,7 @@ class TreeExplorer:
         return self._find(path).label()
 
     def visible_rows(self) -> list[tuple[str, str]]:
-        """``(key path, label)`` for every row on screen, top to bottom (the "more" buttons
-        aside)."""
+        """``(key path, label)`` for every row on screen, top to bottom, "more" buttons aside."""
         return [
             (path_text(row.path), row.label()) for row in self._visible() if isinstance(row, _Row)
         ]

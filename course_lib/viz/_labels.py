@@ -15,8 +15,7 @@ from .._leaves import metadata as node_metadata
 
 
 class Totals(NamedTuple):
-    """How much a subtree holds: leaves (``None`` is not one), elements of array-like leaves,
-    bytes."""
+    """What a subtree holds: leaves (``None`` is none), elements of array-like leaves, bytes."""
 
     leaves: int
     params: int

@@ -1,5 +1,4 @@
-"""Pictures of a tree spread over devices: each leaf's layout over the devices, and the bytes per
-device."""
+"""Pictures of a tree spread over devices: each leaf's layout, and the bytes on each device."""
 
 from typing import Any
 
@@ -135,8 +134,7 @@ def draw_shardings(tree: PyTree, columns: int = 4, max_leaves: int = 24) -> Figu
 def draw_device_bytes(
     tree: PyTree, ax: Axes | None = None, title: str = "bytes per device"
 ) -> Figure | SubFigure:
-    """A bar per device: how many bytes of ``tree`` it holds (``cl.tree_bytes_per_device``),
-    labelled.
+    """A labelled bar per device: the bytes of ``tree`` it holds (``cl.tree_bytes_per_device``).
 
     >>> import matplotlib; matplotlib.use("Agg")
     >>> fig = draw_device_bytes({"w": jax.device_put(jnp.ones((4, 2)))})

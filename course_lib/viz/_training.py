@@ -136,8 +136,7 @@ class TrainingPlayground:
         self.update()
 
     def update(self) -> None:
-        """Run with the sliders' current values and redraw (the sliders call this on every
-        change)."""
+        """Run with the sliders' values and redraw (the sliders call this on every change)."""
         learning_rate = jnp.asarray(self.lr_slider.value, dtype=jnp.float32)
         steps = int(self.steps_slider.value)
         try:
