@@ -1,6 +1,6 @@
-"""Time ``course-grade`` on a class: locally with ``--jobs``, and on ``local:1`` / ``local:2`` Dask clusters.
+"""Time ``course-grade`` on a class: locally with ``--jobs``, on ``local:1`` / ``local:2`` Dask.
 
-    .venv/bin/python bench/bench_grade.py                          # lesson 02, 40 students, 1 repeat
+    .venv/bin/python bench/bench_grade.py       # lesson 02, 40 students, 1 repeat
     .venv/bin/python bench/bench_grade.py --students 10 --repeats 3 --lesson 01
 
 The class is half solved (odd students get the solution notebook), half blank (the exercise
@@ -56,7 +56,8 @@ def grade_once(folder: Path, out: Path, extra: list[str], students: int) -> floa
     full = sum(r["points"] == r["max_points"] for r in rows)
     if len(rows) != students or full != students // 2:
         sys.exit(
-            f"course-grade {' '.join(extra)}: {len(rows)} rows, {full} full marks, expected {students} and {students // 2}"
+            f"course-grade {' '.join(extra)}: {len(rows)} rows, {full} full marks, expected "
+            f"{students} and {students // 2}"
         )
     return seconds
 
@@ -91,16 +92,19 @@ def main() -> None:
             medians[name] = statistics.median(runs)
     one = medians["Dask, 1 worker"]
     print(
-        f"lesson {args.lesson}, {args.students} students (half solved), median of {args.repeats} run(s); load: {os.getloadavg()[0]:.2f}\n"
+        f"lesson {args.lesson}, {args.students} students (half solved), median of {args.repeats} "
+        f"run(s); load: {os.getloadavg()[0]:.2f}\n"
     )
     print(
-        f"| configuration | class of {args.students} (s) | s per submission | speed-up over 1 worker | {PROJECTED:,} submissions (projection) |"
+        f"| configuration | class of {args.students} (s) | s per submission | speed-up over 1 "
+        f"worker | {PROJECTED:,} submissions (projection) |"
     )
     print("|---|---|---|---|---|")
     for name, seconds in medians.items():
         each = seconds / args.students
         print(
-            f"| {name} | {seconds:.1f} | {each:.2f} | {one / seconds:.2f} | {each * PROJECTED / 3600:.1f} h |"
+            f"| {name} | {seconds:.1f} | {each:.2f} | {one / seconds:.2f} | "
+            f"{each * PROJECTED / 3600:.1f} h |"
         )
 
 

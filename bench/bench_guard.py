@@ -1,4 +1,4 @@
-"""What the run-time guard costs: each exercise's grading probe with the watch, without it, and with forbidden packages.
+"""What the run-time guard costs: each exercise's probe with the watch, without, with packages.
 
 Run from the repository root: ``.venv/bin/python bench/bench_guard.py [--lesson 02] [--repeat 3]``.
 For each exercise of the lesson, the solution-style answers of ``tests/test_checks_lessonNN.py``

@@ -14,8 +14,8 @@ from another job lands on both:
 * **launcher**: ``python -c pass`` run directly and through the launcher with a kernel's policy
   (Landlock rules, fork, no capabilities, exec): the launcher's own cost, median of 20 each.
 
-It prints a table and writes the numbers to ``bench/results/bench_sandbox.json`` (git-ignored). It is
-a benchmark, not a test: it always exits 0 when it ran.
+It prints a table and writes the numbers to ``bench/results/bench_sandbox.json`` (git-ignored).
+It is a benchmark, not a test: it always exits 0 when it ran.
 """
 
 import argparse
@@ -36,7 +36,7 @@ STEM = "02_mapping_and_sgd.ipynb"
 
 
 def make_class(folder: Path, solved: int, blank: int) -> None:
-    """``solved`` copies of the solution and ``blank`` of the exercise notebook, one student each."""
+    """``solved`` copies of the solution, ``blank`` of the exercise notebook, one per student."""
     for i in range(solved + blank):
         source = ROOT / ("solutions" if i < solved else "exercises") / STEM
         (folder / f"student{i:02d}").mkdir(parents=True)
@@ -148,7 +148,8 @@ def main() -> None:
                 )
                 runs[mode].append(seconds)
                 print(
-                    f"class run {pair + 1}, sandbox {mode}: {seconds:.1f} s ({seconds / n:.2f} s per notebook)",
+                    f"class run {pair + 1}, sandbox {mode}: {seconds:.1f} s ({seconds / n:.2f} s "
+                    "per notebook)",
                     file=sys.stderr,
                 )
     kernels: dict[str, list[float]] = {"on": [], "off": []}
@@ -162,17 +163,17 @@ def main() -> None:
     per_kernel = {m: statistics.median(kernels[m]) for m in kernels}
     per_launch = {m: statistics.median(launcher[m]) for m in launcher}
     print(f"\n{'':34}{'sandbox off':>12}{'sandbox on':>12}{'cost':>10}")
+    rows = [
+        ("class of 40, s per notebook", per_notebook, 2),
+        ("one kernel: start, import jax, stop", per_kernel, 2),
+        ("python -c pass, direct / launched", per_launch, 3),
+    ]
+    for label, seconds, digits in rows:
+        off, on = seconds["off"], seconds["on"]
+        print(f"{label:34}{off:>12.{digits}f}{on:>12.{digits}f}{on - off:>+10.{digits}f}")
     print(
-        f"{'class of 40, s per notebook':34}{per_notebook['off']:>12.2f}{per_notebook['on']:>12.2f}{per_notebook['on'] - per_notebook['off']:>+10.2f}"
-    )
-    print(
-        f"{'one kernel: start, import jax, stop':34}{per_kernel['off']:>12.2f}{per_kernel['on']:>12.2f}{per_kernel['on'] - per_kernel['off']:>+10.2f}"
-    )
-    print(
-        f"{'python -c pass, direct / launched':34}{per_launch['off']:>12.3f}{per_launch['on']:>12.3f}{per_launch['on'] - per_launch['off']:>+10.3f}"
-    )
-    print(
-        f"\nclass runs (s): off {[round(x, 1) for x in runs['off']]}, on {[round(x, 1) for x in runs['on']]}"
+        f"\nclass runs (s): off {[round(x, 1) for x in runs['off']]}, on "
+        f"{[round(x, 1) for x in runs['on']]}"
     )
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(

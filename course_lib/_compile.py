@@ -41,7 +41,7 @@ _active: list[CompileCounter] = []
 _lock = threading.Lock()
 
 
-def _on_event(event: str, duration: float, **kwargs: Any) -> None:
+def _on_event(event: str, duration_secs: float, **kwargs: str | int) -> None:
     name = str(kwargs.get("fun_name", "?"))
     with _lock:
         for counter in _active:
@@ -51,7 +51,7 @@ def _on_event(event: str, duration: float, **kwargs: Any) -> None:
             elif event == _COMPILE_EVENT:
                 counter.compiles += 1
                 counter.compiled.append(name)
-                counter.compile_seconds += duration
+                counter.compile_seconds += duration_secs
 
 
 jax.monitoring.register_event_duration_secs_listener(_on_event)
@@ -86,7 +86,7 @@ class TooManyCompilesError(RuntimeError):
 
 
 class compile_limit(contextlib.ContextDecorator):
-    """Fail when a block, or all calls of a function together, compile more than ``max_compiles`` times.
+    """Fail when a block, or all calls of a function together, compile over ``max_compiles`` times.
 
     As a context manager it checks when the block ends. As a decorator it keeps counting over
     every call and raises on the call that goes over, with JAX's explanation of the cache misses.
@@ -121,7 +121,7 @@ class compile_limit(contextlib.ContextDecorator):
                 _too_many("the block", counter.compiles, self.max_compiles, misses)
             )
 
-    def __call__(self, fn: F) -> F:  # type: ignore[override]
+    def __call__(self, fn: F) -> F:
         total = 0
         name = getattr(fn, "__name__", repr(fn))
 

@@ -26,7 +26,7 @@ from ._typing import PyTree
 
 @dataclass(frozen=True)
 class FlatLayout:
-    """Where each leaf lives in the buffer: static, hashable, part of the ``FlatTree``'s structure."""
+    """Where each leaf lives in the buffer: static, hashable, part of a ``FlatTree``'s structure."""
 
     treedef: jax.tree_util.PyTreeDef
     paths: tuple[str, ...]
@@ -59,7 +59,7 @@ class FlatTree:
 
     @classmethod
     def from_tree(cls, tree: PyTree, dtype: Any = None) -> "FlatTree":
-        """Copy the leaves of ``tree`` into one buffer of ``dtype`` (default: the leaves' common dtype).
+        """Copy the leaves of ``tree`` into one buffer of ``dtype`` (default: their common dtype).
 
         All leaves must share one dtype unless ``dtype`` is given; mixing dtypes silently would
         change the arithmetic, so it is an error that names the leaves.
@@ -69,8 +69,8 @@ class FlatTree:
         leaves = [jnp.asarray(leaf) for _, leaf in with_paths]
         paths = tuple(keystr(path) for path, _ in with_paths)
         if dtype is None:
-            first_with = {}  # each dtype, with the first leaf that has it
-            for p, leaf in zip(paths, leaves):
+            first_with: dict[np.dtype, str] = {}  # each dtype, with the first leaf that has it
+            for p, leaf in zip(paths, leaves, strict=True):
                 first_with.setdefault(leaf.dtype, p)
             if len(first_with) > 1:
                 examples = ", ".join(f"{dt} at {p}" for dt, p in first_with.items())
@@ -106,7 +106,7 @@ class FlatTree:
         # gradient of a loss over the views is one buffer, not one padded full-size buffer per leaf.
         sizes = [int(np.prod(shape, dtype=np.int64)) for shape in layout.shapes]
         pieces = jax.lax.split(self.buffer, sizes)
-        leaves = [piece.reshape(shape) for piece, shape in zip(pieces, layout.shapes)]
+        leaves = [piece.reshape(shape) for piece, shape in zip(pieces, layout.shapes, strict=True)]
         return jax.tree.unflatten(layout.treedef, leaves)
 
     def __getitem__(self, path: str) -> jax.Array:
@@ -141,6 +141,7 @@ class FlatTree:
 
     def __repr__(self) -> str:
         return (
-            f"FlatTree({len(self.layout.paths)} leaves, {self.layout.size:,} x {self.layout.dtype.name}, "
+            f"FlatTree({len(self.layout.paths)} leaves, {self.layout.size:,} x "
+            f"{self.layout.dtype.name}, "
             f"buffer={type(self.buffer).__name__})"
         )

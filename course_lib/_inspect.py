@@ -8,10 +8,22 @@ from typing import Any
 
 import jax
 import numpy as np
-from jax.tree_util import keystr
 
-from ._errors import is_array_like, leaf_dtype
-from ._nodes import children, human_bytes, leaf_nbytes, leaf_size, leaf_spec, metadata, path_text
+from ._leaves import (
+    children,
+    human_bytes,
+    is_array_like,
+    is_namedtuple,
+    key_text,
+    leaf_dtype,
+    leaf_nbytes,
+    leaf_size,
+    leaf_spec,
+    metadata,
+    path_text,
+    same_structure,
+)
+from ._tree_math import ATOL, RTOL, close_elements
 from ._typing import PyTree
 
 
@@ -28,7 +40,7 @@ class LeafRow:
 
 @dataclass(frozen=True)
 class TreeSummary:
-    """Key path, shape, dtype and size of every leaf, with totals. Prints as text, shows as a table."""
+    """Key path, shape, dtype and size of every leaf, and totals; prints as text, shows a table."""
 
     rows: tuple[LeafRow, ...]
 
@@ -73,7 +85,10 @@ class TreeSummary:
             for row in cells[1:-1]
         )
         total = "".join(f"<th>{html.escape(c)}</th>" for c in cells[-1])
-        return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody><tfoot><tr>{total}</tr></tfoot></table>"
+        return (
+            f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody>"
+            f"<tfoot><tr>{total}</tr></tfoot></table>"
+        )
 
 
 def tree_summary(tree: PyTree) -> TreeSummary:
@@ -129,7 +144,7 @@ def _kind(node: Any) -> str:
     if node is None:
         return "None"
     kind = type(node).__name__
-    if isinstance(node, tuple) and hasattr(node, "_fields"):
+    if is_namedtuple(node):
         return f"namedtuple {kind}"
     return kind
 
@@ -143,10 +158,6 @@ def _leaf_phrase(leaf: Any) -> str:
 
 def _node_phrase(node: Any) -> str:
     return "None (an empty subtree)" if node is None else f"a {_kind(node)} node"
-
-
-def _key_name(key: Any) -> str:
-    return keystr((key,))
 
 
 def _walk_diff(path: tuple[Any, ...], a: Any, b: Any, names: Sequence[str]) -> Iterator[str]:
@@ -174,10 +185,12 @@ def _walk_diff(path: tuple[Any, ...], a: Any, b: Any, names: Sequence[str]) -> I
         yield f"at {where}: {_kind(a)} in {na}, {_kind(b)} in {nb}"
         return
     (kids_a, meta_a), (kids_b, meta_b) = ca, cb
-    keys_a = [_key_name(k) for k, _ in kids_a]
-    keys_b = [_key_name(k) for k, _ in kids_b]
-    if isinstance(a, (list, tuple)) and not hasattr(a, "_fields") and len(kids_a) != len(kids_b):
-        yield f"at {where}: {_kind(a)} of length {len(kids_a)} in {na}, length {len(kids_b)} in {nb}"
+    keys_a = [key_text(k) for k, _ in kids_a]
+    keys_b = [key_text(k) for k, _ in kids_b]
+    if isinstance(a, (list, tuple)) and not is_namedtuple(a) and len(kids_a) != len(kids_b):
+        yield (
+            f"at {where}: {_kind(a)} of length {len(kids_a)} in {na}, length {len(kids_b)} in {nb}"
+        )
         return
     if keys_a != keys_b:
         only_a = [k for k in keys_a if k not in keys_b]
@@ -189,13 +202,17 @@ def _walk_diff(path: tuple[Any, ...], a: Any, b: Any, names: Sequence[str]) -> I
             parts.append(f"{', '.join(only_b)} only in {nb}")
         if not parts:  # an OrderedDict remembers its order, and the order is part of the structure
             parts.append(
-                f"the same keys in another order ({', '.join(keys_a)} in {na}, {', '.join(keys_b)} in {nb})"
+                f"the same keys in another order ({', '.join(keys_a)} in {na}, "
+                f"{', '.join(keys_b)} in {nb})"
             )
         yield f"at {where}: {_kind(a)} keys differ: {'; '.join(parts)}"
     elif not isinstance(a, dict) and not _same_metadata(meta_a, meta_b):
-        yield f"at {where}: {_kind(a)} node metadata (static fields) {meta_a!r} in {na}, {meta_b!r} in {nb}"
-    by_key_b = dict(zip(keys_b, kids_b))
-    for name, (key, child_a) in zip(keys_a, kids_a):
+        yield (
+            f"at {where}: {_kind(a)} node metadata (static fields) {meta_a!r} in {na}, "
+            f"{meta_b!r} in {nb}"
+        )
+    by_key_b = dict(zip(keys_b, kids_b, strict=True))
+    for name, (key, child_a) in zip(keys_a, kids_a, strict=True):
         if name in by_key_b:
             yield from _walk_diff((*path, key), child_a, by_key_b[name][1], names)
 
@@ -215,28 +232,35 @@ def tree_diff(tree_a: PyTree, tree_b: PyTree, names: Sequence[str] = ("a", "b"))
 
 
 def assert_trees_close(
-    actual: PyTree, expected: PyTree, rtol: float = 1e-6, atol: float = 1e-6
+    actual: PyTree,
+    expected: PyTree,
+    rtol: float = RTOL,
+    atol: float = ATOL,
+    equal_nan: bool = False,
 ) -> None:
     """Raise ``AssertionError`` unless the trees match in structure and their leaves are close.
 
     Structure is compared first (the message lists every difference); then leaves, in order, and
     the message names the first leaf that differs, with the largest difference and where it is.
+    Closeness and its defaults (``rtol=1e-5``, ``atol=1e-8``, NaN unequal to NaN unless
+    ``equal_nan``) are those of ``cl.tree_allclose``; leaves that are no arrays must be equal.
 
     >>> assert_trees_close({"w": jnp.ones(2)}, {"w": jnp.array([1.0, 1.5])})
     Traceback (most recent call last):
-    AssertionError: leaf ['w'] differs: 1 of 2 elements not close (rtol=1e-06, atol=1e-06); largest difference 0.5 at index (1,): actual 1.0, expected 1.5
+    AssertionError: leaf ['w'] differs: 1 of 2 elements not close (rtol=1e-05, atol=1e-08); \
+largest difference 0.5 at index (1,): actual 1.0, expected 1.5
     """
-    if jax.tree.structure(actual) != jax.tree.structure(expected):
+    if not same_structure(actual, expected):
         lines = "\n".join(
             f"  {line}" for line in tree_diff(actual, expected, ("actual", "expected"))
         )
         raise AssertionError(
             "trees differ in structure:\n"
-            f"  actual:   {jax.tree.structure(actual)}\n  expected: {jax.tree.structure(expected)}\n{lines}"
+            f"  actual:   {jax.tree.structure(actual)}\n"
+            f"  expected: {jax.tree.structure(expected)}\n{lines}"
         )
-    for (path, leaf_a), leaf_e in zip(
-        jax.tree_util.tree_leaves_with_path(actual), jax.tree.leaves(expected)
-    ):
+    pairs = zip(jax.tree_util.tree_leaves_with_path(actual), jax.tree.leaves(expected), strict=True)
+    for (path, leaf_a), leaf_e in pairs:
         where = path_text(path)
         if not (is_array_like(leaf_a) and is_array_like(leaf_e)):
             if leaf_a != leaf_e:
@@ -247,12 +271,13 @@ def assert_trees_close(
         a, e = np.asarray(leaf_a), np.asarray(leaf_e)
         if a.shape != e.shape:
             raise AssertionError(f"leaf {where} has shape {a.shape}, expected {e.shape}")
-        close = np.isclose(a, e, rtol=rtol, atol=atol, equal_nan=True)
+        close = np.asarray(close_elements(a, e, rtol=rtol, atol=atol, equal_nan=equal_nan))
         if not close.all():
             gap = np.where(close, 0, np.abs(a.astype(np.float64) - e.astype(np.float64)))
             worst = np.unravel_index(np.argmax(gap), a.shape) if a.shape else ()
+            index = tuple(int(i) for i in worst)
             raise AssertionError(
                 f"leaf {where} differs: {int((~close).sum())} of {a.size} elements not close "
                 f"(rtol={rtol:g}, atol={atol:g}); largest difference {gap[worst]:.3g} at index "
-                f"{tuple(int(i) for i in worst)}: actual {a[worst].item()!r}, expected {e[worst].item()!r}"
+                f"{index}: actual {a[worst].item()!r}, expected {e[worst].item()!r}"
             )

@@ -7,8 +7,9 @@ params)`` returns ``(new_params, new_state)`` from one jitted step that donates 
 ``apply_gradients`` does both and returns the new parameters themselves.
 
 Because the learning rate is an array inside the state, changing it is new data, not a new
-program: ``apply_gradients(..., learning_rate=0.05)`` never recompiles. Pass a :class:`~course_lib.FlatTree`
-for ``params`` and ``grads`` and the whole step is one fused kernel, however many leaves there are.
+program: ``apply_gradients(..., learning_rate=0.05)`` never recompiles. Pass a
+:class:`~course_lib.FlatTree` for ``params`` and ``grads`` and the whole step is one fused kernel,
+however many leaves there are.
 """
 
 from collections.abc import Callable
@@ -18,7 +19,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._errors import check_array_leaves, check_same_structure, leaf_dtype
+from ._errors import check_array_leaves, check_same_structure
+from ._leaves import leaf_dtype
 from ._paths import combine, labels_as_masks, partition
 from ._tree_math import tree_zeros_like
 from ._typing import PyTree, Scalar
@@ -41,7 +43,7 @@ class AdamState(NamedTuple):
     """State of :func:`adam`: learning rate, step count, and the first and second moment trees."""
 
     learning_rate: jax.Array
-    count: jax.Array
+    count: jax.Array  # type: ignore[assignment]  # optax's name for the field; it hides tuple.count
     mu: PyTree
     nu: PyTree
 
@@ -77,28 +79,32 @@ def _is_weak(leaf: object) -> bool:
 
 
 def _without_weak_types(tree: PyTree) -> tuple[PyTree, bool]:
-    """``tree`` with its weakly typed leaves made plain arrays of the same dtype, and whether it had any."""
+    """``tree`` with weakly typed leaves made plain arrays of their dtype, and if it had any."""
     leaves, treedef = jax.tree.flatten(tree)
     weak = [_is_weak(leaf) for leaf in leaves]
     if not any(weak):
         return tree, False
     plain = [
-        jnp.asarray(leaf, dtype=leaf_dtype(leaf)) if w else leaf for leaf, w in zip(leaves, weak)
+        jnp.asarray(leaf, dtype=leaf_dtype(leaf)) if w else leaf
+        for leaf, w in zip(leaves, weak, strict=True)
     ]
     return jax.tree.unflatten(treedef, plain), True
 
 
 def _shared_buffers_message(name: str, grads: PyTree, state: Any, params: PyTree) -> str:
-    """Which leaves are one array, for the error XLA raises when a donated buffer is passed twice."""
+    """Which leaves are one array: for the error XLA raises when a donated buffer comes twice."""
     where: dict[int, list[str]] = {}
     for label, tree in (("params", params), ("state", state), ("grads", grads)):
         for path, leaf in jax.tree_util.tree_leaves_with_path(tree):
             where.setdefault(id(leaf), []).append(label + jax.tree_util.keystr(path))
     shared = "; ".join(" and ".join(paths) for paths in where.values() if len(paths) > 1)
     return (
-        f"{name}.apply_gradients: params and state are donated (their buffers are reused for the results), "
-        f"so no array may appear twice among the inputs, and here some do: {shared or 'see the XLA error above'}. "
-        f"Pass a copy (jnp.copy) where one array is used twice, or build the optimizer with donate=False."
+        f"{name}.apply_gradients: params and state are donated (their buffers are reused for the "
+        "results), "
+        "so no array may appear twice among the inputs, and here some do: "
+        f"{shared or 'see the XLA error above'}. "
+        "Pass a copy (jnp.copy) where one array is used twice, or build the optimizer with "
+        "donate=False."
     )
 
 
@@ -245,7 +251,8 @@ def adam(
     """Adam with bias correction, matching ``optax.adam``: a map over four trees at once.
 
     >>> opt = adam(0.1, donate=False)
-    >>> params, state = opt.apply_gradients({"w": jnp.array(3.0)}, opt.init({"w": jnp.array(1.0)}), {"w": jnp.array(1.0)})
+    >>> params = {"w": jnp.array(1.0)}
+    >>> params, state = opt.apply_gradients({"w": jnp.array(3.0)}, opt.init(params), params)
     >>> f"{float(params['w']):.4f}", int(state.count)
     ('0.9000', 1)
     """

@@ -21,6 +21,7 @@ import numpy as np
 from jax.tree_util import keystr
 
 from ._errors import TreeStructureError
+from ._leaves import same_structure
 from ._typing import PyTree
 
 
@@ -90,7 +91,8 @@ def _mask_bool(path: Any, leaf: Any, where: str) -> bool:
         return bool(leaf)
     if isinstance(leaf, jax.core.Tracer):
         raise TypeError(
-            f"{where}: the mask leaf at {leaf_name(path)!r} is a traced array: the mask was passed to "
+            f"{where}: the mask leaf at {leaf_name(path)!r} is a traced array: the mask was "
+            "passed to "
             "jax.jit "
             "as an argument. Masks are static: close over the mask (or make it a static argument)."
         )
@@ -171,7 +173,7 @@ def combine(*trees: PyTree) -> PyTree:
         raise TypeError("combine: give at least one tree.")
     structures = [jax.tree.structure(t, is_leaf=_is_none) for t in trees]
     for i, structure in enumerate(structures[1:], start=1):
-        if structure != structures[0]:
+        if not same_structure(trees[i], trees[0], is_leaf=_is_none):
             raise TreeStructureError(
                 f"combine: tree {i} does not have the structure of tree 0 (None counting as a "
                 "leaf):\n"
@@ -198,7 +200,8 @@ def labels_as_masks(labels: PyTree, names: Mapping[str, Any], where: str) -> dic
     for path, label in jax.tree_util.tree_leaves_with_path(labels):
         if not isinstance(label, str) or label not in names:
             raise ValueError(
-                f"{where}: the label at {leaf_name(path)!r} is {label!r}, which names no optimizer; "
+                f"{where}: the label at {leaf_name(path)!r} is {label!r}, which names no "
+                "optimizer; "
                 f"the optimizers are {sorted(names)}."
             )
     return {name: jax.tree.map(lambda label, name=name: label == name, labels) for name in names}

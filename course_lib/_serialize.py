@@ -1,7 +1,8 @@
-"""Saving a tree to a ``.npz`` file keyed by key paths, and loading it back with a structure check."""
+"""Saving a tree to a ``.npz`` file keyed by key paths; loading it back with a structure check."""
 
 import json
 import os
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -30,7 +31,9 @@ def save_tree(path: str | os.PathLike[str], tree: PyTree) -> None:
     {'b': [Array([0.], dtype=float32)], 'w': Array([1., 1.], dtype=float32)}
     """
     check_array_leaves(tree, "save_tree")
-    arrays, extension_dtypes = {}, {}
+    # Any, not np.ndarray: NumPy's stub types savez's **kwds against its keyword allow_pickle too.
+    arrays: dict[str, Any] = {}
+    extension_dtypes: dict[str, str] = {}
     for key_path, leaf in jax.tree_util.tree_leaves_with_path(tree):
         name, array = keystr(key_path), np.asarray(leaf)
         if array.dtype.kind == "V":  # an ml_dtypes type: .npz would store it as opaque void
@@ -73,7 +76,8 @@ def load_tree(path: str | os.PathLike[str], like: PyTree) -> PyTree:
             dtype = np.dtype(leaf.dtype) if hasattr(leaf, "dtype") else np.asarray(leaf).dtype
             if have.shape != shape or have.dtype != dtype:
                 problems.append(
-                    f"{name} is {have.dtype}{list(have.shape)} in the file, {dtype}{list(shape)} in `like`"
+                    f"{name} is {have.dtype}{list(have.shape)} in the file, {dtype}{list(shape)} "
+                    "in `like`"
                 )
     if not problems and saved_structure not in (None, str(treedef)):
         # Same key paths, other containers: a tuple saved and read into a list, say.

@@ -1,4 +1,4 @@
-"""Where a tree's bytes live: how much of each leaf every device holds, for placed and abstract trees.
+"""Where a tree's bytes live: how much of each leaf every device holds, placed or abstract.
 
 A leaf counts when it says where it lives: a ``jax.Array`` always does, a ``jax.ShapeDtypeStruct``
 when it carries a ``sharding`` (the abstract target of ``jax.jit(..., out_shardings=...)`` or of a
@@ -16,11 +16,12 @@ from ._typing import PyTree
 
 
 def leaf_shards(leaf: Any) -> Mapping[jax.Device, tuple[int, ...]] | None:
-    """The shape of the block each device holds of ``leaf``, or ``None`` for a leaf that lives nowhere.
+    """The shape of the block of ``leaf`` each device holds; ``None`` for a leaf that lives nowhere.
 
     Works from the sharding alone, so an abstract leaf answers as its array would, without data.
 
-    >>> leaf_shards(jax.ShapeDtypeStruct((4, 2), jnp.float32, sharding=jax.sharding.SingleDeviceSharding(jax.devices()[0])))
+    >>> one_device = jax.sharding.SingleDeviceSharding(jax.devices()[0])
+    >>> leaf_shards(jax.ShapeDtypeStruct((4, 2), jnp.float32, sharding=one_device))
     {CpuDevice(id=0): (4, 2)}
     """
     sharding = getattr(leaf, "sharding", None)
@@ -29,7 +30,9 @@ def leaf_shards(leaf: Any) -> Mapping[jax.Device, tuple[int, ...]] | None:
         return None
     blocks = {}
     for device, index in sharding.devices_indices_map(shape).items():
-        blocks[device] = tuple(len(range(*part.indices(n))) for part, n in zip(index, shape))
+        blocks[device] = tuple(
+            len(range(*part.indices(n))) for part, n in zip(index, shape, strict=True)
+        )
     return blocks
 
 

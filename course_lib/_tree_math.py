@@ -12,9 +12,10 @@ import operator
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.typing import ArrayLike
 
 from ._errors import check_array_leaves, check_same_structure
-from ._nodes import leaf_nbytes, leaf_size
+from ._leaves import leaf_nbytes, leaf_size, same_structure
 from ._typing import PyTree, Scalar
 
 
@@ -122,7 +123,7 @@ def tree_norm(tree: PyTree, ord: int | float | str | None = 2, squared: bool = F
 
 
 def tree_zeros_like(tree: PyTree, dtype: jnp.dtype | None = None) -> PyTree:
-    """A tree of zeros with the structure, shapes and (unless ``dtype`` is given) dtypes of ``tree``.
+    """Zeros with the structure, shapes and (unless ``dtype`` is given) dtypes of ``tree``.
 
     >>> tree_zeros_like({"w": jnp.ones((2,)), "skip": None})
     {'skip': None, 'w': Array([0., 0.], dtype=float32)}
@@ -191,15 +192,63 @@ def tree_cast(tree: PyTree, dtype: jnp.dtype | None) -> PyTree:
     return jax.tree.map(lambda leaf: jnp.asarray(leaf).astype(dtype), tree)
 
 
+RTOL = 1e-5
+"""Default relative tolerance of every tree comparison: NumPy's, ``np.allclose``'s and optax's."""
+ATOL = 1e-8
+"""Default absolute tolerance of every tree comparison: NumPy's, ``np.allclose``'s and optax's."""
+
+
+def close_elements(
+    actual: ArrayLike,
+    expected: ArrayLike,
+    rtol: float = RTOL,
+    atol: float = ATOL,
+    equal_nan: bool = False,
+) -> np.ndarray | jax.Array:
+    """Which elements of two leaves of one shape are close: the one closeness of the library.
+
+    An element is close when ``|actual - expected| <= atol + rtol * |expected|``, as in
+    ``np.isclose``: the tolerance scales with ``expected``. The defaults are NumPy's
+    (``rtol=1e-5``, ``atol=1e-8``), so ``cl.tree_allclose`` answers as ``np.allclose`` and
+    ``optax.tree_utils.tree_allclose`` do; NaN is close to nothing, not even NaN, unless
+    ``equal_nan``. Infinities are close to the same infinity. ``cl.tree_allclose``,
+    ``cl.assert_trees_close`` and the self-checks' ``trees_close`` all compare leaves here; a
+    caller that needs another tolerance passes it, named, with its reason.
+
+    A traced leaf (under ``jit``) gives a traced mask; concrete leaves give a NumPy one.
+
+    >>> actual = np.array([1.0, 1.0, np.nan, np.inf])
+    >>> expected = np.array([1.000001, 1.1, np.nan, np.inf])
+    >>> close_elements(actual, expected)
+    array([ True, False, False,  True])
+    >>> close_elements(0.0, 1e-7), close_elements(0.0, 1e-9)
+    (array(False), array(True))
+    >>> close_elements(np.nan, np.nan), close_elements(np.nan, np.nan, equal_nan=True)
+    (array(False), array(True))
+    """
+    if isinstance(actual, jax.core.Tracer) or isinstance(expected, jax.core.Tracer):
+        return jnp.isclose(actual, expected, rtol=rtol, atol=atol, equal_nan=equal_nan)
+    return np.asarray(
+        np.isclose(
+            np.asarray(actual), np.asarray(expected), rtol=rtol, atol=atol, equal_nan=equal_nan
+        )
+    )
+
+
 def tree_allclose(
-    tree_x: PyTree, tree_y: PyTree, rtol: float = 1e-5, atol: float = 1e-8, equal_nan: bool = False
+    actual: PyTree,
+    expected: PyTree,
+    rtol: float = RTOL,
+    atol: float = ATOL,
+    equal_nan: bool = False,
 ) -> bool | jax.Array:
     """Whether two trees have the same structure and leaves that are close (as ``np.allclose``).
 
-    Unlike ``optax.tree_utils.tree_allclose``, trees of different structure, or leaves of
-    different shapes, give ``False`` rather than an error or a broadcast, and the answer is a
-    Python ``bool``. Under ``jit`` the values are not known until the program runs, so there
-    the answer is a traced boolean array (structure and shapes are still decided at once).
+    Closeness and its defaults are :func:`close_elements`'s. Unlike
+    ``optax.tree_utils.tree_allclose``, trees of different structure, or leaves of different
+    shapes, give ``False`` rather than an error or a broadcast, and the answer is a Python
+    ``bool``. Under ``jit`` the values are not known until the program runs, so there the answer
+    is a traced boolean array (structure and shapes are still decided at once).
 
     >>> tree_allclose({"a": jnp.ones(2)}, {"a": jnp.ones(2) + 1e-7})
     True
@@ -208,16 +257,17 @@ def tree_allclose(
     >>> jax.jit(tree_allclose)({"a": jnp.ones(2)}, {"a": jnp.zeros(2)})
     Array(False, dtype=bool)
     """
-    if jax.tree.structure(tree_x) != jax.tree.structure(tree_y):
+    if not same_structure(actual, expected):
         return False
-    check_array_leaves(tree_x, "tree_allclose")
-    check_array_leaves(tree_y, "tree_allclose")
+    check_array_leaves(actual, "tree_allclose")
+    check_array_leaves(expected, "tree_allclose")
     traced = []
-    for x, y in zip(jax.tree.leaves(tree_x), jax.tree.leaves(tree_y)):
+    for x, y in zip(jax.tree.leaves(actual), jax.tree.leaves(expected), strict=True):
         if np.shape(x) != np.shape(y):
             return False
-        if isinstance(x, jax.core.Tracer) or isinstance(y, jax.core.Tracer):
-            traced.append(jnp.allclose(x, y, rtol=rtol, atol=atol, equal_nan=equal_nan))
-        elif not np.allclose(x, y, rtol=rtol, atol=atol, equal_nan=equal_nan):
+        close = close_elements(x, y, rtol=rtol, atol=atol, equal_nan=equal_nan)
+        if isinstance(close, jax.core.Tracer):
+            traced.append(jnp.all(close))
+        elif not close.all():
             return False
     return functools.reduce(jnp.logical_and, traced) if traced else True

@@ -3,6 +3,7 @@
 import logging
 import re
 from collections.abc import Callable
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -24,7 +25,7 @@ def fresh_jit() -> Callable[[jax.Array], jax.Array]:
 # --- count_compiles ------------------------------------------------------------------------------
 
 
-def test_count_compiles_new_shape_compiles_same_shape_does_not():
+def test_count_compiles_new_shape_compiles_same_shape_does_not() -> None:
     f = fresh_jit()
     a, b, c = jnp.ones(3), jnp.zeros(3), jnp.ones(4)
     with cl.count_compiles() as counter:
@@ -39,7 +40,7 @@ def test_count_compiles_new_shape_compiles_same_shape_does_not():
     assert counter.compile_seconds > 0.0
 
 
-def test_count_compiles_new_dtype_compiles():
+def test_count_compiles_new_dtype_compiles() -> None:
     f = fresh_jit()
     a, b = jnp.ones(3), jnp.ones(3, jnp.int32)
     f(a)
@@ -48,7 +49,7 @@ def test_count_compiles_new_dtype_compiles():
     assert counter.compiles == 1
 
 
-def test_count_compiles_new_dict_key_retraces():
+def test_count_compiles_new_dict_key_retraces() -> None:
     f = jax.jit(lambda d: sum(jnp.sum(v) for v in d.values()))
     one, two = {"a": jnp.ones(2)}, {"a": jnp.ones(2), "b": jnp.ones(2)}
     same_shape_other_values = {"a": jnp.zeros(2)}
@@ -61,7 +62,7 @@ def test_count_compiles_new_dict_key_retraces():
     assert (counter.traces, counter.compiles) == (1, 1)
 
 
-def test_count_compiles_nested_counters_each_count():
+def test_count_compiles_nested_counters_each_count() -> None:
     f = fresh_jit()
     a, b, c = jnp.ones(1), jnp.ones(2), jnp.ones(3)
     with cl.count_compiles() as outer:
@@ -73,7 +74,7 @@ def test_count_compiles_nested_counters_each_count():
     assert repr(inner) == "CompileCounter(traces=1, compiles=1)"
 
 
-def test_count_compiles_stops_counting_after_the_block():
+def test_count_compiles_stops_counting_after_the_block() -> None:
     f = fresh_jit()
     a, b = jnp.ones(5), jnp.ones(6)
     with cl.count_compiles() as counter:
@@ -82,7 +83,7 @@ def test_count_compiles_stops_counting_after_the_block():
     assert counter.compiles == 1
 
 
-def test_count_compiles_stops_counting_after_an_error():
+def test_count_compiles_stops_counting_after_an_error() -> None:
     f = fresh_jit()
     a = jnp.ones(7)
     with pytest.raises(RuntimeError), cl.count_compiles() as counter:
@@ -94,7 +95,7 @@ def test_count_compiles_stops_counting_after_an_error():
 # --- compile_limit -------------------------------------------------------------------------------
 
 
-def test_compile_limit_block_within_the_limit():
+def test_compile_limit_block_within_the_limit() -> None:
     f = fresh_jit()
     a, b = jnp.ones(8), jnp.ones(9)
     with cl.compile_limit(2) as counter:
@@ -104,7 +105,7 @@ def test_compile_limit_block_within_the_limit():
     assert counter.compiles == 2
 
 
-def test_compile_limit_block_over_the_limit_explains_why():
+def test_compile_limit_block_over_the_limit_explains_why() -> None:
     f = fresh_jit()
     a, b = jnp.ones(10), jnp.ones(11)
     with pytest.raises(cl.TooManyCompilesError) as info, cl.compile_limit(1):
@@ -116,7 +117,7 @@ def test_compile_limit_block_over_the_limit_explains_why():
     assert "* at x, now f32[11] and before f32[10]" in message
 
 
-def test_compile_limit_block_lets_other_errors_through():
+def test_compile_limit_block_lets_other_errors_through() -> None:
     f = fresh_jit()
     a, b = jnp.ones(12), jnp.ones(13)
     with pytest.raises(ZeroDivisionError), cl.compile_limit(0):
@@ -125,7 +126,7 @@ def test_compile_limit_block_lets_other_errors_through():
         _ = 1 / 0
 
 
-def test_compile_limit_decorator_counts_over_calls():
+def test_compile_limit_decorator_counts_over_calls() -> None:
     @cl.compile_limit(2)
     @jax.jit
     def cube(x: jax.Array) -> jax.Array:
@@ -143,7 +144,7 @@ def test_compile_limit_decorator_counts_over_calls():
     assert "* at x, now f32[4] and before f32[" in message
 
 
-def test_compile_limit_decorator_on_a_python_float_then_a_jax_float():
+def test_compile_limit_decorator_on_a_python_float_then_a_jax_float() -> None:
     @cl.compile_limit(1)
     @jax.jit
     def halve(x: jax.Array) -> jax.Array:
@@ -162,7 +163,7 @@ def test_compile_limit_decorator_on_a_python_float_then_a_jax_float():
 # --- capture_cache_misses ------------------------------------------------------------------------
 
 
-def test_capture_cache_misses_weak_type_explanation():
+def test_capture_cache_misses_weak_type_explanation() -> None:
     def add_one(x: jax.Array) -> jax.Array:
         return x + 1
 
@@ -174,7 +175,8 @@ def test_capture_cache_misses_weak_type_explanation():
     assert len(misses) == 2
     first, second = misses
     assert re.fullmatch(
-        r"TRACING CACHE MISS at test_compile\.py:\d+ \(test_capture_cache_misses_weak_type_explanation\):\n"
+        r"TRACING CACHE MISS at test_compile\.py:\d+ "
+        r"\(test_capture_cache_misses_weak_type_explanation\):\n"
         r"  never seen function:\n    add_one defined at test_compile\.py:\d+",
         first,
     )
@@ -184,7 +186,7 @@ def test_capture_cache_misses_weak_type_explanation():
     )
 
 
-def test_capture_cache_misses_has_no_ids_or_absolute_paths():
+def test_capture_cache_misses_has_no_ids_or_absolute_paths() -> None:
     f = fresh_jit()
     a, b = jnp.ones(14), jnp.ones((2, 7))
     with cl.capture_cache_misses() as misses:
@@ -196,7 +198,7 @@ def test_capture_cache_misses_has_no_ids_or_absolute_paths():
     assert __file__ not in text and not re.search(r"(^|\s)/\S+\.py", text)
 
 
-def test_capture_cache_misses_notebook_cells_read_cell():
+def test_capture_cache_misses_notebook_cells_read_cell() -> None:
     namespace: dict = {}
     source = "import jax\n\ndef cell_fn(x):\n    return x * 3\n\nf = jax.jit(cell_fn)\n"
     exec(compile(source, "/tmp/ipykernel_4242/2718281828.py", "exec"), namespace)
@@ -207,7 +209,7 @@ def test_capture_cache_misses_notebook_cells_read_cell():
     assert "ipykernel" not in misses[0] and "2718281828" not in misses[0]
 
 
-def test_capture_cache_misses_stays_quiet_and_restores_logging(capfd):
+def test_capture_cache_misses_stays_quiet_and_restores_logging(capfd: Any) -> None:
     logger = logging.getLogger("jax")
     handlers, propagate = list(logger.handlers), logger.propagate
     f = fresh_jit()
@@ -222,7 +224,7 @@ def test_capture_cache_misses_stays_quiet_and_restores_logging(capfd):
     assert len(misses) == 1
 
 
-def test_count_compiles_nested_counters_with_equal_counts_leave_cleanly():
+def test_count_compiles_nested_counters_with_equal_counts_leave_cleanly() -> None:
     with cl.count_compiles() as outer:
         with cl.count_compiles() as inner:
             pass

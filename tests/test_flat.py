@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import course_lib as cl
+from course_lib._leaves import same_structure
 
 
 def make_tree() -> dict:
@@ -20,7 +21,7 @@ def loss(tree: dict) -> jax.Array:
     return jnp.sum(jnp.sin(tree["w"]) * tree["s"]) + jnp.sum(tree["b"][0] ** 2) * tree["s"]
 
 
-def test_from_tree_buffer_layout_by_hand():
+def test_from_tree_buffer_layout_by_hand() -> None:
     flat = cl.FlatTree.from_tree(make_tree())
     # Leaves in jax.tree.leaves order: ['b'][0] (2), ['s'] (1), ['w'] (6).
     np.testing.assert_array_equal(
@@ -32,17 +33,17 @@ def test_from_tree_buffer_layout_by_hand():
     assert (flat.layout.size, flat.layout.dtype) == (9, np.dtype(np.float32))
 
 
-def test_from_tree_to_tree_round_trip():
+def test_from_tree_to_tree_round_trip() -> None:
     tree = make_tree()
     back = cl.FlatTree.from_tree(tree).to_tree()
-    assert jax.tree.structure(back) == jax.tree.structure(tree)
+    assert same_structure(back, tree)
     assert back["b"][1] is None
     for a, b in zip(jax.tree.leaves(back), jax.tree.leaves(tree), strict=True):
         assert a.shape == b.shape and a.dtype == b.dtype
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
 
 
-def test_getitem_by_keystr_path():
+def test_getitem_by_keystr_path() -> None:
     flat = cl.FlatTree.from_tree(make_tree())
     np.testing.assert_array_equal(np.asarray(flat["['w']"]), np.arange(6.0).reshape(2, 3))
     np.testing.assert_array_equal(np.asarray(flat["['b'][0]"]), [10.0, 20.0])
@@ -53,7 +54,7 @@ def test_getitem_by_keystr_path():
         )
 
 
-def test_getitem_unknown_path_lists_the_paths():
+def test_getitem_unknown_path_lists_the_paths() -> None:
     flat = cl.FlatTree.from_tree(make_tree())
     with pytest.raises(
         KeyError, match=r"no leaf at \['x'\]; the leaves are at \['b'\]\[0\], \['s'\], \['w'\]"
@@ -61,7 +62,7 @@ def test_getitem_unknown_path_lists_the_paths():
         flat["['x']"]
 
 
-def test_mixed_dtypes_name_a_leaf_of_each_dtype():
+def test_mixed_dtypes_name_a_leaf_of_each_dtype() -> None:
     tree = {f"f{i}": jnp.ones(1) for i in range(6)} | {"z": jnp.ones(2, jnp.int32)}
     with pytest.raises(cl.TreeLeafError) as info:
         cl.FlatTree.from_tree(tree)
@@ -70,7 +71,7 @@ def test_mixed_dtypes_name_a_leaf_of_each_dtype():
     assert "dtype=" in message
 
 
-def test_dtype_casts_every_leaf():
+def test_dtype_casts_every_leaf() -> None:
     tree = {"f": jnp.array([1.5, -2.0]), "i": jnp.array([3, 4], jnp.int32)}
     flat = cl.FlatTree.from_tree(tree, dtype=jnp.bfloat16)
     assert flat.buffer.dtype == jnp.bfloat16 and flat.layout.dtype == np.dtype(jnp.bfloat16)
@@ -82,12 +83,12 @@ def test_dtype_casts_every_leaf():
     assert as_float.buffer.dtype == jnp.float32
 
 
-def test_string_leaf_names_the_path():
+def test_string_leaf_names_the_path() -> None:
     with pytest.raises(cl.TreeLeafError, match=r"FlatTree.from_tree: the leaf at \['act'\] is str"):
         cl.FlatTree.from_tree({"w": jnp.ones(2), "act": "relu"})
 
 
-def test_flat_tree_is_a_pytree_with_one_leaf():
+def test_flat_tree_is_a_pytree_with_one_leaf() -> None:
     flat = cl.FlatTree.from_tree(make_tree())
     (leaf,) = jax.tree.leaves(flat)
     assert leaf is flat.buffer
@@ -98,12 +99,12 @@ def test_flat_tree_is_a_pytree_with_one_leaf():
     np.testing.assert_array_equal(np.asarray(doubled["['w']"]), 2 * np.arange(6.0).reshape(2, 3))
 
 
-def test_tree_summary_of_a_flat_tree_names_its_buffer():
+def test_tree_summary_of_a_flat_tree_names_its_buffer() -> None:
     summary = cl.tree_summary(cl.FlatTree.from_tree(make_tree()))
     assert [(r.path, r.shape, r.nbytes) for r in summary.rows] == [(".buffer", (9,), 36)]
 
 
-def test_grad_of_a_function_of_a_flat_tree_is_a_flat_tree():
+def test_grad_of_a_function_of_a_flat_tree_is_a_flat_tree() -> None:
     tree = make_tree()
     flat = cl.FlatTree.from_tree(tree)
     flat_grads = jax.grad(lambda f: loss(f.to_tree()))(flat)
@@ -119,7 +120,7 @@ def test_grad_of_a_function_of_a_flat_tree_is_a_flat_tree():
     np.testing.assert_allclose(float(flat_grads["['s']"]), expected_ds, rtol=1e-6)
 
 
-def test_flat_tree_under_jit():
+def test_flat_tree_under_jit() -> None:
     tree = make_tree()
     flat = cl.FlatTree.from_tree(tree)
     scaled = jax.jit(lambda f: cl.tree_scale(3.0, f))(flat)
@@ -131,7 +132,7 @@ def test_flat_tree_under_jit():
     np.testing.assert_array_equal(np.asarray(w), np.arange(6.0).reshape(2, 3) - 1.0)
 
 
-def test_same_layout_reuses_the_compiled_program():
+def test_same_layout_reuses_the_compiled_program() -> None:
     double = jax.jit(lambda f: cl.tree_scale(2.0, f))
     a = cl.FlatTree.from_tree({"w": jnp.ones(3), "b": jnp.ones(2)})
     b = cl.FlatTree.from_tree({"w": jnp.zeros(3), "b": jnp.zeros(2)})
@@ -145,14 +146,14 @@ def test_same_layout_reuses_the_compiled_program():
     assert counter.compiles == 1
 
 
-def test_different_layouts_are_different_structures():
+def test_different_layouts_are_different_structures() -> None:
     a = cl.FlatTree.from_tree({"w": jnp.ones(3), "b": jnp.ones(2)})
     b = cl.FlatTree.from_tree({"w": jnp.ones(2), "b": jnp.ones(3)})
     with pytest.raises(cl.TreeStructureError, match=r"at <root>: FlatTree node metadata"):
         cl.tree_add(a, b)
 
 
-def test_empty_tree():
+def test_empty_tree() -> None:
     flat = cl.FlatTree.from_tree({"a": None, "b": []})
     assert flat.buffer.shape == (0,) and flat.buffer.dtype == jnp.float32
     assert flat.paths == () and flat.layout.size == 0
@@ -160,14 +161,14 @@ def test_empty_tree():
     assert repr(flat) == "FlatTree(0 leaves, 0 x float32, buffer=ArrayImpl)"
 
 
-def test_repr():
+def test_repr() -> None:
     assert (
         repr(cl.FlatTree.from_tree(make_tree()))
         == "FlatTree(3 leaves, 9 x float32, buffer=ArrayImpl)"
     )
 
 
-def test_from_tree_single_leaf_is_a_copy_so_donation_spares_the_caller():
+def test_from_tree_single_leaf_is_a_copy_so_donation_spares_the_caller() -> None:
     leaf = jnp.arange(4.0)
     flat = cl.FlatTree.from_tree([leaf])
     assert flat.buffer is not leaf
@@ -176,8 +177,11 @@ def test_from_tree_single_leaf_is_a_copy_so_donation_spares_the_caller():
     assert not leaf.is_deleted() and flat.buffer.is_deleted()
 
 
-def test_to_tree_gradient_is_one_concatenate_not_a_padded_buffer_per_leaf():
+def test_to_tree_gradient_is_one_concatenate_not_a_padded_buffer_per_leaf() -> None:
     flat = cl.FlatTree.from_tree([{"w": jnp.ones((2, 2)), "b": jnp.zeros(2)} for _ in range(3)])
-    loss = lambda f: sum(jnp.sum(leaf**2) for leaf in jax.tree.leaves(f.to_tree()))
+
+    def loss(f: cl.FlatTree) -> jax.Array | int:
+        return sum(jnp.sum(leaf**2) for leaf in jax.tree.leaves(f.to_tree()))
+
     jaxpr = str(jax.make_jaxpr(jax.grad(loss))(flat))
     assert "pad[" not in jaxpr and jaxpr.count("concatenate[") == 1

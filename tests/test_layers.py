@@ -20,7 +20,7 @@ print(json.dumps([after_core, top_level()]))
 """
 
 
-def test_import_course_lib_loads_no_heavy_layers():
+def test_import_course_lib_loads_no_heavy_layers() -> None:
     result = subprocess.run(
         [sys.executable, "-c", PROBE], capture_output=True, text=True, check=True, timeout=120
     )

@@ -2,6 +2,7 @@
 that never recompile, donation, and clear errors."""
 
 from collections.abc import Callable
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -10,6 +11,7 @@ import optax
 import pytest
 
 import course_lib as cl
+from course_lib._leaves import is_namedtuple, same_structure
 
 
 def make_params() -> dict:
@@ -29,7 +31,7 @@ grad = jax.jit(jax.grad(loss))
 
 
 def assert_close(actual: object, expected: object, atol: float = 1e-6) -> None:
-    assert jax.tree.structure(actual) == jax.tree.structure(expected)
+    assert same_structure(actual, expected)
     for a, e in zip(jax.tree.leaves(actual), jax.tree.leaves(expected), strict=True):
         assert np.shape(a) == np.shape(e)
         np.testing.assert_allclose(np.asarray(a), np.asarray(e), rtol=1e-6, atol=atol)
@@ -76,12 +78,12 @@ CASES: dict[
 @pytest.mark.parametrize(
     ("case", "donate"), [(case, True) for case in CASES] + [("adam", False), ("nesterov", False)]
 )
-def test_optimizer_steps_match_optax(case, donate):
+def test_optimizer_steps_match_optax(case: Any, donate: Any) -> None:
     ours, theirs = CASES[case]
     assert_close(run_ours(ours(donate), 6), run_optax(theirs(), 6))
 
 
-def test_sgd_one_step_by_hand():
+def test_sgd_one_step_by_hand() -> None:
     opt = cl.sgd(0.5, donate=False)
     params = {"a": jnp.array([1.0, -2.0]), "b": (jnp.array(4.0), None)}
     grads = {"a": jnp.array([0.5, 1.0]), "b": (jnp.array(-2.0), None)}
@@ -90,7 +92,7 @@ def test_sgd_one_step_by_hand():
     assert float(state.learning_rate) == 0.5
 
 
-def test_momentum_two_steps_by_hand():
+def test_momentum_two_steps_by_hand() -> None:
     # v1 = g1 = 1, p1 = 0 - 0.1 * 1 = -0.1; v2 = 0.5 * 1 + 3 = 3.5, p2 = -0.1 - 0.35 = -0.45
     opt = cl.momentum(0.1, beta=0.5, donate=False)
     params = [jnp.array(0.0)]
@@ -108,7 +110,7 @@ def test_momentum_two_steps_by_hand():
     np.testing.assert_allclose(float(params[0]), -0.15, rtol=1e-6)
 
 
-def test_adam_first_step_is_the_learning_rate_times_the_sign():
+def test_adam_first_step_is_the_learning_rate_times_the_sign() -> None:
     # After one step the bias-corrected m / sqrt(v) is g / |g| (up to eps).
     opt = cl.adam(0.1, donate=False)
     params = {"w": jnp.array([1.0, 1.0, 1.0])}
@@ -125,20 +127,23 @@ def test_adam_first_step_is_the_learning_rate_times_the_sign():
         (lambda: cl.adam(0.1), cl.AdamState, ("mu", "nu")),
     ],
 )
-def test_state_is_a_namedtuple_of_trees_shaped_like_params(make, state_type, tree_fields):
+def test_state_is_a_namedtuple_of_trees_shaped_like_params(
+    make: Any, state_type: Any, tree_fields: Any
+) -> None:
     params = make_params()
     state = make().init(params)
-    assert type(state) is state_type and isinstance(state, tuple) and hasattr(state, "_fields")
+    assert type(state) is state_type and is_namedtuple(state)
     assert state.learning_rate.shape == () and state.learning_rate.dtype == jnp.float32
     for name in tree_fields:
         tree = getattr(state, name)
-        assert jax.tree.structure(tree) == jax.tree.structure(params)
+        assert same_structure(tree, params)
         for leaf, param in zip(jax.tree.leaves(tree), jax.tree.leaves(params), strict=True):
             assert leaf.shape == param.shape and leaf.dtype == param.dtype
             assert not np.any(np.asarray(leaf))
     if state_type is cl.AdamState:
         assert state.count.shape == () and state.count.dtype == jnp.int32
-    # The state is itself a pytree: its leaves are the rate (and count) plus one array per param per tree.
+    # The state is itself a pytree: its leaves are the rate (and count) plus one array per param per
+    # tree.
     n_params = len(jax.tree.leaves(params))
     assert len(jax.tree.leaves(state)) == 1 + (state_type is cl.AdamState) + n_params * len(
         tree_fields
@@ -146,7 +151,7 @@ def test_state_is_a_namedtuple_of_trees_shaped_like_params(make, state_type, tre
 
 
 @pytest.mark.parametrize("make", [cl.sgd, cl.momentum, cl.adam])
-def test_changing_learning_rate_never_recompiles(make):
+def test_changing_learning_rate_never_recompiles(make: Any) -> None:
     opt = make(0.1)
     params = make_params()
     state = opt.init(params)
@@ -161,7 +166,7 @@ def test_changing_learning_rate_never_recompiles(make):
 
 
 @pytest.mark.parametrize("make", [cl.sgd, cl.momentum, cl.adam])
-def test_weakly_typed_params_compile_the_step_once(make):
+def test_weakly_typed_params_compile_the_step_once(make: Any) -> None:
     # jnp.array(3.0) and 3.0 are weakly typed; the step returns plain float32 arrays, and without
     # care the second call would compile the step again for them.
     def weak_params() -> dict:
@@ -189,7 +194,7 @@ def test_weakly_typed_params_compile_the_step_once(make):
     assert_close(params, expected)
 
 
-def test_weakly_typed_rate_arrays_share_the_compiled_step():
+def test_weakly_typed_rate_arrays_share_the_compiled_step() -> None:
     # jnp.asarray(0.2) is weakly typed; making it a plain float32 is one small eager program,
     # compiled once per process (hence the warm-up), and the step itself is never traced again.
     opt = cl.sgd(0.1)
@@ -206,7 +211,7 @@ def test_weakly_typed_rate_arrays_share_the_compiled_step():
     assert (counter.traces, counter.compiles) == (0, 0)
 
 
-def test_changed_learning_rate_is_used_and_kept():
+def test_changed_learning_rate_is_used_and_kept() -> None:
     opt = cl.sgd(1.0, donate=False)
     params = {"w": jnp.array([1.0, 2.0])}
     grads = {"w": jnp.array([10.0, -10.0])}
@@ -219,7 +224,7 @@ def test_changed_learning_rate_is_used_and_kept():
 
 
 @pytest.mark.parametrize("make", [cl.sgd, cl.momentum, cl.adam])
-def test_donation_deletes_old_params_and_state(make):
+def test_donation_deletes_old_params_and_state(make: Any) -> None:
     opt = make(0.1)
     params = make_params()
     state = opt.init(params)
@@ -230,7 +235,7 @@ def test_donation_deletes_old_params_and_state(make):
 
 
 @pytest.mark.parametrize("make", [cl.sgd, cl.momentum, cl.adam])
-def test_donate_false_keeps_old_params_and_state(make):
+def test_donate_false_keeps_old_params_and_state(make: Any) -> None:
     opt = make(0.1, donate=False)
     params = make_params()
     state = opt.init(params)
@@ -239,7 +244,7 @@ def test_donate_false_keeps_old_params_and_state(make):
     np.testing.assert_array_equal(np.asarray(params["w"]), np.asarray(make_params()["w"]))
 
 
-def test_donation_leaves_the_callers_learning_rate_alone():
+def test_donation_leaves_the_callers_learning_rate_alone() -> None:
     rate, new_rate = jnp.float32(0.1), jnp.float32(0.05)
     opt = cl.sgd(rate)
     params = make_params()
@@ -249,7 +254,7 @@ def test_donation_leaves_the_callers_learning_rate_alone():
     assert float(opt.init(params).learning_rate) == pytest.approx(0.1)  # the optimizer still works
 
 
-def test_one_array_donated_twice_names_both_places():
+def test_one_array_donated_twice_names_both_places() -> None:
     tied = jnp.ones(3)
     params = {"embed": tied, "unembed": tied}  # tied weights: one array in two places
     opt = cl.sgd(0.1)
@@ -267,7 +272,7 @@ def test_one_array_donated_twice_names_both_places():
     np.testing.assert_allclose(np.asarray(new["unembed"]), [0.9, 0.9, 0.9], rtol=1e-6)
 
 
-def test_apply_gradients_inside_a_jitted_train_step_with_a_traced_rate():
+def test_apply_gradients_inside_a_jitted_train_step_with_a_traced_rate() -> None:
     opt = cl.momentum(0.1, beta=0.5, donate=False)
     params = [jnp.array(0.0)]
     step = jax.jit(lambda g, s, p, lr: opt.apply_gradients(g, s, p, learning_rate=lr))
@@ -276,7 +281,7 @@ def test_apply_gradients_inside_a_jitted_train_step_with_a_traced_rate():
 
 
 @pytest.mark.parametrize("make", [cl.sgd, cl.momentum, cl.adam])
-def test_mismatched_grads_name_the_path(make):
+def test_mismatched_grads_name_the_path(make: Any) -> None:
     opt = make(0.1, donate=False)
     params = make_params()
     state = opt.init(params)
@@ -291,7 +296,7 @@ def test_mismatched_grads_name_the_path(make):
     assert "at ['b']: list in params, tuple in grads" in message
 
 
-def test_missing_grad_names_the_key():
+def test_missing_grad_names_the_key() -> None:
     opt = cl.adam(0.1, donate=False)
     params = make_params()
     grads = grad(params)
@@ -302,7 +307,7 @@ def test_missing_grad_names_the_key():
         opt.apply_gradients(grads, opt.init(params), params)
 
 
-def test_string_leaves_name_the_path():
+def test_string_leaves_name_the_path() -> None:
     opt = cl.sgd(0.1, donate=False)
     with pytest.raises(cl.TreeLeafError, match=r"sgd.init: the leaf at \['act'\] is str"):
         opt.init({"w": jnp.ones(2), "act": "relu"})
@@ -314,7 +319,7 @@ def test_string_leaves_name_the_path():
 
 
 @pytest.mark.parametrize("make", [cl.sgd, cl.momentum, cl.adam])
-def test_optimizer_over_a_flat_tree_equals_the_plain_tree(make):
+def test_optimizer_over_a_flat_tree_equals_the_plain_tree(make: Any) -> None:
     plain_opt, flat_opt = make(0.05), make(0.05)
     params = make_params()
     flat = cl.FlatTree.from_tree(make_params())
@@ -330,5 +335,5 @@ def test_optimizer_over_a_flat_tree_equals_the_plain_tree(make):
     assert_close(flat.to_tree(), params)
 
 
-def test_optimizer_repr():
+def test_optimizer_repr() -> None:
     assert repr(cl.adam(0.001, donate=False)) == "adam(learning_rate=0.001, donate=False)"

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from strategies import Layer, trees
 
 import course_lib as cl
+from course_lib._leaves import same_structure
 
 
 def _mask_from_bits(tree: Any, bits: list[bool]) -> Any:
@@ -28,7 +29,7 @@ def _mask_from_bits(tree: Any, bits: list[bool]) -> Any:
 
 def _same(a: Any, b: Any) -> bool:
     none = lambda x: x is None  # noqa: E731
-    if jax.tree.structure(a, is_leaf=none) != jax.tree.structure(b, is_leaf=none):
+    if not same_structure(a, b, is_leaf=none):
         return False
     return all(
         (x is None and y is None) or (x is not None and y is not None and np.array_equal(x, y))
@@ -65,14 +66,14 @@ def test_partition_splits_the_leaves_between_the_halves(tree: Any, bits: list[bo
     ]
     # Both halves keep every container: with None as a leaf they have one structure.
     none = lambda x: x is None  # noqa: E731
-    assert jax.tree.structure(selected, is_leaf=none) == jax.tree.structure(rest, is_leaf=none)
+    assert same_structure(selected, rest, is_leaf=none)
 
 
 @settings(max_examples=60, deadline=None)
 @given(trees())
 def test_tree_mask_has_the_structure_of_the_tree(tree: Any) -> None:
     mask = cl.tree_mask(tree, lambda name: len(name) % 2 == 0)
-    assert jax.tree.structure(mask) == jax.tree.structure(tree)
+    assert same_structure(mask, tree)
     names = [
         jax.tree_util.keystr(p, simple=True, separator="/")
         for p, _ in jax.tree_util.tree_leaves_with_path(tree)

@@ -2,6 +2,7 @@
 
 import os
 import stat
+from pathlib import Path
 from typing import NamedTuple
 
 import jax
@@ -10,6 +11,7 @@ import numpy as np
 import pytest
 
 import course_lib as cl
+from course_lib._leaves import same_structure
 
 
 class Pair(NamedTuple):
@@ -26,19 +28,19 @@ def make_tree() -> dict:
 
 
 def assert_identical(actual: object, expected: object) -> None:
-    assert jax.tree.structure(actual) == jax.tree.structure(expected)
+    assert same_structure(actual, expected)
     for a, e in zip(jax.tree.leaves(actual), jax.tree.leaves(expected), strict=True):
         assert a.shape == e.shape and a.dtype == e.dtype
         np.testing.assert_array_equal(np.asarray(a, np.float64), np.asarray(e, np.float64))
 
 
-def test_save_load_round_trip(tmp_path):
+def test_save_load_round_trip(tmp_path: Path) -> None:
     path = tmp_path / "params.npz"
     cl.save_tree(path, make_tree())
     assert_identical(cl.load_tree(path, like=make_tree()), make_tree())
 
 
-def test_file_is_keyed_by_key_path(tmp_path):
+def test_file_is_keyed_by_key_path(tmp_path: Path) -> None:
     path = tmp_path / "params.npz"
     cl.save_tree(path, make_tree())
     with np.load(path) as data:
@@ -47,7 +49,7 @@ def test_file_is_keyed_by_key_path(tmp_path):
     np.testing.assert_array_equal(stored["['w']"], np.arange(6.0).reshape(2, 3))
 
 
-def test_bfloat16_survives_the_round_trip(tmp_path):
+def test_bfloat16_survives_the_round_trip(tmp_path: Path) -> None:
     path = tmp_path / "half.npz"
     tree = {
         "h": jnp.array([1.5, -0.25, 3.0], jnp.bfloat16),
@@ -60,7 +62,7 @@ def test_bfloat16_survives_the_round_trip(tmp_path):
     np.testing.assert_array_equal(np.asarray(loaded["f8"], np.float32), [0.5, 2.0])
 
 
-def test_root_leaf_and_empty_tree(tmp_path):
+def test_root_leaf_and_empty_tree(tmp_path: Path) -> None:
     cl.save_tree(tmp_path / "leaf.npz", jnp.arange(3.0))
     np.testing.assert_array_equal(
         np.asarray(cl.load_tree(tmp_path / "leaf.npz", like=jnp.zeros(3))), [0.0, 1.0, 2.0]
@@ -69,7 +71,7 @@ def test_root_leaf_and_empty_tree(tmp_path):
     assert cl.load_tree(tmp_path / "empty.npz", like={"a": None}) == {"a": None}
 
 
-def test_like_may_be_shapes_only(tmp_path):
+def test_like_may_be_shapes_only(tmp_path: Path) -> None:
     path = tmp_path / "params.npz"
     cl.save_tree(path, make_tree())
     shapes = jax.eval_shape(make_tree)
@@ -77,7 +79,7 @@ def test_like_may_be_shapes_only(tmp_path):
     assert_identical(cl.load_tree(path, like=shapes), make_tree())
 
 
-def test_missing_key_names_the_path(tmp_path):
+def test_missing_key_names_the_path(tmp_path: Path) -> None:
     path = tmp_path / "params.npz"
     tree = make_tree()
     del tree["w"]
@@ -85,12 +87,12 @@ def test_missing_key_names_the_path(tmp_path):
     with pytest.raises(cl.TreeStructureError) as info:
         cl.load_tree(path, like=make_tree())
     assert (
-        str(info.value)
-        == f"load_tree: {path} does not fit the structure of `like`:\n  - ['w'] is missing from the file"
+        str(info.value) == f"load_tree: {path} does not fit the structure of `like`:\n"
+        "  - ['w'] is missing from the file"
     )
 
 
-def test_extra_key_names_the_path(tmp_path):
+def test_extra_key_names_the_path(tmp_path: Path) -> None:
     path = tmp_path / "params.npz"
     cl.save_tree(path, {**make_tree(), "extra": jnp.ones(1)})
     with pytest.raises(
@@ -99,7 +101,7 @@ def test_extra_key_names_the_path(tmp_path):
         cl.load_tree(path, like=make_tree())
 
 
-def test_wrong_shape_and_dtype_name_the_path(tmp_path):
+def test_wrong_shape_and_dtype_name_the_path(tmp_path: Path) -> None:
     path = tmp_path / "params.npz"
     cl.save_tree(path, make_tree())
     like = make_tree()
@@ -114,7 +116,7 @@ def test_wrong_shape_and_dtype_name_the_path(tmp_path):
     ]
 
 
-def test_atomic_write_leaves_no_temporary_files(tmp_path):
+def test_atomic_write_leaves_no_temporary_files(tmp_path: Path) -> None:
     path = tmp_path / "params.npz"
     cl.save_tree(path, make_tree())
     cl.save_tree(path, {**make_tree(), "w": jnp.zeros((2, 3))})  # overwrite in place
@@ -124,7 +126,7 @@ def test_atomic_write_leaves_no_temporary_files(tmp_path):
     )
 
 
-def test_failed_write_keeps_the_old_file_and_no_temporary(tmp_path):
+def test_failed_write_keeps_the_old_file_and_no_temporary(tmp_path: Path) -> None:
     path = tmp_path / "params.npz"
     cl.save_tree(path, make_tree())
     before = path.read_bytes()
@@ -137,7 +139,7 @@ def test_failed_write_keeps_the_old_file_and_no_temporary(tmp_path):
     assert path.read_bytes() == before
 
 
-def test_saved_file_has_the_usual_permissions(tmp_path):
+def test_saved_file_has_the_usual_permissions(tmp_path: Path) -> None:
     umask = os.umask(0o022)
     os.umask(umask)
     path = tmp_path / "params.npz"
@@ -145,7 +147,7 @@ def test_saved_file_has_the_usual_permissions(tmp_path):
     assert stat.S_IMODE(path.stat().st_mode) == 0o666 & ~umask
 
 
-def test_load_tree_refuses_the_same_paths_in_other_containers(tmp_path):
+def test_load_tree_refuses_the_same_paths_in_other_containers(tmp_path: Path) -> None:
     target = tmp_path / "pair.npz"
     cl.save_tree(target, (jnp.ones(2), jnp.zeros(1)))
     with pytest.raises(

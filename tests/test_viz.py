@@ -5,6 +5,8 @@ import dataclasses
 import itertools
 import re
 import time
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
 
 import matplotlib
 
@@ -15,6 +17,7 @@ import jax.numpy as jnp
 import matplotlib.pyplot as plt
 import numpy as np
 import pytest
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from course_lib import viz
@@ -31,14 +34,14 @@ class Linear:
 class Box:
     """A class registered by hand, with metadata that is not a dataclass field."""
 
-    def __init__(self, value, tag):
+    def __init__(self, value: Any, tag: Any) -> None:
         self.value, self.tag = value, tag
 
 
 jax.tree_util.register_pytree_with_keys(
     Box,
     lambda box: (((jax.tree_util.GetAttrKey("value"), box.value),), box.tag),
-    lambda tag, kids: Box(kids[0], tag),
+    lambda tag, kids: Box(next(iter(kids)), tag),
 )
 
 Point = collections.namedtuple("Point", "x y")
@@ -46,46 +49,46 @@ Pair = collections.namedtuple("Pair", "w weight")
 
 
 @pytest.fixture(autouse=True)
-def _close_figures():
+def _close_figures() -> Iterator[None]:
     yield
     plt.close("all")
 
 
-def _nested():
+def _nested() -> dict[str, Any]:
     point = Point(jnp.zeros((2, 2)), 3)
     return {"a": [1.0, (jnp.ones(3), None)], "b": None, "c": (point, {"d": jnp.int32(1)}), "e": []}
 
 
-def _linears():
+def _linears() -> dict[str, Linear]:
     return {
         "layer": Linear(jnp.ones((4, 3)), jnp.zeros(3)),
         "out": Linear(jnp.ones((3, 1)), jnp.zeros(1), "head"),
     }
 
 
-def _params():
+def _params() -> dict[str, jax.Array]:
     return {"w": jnp.ones((3, 2)), "b": jnp.zeros(2)}
 
 
-def _layers(n, width=8):
+def _layers(n: int, width: int = 8) -> dict[str, dict[str, jax.Array]]:
     return {f"layer_{i}": {"w": jnp.ones((width, width)), "b": jnp.zeros(width)} for i in range(n)}
 
 
-def _texts(fig, kind=None):
-    texts = fig.axes[0].texts
+def _texts(fig: Figure, kind: str | None = None) -> list[str]:
+    texts = list(fig.axes[0].texts)
     if kind is not None:
         texts = [t for t in texts if (t.get_gid() or "").startswith(f"tree-{kind}")]
     return [t.get_text() for t in texts]
 
 
-def _bottom_texts(fig):
+def _bottom_texts(fig: Figure) -> list[str]:
     return [t for k in ("leaf", "none", "summary", "more") for t in _texts(fig, k)]
 
 
 # draw_tree
 
 
-def test_draw_tree_params_labels():
+def test_draw_tree_params_labels() -> None:
     fig = viz.draw_tree(_params())
     assert isinstance(fig, Figure)
     assert sorted(_texts(fig)) == ["['b']", "['w']", "dict", "f32[2]", "f32[3,2]"]
@@ -94,13 +97,13 @@ def test_draw_tree_params_labels():
     assert sorted(_texts(fig, "edge")) == ["['b']", "['w']"]
 
 
-def test_draw_tree_is_detached_from_pyplot():
+def test_draw_tree_is_detached_from_pyplot() -> None:
     before = plt.get_fignums()
     viz.draw_tree(_params())
     assert plt.get_fignums() == before
 
 
-def test_draw_tree_containers_none_and_scalars():
+def test_draw_tree_containers_none_and_scalars() -> None:
     fig = viz.draw_tree(_nested())
     assert sorted(_texts(fig, "node")) == [
         "Point",
@@ -118,13 +121,13 @@ def test_draw_tree_containers_none_and_scalars():
     )
 
 
-def test_draw_tree_static_metadata():
+def test_draw_tree_static_metadata() -> None:
     fig = viz.draw_tree(_linears())
     assert sorted(_texts(fig, "node")) == ["Linear name='dense'", "Linear name='head'", "dict"]
     assert sorted(_texts(fig, "edge")) == [".b", ".b", ".w", ".w", "['layer']", "['out']"]
 
 
-def test_draw_tree_registered_node_metadata():
+def test_draw_tree_registered_node_metadata() -> None:
     fig = viz.draw_tree(Box(jnp.ones(2), "blue"))
     assert _texts(fig, "node") == ["Box 'blue'"]
     assert _texts(fig, "edge") == [".value"]
@@ -133,33 +136,39 @@ def test_draw_tree_registered_node_metadata():
 @pytest.mark.parametrize(
     "tree, text", [(jnp.ones(3), "f32[3]"), (None, "None"), ({}, "dict (empty)"), (5, "5")]
 )
-def test_draw_tree_single_node(tree, text):
+def test_draw_tree_single_node(tree: Any, text: Any) -> None:
     assert _texts(viz.draw_tree(tree)) == [text]
 
 
-def test_draw_tree_title():
+def test_draw_tree_title() -> None:
     fig = viz.draw_tree(_params(), title="params")
     assert _texts(fig, "title") == ["params"]
 
 
-def test_draw_tree_leaf_count_under_max():
+def test_draw_tree_leaf_count_under_max() -> None:
     tree = _layers(25)  # 50 leaves
     fig = viz.draw_tree(tree, max_leaves=50)
     assert len(_texts(fig, "leaf")) == 50
     assert _texts(fig, "summary") == _texts(fig, "more") == _texts(fig, "note") == []
 
 
-def _counts(texts):
+def _count(pattern: str, text: str) -> int:
+    found = re.search(pattern, text)
+    assert found is not None, f"{pattern!r} not in {text!r}"
+    return int(found[1])
+
+
+def _counts(texts: Iterable[str]) -> tuple[int, int]:
     """Leaves and params stated by the summary and "more" boxes."""
     leaves = params = 0
     for text in texts:
         flat = text.replace(",", "")
-        leaves += int(re.search(r"(\d+) lea(f|ves)", flat)[1])
-        params += int(re.search(r"(\d+) params?", flat)[1])
+        leaves += _count(r"(\d+) lea(f|ves)", flat)
+        params += _count(r"(\d+) params?", flat)
     return leaves, params
 
 
-def test_draw_tree_summarises_200_leaves():
+def test_draw_tree_summarises_200_leaves() -> None:
     tree = {"encoder": [_params() for _ in range(50)], "decoder": [_params() for _ in range(50)]}
     fig = viz.draw_tree(tree, max_leaves=50)
     assert len(_bottom_texts(fig)) <= 50
@@ -174,7 +183,7 @@ def test_draw_tree_summarises_200_leaves():
     assert _texts(fig, "note") == ["200 leaves · 800 params in all; grey boxes are folded subtrees"]
 
 
-def test_draw_tree_wide_node_shows_first_children_and_the_rest():
+def test_draw_tree_wide_node_shows_first_children_and_the_rest() -> None:
     fig = viz.draw_tree([jnp.ones(4)] * 200, max_leaves=20)
     leaves = _texts(fig, "leaf")
     assert len(leaves) == 19 and leaves[0] == "[0] f32[4]"  # sideways: the key comes first
@@ -182,33 +191,34 @@ def test_draw_tree_wide_node_shows_first_children_and_the_rest():
     assert "[19] … [199]" in _texts(fig, "edge")
 
 
-def test_draw_tree_alike_children_show_a_few_in_depth():
+def test_draw_tree_alike_children_show_a_few_in_depth() -> None:
     fig = viz.draw_tree({"layers": [_params() for _ in range(100)]}, max_leaves=50)
     assert _texts(fig, "leaf") == ["f32[2]", "f32[3,2]"] * 3  # [0], [1], [2] in full
     assert _texts(fig, "more") == ["97 more\n194 leaves\n776 params"]
     assert "[3] … [99]" in _texts(fig, "edge")
 
 
-def test_draw_tree_rejects_tiny_max_leaves():
+def test_draw_tree_rejects_tiny_max_leaves() -> None:
     with pytest.raises(ValueError, match="max_leaves"):
         viz.draw_tree(_params(), max_leaves=1)
 
 
-def _artists(fig):
+def _artists(fig: Figure) -> list[tuple[str, str | None, Any, float]]:
     return [
         (t.get_text(), t.get_gid(), t.get_position(), t.get_rotation()) for t in fig.axes[0].texts
     ]
 
 
-def test_draw_tree_is_deterministic():
+def test_draw_tree_is_deterministic() -> None:
     tree = {"a": [1.0, (jnp.ones(3), None)], "big": [jnp.ones(2)] * 80}
     first, second = viz.draw_tree(tree), viz.draw_tree(tree)
     assert _artists(first) == _artists(second)
     assert tuple(first.get_size_inches()) == tuple(second.get_size_inches())
 
 
-def _overlaps(fig):
+def _overlaps(fig: Figure) -> Iterator[tuple[str, str]]:
     fig.canvas.draw()  # places the boxes around the labels
+    assert isinstance(fig.canvas, FigureCanvasAgg)
     renderer = fig.canvas.get_renderer()
     boxes = []
     for text in fig.axes[0].texts:
@@ -233,9 +243,10 @@ def _overlaps(fig):
     ],
     ids=["50-leaves", "nested", "dataclasses", "200-leaves", "flat-200"],
 )
-def test_draw_tree_labels_do_not_overlap(tree):
+def test_draw_tree_labels_do_not_overlap(tree: Any) -> None:
     fig = viz.draw_tree(tree, title="a title")
     assert list(_overlaps(fig)) == []
+    assert isinstance(fig.canvas, FigureCanvasAgg)
     renderer, frame = fig.canvas.get_renderer(), fig.bbox
     for text in fig.axes[0].texts:
         patch = text.get_bbox_patch()
@@ -246,16 +257,18 @@ def test_draw_tree_labels_do_not_overlap(tree):
         assert inside, text.get_text()
 
 
-def test_draw_tree_50_leaf_labels_are_spread_evenly():
+def test_draw_tree_50_leaf_labels_are_spread_evenly() -> None:
     fig = viz.draw_tree(_layers(25))
     xs = sorted(
-        t.get_position()[0] for t in fig.axes[0].texts if t.get_gid().startswith("tree-leaf")
+        t.get_position()[0]
+        for t in fig.axes[0].texts
+        if (t.get_gid() or "").startswith("tree-leaf")
     )
     steps = np.diff(xs)
     assert len(xs) == 50 and steps.min() > 0 and np.allclose(steps, steps[0])
 
 
-def test_draw_tree_into_given_axes():
+def test_draw_tree_into_given_axes() -> None:
     fig, (left, right) = plt.subplots(1, 2)
     assert viz.draw_tree(_params(), ax=right) is fig
     assert len(left.texts) == 0
@@ -271,7 +284,7 @@ def test_draw_tree_into_given_axes():
 # TreeExplorer
 
 
-def _model():
+def _model() -> dict[str, Any]:
     return {
         "encoder": {
             "layers": [{"w": jnp.arange(6.0).reshape(3, 2), "b": jnp.zeros(2)} for _ in range(3)],
@@ -283,12 +296,12 @@ def _model():
     }
 
 
-def _expected_totals(subtree):
+def _expected_totals(subtree: Any) -> tuple[int, int]:
     leaves = jax.tree.leaves(subtree)
     return len(leaves), sum(int(np.size(leaf)) for leaf in leaves if not isinstance(leaf, str))
 
 
-def test_explorer_first_rows():
+def test_explorer_first_rows() -> None:
     explorer = viz.TreeExplorer(_model())
     assert explorer.visible_rows() == [
         ("<root>", "▾ <root>  dict · 10 leaves · 37 params"),
@@ -303,10 +316,10 @@ def test_explorer_first_rows():
 @pytest.mark.parametrize(
     "path", ["", "['encoder']", "['encoder']['layers']", "['encoder']['layers'][1]", "['decoder']"]
 )
-def test_explorer_subtree_totals(path):
+def test_explorer_subtree_totals(path: str) -> None:
     tree = _model()
     explorer = viz.TreeExplorer(tree)
-    subtree = tree
+    subtree: Any = tree
     for key in re.findall(r"\['(\w+)'\]|\[(\d+)\]", path):
         subtree = subtree[key[0]] if key[0] else subtree[int(key[1])]
     leaves, params = _expected_totals(subtree)
@@ -314,7 +327,7 @@ def test_explorer_subtree_totals(path):
     assert f"· {leaves:,} leaves · {params:,} params" in label
 
 
-def test_explorer_expand_and_collapse():
+def test_explorer_expand_and_collapse() -> None:
     explorer = viz.TreeExplorer(_model())
     explorer.expand("['encoder']['layers']")
     paths = [path for path, _ in explorer.visible_rows()]
@@ -336,7 +349,7 @@ def test_explorer_expand_and_collapse():
     assert "['encoder']['layers'][2]" in [path for path, _ in explorer.visible_rows()]
 
 
-def test_explorer_select_leaf_shows_details():
+def test_explorer_select_leaf_shows_details() -> None:
     tree = _model()
     explorer = viz.TreeExplorer(tree)
     explorer.select("['encoder']['layers'][1]['w']")
@@ -347,7 +360,13 @@ def test_explorer_select_leaf_shows_details():
     assert details["path"] == "['encoder']['layers'][1]['w']"
     assert details["shape"] == "(3, 2)" and details["dtype"] == "float32"
     assert details["size"] == "6 params · 24 B"
-    for name, fn in [("mean", np.mean), ("std", np.std), ("min", np.min), ("max", np.max)]:
+    stats: list[tuple[str, Callable[[Any], Any]]] = [
+        ("mean", np.mean),
+        ("std", np.std),
+        ("min", np.min),
+        ("max", np.max),
+    ]
+    for name, fn in stats:
         assert details[name] == f"{fn(values):.4g}"
     assert (
         "course-explorer-selected"
@@ -355,7 +374,7 @@ def test_explorer_select_leaf_shows_details():
     )
 
 
-def test_explorer_select_scalar_string_and_node():
+def test_explorer_select_scalar_string_and_node() -> None:
     explorer = viz.TreeExplorer(_model())
     explorer.select("['encoder']['scale']")
     assert "value  0.5" in explorer.details
@@ -367,7 +386,7 @@ def test_explorer_select_scalar_string_and_node():
     assert "empty subtree" in explorer.details
 
 
-def test_explorer_paths_as_key_tuples_and_prefix_keys():
+def test_explorer_paths_as_key_tuples_and_prefix_keys() -> None:
     explorer = viz.TreeExplorer({"p": Pair(jnp.ones(1), jnp.ones(5))})
     explorer.select("['p'].weight")
     assert "f32[5]" in explorer.details  # not confused with .w, a prefix of .weight
@@ -378,7 +397,7 @@ def test_explorer_paths_as_key_tuples_and_prefix_keys():
     assert explorer.selected == "['p'].weight"
 
 
-def test_explorer_unknown_path():
+def test_explorer_unknown_path() -> None:
     explorer = viz.TreeExplorer(_model())
     with pytest.raises(KeyError, match="nope"):
         explorer.expand("['nope']")
@@ -386,7 +405,7 @@ def test_explorer_unknown_path():
         explorer.expand("['act']")
 
 
-def _buttons(explorer):
+def _buttons(explorer: viz.TreeExplorer) -> dict[str, Any]:
     rows = explorer.widget.children[0].children
     return {
         button.tooltip: button
@@ -395,7 +414,7 @@ def _buttons(explorer):
     }
 
 
-def test_explorer_clicks():
+def test_explorer_clicks() -> None:
     explorer = viz.TreeExplorer(_model())
     _buttons(explorer)["['encoder']"].click()
     assert explorer.is_expanded("['encoder']")
@@ -407,7 +426,7 @@ def test_explorer_clicks():
     assert "course-explorer-expanded" not in _buttons(explorer)["['encoder']"]._dom_classes
 
 
-def test_explorer_css_classes():
+def test_explorer_css_classes() -> None:
     explorer = viz.TreeExplorer(_model())
     assert "course-explorer" in explorer.widget._dom_classes
     tree_box, details = explorer.widget.children
@@ -421,7 +440,7 @@ def test_explorer_css_classes():
     assert "course-explorer-expanded" in classes["<root>"]
 
 
-def test_explorer_pages_long_lists():
+def test_explorer_pages_long_lists() -> None:
     explorer = viz.TreeExplorer([jnp.ones(2)] * 250, page_size=100)
     rows = explorer.widget.children[0].children
     assert len(explorer.visible_rows()) == 101 and "course-explorer-more" in rows[-1]._dom_classes
@@ -437,7 +456,7 @@ def test_explorer_pages_long_lists():
     assert [path for path, _ in explorer.visible_rows()][1] == "[100]"
 
 
-def test_explorer_opens_10000_leaves_at_once():
+def test_explorer_opens_10000_leaves_at_once() -> None:
     tree = {
         "layers": [
             {"w": np.ones((4, 4), np.float32), "b": np.zeros(4, np.float32)} for _ in range(5000)
@@ -454,7 +473,7 @@ def test_explorer_opens_10000_leaves_at_once():
     explorer.close()
 
 
-def test_explorer_display():
+def test_explorer_display() -> None:
     explorer = viz.TreeExplorer(_params())
     bundle = explorer._repr_mimebundle_()
     assert bundle["text/plain"] == "TreeExplorer(<root>  dict · 2 leaves · 8 params)"
@@ -469,13 +488,15 @@ _Y = 3.0 * _X + 0.5
 
 
 @jax.jit
-def _train(learning_rate, steps):
+def _train(learning_rate: jax.Array, steps: jax.Array | int) -> jax.Array:
     """Gradient descent on a line fit, for a traced number of steps: one compilation for all."""
 
-    def loss(params):
+    def loss(params: dict[str, jax.Array]) -> jax.Array:
         return jnp.mean((params["w"] * _X + params["b"] - _Y) ** 2)
 
-    def step(i, carry):
+    def step(
+        i: jax.Array, carry: tuple[dict[str, jax.Array], jax.Array]
+    ) -> tuple[dict[str, jax.Array], jax.Array]:
         params, losses = carry
         value, grads = jax.value_and_grad(loss)(params)
         params = jax.tree.map(lambda p, g: p - learning_rate * g, params, grads)
@@ -485,15 +506,15 @@ def _train(learning_rate, steps):
     return jax.lax.fori_loop(0, steps, step, (start, jnp.zeros(MAX_STEPS)))[1]
 
 
-def _run(learning_rate, steps):
+def _run(learning_rate: jax.Array, steps: int) -> np.ndarray:
     return np.asarray(_train(learning_rate, steps))[:steps]
 
 
-def test_training_first_run_compiles_once():
-    _train.clear_cache()
+def test_training_first_run_compiles_once() -> None:
+    _train.clear_cache()  # type: ignore[attr-defined]  # jax stubs omit a jitted function's clear_cache
     playground = viz.TrainingPlayground(_run, learning_rate=0.1, steps=40, max_steps=MAX_STEPS)
     assert playground.compiles == 1 and playground.runs == 1
-    assert len(playground.losses) == 40 and len(playground.line.get_ydata()) == 40
+    assert len(playground.losses) == 40 and len(np.asarray(playground.line.get_ydata())) == 40
     assert playground.stats_text.splitlines() == [
         "learning rate 0.1 · 40 steps",
         f"final loss {float(playground.losses[-1]):.3g}",
@@ -502,29 +523,30 @@ def test_training_first_run_compiles_once():
     assert bytes(playground.plot.value).startswith(b"\x89PNG")
 
 
-def test_training_learning_rate_redraws_without_compiling():
+def test_training_learning_rate_redraws_without_compiling() -> None:
     playground = viz.TrainingPlayground(_run, learning_rate=0.1, steps=40, max_steps=MAX_STEPS)
     compiles, stats = playground.compiles, playground.stats_text
     curve, image = np.array(playground.line.get_ydata()), bytes(playground.plot.value)
     playground.lr_slider.value = 0.5
     assert not np.allclose(playground.line.get_ydata(), curve)
-    np.testing.assert_allclose(playground.line.get_ydata(), _run(jnp.float32(0.5), 40))
+    np.testing.assert_allclose(np.asarray(playground.line.get_ydata()), _run(jnp.float32(0.5), 40))
     assert playground.stats_text != stats and bytes(playground.plot.value) != image
     assert "learning rate 0.5" in playground.stats_text
     assert playground.compiles == compiles and playground.last_compiles == 0
     assert playground.stats_text.endswith(f"compilations: 0 for this change, {compiles} in all")
 
 
-def test_training_steps_change_the_number_of_points():
+def test_training_steps_change_the_number_of_points() -> None:
     playground = viz.TrainingPlayground(_run, learning_rate=0.1, steps=40, max_steps=MAX_STEPS)
     compiles = playground.compiles
     playground.steps_slider.value = 17
-    assert len(playground.line.get_xdata()) == len(playground.line.get_ydata()) == 17
+    line = playground.line
+    assert len(np.asarray(line.get_xdata())) == len(np.asarray(line.get_ydata())) == 17
     assert "17 steps" in playground.stats_text
     assert playground.compiles == compiles
 
 
-def test_training_counts_compilations_of_a_static_step_count():
+def test_training_counts_compilations_of_a_static_step_count() -> None:
     static = jax.jit(lambda lr, steps: jnp.full(steps, lr), static_argnums=1)
     playground = viz.TrainingPlayground(static, learning_rate=0.1, steps=5, max_steps=MAX_STEPS)
     playground.steps_slider.value = 6
@@ -533,8 +555,8 @@ def test_training_counts_compilations_of_a_static_step_count():
     assert playground.last_compiles == 0 and playground.compiles == 2
 
 
-def test_training_shows_errors_instead_of_raising():
-    def broken(learning_rate, steps):
+def test_training_shows_errors_instead_of_raising() -> None:
+    def broken(learning_rate: jax.Array, steps: int) -> np.ndarray:
         raise TypeError("loss is not a scalar")
 
     playground = viz.TrainingPlayground(broken, steps=5, max_steps=MAX_STEPS)
@@ -545,17 +567,17 @@ def test_training_shows_errors_instead_of_raising():
     assert playground.error is None and len(playground.losses) == 6
 
 
-def test_training_rejects_bad_arguments():
+def test_training_rejects_bad_arguments() -> None:
     with pytest.raises(ValueError, match="outside lr_range"):
         viz.TrainingPlayground(_run, learning_rate=2.0)
     with pytest.raises(ValueError, match="max_steps"):
         viz.TrainingPlayground(_run, steps=600, max_steps=500)
 
 
-def test_training_passes_a_float32_array_and_an_int():
-    seen = []
+def test_training_passes_a_float32_array_and_an_int() -> None:
+    seen: list[tuple[jax.Array, int]] = []
 
-    def run(learning_rate, steps):
+    def run(learning_rate: jax.Array, steps: int) -> np.ndarray:
         seen.append((learning_rate, steps))
         return np.ones(steps)
 
@@ -566,7 +588,7 @@ def test_training_passes_a_float32_array_and_an_int():
     assert type(steps) is int
 
 
-def test_training_css_classes_and_display():
+def test_training_css_classes_and_display() -> None:
     playground = viz.TrainingPlayground(_run, steps=5, max_steps=MAX_STEPS)
     assert "course-lr-slider" in playground.lr_slider._dom_classes
     assert "course-steps-slider" in playground.steps_slider._dom_classes
@@ -580,7 +602,7 @@ def test_training_css_classes_and_display():
     playground.close()
 
 
-def test_core_does_not_import_viz():
+def test_core_does_not_import_viz() -> None:
     import subprocess
     import sys
 

@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
+from .._leaves import shorten
 from . import _wire
 from ._guard import is_learner_file, is_the_learners_function, standing_in, stops_here, watch
 from ._plain import NotPlainError
@@ -22,7 +23,7 @@ _MESSAGE_LIMIT = 400
 
 def _short(text: str, limit: int = _MESSAGE_LIMIT) -> str:
     text = " ".join(text.split()) if "\n" not in text.strip() else text.strip()
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    return shorten(text, limit)
 
 
 def _exception_text(error: BaseException) -> str:

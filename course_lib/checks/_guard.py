@@ -38,6 +38,8 @@ from typing import Any
 
 import course_lib
 
+from .._leaves import shorten
+
 MAX_FLAGS = 5
 _LINE_LIMIT = 120
 
@@ -189,7 +191,7 @@ def is_the_learners_function(code: types.CodeType) -> None:
 
 def _line_of(filename: str, lineno: int) -> str:
     text = linecache.getline(filename, lineno).strip()
-    return text if len(text) <= _LINE_LIMIT else text[: _LINE_LIMIT - 1] + "…"
+    return shorten(text, _LINE_LIMIT)
 
 
 def _where(caller: types.FrameType | None) -> tuple[str, int] | None:

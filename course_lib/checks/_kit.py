@@ -31,12 +31,16 @@ import numpy as np
 
 import course_lib as cl
 
+from .._leaves import same_structure, shorten
+from .._tree_math import close_elements
 from ._plain import describe, rebuild_tree, to_plain, tree_plain
 from ._spec import Case, Judge
 
 __all__ = [
     "ACTIVATIONS",
     "CONTAINERS",
+    "JUDGE_ATOL",
+    "JUDGE_RTOL",
     "KEYS",
     "NONE_RECORD",
     "SMALL_SHAPES",
@@ -172,7 +176,7 @@ def error_text(error: BaseException, limit: int = 300) -> str:
     except Exception:  # noqa: BLE001 (a learner's exception may fail to print)
         text = ""
     text = _FOLDERS.sub(r"\1", _LOCATION.sub("", _ADDRESS.sub("", text)))
-    text = text if len(text) <= limit else text[: limit - 3] + "..."
+    text = shorten(text, limit)
     return f"{type(error).__name__}: {text}" if text else type(error).__name__
 
 
@@ -282,9 +286,18 @@ def judge_equal(got: Any, expected: Any, case: Case) -> str | None:
     return plain_difference(got, expected)
 
 
+JUDGE_RTOL = 1e-5
+"""Relative tolerance of the self-checks' tree comparisons: ``cl.tree_allclose``'s own."""
+JUDGE_ATOL = 1e-6
+"""Absolute tolerance of the self-checks' tree comparisons, looser than the core's 1e-8: a
+learner's float32 code that sums in another order than the NumPy reference can differ by
+1e-7 near zero, and that is no mistake. NaN counts as equal to NaN there too: a NaN the
+reference also gives is not the learner's fault."""
+
+
 def structure_difference(
-    mine: Any,
-    theirs: Any,
+    actual: Any,
+    expected: Any,
     names: tuple[str, str] = ("yours", "expected"),
     labels: tuple[str, str] | None = None,
 ) -> list[str]:
@@ -298,16 +311,16 @@ def structure_difference(
     >>> structure_difference([1.0], [2.0])
     []
     """
-    if jax.tree.structure(mine) == jax.tree.structure(theirs):
+    if same_structure(actual, expected):
         return []
-    lines = list(cl.tree_diff(mine, theirs, names=names))
+    lines = list(cl.tree_diff(actual, expected, names=names))
     if lines:
         return lines
     first, second = labels or names
-    return [f"{first}: {jax.tree.structure(mine)}", f"{second}: {jax.tree.structure(theirs)}"]
+    return [f"{first}: {jax.tree.structure(actual)}", f"{second}: {jax.tree.structure(expected)}"]
 
 
-def tree_judge(rtol: float = 1e-5, atol: float = 1e-6, dtypes: bool = True) -> Judge:
+def tree_judge(rtol: float = JUDGE_RTOL, atol: float = JUDGE_ATOL, dtypes: bool = True) -> Judge:
     """A judge for :func:`call_tree` results: structure first (by key path), then each leaf.
 
     Structure differences are told by the core's ``cl.tree_diff``; leaf values by
@@ -324,7 +337,7 @@ def tree_judge(rtol: float = 1e-5, atol: float = 1e-6, dtypes: bool = True) -> J
                 f"  {line}" for line in lines
             )
         try:
-            cl.assert_trees_close(mine, theirs, rtol=rtol, atol=atol)
+            cl.assert_trees_close(mine, theirs, rtol=rtol, atol=atol, equal_nan=True)
         except AssertionError as error:
             return str(error).replace("actual ", "yours ") + "."
         if dtypes:
@@ -397,20 +410,27 @@ def missing_return(got: Any, expected: Any, name: str) -> str | None:
 # --- typical mistakes --------------------------------------------------------------------------
 
 
-def trees_close(mine: Any, theirs: Any, rtol: float = 1e-5, atol: float = 1e-6) -> bool:
+def trees_close(
+    actual: Any, expected: Any, rtol: float = JUDGE_RTOL, atol: float = JUDGE_ATOL
+) -> bool:
     """Whether two trees have one structure and close leaves (NaN equal to NaN); never raises.
+
+    Leaves are compared as float64 by the core's one closeness (``close_elements``), with the
+    self-checks' tolerances :data:`JUDGE_RTOL` and :data:`JUDGE_ATOL`.
 
     >>> trees_close({"a": [1.0, np.nan]}, {"a": [1.0 + 1e-7, np.nan]}), trees_close([1.0], (1.0,))
     (True, False)
     """
-    if jax.tree.structure(mine) != jax.tree.structure(theirs):
+    if not same_structure(actual, expected):
         return False
-    for a, b in zip(jax.tree.leaves(mine), jax.tree.leaves(theirs), strict=True):
+    for a, b in zip(jax.tree.leaves(actual), jax.tree.leaves(expected), strict=True):
         try:
             a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
         except (TypeError, ValueError):
             return False
-        if a.shape != b.shape or not np.allclose(a, b, rtol=rtol, atol=atol, equal_nan=True):
+        if a.shape != b.shape:
+            return False
+        if not close_elements(a, b, rtol=rtol, atol=atol, equal_nan=True).all():
             return False
     return True
 
@@ -418,8 +438,8 @@ def trees_close(mine: Any, theirs: Any, rtol: float = 1e-5, atol: float = 1e-6) 
 def matching_variant(
     mine: Any,
     variants: Sequence[tuple[str, Callable[[], Any]]],
-    rtol: float = 1e-5,
-    atol: float = 1e-6,
+    rtol: float = JUDGE_RTOL,
+    atol: float = JUDGE_ATOL,
     rebuilt: bool = False,
 ) -> str | None:
     """The hint of the first typical mistake ``mine`` matches (:func:`trees_close`), or ``None``.

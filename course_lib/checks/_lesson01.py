@@ -8,6 +8,7 @@ import jax
 import numpy as np
 from jax.tree_util import keystr
 
+from .._leaves import leaf_size
 from ._kit import (
     Layer,
     Opaque,
@@ -36,7 +37,7 @@ def _none_leaf(x: Any) -> bool:
 
 
 def _count_params(tree: Any) -> int:
-    return sum(int(np.size(leaf)) for leaf in jax.tree.leaves(tree))
+    return sum(leaf_size(leaf) or 0 for leaf in jax.tree.leaves(tree))
 
 
 def _count_case(tree: Any, label: str) -> Case:

@@ -19,6 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.tree_util import keystr
 
+from .._leaves import is_namedtuple
 from ._kit import (
     Layer,
     Point,
@@ -64,10 +65,6 @@ def _array_leaf(rng: np.random.Generator) -> Any:
     else:
         array = random_f32(rng, *random_shape(rng))
     return jax.device_put(array) if rng.random() < 0.5 else array
-
-
-def _is_namedtuple(x: Any) -> bool:
-    return isinstance(x, tuple) and hasattr(type(x), "_fields")
 
 
 def _structure_problem(mine: Any, theirs: Any, what: str) -> str | None:
@@ -343,7 +340,7 @@ def _state_problem(state: Any, what: str) -> str | None:
             f"{what} is a plain tuple; return an AdamState(count=..., mu=..., nu=...), the "
             "class defined above."
         )
-    if not _is_namedtuple(state):
+    if not is_namedtuple(state):
         return (
             f"{what} is {describe(state, 80)}; return an AdamState(count=..., mu=..., nu=...), "
             "the class defined above."
@@ -542,7 +539,7 @@ def _judge_adam(got: Any, expected: Any, case: Case) -> str | None:
     ):  # the probe may stop early
         at = f"at step {i + 1} of {len(expected)}: " if len(expected) > 1 else ""
         mine, theirs = rebuild_tree(record), rebuild_tree(want)
-        if not (isinstance(mine, tuple) and not _is_namedtuple(mine) and len(mine) == 2):
+        if not (isinstance(mine, tuple) and not is_namedtuple(mine) and len(mine) == 2):
             return f"{at}returned {describe(mine, 80)}; return a pair (new_params, new_state)."
         problem = _structure_problem(mine[0], theirs[0], "new_params") or _state_problem(
             mine[1], "the new state"

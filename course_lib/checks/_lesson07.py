@@ -31,6 +31,7 @@ from jax.sharding import AbstractMesh, AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
 from jax.tree_util import keystr
 
+from .._leaves import leaf_nbytes, leaf_size
 from .._paths import leaf_name
 from ._kit import Layer, Point, as_float32, random_array
 from ._plain import describe
@@ -624,9 +625,7 @@ def make_init(
 def _abstract_size(init: Callable[[jax.Array], Any], key: jax.Array) -> tuple[int, int]:
     shapes = jax.eval_shape(init, key)
     leaves = jax.tree.leaves(shapes)
-    return sum(math.prod(s.shape) for s in leaves), sum(
-        math.prod(s.shape) * np.dtype(s.dtype).itemsize for s in leaves
-    )
+    return sum(leaf_size(s) or 0 for s in leaves), sum(leaf_nbytes(s) or 0 for s in leaves)
 
 
 def _size_cases(rng: np.random.Generator) -> list[Case]:

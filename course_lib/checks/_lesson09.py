@@ -14,6 +14,7 @@ import jax
 import numpy as np
 from jax.tree_util import keystr
 
+from .._leaves import leaf_size
 from .._paths import leaf_name
 from ._kit import (
     Layer,
@@ -434,7 +435,7 @@ GROUP_SGD = Exercise(
 
 def _count_by_group(params: dict[str, Any]) -> dict[str, int]:
     return {
-        group: sum(int(np.size(leaf)) for leaf in jax.tree.leaves(sub))
+        group: sum(leaf_size(leaf) or 0 for leaf in jax.tree.leaves(sub))
         for group, sub in params.items()
     }
 

@@ -13,19 +13,15 @@ from typing import Any
 
 import jax
 import numpy as np
-from jax.tree_util import default_registry, keystr
+from jax.tree_util import default_registry
 
-from .._nodes import leaf_spec
+from .._leaves import is_namedtuple, key_text, leaf_spec, shorten
 
 _MAX_DEPTH = 60
 
 
 class NotPlainError(TypeError):
     """The value cannot be reduced to plain data."""
-
-
-def _is_namedtuple(x: Any) -> bool:
-    return isinstance(x, tuple) and hasattr(type(x), "_fields")
 
 
 def _array(x: Any) -> np.ndarray:
@@ -47,7 +43,7 @@ def to_plain(value: Any, _depth: int = 0) -> Any:
         return value
     if isinstance(value, (jax.Array, np.ndarray, np.generic)):
         return _array(value)
-    if _is_namedtuple(value):
+    if is_namedtuple(value):
         raise NotPlainError(f"a namedtuple {type(value).__name__}")
     if type(value) in (list, tuple):
         return type(value)(to_plain(item, _depth + 1) for item in value)
@@ -66,11 +62,11 @@ def _short_repr(x: Any, limit: int = 80) -> str:
         text = repr(x)
     except Exception:  # noqa: BLE001 (a learner's object may fail to print)
         text = f"<{type(x).__name__}>"
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    return shorten(text, limit)
 
 
 def _node_kind(node: Any) -> str:
-    if _is_namedtuple(node):
+    if is_namedtuple(node):
         return "namedtuple"
     for kind in (collections.OrderedDict, collections.defaultdict):
         if type(node) is kind:
@@ -115,7 +111,7 @@ def tree_plain(tree: Any, _depth: int = 0) -> dict[str, Any]:
         # first.
         keys = [f".{name}" for name in type(tree)._fields]
     else:
-        keys = [keystr((key,)) for key, _ in children]
+        keys = [key_text(key) for key, _ in children]
     record: dict[str, Any] = {
         "node": kind,
         "type": type(tree).__name__,
@@ -242,8 +238,7 @@ def describe(value: Any, limit: int = 160) -> str:
     >>> describe({"b": None, "w": [jnp.ones((3, 2)), 1.5]})
     "{'b': None, 'w': [f32[3,2], 1.5]}"
     """
-    text = _describe(value, 0)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    return shorten(_describe(value, 0), limit)
 
 
 def _describe(x: Any, depth: int) -> str:
@@ -253,7 +248,7 @@ def _describe(x: Any, depth: int) -> str:
         return leaf_spec(x)
     if isinstance(x, np.generic):
         return f"np.{type(x).__name__}({x.item()!r})"
-    if _is_namedtuple(x):
+    if is_namedtuple(x):
         inner = ", ".join(
             f"{f}={_describe(v, depth + 1)}" for f, v in zip(type(x)._fields, x, strict=True)
         )

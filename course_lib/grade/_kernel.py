@@ -35,6 +35,7 @@ from jupyter_core.utils import ensure_async
 from nbclient import NotebookClient
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
+from .._leaves import shorten
 from . import _confine
 
 _TIMEOUT_NAME = "CourseGraderCellTimeout"
@@ -88,8 +89,7 @@ class KernelStartError(RuntimeError):
 
 
 def _shorten(text: str, limit: int = _ERROR_TEXT_LIMIT) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    return shorten(" ".join(str(text).split()), limit)
 
 
 class _Client(NotebookClient):

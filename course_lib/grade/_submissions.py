@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from course_lib._leaves import shorten
 from course_lib.checks import Exercise, exercises, lessons
 from course_lib.checks._guard import code_id, parse_cell
 
@@ -252,7 +253,7 @@ def cell_label(number: int, source: str) -> str:
     first = next((line.strip() for line in source.splitlines() if line.strip()), "")
     if not first:
         return f"code cell {number} (empty)"
-    shown = first if len(first) <= _FIRST_LINE_LIMIT else first[:_FIRST_LINE_LIMIT].rstrip() + "…"
+    shown = shorten(first, _FIRST_LINE_LIMIT + 1)
     return f"code cell {number} (`{shown.replace('`', chr(39))}`)"
 
 

@@ -19,8 +19,8 @@ from matplotlib.collections import LineCollection
 from matplotlib.figure import Figure
 
 from .. import PyTree
-from .._nodes import children, leaf_spec
-from ._nodes import Totals, key_text, leaf_totals, node_label, totals_text
+from .._leaves import children, key_text, leaf_spec
+from ._labels import Totals, leaf_totals, node_label, totals_text
 
 _FONT = "DejaVu Sans Mono"
 _EM = 0.61  # advance width of a DejaVu Sans Mono character (0.602 em), rounded up
@@ -202,7 +202,7 @@ def _head(item: _Item) -> float:
 
 
 def _measure(item: _Item, compact: bool, depth: int = 0) -> float:
-    """Width of each subtree's interval; in compact mode, turn labels wider than what hangs below."""
+    """Width of each subtree's interval; compact mode turns labels wider than what hangs below."""
     item.depth = depth
     gap = _GAP_COMPACT if compact else _GAP
     if item.kids:
@@ -253,7 +253,7 @@ def _rows(items: list[_Item]) -> None:
 
 
 def _layout(root: _Item) -> list[_Item]:
-    """Positions for every item, trying level labels first and sideways labels if that is too wide."""
+    """Positions for every item: level labels first, sideways labels if those are too wide."""
     if _measure(root, compact=False) > _MAX_WIDTH:
         _measure(root, compact=True)
     _place(root, 0.0, _GAP_COMPACT if any(i.rotated for i in _walk(root)) else _GAP)

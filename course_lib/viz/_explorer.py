@@ -11,8 +11,16 @@ import jax
 import numpy as np
 
 from .. import PyTree
-from .._nodes import children, has_shape, human_bytes, leaf_spec, path_text
-from ._nodes import Totals, key_text, node_label, totals, totals_text
+from .._leaves import (
+    children,
+    has_shape,
+    human_bytes,
+    is_abstract_array,
+    key_text,
+    leaf_spec,
+    path_text,
+)
+from ._labels import Totals, node_label, totals, totals_text
 
 KeyPath = str | Sequence[Any]
 """A key path: JAX's text for it (``"['encoder'][0]"``, ``""`` or ``"<root>"`` for the root), or
@@ -208,7 +216,7 @@ class TreeExplorer:
             row.button.description = row.label()
 
     def _reveal(self, row: _Row) -> None:
-        """Open every ancestor of ``row``, and turn to the page of children that holds its branch."""
+        """Open every ancestor of ``row`` and turn to the page of children that holds its branch."""
         for parent in self._ancestors(row):
             if not parent.expanded:
                 self._open(parent)
@@ -275,7 +283,7 @@ class TreeExplorer:
         return self._find(path).label()
 
     def visible_rows(self) -> list[tuple[str, str]]:
-        """``(key path, label)`` for every row on screen, top to bottom (the "more" buttons aside)."""
+        """``(key path, label)`` for every row on screen, top to bottom, "more" buttons aside."""
         return [
             (path_text(row.path), row.label()) for row in self._visible() if isinstance(row, _Row)
         ]
@@ -440,10 +448,9 @@ def _leaf_details(row: _Row) -> list[tuple[str, str]]:
         ("dtype", str(np.dtype(leaf.dtype))),
         ("size", f"{t.params:,} params · {human_bytes(t.nbytes)}"),
     ]
-    try:
-        values = np.asarray(leaf)
-    except Exception:  # an abstract leaf such as jax.ShapeDtypeStruct has no values
+    if is_abstract_array(leaf):  # a jax.ShapeDtypeStruct has a shape and a dtype, no values
         return lines
+    values = np.asarray(leaf)
     if values.size and values.dtype.kind in "biuf":
         v = values.astype(np.float64)
         finite = np.isfinite(v)

@@ -1,4 +1,4 @@
-"""Pictures of a tree spread over devices: each leaf's layout over the devices, and the bytes per device."""
+"""Pictures of a tree spread over devices: each leaf's layout, and the bytes on each device."""
 
 from typing import Any
 
@@ -7,11 +7,11 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
+from matplotlib.figure import Figure, SubFigure
 from matplotlib.patches import Rectangle
 
 from .. import PyTree
-from .._nodes import human_bytes, leaf_spec, path_text
+from .._leaves import human_bytes, leaf_spec, path_text
 from .._sharding import leaf_shards, tree_bytes_per_device
 
 _COLORS = ("#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860", "#da8bc3", "#8c8c8c")
@@ -114,14 +114,15 @@ def draw_shardings(tree: PyTree, columns: int = 4, max_leaves: int = 24) -> Figu
     ]
     if not placed:
         raise ValueError(
-            "no leaf of this tree lives on a device: place it with jax.device_put, or give the shapes a sharding"
+            "no leaf of this tree lives on a device: place it with jax.device_put, or give the "
+            "shapes a sharding"
         )
     shown = placed[:max_leaves]
     columns = max(1, min(columns, len(shown)))
     lines = -(-len(shown) // columns)
     fig = _detached_figure((2.6 * columns, 2.1 * lines))
     axes = fig.subplots(lines, columns, squeeze=False)
-    for ax, (path, leaf) in zip(axes.flat, shown):
+    for ax, (path, leaf) in zip(axes.flat, shown, strict=False):  # the grid may have spare axes
         _draw_leaf(ax, path, leaf)
     for ax in list(axes.flat)[len(shown) :]:
         ax.set_axis_off()
@@ -132,8 +133,8 @@ def draw_shardings(tree: PyTree, columns: int = 4, max_leaves: int = 24) -> Figu
 
 def draw_device_bytes(
     tree: PyTree, ax: Axes | None = None, title: str = "bytes per device"
-) -> Figure:
-    """A bar per device: how many bytes of ``tree`` it holds (``cl.tree_bytes_per_device``), labelled.
+) -> Figure | SubFigure:
+    """A labelled bar per device: the bytes of ``tree`` it holds (``cl.tree_bytes_per_device``).
 
     >>> import matplotlib; matplotlib.use("Agg")
     >>> fig = draw_device_bytes({"w": jax.device_put(jnp.ones((4, 2)))})
@@ -143,8 +144,10 @@ def draw_device_bytes(
     totals = tree_bytes_per_device(tree)
     if not totals:
         raise ValueError(
-            "no leaf of this tree lives on a device: place it with jax.device_put, or give the shapes a sharding"
+            "no leaf of this tree lives on a device: place it with jax.device_put, or give the "
+            "shapes a sharding"
         )
+    fig: Figure | SubFigure
     if ax is None:
         fig = _detached_figure((max(3.0, 0.6 * len(totals) + 1.5), 2.6))
         ax = fig.subplots()

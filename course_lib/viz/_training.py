@@ -136,13 +136,13 @@ class TrainingPlayground:
         self.update()
 
     def update(self) -> None:
-        """Run with the sliders' current values and redraw (the sliders call this on every change)."""
+        """Run with the sliders' values and redraw (the sliders call this on every change)."""
         learning_rate = jnp.asarray(self.lr_slider.value, dtype=jnp.float32)
         steps = int(self.steps_slider.value)
         try:
             with count_compiles() as counter:
                 losses = np.asarray(self.run(learning_rate, steps))
-        except Exception as error:  # shown to the learner, who can fix `run` and move a slider
+        except Exception as error:  # noqa: BLE001 (any error of the learner's `run` is shown to them)
             self.error = f"{type(error).__name__}: {error}"
             self.last_compiles = counter.compiles
             self.compiles += counter.compiles
@@ -151,7 +151,10 @@ class TrainingPlayground:
             self.last_compiles = counter.compiles
             self.compiles += counter.compiles
             if losses.ndim != 1:
-                self.error = f"ValueError: run returned losses of shape {losses.shape}; expected one loss per step"
+                self.error = (
+                    f"ValueError: run returned losses of shape {losses.shape}; "
+                    "expected one loss per step"
+                )
             else:
                 self.error = None
                 self.losses = losses

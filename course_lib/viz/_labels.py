@@ -1,4 +1,4 @@
-"""Labels and totals for the pictures, on top of the core's node-by-node reading (``course_lib._nodes``).
+"""Labels and totals for the pictures, on top of the core's readers (``course_lib._leaves``).
 
 Both the drawing and the explorer walk a tree node by node rather than leaf by leaf, so they
 can show containers, ``None`` subtrees and the static metadata of registered classes.
@@ -8,28 +8,18 @@ import dataclasses
 from typing import Any, NamedTuple
 
 import jax
-from jax.tree_util import keystr
 
 from .. import PyTree
-from .._nodes import children, leaf_nbytes, leaf_size, shorten
-from .._nodes import metadata as node_metadata
+from .._leaves import children, is_namedtuple, leaf_nbytes, leaf_size, shorten
+from .._leaves import metadata as node_metadata
 
 
 class Totals(NamedTuple):
-    """How much a subtree holds: leaves (``None`` is not one), elements of array-like leaves, bytes."""
+    """What a subtree holds: leaves (``None`` is none), elements of array-like leaves, bytes."""
 
     leaves: int
     params: int
     nbytes: int
-
-
-def key_text(key: Any) -> str:
-    """One key as JAX prints it in a key path: ``['w']``, ``[0]``, ``.b``."""
-    return keystr((key,))
-
-
-def _is_namedtuple(node: Any) -> bool:
-    return isinstance(node, tuple) and hasattr(type(node), "_fields")
 
 
 def node_label(node: Any) -> str:
@@ -41,7 +31,7 @@ def node_label(node: Any) -> str:
     if node is None:
         return "None"
     kind = type(node).__name__
-    if isinstance(node, (dict, list, tuple)) or _is_namedtuple(node):
+    if isinstance(node, (dict, list, tuple)) or is_namedtuple(node):
         return kind
     metadata = node_metadata(node)
     if metadata is None or metadata == () or metadata == []:
@@ -51,14 +41,16 @@ def node_label(node: Any) -> str:
         static = [f.name for f in dataclasses.fields(node) if f.name not in child_names]
         if isinstance(metadata, tuple) and len(static) == len(metadata):
             shown = " ".join(
-                f"{name}={shorten(repr(value), 24)}" for name, value in zip(static, metadata)
+                f"{name}={shorten(repr(value), 24)}"
+                for name, value in zip(static, metadata, strict=True)
             )
             return f"{kind} {shown}"
     return f"{kind} {shorten(repr(metadata), 30)}"
 
 
 def leaf_totals(leaf: Any) -> Totals:
-    """One leaf: its elements (a Python number is one) and bytes, counted as ``cl.tree_size`` does; other objects hold none."""
+    """One leaf: its elements (a Python number is one) and bytes, counted as ``cl.tree_size`` does;
+    other objects hold none."""
     return Totals(1, leaf_size(leaf) or 0, leaf_nbytes(leaf) or 0)
 
 
