@@ -60,7 +60,7 @@ def leaf_paths_as_tuple(tree):
 
 
 def is_node(x):
-    return jax.tree.structure(x) != jax.tree.structure(0)
+    return jax.tree.structure(x) != jax.tree.structure(0)  # type: ignore[operator]  # jaxlib leaves PyTreeDef untyped
 
 
 def is_node_by_treedef_is_leaf(x):
@@ -97,7 +97,7 @@ def replace_in_insertion_order(tree, values):
 
 
 def same_structure(a, b):
-    return jax.tree.structure(a) == jax.tree.structure(b)
+    return jax.tree.structure(a) == jax.tree.structure(b)  # type: ignore[operator]  # jaxlib leaves PyTreeDef untyped
 
 
 def same_leaf_count(a, b):
@@ -135,7 +135,7 @@ def is_node_by_all_leaves(x):
 
 def is_node_by_children(x):
     treedef = jax.tree.structure(x)
-    return treedef.num_nodes > 1 or treedef.num_leaves != 1
+    return treedef.num_nodes > 1 or treedef.num_leaves != 1  # type: ignore[attr-defined]  # jaxlib leaves PyTreeDef untyped
 
 
 def replace_by_tree_util_unflatten(tree, values):
@@ -144,7 +144,7 @@ def replace_by_tree_util_unflatten(tree, values):
 
 
 def same_structure_by_flatten(a, b):
-    return jax.tree_util.tree_flatten(a)[1] == jax.tree_util.tree_flatten(b)[1]
+    return jax.tree_util.tree_flatten(a)[1] == jax.tree_util.tree_flatten(b)[1]  # type: ignore[operator]  # jaxlib leaves PyTreeDef untyped
 
 
 def same_structure_by_strings(a, b):

@@ -66,8 +66,8 @@ def stack_trees(trees):
 
 def sgd_by_flatten(params, grads, lr):
     leaves, treedef = jax.tree_util.tree_flatten(params)
-    return treedef.unflatten(
-        [p - lr * g for p, g in zip(leaves, treedef.flatten_up_to(grads), strict=True)]
+    return treedef.unflatten(  # type: ignore[attr-defined]  # jaxlib leaves PyTreeDef untyped
+        [p - lr * g for p, g in zip(leaves, treedef.flatten_up_to(grads), strict=True)]  # type: ignore[attr-defined]  # jaxlib leaves PyTreeDef untyped
     )
 
 
@@ -89,8 +89,8 @@ def make_sgd_step_with_grad_then_loss(loss_fn):
         grads = jax.grad(loss_fn)(params, batch)
         loss = loss_fn(params, batch)
         leaves, treedef = jax.tree_util.tree_flatten(params)
-        return treedef.unflatten(
-            [p - lr * g for p, g in zip(leaves, treedef.flatten_up_to(grads), strict=True)]
+        return treedef.unflatten(  # type: ignore[attr-defined]  # jaxlib leaves PyTreeDef untyped
+            [p - lr * g for p, g in zip(leaves, treedef.flatten_up_to(grads), strict=True)]  # type: ignore[attr-defined]  # jaxlib leaves PyTreeDef untyped
         ), loss
 
     return jax.jit(step)

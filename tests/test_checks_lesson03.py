@@ -228,7 +228,7 @@ def decay_by_flatten_with_path(params, rate):
             or (isinstance(last, jax.tree_util.GetAttrKey) and last.name == "w")
         )
 
-    return treedef.unflatten([leaf * (1 - rate) if is_w(path) else leaf for path, leaf in pairs])
+    return treedef.unflatten([leaf * (1 - rate) if is_w(path) else leaf for path, leaf in pairs])  # type: ignore[attr-defined]  # jaxlib leaves PyTreeDef untyped
 
 
 ALSO_RIGHT: list[tuple[str, Callable[..., Any]]] = [

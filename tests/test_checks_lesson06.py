@@ -308,10 +308,10 @@ def momentum_by_flatten(params, grads, velocity, lr, beta):
     leaves, treedef = jax.tree_util.tree_flatten(params)
     new_velocity = [
         beta * v + g
-        for v, g in zip(treedef.flatten_up_to(velocity), treedef.flatten_up_to(grads), strict=True)
+        for v, g in zip(treedef.flatten_up_to(velocity), treedef.flatten_up_to(grads), strict=True)  # type: ignore[attr-defined]  # jaxlib leaves PyTreeDef untyped
     ]
     moved = [p - lr * v for p, v in zip(leaves, new_velocity, strict=True)]
-    return treedef.unflatten(moved), treedef.unflatten(new_velocity)
+    return treedef.unflatten(moved), treedef.unflatten(new_velocity)  # type: ignore[attr-defined]  # jaxlib leaves PyTreeDef untyped
 
 
 def adam_init_by_tree_util(params):
@@ -361,7 +361,7 @@ def restore_by_loop(path, like):
                     f"{name} has shape {data[name].shape} in the file, {np.shape(leaf)} in `like`"
                 )
             leaves.append(jnp.asarray(data[name]))
-        return treedef.unflatten(leaves)
+        return treedef.unflatten(leaves)  # type: ignore[attr-defined]  # jaxlib leaves PyTreeDef untyped
     finally:
         data.close()
 
@@ -507,7 +507,7 @@ def test_check_output_is_deterministic(capsys: pytest.CaptureFixture[str]) -> No
 
 
 def _leaves_close(a: Any, b: Any, rtol: float = 1e-5, atol: float = 1e-6) -> None:
-    assert jax.tree.structure(a) == jax.tree.structure(b)
+    assert jax.tree.structure(a) == jax.tree.structure(b)  # type: ignore[operator]  # jaxlib leaves PyTreeDef untyped
     for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True):
         np.testing.assert_allclose(np.asarray(x), np.asarray(y), rtol=rtol, atol=atol)
 
@@ -601,7 +601,7 @@ def test_checkpoint_round_trip_and_misfits(tmp_path: Path) -> None:
     with np.load(tmp_path / "state.npz") as data:
         assert sorted(data.files) == ["['opt'].count", "['opt'].mu[0]", "['params']['w']"]
     back = lesson._restore_checkpoint(tmp_path / "state.npz", state)
-    assert jax.tree.structure(back) == jax.tree.structure(state) and cl.tree_allclose(back, state)
+    assert jax.tree.structure(back) == jax.tree.structure(state) and cl.tree_allclose(back, state)  # type: ignore[operator]  # jaxlib leaves PyTreeDef untyped
     with pytest.raises(
         ValueError, match=r"\['params'\]\['w'\] has shape \(2, 3\) in the file, \(3, 2\)"
     ):

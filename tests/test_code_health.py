@@ -52,7 +52,12 @@ def test_ruff_check_fails_on_an_unused_import(tmp_path: Path) -> None:
 
 def test_ruff_check_reads_notebook_cells(tmp_path: Path) -> None:
     planted = tmp_path / "planted.ipynb"
-    cell = {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None}
+    cell: dict[str, object] = {
+        "cell_type": "code",
+        "metadata": {},
+        "outputs": [],
+        "execution_count": None,
+    }
     notebook = {
         "cells": [{**cell, "source": "total = 1 + undefined_name\n"}],
         "metadata": {"language_info": {"name": "python"}},

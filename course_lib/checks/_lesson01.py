@@ -8,7 +8,7 @@ import jax
 import numpy as np
 from jax.tree_util import keystr
 
-from .._leaves import leaf_size
+from .._leaves import leaf_size, same_structure
 from ._kit import (
     Layer,
     Opaque,
@@ -517,7 +517,7 @@ def _same_cases(rng: np.random.Generator) -> list[Case]:
 
 
 def _same_structure(a: Any, b: Any) -> bool:
-    return jax.tree.structure(a) == jax.tree.structure(b)
+    return same_structure(a, b)
 
 
 SAME_STRUCTURE = Exercise(

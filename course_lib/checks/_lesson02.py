@@ -896,7 +896,7 @@ def _explain_stack(problem: str, mine: Any, theirs: Any, case: Case) -> str:
                 "the matching leaves of all the trees."
             )
         try:
-            pieces = jax.tree.structure(theirs).flatten_up_to(mine)
+            pieces = jax.tree.structure(theirs).flatten_up_to(mine)  # type: ignore[attr-defined]  # jaxlib leaves PyTreeDef untyped
         except (ValueError, TypeError):
             return problem
         if pieces and all(isinstance(p, (list, tuple)) and len(p) == k for p in pieces):

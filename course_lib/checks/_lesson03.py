@@ -266,14 +266,14 @@ def _class_probe(spec: _Spec) -> Callable[[Callable[..., Any], Case], Any]:
             report["paths"] = [keystr(path) for path, _ in with_paths]
 
         def differs(name: str, value: Any) -> bool:
-            return jax.tree.structure(make(*case.args, **{**case.kwargs, name: value})) != treedef
+            return jax.tree.structure(make(*case.args, **{**case.kwargs, name: value})) != treedef  # type: ignore[operator]  # jaxlib leaves PyTreeDef untyped
 
         report["static"] = {
             name: _attempt(functools.partial(differs, name, value))
             for name, value in case.info["variants"].items()
         }
         report["data"] = _attempt(
-            lambda: jax.tree.structure(make(*case.info["other_arrays"], **case.kwargs)) == treedef
+            lambda: jax.tree.structure(make(*case.info["other_arrays"], **case.kwargs)) == treedef  # type: ignore[operator]  # jaxlib leaves PyTreeDef untyped
         )
         report["aux"] = _attempt(lambda: _unhashable_aux(treedef))
         report["rebuilt"] = _attempt(

@@ -14,7 +14,7 @@ import jax
 import numpy as np
 from jax.tree_util import keystr
 
-from .._leaves import leaf_size
+from .._leaves import leaf_size, same_structure
 from .._paths import leaf_name
 from ._kit import (
     Layer,
@@ -96,7 +96,7 @@ def _judge_bool_tree(
     if problem:
         return problem
     mine, theirs = rebuild_tree(got), rebuild_tree(expected)
-    if jax.tree.structure(mine) != jax.tree.structure(theirs):
+    if not same_structure(mine, theirs):
         return tree_judge(dtypes=False)(got, expected, case)
     wrong = [
         (leaf_name(path), leaf)
@@ -309,7 +309,7 @@ def _judge_split(got: Any, expected: Any, case: Case) -> str | None:
         leaf is not None and np.size(leaf) > 0 and not np.any(leaf)
         for leaf in jax.tree.leaves(selected) + jax.tree.leaves(rest)
     ]
-    if jax.tree.structure(selected) != jax.tree.structure(theirs[0]) and any(zeros):
+    if not same_structure(selected, theirs[0]) and any(zeros):
         return (
             "some placeholders are zeros: a zero is a leaf, which jax.grad would differentiate "
             "and jit would carry. "
@@ -319,7 +319,7 @@ def _judge_split(got: Any, expected: Any, case: Case) -> str | None:
         same_leaves = [np.shape(a) for a in jax.tree.leaves(half)] == [
             np.shape(b) for b in jax.tree.leaves(want)
         ]
-        if jax.tree.structure(half) != jax.tree.structure(want) and same_leaves:
+        if not same_structure(half, want) and same_leaves:
             return (
                 "the leaves are right but a container lost its keys: keep every container of the "
                 "tree in both halves, "
