@@ -10,6 +10,7 @@ are run again, and the cell at fault is skipped.
 """
 
 import asyncio
+import functools
 import os
 import secrets
 import shutil
@@ -31,6 +32,7 @@ from course_lib.checks._wire import WireError, loads
 
 from ._confine import sandbox_level
 from ._gradebook import ExerciseResult, SubmissionResult
+from ._jaxcache import KernelCache, SharedCache
 from ._kernel import CellResult, Confinement, KernelStartError, Limits, Sandbox
 from ._submissions import (
     NotebookProblem,
@@ -105,6 +107,12 @@ class Context:
             if level.get("processes") == "subreaper"
             else None
         )
+
+    @functools.cached_property
+    def compilation_cache(self) -> SharedCache:
+        """JAX's compilation cache, shared read-only by the kernels where Landlock confines them."""
+        confinement = self.confinement
+        return SharedCache(self.scratch / "jax-cache", bool(confinement and confinement.landlock))
 
     def reference(self, exercise: Exercise) -> tuple[list[Case], list[Any]]:
         """Grading cases and the reference results for them, computed once per exercise."""
@@ -220,7 +228,9 @@ class _Run:
     fatal: str = ""
 
 
-async def _execute(plan: Plan, workdir: Path, reports_dir: Path, ctx: Context) -> _Run:
+async def _execute(
+    plan: Plan, workdir: Path, reports_dir: Path, ctx: Context, cache: KernelCache | None = None
+) -> _Run:
     """Run the planned cells, then one probe per exercise, restarting the kernel when it dies."""
     run = _Run()
     loop = asyncio.get_running_loop()
@@ -240,7 +250,12 @@ async def _execute(plan: Plan, workdir: Path, reports_dir: Path, ctx: Context) -
         if sandbox is not None:
             await sandbox.stop()
         sandbox = Sandbox(
-            str(workdir), kernel_env(workdir), ctx.limits, confinement, writable=[str(reports_dir)]
+            str(workdir),
+            kernel_env(workdir),
+            ctx.limits,
+            confinement,
+            writable=[str(reports_dir)],
+            cache=cache,
         )
         await sandbox.start()
         for cell in completed if replay else []:
@@ -499,13 +514,14 @@ async def grade_submission(sub: Submission, ctx: Context) -> SubmissionResult:
     plan = plan_cells(notebook, lesson)
     for exercise in plan.exercises:
         ctx.reference(exercise)
+    cache = await ctx.compilation_cache.for_lesson(lesson, ctx)
     workdir = Path(tempfile.mkdtemp(prefix="submission-", dir=ctx.scratch))
     reports_dir = Path(tempfile.mkdtemp(prefix="reports-", dir=ctx.scratch))
     try:
         (workdir / Path(sub.notebook).name).write_bytes(
             data
         )  # the kernel sees a copy, never the original
-        run = await _execute(plan, workdir, reports_dir, ctx)
+        run = await _execute(plan, workdir, reports_dir, ctx, cache)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
         shutil.rmtree(reports_dir, ignore_errors=True)
