@@ -69,29 +69,30 @@ class SharedCache:
     root: Path
     enabled: bool
     _ready: dict[str, KernelCache | None] = field(default_factory=dict)
-    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _locks: dict[str, threading.Lock] = field(default_factory=dict)
 
     async def for_lesson(self, lesson: str, ctx: "Context") -> KernelCache | None:
         """The read-only cache of ``lesson``, filled first if this is the lesson's first submission.
 
         Submissions of a lesson being filled wait for it (in one event loop or in a worker's
-        threads); ``None`` when there is no cache for the lesson.
+        threads; other lessons do not wait); ``None`` when there is no cache for the lesson.
         """
         if not self.enabled:
             return None
         if lesson in self._ready:
             return self._ready[lesson]
-        acquiring = asyncio.ensure_future(asyncio.to_thread(self._lock.acquire))
+        lock = self._locks.setdefault(lesson, threading.Lock())
+        acquiring = asyncio.ensure_future(asyncio.to_thread(lock.acquire))
         try:
             await asyncio.shield(acquiring)
         except asyncio.CancelledError:
-            acquiring.add_done_callback(lambda _: self._lock.release())
+            acquiring.add_done_callback(lambda _: lock.release())
             raise
         try:
             if lesson not in self._ready:
                 self._ready[lesson] = await self._fill(lesson, ctx)
         finally:
-            self._lock.release()
+            lock.release()
         return self._ready[lesson]
 
     async def _fill(self, lesson: str, ctx: "Context") -> KernelCache | None:
