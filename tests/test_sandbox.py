@@ -280,7 +280,9 @@ def scene(
     write(scene.folder, "cache", cache_attacker(), LESSON02.name)
     before = {**tree_hashes(scene.folder), **{str(p): digest(p) for p in scene.guarded()}}
     try:
-        result = run_grader([scene.folder], scene.out, env, *GENEROUS, "--jobs", "2")
+        result = run_grader(
+            [scene.folder], scene.out, env, *GENEROUS, "--jobs", "2", "--compile-cache-after", "1"
+        )
         left = leftovers()
     finally:
         scene.listener.setblocking(False)

@@ -63,6 +63,9 @@ class Options:
     forbid: tuple[str, ...] = ()
     sandbox: bool = True  # False: kernels run unconfined (``--sandbox off``, for measuring)
     confinement: dict[str, Any] | None = None  # the sandbox level in force, found by ``confine()``
+    # A lesson's shared compilation cache is filled at its N-th submission (0: no cache). Grades do
+    # not depend on it, so it is not among the settings.
+    cache_after: int = 8
 
     def confine(self) -> dict[str, Any]:
         """The sandbox level every kernel of this batch gets (probed once): see ``_confine.sandbox_level``."""
@@ -112,7 +115,11 @@ class Context:
     def compilation_cache(self) -> SharedCache:
         """JAX's compilation cache, shared read-only by the kernels where Landlock confines them."""
         confinement = self.confinement
-        return SharedCache(self.scratch / "jax-cache", bool(confinement and confinement.landlock))
+        return SharedCache(
+            self.scratch / "jax-cache",
+            bool(confinement and confinement.landlock),
+            self.options.cache_after,
+        )
 
     def reference(self, exercise: Exercise) -> tuple[list[Case], list[Any]]:
         """Grading cases and the reference results for them, computed once per exercise."""
@@ -274,11 +281,15 @@ async def _execute(
         nonlocal restarts
         restarts += 1
         if restarts > MAX_RESTARTS:
-            raise _GradingStoppedError(f"the kernel died {restarts} times; grading stopped after {what}")
+            raise _GradingStoppedError(
+                f"the kernel died {restarts} times; grading stopped after {what}"
+            )
         try:
             return await fresh_kernel(replay=True)
         except KernelStartError as error:
-            raise _GradingStoppedError(f"no new kernel could be started after {what}: {error}") from None
+            raise _GradingStoppedError(
+                f"no new kernel could be started after {what}: {error}"
+            ) from None
 
     try:
         try:

@@ -2,11 +2,12 @@
 
 Most of a solved notebook's grading time goes to XLA compiling small programs that every submission
 of the lesson compiles again: JAX's operations on the grading inputs' shapes, the probes' own
-programs, the jitted steps a right answer builds. The first time a run meets a lesson, the grader
-runs the course's own solution notebook of that lesson (its cells, then one probe per exercise) in a
-fenced kernel that may write to a fresh cache folder. When that kernel has finished, the folder is
-made read-only and handed to every later kernel of the lesson: JAX there reads compiled programs
-from it (``JAX_COMPILATION_CACHE_DIR``) and never tries to write one
+programs, the jitted steps a right answer builds. When a run reaches a lesson's ``fill_after``-th
+submission (``--compile-cache-after``, 8 by default), the grader runs the course's own solution
+notebook of that lesson (its cells, then one probe per exercise) in a fenced kernel that may write
+to a fresh cache folder; the submissions before it compile for themselves. When that kernel has
+finished, the folder is made read-only and handed to every later kernel of the lesson: JAX there
+reads compiled programs from it (``JAX_COMPILATION_CACHE_DIR``) and never tries to write one
 (``JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS=inf``); Landlock refuses writes there anyway. No
 submission's kernel ever writes to the folder, so no submission can change what another one runs.
 
@@ -21,7 +22,6 @@ compiled nothing, as lesson 01's) gets no cache. Example, the variables a readin
     [('JAX_COMPILATION_CACHE_DIR', '/tmp/c'), ('JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS', 'inf')]
 """
 
-import asyncio
 import shutil
 import tempfile
 import threading
@@ -64,30 +64,33 @@ def solution_notebook(lesson: str, folder: Path = SOLUTIONS) -> Path | None:
 
 @dataclass
 class SharedCache:
-    """One cache folder per lesson under ``root``, each filled once; none unless ``enabled``."""
+    """One cache folder per lesson under ``root``, each filled once, at the lesson's
+    ``fill_after``-th submission (0: never); none unless ``enabled``."""
 
     root: Path
     enabled: bool
+    fill_after: int = 8
     _ready: dict[str, KernelCache | None] = field(default_factory=dict)
     _locks: dict[str, threading.Lock] = field(default_factory=dict)
+    _seen: dict[str, int] = field(default_factory=dict)
+    _counting: threading.Lock = field(default_factory=threading.Lock)
 
     async def for_lesson(self, lesson: str, ctx: "Context") -> KernelCache | None:
-        """The read-only cache of ``lesson``, filled first if this is the lesson's first submission.
+        """The read-only cache of ``lesson``, or ``None`` when this submission goes without one.
 
-        Submissions of a lesson being filled wait for it (in one event loop or in a worker's
-        threads; other lessons do not wait); ``None`` when there is no cache for the lesson.
+        The ``fill_after``-th submission of a lesson fills the cache (it runs the solution first,
+        about one notebook's time); earlier ones, and those that arrive while it fills, compile
+        for themselves and wait for nothing. A small run never pays for a fill it cannot repay.
         """
-        if not self.enabled:
+        if not self.enabled or self.fill_after < 1:
             return None
+        with self._counting:
+            self._seen[lesson] = seen = self._seen.get(lesson, 0) + 1
+            lock = self._locks.setdefault(lesson, threading.Lock())
         if lesson in self._ready:
             return self._ready[lesson]
-        lock = self._locks.setdefault(lesson, threading.Lock())
-        acquiring = asyncio.ensure_future(asyncio.to_thread(lock.acquire))
-        try:
-            await asyncio.shield(acquiring)
-        except asyncio.CancelledError:
-            acquiring.add_done_callback(lambda _: lock.release())
-            raise
+        if seen < self.fill_after or not lock.acquire(blocking=False):
+            return None
         try:
             if lesson not in self._ready:
                 self._ready[lesson] = await self._fill(lesson, ctx)
