@@ -211,6 +211,46 @@ def _attacks(scene: Scene) -> dict[str, str]:
     }
 
 
+LESSON02 = next((ROOT / "solutions").glob("02_*.ipynb"))
+# Lesson 02 compiles programs (lesson 01 compiles none): the cache its solution fills is not empty.
+CACHE_ATTACKS = """
+import jax, jax.numpy as jnp
+folder = os.environ.get('JAX_COMPILATION_CACHE_DIR', '')
+entries = sorted(glob(os.path.join(folder, '*')))
+if not folder or not entries:
+    LEAKS.append('no filled compilation cache was shared with this kernel')
+else:
+    attempt('overwrite a cache entry', lambda: open(entries[0], 'wb').write(b'poison'))
+    attempt('append to a cache entry', lambda: open(entries[0], 'ab').write(b'poison'))
+    attempt('plant a cache entry', lambda: open(os.path.join(folder, 'x-cache'), 'wb'))
+    attempt('remove a cache entry', lambda: os.remove(entries[0]))
+    attempt('rename a cache entry', lambda: os.rename(entries[0], entries[0] + '.old'))
+    attempt('make a folder in the cache', lambda: os.mkdir(os.path.join(folder, 'x')))
+    # JAX itself told to write every new program: the write is refused, the program still runs.
+    jax.config.update('jax_persistent_cache_min_compile_time_secs', 0.0)
+    if int(jax.jit(lambda x: x * 7 + 3)(jnp.arange(3))[2]) != 17:
+        LEAKS.append('a program compiled beside the read-only cache ran wrong')
+    if sorted(glob(os.path.join(folder, '*'))) != entries:
+        LEAKS.append('the compilation cache changed')
+"""
+CACHE_WRAPPER = """
+_honest_sgd_step = sgd_step
+
+def sgd_step(params, grads, lr):
+    return jax.tree.map(lambda p: p + 1, params) if LEAKS else _honest_sgd_step(params, grads, lr)
+"""
+
+
+def cache_attacker() -> nbformat.NotebookNode:
+    """Lesson 02's solution attacking the shared compilation cache; ``sgd_step`` fails on a leak."""
+    nb = nbformat.read(LESSON02, as_version=4)
+    index = nb.cells.index(cell_of(nb, "02.sgd_step"))
+    done = "\nLEAKS.remove('the attacks did not run to the end')\n"
+    nb.cells.insert(index + 1, nbformat.v4.new_code_cell(PRELUDE + CACHE_ATTACKS + done))
+    nb.cells.insert(index + 2, nbformat.v4.new_code_cell(CACHE_WRAPPER))
+    return nb
+
+
 def _fork_bomb() -> str:
     return (
         "import subprocess, time\n"
@@ -237,9 +277,12 @@ def scene(
     for student, attacks in _attacks(scene).items():
         write(scene.folder, student, hostile(attacks))
     write(scene.folder, "fork_bomb", add_cell(solution(), 2, _fork_bomb()))
+    write(scene.folder, "cache", cache_attacker(), LESSON02.name)
     before = {**tree_hashes(scene.folder), **{str(p): digest(p) for p in scene.guarded()}}
     try:
-        result = run_grader([scene.folder], scene.out, env, *GENEROUS, "--jobs", "2")
+        result = run_grader(
+            [scene.folder], scene.out, env, *GENEROUS, "--jobs", "2", "--compile-cache-after", "1"
+        )
         left = leftovers()
     finally:
         scene.listener.setblocking(False)
@@ -263,12 +306,29 @@ def test_the_batch_completes_and_records_the_sandbox(scene) -> None:
 @needs_landlock
 @pytest.mark.parametrize(
     "student",
-    ["honest_a", "honest_b", "writer", "reader", "network", "signals", "privileges", "escaper"],
+    [
+        "honest_a",
+        "honest_b",
+        "writer",
+        "reader",
+        "network",
+        "signals",
+        "privileges",
+        "escaper",
+    ],
 )
 def test_every_attack_is_refused_and_full_marks_stay(scene, student: str) -> None:
     entry = by_student(scene[0].out)[student]
     assert statuses(entry) == ALL_PASSED, json.dumps(entry, indent=1)
     assert entry["points"] == 8 and not entry["notes"], entry["notes"]
+
+
+@needs_landlock
+def test_the_shared_compilation_cache_is_read_only(scene) -> None:
+    entry = by_student(scene[0].out)["cache"]
+    assert entry["lesson"] == "02" and entry["status"] == "graded", entry
+    assert all(e["status"] == "passed" for e in entry["exercises"]), json.dumps(entry, indent=1)
+    assert entry["points"] == entry["max_points"] and not entry["notes"], entry["notes"]
 
 
 @needs_landlock
@@ -318,7 +378,12 @@ def test_without_landlock_grading_runs_with_a_warning(tmp_path: Path) -> None:
     canary.write_text("original")
     folder = tmp_path / "class"
     write(folder, "honest", solution())
-    write(folder, "writer", add_cell(solution(), 2, f"open({str(canary)!r}, 'w').write('gotcha')"))
+    seen = tmp_path / "cache-seen.txt"
+    attack = (
+        f"open({str(canary)!r}, 'w').write('gotcha')\n"
+        f"import os; open({str(seen)!r}, 'w').write(os.environ.get('JAX_COMPILATION_CACHE_DIR', '-'))"
+    )
+    write(folder, "writer", add_cell(solution(), 2, attack))
     env = grader_env(tmp_path, **{NO_LANDLOCK_ENV: "1"})
     result = run_grader([folder], tmp_path / "out", env, *GENEROUS, "--jobs", "2", "--quiet")
     assert result.returncode == 0, result.stderr[-3000:]
@@ -331,6 +396,7 @@ def test_without_landlock_grading_runs_with_a_warning(tmp_path: Path) -> None:
     assert (
         canary.read_text() == "gotcha"
     )  # unconfined, the same write that the sandbox refuses gets through
+    assert seen.read_text() == "-"  # so no compilation cache is shared: a kernel could write to it
 
 
 def test_require_sandbox_refuses_when_landlock_is_missing(tmp_path: Path) -> None:

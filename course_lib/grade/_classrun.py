@@ -1,4 +1,4 @@
-"""One run over a class: grade what is not yet graded, journal each result, merge with the record, write.
+"""One run over a class: grade what is not yet graded, journal each result, merge, write.
 
 The gradebook a run writes depends only on the notebooks, the students and the options, never on
 the order results arrived or on whether the run was resumed: grading the same class in one go, or
@@ -143,7 +143,8 @@ def _run_class(run: ClassRun, options: "Options", client: Any) -> int:
     except SchedulerError as error:
         run.journal.close()
         print(
-            f"course-grade: error: {error}; the notebooks graded so far are kept in {run.journal.path} for --resume",
+            f"course-grade: error: {error}; "
+            f"the notebooks graded so far are kept in {run.journal.path} for --resume",
             file=sys.stderr,
         )
         return EXIT_USAGE
@@ -155,7 +156,8 @@ def _run_class(run: ClassRun, options: "Options", client: Any) -> int:
             else "every kernel was stopped"
         )
         print(
-            f"course-grade: interrupted; {stopped}. {len(fresh) + len(resumed)} finished notebook(s) are kept in "
+            f"course-grade: interrupted; {stopped}. "
+            f"{len(fresh) + len(resumed)} finished notebook(s) are kept in "
             f"{run.journal.path}: run the same command with --resume to grade the rest",
             file=sys.stderr,
         )
@@ -163,7 +165,8 @@ def _run_class(run: ClassRun, options: "Options", client: Any) -> int:
     except OSError as error:
         run.journal.close()
         print(
-            f"course-grade: error: cannot write the journal {run.journal.path}: {error.strerror or error}",
+            f"course-grade: error: cannot write the journal {run.journal.path}: "
+            f"{error.strerror or error}",
             file=sys.stderr,
         )
         return EXIT_OUTPUT
@@ -177,7 +180,8 @@ def _run_class(run: ClassRun, options: "Options", client: Any) -> int:
         )
     except UsageError as error:
         print(
-            f"course-grade: error: {error} (the graded notebooks are kept in {run.journal.path}: fix the file and run again with --resume)",
+            f"course-grade: error: {error} (the graded notebooks are kept in {run.journal.path}: "
+            "fix the file and run again with --resume)",
             file=sys.stderr,
         )
         run.journal.close()
@@ -191,7 +195,8 @@ def _run_class(run: ClassRun, options: "Options", client: Any) -> int:
         write_class(run.out, book, options.settings(), extra, run.record.feedback)
     except OSError as error:
         print(
-            f"course-grade: error: cannot write the gradebook in {run.out}: {error.strerror or error}",
+            f"course-grade: error: cannot write the gradebook in {run.out}: "
+            f"{error.strerror or error}",
             file=sys.stderr,
         )
         return EXIT_OUTPUT
@@ -199,7 +204,8 @@ def _run_class(run: ClassRun, options: "Options", client: Any) -> int:
     if not quiet:
         print(summary_table(results))
         print(
-            f"\ngraded {len(results)} notebook(s) in {time.monotonic() - start:.1f} s; {len(book.rows)} student(s) in "
+            f"\ngraded {len(results)} notebook(s) in {time.monotonic() - start:.1f} s; "
+            f"{len(book.rows)} student(s) in "
             f"{run.out / 'gradebook.csv'}; also gradebook.json, report.html and feedback/"
         )
     return EXIT_OK

@@ -32,6 +32,16 @@ def _positive(kind: type) -> "type":
     return parse  # type: ignore[return-value]
 
 
+def _nonnegative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text} must be 0 or more")
+    return value
+
+
 def _scheduler(text: str) -> str:
     try:
         return check_address(text)
@@ -128,6 +138,14 @@ def build_parser() -> argparse.ArgumentParser:
         default=2048,
         metavar="MB",
         help="memory one notebook's kernel may use (default: 2048)",
+    )
+    parser.add_argument(
+        "--compile-cache-after",
+        type=_nonnegative_int,
+        default=8,
+        metavar="N",
+        help="at a lesson's N-th notebook, run the course's solution once to fill a compilation "
+        "cache that later kernels read and cannot write (default: 8; 0: no cache)",
     )
     parser.add_argument(
         "--seed",
@@ -329,6 +347,7 @@ def _grade(
         quiet=args.quiet,
         forbid=tuple(dict.fromkeys(args.forbid)),
         sandbox=args.sandbox == "on",
+        cache_after=args.compile_cache_after,
     )
     refusal = _sandbox_problem(options.confine(), args.require_sandbox)
     if refusal:

@@ -8,7 +8,8 @@ schema (:meth:`SubmissionResult.checked`) and that it is the result of the submi
 journals it and hands it to the class run, which writes the same files a local run writes.
 
 Faults: a task whose worker dies is run again on another worker once (the scheduler's
-``allowed-failures``, 1 here); a second death ends it as ``KilledWorker``, which the client records
+``allowed-failures``, 1 here; ``worker-saturation`` 1.0 so that a death is counted only against
+the task that was running); a second death ends it as ``KilledWorker``, which the client records
 as an ``error`` for that notebook. A task that raises is retried once (``retries=1``). Each
 finished task is journalled once, when it arrives.
 """
@@ -34,6 +35,9 @@ from ._gradebook import SubmissionResult
 from ._submissions import Submission
 
 ALLOWED_FAILURES = 1  # a worker dying under a task: the task is run once more elsewhere
+# A task per worker thread, none sent ahead to wait there: a worker that dies is then blamed only
+# for the notebook it was grading (the scheduler counts a death against every task it had sent).
+WORKER_SATURATION = 1.0
 IN_FLIGHT_PER_THREAD = (
     2  # tasks submitted ahead per worker thread: notebooks' bytes wait here, not there
 )
@@ -42,7 +46,7 @@ _LOCAL = re.compile(r"local:(\d+)")
 
 
 class SchedulerError(Exception):
-    """The cluster cannot be used: a bad address, a scheduler that does not answer, mixed settings."""
+    """The cluster cannot be used: a bad address, a scheduler not answering, mixed settings."""
 
 
 def check_address(text: str) -> str:
@@ -52,10 +56,10 @@ def check_address(text: str) -> str:
     'tcp://10.0.0.5:8786'
     >>> check_address("local:2")
     'local:2'
-    >>> check_address("10.0.0.5")
+    >>> check_address("10.0.0.5")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    course_lib.grade._cluster.SchedulerError: '10.0.0.5' is not a scheduler address: give tcp://HOST:PORT (tls://HOST:PORT), or local:N for N workers on this machine
+    course_lib.grade._cluster.SchedulerError: '10.0.0.5' is not a scheduler address: give tcp://...
     """
     local = _LOCAL.fullmatch(text)
     if local and int(local[1]) >= 1:
@@ -64,7 +68,8 @@ def check_address(text: str) -> str:
     if address and 0 < int(address[3]) < 65536:
         return text
     raise SchedulerError(
-        f"{text!r} is not a scheduler address: give tcp://HOST:PORT (tls://HOST:PORT), or local:N for N workers on this machine"
+        f"{text!r} is not a scheduler address: give tcp://HOST:PORT (tls://HOST:PORT), "
+        "or local:N for N workers on this machine"
     )
 
 
@@ -109,10 +114,10 @@ def _worker_context(options: Any) -> Any:
 def grade_task(
     data: bytes, student: str, notebook: str, options: Any, settings: dict[str, Any]
 ) -> str:
-    """Grade one submission on this worker; the JSON text of ``{"result", "seconds"}`` or ``{"refused"}``.
+    """Grade one submission here: the JSON of ``{"result", "seconds"}`` or of ``{"refused"}``.
 
     ``settings`` are the client's: a worker whose own settings differ (another ``course_lib``, no
-    Landlock where the client has it) refuses, so a gradebook never records a sandbox it did not get.
+    Landlock where the client has it) refuses: a gradebook never records a sandbox it did not get.
     """
     from ._grader import _error_result, grade_submission
     from ._record import _differences
@@ -145,7 +150,7 @@ def grade_task(
 
 @contextmanager
 def connect(address: str, timeout: float) -> Iterator[Any]:
-    """A ``distributed.Client`` for ``address`` (``local:N`` starts a ``LocalCluster``), closed after.
+    """A ``distributed.Client`` for ``address`` (``local:N`` starts a ``LocalCluster``), then shut.
 
     Raises :class:`SchedulerError` when the scheduler cannot be reached within ``timeout`` seconds.
     """
@@ -153,7 +158,11 @@ def connect(address: str, timeout: float) -> Iterator[Any]:
     from distributed import Client, LocalCluster
 
     local = _LOCAL.fullmatch(address)
-    with dask.config.set({"distributed.scheduler.allowed-failures": ALLOWED_FAILURES}):
+    settings = {
+        "distributed.scheduler.allowed-failures": ALLOWED_FAILURES,
+        "distributed.scheduler.worker-saturation": WORKER_SATURATION,
+    }
+    with dask.config.set(settings):
         cluster = None
         try:
             if local:
@@ -171,7 +180,8 @@ def connect(address: str, timeout: float) -> Iterator[Any]:
             if cluster is not None:
                 cluster.close()
             raise SchedulerError(
-                f"no Dask scheduler answered at {address} within {timeout:g} s ({type(error).__name__}: {error}); "
+                f"no Dask scheduler answered at {address} within {timeout:g} s "
+                f"({type(error).__name__}: {error}); "
                 "check the address and that the scheduler runs and can be reached from here"
             ) from None
     try:
@@ -196,11 +206,15 @@ def _killed(sub: Submission, error: BaseException) -> SubmissionResult:
 
     if isinstance(error, KilledWorker):
         message = (
-            f"every Dask worker that graded this notebook died while grading it ({ALLOWED_FAILURES + 1} tried), "
+            "every Dask worker that graded this notebook died while grading it "
+            f"({ALLOWED_FAILURES + 1} tried), "
             "so it was not graded; grade it alone on one machine to see why"
         )
     elif isinstance(error, (CancelledError, asyncio.CancelledError)):
-        message = "the Dask scheduler cancelled the task grading this notebook (was it restarted?); run again with --resume"
+        message = (
+            "the Dask scheduler cancelled the task grading this notebook (was it restarted?); "
+            "run again with --resume"
+        )
     else:
         message = f"grading failed on the Dask worker twice: {type(error).__name__}: {error}"
     return _error_result(sub, None, message)

@@ -10,6 +10,7 @@ are run again, and the cell at fault is skipped.
 """
 
 import asyncio
+import functools
 import os
 import secrets
 import shutil
@@ -31,6 +32,7 @@ from course_lib.checks._wire import WireError, loads
 
 from ._confine import sandbox_level
 from ._gradebook import ExerciseResult, SubmissionResult
+from ._jaxcache import KernelCache, SharedCache
 from ._kernel import CellResult, Confinement, KernelStartError, Limits, Sandbox
 from ._submissions import (
     NotebookProblem,
@@ -61,6 +63,9 @@ class Options:
     forbid: tuple[str, ...] = ()
     sandbox: bool = True  # False: kernels run unconfined (``--sandbox off``, for measuring)
     confinement: dict[str, Any] | None = None  # the sandbox level in force, found by ``confine()``
+    # A lesson's shared compilation cache is filled at its N-th submission (0: no cache). Grades do
+    # not depend on it, so it is not among the settings.
+    cache_after: int = 8
 
     def confine(self) -> dict[str, Any]:
         """The sandbox level every kernel of this batch gets (probed once): see ``_confine.sandbox_level``."""
@@ -104,6 +109,16 @@ class Context:
             Confinement(landlock=level["sandbox"] == "landlock")
             if level.get("processes") == "subreaper"
             else None
+        )
+
+    @functools.cached_property
+    def compilation_cache(self) -> SharedCache:
+        """JAX's compilation cache, shared read-only by the kernels where Landlock confines them."""
+        confinement = self.confinement
+        return SharedCache(
+            self.scratch / "jax-cache",
+            bool(confinement and confinement.landlock),
+            self.options.cache_after,
         )
 
     def reference(self, exercise: Exercise) -> tuple[list[Case], list[Any]]:
@@ -220,7 +235,9 @@ class _Run:
     fatal: str = ""
 
 
-async def _execute(plan: Plan, workdir: Path, reports_dir: Path, ctx: Context) -> _Run:
+async def _execute(
+    plan: Plan, workdir: Path, reports_dir: Path, ctx: Context, cache: KernelCache | None = None
+) -> _Run:
     """Run the planned cells, then one probe per exercise, restarting the kernel when it dies."""
     run = _Run()
     loop = asyncio.get_running_loop()
@@ -240,7 +257,12 @@ async def _execute(plan: Plan, workdir: Path, reports_dir: Path, ctx: Context) -
         if sandbox is not None:
             await sandbox.stop()
         sandbox = Sandbox(
-            str(workdir), kernel_env(workdir), ctx.limits, confinement, writable=[str(reports_dir)]
+            str(workdir),
+            kernel_env(workdir),
+            ctx.limits,
+            confinement,
+            writable=[str(reports_dir)],
+            cache=cache,
         )
         await sandbox.start()
         for cell in completed if replay else []:
@@ -259,11 +281,15 @@ async def _execute(plan: Plan, workdir: Path, reports_dir: Path, ctx: Context) -
         nonlocal restarts
         restarts += 1
         if restarts > MAX_RESTARTS:
-            raise _GradingStoppedError(f"the kernel died {restarts} times; grading stopped after {what}")
+            raise _GradingStoppedError(
+                f"the kernel died {restarts} times; grading stopped after {what}"
+            )
         try:
             return await fresh_kernel(replay=True)
         except KernelStartError as error:
-            raise _GradingStoppedError(f"no new kernel could be started after {what}: {error}") from None
+            raise _GradingStoppedError(
+                f"no new kernel could be started after {what}: {error}"
+            ) from None
 
     try:
         try:
@@ -499,13 +525,14 @@ async def grade_submission(sub: Submission, ctx: Context) -> SubmissionResult:
     plan = plan_cells(notebook, lesson)
     for exercise in plan.exercises:
         ctx.reference(exercise)
+    cache = await ctx.compilation_cache.for_lesson(lesson, ctx)
     workdir = Path(tempfile.mkdtemp(prefix="submission-", dir=ctx.scratch))
     reports_dir = Path(tempfile.mkdtemp(prefix="reports-", dir=ctx.scratch))
     try:
         (workdir / Path(sub.notebook).name).write_bytes(
             data
         )  # the kernel sees a copy, never the original
-        run = await _execute(plan, workdir, reports_dir, ctx)
+        run = await _execute(plan, workdir, reports_dir, ctx, cache)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
         shutil.rmtree(reports_dir, ignore_errors=True)

@@ -25,6 +25,7 @@ import math
 import os
 import signal
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,6 +38,7 @@ from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
 from .._leaves import shorten
 from . import _confine
+from ._jaxcache import KernelCache
 
 _TIMEOUT_NAME = "CourseGraderCellTimeout"
 _QUIET = logging.getLogger("course_lib.grade.kernel")
@@ -58,14 +60,19 @@ class Limits:
 
 @dataclass
 class Confinement:
-    """How kernels are confined: ``landlock`` where the probe found it works; the launcher is used either way."""
+    """How kernels are confined: ``landlock`` where the probe found it works.
+
+    The launcher is used either way.
+    """
 
     landlock: bool
     read: list[str] = field(default_factory=_confine.readable_paths)
 
 
 class _ConfinedKernelManager(AsyncKernelManager):
-    """A kernel manager whose kernel command goes through the launcher, with a policy made per kernel."""
+    """A kernel manager whose kernel command goes through the launcher, with a policy per kernel."""
+
+    policy: Callable[[AsyncKernelManager], dict[str, Any]]
 
     def format_kernel_cmd(self, extra_arguments: list[str] | None = None) -> list[str]:
         return _confine.launcher_command(
@@ -75,7 +82,7 @@ class _ConfinedKernelManager(AsyncKernelManager):
 
 @dataclass
 class CellResult:
-    """How a cell ended: ``ok``, ``error`` (with ``ename``/``evalue``), ``timeout`` or ``died`` (with ``reason``)."""
+    """How a cell ended: ``ok``, ``error`` (``ename``, ``evalue``), ``timeout``, or ``died``."""
 
     status: str
     ename: str = ""
@@ -93,7 +100,11 @@ def _shorten(text: str, limit: int = _ERROR_TEXT_LIMIT) -> str:
 
 
 class _Client(NotebookClient):
-    """``NotebookClient`` that keeps no outputs: it counts their bytes and remembers the last error."""
+    """``NotebookClient`` keeping no outputs: it counts their bytes and remembers the last error."""
+
+    output_bytes: int = 0
+    last_error: tuple[str, str] | None = None
+    last_reply: dict[str, Any]
 
     def output(
         self, outs: list[Any], msg: dict[str, Any], display_id: str | None, cell_index: int
@@ -132,7 +143,11 @@ def _signal_name(code: int | None) -> str:
 
 
 class Sandbox:
-    """A fresh kernel for one submission; use ``await start()``, ``await run(source, seconds)``, ``await stop()``."""
+    """A fresh kernel for one submission: await ``start()``, ``run(source, seconds)``, ``stop()``.
+
+    With a ``cache`` (:class:`~._jaxcache.KernelCache`), JAX in the kernel uses that compilation
+    cache folder: readable only, unless the cache says it is the filling kernel's.
+    """
 
     def __init__(
         self,
@@ -141,9 +156,14 @@ class Sandbox:
         limits: Limits,
         confinement: Confinement | None = None,
         writable: list[str] | None = None,
+        cache: KernelCache | None = None,
     ):
-        self.workdir, self.env, self.limits = workdir, env, limits
+        self.workdir, self.limits = workdir, limits
+        self.env = {**env, **(cache.env() if cache else {})}
         self.confinement, self.writable = confinement, [workdir, *(writable or [])]
+        self.readable = [cache.folder] if cache else []
+        if cache is not None and cache.writable:
+            self.writable.append(cache.folder)
         self.km: AsyncKernelManager | None = None
         self.client: _Client | None = None
         self.pid: int | None = None  # the launcher's with a confinement, else the kernel's
@@ -158,7 +178,11 @@ class Sandbox:
         assert self.confinement is not None
         return {
             "landlock": self.confinement.landlock,
-            "read": [*self.confinement.read, os.path.realpath(km.connection_file)],
+            "read": [
+                *self.confinement.read,
+                *self.readable,
+                os.path.realpath(km.connection_file),
+            ],
             "write": self.writable,
             "devices": _confine.DEVICES,
             "bind_ports": [
@@ -211,7 +235,7 @@ class Sandbox:
             await self.client.async_start_new_kernel_client()
             self.kernel_pid = self._find_kernel()
             self._fence()
-        except Exception as error:
+        except Exception as error:  # noqa: BLE001 (whatever failed, the kernel is stopped and reported)
             code = self._launcher_code()
             await self.stop()
             if code == _confine.EXIT_NOT_CONFINED:
@@ -226,7 +250,7 @@ class Sandbox:
         return process.poll() if process is not None else None
 
     def _find_kernel(self) -> int | None:
-        """The kernel's pid: the launcher's one child (the kernel answered, so it is there), or the process itself."""
+        """The kernel's pid: the launcher's one child (the kernel answered), or the process."""
         if self.confinement is None:
             return self.pid
         children = psutil.Process(self.pid).children()
@@ -246,7 +270,7 @@ class Sandbox:
             pass
 
     def _resident(self) -> tuple[int, int]:
-        """Resident bytes and number of the processes under the launcher (orphans come back to it)."""
+        """Resident bytes and count of processes under the launcher (orphans come back to it)."""
         try:
             root = psutil.Process(self.pid)
             processes = [root, *root.children(recursive=True)]
@@ -261,7 +285,7 @@ class Sandbox:
         return total, len(processes)
 
     def _too_many(self, processes: int) -> bool:
-        """Over the process cap: the cgroup refused a fork, or (no cgroup, or not joined) the count says so."""
+        """Over the process cap: the cgroup refused a fork, or (no cgroup) the count says so."""
         if self.confinement is None:
             return False
         return processes > self.limits.tasks or (
