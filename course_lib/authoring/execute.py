@@ -29,13 +29,13 @@ from pathlib import Path
 
 from nbformat import NotebookNode
 
-from ._files import (
+from .._atomic import write_text_atomic
+from .._notebook_files import (
     NotebookError,
     cell_label,
     display_path,
     notebook_text,
     read_notebook,
-    write_text_atomic,
 )
 
 __all__ = [

@@ -48,14 +48,14 @@ from pathlib import Path
 from nbformat import NotebookNode
 from nbformat.v4 import new_markdown_cell
 
-from ._files import (
+from .._atomic import write_text_atomic
+from .._notebook_files import (
     NotebookError,
     cell_label,
     display_path,
     has_cell_ids,
     notebook_text,
     read_notebook,
-    write_text_atomic,
 )
 
 __all__ = [

@@ -41,13 +41,13 @@ from pathlib import Path
 from nbformat import NotebookNode
 from nbformat.v4 import new_markdown_cell
 
-from ._files import (
+from .._atomic import write_text_atomic
+from .._notebook_files import (
     NotebookError,
     display_path,
     has_cell_ids,
     notebook_text,
     read_notebook,
-    write_text_atomic,
 )
 
 __all__ = [

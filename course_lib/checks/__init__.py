@@ -11,7 +11,8 @@ In a notebook::
 that differs, by key path; the leaf whose value differs; "returned None: missing `return`?"; a
 compile count with JAX's cache-miss explanation); each further failing call reveals one more hint,
 never the solution. Output is deterministic. Under ``CI`` (or ``COURSE_STRICT_CHECKS=1``, or
-``set_strict(True)``, or ``strict=True``) a check that does not pass raises :class:`CheckFailedError`.
+``set_strict(True)``, or ``strict=True``) a check that does not pass raises
+:class:`CheckFailedError`.
 
 How the parts fit (checks run inside the learner's kernel; the grader imports them, never the
 other way round):
@@ -34,6 +35,10 @@ other way round):
   JSON for the trip from a kernel to the grader (never pickle).
 * ``_runner.py``: what the grader calls inside a submission's kernel.
 * ``_lessonNN.py``: the exercises of lesson NN.
+
+The grader uses this package through the names exported here only: the registry, the spec classes,
+``reference_results`` and ``judge_outcomes``, ``loads`` and ``WireError`` for the kernel's report,
+``code_id`` and ``parse_cell`` for a submission's cells, ``round_points``, and ``RUNNER_MODULE``.
 
 Adding the exercises of a lesson (say 02):
 
@@ -64,6 +69,10 @@ Adding the exercises of a lesson (say 02):
    and exercise notebooks by itself.
 """
 
+from ._evaluate import judge_outcomes as judge_outcomes
+from ._evaluate import reference_results as reference_results
+from ._guard import code_id as code_id
+from ._guard import parse_cell as parse_cell
 from ._registry import all_exercises as all_exercises
 from ._registry import exercises as exercises
 from ._registry import get_exercise as get_exercise
@@ -79,3 +88,9 @@ from ._spec import Case as Case
 from ._spec import Exercise as Exercise
 from ._spec import Outcome as Outcome
 from ._spec import Verdict as Verdict
+from ._spec import round_points as round_points
+from ._wire import WireError as WireError
+from ._wire import loads as loads
+
+RUNNER_MODULE = "course_lib.checks._runner"
+"""The module the grader imports afresh in a submission's kernel: its ``run`` probes an exercise."""

@@ -8,8 +8,7 @@ import dataclasses
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from course_lib.checks import Exercise
-from course_lib.checks._spec import round_points
+from course_lib.checks import Exercise, round_points
 
 STATUSES = ("passed", "failed", "flagged", "not_attempted", "error", "timeout", "missing")
 

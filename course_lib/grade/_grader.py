@@ -3,7 +3,7 @@
 For one submission: read the bytes (never the original file again), check it is a notebook, find
 its lesson and exercise cells, copy it to a scratch folder, start a kernel there, run its cells
 (check and progress calls left out) under time and memory limits, then for each exercise run the
-probe from ``course_lib.checks._runner`` in the kernel and judge the outcomes in this process
+probe from ``course_lib.checks.RUNNER_MODULE`` in the kernel and judge the outcomes in this process
 against reference results computed here once per exercise. A kernel that dies (a crash,
 ``os._exit``, the memory limit, a loop deaf to interrupts) is replaced, the cells that ran before
 are run again, and the cell at fault is skipped.
@@ -24,22 +24,29 @@ from pathlib import Path
 from typing import Any
 
 import course_lib
-from course_lib.checks import Exercise, Outcome, Verdict
-from course_lib.checks._evaluate import judge_outcomes, reference_results
-from course_lib.checks._spec import Case
-from course_lib.checks._wire import WireError, loads
+from course_lib._notebook_files import NotebookError, read_notebook
+from course_lib.checks import (
+    RUNNER_MODULE,
+    Case,
+    Exercise,
+    Outcome,
+    Verdict,
+    WireError,
+    judge_outcomes,
+    loads,
+    reference_results,
+)
 
 from ._confine import sandbox_level
 from ._gradebook import ExerciseResult, SubmissionResult
 from ._kernel import CellResult, Confinement, KernelStartError, Limits, Sandbox
 from ._submissions import (
-    NotebookProblem,
     Plan,
     PlannedCell,
     Submission,
     detect_lesson,
+    filename_lesson,
     plan_cells,
-    read_notebook,
 )
 
 MAX_RESTARTS = 3
@@ -166,7 +173,7 @@ def _runner_source(
         "    for name in sys.modules.copy():\n"
         "        if name == 'course_lib.checks' or name.startswith('course_lib.checks.'):\n"
         "            del sys.modules[name]\n"
-        "    runner = importlib.import_module('course_lib.checks._runner')\n"
+        f"    runner = importlib.import_module({RUNNER_MODULE!r})\n"
         f"    runner.run({exercise.id!r}, {seed!r}, sys._getframe(1).f_globals, {str(report)!r}, {nonce!r}, {tuple(packages)!r})\n"
         f"{fn}()\n"
         f"del {fn}\n"
@@ -480,15 +487,9 @@ async def grade_submission(sub: Submission, ctx: Context) -> SubmissionResult:
     except OSError as error:
         return _error_result(sub, None, f"the file could not be read ({error.strerror or error})")
     try:
-        notebook = read_notebook(data)
-    except NotebookProblem as problem:
-        from course_lib.checks import lessons
-
-        from ._submissions import _FILENAME_LESSON
-
-        match = _FILENAME_LESSON.match(sub.notebook.rsplit("/", 1)[-1])
-        lesson = match[1] if match and match[1] in lessons() else None
-        return _error_result(sub, lesson, str(problem))
+        notebook = read_notebook(data, schema=False)
+    except NotebookError as problem:
+        return _error_result(sub, filename_lesson(sub.notebook), str(problem))
     lesson = detect_lesson(notebook, sub.notebook)
     if lesson is None:
         return _error_result(
