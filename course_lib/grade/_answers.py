@@ -45,7 +45,8 @@ def _drop_docstrings(tree: ast.AST) -> None:
 def normalise(source: str) -> str:
     """``source`` without comments, docstrings and layout.
 
-    >>> normalise("def f(x):\\n    '''doc'''\\n    return  x+1  # add one") == normalise("def f(x): return x + 1")
+    >>> answer = normalise("def f(x):\\n    '''doc'''\\n    return  x+1  # add one")
+    >>> answer == normalise("def f(x): return x + 1")
     True
     """
     try:
@@ -66,7 +67,8 @@ def lines_of(normalised: str) -> tuple[str, ...]:
 
 
 def answer_sheet(data: bytes, notebook: str) -> AnswerSheet:
-    """The answers of the notebook in ``data``; an empty sheet for a file that is not a gradable notebook."""
+    """The answers of the notebook in ``data``; an empty sheet for a file that is not a gradable
+    notebook."""
     try:
         nb = read_notebook(data, schema=False)
     except NotebookError:
@@ -84,7 +86,8 @@ def answer_sheet(data: bytes, notebook: str) -> AnswerSheet:
 
 @cache
 def solution_regions() -> dict[str, tuple[str, ...]]:
-    """The course's answer region of each exercise (its code lines), read from ``solutions/``; empty when not shipped."""
+    """The course's answer region of each exercise (its code lines), read from ``solutions/``; empty
+    when not shipped."""
     regions: dict[str, tuple[str, ...]] = {}
     for path in sorted(SOLUTIONS.glob("[0-9][0-9]_*.ipynb")):
         try:

@@ -28,10 +28,11 @@ class UsageError(Exception):
 
 @dataclass(frozen=True)
 class Submission:
-    """One submitted notebook: where it is, whose it is (the student key), and how the gradebook names it.
+    """One submitted notebook: where it is, whose it is (the student key), and how the gradebook
+    names it.
 
-    ``shown`` is the path the gradebook records: for a notebook extracted from a zip, the zip's path and
-    the member's, not the scratch folder it was read from.
+    ``shown`` is the path the gradebook records: for a notebook extracted from a zip, the zip's path
+    and the member's, not the scratch folder it was read from.
     """
 
     path: Path
@@ -50,7 +51,8 @@ def hidden_part(part: str) -> bool:
 
 
 def find_submissions(paths: list[str]) -> list[Submission]:
-    """Every submission under ``paths``, sorted by student and notebook (see ``_intake`` for the layouts).
+    """Every submission under ``paths``, sorted by student and notebook (see ``_intake`` for the
+    layouts).
 
     A file is one submission by the student named after its folder. A folder with notebooks of its
     own is one student's (notebooks in its subfolders too); a folder with only subfolders is a
@@ -99,7 +101,8 @@ def filename_lesson(filename: str) -> str | None:
 
 
 def detect_lesson(notebook: NotebookNode, filename: str) -> str | None:
-    """The lesson a notebook belongs to: its metadata, else its exercise ids, else its file name, else its functions."""
+    """The lesson a notebook belongs to: its metadata, else its exercise ids, else its file name,
+    else its functions."""
     known = lessons()
     meta = course_metadata(notebook)
     if meta.get("lesson") in known:
@@ -160,7 +163,8 @@ _FIRST_LINE_LIMIT = 24
 
 
 def cell_label(number: int, source: str) -> str:
-    """How a message names a code cell so that a student finds it: its number among the code cells, from 1, and its first line.
+    """How a message names a code cell so that a student finds it: its number among the code cells,
+    from 1, and its first line.
 
     >>> cell_label(4, "\\n# step\\ndef sgd_step(params, grads, lr):\\n    ...")
     'code cell 4 (`# step`)'
@@ -206,7 +210,8 @@ class Plan:
         return next((cell for cell in self.cells if cell.index == index), None)
 
     def cell_of_code(self, code: str, line: int, text: str) -> PlannedCell | None:
-        """The planned cell whose source has this :func:`~course_lib.checks._guard.code_id` (else: this text at this line)."""
+        """The planned cell whose source has this :func:`~course_lib.checks._guard.code_id` (else:
+        this text at this line)."""
         for cell in self.cells:
             if code and code_id(cell.source) == code:
                 return cell
