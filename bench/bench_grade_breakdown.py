@@ -36,6 +36,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from course_lib._notebook_files import read_notebook  # noqa: E402
 from course_lib.grade._grader import (  # noqa: E402 (after the path is set)
     Context,
     Options,
@@ -45,7 +46,7 @@ from course_lib.grade._grader import (  # noqa: E402 (after the path is set)
     kernel_env,
 )
 from course_lib.grade._kernel import Sandbox  # noqa: E402
-from course_lib.grade._submissions import detect_lesson, plan_cells, read_notebook  # noqa: E402
+from course_lib.grade._submissions import detect_lesson, plan_cells  # noqa: E402
 
 PHASES = [
     "reference answers",
@@ -93,7 +94,7 @@ async def breakdown(notebook: Path, ctx: Context) -> dict[str, float]:
     times = dict.fromkeys(PHASES, 0.0)
     started = time.perf_counter()
     data = notebook.read_bytes()
-    parsed = read_notebook(data)
+    parsed = read_notebook(data, schema=False)
     lesson = detect_lesson(parsed, notebook.name)
     assert lesson is not None, notebook
     plan = plan_cells(parsed, lesson)

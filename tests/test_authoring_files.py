@@ -12,12 +12,8 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from course_lib.authoring._files import (
-    NotebookError,
-    notebook_text,
-    read_notebook,
-    write_text_atomic,
-)
+from course_lib._atomic import write_text_atomic
+from course_lib._notebook_files import NotebookError, notebook_text, read_notebook
 
 
 def _raw_notebook(cells: list[dict], minor: int = 5) -> str:
@@ -66,6 +62,41 @@ def test_read_notebook_schema_violation_is_an_error(tmp_path: Path) -> None:
     path.write_text(_raw_notebook([cell]))
     with pytest.raises(NotebookError, match="bad.ipynb: not a valid notebook"):
         read_notebook(path)
+
+
+def test_a_path_names_the_file_and_bytes_give_the_bare_reason(tmp_path: Path) -> None:
+    path = tmp_path / "v3.ipynb"
+    path.write_text('{"nbformat": 3, "nbformat_minor": 0, "worksheets": []}')
+    with pytest.raises(NotebookError) as from_bytes:
+        read_notebook(path.read_bytes())
+    with pytest.raises(NotebookError) as from_path:
+        read_notebook(path)
+    assert str(from_bytes.value).startswith("the notebook is in format 3.0")
+    assert str(from_path.value) == f"{path}: {from_bytes.value}"
+    with pytest.raises(NotebookError, match="missing.ipynb: cannot read the notebook"):
+        read_notebook(tmp_path / "missing.ipynb")
+
+
+def test_schema_false_reads_what_grading_needs_of_an_off_schema_notebook() -> None:
+    cells = [
+        {"cell_type": "code", "id": "same", "source": ["x = 1\n", "y = 2"], "outputs": 7},
+        {"cell_type": "markdown", "id": "same", "metadata": ["not", "a", "mapping"]},
+        {"cell_type": "code", "metadata": {"course": {"exercise": "01.is_node"}}, "source": ""},
+    ]
+    data = json.dumps({"cells": cells, "nbformat": 4, "nbformat_minor": 5}).encode()
+    with pytest.raises(NotebookError, match="duplicate cell id 'same'"):
+        read_notebook(data)
+    nb = read_notebook(data, schema=False)
+    assert [cell.source for cell in nb.cells] == ["x = 1\ny = 2", "", ""]
+    assert [cell.metadata for cell in nb.cells] == [{}, {}, {"course": {"exercise": "01.is_node"}}]
+    assert nb.metadata == {} and [cell.id for cell in nb.cells] == ["same", "same", "cell-2"]
+
+
+def test_a_byte_order_mark_is_not_an_error(tmp_path: Path) -> None:
+    path = tmp_path / "bom.ipynb"
+    text = _raw_notebook([{"cell_type": "markdown", "id": "a", "metadata": {}, "source": "x"}])
+    path.write_bytes(b"\xef\xbb\xbf" + text.encode())
+    assert read_notebook(path).cells[0].source == "x"
 
 
 def test_notebook_text_matches_nbformat_write() -> None:

@@ -8,8 +8,8 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
+from course_lib._notebook_files import notebook_text
 from course_lib.authoring import execute
-from course_lib.authoring._files import notebook_text
 
 RAISES = {"tags": ["raises-exception"]}
 
@@ -83,7 +83,9 @@ def test_execute_notebook_failure_leaves_file_untouched(tmp_path: Path) -> None:
 def test_execute_notebook_tagged_cell_must_raise(tmp_path: Path) -> None:
     path = _write(tmp_path / "quiet.ipynb", new_code_cell("1 / 1", id="a", metadata=RAISES))
     before = path.read_bytes()
-    with pytest.raises(execute.NotebookExecutionError, match="cell 0: tagged 'raises-exception' but"):
+    with pytest.raises(
+        execute.NotebookExecutionError, match="cell 0: tagged 'raises-exception' but"
+    ):
         execute.execute_notebook(path, cell_timeout=60)
     assert path.read_bytes() == before
 
@@ -91,7 +93,9 @@ def test_execute_notebook_tagged_cell_must_raise(tmp_path: Path) -> None:
 def test_execute_notebook_cell_timeout(tmp_path: Path) -> None:
     path = _write(tmp_path / "slow.ipynb", new_code_cell("import time\ntime.sleep(60)", id="a"))
     before = path.read_bytes()
-    with pytest.raises(execute.NotebookExecutionError, match="cell 0: the cell ran past its 1 s limit"):
+    with pytest.raises(
+        execute.NotebookExecutionError, match="cell 0: the cell ran past its 1 s limit"
+    ):
         execute.execute_notebook(path, cell_timeout=1)
     assert path.read_bytes() == before
 

@@ -20,8 +20,8 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
+from course_lib._notebook_files import notebook_text
 from course_lib.authoring import exercises
-from course_lib.authoring._files import notebook_text
 
 GOLDEN = Path(__file__).parent / "golden"
 GOLDEN_SOLUTION = GOLDEN / "solutions" / "99_golden.ipynb"

@@ -16,17 +16,11 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from course_lib._notebook_files import NotebookError, read_notebook
 from course_lib.authoring.exercises import make_exercise
 from course_lib.checks import all_exercises
-from course_lib.grade._submissions import (
-    NotebookProblem,
-    UsageError,
-    detect_lesson,
-    find_submissions,
-    plan_cells,
-    read_notebook,
-    without_checks,
-)
+from course_lib.grade import find_submissions
+from course_lib.grade._submissions import UsageError, detect_lesson, plan_cells, without_checks
 
 ROOT = Path(__file__).resolve().parents[1]
 SOLUTION = ROOT / "solutions" / "01_what_is_a_pytree.ipynb"
@@ -152,7 +146,7 @@ def _hostile_class(folder: Path) -> None:
     write(folder, "empty_file", b"")
     write(folder, "json_list", b"[1, 2, 3]")
     fake = exercise_version()
-    for i, exercise_id in enumerate(IDS):
+    for exercise_id in IDS:
         add_cell(fake, len(fake.cells), f"print('{exercise_id}: passed (2/2 points, 10 cases)')")
     fake.cells.append(
         nbformat.v4.new_markdown_cell("Lesson 01: 5 of 5 exercises passed, 8/8 points")
@@ -164,7 +158,8 @@ def _hostile_class(folder: Path) -> None:
         add_cell(
             exercise_version(),
             2,
-            "def check(*args, **kwargs):\n    print('passed')\n\ndef progress(*args, **kwargs):\n    print('5 of 5 exercises passed')",
+            "def check(*args, **kwargs):\n    print('passed')\n\ndef progress(*args, **kwargs):\n "
+            "   print('5 of 5 exercises passed')",
         ),
     )
     patch = """
@@ -174,8 +169,13 @@ from course_lib.checks._spec import Outcome
 
 def fake_run(exercise_id, seed, namespace, out_path, nonce):
     ex = C.get_exercise(exercise_id)
-    outcomes = [Outcome("returned", _evaluate.ensure_plain(ex.probe(ex.reference, c))).to_plain() for c in ex.make_cases("grade", seed)]
-    report = {"nonce": nonce, "exercise": exercise_id, "found": "yes", "type": "", "outcomes": outcomes}
+    outcomes = [
+        Outcome("returned", _evaluate.ensure_plain(ex.probe(ex.reference, c))).to_plain()
+        for c in ex.make_cases("grade", seed)
+    ]
+    report = {
+        "nonce": nonce, "exercise": exercise_id, "found": "yes", "type": "", "outcomes": outcomes
+    }
     with open(out_path, "w") as f:
         f.write(_wire.dumps(report))
 
@@ -214,7 +214,8 @@ for ex in C.exercises("01"):
     wrong = replace_body(
         solution(),
         "01.leaf_paths",
-        "    return [jax.tree_util.keystr(p) for p, _ in jax.tree_util.tree_leaves_with_path(tree)]",
+        "    return [jax.tree_util.keystr(p) for p, _ in "
+        "jax.tree_util.tree_leaves_with_path(tree)]",
     )
     write(folder, "wrong_answer", wrong)
     renamed = solution()
@@ -233,10 +234,12 @@ for ex in C.exercises("01"):
     write(folder, "uses_reference", reference)
 
 
+# The hostile batch: its class folder, its output folder, the grader's run, the files' hashes.
+Hostile = tuple[Path, Path, subprocess.CompletedProcess[str], dict[str, str]]
+
+
 @pytest.fixture(scope="module")
-def hostile(
-    tmp_path_factory: pytest.TempPathFactory,
-) -> tuple[Path, Path, subprocess.CompletedProcess[str], dict[str, str]]:
+def hostile(tmp_path_factory: pytest.TempPathFactory) -> Hostile:
     base = tmp_path_factory.mktemp("hostile")
     folder, out = base / "class", base / "out"
     _hostile_class(folder)
@@ -278,7 +281,7 @@ EXPECTED = {
 }
 
 
-def test_hostile_batch_completes(hostile) -> None:
+def test_hostile_batch_completes(hostile: Hostile) -> None:
     folder, out, result, _ = hostile
     assert result.returncode == 0, result.stderr[-3000:]
     assert set(by_student(out)) == set(EXPECTED)
@@ -295,7 +298,7 @@ def test_hostile_batch_completes(hostile) -> None:
 
 
 @pytest.mark.parametrize("student", sorted(EXPECTED))
-def test_hostile_statuses(hostile, student: str) -> None:
+def test_hostile_statuses(hostile: Hostile, student: str) -> None:
     entry = by_student(hostile[1])[student]
     assert statuses(entry) == EXPECTED[student], json.dumps(entry, indent=1)
     points = {
@@ -309,7 +312,7 @@ def test_hostile_statuses(hostile, student: str) -> None:
     assert entry["max_points"] == 8
 
 
-def test_hostile_messages_say_what_happened(hostile) -> None:
+def test_hostile_messages_say_what_happened(hostile: Hostile) -> None:
     books = by_student(hostile[1])
     assert books["solution"]["status"] == "graded" and books["solution"]["points"] == 8
     assert "did not finish within 4 s" in message(books["loop_in_function"], "01.count_params")
@@ -336,8 +339,8 @@ def test_hostile_messages_say_what_happened(hostile) -> None:
         if c.metadata.get("course", {}).get("exercise") == "01.count_params"
     )
     assert (
-        f"count_params calls cl.tree_size (code cell {count_cell} (`def count_params(tree):`), line "
-        in message(books["forbidden"], "01.count_params")
+        f"count_params calls cl.tree_size (code cell {count_cell} (`def count_params(tree):`), "
+        "line " in message(books["forbidden"], "01.count_params")
     )
     assert "`return cl.tree_size(tree)`" in message(books["forbidden"], "01.count_params")
     assert "same_structure calls cl.tree_diff (code cell " in message(
@@ -365,8 +368,8 @@ def test_hostile_messages_say_what_happened(hostile) -> None:
     assert books["lost_metadata"]["lesson"] == "01"
     # Bound in its cell by an import, or by getattr with a computed name: caught when it runs.
     assert (
-        "count_params is the course's reference answer, course_lib.checks._lesson01._count_params itself"
-        in message(books["uses_reference"], "01.count_params")
+        "count_params is the course's reference answer, course_lib.checks._lesson01._count_params "
+        "itself" in message(books["uses_reference"], "01.count_params")
     )
     assert (
         "is_node is the course's reference answer, course_lib.checks._lesson01._is_node itself"
@@ -374,18 +377,18 @@ def test_hostile_messages_say_what_happened(hostile) -> None:
     )
 
 
-def test_submissions_are_never_modified(hostile) -> None:
+def test_submissions_are_never_modified(hostile: Hostile) -> None:
     folder, _, _, before = hostile
     assert tree_hashes(folder) == before
 
 
-def test_feedback_file_reads_well(hostile) -> None:
+def test_feedback_file_reads_well(hostile: Hostile) -> None:
     text = (hostile[1] / "feedback" / "wrong_answer" / "01_what_is_a_pytree.txt").read_text()
     assert text.startswith("01_what_is_a_pytree.ipynb by wrong_answer\nScore: 6 / 8\n")
     assert "01.leaf_paths (leaf_paths): not yet right, 0/2" in text
 
 
-def test_no_stray_files_in_the_output_folder(hostile) -> None:
+def test_no_stray_files_in_the_output_folder(hostile: Hostile) -> None:
     out = hostile[1]
     names = {p.name for p in out.iterdir()}
     assert names == {
@@ -465,7 +468,7 @@ def test_every_solution_gets_full_marks_and_every_exercise_notebook_zero(tmp_pat
     assert len(submissions) == 2 * len(list((ROOT / "solutions").glob("[0-9][0-9]_*.ipynb"))) == 18
 
 
-# --- bad arguments: non-zero exit and a message, no kernels started --------------------------------
+# --- bad arguments: non-zero exit and a message, no kernels started -------------------------------
 
 
 def run_main(capsys: pytest.CaptureFixture[str], *argv: object) -> tuple[int, str]:
@@ -536,7 +539,7 @@ def test_console_script_has_the_same_options() -> None:
     assert result.returncode == 0 and "--notebook-timeout" in result.stdout
 
 
-# --- reading and planning, without kernels ----------------------------------------------------------
+# --- reading and planning, without kernels --------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -552,11 +555,15 @@ def test_console_script_has_the_same_options() -> None:
         (b'{"nbformat": 5, "nbformat_minor": 0, "cells": []}', "newer than format 4"),
         (b'{"nbformat": 4, "nbformat_minor": 5, "cells": {}}', "no list of cells"),
         (b'{"nbformat": 4, "nbformat_minor": 5, "cells": [1]}', "cell 0 is not a notebook cell"),
+        (
+            b'{"nbformat": 4, "cells": [{"cell_type": "code", "source": 1}]}',
+            "cell 0 has no readable",
+        ),
     ],
 )
 def test_read_notebook_problems(data: bytes, words: str) -> None:
-    with pytest.raises(NotebookProblem, match=words.replace("(", r"\(")):
-        read_notebook(data)
+    with pytest.raises(NotebookError, match=words.replace("(", r"\(")):
+        read_notebook(data, schema=False)
 
 
 def test_without_checks_keeps_everything_else() -> None:
@@ -568,7 +575,7 @@ def test_without_checks_keeps_everything_else() -> None:
 
 
 def test_plan_finds_exercises_by_metadata_and_by_name() -> None:
-    nb = read_notebook(SOLUTION.read_bytes())
+    nb = read_notebook(SOLUTION.read_bytes(), schema=False)
     plan = plan_cells(nb, "01")
     assert set(plan.exercise_cells) == set(IDS)
     assert plan.skipped_checks == 6  # five check cells and progress
@@ -582,17 +589,18 @@ def test_plan_finds_exercises_by_metadata_and_by_name() -> None:
 
 
 def test_plan_names_cells_as_a_student_counts_them() -> None:
-    nb = read_notebook(SOLUTION.read_bytes())
+    nb = read_notebook(SOLUTION.read_bytes(), schema=False)
     plan = plan_cells(nb, "01")
-    code = [c for c in nb.cells if c.cell_type == "code"]
+    code = [index for index, c in enumerate(nb.cells) if c.cell_type == "code"]
     assert len(code) < len(nb.cells)  # markdown cells in between are not counted
     for cell in plan.cells:
-        number = next(i for i, c in enumerate(code, 1) if c.index == cell.index)
+        number = code.index(cell.index) + 1
         first = next(
             line.strip() for line in nb.cells[cell.index].source.splitlines() if line.strip()
         )
         assert cell.number == number and cell.label.startswith(f"code cell {number} (`{first[:10]}")
     count = plan.cell(plan.exercise_cells["01.count_params"])
+    assert count is not None
     assert count.label == f"code cell {count.number} (`def count_params(tree):`)"
 
 
@@ -621,7 +629,7 @@ def test_find_submissions_layouts(tmp_path: Path) -> None:
         find_submissions([str(tmp_path / "missing")])
 
 
-# --- the fenced kernel on its own -------------------------------------------------------------------
+# --- the fenced kernel on its own -----------------------------------------------------------------
 
 
 def test_memory_watchdog_kills_a_growing_kernel(tmp_path: Path) -> None:
@@ -638,7 +646,8 @@ def test_memory_watchdog_kills_a_growing_kernel(tmp_path: Path) -> None:
         try:
             ok = await sandbox.run("x = 1 + 1", 60)
             child = await sandbox.run(
-                "import subprocess, sys\np = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)'])",
+                "import subprocess, sys\np = subprocess.Popen([sys.executable, '-c', 'import "
+                "time; time.sleep(600)'])",
                 60,
             )
             bomb = await sandbox.run(

@@ -56,7 +56,7 @@ def put(path: Path, data: bytes, stamp: float) -> None:
     os.utime(path, (stamp, stamp))
 
 
-# --- a Canvas download, flat and zipped, with a roster ----------------------------------------------
+# --- a Canvas download, flat and zipped, with a roster --------------------------------------------
 
 WRONG = replace_body(
     solution(),
@@ -127,7 +127,7 @@ def canvas(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return {"base": base, "flat": base / "out_flat", "zip": base / "out_zip", "archive": archive}
 
 
-def test_canvas_download_graded_into_the_right_students(canvas) -> None:
+def test_canvas_download_graded_into_the_right_students(canvas: dict[str, Path]) -> None:
     book = by_key(canvas["flat"] / "gradebook.csv")
     assert list(book) == ["1001", "1003", "1004", "1005", "1006", "2002"]
     assert (
@@ -158,7 +158,7 @@ def test_canvas_download_graded_into_the_right_students(canvas) -> None:
     )
 
 
-def test_canvas_zip_gives_the_same_gradebook_as_the_folder(canvas) -> None:
+def test_canvas_zip_gives_the_same_gradebook_as_the_folder(canvas: dict[str, Path]) -> None:
     for name in ("gradebook.csv", "gradebook-canvas.csv", "gradebook-moodle.csv", "report.html"):
         assert (canvas["flat"] / name).read_bytes() == (canvas["zip"] / name).read_bytes(), name
     paths = [
@@ -169,7 +169,7 @@ def test_canvas_zip_gives_the_same_gradebook_as_the_folder(canvas) -> None:
     )  # the zip, not a scratch folder
 
 
-def test_lateness_and_penalty(canvas) -> None:
+def test_lateness_and_penalty(canvas: dict[str, Path]) -> None:
     book = by_key(canvas["flat"] / "gradebook.csv")
     assert book["1003"]["late_by_hours"] == "26.00"
     assert (book["1003"]["late_penalty"], book["1003"]["total"]) == (
@@ -187,7 +187,7 @@ def test_lateness_and_penalty(canvas) -> None:
     }
 
 
-def test_canvas_layout_column_by_column(canvas) -> None:
+def test_canvas_layout_column_by_column(canvas: dict[str, Path]) -> None:
     table = list(csv.reader((canvas["flat"] / "gradebook-canvas.csv").read_text().splitlines()))
     assert table[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "Pytree (77)"]
     assert table[1] == ["Points Possible", "", "", "", "", "8"]
@@ -201,7 +201,7 @@ def test_canvas_layout_column_by_column(canvas) -> None:
     ]
 
 
-def test_moodle_layout_column_by_column(canvas) -> None:
+def test_moodle_layout_column_by_column(canvas: dict[str, Path]) -> None:
     table = list(csv.DictReader((canvas["flat"] / "gradebook-moodle.csv").read_text().splitlines()))
     assert list(table[0]) == [
         "Identifier",
@@ -230,11 +230,12 @@ def test_moodle_layout_column_by_column(canvas) -> None:
     assert (eve["Status"], eve["Grade"]) == ("No submission", "0")
 
 
-def test_report_is_deterministic_and_counts_students(canvas) -> None:
+def test_report_is_deterministic_and_counts_students(canvas: dict[str, Path]) -> None:
     report = (canvas["flat"] / "report.html").read_text()
     assert "<img alt='histogram of totals' src='data:image/png;base64," in report
     assert "http" not in report.replace("http-equiv", "")  # no external assets
-    # Alice of section B handed in two notebooks of lesson 01: one student, counted once (3 of 3, not of 4).
+    # Alice of section B handed in two notebooks of lesson 01: one student, counted once (3 of 3,
+    # not of 4).
     assert "<tr><td>01.count_params</td><td>3</td><td>3</td></tr>" in report
     assert (
         "<tr><td>01.leaf_paths</td><td>1</td><td>For a dict with None values" in report
@@ -262,7 +263,7 @@ def test_roster_errors_are_usage_errors(tmp_path: Path, capsys: pytest.CaptureFi
     assert status == 2 and "line 3: the id '1' is already on line 2" in err
 
 
-# --- folders as instructors collect them ------------------------------------------------------------
+# --- folders as instructors collect them ----------------------------------------------------------
 
 
 def test_class_folders_empty_zip_only_py_only_and_two_sections(tmp_path: Path) -> None:
@@ -328,7 +329,7 @@ def test_a_zip_with_too_many_members_is_refused(
         find_class([str(tmp_path / "big.zip")])
 
 
-# --- names that must not collide, re-runs and overrides ---------------------------------------------
+# --- names that must not collide, re-runs and overrides -------------------------------------------
 
 NAMES = {
     "Jürgen Schmidt": solution(),
@@ -356,7 +357,7 @@ def _scores(out: Path) -> dict[str, str]:
     return found
 
 
-def test_unicode_and_case_only_names_get_their_own_feedback(named) -> None:
+def test_unicode_and_case_only_names_get_their_own_feedback(named: dict[str, Path]) -> None:
     scores = _scores(named["out"])
     assert scores["Jürgen Schmidt"] == "Score: 8 / 8" and scores["Jörgen Schmidt"] == "Score: 0 / 8"
     case_pair = {k: v for k, v in scores.items() if folding(k).startswith("ann")}
@@ -374,7 +375,7 @@ def test_unicode_and_case_only_names_get_their_own_feedback(named) -> None:
     assert (scores[folders["ann"]], scores[folders["Ann"]]) == ("Score: 6 / 8", "Score: 8 / 8")
 
 
-def test_regrading_one_student_keeps_the_others(named, tmp_path: Path) -> None:
+def test_regrading_one_student_keeps_the_others(named: dict[str, Path], tmp_path: Path) -> None:
     out = tmp_path / "out"
     shutil.copytree(named["out"], out)
     others = {
@@ -405,14 +406,14 @@ def test_regrading_one_student_keeps_the_others(named, tmp_path: Path) -> None:
     assert {p: p.stat().st_mtime_ns for p in others} == stamps  # not even rewritten
 
 
-def test_overrides_are_applied_and_shown(named, tmp_path: Path) -> None:
+def test_overrides_are_applied_and_shown(named: dict[str, Path], tmp_path: Path) -> None:
     out = tmp_path / "out"
     shutil.copytree(named["out"], out)
     (tmp_path / "overrides.csv").write_text(
         "student,exercise,points,comment\nann,01.leaf_paths,1.5,None entries were asked for late\n"
     )
     result = grade(
-        [named["class"]], out, *FAST[:-1], "--overrides", tmp_path / "overrides.csv"
+        [named["class"]], out, *FAST[:-1], "--overrides", str(tmp_path / "overrides.csv")
     )  # not --quiet
     assert result.returncode == 0, result.stderr[-3000:]
     assert (
@@ -464,7 +465,7 @@ def test_a_bad_overrides_row_is_a_usage_error(
 
 
 def test_a_gradebook_from_other_settings_is_not_mixed(
-    named, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    named: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "out"
     shutil.copytree(named["out"], out)
@@ -557,19 +558,23 @@ def add_loop(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
     return nb
 
 
-# --- the similarity section on its own --------------------------------------------------------------
+# --- the similarity section on its own ------------------------------------------------------------
 
 
 def test_similarity_sees_through_comments_and_layout_and_spares_short_answers() -> None:
     from course_lib.grade._answers import normalise, solution_regions
     from course_lib.grade._similarity import COMMON, similar_pairs, solution_copies
 
-    body = "def f(tree):\n    total = 0\n    for leaf in jax.tree.leaves(tree):\n        total += np.size(leaf)\n    return total\n"
+    body = (
+        "def f(tree):\n    total = 0\n    for leaf in jax.tree.leaves(tree):\n"
+        "        total += np.size(leaf)\n    return total\n"
+    )
     answers = {
         "ann": {"e": normalise(body)},
         "bo": {
             "e": normalise(
-                "def f(tree):  # mine\n    '''Doc.'''\n    total=0\n    for leaf in jax.tree.leaves(tree):\n        total  +=  np.size(leaf)\n\n    return total"
+                "def f(tree):  # mine\n    '''Doc.'''\n    total=0\n    for leaf in "
+                "jax.tree.leaves(tree):\n        total  +=  np.size(leaf)\n\n    return total"
             )
         },
         "cy": {"e": normalise(body.replace("total = 0", "total = 0.0"))},
@@ -586,7 +591,8 @@ def test_similarity_sees_through_comments_and_layout_and_spares_short_answers() 
     solved = {
         "ann": {
             "01.is_node": normalise(
-                "def is_node(x):\n    # mine\n    return jax.tree.structure(x) != jax.tree.structure(0)"
+                "def is_node(x):\n    # mine\n    return jax.tree.structure(x) != "
+                "jax.tree.structure(0)"
             )
         }
     }
@@ -620,7 +626,8 @@ def test_moodle_zip_keeps_member_times(tmp_path: Path) -> None:
         ]
         ann, bo = intake.students["4022"], intake.students["4023"]
         local = datetime(2026, 12, 2, 8, 30).astimezone()  # zip times carry no zone: local time
-        assert datetime.fromisoformat(ann.submitted) == local and ann.name == "Ann Lee"
+        assert ann.submitted is not None and ann.name == "Ann Lee"
+        assert datetime.fromisoformat(ann.submitted) == local
         assert bo.status == "no_notebook"
     finally:
         intake.close()
@@ -650,19 +657,18 @@ def test_submission_times_from_a_moodle_worksheet(tmp_path: Path) -> None:
     put(tmp_path / "dl" / "Ann Lee_4022_assignsubmission_file_" / NAME, b"{}", 0)
     put(tmp_path / "dl" / "Bo Li_4023_assignsubmission_file_" / NAME, b"{}", 0)
     (tmp_path / "worksheet.csv").write_text(
-        "Identifier,Full name,Email address,Status,Grade,Maximum Grade,Grade can be changed,Last modified (submission),Last modified (grade),Feedback comments\n"
-        'Participant 4022,Ann Lee,ann@x,Submitted for grading,,8,Yes,"Wednesday, 2 December 2026, 8:30 AM",-,\n'
+        "Identifier,Full name,Email address,Status,Grade,Maximum Grade,Grade can be changed,Last "
+        "modified (submission),Last modified (grade),Feedback comments\n"
+        'Participant 4022,Ann Lee,ann@x,Submitted for grading,,8,Yes,"Wednesday, 2 December 2026, '
+        '8:30 AM",-,\n'
         "Participant 4023,Bo Li,bo@x,No submission,,8,Yes,-,-,\n"
     )
     intake = find_class([str(tmp_path / "dl")])
     apply_times(intake, read_submission_times(tmp_path / "worksheet.csv"))
-    assert (
-        datetime.fromisoformat(intake.students["4022"].submitted)
-        == datetime(2026, 12, 2, 8, 30).astimezone()
-    )
-    assert datetime.fromisoformat(intake.students["4023"].submitted) == datetime.fromtimestamp(
-        0, UTC
-    )  # the file's time
+    ann, bo = intake.students["4022"].submitted, intake.students["4023"].submitted
+    assert ann is not None and bo is not None
+    assert datetime.fromisoformat(ann) == datetime(2026, 12, 2, 8, 30).astimezone()
+    assert datetime.fromisoformat(bo) == datetime.fromtimestamp(0, UTC)  # the file's time
     (tmp_path / "times.csv").write_text("student,submitted\n4023,yesterday\n")
     with pytest.raises(UsageError, match="line 2: 'yesterday' is not a time"):
         read_submission_times(tmp_path / "times.csv")

@@ -1,4 +1,5 @@
-"""Fair judging through the grader: real kernels, notebooks built from solutions/ as students change them.
+"""Fair judging through the grader: real kernels, notebooks built from solutions/ as students change
+them.
 
 One class of lesson 02 and 06 notebooks is graded twice, as it is and with ``--forbid optax``.
 """
@@ -79,7 +80,8 @@ def cascade() -> nbformat.NotebookNode:
     return replace_body(
         nb,
         "02.global_norm",
-        "    return float(jnp.sqrt(sum(jnp.sum(jnp.square(leaf)) for leaf in jax.tree.leaves(tree))))",
+        "    return float(jnp.sqrt(sum(jnp.sum(jnp.square(leaf)) for leaf in "
+        "jax.tree.leaves(tree))))",
     )
 
 
@@ -97,10 +99,14 @@ def course_alias() -> nbformat.NotebookNode:
     replace_body(
         nb,
         "02.average_trees",
-        "    add = getattr(cl, 'tree_' + 'add')\n    return jax.tree.map(lambda x: x / len(trees), functools.reduce(add, trees))",
+        "    add = getattr(cl, 'tree_' + 'add')\n    return jax.tree.map(lambda x: x / "
+        "len(trees), functools.reduce(add, trees))",
     )
     cell = nb.cells[index_of(nb, "02.global_norm")]
-    cell.source = "from course_lib.checks import _lesson02\nglobal_norm = getattr(_lesson02, '_global' + '_norm')"
+    cell.source = (
+        "from course_lib.checks import _lesson02\n"
+        "global_norm = getattr(_lesson02, '_global' + '_norm')"
+    )
     return nb
 
 
@@ -172,7 +178,7 @@ def graded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, dict
         books[run] = {s["student"]: s for s in book["submissions"]}
         books[run]["_csv"] = list(
             csv.DictReader((base / run / "gradebook.csv").read_text().splitlines())
-        )  # type: ignore[assignment]
+        )
         books[run]["_grader"] = book["grader"]
     return books
 
@@ -181,7 +187,7 @@ def exercise(entry: dict, exercise_id: str) -> dict:
     return next(e for e in entry["exercises"] if e["id"] == exercise_id)
 
 
-def test_optax_answers_pass_inline_or_bound_outside(graded) -> None:
+def test_optax_answers_pass_inline_or_bound_outside(graded: dict[str, dict[str, dict]]) -> None:
     for student in ("optax_inline", "optax_bound"):
         entry = graded["allowed"][student]
         assert {e["status"] for e in entry["exercises"]} == {"passed"}, json.dumps(entry, indent=1)
@@ -194,14 +200,17 @@ def test_optax_answers_pass_inline_or_bound_outside(graded) -> None:
     assert optax["points"] == 14
 
 
-def test_forbid_optax_flags_the_line_and_the_function_reached(graded) -> None:
+def test_forbid_optax_flags_the_line_and_the_function_reached(
+    graded: dict[str, dict[str, dict]],
+) -> None:
     assert graded["forbidden"]["_grader"]["forbidden_packages"] == ["optax"]
     inline = graded["forbidden"]["optax_inline"]
     step = exercise(inline, "02.make_sgd_step")
     number = code_cell_number(optax_inline(), index_of(optax_inline(), "02.make_sgd_step"))
     assert step["status"] == "flagged" and step["points"] == 0 and step["points_if_allowed"] == 3
     assert step["message"].startswith("make_sgd_step calls optax._src.alias.sgd (")
-    label = f"code cell {number} (`def make_sgd_step(loss_f…`)"  # counted from 1 over code cells, its first line cut
+    # counted from 1 over code cells, its first line cut
+    label = f"code cell {number} (`def make_sgd_step(loss_f…`)"
     assert f"({label}, line 7: `opt = optax.sgd(lr)`): optax may not be used" in step["message"]
     assert (
         step["flags"][0]["cell"] == label and step["flags"][0]["reached"] == "optax._src.alias.sgd"
@@ -219,7 +228,9 @@ def test_forbid_optax_flags_the_line_and_the_function_reached(graded) -> None:
     assert exercise(optax, "06.train_loop")["status"] == "passed"
 
 
-def test_the_course_functions_and_the_reference_are_flagged_however_reached(graded) -> None:
+def test_the_course_functions_and_the_reference_are_flagged_however_reached(
+    graded: dict[str, dict[str, dict]],
+) -> None:
     entry = graded["allowed"]["course_alias"]
     step = exercise(entry, "02.make_sgd_step")
     assert (
@@ -240,7 +251,9 @@ def test_the_course_functions_and_the_reference_are_flagged_however_reached(grad
     assert exercise(entry, "02.sgd_step")["status"] == "passed"
 
 
-def test_a_wrong_helper_does_not_zero_the_exercise_that_calls_it(graded) -> None:
+def test_a_wrong_helper_does_not_zero_the_exercise_that_calls_it(
+    graded: dict[str, dict[str, dict]],
+) -> None:
     entry = graded["allowed"]["cascade"]
     sgd = exercise(entry, "02.sgd_step")
     assert (
@@ -258,7 +271,9 @@ def test_a_wrong_helper_does_not_zero_the_exercise_that_calls_it(graded) -> None
     assert entry["points"] == 12 - 2 - 1 + 0.75
 
 
-def test_partial_credit_and_cell_numbers_in_the_gradebook(graded) -> None:
+def test_partial_credit_and_cell_numbers_in_the_gradebook(
+    graded: dict[str, dict[str, dict]],
+) -> None:
     entry = graded["allowed"]["half_right"]
     sgd = exercise(entry, "02.sgd_step")
     assert (sgd["status"], sgd["points"], sgd["max_points"]) == ("failed", 0.67, 2)

@@ -39,6 +39,8 @@ def test_make_lab_serves_the_notebooks(tmp_path: Path) -> None:
         stderr=subprocess.PIPE,
         start_new_session=True,
     )
+    stderr = server.stderr
+    assert stderr is not None  # stderr=PIPE
     try:
         url = f"http://127.0.0.1:{port}/api/contents/notebooks?token={token}"
         deadline = time.monotonic() + 60
@@ -48,7 +50,7 @@ def test_make_lab_serves_the_notebooks(tmp_path: Path) -> None:
                     listing = json.load(response)
                 break
             except OSError:
-                assert server.poll() is None, server.stderr.read().decode()[-2000:]
+                assert server.poll() is None, stderr.read().decode()[-2000:]
                 assert time.monotonic() < deadline, "JupyterLab did not answer within 60 s"
                 time.sleep(0.5)
         served = {item["name"] for item in listing["content"]}
@@ -66,4 +68,4 @@ def test_make_lab_serves_the_notebooks(tmp_path: Path) -> None:
         except subprocess.TimeoutExpired:
             os.killpg(server.pid, signal.SIGKILL)
             server.wait()
-        server.stderr.close()
+        stderr.close()

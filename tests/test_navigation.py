@@ -11,8 +11,8 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
+from course_lib._notebook_files import notebook_text
 from course_lib.authoring import exercises, navigation
-from course_lib.authoring._files import notebook_text
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -205,7 +205,9 @@ def test_navigation_unreadable_notebook_is_an_error(
     (course / "notebooks" / "03_broken.ipynb").write_text("{not json")
     before = _snapshot(course)
     assert navigation.main([]) == 2
-    assert "notebooks/03_broken.ipynb: cannot read the notebook" in capsys.readouterr().err
+    assert (
+        "notebooks/03_broken.ipynb: the file is not valid JSON (line 1" in capsys.readouterr().err
+    )
     del before["notebooks/03_broken.ipynb"]
     after = _snapshot(course)
     del after["notebooks/03_broken.ipynb"]
@@ -248,7 +250,10 @@ def _with_pitfalls(path: Path, *headings: str) -> None:
     _write(path, nb)
 
 
-_README = f"# Course\n\n## Pitfalls\n\n{navigation.PITFALLS_BEGIN}\nold table\n{navigation.PITFALLS_END}\n\nAfter.\n"
+_README = (
+    f"# Course\n\n## Pitfalls\n\n{navigation.PITFALLS_BEGIN}\nold table\n"
+    f"{navigation.PITFALLS_END}\n\nAfter.\n"
+)
 
 
 def test_pitfall_table_lists_numbered_headings_by_number(course: Path) -> None:

@@ -1,5 +1,5 @@
-"""The confined kernel: hostile submissions graded in a real class run, each attack refused or cleaned
-up, while the batch completes and honest students keep their full marks.
+"""The confined kernel: hostile submissions graded in a real class run, each attack refused or
+cleaned up, while the batch completes and honest students keep their full marks.
 
 Each hostile notebook is the lesson 01 solution with one cell of attacks added after the imports.
 The attacks record every one that was *not* refused with ``PermissionError`` in ``LEAKS``, and a
@@ -44,7 +44,8 @@ needs_landlock = pytest.mark.skipif(
 ALL_PASSED = dict.fromkeys(IDS, "passed")
 # Nothing here relies on a time limit, and a loaded machine can take seconds to import JAX.
 GENEROUS = ["--timeout", "60", "--notebook-timeout", "600", "--memory-mb", "2048"]
-MARKER = f"course-sandbox-test-{uuid.uuid4().hex}"  # on the command line of every process a notebook leaves
+# on the command line of every process a notebook leaves
+MARKER = f"course-sandbox-test-{uuid.uuid4().hex}"
 PRELUDE = """
 import os, signal, socket, subprocess, sys, time
 from glob import glob
@@ -67,7 +68,8 @@ def count_params(tree):
 
 
 def hostile(attacks: str) -> nbformat.NotebookNode:
-    """The solution with ``attacks`` run after the imports; ``count_params`` fails if any attack got through."""
+    """The solution with ``attacks`` run after the imports; ``count_params`` fails if any attack got
+    through."""
     nb = add_cell(
         solution(), 2, PRELUDE + attacks + "\nLEAKS.remove('the attacks did not run to the end')\n"
     )
@@ -124,7 +126,7 @@ def grader_env(base: Path, **extra: str) -> dict[str, str]:
 class Scene:
     """Where everything of the hostile class run lies, and what the grader did."""
 
-    def __init__(self, base: Path):
+    def __init__(self, base: Path) -> None:
         self.base, self.folder, self.out = base, base / "class", base / "out"
         self.canaries = base / "canaries"  # an unrelated folder the test made
         self.victim = (
@@ -154,22 +156,29 @@ def _attacks(scene: Scene) -> dict[str, str]:
         for p in targets + new_files
     )
     return {
-        "writer": writes
-        + "\nfor p in glob('../*/*.ipynb') + glob('../../*/*.ipynb') + glob('../../../**/*.ipynb', recursive=True):\n"
+        "writer": writes + "\nfor p in glob('../*/*.ipynb') + glob('../../*/*.ipynb') + "
+        "glob('../../../**/*.ipynb', recursive=True):\n"
         "    attempt('glob ' + p, lambda: open(p, 'w'))\n"
-        f"attempt('mkdir in the class folder', lambda: os.mkdir({str(scene.folder / 'planted')!r}))\n"
-        f"attempt('rename a canary', lambda: os.rename({str(scene.canaries / 'canary.txt')!r}, 'stolen.txt'))\n",
+        "attempt('mkdir in the class folder', lambda: "
+        f"os.mkdir({str(scene.folder / 'planted')!r}))\n"
+        f"attempt('rename a canary', lambda: os.rename({str(scene.canaries / 'canary.txt')!r}, "
+        "'stolen.txt'))\n",
         "reader": f"attempt('read a classmate', lambda: open({str(honest)!r}).read())\n"
         f"attempt('read solutions', lambda: open({str(ROOT / 'solutions' / NAME)!r}).read())\n"
         f"attempt('list the checkout', lambda: os.listdir({str(ROOT)!r}))\n"
         f"attempt('list the class', lambda: os.listdir({str(scene.folder)!r}))\n"
         f"attempt('list the output folder', lambda: os.listdir({str(scene.out)!r}))\n"
-        f"attempt('read the home canary', lambda: open({str(scene.base / 'home' / 'canary.txt')!r}).read())\n"
-        "import course_lib.checks._lesson01 as checks  # the checks must stay importable and readable\n"
+        "attempt('read the home canary', lambda: "
+        f"open({str(scene.base / 'home' / 'canary.txt')!r}).read())\n"
+        "import course_lib.checks._lesson01 as checks  # the checks must stay importable and "
+        "readable\n"
         "open(checks.__file__).read()\n",
-        "network": f"attempt('connect', lambda: socket.create_connection(('127.0.0.1', {scene.port}), timeout=5))\n"
-        f"attempt('connect ::1', lambda: socket.create_connection(('localhost', {scene.port}), timeout=5))\n"
-        f"CURL = subprocess.run(['curl', '-s', '-m', '5', 'http://127.0.0.1:{scene.port}/'], capture_output=True).returncode\n"
+        "network": "attempt('connect', lambda: socket.create_connection(('127.0.0.1', "
+        f"{scene.port}), timeout=5))\n"
+        f"attempt('connect ::1', lambda: socket.create_connection(('localhost', {scene.port}), "
+        "timeout=5))\n"
+        f"CURL = subprocess.run(['curl', '-s', '-m', '5', 'http://127.0.0.1:{scene.port}/'], "
+        "capture_output=True).returncode\n"
         "if CURL != 7:  # 7: could not connect\n"
         "    LEAKS.append(f'curl exited {CURL}')\n"
         "attempt('bind a port', lambda: socket.socket().bind(('127.0.0.1', 0)))\n",
@@ -187,11 +196,13 @@ def _attacks(scene: Scene) -> dict[str, str]:
         "privileges": "import resource\n"
         "def unlimited():\n"
         "    try:\n"
-        "        resource.setrlimit(resource.RLIMIT_AS, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))\n"
+        "        resource.setrlimit(resource.RLIMIT_AS, (resource.RLIM_INFINITY, "
+        "resource.RLIM_INFINITY))\n"
         "    except ValueError as error:  # how Python reports EPERM here\n"
         "        raise PermissionError(str(error)) from None\n"
         "attempt('lift the memory limit', unlimited)\n"
-        "attempt('open a raw socket', lambda: socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP))\n"
+        "attempt('open a raw socket', lambda: socket.socket(socket.AF_INET, socket.SOCK_RAW, "
+        "socket.IPPROTO_ICMP))\n"
         "attempt('read /etc/shadow', lambda: open('/etc/shadow').read())\n",
         "escaper": f"sleeper = [sys.executable, '-c', 'import time; time.sleep(300)', {MARKER!r}]\n"
         "detached = subprocess.Popen(sleeper, start_new_session=True)\n"
@@ -263,10 +274,12 @@ def _fork_bomb() -> str:
     )
 
 
+# The scene graded once: the scene, the grader's run, the files changed and created, what is left.
+SceneRun = tuple[Scene, subprocess.CompletedProcess[str], dict[str, list[str]], list[str]]
+
+
 @pytest.fixture(scope="module")
-def scene(
-    tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[tuple[Scene, subprocess.CompletedProcess[str], dict[str, list[str]], list[str]]]:
+def scene(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SceneRun]:
     scene = Scene(tmp_path_factory.mktemp("sandbox"))
     env = grader_env(scene.base)
     for path in scene.guarded():
@@ -293,7 +306,7 @@ def scene(
 
 
 @needs_landlock
-def test_the_batch_completes_and_records_the_sandbox(scene) -> None:
+def test_the_batch_completes_and_records_the_sandbox(scene: SceneRun) -> None:
     _, result, _, _ = scene
     assert result.returncode == 0, result.stderr[-3000:]
     book = json.loads((scene[0].out / "gradebook.json").read_text())
@@ -317,14 +330,14 @@ def test_the_batch_completes_and_records_the_sandbox(scene) -> None:
         "escaper",
     ],
 )
-def test_every_attack_is_refused_and_full_marks_stay(scene, student: str) -> None:
+def test_every_attack_is_refused_and_full_marks_stay(scene: SceneRun, student: str) -> None:
     entry = by_student(scene[0].out)[student]
     assert statuses(entry) == ALL_PASSED, json.dumps(entry, indent=1)
     assert entry["points"] == 8 and not entry["notes"], entry["notes"]
 
 
 @needs_landlock
-def test_the_shared_compilation_cache_is_read_only(scene) -> None:
+def test_the_shared_compilation_cache_is_read_only(scene: SceneRun) -> None:
     entry = by_student(scene[0].out)["cache"]
     assert entry["lesson"] == "02" and entry["status"] == "graded", entry
     assert all(e["status"] == "passed" for e in entry["exercises"]), json.dumps(entry, indent=1)
@@ -332,7 +345,7 @@ def test_the_shared_compilation_cache_is_read_only(scene) -> None:
 
 
 @needs_landlock
-def test_no_file_outside_the_scratch_folder_was_touched(scene) -> None:
+def test_no_file_outside_the_scratch_folder_was_touched(scene: SceneRun) -> None:
     files = scene[2]
     assert files["changed"] == [] and files["new"] == [], files
     assert not (scene[0].folder / "planted").exists()
@@ -351,18 +364,18 @@ def test_no_file_outside_the_scratch_folder_was_touched(scene) -> None:
 
 
 @needs_landlock
-def test_the_loopback_listener_saw_no_connection(scene) -> None:
+def test_the_loopback_listener_saw_no_connection(scene: SceneRun) -> None:
     with pytest.raises(BlockingIOError):
         scene[0].listener.accept()
 
 
 @needs_landlock
-def test_no_process_outlives_its_grading(scene) -> None:
+def test_no_process_outlives_its_grading(scene: SceneRun) -> None:
     assert scene[3] == [], scene[3]
 
 
 @needs_landlock
-def test_a_fork_bomb_is_capped_and_the_rest_is_graded(scene) -> None:
+def test_a_fork_bomb_is_capped_and_the_rest_is_graded(scene: SceneRun) -> None:
     entry = by_student(scene[0].out)["fork_bomb"]
     assert statuses(entry) == ALL_PASSED, json.dumps(entry, indent=1)
     assert any("started more than 512 processes and threads" in note for note in entry["notes"]), (
@@ -381,7 +394,8 @@ def test_without_landlock_grading_runs_with_a_warning(tmp_path: Path) -> None:
     seen = tmp_path / "cache-seen.txt"
     attack = (
         f"open({str(canary)!r}, 'w').write('gotcha')\n"
-        f"import os; open({str(seen)!r}, 'w').write(os.environ.get('JAX_COMPILATION_CACHE_DIR', '-'))"
+        f"import os; open({str(seen)!r}, 'w')"
+        ".write(os.environ.get('JAX_COMPILATION_CACHE_DIR', '-'))"
     )
     write(folder, "writer", add_cell(solution(), 2, attack))
     env = grader_env(tmp_path, **{NO_LANDLOCK_ENV: "1"})
@@ -429,7 +443,7 @@ def test_sandbox_off_runs_unconfined_and_says_so(tmp_path: Path) -> None:
     assert by_student(tmp_path / "out")["honest"]["points"] == 8
 
 
-# --- the fenced kernel on its own: the process cap with a small limit, and the grader's backstop ------
+# --- the fenced kernel on its own: the process cap with a small limit, and the grader's backstop --
 
 
 def _spawner(count: int) -> str:
@@ -493,16 +507,22 @@ def test_the_process_cap_holds_with_a_small_limit(
 
 @needs_landlock
 def test_a_killed_launcher_leaves_nothing_behind(tmp_path: Path) -> None:
-    """The launcher normally ends everything; if it is SIGKILLed anyway, the grader's cgroup sweep does."""
+    """The launcher normally ends everything; if it is SIGKILLed anyway, the grader's cgroup sweep
+    does."""
     import signal
 
     from course_lib.grade._confine import PidsCgroup
 
     if PidsCgroup.parent() is None:
         pytest.skip(
-            "the backstop sweep needs a pids cgroup, which this machine does not let the grader make"
+            "the backstop sweep needs a pids cgroup, which this machine does not let the grader "
+            "make"
         )
-    escape = f"import subprocess, sys\nsubprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)', {MARKER!r}], start_new_session=True)"
+    escape = (
+        "import subprocess, sys\n"
+        f"subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)', {MARKER!r}], "
+        "start_new_session=True)"
+    )
     seen: list[list[str]] = []
 
     def kill_launcher(sandbox: object) -> None:
@@ -520,7 +540,10 @@ def test_a_killed_launcher_leaves_nothing_behind(tmp_path: Path) -> None:
 
 @needs_landlock
 def test_an_escaped_child_still_counts_for_the_memory_limit(tmp_path: Path) -> None:
-    hog = f"[sys.executable, '-c', 'import time; hog = b\\'x\\' * (400 * 2**20); time.sleep(60)', {MARKER!r}]"
+    hog = (
+        "[sys.executable, '-c', 'import time; hog = b\\'x\\' * (400 * 2**20); time.sleep(60)', "
+        f"{MARKER!r}]"
+    )
     escape = (
         "import os, sys, time\n"
         "if os.fork() == 0:\n"
@@ -537,7 +560,8 @@ def test_an_escaped_child_still_counts_for_the_memory_limit(tmp_path: Path) -> N
 
 @needs_landlock
 def test_a_grader_killed_outright_takes_its_kernels_with_it(tmp_path: Path) -> None:
-    """A SIGKILLed grader (or Dask worker) cannot stop its kernels: each launcher hears of it and ends its own."""
+    """A SIGKILLed grader (or Dask worker) cannot stop its kernels: each launcher hears of it and
+    ends its own."""
     import signal
 
     import psutil
@@ -550,7 +574,8 @@ def test_a_grader_killed_outright_takes_its_kernels_with_it(tmp_path: Path) -> N
         "from course_lib.grade._kernel import Confinement, Limits, Sandbox\n"
         "async def main():\n"
         "    folder = Path(sys.argv[1])\n"
-        "    sandbox = Sandbox(str(folder), kernel_env(folder), Limits(tasks=512, memory_bytes=2 * 2**30), Confinement(landlock=True))\n"
+        "    sandbox = Sandbox(str(folder), kernel_env(folder), Limits(tasks=512, memory_bytes=2 "
+        "* 2**30), Confinement(landlock=True))\n"
         "    await sandbox.start()\n"
         "    await sandbox.run('x = 1', 120)\n"
         "    print(sandbox.pid, flush=True)\n"

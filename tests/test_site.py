@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -100,7 +101,7 @@ def test_download_link_serves_the_committed_notebook(html_dir: Path) -> None:
 # Solutions
 
 
-def _site_texts(html_dir: Path):
+def _site_texts(html_dir: Path) -> Iterator[tuple[str, str]]:
     """(file, text) for everything the site serves that is made from the course: pages (as
     text), sources, search index. _static/ holds only the theme's and the vendored files."""
     for path in sorted(html_dir.rglob("*")):
@@ -158,7 +159,8 @@ def test_the_link_check_reports_what_is_wrong(tmp_path: Path) -> None:
     (tmp_path / "a" / "page.html").write_text(
         '<p id="here">x</p><a href="#here">ok</a><a href="../b.html#there">ok</a>'
         '<a href="../missing.html">broken</a><a href="../b.html#nowhere">bad anchor</a>'
-        '<a href="https://example.org/x">external</a><script src="https://cdn.example.org/x.js"></script>'
+        '<a href="https://example.org/x">external</a><script '
+        'src="https://cdn.example.org/x.js"></script>'
         '<img src="data:image/png;base64,AAAA"><link href="../style.css" rel="stylesheet">'
     )
     (tmp_path / "b.html").write_text('<h1 id="there">b</h1>')
@@ -209,7 +211,9 @@ def test_pitfall_index_links_every_numbered_pitfall_heading(html_dir: Path) -> N
     assert [int(number) for number, _ in rows] == sorted(expected)
     for number, cell in rows:
         lesson, title = expected[int(number)]
-        href = re.search(r'href="([^"]+)"', cell).group(1)
+        link = re.search(r'href="([^"]+)"', cell)
+        assert link is not None, cell
+        href = link.group(1)
         assert href == f"../{lesson}.html#pitfall-{number}"
         assert " ".join(html_text(cell).split()) == title
         target = _page(html_dir, lesson)
@@ -232,7 +236,8 @@ def _readme_between(begin: str, end: str) -> str:
 
 def test_instructor_page_includes_the_readme_grading_sections(html_dir: Path) -> None:
     included = _readme_between(
-        "<!-- BEGIN site instructor page: docs/instructor.md shows the sections from here to the END line -->",
+        "<!-- BEGIN site instructor page: docs/instructor.md shows the sections from here to the "
+        "END line -->",
         "<!-- END site instructor page -->",
     )
     # Sphinx's smart quotes: ' and " in prose become typographic ones.
@@ -349,7 +354,8 @@ def test_notebook_links_to_readme_go_to_the_start_page(html_dir: Path) -> None:
     page = _page(html_dir, "notebooks/01_what_is_a_pytree")
     assert "README.md" not in page
     assert re.search(
-        r'<a class="reference internal" href="../docs/index.html"><span class="std std-doc">Contents',
+        r'<a class="reference internal" href="../docs/index.html"><span class="std '
+        r'std-doc">Contents',
         page,
     )
     assert 'href="../exercises/01_what_is_a_pytree.html"' in page
@@ -445,7 +451,8 @@ def test_readme_section_links_work_from_the_instructor_page(tmp_path: Path) -> N
     assert site.readme_section(readme, "instructor page", tmp_path).split("\n") == [
         "## Grading",
         "See [exercises/02](../exercises/02_mapping_and_sgd.ipynb#check), `bench/`,",
-        "the guide (`CONTRIBUTING.md` in the course's repository), [below](#threat-model), ![plot](../docs/plot.png),",
+        "the guide (`CONTRIBUTING.md` in the course's repository), [below](#threat-model), "
+        "![plot](../docs/plot.png),",
         "[a typo](../exercises/99_none.ipynb) and <https://example.org>.",
     ]
     for broken in (readme.split("\n", 1)[1], readme.replace("END site", "END site other")):

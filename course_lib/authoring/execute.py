@@ -29,13 +29,13 @@ from pathlib import Path
 
 from nbformat import NotebookNode
 
-from ._files import (
+from .._atomic import write_text_atomic
+from .._notebook_files import (
     NotebookError,
     cell_label,
     display_path,
     notebook_text,
     read_notebook,
-    write_text_atomic,
 )
 
 __all__ = [
@@ -101,7 +101,8 @@ def execute_notebook(
     notebook_timeout: float = DEFAULT_NOTEBOOK_TIMEOUT,
     kernel_name: str = "python3",
 ) -> Timing:
-    """Run ``path`` top to bottom in a fresh kernel and write it back; raise `NotebookExecutionError`.
+    """Run ``path`` top to bottom in a fresh kernel and write it back; raise
+    `NotebookExecutionError`.
 
     The file is only written when every cell ran as it should.
     """
@@ -165,7 +166,7 @@ def execute_notebook(
         raise failure(f"the cell ran past its {cell_timeout:g} s limit") from None
     except DeadKernelError as error:
         raise failure(f"the kernel died ({error})") from None
-    except Exception as error:  # kernel that won't start, lost connection, ...
+    except Exception as error:  # noqa: BLE001 (nbclient raises many kinds: a kernel that won't start, a lost connection; each fails this notebook with its message)
         raise failure(f"{type(error).__name__}: {error}") from None
 
     silent = silent_raises_exception_cells(nb)

@@ -48,14 +48,14 @@ from pathlib import Path
 from nbformat import NotebookNode
 from nbformat.v4 import new_markdown_cell
 
-from ._files import (
+from .._atomic import write_text_atomic
+from .._notebook_files import (
     NotebookError,
     cell_label,
     display_path,
     has_cell_ids,
     notebook_text,
     read_notebook,
-    write_text_atomic,
 )
 
 __all__ = [
@@ -108,10 +108,11 @@ def clear_solutions(source: str, message: str = STUB_MESSAGE) -> str:
 
     >>> clear_solutions("total = 0")
     'total = 0'
-    >>> clear_solutions("### BEGIN SOLUTION\\n### BEGIN SOLUTION")
+    >>> clear_solutions("### BEGIN SOLUTION\\n### BEGIN SOLUTION")  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    course_lib.authoring.exercises.MarkerError: line 2: nested "### BEGIN SOLUTION" (the region opened at line 1 is still open)
+    course_lib.authoring.exercises.MarkerError: line 2: nested "### BEGIN SOLUTION"
+    (the region opened at line 1 is still open)
     """
     stub = f"raise NotImplementedError({json.dumps(message, ensure_ascii=False)})"
     kept: list[str] = []
@@ -210,7 +211,7 @@ def make_exercise(
         cells.append(cell)
     with_ids = has_cell_ids(solution)
     if with_ids:
-        for index, cell in enumerate(cells):
+        for cell in cells:
             if cell.id == BANNER_ID:
                 problems.append(
                     f"{where}: cell with id {BANNER_ID!r}: that id is reserved for the banner"

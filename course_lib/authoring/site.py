@@ -95,10 +95,12 @@ def readme_section(readme: str, name: str, root: Path) -> str:
     >>> _ = (root / "CONTRIBUTING.md").write_text("# How")
     >>> readme = "\\n".join([
     ...     "# Course", "<!-- BEGIN site teachers: the site shows this -->",
-    ...     "Run [lesson 01](notebooks/01_x.ipynb), read [the guide](CONTRIBUTING.md), see [x](https://x.org).",
+    ...     "Run [lesson 01](notebooks/01_x.ipynb), read [the guide](CONTRIBUTING.md), "
+    ...     "see [x](https://x.org).",
     ...     "<!-- END site teachers -->", "More."])
-    >>> print(readme_section(readme, "teachers", root))
-    Run [lesson 01](../notebooks/01_x.ipynb), read the guide (`CONTRIBUTING.md` in the course's repository), see [x](https://x.org).
+    >>> print(readme_section(readme, "teachers", root))  # doctest: +NORMALIZE_WHITESPACE
+    Run [lesson 01](../notebooks/01_x.ipynb), read the guide (`CONTRIBUTING.md` in the course's
+    repository), see [x](https://x.org).
     """
     lines = readme.split("\n")
     begins = [i for i, line in enumerate(lines) if line.startswith(f"<!-- BEGIN site {name}")]
@@ -258,8 +260,10 @@ def vendor_static(root: Path) -> Path:
                 _unpack(package, _npm_pack(package, folder), fresh)
         except SiteError as error:
             raise SiteError(
-                f"the site's JavaScript (require.js, the Jupyter widget manager, MathJax) could not "
-                f"be fetched: {error}. `make site` needs npm (`apt-get install -y npm`) and the npm "
+                "the site's JavaScript (require.js, the Jupyter widget manager, MathJax) could "
+                "not "
+                f"be fetched: {error}. `make site` needs npm (`apt-get install -y npm`) and the "
+                "npm "
                 f"registry once; after that it works offline from {static.parent}/."
             ) from None
         (fresh / _MANIFEST).write_text(_manifest(), encoding="utf-8")
@@ -413,7 +417,8 @@ def check_links(html_dir: Path) -> LinkReport:
                 fragment = urllib.parse.unquote(url.fragment)
                 if fragment not in _parse(target, pages).ids:
                     report.broken.append(
-                        f"{where}: {value!r}: no id {fragment!r} in {target.relative_to(root).as_posix()}"
+                        f"{where}: {value!r}: no id {fragment!r} in "
+                        f"{target.relative_to(root).as_posix()}"
                     )
     report.external = sorted(external)
     return report
@@ -447,13 +452,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         f">> {len(site_pages(html_dir))} pages in {html_dir}/ in {seconds:.1f} s; open index.html"
     )
     print(
-        f">> {len(report.external)} external links, not checked (no network): {out}/external-links.txt"
+        f">> {len(report.external)} external links, not checked (no network): "
+        f"{out}/external-links.txt"
     )
     for problem in report.broken + report.outside_loads:
         print(problem, file=sys.stderr)
     if report.broken or report.outside_loads:
         print(
-            f"{len(report.broken)} broken links, {len(report.outside_loads)} loads from outside the site",
+            f"{len(report.broken)} broken links, {len(report.outside_loads)} loads from outside "
+            "the site",
             file=sys.stderr,
         )
         return 1

@@ -7,7 +7,8 @@ exercise's function on inputs generated now from the grading seed, reads the pla
 back, and judges them here against reference results computed here once per exercise. It never
 imports what a notebook defined, and trusts nothing the notebook printed.
 
-Modules: ``_submissions.py`` (reading and planning notebooks), ``_kernel.py`` (the fenced kernel),
+Modules: ``_submissions.py`` (finding and planning notebooks; ``course_lib._notebook_files``
+reads them), ``_kernel.py`` (the fenced kernel),
 ``_confine.py`` (the launcher that confines it: Landlock, capabilities, process cap and cleanup),
 ``_grader.py`` (one submission, and the batch), ``_gradebook.py`` (results of one notebook),
 ``_cli.py`` (arguments and exit status). The class: ``_intake.py`` (finding students and notebooks,
@@ -16,6 +17,9 @@ overrides CSV), ``_names.py`` (feedback folder names), ``_record.py`` (journal a
 gradebook), ``_classrun.py`` (one run), ``_classbook.py`` (one row per student), ``_due.py``
 (lateness), ``_classfiles.py`` and ``_exports.py`` (the files, LMS layouts), ``_report.py``,
 ``_answers.py`` and ``_similarity.py`` (the class report).
+
+Importing this package stays quick (the command line's start-up): grading itself, ``Options`` and
+``grade_all`` in ``_grader.py``, loads nbclient and nbformat, which take seconds to import.
 """
 
 from ._cli import main as main
@@ -23,12 +27,3 @@ from ._gradebook import ExerciseResult as ExerciseResult
 from ._gradebook import SubmissionResult as SubmissionResult
 from ._submissions import Submission as Submission
 from ._submissions import find_submissions as find_submissions
-
-
-def __getattr__(name: str) -> object:
-    # The grading machinery imports nbclient (slow to import); load it when first asked for.
-    if name in ("Options", "grade_all"):
-        from . import _grader
-
-        return getattr(_grader, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -12,7 +12,9 @@ from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
-from ._submissions import NotebookProblem, detect_lesson, plan_cells, read_notebook
+from course_lib._notebook_files import NotebookError, course_metadata, read_notebook
+
+from ._submissions import detect_lesson, plan_cells
 
 SOLUTIONS = Path(__file__).resolve().parents[2] / "solutions"
 _COMMENT = re.compile(r"#.*$", re.MULTILINE)
@@ -43,7 +45,8 @@ def _drop_docstrings(tree: ast.AST) -> None:
 def normalise(source: str) -> str:
     """``source`` without comments, docstrings and layout.
 
-    >>> normalise("def f(x):\\n    '''doc'''\\n    return  x+1  # add one") == normalise("def f(x): return x + 1")
+    >>> answer = normalise("def f(x):\\n    '''doc'''\\n    return  x+1  # add one")
+    >>> answer == normalise("def f(x): return x + 1")
     True
     """
     try:
@@ -64,10 +67,11 @@ def lines_of(normalised: str) -> tuple[str, ...]:
 
 
 def answer_sheet(data: bytes, notebook: str) -> AnswerSheet:
-    """The answers of the notebook in ``data``; an empty sheet for a file that is not a gradable notebook."""
+    """The answers of the notebook in ``data``; an empty sheet for a file that is not a gradable
+    notebook."""
     try:
-        nb = read_notebook(data)
-    except NotebookProblem:
+        nb = read_notebook(data, schema=False)
+    except NotebookError:
         return AnswerSheet()
     lesson = detect_lesson(nb, notebook)
     if lesson is None:
@@ -82,18 +86,17 @@ def answer_sheet(data: bytes, notebook: str) -> AnswerSheet:
 
 @cache
 def solution_regions() -> dict[str, tuple[str, ...]]:
-    """The course's answer region of each exercise (its code lines), read from ``solutions/``; empty when not shipped."""
-    import json
-
+    """The course's answer region of each exercise (its code lines), read from ``solutions/``; empty
+    when not shipped."""
     regions: dict[str, tuple[str, ...]] = {}
     for path in sorted(SOLUTIONS.glob("[0-9][0-9]_*.ipynb")):
         try:
-            cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
-        except (OSError, ValueError, KeyError):
+            cells = read_notebook(path, schema=False).cells
+        except NotebookError:
             continue
         for cell in cells:
-            exercise = cell.get("metadata", {}).get("course", {}).get("exercise")
-            source = "".join(cell.get("source", ""))
+            exercise = course_metadata(cell).get("exercise")
+            source = cell.source
             _, begin, rest = source.partition("### BEGIN SOLUTION")
             region, end, _ = rest.partition("### END SOLUTION")
             if isinstance(exercise, str) and begin and end:

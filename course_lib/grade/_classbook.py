@@ -24,7 +24,8 @@ from ._tables import OverrideRow
 
 @dataclass(frozen=True)
 class LatePolicy:
-    """The due time and the penalty (percent of the points per started day, at most ``cap`` percent)."""
+    """The due time and the penalty (percent of the points per started day, at most ``cap``
+    percent)."""
 
     due: datetime | None = None
     percent_per_day: float = 0.0
@@ -97,7 +98,8 @@ _UNTRIED = ("not_attempted", "missing")
 
 
 def _best(graded: list[Graded]) -> dict[str, ExerciseResult]:
-    """Per exercise, the result with the most points; on a tie, an attempt over an untouched stub."""
+    """Per exercise, the result with the most points; on a tie, an attempt over an untouched
+    stub."""
     best: dict[str, ExerciseResult] = {}
     for g in graded:
         for e in g.result.exercises:
@@ -129,20 +131,24 @@ def resolve_overrides(
         student = find_student(students, o.student)
         if student is None:
             raise UsageError(
-                f"{where}: no student {o.student!r} in this gradebook (use the student column of gradebook.csv)"
+                f"{where}: no student {o.student!r} in this gradebook (use the student column of "
+                "gradebook.csv)"
             )
         exercise = by_id.get(o.exercise)
         if exercise is None:
             raise UsageError(
-                f"{where}: no exercise {o.exercise!r} in this gradebook (it has: {', '.join(by_id) or 'none'})"
+                f"{where}: no exercise {o.exercise!r} in this gradebook (it has: "
+                f"{', '.join(by_id) or 'none'})"
             )
         if not 0 <= o.points <= exercise.points:
             raise UsageError(
-                f"{where}: {format_points(o.points)} points for {o.exercise} is outside 0..{format_points(exercise.points)}"
+                f"{where}: {format_points(o.points)} points for {o.exercise} is outside "
+                f"0..{format_points(exercise.points)}"
             )
         if (student.key, o.exercise) in resolved:
             raise UsageError(
-                f"{where}: {o.exercise} of {o.student!r} is already overridden on line {resolved[(student.key, o.exercise)].line}"
+                f"{where}: {o.exercise} of {o.student!r} is already overridden on line "
+                f"{resolved[(student.key, o.exercise)].line}"
             )
         resolved[(student.key, o.exercise)] = o
     return resolved
@@ -157,7 +163,8 @@ def build_class(
 ) -> ClassBook:
     """The class gradebook from every student and every graded notebook.
 
-    Raises :class:`UsageError` for an override row naming an unknown student or exercise, or points out of range.
+    Raises :class:`UsageError` for an override row naming an unknown student or exercise, or points
+    out of range.
     """
     lessons = sorted({g.result.lesson for g in graded if g.result.lesson})
     listed = [e for lesson in lessons for e in exercises(lesson)]
@@ -170,10 +177,10 @@ def build_class(
         key: StudentRow(known[key], folders[key], mine[key], _best(mine[key]))
         for key in sorted(mine)
     }
-    for (key, exercise_id), row in resolve_overrides(
+    for (key, exercise_id), override in resolve_overrides(
         overrides or [], known, listed, overrides_source
     ).items():
-        rows[key].overrides[exercise_id] = row
+        rows[key].overrides[exercise_id] = override
     total_max = sum(e.points for e in listed)
     for row in rows.values():
         row.status = _status(row.student, row.graded)

@@ -23,7 +23,8 @@ CSV_TAIL = ["points", "late_penalty", "total", "max_points", "notes"]
 
 
 def gradebook_csv(book: ClassBook) -> str:
-    """One row per student: who, status, lateness, points per exercise, points, penalty, total, maximum."""
+    """One row per student: who, status, lateness, points per exercise, points, penalty, total,
+    maximum."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     ids = [e.id for e in book.exercises]
@@ -82,7 +83,8 @@ def summary_text(book: ClassBook, row: StudentRow) -> str:
     ]
     if row.penalty:
         lines.append(
-            f"  {format_points(row.points)} points, less {format_points(row.penalty)} for being {row.late.describe() if row.late else 'late'}"
+            f"  {format_points(row.points)} points, less {format_points(row.penalty)} for being "
+            f"{row.late.describe() if row.late else 'late'}"
         )
     elif row.late:
         lines.append(f"  {row.late.describe()[0].upper()}{row.late.describe()[1:]}")
@@ -97,7 +99,8 @@ def summary_text(book: ClassBook, row: StudentRow) -> str:
             else ""
         )
         lines.append(
-            f"{e.id} ({e.name}): {format_points(row.exercise_points(e.id))}/{format_points(e.points)}{extra}"
+            f"{e.id} ({e.name}): "
+            f"{format_points(row.exercise_points(e.id))}/{format_points(e.points)}{extra}"
         )
     if row.graded:
         lines += ["", "Notebooks graded: " + ", ".join(g.result.notebook for g in row.graded)]
@@ -107,7 +110,8 @@ def summary_text(book: ClassBook, row: StudentRow) -> str:
 def gradebook_json(
     book: ClassBook, settings: dict[str, Any], feedback: dict[str, list[str]]
 ) -> str:
-    """The record: settings, late policy, exercises, students (with their grade) and every graded notebook."""
+    """The record: settings, late policy, exercises, students (with their grade) and every graded
+    notebook."""
     students = []
     for row in book.rows:
         grade = {
@@ -157,7 +161,8 @@ def write_if_changed(path: Path, text: str) -> None:
 def write_class(
     out: Path, book: ClassBook, settings: dict[str, Any], extra: dict[str, str], stale: set[str]
 ) -> None:
-    """Feedback first, then the extra files (LMS layouts, report), then the two gradebooks; old feedback removed last."""
+    """Feedback first, then the extra files (LMS layouts, report), then the two gradebooks; old
+    feedback removed last."""
     files = feedback_files(book)
     for relative, text in files.items():
         write_if_changed(out / relative, text)

@@ -4,6 +4,7 @@ import argparse
 import os
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from course_lib.checks import all_exercises
@@ -16,11 +17,11 @@ from ._exports import FORMATS
 from ._intake import Intake, apply_times, find_class
 from ._record import Journal, Record, read_record
 from ._submissions import Submission, UsageError
-from ._tables import read_overrides, read_roster, read_submission_times
+from ._tables import OverrideRow, read_overrides, read_roster, read_submission_times
 
 
-def _positive(kind: type) -> "type":
-    def parse(text: str) -> float | int:
+def _positive(kind: Callable[[str], float]) -> Callable[[str], float]:
+    def parse(text: str) -> float:
         try:
             value = kind(text)
         except ValueError:
@@ -29,7 +30,7 @@ def _positive(kind: type) -> "type":
             raise argparse.ArgumentTypeError(f"{text} must be more than 0")
         return value
 
-    return parse  # type: ignore[return-value]
+    return parse
 
 
 def _nonnegative_int(text: str) -> int:
@@ -69,7 +70,8 @@ compared with the course's reference.
 
 From the LMS download to the LMS upload:
   1. Download the submissions (and the class list as a roster CSV: id,name,email,section).
-  2. course-grade submissions.zip --roster roster.csv --due 2026-12-01T23:59 --format canvas --out grades
+  2. course-grade submissions.zip --roster roster.csv --due 2026-12-01T23:59 \\
+       --format canvas --out grades
   3. Read grades/report.html (pass rates, common hints, notebooks with errors, similar answers).
   4. Fix what needs a human in overrides.csv (student,exercise,points,comment) and re-run step 2
      with --overrides overrides.csv: only the gradebook and changed feedback files are rewritten.
@@ -82,8 +84,9 @@ run the same command with --resume to grade only the rest.
 
 EPILOG = """\
 Writes DIR/gradebook.csv (one row per student: points per exercise, total, maximum, status,
-lateness), DIR/gradebook.json (every notebook's results: the record later runs keep), DIR/report.html,
-DIR/feedback/<student>/<notebook>.txt and _summary.txt, and DIR/gradebook-<lms>.csv per --format.
+lateness), DIR/gradebook.json (every notebook's results: the record later runs keep),
+DIR/report.html, DIR/feedback/<student>/<notebook>.txt and _summary.txt, and
+DIR/gradebook-<lms>.csv per --format.
 Student statuses: graded, error (no notebook could run), missing (on the roster, nothing found),
 empty, archive_only, no_notebook.
 Exit status: 0 when grading ran (whatever the scores), 2 for bad arguments or input files (roster,
@@ -103,7 +106,8 @@ def build_parser() -> argparse.ArgumentParser:
         "paths",
         nargs="+",
         metavar="PATH",
-        help="a notebook, a folder of notebooks or of student folders, or an LMS download (folder or .zip)",
+        help="a notebook, a folder of notebooks or of student folders, or an LMS download (folder "
+        "or .zip)",
     )
     parser.add_argument(
         "--out",
@@ -123,7 +127,8 @@ def build_parser() -> argparse.ArgumentParser:
         type=_positive(float),
         default=None,
         metavar="S",
-        help="seconds a whole notebook may run, its exercises' probes included (default: 10 x --timeout)",
+        help="seconds a whole notebook may run, its exercises' probes included (default: 10 x "
+        "--timeout)",
     )
     parser.add_argument(
         "--jobs",
@@ -171,7 +176,8 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="PACKAGE",
-        help="flag any call into this package (say optax) made by an answer; repeatable (default: every package is allowed)",
+        help="flag any call into this package (say optax) made by an answer; repeatable (default: "
+        "every package is allowed)",
     )
     # --- a Dask cluster ---
     cluster = parser.add_argument_group(
@@ -181,14 +187,16 @@ def build_parser() -> argparse.ArgumentParser:
         "--scheduler",
         type=_scheduler,
         metavar="ADDRESS",
-        help="grade on the Dask cluster at ADDRESS (tcp://host:8786), or local:N for N workers here; --jobs is then unused",
+        help="grade on the Dask cluster at ADDRESS (tcp://host:8786), or local:N for N workers "
+        "here; --jobs is then unused",
     )
     cluster.add_argument(
         "--scheduler-timeout",
         type=_positive(float),
         default=30.0,
         metavar="S",
-        help="seconds to wait for the scheduler to answer before giving up with exit status 2 (default: 30)",
+        help="seconds to wait for the scheduler to answer before giving up with exit status 2 "
+        "(default: 30)",
     )
     # --- the class: roster, re-runs, overrides, due dates, LMS formats ---
     group = parser.add_argument_group("the class")
@@ -196,7 +204,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--roster",
         type=Path,
         metavar="CSV",
-        help="the class list (columns id,name; optional email,section): absent students are listed as missing",
+        help="the class list (columns id,name; optional email,section): absent students are "
+        "listed as missing",
     )
     group.add_argument(
         "--only",
@@ -209,7 +218,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--overrides",
         type=Path,
         metavar="CSV",
-        help="manual grades (columns student,exercise,points,comment), applied on every run and shown in the feedback",
+        help="manual grades (columns student,exercise,points,comment), applied on every run and "
+        "shown in the feedback",
     )
     group.add_argument(
         "--resume",
@@ -220,20 +230,23 @@ def build_parser() -> argparse.ArgumentParser:
         "--due",
         type=parse_due,
         metavar="TIME",
-        help="due time, ISO 8601 (2026-12-01T23:59, or with an offset +01:00); without an offset it is local time (TZ)",
+        help="due time, ISO 8601 (2026-12-01T23:59, or with an offset +01:00); without an offset "
+        "it is local time (TZ)",
     )
     group.add_argument(
         "--submission-times",
         type=Path,
         metavar="CSV",
-        help="submission times from the LMS: a Moodle grading worksheet, or columns student,submitted (ISO 8601)",
+        help="submission times from the LMS: a Moodle grading worksheet, or columns "
+        "student,submitted (ISO 8601)",
     )
     group.add_argument(
         "--late-penalty",
         type=_percent,
         default=0.0,
         metavar="PCT",
-        help="percent of the points taken off per started day late (default: 0, lateness only recorded)",
+        help="percent of the points taken off per started day late (default: 0, lateness only "
+        "recorded)",
     )
     group.add_argument(
         "--late-cap",
@@ -247,7 +260,8 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         choices=FORMATS,
-        help="also write the LMS's import layout: gradebook-canvas.csv, gradebook-moodle.csv (repeatable)",
+        help="also write the LMS's import layout: gradebook-canvas.csv, gradebook-moodle.csv "
+        "(repeatable)",
     )
     group.add_argument(
         "--assignment",
@@ -283,7 +297,8 @@ def _select(intake: Intake, only: list[str]) -> list[Submission]:
         student = find_student(intake.students, text)
         if student is None:
             raise UsageError(
-                f"--only {text}: no such student (give the student column of gradebook.csv, an LMS id or a full name)"
+                f"--only {text}: no such student (give the student column of gradebook.csv, an "
+                "LMS id or a full name)"
             )
         keys.add(student.key)
     chosen = [s for s in intake.submissions if s.student in keys]
@@ -293,13 +308,18 @@ def _select(intake: Intake, only: list[str]) -> list[Submission]:
 
 
 def _sandbox_problem(level: dict, required: bool) -> str | None:
-    """Warn (stderr) when kernels will not be confined; the refusal message when that was not allowed."""
+    """Warn (stderr) when kernels will not be confined; the refusal message when that was not
+    allowed."""
     if level["sandbox"] == "landlock":
         return None
     if required:
-        return f"--require-sandbox was given but the kernels cannot be confined ({level['reason']}); nothing was graded"
+        return (
+            f"--require-sandbox was given but the kernels cannot be confined ({level['reason']}); "
+            "nothing was graded"
+        )
     print(
-        f"course-grade: warning: {level['reason']}; every notebook can read and write whatever this user can",
+        f"course-grade: warning: {level['reason']}; every notebook can read and write whatever "
+        "this user can",
         file=sys.stderr,
     )
     return None
@@ -332,10 +352,14 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _grade(
-    parser: argparse.ArgumentParser, args: argparse.Namespace, intake: Intake, overrides: list
-) -> int:  # type: ignore[type-arg]
+    parser: argparse.ArgumentParser,
+    args: argparse.Namespace,
+    intake: Intake,
+    overrides: list[OverrideRow],
+) -> int:
     out = Path(args.out)
-    # Imported here: nbclient and nbformat take seconds to import, and a usage error should not wait.
+    # Imported here: nbclient and nbformat take seconds to import, and a usage error should not
+    # wait.
     from ._grader import Options
 
     options = Options(

@@ -126,7 +126,8 @@ def _prctl(option: int, arg: int = 0) -> int:
 
 
 def landlock_abi() -> int:
-    """The kernel's Landlock ABI version, 0 when it has none (or is not Linux, or the call is blocked)."""
+    """The kernel's Landlock ABI version, 0 when it has none (or is not Linux, or the call is
+    blocked)."""
     if not sys.platform.startswith("linux"):
         return 0
     try:
@@ -158,12 +159,14 @@ def restrict(
     bind_ports: list[int] | None,
     scope: bool,
 ) -> dict[str, object]:
-    """Put the calling thread (and every later child) in a new Landlock domain; return what is enforced.
+    """Put the calling thread (and every later child) in a new Landlock domain; return what is
+    enforced.
 
-    ``read`` and ``write`` are folders or files (missing ones are skipped), ``devices`` files opened for
-    reading and writing. With ``bind_ports`` a list, TCP ``bind`` is allowed on those ports only and
-    TCP ``connect`` nowhere (ABI 4+); with ``None`` the network is left alone. ``scope`` stops signals
-    and abstract unix sockets from crossing the domain's edge (ABI 6+). Raises ``OSError`` on failure.
+    ``read`` and ``write`` are folders or files (missing ones are skipped), ``devices`` files opened
+    for reading and writing. With ``bind_ports`` a list, TCP ``bind`` is allowed on those ports only
+    and TCP ``connect`` nowhere (ABI 4+); with ``None`` the network is left alone. ``scope`` stops
+    signals and abstract unix sockets from crossing the domain's edge (ABI 6+). Raises ``OSError``
+    on failure.
     """
     fs = handled_fs(abi) if (read or write or devices) else 0
     net = (BIND_TCP | CONNECT_TCP) if (bind_ports is not None and abi >= 4) else 0
@@ -207,7 +210,8 @@ def _allow_path(ruleset: int, path: str, rights: int) -> None:
 
 
 def drop_capabilities() -> None:
-    """Give up every capability for good: root's bypasses (limits, raw sockets, ...) are gone after ``exec`` too."""
+    """Give up every capability for good: root's bypasses (limits, raw sockets, ...) are gone after
+    ``exec`` too."""
     _prctl(_PR_SET_NO_NEW_PRIVS, 1)
     with open("/proc/sys/kernel/cap_last_cap") as file:
         last = int(file.read())
@@ -247,7 +251,8 @@ def _children(parent: int) -> list[int]:
 
 
 def _end_descendants() -> None:
-    """Kill every process under this subreaper and reap them; orphans come back to it, so none escape."""
+    """Kill every process under this subreaper and reap them; orphans come back to it, so none
+    escape."""
     me = os.getpid()
     while True:
         for pid in _children(me):
@@ -264,7 +269,8 @@ def _end_descendants() -> None:
 
 
 def _child(policy: dict, command: list[str]) -> None:
-    """In the forked child: limits, the kernel's Landlock domain, no capabilities, then the kernel."""
+    """In the forked child: limits, the kernel's Landlock domain, no capabilities, then the
+    kernel."""
     import resource
 
     for name in ("SIGINT", "SIGTERM"):
@@ -289,7 +295,8 @@ def _child(policy: dict, command: list[str]) -> None:
         except OSError as error:
             os.write(
                 2,
-                f"course-grade: the kernel could not be confined ({error}); it was not started\n".encode(),
+                f"course-grade: the kernel could not be confined ({error}); "
+                "it was not started\n".encode(),
             )
             os._exit(EXIT_NOT_CONFINED)
     try:
@@ -300,7 +307,8 @@ def _child(policy: dict, command: list[str]) -> None:
 
 
 def launch(policy: dict, command: list[str]) -> int:
-    """Run ``command`` confined by ``policy``; return an exit status mirroring it, after every descendant is gone."""
+    """Run ``command`` confined by ``policy``; return an exit status mirroring it, after every
+    descendant is gone."""
     import resource
 
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
@@ -331,9 +339,9 @@ def launch(policy: dict, command: list[str]) -> int:
         signal.SIGINT, lambda signum, frame: None
     )  # interrupts are for the kernel (same group)
     signal.signal(signal.SIGTERM, stop)
-    # A grader (or a Dask worker) killed outright cannot stop its kernels: the launcher then hears of
-    # its parent's death as SIGTERM and ends the kernel itself (a parent gone before the prctl shows
-    # as a changed parent pid).
+    # A grader (or a Dask worker) killed outright cannot stop its kernels: the launcher then hears
+    # of its parent's death as SIGTERM and ends the kernel itself (a parent gone before the prctl
+    # shows as a changed parent pid).
     parent = os.getppid()
     _prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
     if os.getppid() != parent:
@@ -347,11 +355,11 @@ def launch(policy: dict, command: list[str]) -> int:
     status = 0
     while True:
         try:
-            ended = os.waitid(
-                os.P_ALL, 0, os.WEXITED | os.WNOWAIT
-            ).si_pid  # who ended, not yet reaped
+            found = os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOWAIT)  # who ended, not yet reaped
         except ChildProcessError:
             break
+        assert found is not None, "waitid returns None only under WNOHANG"
+        ended = found.si_pid
         signal.pthread_sigmask(
             signal.SIG_BLOCK, {signal.SIGTERM}
         )  # no stop() between reaping and forgetting
@@ -372,7 +380,8 @@ def launch(policy: dict, command: list[str]) -> int:
 
 
 def probe() -> dict[str, object]:
-    """Confine a forked child like a kernel and have it try what must then fail; report what held."""
+    """Confine a forked child like a kernel and have it try what must then fail; report what
+    held."""
     abi = landlock_abi()
     if os.environ.get(NO_LANDLOCK_ENV):
         return {
@@ -452,7 +461,8 @@ def _refused(attempt: object) -> bool:
 LAUNCHER = os.path.abspath(__file__)
 DEVICES = ["/dev/null", "/dev/zero", "/dev/full"]
 # What a kernel may read beyond Python and course_lib: system libraries and tools, a few /etc files
-# (the loader's cache, time zone, users, hosts), /proc and the CPU and cgroup facts JAX reads in /sys.
+# (the loader's cache, time zone, users, hosts), /proc and the CPU and cgroup facts JAX reads in
+# /sys.
 SYSTEM_READ = [
     "/usr",
     "/lib",
@@ -482,8 +492,9 @@ SYSTEM_READ = [
 
 
 def readable_paths() -> list[str]:
-    """Folders and files every kernel may read: the interpreter's prefixes, the ``course_lib`` package only
-    (not the checkout around it, which holds ``solutions/``), ``PYTHONPATH`` entries and :data:`SYSTEM_READ`.
+    """Folders and files every kernel may read: the interpreter's prefixes, the ``course_lib``
+    package only (not the checkout around it, which holds ``solutions/``), ``PYTHONPATH`` entries
+    and :data:`SYSTEM_READ`.
 
     >>> package = os.path.dirname(os.path.dirname(LAUNCHER))
     >>> package in readable_paths() and os.path.dirname(package) not in readable_paths()
@@ -503,7 +514,8 @@ def launcher_command(policy: dict, command: list[str]) -> list[str]:
 
 
 def sandbox_level(enabled: bool = True) -> dict[str, object]:
-    """What will confine each kernel, as the gradebook records it; ``reason`` says why when it is not Landlock.
+    """What will confine each kernel, as the gradebook records it; ``reason`` says why when it is
+    not Landlock.
 
     >>> sandbox_level(enabled=False)["reason"]
     'not sandboxed: turned off with --sandbox off'
@@ -535,16 +547,18 @@ def sandbox_level(enabled: bool = True) -> dict[str, object]:
 
 
 class PidsCgroup:
-    """A pids cgroup of its own for one kernel: a hard cap on its processes and threads, and a list of them all.
+    """A pids cgroup of its own for one kernel: a hard cap on its processes and threads, and a list
+    of them all.
 
-    Made under the grader's own cgroup (v2 where the pids controller is delegated there, else the v1 pids
-    hierarchy) when the grader may create one; :meth:`create` returns ``None`` where it may not.
+    Made under the grader's own cgroup (v2 where the pids controller is delegated there, else the v1
+    pids hierarchy) when the grader may create one; :meth:`create` returns ``None`` where it may
+    not.
     """
 
     _parent: list[str | None] = []
     _count = 0
 
-    def __init__(self, path: str):
+    def __init__(self, path: str) -> None:
         self.path = path
 
     @classmethod
@@ -585,7 +599,8 @@ class PidsCgroup:
             return []
 
     def sweep(self) -> int:
-        """Kill whatever is still inside (the launcher normally left nothing); return how many were killed."""
+        """Kill whatever is still inside (the launcher normally left nothing); return how many were
+        killed."""
         killed = 0
         for _ in range(200):
             members = self.members()
@@ -622,7 +637,8 @@ class PidsCgroup:
 
 
 def _cgroup_candidates() -> list[str]:
-    """This process's cgroup folders that can hold a pids limit: v2 first, then the v1 pids hierarchy."""
+    """This process's cgroup folders that can hold a pids limit: v2 first, then the v1 pids
+    hierarchy."""
     try:
         with open("/proc/self/cgroup") as file:
             mine = [line.rstrip("\n").split(":", 2) for line in file]

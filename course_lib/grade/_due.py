@@ -36,7 +36,8 @@ def parse_due(text: str) -> datetime:
 
 @dataclass(frozen=True)
 class Lateness:
-    """How late one student's submission was: ``seconds`` is None when only the LMS says it was late."""
+    """How late one student's submission was: ``seconds`` is None when only the LMS says it was
+    late."""
 
     seconds: float | None
     days: int
@@ -62,7 +63,8 @@ class Lateness:
 
 
 def lateness(submitted: str | None, lms_late: bool, due: datetime | None) -> Lateness | None:
-    """The lateness of a submission made at ``submitted`` (ISO), or None when it was on time or nothing says.
+    """The lateness of a submission made at ``submitted`` (ISO), or None when it was on time or
+    nothing says.
 
     >>> lateness("2026-12-02T00:30:00+00:00", False, parse_due("2026-12-01T23:59+00:00"))
     Lateness(seconds=1860.0, days=1)

@@ -12,14 +12,21 @@ be changed, Last modified (submission), Last modified (grade), Feedback comments
 student by ``Identifier`` (``Participant N``, the id in a Moodle download's folder names) and reads
 ``Grade`` and ``Feedback comments``; the other columns are for the reader.
 
-Both get the student's total (after overrides and late penalty); a student without a submission gets 0.
+Both get the student's total (after overrides and late penalty); a student without a submission gets
+0.
 """
+
+from __future__ import annotations
 
 import csv
 import io
+from typing import TYPE_CHECKING
 
 from ._classbook import ClassBook, StudentRow
 from ._gradebook import format_points
+
+if TYPE_CHECKING:
+    from _csv import Writer  # what csv.writer returns; the csv module does not export its type
 
 FORMATS = ("canvas", "moodle")
 CANVAS_HEAD = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
@@ -37,7 +44,7 @@ MOODLE_HEAD = [
 ]
 
 
-def _writer() -> tuple[io.StringIO, "csv._writer"]:
+def _writer() -> tuple[io.StringIO, Writer]:
     out = io.StringIO()
     return out, csv.writer(out, lineterminator="\n")
 

@@ -1,4 +1,5 @@
-"""Grades as data: one exercise, one submitted notebook, their JSON form, and a notebook's feedback text.
+"""Grades as data: one exercise, one submitted notebook, their JSON form, and a notebook's feedback
+text.
 
 The class-wide files (one row per student, feedback folders, LMS layouts) are in ``_classbook.py``.
 Nothing here depends on time or on the order submissions finished.
@@ -8,8 +9,7 @@ import dataclasses
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from course_lib.checks import Exercise
-from course_lib.checks._spec import round_points
+from course_lib.checks import Exercise, round_points
 
 STATUSES = ("passed", "failed", "flagged", "not_attempted", "error", "timeout", "missing")
 
@@ -43,7 +43,8 @@ class ExerciseResult:
 
 @dataclass
 class SubmissionResult:
-    """One submitted notebook: ``status`` is ``graded``, or ``error`` when it could not be run at all."""
+    """One submitted notebook: ``status`` is ``graded``, or ``error`` when it could not be run at
+    all."""
 
     student: str
     notebook: str
@@ -72,7 +73,8 @@ class SubmissionResult:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "SubmissionResult":
-        """The result :meth:`to_json` wrote (the derived ``points`` and ``max_points`` are recomputed)."""
+        """The result :meth:`to_json` wrote (the derived ``points`` and ``max_points`` are
+        recomputed)."""
         known = {f.name for f in dataclasses.fields(cls)} - {"exercises"}
         result = cls(**{k: v for k, v in data.items() if k in known})
         result.exercises = [ExerciseResult.from_json(e) for e in data.get("exercises", [])]
@@ -80,11 +82,13 @@ class SubmissionResult:
 
     @classmethod
     def checked(cls, data: Any) -> "SubmissionResult":
-        """:meth:`from_json` for data from elsewhere (a Dask worker): ``ValueError`` unless it has the schema.
+        """:meth:`from_json` for data from elsewhere (a Dask worker): ``ValueError`` unless it has
+        the schema.
 
-        >>> SubmissionResult.checked({"student": "ann", "notebook": "01_x.ipynb", "status": "graded"}).status
+        >>> ann = {"student": "ann", "notebook": "01_x.ipynb", "status": "graded"}
+        >>> SubmissionResult.checked(ann).status
         'graded'
-        >>> SubmissionResult.checked({"student": "ann", "notebook": "01_x.ipynb", "status": "great"})
+        >>> SubmissionResult.checked({**ann, "status": "great"})
         Traceback (most recent call last):
         ...
         ValueError: status 'great' is not graded or error
@@ -179,7 +183,8 @@ _WORD = {
 def feedback_text(
     r: SubmissionResult, name: str, overrides: dict[str, tuple[float, str]] | None = None
 ) -> str:
-    """What the student reads about one notebook; ``overrides`` maps exercise ids to the instructor's (points, comment)."""
+    """What the student reads about one notebook; ``overrides`` maps exercise ids to the
+    instructor's (points, comment)."""
     overrides = overrides or {}
     points = sum(overrides[e.id][0] if e.id in overrides else e.points for e in r.exercises)
     lines = [
@@ -191,14 +196,16 @@ def feedback_text(
         lines += [f"This notebook could not be graded: {r.message}", ""]
     for e in r.exercises:
         lines.append(
-            f"{e.id} ({e.name}): {_WORD.get(e.status, e.status)}, {format_points(e.points)}/{format_points(e.max_points)}"
+            f"{e.id} ({e.name}): {_WORD.get(e.status, e.status)}, "
+            f"{format_points(e.points)}/{format_points(e.max_points)}"
         )
         if e.status != "passed" and e.message:
             lines += [f"    {line}" for line in e.message.splitlines()]
         if e.id in overrides:
             given, comment = overrides[e.id]
             lines.append(
-                f"    Your instructor set the points to {format_points(given)}/{format_points(e.max_points)}"
+                "    Your instructor set the points to "
+                f"{format_points(given)}/{format_points(e.max_points)}"
                 + (f": {comment}" if comment else ".")
             )
     if r.notes:
@@ -218,7 +225,8 @@ def summary_table(results: list[SubmissionResult]) -> str:
         rows.append([r.student, r.notebook, points, *(str(counts[s] or "") for s in STATUSES)])
     widths = [max(len(str(row[i])) for row in [head, *rows]) for i in range(len(head))]
     lines = [
-        "  ".join(str(c).ljust(w) for c, w in zip(row, widths)).rstrip() for row in [head, *rows]
+        "  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
+        for row in [head, *rows]
     ]
     lines.insert(1, "-" * len(lines[0]))
     columns = exercise_columns(results)

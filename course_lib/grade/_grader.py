@@ -3,7 +3,7 @@
 For one submission: read the bytes (never the original file again), check it is a notebook, find
 its lesson and exercise cells, copy it to a scratch folder, start a kernel there, run its cells
 (check and progress calls left out) under time and memory limits, then for each exercise run the
-probe from ``course_lib.checks._runner`` in the kernel and judge the outcomes in this process
+probe from ``course_lib.checks.RUNNER_MODULE`` in the kernel and judge the outcomes in this process
 against reference results computed here once per exercise. A kernel that dies (a crash,
 ``os._exit``, the memory limit, a loop deaf to interrupts) is replaced, the cells that ran before
 are run again, and the cell at fault is skipped.
@@ -25,23 +25,30 @@ from pathlib import Path
 from typing import Any
 
 import course_lib
-from course_lib.checks import Exercise, Outcome, Verdict
-from course_lib.checks._evaluate import judge_outcomes, reference_results
-from course_lib.checks._spec import Case
-from course_lib.checks._wire import WireError, loads
+from course_lib._notebook_files import NotebookError, read_notebook
+from course_lib.checks import (
+    RUNNER_MODULE,
+    Case,
+    Exercise,
+    Outcome,
+    Verdict,
+    WireError,
+    judge_outcomes,
+    loads,
+    reference_results,
+)
 
 from ._confine import sandbox_level
 from ._gradebook import ExerciseResult, SubmissionResult
 from ._jaxcache import KernelCache, SharedCache
 from ._kernel import CellResult, Confinement, KernelStartError, Limits, Sandbox
 from ._submissions import (
-    NotebookProblem,
     Plan,
     PlannedCell,
     Submission,
     detect_lesson,
+    filename_lesson,
     plan_cells,
-    read_notebook,
 )
 
 MAX_RESTARTS = 3
@@ -68,7 +75,8 @@ class Options:
     cache_after: int = 8
 
     def confine(self) -> dict[str, Any]:
-        """The sandbox level every kernel of this batch gets (probed once): see ``_confine.sandbox_level``."""
+        """The sandbox level every kernel of this batch gets (probed once): see
+        ``_confine.sandbox_level``."""
         if self.confinement is None:
             self.confinement = sandbox_level(self.sandbox)
         return self.confinement
@@ -145,11 +153,12 @@ _PASSED_ENV = {
 
 
 def kernel_env(workdir: Path) -> dict[str, str]:
-    """The kernel's environment: a few of the grader's variables (no secrets, no ``CI``), its own home.
+    """The kernel's environment: a few of the grader's variables (no secrets, no ``CI``), its own
+    home.
 
-    Home, temporary, IPython and Matplotlib folders live in the submission's scratch folder, so nothing
-    one notebook writes there (an IPython startup file, say) reaches the next notebook's kernel, and a
-    confined kernel can write there.
+    Home, temporary, IPython and Matplotlib folders live in the submission's scratch folder, so
+    nothing one notebook writes there (an IPython startup file, say) reaches the next notebook's
+    kernel, and a confined kernel can write there.
     """
     home, temporary = workdir / ".home", workdir / ".tmp"
     home.mkdir(exist_ok=True)
@@ -173,7 +182,8 @@ def kernel_env(workdir: Path) -> dict[str, str]:
 def _runner_source(
     exercise: Exercise, seed: int, report: Path, nonce: str, packages: tuple[str, ...] = ()
 ) -> str:
-    # Every name is local, so a notebook that shadowed builtins or modules in its namespace changes nothing.
+    # Every name is local, so a notebook that shadowed builtins or modules in its namespace changes
+    # nothing.
     fn = f"_course_grader_{nonce}"
     return (
         f"def {fn}():\n"
@@ -181,8 +191,9 @@ def _runner_source(
         "    for name in sys.modules.copy():\n"
         "        if name == 'course_lib.checks' or name.startswith('course_lib.checks.'):\n"
         "            del sys.modules[name]\n"
-        "    runner = importlib.import_module('course_lib.checks._runner')\n"
-        f"    runner.run({exercise.id!r}, {seed!r}, sys._getframe(1).f_globals, {str(report)!r}, {nonce!r}, {tuple(packages)!r})\n"
+        f"    runner = importlib.import_module({RUNNER_MODULE!r})\n"
+        f"    runner.run({exercise.id!r}, {seed!r}, sys._getframe(1).f_globals, {str(report)!r}, "
+        f"{nonce!r}, {tuple(packages)!r})\n"
         f"{fn}()\n"
         f"del {fn}\n"
     )
@@ -268,12 +279,14 @@ async def _execute(
         for cell in completed if replay else []:
             if remaining() <= 0:
                 raise _GradingStoppedError(
-                    f"the notebook's {ctx.options.notebook_timeout:g} s ran out while re-running its cells"
+                    f"the notebook's {ctx.options.notebook_timeout:g} s ran out while re-running "
+                    "its cells"
                 )
             again = await sandbox.run(cell.source, min(cell_limit, remaining()))
             if not sandbox.usable:
                 raise _GradingStoppedError(
-                    f"the kernel died again while re-running {cell.label} ({again.reason or again.status})"
+                    f"the kernel died again while re-running {cell.label} "
+                    f"({again.reason or again.status})"
                 )
         return sandbox
 
@@ -301,7 +314,8 @@ async def _execute(
             if remaining() <= 0:
                 if not any(f.reason == "notebook" for f in run.fates.values()):
                     run.notes.append(
-                        f"the notebook's {ctx.options.notebook_timeout:g} s ran out before {cell.label}; later cells were not run"
+                        f"the notebook's {ctx.options.notebook_timeout:g} s ran out before "
+                        f"{cell.label}; later cells were not run"
                     )
                 run.fates[cell.index] = CellResult("timeout", reason="notebook")
                 continue
@@ -328,7 +342,8 @@ async def _execute(
                 run.reports[exercise.id] = result
             if result.output_bytes > _LOUD_OUTPUT:
                 run.notes.append(
-                    f"{exercise.name} printed {result.output_bytes / 2**20:.1f} MiB while graded (not kept)"
+                    f"{exercise.name} printed {result.output_bytes / 2**20:.1f} MiB while graded "
+                    "(not kept)"
                 )
             if not sandbox.usable and exercise is not plan.exercises[-1]:
                 sandbox = await recover(f"grading {exercise.id}")
@@ -354,7 +369,10 @@ def _note_cell(notes: list[str], cell: PlannedCell, result: CellResult, limit: f
             f"; it {result.reason}" if result.reason else ""
         )
     elif result.status == "died":
-        note = f"the kernel died in {where} ({result.reason}); a fresh kernel re-ran the cells before it and skipped it"
+        note = (
+            f"the kernel died in {where} ({result.reason}); a fresh kernel re-ran the cells "
+            "before it and skipped it"
+        )
     else:
         note = ""
     if note and len(notes) < MAX_NOTES:
@@ -378,7 +396,8 @@ def _cell_fate_verdict(
             )
         return (
             "timeout",
-            f"the cell defining {name} ran past the {limit:g} s limit and was stopped, so {name} was never defined.{where}",
+            f"the cell defining {name} ran past the {limit:g} s limit and was stopped, so {name} "
+            f"was never defined.{where}",
         )
     if fate.status == "died":
         return (
@@ -392,7 +411,8 @@ def _cell_fate_verdict(
 
 
 def _flag_place(plan: Plan, flag: dict[str, Any]) -> str:
-    """Where in the notebook a forbidden call was made: ``code cell 4 (`def f(…`), line 3: `text```."""
+    """Where in the notebook a forbidden call was made: ``code cell 4 (`def f(…`), line 3:
+    `text```."""
     cell = plan.cell_of_code(flag["cell"], flag["line"], flag["text"])
     where = (
         f"{cell.label}, line {flag['line']}"
@@ -403,7 +423,8 @@ def _flag_place(plan: Plan, flag: dict[str, Any]) -> str:
 
 
 def _flag_record(plan: Plan, flag: dict[str, Any]) -> dict[str, Any]:
-    """A flag as the gradebook keeps it: what was reached, from which code cell and line (no kernel paths)."""
+    """A flag as the gradebook keeps it: what was reached, from which code cell and line (no kernel
+    paths)."""
     cell = plan.cell_of_code(flag["cell"], flag["line"], flag["text"]) if flag["file"] else None
     return {
         "reached": flag["reached"],
@@ -443,7 +464,8 @@ def _verdict(exercise: Exercise, plan: Plan, run: _Run, ctx: Context) -> Verdict
 
 
 def _status(exercise: Exercise, plan: Plan, run: _Run, ctx: Context) -> tuple[str, str]:
-    """The status and message of an exercise that could not be judged; ``("judge", "")`` when it can be."""
+    """The status and message of an exercise that could not be judged; ``("judge", "")`` when it can
+    be."""
     name, limit = exercise.name, ctx.options.cell_timeout
     index = plan.exercise_cells.get(exercise.id, -1)
     fate = run.fates.get(index)
@@ -457,7 +479,8 @@ def _status(exercise: Exercise, plan: Plan, run: _Run, ctx: Context) -> tuple[st
             if report.reason == "notebook":
                 return (
                     "timeout",
-                    f"the notebook used up its {ctx.options.notebook_timeout:g} s before {name} was graded.",
+                    f"the notebook used up its {ctx.options.notebook_timeout:g} s before {name} "
+                    "was graded.",
                 )
             return "timeout", f"{name} did not finish within {limit:g} s on the grading inputs."
         if report.status == "died":
@@ -467,7 +490,8 @@ def _status(exercise: Exercise, plan: Plan, run: _Run, ctx: Context) -> tuple[st
             )
         return (
             "error",
-            f"grading {name} failed: {report.ename}: {report.evalue} (does the notebook change Python or course_lib itself?)",
+            f"grading {name} failed: {report.ename}: {report.evalue} (does the notebook change "
+            "Python or course_lib itself?)",
         )
     if report.found == "missing":
         from_cell = _cell_fate_verdict(exercise, plan.cell(index), fate, limit)
@@ -476,7 +500,8 @@ def _status(exercise: Exercise, plan: Plan, run: _Run, ctx: Context) -> tuple[st
         if exercise.id in plan.exercise_cells:
             return (
                 "missing",
-                f"the exercise cell is there but defines no {name}; the function must be called {name}.",
+                f"the exercise cell is there but defines no {name}; the function must be called "
+                f"{name}.",
             )
         return (
             "missing",
@@ -506,21 +531,16 @@ async def grade_submission(sub: Submission, ctx: Context) -> SubmissionResult:
     except OSError as error:
         return _error_result(sub, None, f"the file could not be read ({error.strerror or error})")
     try:
-        notebook = read_notebook(data)
-    except NotebookProblem as problem:
-        from course_lib.checks import lessons
-
-        from ._submissions import _FILENAME_LESSON
-
-        match = _FILENAME_LESSON.match(sub.notebook.rsplit("/", 1)[-1])
-        lesson = match[1] if match and match[1] in lessons() else None
-        return _error_result(sub, lesson, str(problem))
+        notebook = read_notebook(data, schema=False)
+    except NotebookError as problem:
+        return _error_result(sub, filename_lesson(sub.notebook), str(problem))
     lesson = detect_lesson(notebook, sub.notebook)
     if lesson is None:
         return _error_result(
             sub,
             None,
-            "the notebook belongs to no lesson with exercises (no exercise ids, lesson number or exercise functions found)",
+            "the notebook belongs to no lesson with exercises (no exercise ids, lesson number or "
+            "exercise functions found)",
         )
     plan = plan_cells(notebook, lesson)
     for exercise in plan.exercises:
@@ -544,7 +564,7 @@ async def grade_submission(sub: Submission, ctx: Context) -> SubmissionResult:
 
 
 class _Progress:
-    def __init__(self, total: int, quiet: bool):
+    def __init__(self, total: int, quiet: bool) -> None:
         self.total, self.done, self.quiet, self.start = total, 0, quiet, time.monotonic()
 
     def update(self, result: SubmissionResult, seconds: float) -> None:
@@ -555,8 +575,9 @@ class _Progress:
         filled = round(width * self.done / self.total)
         bar = "#" * filled + "." * (width - filled)
         score = f"{result.points}/{result.max_points}" if result.status == "graded" else "error"
+        count = f"{self.done:>{len(str(self.total))}}/{self.total}"
         print(
-            f"[{bar}] {self.done:>{len(str(self.total))}}/{self.total}  {result.student}/{result.notebook}: {score} ({seconds:.1f} s)",
+            f"[{bar}] {count}  {result.student}/{result.notebook}: {score} ({seconds:.1f} s)",
             file=sys.stderr,
             flush=True,
         )
@@ -569,10 +590,10 @@ async def grade_all(
 ) -> list[SubmissionResult]:
     """Grade every submission, ``options.jobs`` at a time; results in the order of ``subs``.
 
-    ``on_result`` is called with each result as soon as it is ready (the CLI journals it there), so an
-    interrupted batch keeps what it finished. Ctrl-C or SIGTERM stops the batch: nothing more is
-    started, running notebooks are cancelled (their kernels stopped), a result that arrives after the
-    signal is not reported (a cancelled kernel may have cut it short), and
+    ``on_result`` is called with each result as soon as it is ready (the CLI journals it there), so
+    an interrupted batch keeps what it finished. Ctrl-C or SIGTERM stops the batch: nothing more is
+    started, running notebooks are cancelled (their kernels stopped), a result that arrives after
+    the signal is not reported (a cancelled kernel may have cut it short), and
     :class:`asyncio.CancelledError` is raised.
     """
     scratch = Path(tempfile.mkdtemp(prefix="course-grade-"))

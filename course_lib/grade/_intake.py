@@ -1,4 +1,5 @@
-"""Finding a class's submissions as they arrive: plain folders, a Canvas or Moodle download, or its ``.zip``.
+"""Finding a class's submissions as they arrive: plain folders, a Canvas or Moodle download, or its
+``.zip``.
 
 Layouts, decided per PATH:
 
@@ -20,6 +21,7 @@ import dataclasses
 import tempfile
 import unicodedata
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -81,7 +83,7 @@ def _mtime(path: Path) -> datetime:
 class _Collector:
     """Students and notebooks of one PATH, before keys are made unique across PATHs."""
 
-    def __init__(self, section: str, shown_root: str, real_root: Path):
+    def __init__(self, section: str, shown_root: str, real_root: Path) -> None:
         self.section, self.shown_root, self.real_root = section, shown_root, real_root
         self.students: dict[str, Student] = {}
         self.notebooks: dict[str, list[tuple[Path, str]]] = defaultdict(list)
@@ -173,7 +175,7 @@ def _moodle(root: Path, col: _Collector, files: list[Path]) -> None:
             col.add_file(parsed.user_id, path, "/".join(top[1:]))
 
 
-def _majority(names: list[str], parse) -> bool:  # type: ignore[no-untyped-def]
+def _majority(names: list[str], parse: Callable[[str], LmsFile | None]) -> bool:
     return bool(names) and sum(parse(n) is not None for n in names) * 2 > len(names)
 
 
@@ -242,7 +244,8 @@ def _collect(
 def find_class(paths: list[str], roster: list[RosterRow] | None = None) -> Intake:
     """Every student and notebook under ``paths``, matched to ``roster`` when one is given.
 
-    Raises :class:`UsageError` for a path that does not exist, a zip that is refused, or no notebook at all.
+    Raises :class:`UsageError` for a path that does not exist, a zip that is refused, or no notebook
+    at all.
     """
     holders: list[tempfile.TemporaryDirectory[str]] = []
     sections = len(paths) > 1
@@ -293,7 +296,8 @@ def _compact(text: str) -> str:
 
 
 def same_person(student: Student, name: str) -> bool:
-    """Whether ``name`` (from a roster) is this student's: equal names, or Canvas's ``lastfirst`` of it.
+    """Whether ``name`` (from a roster) is this student's: equal names, or Canvas's ``lastfirst`` of
+    it.
 
     >>> same_person(Student("1001", "smithalice", lms="canvas"), "Alice Smith")
     True
@@ -363,7 +367,8 @@ def _apply_roster(intake: Intake, roster: list[RosterRow]) -> None:
 
 
 def apply_times(intake: Intake, times: dict[str, str]) -> None:
-    """Take each student's submission time from an LMS's list (by key or LMS id), where it has one."""
+    """Take each student's submission time from an LMS's list (by key or LMS id), where it has
+    one."""
     for student in intake.students.values():
         when = times.get(student.key) or times.get(student.lms_id)
         if when:

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import course_lib
+from course_lib._notebook_files import NotebookError, read_notebook
 
 if TYPE_CHECKING:
     from ._grader import Context
@@ -101,14 +102,14 @@ class SharedCache:
     async def _fill(self, lesson: str, ctx: "Context") -> KernelCache | None:
         """Grade the solution notebook in a kernel that writes the cache; the cache, or none."""
         from ._grader import _execute, _Report
-        from ._submissions import NotebookProblem, detect_lesson, plan_cells, read_notebook
+        from ._submissions import detect_lesson, plan_cells
 
         path = solution_notebook(lesson)
         if path is None:
             return None
         try:
-            notebook = read_notebook(path.read_bytes())
-        except (OSError, NotebookProblem):
+            notebook = read_notebook(path.read_bytes(), schema=False)
+        except (OSError, NotebookError):
             return None
         if detect_lesson(notebook, path.name) != lesson:
             return None

@@ -4,7 +4,8 @@ Canvas ("Download submissions") writes one flat folder of files named
 ``lastfirst_[LATE_]userid_submissionid_originalname``; a file uploaded again under the same name
 gets ``-1``, ``-2``... before its extension. Moodle ("Download all submissions") writes one folder
 per participant, ``Full Name_participantid_assignsubmission_file_``, holding the original files (or,
-with "download in folders" off, flat files ``Full Name_participantid_assignsubmission_file_original``).
+with "download in folders" off, flat files ``Full
+Name_participantid_assignsubmission_file_original``).
 """
 
 import re
@@ -35,7 +36,9 @@ def canvas_file(filename: str) -> LmsFile | None:
     """The Canvas parts of ``filename``, or None when it is not named the Canvas way.
 
     >>> canvas_file("smithalice_LATE_1234_98765_01_what_is_a_pytree-2.ipynb")
-    LmsFile(lms='canvas', user_id='1234', name='smithalice', original='01_what_is_a_pytree.ipynb', late=True, version=2)
+    ... # doctest: +NORMALIZE_WHITESPACE
+    LmsFile(lms='canvas', user_id='1234', name='smithalice', original='01_what_is_a_pytree.ipynb',
+            late=True, version=2)
     """
     match = _CANVAS.match(filename)
     if not match:

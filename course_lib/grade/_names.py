@@ -17,7 +17,8 @@ MAX_NAME = 100
 
 
 def safe_name(text: str) -> str:
-    """A file or folder name made from ``text``: NFC, Unicode letters kept, no folders, no hidden files.
+    """A file or folder name made from ``text``: NFC, Unicode letters kept, no folders, no hidden
+    files.
 
     >>> safe_name("Jürgen Schmidt"), safe_name("../etc/passwd"), safe_name("...")
     ('Jürgen Schmidt', 'etc_passwd', 'unnamed')

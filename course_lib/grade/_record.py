@@ -1,4 +1,5 @@
-"""What a run keeps between runs: the journal of finished notebooks, and the gradebook as the record.
+"""What a run keeps between runs: the journal of finished notebooks, and the gradebook as the
+record.
 
 The journal (``journal.jsonl`` in the output folder) gets one line per notebook the moment it is
 graded, flushed to disk, after a first line holding the grader's settings. An interrupted run
@@ -24,7 +25,8 @@ JOURNAL = "journal.jsonl"
 
 @dataclass
 class Graded:
-    """One graded notebook as the record keeps it: the result, its answers, and the bytes it came from."""
+    """One graded notebook as the record keeps it: the result, its answers, and the bytes it came
+    from."""
 
     result: SubmissionResult
     sha256: str
@@ -66,16 +68,18 @@ def _differences(old: dict[str, Any], new: dict[str, Any]) -> str:
 
 
 class Journal:
-    """The journal of one run in ``out``: ``Journal(out, settings, resume)`` checks, reads and opens it."""
+    """The journal of one run in ``out``: ``Journal(out, settings, resume)`` checks, reads and opens
+    it."""
 
-    def __init__(self, out: Path, settings: dict[str, Any], resume: bool):
+    def __init__(self, out: Path, settings: dict[str, Any], resume: bool) -> None:
         self.path = out / JOURNAL
         self.settings = settings
         self.finished: dict[tuple[str, str], Graded] = {}
         self._file: IO[str] | None = None
         if self.path.exists() and not resume:
             raise UsageError(
-                f"{self.path} is left from an interrupted run: pass --resume to grade only what it lacks, "
+                f"{self.path} is left from an interrupted run: pass --resume to grade only what "
+                "it lacks, "
                 "or delete it to grade everything again"
             )
         if self.path.exists():
@@ -94,7 +98,8 @@ class Journal:
             head = {}
         if head.get("grader") != self.settings:
             raise UsageError(
-                f"{self.path} was written with other settings ({_differences(head.get('grader') or {}, self.settings)}): "
+                f"{self.path} was written with other settings "
+                f"({_differences(head.get('grader') or {}, self.settings)}): "
                 "resume with the same options, or delete it to grade everything again"
             )
         for line in lines[1:]:
@@ -162,12 +167,14 @@ def read_record(out: Path, settings: dict[str, Any]) -> Record:
         students = {s["key"]: s for s in book.get("students", [])}
     except (OSError, UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError) as error:
         raise UsageError(
-            f"{path} exists but is not a gradebook this grader wrote ({type(error).__name__}): grade into another --out folder"
+            f"{path} exists but is not a gradebook this grader wrote ({type(error).__name__}): "
+            "grade into another --out folder"
         ) from None
     if grader != settings:
         raise UsageError(
             f"{path} was graded with other settings ({_differences(grader, settings)}); "
-            "a re-run keeps its rows, so the settings must match: use the same options, or grade into another --out folder"
+            "a re-run keeps its rows, so the settings must match: use the same options, or grade "
+            "into another --out folder"
         )
     feedback = {f for s in students.values() for f in s.get("feedback", [])}
     return Record({g.key: g for g in graded}, students, feedback)

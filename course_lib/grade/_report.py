@@ -20,7 +20,8 @@ from ._similarity import similar_pairs, solution_copies
 MAX_PAIRS = 100
 _STYLE = (
     "body{font-family:sans-serif;max-width:60em;margin:2em auto;color:#222}"
-    "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:.2em .5em;text-align:left;vertical-align:top}"
+    "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:.2em "
+    ".5em;text-align:left;vertical-align:top}"
     "th{background:#f3f3f3}.num{text-align:right}img{max-width:100%}"
 )
 
@@ -142,7 +143,8 @@ def report_html(book: ClassBook) -> str:
         + ", ".join(f"{n} {html.escape(s)}" for s, n in sorted(statuses.items()))
         + ". "
         f"Maximum {format_points(book.max_points)} points; mean total "
-        f"{format_points(sum(r.total for r in book.rows) / len(book.rows)) if book.rows else '0'}.</p>",
+        f"{format_points(sum(r.total for r in book.rows) / len(book.rows)) if book.rows else '0'}"
+        ".</p>",
         "<h2>Pass rate per exercise</h2>",
         _table(
             ["exercise", "students passed", "of students who submitted the lesson"],
@@ -160,7 +162,8 @@ def report_html(book: ClassBook) -> str:
         "<h2>Late</h2>",
         _table(["student", "lateness", "penalty"], late),
         "<h2>Similar answers (for review; grades are not changed)</h2>",
-        "<p>Answers are compared without comments, docstrings and layout. Short answers are often the same by chance.</p>",
+        "<p>Answers are compared without comments, docstrings and layout. Short answers are often "
+        "the same by chance.</p>",
         _table(
             ["student", "student", "exercises (similarity)"],
             [

@@ -1,4 +1,5 @@
-"""Answers to review: pairs of students with identical or near-identical answers, and copies of the course's solution.
+"""Answers to review: pairs of students with identical or near-identical answers, and copies of the
+course's solution.
 
 It flags for a human to look at; it never changes a grade. Per exercise, equal normalised answers
 (see ``_answers.normalise``) are grouped by hash; distinct answers are compared only when MinHash
@@ -74,11 +75,13 @@ def _near_texts(texts: list[str]) -> list[tuple[int, int, float]]:
 def similar_pairs(
     answers: dict[str, dict[str, str]],
 ) -> tuple[list[Pair], dict[str, list[list[str]]]]:
-    """Pairs of students with matching answers, most matches first, and per exercise the common answers' holders.
+    """Pairs of students with matching answers, most matches first, and per exercise the common
+    answers' holders.
 
     ``answers`` maps a student to ``{exercise id: normalised answer}`` (attempted exercises only).
 
-    >>> pairs, common = similar_pairs({"ann": {"e": "return a + b"}, "bo": {"e": "return a + b"}, "cy": {"e": "x = 1"}})
+    >>> answers = {"ann": {"e": "return a + b"}, "bo": {"e": "return a + b"}, "cy": {"e": "x = 1"}}
+    >>> pairs, common = similar_pairs(answers)
     >>> pairs
     [Pair(a='ann', b='bo', matches=(('e', 1.0),))]
     """
@@ -112,7 +115,8 @@ def similar_pairs(
 def solution_copies(
     answers: dict[str, dict[str, str]], regions: dict[str, tuple[str, ...]]
 ) -> dict[str, list[str]]:
-    """Per student, the exercises whose answer holds the course solution's region, line for line (normalised).
+    """Per student, the exercises whose answer holds the course solution's region, line for line
+    (normalised).
 
     >>> solution_copies({"ann": {"e": "def f(x):\\n    return x + 1"}}, {"e": ("return x + 1",)})
     {'ann': ['e']}

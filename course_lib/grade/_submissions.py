@@ -1,39 +1,39 @@
 """Finding submissions, reading them without trusting them, and deciding which cells to run.
 
-Nothing here executes a notebook: it reads bytes, checks they are a notebook the grader can run,
-works out the lesson and the exercise cells, and plans the cells to execute (check and progress
-calls taken out).
+Nothing here executes a notebook: given a notebook read from a submission's bytes (by
+:func:`course_lib._notebook_files.read_notebook`, which says what is wrong with a file that is not
+one), it works out the lesson and the exercise cells, and plans the cells to execute (check and
+progress calls taken out).
 """
 
+from __future__ import annotations
+
 import ast
-import json
 import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from course_lib._leaves import shorten
-from course_lib.checks import Exercise, exercises, lessons
-from course_lib.checks._guard import code_id, parse_cell
+from course_lib._notebook_files import course_metadata
+from course_lib.checks import Exercise, code_id, exercises, lessons, parse_cell
 
-MAX_NOTEBOOK_BYTES = 50 * 1024 * 1024
+if TYPE_CHECKING:
+    from nbformat import NotebookNode
 
 
 class UsageError(Exception):
     """The grader cannot run with these arguments."""
 
 
-class NotebookProblem(Exception):
-    """The file is not a notebook the grader can run; the message says why, for the student."""
-
-
 @dataclass(frozen=True)
 class Submission:
-    """One submitted notebook: where it is, whose it is (the student key), and how the gradebook names it.
+    """One submitted notebook: where it is, whose it is (the student key), and how the gradebook
+    names it.
 
-    ``shown`` is the path the gradebook records: for a notebook extracted from a zip, the zip's path and
-    the member's, not the scratch folder it was read from.
+    ``shown`` is the path the gradebook records: for a notebook extracted from a zip, the zip's path
+    and the member's, not the scratch folder it was read from.
     """
 
     path: Path
@@ -52,7 +52,8 @@ def hidden_part(part: str) -> bool:
 
 
 def find_submissions(paths: list[str]) -> list[Submission]:
-    """Every submission under ``paths``, sorted by student and notebook (see ``_intake`` for the layouts).
+    """Every submission under ``paths``, sorted by student and notebook (see ``_intake`` for the
+    layouts).
 
     A file is one submission by the student named after its folder. A folder with notebooks of its
     own is one student's (notebooks in its subfolders too); a folder with only subfolders is a
@@ -68,92 +69,6 @@ def find_submissions(paths: list[str]) -> list[Submission]:
             "a .zip download needs find_class (its notebooks live in a scratch folder while graded)"
         )
     return intake.submissions
-
-
-@dataclass
-class Cell:
-    """A notebook cell as the grader sees it."""
-
-    index: int
-    cell_type: str
-    source: str
-    metadata: dict[str, Any]
-
-    @property
-    def course(self) -> dict[str, Any]:
-        course = self.metadata.get("course")
-        return course if isinstance(course, dict) else {}
-
-
-@dataclass
-class Notebook:
-    """The parts of a submitted notebook the grader uses."""
-
-    cells: list[Cell]
-    metadata: dict[str, Any]
-
-
-def _source(value: Any, index: int) -> str:
-    if isinstance(value, str):
-        return value
-    if isinstance(value, list) and all(isinstance(line, str) for line in value):
-        return "".join(value)
-    raise NotebookProblem(f"cell {index} has no readable source")
-
-
-def read_notebook(data: bytes) -> Notebook:
-    """The notebook in ``data``, or :class:`NotebookProblem` saying plainly what is wrong."""
-    if not data.strip():
-        raise NotebookProblem("the file is empty")
-    if len(data) > MAX_NOTEBOOK_BYTES:
-        raise NotebookProblem(
-            f"the file is {len(data) / 2**20:.0f} MiB, more than the {MAX_NOTEBOOK_BYTES // 2**20} MiB a notebook may be"
-        )
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise NotebookProblem("the file is not UTF-8 text, so it is not a notebook") from None
-    try:
-        raw = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise NotebookProblem(
-            f"the file is not valid JSON (line {error.lineno}, column {error.colno}: {error.msg}); "
-            "it may be truncated or edited outside Jupyter"
-        ) from None
-    except (ValueError, RecursionError) as error:
-        raise NotebookProblem(f"the file is not valid JSON ({type(error).__name__})") from None
-    if not isinstance(raw, dict):
-        raise NotebookProblem(f"the JSON is a {type(raw).__name__}, not a notebook")
-    major, minor = raw.get("nbformat"), raw.get("nbformat_minor", 0)
-    if not isinstance(major, int) or isinstance(major, bool):
-        raise NotebookProblem("the file has no nbformat version, so it is not a notebook")
-    if major != 4:
-        if major < 4:
-            raise NotebookProblem(
-                f"the notebook is in format {major}.{minor}, which the grader does not read: it reads format 4 "
-                "(open the file in a current Jupyter and save it to convert it)"
-            )
-        raise NotebookProblem(
-            f"the notebook is in format {major}.{minor}, newer than format 4 that the grader reads"
-        )
-    cells = raw.get("cells")
-    if not isinstance(cells, list):
-        raise NotebookProblem("the notebook has no list of cells")
-    out = []
-    for index, cell in enumerate(cells):
-        if not isinstance(cell, dict) or not isinstance(cell.get("cell_type"), str):
-            raise NotebookProblem(f"cell {index} is not a notebook cell")
-        metadata = cell.get("metadata")
-        out.append(
-            Cell(
-                index,
-                cell["cell_type"],
-                _source(cell.get("source", ""), index),
-                metadata if isinstance(metadata, dict) else {},
-            )
-        )
-    metadata = raw.get("metadata")
-    return Notebook(out, metadata if isinstance(metadata, dict) else {})
 
 
 def defined_names(source: str) -> set[str]:
@@ -176,23 +91,31 @@ def defined_names(source: str) -> set[str]:
 _FILENAME_LESSON = re.compile(r"(\d\d)[_\- ]")
 
 
-def detect_lesson(notebook: Notebook, filename: str) -> str | None:
-    """The lesson a notebook belongs to: its metadata, else its exercise ids, else its file name, else its functions."""
+def filename_lesson(filename: str) -> str | None:
+    """The lesson a notebook's file name starts with (``02_sgd.ipynb``), if it is a lesson's.
+
+    >>> filename_lesson("homework/01_first_trees.ipynb"), filename_lesson("first.ipynb")
+    ('01', None)
+    """
+    match = _FILENAME_LESSON.match(Path(filename).name)
+    return match[1] if match and match[1] in lessons() else None
+
+
+def detect_lesson(notebook: NotebookNode, filename: str) -> str | None:
+    """The lesson a notebook belongs to: its metadata, else its exercise ids, else its file name,
+    else its functions."""
     known = lessons()
-    meta = notebook.metadata.get("course")
-    if isinstance(meta, dict) and meta.get("lesson") in known:
+    meta = course_metadata(notebook)
+    if meta.get("lesson") in known:
         return str(meta["lesson"])
-    ids = Counter(
-        str(cell.course["exercise"]).split(".", 1)[0]
-        for cell in notebook.cells
-        if isinstance(cell.course.get("exercise"), str)
-    )
+    exercise_ids = (course_metadata(cell).get("exercise") for cell in notebook.cells)
+    ids = Counter(str(id_).split(".", 1)[0] for id_ in exercise_ids if isinstance(id_, str))
     for lesson, _ in ids.most_common():
         if lesson in known:
             return lesson
-    match = _FILENAME_LESSON.match(Path(filename).name)
-    if match and match[1] in known:
-        return match[1]
+    by_name = filename_lesson(filename)
+    if by_name is not None:
+        return by_name
     names = set().union(*(defined_names(c.source) for c in notebook.cells if c.cell_type == "code"))
     scores = {}
     for lesson in known:
@@ -241,7 +164,8 @@ _FIRST_LINE_LIMIT = 24
 
 
 def cell_label(number: int, source: str) -> str:
-    """How a message names a code cell so that a student finds it: its number among the code cells, from 1, and its first line.
+    """How a message names a code cell so that a student finds it: its number among the code cells,
+    from 1, and its first line.
 
     >>> cell_label(4, "\\n# step\\ndef sgd_step(params, grads, lr):\\n    ...")
     'code cell 4 (`# step`)'
@@ -287,7 +211,8 @@ class Plan:
         return next((cell for cell in self.cells if cell.index == index), None)
 
     def cell_of_code(self, code: str, line: int, text: str) -> PlannedCell | None:
-        """The planned cell whose source has this :func:`~course_lib.checks._guard.code_id` (else: this text at this line)."""
+        """The planned cell whose source has this :func:`~course_lib.checks._guard.code_id` (else:
+        this text at this line)."""
         for cell in self.cells:
             if code and code_id(cell.source) == code:
                 return cell
@@ -302,7 +227,7 @@ class Plan:
         return None
 
 
-def plan_cells(notebook: Notebook, lesson: str) -> Plan:
+def plan_cells(notebook: NotebookNode, lesson: str) -> Plan:
     """Which cells to run (check cells and check calls left out) and where each exercise is defined.
 
     An exercise cell is found by its ``course.exercise`` metadata, or, when that was lost, by a
@@ -312,25 +237,26 @@ def plan_cells(notebook: Notebook, lesson: str) -> Plan:
     listed = exercises(lesson)
     ids = {e.id for e in listed}
     plan = Plan(lesson, listed, [])
-    code = [cell for cell in notebook.cells if cell.cell_type == "code"]
-    for number, cell in enumerate(code, 1):
-        if cell.course.get("check") is not None:
+    code = [(index, cell) for index, cell in enumerate(notebook.cells) if cell.cell_type == "code"]
+    for number, (index, cell) in enumerate(code, 1):
+        course = course_metadata(cell)
+        if course.get("check") is not None:
             plan.skipped_checks += 1
             continue
         source = without_checks(cell.source)
         if not source.strip():
             plan.skipped_checks += 1
             continue
-        exercise_id = cell.course.get("exercise")
+        exercise_id = course.get("exercise")
         planned = PlannedCell(
-            cell.index,
+            index,
             source,
             exercise_id if exercise_id in ids else None,
             number,
             cell_label(number, cell.source),
         )
         if planned.exercise and planned.exercise not in plan.exercise_cells:
-            plan.exercise_cells[planned.exercise] = cell.index
+            plan.exercise_cells[planned.exercise] = index
         plan.cells.append(planned)
     for exercise in listed:
         defining = [c for c in plan.cells if exercise.name in defined_names(c.source)]

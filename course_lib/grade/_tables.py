@@ -27,7 +27,8 @@ class RosterRow:
 
 @dataclass(frozen=True)
 class OverrideRow:
-    """One manual grade: ``points`` for ``exercise`` of ``student``, with the instructor's comment."""
+    """One manual grade: ``points`` for ``exercise`` of ``student``, with the instructor's
+    comment."""
 
     line: int
     student: str
@@ -48,7 +49,8 @@ def _rows(path: Path, what: str, required: tuple[str, ...]) -> list[tuple[int, d
     missing = [c for c in required if c not in header]
     if missing:
         raise UsageError(
-            f"{what} {path}: the header needs the column(s) {', '.join(missing)} (it has: {', '.join(header) or 'nothing'})"
+            f"{what} {path}: the header needs the column(s) {', '.join(missing)} (it has: "
+            f"{', '.join(header) or 'nothing'})"
         )
     rows = []
     for record in reader:
@@ -69,11 +71,13 @@ def _rows(path: Path, what: str, required: tuple[str, ...]) -> list[tuple[int, d
 
 def read_roster(path: Path) -> list[RosterRow]:
     """The students listed in a roster CSV (columns ``id,name``, optional ``email,section``)."""
-    out, seen = [], {}
+    out: list[RosterRow] = []
+    seen: dict[str, int] = {}
     for line, row in _rows(path, "roster", ("id", "name")):
         if row["id"] in seen:
             raise UsageError(
-                f"roster {path}, line {line}: the id {row['id']!r} is already on line {seen[row['id']]}"
+                f"roster {path}, line {line}: the id {row['id']!r} is already on line "
+                f"{seen[row['id']]}"
             )
         seen[row["id"]] = line
         out.append(RosterRow(row["id"], row["name"], row.get("email", ""), row.get("section", "")))
@@ -81,7 +85,8 @@ def read_roster(path: Path) -> list[RosterRow]:
 
 
 def read_overrides(path: Path) -> list[OverrideRow]:
-    """The rows of an overrides CSV (``student,exercise,points,comment``); points are checked for being numbers here."""
+    """The rows of an overrides CSV (``student,exercise,points,comment``); points are checked for
+    being numbers here."""
     out = []
     for line, row in _rows(path, "overrides", ("student", "exercise", "points")):
         try:
@@ -114,7 +119,8 @@ def _moment(text: str) -> datetime:
 
 
 def read_submission_times(path: Path) -> dict[str, str]:
-    """Student id -> ISO submission time, from ``student,submitted`` (ISO 8601) or a Moodle grading worksheet.
+    """Student id -> ISO submission time, from ``student,submitted`` (ISO 8601) or a Moodle grading
+    worksheet.
 
     In a worksheet the id is the number of ``Participant N`` and the time is ``Last modified
     (submission)``; a ``-`` (no submission) is skipped. Times without an offset are local time.
@@ -137,6 +143,7 @@ def read_submission_times(path: Path) -> dict[str, str]:
             times[student] = _moment(text).isoformat(timespec="seconds")
         except ValueError:
             raise UsageError(
-                f"submission times {path}, line {line}: {text!r} is not a time (ISO 8601, or Moodle's '{MOODLE_TIME}')"
+                f"submission times {path}, line {line}: {text!r} is not a time (ISO 8601, or "
+                f"Moodle's '{MOODLE_TIME}')"
             ) from None
     return times

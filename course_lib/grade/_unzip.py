@@ -25,12 +25,15 @@ class ZipRefusedError(Exception):
 def _member_path(name: str) -> PurePosixPath:
     path = PurePosixPath(name.replace("\\", "/"))
     if path.is_absolute() or ".." in path.parts or (path.parts and ":" in path.parts[0]):
-        raise ZipRefusedError(f"member {name!r} would be written outside the folder it is extracted to")
+        raise ZipRefusedError(
+            f"member {name!r} would be written outside the folder it is extracted to"
+        )
     return path
 
 
 def extract_zip(archive: Path, target: Path) -> None:
-    """Extract ``archive`` into the empty folder ``target``, member times kept, or raise :class:`ZipRefusedError`.
+    """Extract ``archive`` into the empty folder ``target``, member times kept, or raise
+    :class:`ZipRefusedError`.
 
     >>> import tempfile, pathlib
     >>> base = pathlib.Path(tempfile.mkdtemp())
@@ -52,7 +55,8 @@ def extract_zip(archive: Path, target: Path) -> None:
             total = sum(m.file_size for m in members)
             if total > MAX_TOTAL_BYTES:
                 raise ZipRefusedError(
-                    f"it unpacks to {total / 2**30:.1f} GiB, more than {MAX_TOTAL_BYTES / 2**30:.0f} GiB"
+                    f"it unpacks to {total / 2**30:.1f} GiB, more than "
+                    f"{MAX_TOTAL_BYTES / 2**30:.0f} GiB"
                 )
             planned = []
             for member in members:
@@ -61,7 +65,8 @@ def extract_zip(archive: Path, target: Path) -> None:
                     raise ZipRefusedError(f"member {member.filename!r} is a symbolic link")
                 if member.file_size > MAX_MEMBER_BYTES and not member.is_dir():
                     raise ZipRefusedError(
-                        f"member {member.filename!r} is {member.file_size / 2**20:.0f} MiB, more than {MAX_MEMBER_BYTES // 2**20} MiB"
+                        f"member {member.filename!r} is {member.file_size / 2**20:.0f} MiB, more "
+                        f"than {MAX_MEMBER_BYTES // 2**20} MiB"
                     )
                 planned.append((member, relative))
             target.mkdir(parents=True, exist_ok=True)
@@ -74,7 +79,8 @@ def extract_zip(archive: Path, target: Path) -> None:
                     continue
                 dest.parent.mkdir(parents=True, exist_ok=True)
                 with zf.open(member) as source, open(dest, "xb") as sink:
-                    # zipfile stops a member that unpacks to more than its declared size (a bad CRC or size).
+                    # zipfile stops a member that unpacks to more than its declared size (a bad CRC
+                    # or size).
                     shutil.copyfileobj(source, sink, 2**20)
                 stamp = time.mktime((*member.date_time, 0, 0, -1))
                 os.utime(dest, (stamp, stamp))

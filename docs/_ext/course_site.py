@@ -27,7 +27,7 @@ from sphinx.application import Sphinx
 from sphinx.util.docutils import SphinxDirective
 from sphinx.util.parsing import nested_parse_to_nodes
 
-from course_lib.authoring._files import NotebookError
+from course_lib._notebook_files import NotebookError
 from course_lib.authoring.navigation import (
     course_pitfalls,
     is_navigation,

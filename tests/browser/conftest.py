@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
 from lab_browser import (
@@ -41,7 +41,7 @@ def _required() -> bool:
     return os.environ.get("COURSE_REQUIRE_BROWSER", "").strip() not in ("", "0")
 
 
-def _unavailable(message: str) -> None:
+def _unavailable(message: str) -> NoReturn:
     if _required():
         pytest.fail(f"COURSE_REQUIRE_BROWSER is set but {message}", pytrace=False)
     pytest.skip(message)
@@ -104,7 +104,7 @@ def screenshots() -> Path:
 class Notebooks:
     """Notebooks opened and run once per session, kept open for the tests that need them again."""
 
-    def __init__(self, server: LabServer, browser: Any):
+    def __init__(self, server: LabServer, browser: Any) -> None:
         self.server, self.browser = server, browser
         self.kept: dict[str, NotebookPage] = {}
 
@@ -140,7 +140,7 @@ def notebooks(lab_server: LabServer, browser: Any) -> Iterator[Notebooks]:
 
 
 @pytest.fixture
-def save_screenshot(screenshots: Path):
+def save_screenshot(screenshots: Path) -> Callable[[Any, str], Path]:
     """``save_screenshot(target, name)``: a whole notebook (a NotebookPage) or one element (a
     Playwright locator), saved as ``name.png`` in the screenshot folder."""
 

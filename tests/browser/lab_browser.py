@@ -34,8 +34,11 @@ from typing import Any
 
 import nbformat
 
+PlaywrightTimeout: type[Exception]
 try:
-    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+    from playwright.sync_api import TimeoutError as _PlaywrightTimeout
+
+    PlaywrightTimeout = _PlaywrightTimeout
 except ImportError:  # the session fixtures skip (or fail) with a message saying what is missing
     PlaywrightTimeout = TimeoutError
 
@@ -50,7 +53,10 @@ CHROMIUM_FLAGS = (
     "--no-first-run",
     "--disable-quic",
 )
-INSTALL_HINT = "install it with `apt-get install -y chromium` (as root); `.ci/run` does that before `make test`"
+INSTALL_HINT = (
+    "install it with `apt-get install -y chromium` (as root); `.ci/run` does that before "
+    "`make test`"
+)
 
 # Seconds. The first kernel start plus `import jax` takes ~10 s on a loaded 2-core machine.
 SERVER_TIMEOUT = 120
@@ -82,7 +88,8 @@ def copy_course(destination: Path) -> Path:
 
 
 def write_lab_settings(settings_dir: Path) -> None:
-    """User settings for the isolated JupyterLab: no news or update checks (no toast, no network)."""
+    """User settings for the isolated JupyterLab: no news or update checks (no toast, no
+    network)."""
     path = settings_dir / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"fetchNews": "false", "checkForUpdates": False}))
@@ -124,7 +131,8 @@ class LabServer:
         if stale.returncode != 0:
             raise RuntimeError(
                 "the course environment .venv is missing or older than pyproject.toml; "
-                "run `make lab` or `make test` once to build it (the browser tests never rebuild it)"
+                "run `make lab` or `make test` once to build it (the browser tests never rebuild "
+                "it)"
             )
         write_lab_settings(self.state / "settings")
         last_error = ""
@@ -162,17 +170,19 @@ class LabServer:
 
     def _wait_until_up(self) -> None:
         deadline = time.monotonic() + SERVER_TIMEOUT
+        process = self.process
+        assert process is not None, "start() sets it"
         while True:
             try:
                 self.api("GET", "/api/status")
                 return
             except OSError:
                 pass
-            if self.process.poll() is not None:
+            if process.poll() is not None:
                 tail = self.log_tail()
                 if "already in use" in tail or "Address already in use" in tail:
                     raise _PortTakenError(tail)
-                raise RuntimeError(f"`make lab` exited with {self.process.returncode}:\n{tail}")
+                raise RuntimeError(f"`make lab` exited with {process.returncode}:\n{tail}")
             if time.monotonic() > deadline:
                 raise RuntimeError(
                     f"JupyterLab did not answer within {SERVER_TIMEOUT} s:\n{self.log_tail()}"
@@ -289,7 +299,8 @@ _STATE_JS = """(panelSelector) => {
     if (!panel) return 'no notebook panel';
     const kernel = panel.querySelector('.jp-KernelName');
     const indicator = panel.querySelector('.jp-Notebook-ExecutionIndicator');
-    return `kernel ${kernel && kernel.textContent.trim()}, status ${indicator && indicator.dataset.status}, `
+    return `kernel ${kernel && kernel.textContent.trim()}, `
+        + `status ${indicator && indicator.dataset.status}, `
         + `${panel.querySelectorAll('.jp-Notebook .jp-Cell').length} cells`;
 }"""
 
@@ -311,9 +322,10 @@ _CLEARED_JS = r"""(panelSelector) => [...document.querySelector(panelSelector)
 _RUN_DONE_JS = r"""(panelSelector) => {
     const panel = document.querySelector(panelSelector);
     const indicator = panel.querySelector('.jp-Notebook-ExecutionIndicator');
-    const prompts = [...panel.querySelectorAll('.jp-Notebook .jp-Cell.jp-CodeCell .jp-InputArea-prompt')]
-        .map(p => p.textContent);
-    const stderr = panel.querySelector(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']");
+    const prompts = [...panel.querySelectorAll(
+        '.jp-Notebook .jp-Cell.jp-CodeCell .jp-InputArea-prompt')].map(p => p.textContent);
+    const stderr = panel.querySelector(
+        ".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']");
     return indicator.dataset.status === 'idle'
         && !prompts.some(text => text.includes('*'))
         && (prompts.some(text => /\[\d+\]/.test(text)) || !!stderr);
@@ -345,7 +357,7 @@ def first_line(cell: nbformat.NotebookNode) -> str:
 class NotebookPage:
     """One notebook opened in its own browser page and its own JupyterLab workspace."""
 
-    def __init__(self, server: LabServer, browser: Any, relative: str):
+    def __init__(self, server: LabServer, browser: Any, relative: str) -> None:
         self.server = server
         self.relative = relative
         self.path = server.course / relative
@@ -432,7 +444,8 @@ class NotebookPage:
         skipped: list[str] = []
         if len(self.saved.cells) != len(self.notebook.cells):
             found.append(
-                f"the saved notebook has {len(self.saved.cells)} cells, the original {len(self.notebook.cells)}"
+                f"the saved notebook has {len(self.saved.cells)} cells, the original "
+                f"{len(self.notebook.cells)}"
             )
             return found
         for i in code_cell_indices(self.notebook):
@@ -449,14 +462,16 @@ class NotebookPage:
                 found.append(f"{where} is tagged raises-exception but raised nothing")
         if len(skipped) > 3:
             found.append(
-                f"{len(skipped)} cells were not executed, from {skipped[0]} on (Run All stops at an error)"
+                f"{len(skipped)} cells were not executed, from {skipped[0]} on (Run All stops at "
+                "an error)"
             )
         else:
             found += [f"{where} was not executed" for where in skipped]
         return found
 
     def missing_images(self) -> list[str]:
-        """Cells that showed a PNG in the committed notebook and show no PNG image on the page now."""
+        """Cells that showed a PNG in the committed notebook and show no PNG image on the page
+        now."""
         missing = []
         for i in code_cell_indices(self.notebook):
             if has_png(self.notebook.cells[i]):
@@ -473,7 +488,8 @@ class NotebookPage:
         extra = self.page.evaluate(
             """(sel) => { const outer = document.querySelector(sel + ' .jp-WindowedPanel-outer')
                          || document.querySelector(sel + ' .jp-Notebook');
-                         return outer ? Math.max(0, outer.scrollHeight - outer.clientHeight) : 0; }""",
+                         return outer ? Math.max(0, outer.scrollHeight - outer.clientHeight)
+                                      : 0; }""",
             _PANEL,
         )
         height = min(viewport["height"] + int(extra) + 40, 30_000)
@@ -501,7 +517,8 @@ class NotebookPage:
 
 
 def type_into_cell(notebook: NotebookPage, index: int, source: str) -> str:
-    """Replace the source of cell ``index`` by typing ``source`` key by key; return the editor's text.
+    """Replace the source of cell ``index`` by typing ``source`` key by key; return the editor's
+    text.
 
     JupyterLab's editor indents each new line by itself; after each Enter, Shift+Home selects that
     automatic indentation so that the line typed next, with its own indentation, replaces it.

@@ -4,10 +4,13 @@ answer is typed into the exercise cell and both cells are run with Shift+Enter, 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 import nbformat
 import pytest
-from lab_browser import WIDGET_TIMEOUT, PlaywrightTimeout, editor_text, type_into_cell
+from lab_browser import WIDGET_TIMEOUT, LabServer, PlaywrightTimeout, editor_text, type_into_cell
 
 pytestmark = pytest.mark.browser
 
@@ -15,11 +18,13 @@ EXERCISES = "exercises/01_what_is_a_pytree.ipynb"
 SOLUTIONS = "solutions/01_what_is_a_pytree.ipynb"
 
 
-def _course(cell) -> dict:
+def _course(cell: dict) -> dict:
     return cell.get("metadata", {}).get("course", {}) or {}
 
 
-def test_first_exercise_goes_from_not_attempted_to_passed(lab_server, notebooks, save_screenshot):
+def test_first_exercise_goes_from_not_attempted_to_passed(
+    lab_server: LabServer, notebooks: Any, save_screenshot: Callable[[Any, str], Path]
+) -> None:
     exercise_path = lab_server.course / EXERCISES
     if not exercise_path.exists():
         pytest.fail(
@@ -87,8 +92,10 @@ def test_first_exercise_goes_from_not_attempted_to_passed(lab_server, notebooks,
             )
         except PlaywrightTimeout as error:
             raise AssertionError(
-                f"after typing the answer and running both cells, the check of {exercise_id} printed:\n"
-                f"{page.output_text(check_at)}\n(exercise cell output: {page.output_text(exercise_at)!r}, "
+                f"after typing the answer and running both cells, the check of {exercise_id} "
+                "printed:\n"
+                f"{page.output_text(check_at)}\n(exercise cell output: "
+                f"{page.output_text(exercise_at)!r}, "
                 f"editor: {editor_text(page, exercise_at)!r})"
             ) from error
         save_screenshot(page, "exercises_01_after_first_answer")

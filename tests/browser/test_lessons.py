@@ -1,10 +1,14 @@
 """Every lesson runs in JupyterLab from the Run menu without errors and shows its plots; the
-training playground (lesson 02) and the tree explorer (lesson 01) respond to the mouse and keyboard."""
+training playground (lesson 02) and the tree explorer (lesson 01) respond to the mouse and keyboard.
+"""
 
 from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 import pytest
 from lab_browser import ROOT, WIDGET_TIMEOUT, NotebookPage, PlaywrightTimeout, parse_stats
@@ -24,7 +28,9 @@ def _stem(relative: str) -> str:
 
 
 @pytest.mark.parametrize("lesson", LESSONS, ids=_stem)
-def test_lesson_runs_from_the_run_menu(lesson, notebooks, save_screenshot):
+def test_lesson_runs_from_the_run_menu(
+    lesson: str, notebooks: Any, save_screenshot: Callable[[Any, str], Path]
+) -> None:
     page = notebooks.run(lesson, keep=lesson in KEEP_OPEN)
     try:
         save_screenshot(page, _stem(lesson))
@@ -38,7 +44,7 @@ def test_lesson_runs_from_the_run_menu(lesson, notebooks, save_screenshot):
             page.close()
 
 
-def _widget(page: NotebookPage, selector: str, what: str):
+def _widget(page: NotebookPage, selector: str, what: str) -> Any:
     widget = page.page.locator(f".jp-NotebookPanel {selector}")
     if widget.count() == 0:
         pytest.fail(
@@ -65,17 +71,19 @@ _STATS_SETTLED_JS = r"""([root, before]) => {
 }"""
 
 
-def _playground_state(root) -> dict:
-    """Read with textContent: innerText is empty while JupyterLab skips rendering an offscreen cell."""
+def _playground_state(root: Any) -> dict:
+    """Read with textContent: innerText is empty while JupyterLab skips rendering an offscreen
+    cell."""
     return root.evaluate(
         """(root) => ({
-            stats: [...root.querySelectorAll('.course-training-stats code')].map(c => c.textContent).join('\\n'),
+            stats: [...root.querySelectorAll('.course-training-stats code')]
+                .map(c => c.textContent).join('\\n'),
             src: root.querySelector('img.course-loss-plot').getAttribute('src'),
             readout: root.querySelector('.course-lr-slider .widget-readout').textContent.trim()})"""
     )
 
 
-def _wait_for_redraw(root, before: dict, how: str) -> dict:
+def _wait_for_redraw(root: Any, before: dict, how: str) -> dict:
     """Wait until the kernel has answered the last move: the stats show the slider's value and both
     the text and the plot image differ from ``before``."""
     try:
@@ -88,7 +96,8 @@ def _wait_for_redraw(root, before: dict, how: str) -> dict:
     except PlaywrightTimeout as error:
         now = _playground_state(root)
         raise AssertionError(
-            f"after moving the learning rate {how}, the playground did not redraw within {WIDGET_TIMEOUT} s:\n"
+            f"after moving the learning rate {how}, the playground did not redraw within "
+            f"{WIDGET_TIMEOUT} s:\n"
             f"before: {before}\nnow: {now}"
         ) from error
     return _playground_state(root)
@@ -104,11 +113,14 @@ def _assert_redrawn_without_compiling(before: dict, after: dict, how: str) -> No
     assert new["final_loss"] != old["final_loss"], f"{how}: final loss still {old['final_loss']}"
     assert after["src"] != before["src"], f"{how}: the loss plot image did not change"
     assert new["total"] == old["total"] and new["this_change"] == 0, (
-        f"moving the learning rate {how} compiled again:\nbefore: {before['stats']}\nafter: {after['stats']}"
+        f"moving the learning rate {how} compiled again:\nbefore: {before['stats']}\nafter: "
+        f"{after['stats']}"
     )
 
 
-def test_training_playground_learning_rate_by_keyboard_and_drag(notebooks, save_screenshot):
+def test_training_playground_learning_rate_by_keyboard_and_drag(
+    notebooks: Any, save_screenshot: Callable[[Any, str], Path]
+) -> None:
     page = notebooks.run(TRAINING_LESSON, keep=True)
     root = _widget(page, ".course-training", "viz.TrainingPlayground")
     root.scroll_into_view_if_needed()
@@ -158,18 +170,20 @@ _ROWS_JS = """(root) => [...root.querySelectorAll('.course-explorer-tree button'
     expanded: b.classList.contains('course-explorer-expanded')}))"""
 
 
-def _rows(root) -> list[dict]:
+def _rows(root: Any) -> list[dict]:
     return root.evaluate(_ROWS_JS)
 
 
-def _click_row(root, title: str) -> None:
+def _click_row(root: Any, title: str) -> None:
     buttons = root.locator(".course-explorer-tree button")
     index = next(i for i, row in enumerate(_rows(root)) if row["title"] == title)
     buttons.nth(index).scroll_into_view_if_needed()
     buttons.nth(index).click()
 
 
-def test_tree_explorer_expands_a_node_to_its_leaves(notebooks, save_screenshot):
+def test_tree_explorer_expands_a_node_to_its_leaves(
+    notebooks: Any, save_screenshot: Callable[[Any, str], Path]
+) -> None:
     page = notebooks.run(TREE_LESSON, keep=True)
     root = _widget(page, ".course-explorer", "viz.TreeExplorer")
     root.scroll_into_view_if_needed()
@@ -190,8 +204,8 @@ def test_tree_explorer_expands_a_node_to_its_leaves(notebooks, save_screenshot):
         path = closed[0]["title"]
         _click_row(root, path)
         root.page.wait_for_function(
-            """([root, path]) => [...root.querySelectorAll('.course-explorer-tree button')].some(b =>
-                   b.title === path && b.classList.contains('course-explorer-expanded'))
+            """([root, path]) => [...root.querySelectorAll('.course-explorer-tree button')]
+                .some(b => b.title === path && b.classList.contains('course-explorer-expanded'))
                 && [...root.querySelectorAll('.course-explorer-tree button')].some(b =>
                    b.title.startsWith(path) && b.title.length > path.length)""",
             arg=[root.element_handle(), path],

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import http.server
+import itertools
 import json
 import re
 import threading
@@ -18,11 +19,14 @@ import urllib.parse
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from lab_browser import ACTION_TIMEOUT_MS, parse_stats
 from site_support import ROOT, build_site, course_notebooks, leaks, reading_order, solution_secrets
+
+if TYPE_CHECKING:
+    from playwright.sync_api import ConsoleMessage, Response
 
 pytestmark = pytest.mark.browser
 
@@ -88,10 +92,19 @@ def _open(site: SiteServer, name: str) -> OpenPage:
     page = site.context.new_page()
     page.set_default_timeout(ACTION_TIMEOUT_MS)
     problems: list[str] = []
-    page.on("console", lambda m: m.type == "error" and problems.append(f"console error: {m.text}"))
+
+    def on_console(message: ConsoleMessage) -> None:
+        if message.type == "error":
+            problems.append(f"console error: {message.text}")
+
+    def on_response(response: Response) -> None:
+        if response.status >= 400:
+            problems.append(f"HTTP {response.status}: {response.url}")
+
+    page.on("console", on_console)
     page.on("pageerror", lambda error: problems.append(f"page error: {error}"))
     page.on("requestfailed", lambda r: problems.append(f"request failed: {r.url} ({r.failure})"))
-    page.on("response", lambda r: r.status >= 400 and problems.append(f"HTTP {r.status}: {r.url}"))
+    page.on("response", on_response)
     before = len(site.blocked)
     page.goto(site.url(name), wait_until="load")
     # Widgets, math and fonts load after the load event; the machine may be busy.
@@ -200,7 +213,7 @@ def test_previous_and_next_walk_the_pages_in_order(site: SiteServer) -> None:
     page = opened.page
     try:
         assert page.locator("a.left-prev").count() == 0
-        for here, following in zip(order, order[1:]):
+        for here, following in itertools.pairwise(order):
             assert site.name(page.url) == here
             page.locator("a.right-next").click()
             page.wait_for_url(site.url(following))
