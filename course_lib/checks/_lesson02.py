@@ -48,6 +48,18 @@ _float_tree = functools.partial(
 )
 
 
+def _copies_of_random_trees(rng: np.random.Generator, part: str) -> list[Case]:
+    """Two cases of 2-3 trees each: a random float tree and copies of it with other values."""
+    cases: list[Case] = []
+    for i in range(2):
+        tree = _float_tree(rng)
+        k = int(rng.integers(2, 4))
+        trees = [tree] + [_like(rng, tree) for _ in range(k - 1)]
+        label = f"{k} copies of random tree {i + 1}, {describe(tree, 90)}"
+        cases.append(Case((trees,), label=label, part=part))
+    return cases
+
+
 def _first_mistake(mine: Any, variants: list[tuple[str, Callable[[], Any]]]) -> str | None:
     """The message of the first typical wrong answer (built lazily) that ``mine`` matches."""
     return matching_variant(mine, variants, rtol=1e-4, atol=1e-5)
@@ -260,18 +272,7 @@ def _average_cases(rng: np.random.Generator) -> list[Case]:
             part=named,
         ),
     ]
-    for i in range(2):
-        tree = _float_tree(rng)
-        k = int(rng.integers(2, 4))
-        trees = [tree] + [_like(rng, tree) for _ in range(k - 1)]
-        cases.append(
-            Case(
-                (trees,),
-                label=f"{k} copies of random tree {i + 1}, {describe(tree, 90)}",
-                part="random trees",
-            )
-        )
-    return cases
+    return cases + _copies_of_random_trees(rng, part="random trees")
 
 
 def _explain_average(problem: str, mine: Any, theirs: Any, case: Case) -> str:
@@ -860,18 +861,7 @@ def _stack_cases(rng: np.random.Generator) -> list[Case]:
             part="one tree, and random trees",
         ),
     ]
-    for i in range(2):
-        tree = _float_tree(rng)
-        k = int(rng.integers(2, 4))
-        trees = [tree] + [_like(rng, tree) for _ in range(k - 1)]
-        cases.append(
-            Case(
-                (trees,),
-                label=f"{k} copies of random tree {i + 1}, {describe(tree, 90)}",
-                part="one tree, and random trees",
-            )
-        )
-    return cases
+    return cases + _copies_of_random_trees(rng, part="one tree, and random trees")
 
 
 def _like_any(rng: np.random.Generator, tree: Any) -> Any:
