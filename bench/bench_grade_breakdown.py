@@ -36,8 +36,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from course_lib._notebook_files import read_notebook  # noqa: E402
-from course_lib.grade._grader import (  # noqa: E402 (after the path is set)
+from course_lib._notebook_files import read_notebook
+from course_lib.grade._grader import (
     Context,
     Options,
     _read_report,
@@ -45,8 +45,8 @@ from course_lib.grade._grader import (  # noqa: E402 (after the path is set)
     _runner_source,
     kernel_env,
 )
-from course_lib.grade._kernel import Sandbox  # noqa: E402
-from course_lib.grade._submissions import detect_lesson, plan_cells  # noqa: E402
+from course_lib.grade._kernel import Sandbox
+from course_lib.grade._submissions import detect_lesson, plan_cells
 
 PHASES = [
     "reference answers",

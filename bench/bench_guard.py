@@ -20,10 +20,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
-import jax  # noqa: E402
+import jax
 
-from course_lib.checks import _evaluate, exercises  # noqa: E402
-from course_lib.checks._guard import Watch  # noqa: E402
+from course_lib.checks import _evaluate, exercises
+from course_lib.checks._guard import Watch
 
 
 @contextlib.contextmanager
@@ -55,7 +55,7 @@ def main() -> None:
     totals = [0.0, 0.0, 0.0]
     for exercise in exercises(args.lesson):
         answer = answers[exercise.id]
-        _evaluate.watch = _no_watch  # type: ignore[assignment]
+        _evaluate.watch = _no_watch  # type: ignore[assignment]  # timed without the watch
         try:
             off = _timed(exercise, answer, (), args.repeat)
         finally:

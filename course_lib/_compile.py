@@ -135,7 +135,7 @@ class compile_limit(contextlib.ContextDecorator):
                 raise TooManyCompilesError(_too_many(name, total, self.max_compiles, misses))
             return result
 
-        return wrapper  # type: ignore[return-value]
+        return wrapper  # type: ignore[return-value]  # functools.wraps keeps F's signature
 
 
 def _too_many(what: str, count: int, limit: int, misses: list[str]) -> str:

@@ -17,7 +17,7 @@ DOCS = Path(__file__).resolve().parent
 ROOT = DOCS.parent
 sys.path.insert(0, str(DOCS / "_ext"))
 
-from course_lib.authoring.site import SITE_PAGES, vendor_static  # noqa: E402
+from course_lib.authoring.site import SITE_PAGES, vendor_static
 
 project = "pytree-course"
 author = "the pytree-course authors"

@@ -116,7 +116,7 @@ def adam_init_python_count(params):
 
 
 def adam_init_float32(params):
-    zeros = lambda p: jnp.zeros(jnp.shape(p))  # noqa: E731
+    zeros = lambda p: jnp.zeros(jnp.shape(p))
     return AdamState(
         jnp.zeros((), jnp.int32), jax.tree.map(zeros, params), jax.tree.map(zeros, params)
     )

@@ -46,7 +46,7 @@ def guarded_with_python_if(params: Any, grads: Any, lr: Any) -> Any:
 
 def guarded_without_cast(params: Any, grads: Any, lr: Any) -> Any:
     finite = jnp.all(jnp.asarray([jnp.all(jnp.isfinite(g)) for g in jax.tree.leaves(grads)]))
-    step = lambda p: jax.tree.map(lambda a, g: a - lr * g, p, grads)  # noqa: E731
+    step = lambda p: jax.tree.map(lambda a, g: a - lr * g, p, grads)
     return lax.cond(finite, step, lambda p: p, params), ~finite
 
 
@@ -135,12 +135,12 @@ def ensemble_with_einsum(params: Any, x: Any) -> Any:
 
 
 def ensemble_mapping_everything(params: Any, x: Any) -> Any:
-    predict = lambda p, x: p["shared"]["scale"] * (x @ p["member"]["w"] + p["member"]["b"])  # noqa: E731
+    predict = lambda p, x: p["shared"]["scale"] * (x @ p["member"]["w"] + p["member"]["b"])
     return jax.vmap(predict, in_axes=(0, None))(params, x)
 
 
 def ensemble_members_last(params: Any, x: Any) -> Any:
-    predict = lambda p, x: p["shared"]["scale"] * (x @ p["member"]["w"] + p["member"]["b"])  # noqa: E731
+    predict = lambda p, x: p["shared"]["scale"] * (x @ p["member"]["w"] + p["member"]["b"])
     return jax.vmap(predict, in_axes=({"member": 0, "shared": None}, None), out_axes=2)(params, x)
 
 

@@ -76,7 +76,7 @@ def test_the_reference_answer_is_flagged() -> None:
 
 def test_names_cost_nothing_only_calls_count() -> None:
     def count_params(tree: Any) -> int:
-        tree_size = "a variable named like the course's function"  # noqa: F841
+        tree_size = "a variable named like the course's function"  # noqa: F841 (the name is the test)
         sizes = {"tree_size": [int(np.size(leaf)) for leaf in jax.tree.leaves(tree)]}
         return sum(sizes["tree_size"])
 

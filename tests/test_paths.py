@@ -28,7 +28,7 @@ def _mask_from_bits(tree: Any, bits: list[bool]) -> Any:
 
 
 def _same(a: Any, b: Any) -> bool:
-    none = lambda x: x is None  # noqa: E731
+    none = lambda x: x is None
     if not same_structure(a, b, is_leaf=none):
         return False
     return all(
@@ -65,7 +65,7 @@ def test_partition_splits_the_leaves_between_the_halves(tree: Any, bits: list[bo
         id(x) for x, k in zip(leaves, keep, strict=True) if not k
     ]
     # Both halves keep every container: with None as a leaf they have one structure.
-    none = lambda x: x is None  # noqa: E731
+    none = lambda x: x is None
     assert same_structure(selected, rest, is_leaf=none)
 
 
@@ -125,7 +125,7 @@ def test_tree_mask_refuses_a_rule_that_returns_no_bool() -> None:
     import re
 
     with pytest.raises(TypeError, match=r"wrap it in bool\(\)"):
-        cl.tree_mask(PARAMS, lambda name: re.search("w$", name))  # type: ignore[arg-type, return-value]
+        cl.tree_mask(PARAMS, lambda name: re.search("w$", name))  # type: ignore[arg-type, return-value]  # the wrong type on purpose
 
 
 def test_tree_labels_and_unknown_labels() -> None:

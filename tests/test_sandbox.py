@@ -16,8 +16,9 @@ import socket
 import subprocess
 import sys
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import nbformat
 import pytest
@@ -463,7 +464,7 @@ def _in_sandbox(
     tmp_path: Path,
     limits_tasks: int,
     cells: list[str],
-    before_stop: object = None,
+    before_stop: Callable[[Any], object] | None = None,
     memory_bytes: int = 2 * 2**30,
 ) -> list:
     import asyncio
@@ -478,7 +479,7 @@ def _in_sandbox(
         try:
             results = [await sandbox.run(cell, 120) for cell in cells]
             if before_stop is not None:
-                before_stop(sandbox)  # type: ignore[operator]
+                before_stop(sandbox)
         finally:
             await sandbox.stop()
         return results
@@ -530,7 +531,7 @@ def test_a_killed_launcher_leaves_nothing_behind(tmp_path: Path) -> None:
 
         time.sleep(1)
         seen.append(leftovers())
-        os.kill(sandbox.pid, signal.SIGKILL)  # type: ignore[attr-defined]
+        os.kill(sandbox.pid, signal.SIGKILL)  # type: ignore[attr-defined]  # set once started
 
     (result,) = _in_sandbox(tmp_path, 512, [escape], kill_launcher)
     assert result.status == "ok"

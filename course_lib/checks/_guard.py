@@ -383,11 +383,11 @@ def standing_in(
                 saved[name] = namespace[name]
     try:
         for name in saved:
-            namespace[name] = _stand_in_for(name, helpers[name])  # type: ignore[index]
+            namespace[name] = _stand_in_for(name, helpers[name])  # type: ignore[index]  # a module's __dict__ is writable
         yield list(saved)
     finally:
         for name, original in saved.items():
-            namespace[name] = original  # type: ignore[index]
+            namespace[name] = original  # type: ignore[index]  # a module's __dict__ is writable
 
 
 # --- reading cells -----------------------------------------------------------------------------

@@ -141,7 +141,7 @@ def _paths_case(tree: Any, label: str) -> Case:
 
 
 def _paths_cases(rng: np.random.Generator) -> list[Case]:
-    leaf = lambda: random_leaf(rng)  # noqa: E731
+    leaf = lambda: random_leaf(rng)
     cases = [
         _paths_case(
             {"w": leaf(), "b": None, "alpha": [leaf(), None]},
@@ -370,7 +370,7 @@ def _replace_cases(rng: np.random.Generator) -> list[Case]:
             ]
         return Case((tree, values), label=label)
 
-    leaf = lambda: random_leaf(rng)  # noqa: E731
+    leaf = lambda: random_leaf(rng)
     cases = [
         case(
             {"w": leaf(), "b": leaf(), "alpha": leaf()},
@@ -452,7 +452,7 @@ _SAME_WHY = {
 
 
 def _same_cases(rng: np.random.Generator) -> list[Case]:
-    leaf = lambda: random_leaf(rng)  # noqa: E731
+    leaf = lambda: random_leaf(rng)
     x, y, z = random_f32(rng, 2), random_f32(rng, 3, 2), random_f32(rng, 1)
     pairs = [
         ("a list and a tuple with the same leaves", [x, y], (x, y), "list_tuple"),

@@ -300,7 +300,7 @@ def _class_probe(spec: _Spec) -> Callable[[Callable[..., Any], Case], Any]:
 
             def jacobian() -> dict[str, Any]:
                 jac = _jacobian(layer)
-                same = lambda x: "same" if type(x) is cls else type(x).__name__  # noqa: E731
+                same = lambda x: "same" if type(x) is cls else type(x).__name__
                 return {
                     "type": same(jac),
                     "inner": [same(getattr(jac, f, None)) for f in spec.children],
@@ -765,7 +765,7 @@ def _decay_case(tree: Any, rate: float, label: str) -> Case:
 
 
 def _decay_cases(rng: np.random.Generator) -> list[Case]:
-    leaf = lambda: small_float_leaf(rng)  # noqa: E731
+    leaf = lambda: small_float_leaf(rng)
     rates = [float(r) for r in rng.choice([0.1, 0.01, 0.5, 0.2], size=4, replace=False)]
     cases = [
         _decay_case(

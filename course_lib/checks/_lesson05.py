@@ -46,7 +46,7 @@ def _like(rng: np.random.Generator, tree: Any) -> Any:
 
 def _param_tree(rng: np.random.Generator, kind: int) -> Any:
     """Parameters with ``None`` subtrees, in one of several container layouts."""
-    leaf = lambda: _float_leaf(rng)  # noqa: E731
+    leaf = lambda: _float_leaf(rng)
     if kind == 0:
         return {"dense": {"w": leaf(), "b": leaf()}, "norm": None, "head": [leaf(), None]}
     if kind == 1:

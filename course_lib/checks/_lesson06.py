@@ -796,7 +796,7 @@ def _training_state(rng: np.random.Generator) -> dict[str, Any]:
 
 def _save_cases(rng: np.random.Generator) -> list[Case]:
     m, n = (int(k) for k in rng.integers(2, 5, size=2))
-    leaf = lambda: _array_leaf(rng)  # noqa: E731
+    leaf = lambda: _array_leaf(rng)
     cases = [
         Case(("layer.npz", {"w": random_f32(rng, m, n), "b": random_f32(rng, n)}), label="a layer"),
         Case(
@@ -975,7 +975,7 @@ def _zeros(tree: Any) -> Any:
 
 def _restore_cases(rng: np.random.Generator) -> list[Case]:
     m, n = (int(k) for k in rng.integers(2, 5, size=2))
-    leaf = lambda: _array_leaf(rng)  # noqa: E731
+    leaf = lambda: _array_leaf(rng)
     layer = {"w": random_f32(rng, m, n), "b": random_f32(rng, n)}
     state = _training_state(rng)
     state["opt"] = state["opt"]._replace(nu=None)

@@ -170,7 +170,7 @@ _RULE_SETS: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...] = (
 def _rules_params(rng: np.random.Generator, kind: int) -> Any:
     d, h = 8 * int(rng.integers(1, 3)), 16
     if kind == 0:
-        layer = lambda: {  # noqa: E731
+        layer = lambda: {
             "attn": {name: random_array(rng, d, d) for name in ("wq", "wk", "wv", "wo")},
             "mlp": {"w_in": random_array(rng, d, h), "w_out": random_array(rng, h, d)},
             "norm": random_array(rng, d),
@@ -402,7 +402,7 @@ def _plan_leaf(rng: np.random.Generator, placed_rate: float) -> LeafPlan:
 
 
 def _plan_tree(rng: np.random.Generator, kind: int, placed_rate: float) -> Any:
-    leaf = lambda: _plan_leaf(rng, placed_rate)  # noqa: E731
+    leaf = lambda: _plan_leaf(rng, placed_rate)
     if kind == 0:
         return {
             "embed": leaf(),
@@ -480,7 +480,7 @@ def _bytes_variants(case: Case) -> list[tuple[str, int]]:
     (plan,) = case.args
     shape, names = case.info["mesh"]
     sizes, devices = dict(zip(names, shape, strict=True)), math.prod(shape)
-    full = lambda leaf, s: math.prod(leaf.shape) * jnp.dtype(leaf.dtype_name).itemsize  # noqa: E731
+    full = lambda leaf, s: math.prod(leaf.shape) * jnp.dtype(leaf.dtype_name).itemsize
     return [
         (
             "that is the bytes of the whole tree: each device holds only its block of each leaf "

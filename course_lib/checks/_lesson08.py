@@ -532,7 +532,7 @@ def _scaled_updates(lrs: Any, grads: Any) -> Any:
 
 
 def _updates_cases(rng: np.random.Generator) -> list[Case]:
-    lr = lambda: round(float(rng.uniform(0.01, 0.5)), 3)  # noqa: E731
+    lr = lambda: round(float(rng.uniform(0.01, 0.5)), 3)
     grads0 = {
         "encoder": {"w": random_array(rng, 2, 2), "b": random_array(rng, 2)},
         "head": [random_array(rng, 3), None],

@@ -279,7 +279,7 @@ def _split_cases(rng: np.random.Generator) -> list[Case]:
         names = [leaf_name(path) for path, _ in jax.tree_util.tree_leaves_with_path(params)]
         first = names[0].split("/")[0]
         if rule is None and kind == 1:
-            rule = lambda name, first=first: name.split("/")[0] != first  # noqa: E731
+            rule = lambda name, first=first: name.split("/")[0] != first
         picks = [rule(n) if rule else i % 2 == 0 for i, n in enumerate(names)]
         mask = jax.tree.unflatten(jax.tree.structure(params), picks)
         shown = f"tree {describe(params, 90)}; mask {describe(mask, 110)}"

@@ -39,7 +39,7 @@ def _drop_docstrings(tree: ast.AST) -> None:
             and isinstance(body[0].value, ast.Constant)
             and isinstance(body[0].value.value, str)
         ):
-            node.body = body[1:] or [ast.Pass()]  # type: ignore[attr-defined]
+            node.body = body[1:] or [ast.Pass()]  # type: ignore[attr-defined]  # a def or class node
 
 
 def normalise(source: str) -> str:

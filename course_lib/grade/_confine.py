@@ -32,6 +32,7 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Callable
 
 _SYS_CREATE_RULESET, _SYS_ADD_RULE, _SYS_RESTRICT_SELF = 444, 445, 446
 _CREATE_RULESET_VERSION = 1
@@ -444,9 +445,9 @@ def _probe_child(abi: int, inside: str, outside: str, port: int) -> dict[str, ob
     return {"sandbox": "landlock", **enforced}
 
 
-def _refused(attempt: object) -> bool:
+def _refused(attempt: Callable[[], object]) -> bool:
     try:
-        result = attempt()  # type: ignore[operator]
+        result = attempt()
     except PermissionError:
         return True
     except OSError:

@@ -127,7 +127,7 @@ class SharedCache:
             shutil.rmtree(workdir, ignore_errors=True)
             shutil.rmtree(reports, ignore_errors=True)
         answered = all(
-            isinstance(run.reports.get(e.id), _Report) and run.reports[e.id].found == "yes"  # type: ignore[union-attr]
+            isinstance(report := run.reports.get(e.id), _Report) and report.found == "yes"
             for e in plan.exercises
         )
         if (

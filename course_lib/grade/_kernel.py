@@ -214,7 +214,7 @@ class Sandbox:
                 ),
                 self.limits.startup_seconds,
             )
-            self.pid = self.km.provisioner.process.pid  # type: ignore[union-attr]
+            self.pid = self.km.provisioner.process.pid  # type: ignore[union-attr]  # started just above
             self.client = _Client(
                 self._scratch,
                 km=self.km,
@@ -246,7 +246,7 @@ class Sandbox:
         self._watchdog = asyncio.ensure_future(self._watch())
 
     def _launcher_code(self) -> int | None:
-        process = getattr(self.km, "provisioner", None) and self.km.provisioner.process  # type: ignore[union-attr]
+        process = getattr(self.km, "provisioner", None) and self.km.provisioner.process  # type: ignore[union-attr]  # getattr guards it
         return process.poll() if process is not None else None
 
     def _find_kernel(self) -> int | None:
@@ -310,7 +310,7 @@ class Sandbox:
     def _kill(self) -> None:
         """Kill the kernel now; with a launcher, it then ends every process the kernel left."""
         self._killed = True
-        process = getattr(self.km, "provisioner", None) and self.km.provisioner.process  # type: ignore[union-attr]
+        process = getattr(self.km, "provisioner", None) and self.km.provisioner.process  # type: ignore[union-attr]  # getattr guards it
         if self.confinement is not None and process is not None:
             process.send_signal(signal.SIGTERM)  # Popen's own call: never a reused pid
             return
@@ -388,7 +388,7 @@ class Sandbox:
         try:
             await self.client.async_execute_cell(probe, 0, store_history=False)
             answered = self.client.last_reply.get("status") == "ok" and await self._alive()
-        except Exception:  # noqa: BLE001
+        except Exception:  # noqa: BLE001 (a kernel that broke in any way did not answer)
             answered = False
         if answered:
             return CellResult("timeout", output_bytes=output_bytes)
@@ -401,14 +401,14 @@ class Sandbox:
 
     async def _alive(self) -> bool:
         try:
-            return bool(await self.km.is_alive())  # type: ignore[union-attr]
-        except Exception:  # noqa: BLE001
+            return bool(await self.km.is_alive())  # type: ignore[union-attr]  # called on a started kernel
+        except Exception:  # noqa: BLE001 (a kernel that cannot say is not alive)
             return False
 
     @property
     def usable(self) -> bool:
         """False once the kernel was killed or died."""
-        process = getattr(self.km, "provisioner", None) and self.km.provisioner.process  # type: ignore[union-attr]
+        process = getattr(self.km, "provisioner", None) and self.km.provisioner.process  # type: ignore[union-attr]  # getattr guards it
         return process is not None and process.poll() is None and not self._killed
 
     async def stop(self) -> None:
@@ -424,17 +424,17 @@ class Sandbox:
         if self.client is not None and self.client.kc is not None:
             try:
                 self.client.kc.stop_channels()
-            except Exception:  # noqa: BLE001
+            except Exception:  # noqa: BLE001 (stop never raises)
                 pass
         if self.km is not None:
             try:
                 if self.km.has_kernel and self._launcher_code() is None:
                     await asyncio.wait_for(self.km.shutdown_kernel(now=True), 10)
-            except Exception:  # noqa: BLE001
+            except Exception:  # noqa: BLE001 (stop never raises)
                 pass
             try:
                 await ensure_async(self.km.cleanup_resources())
-            except Exception:  # noqa: BLE001
+            except Exception:  # noqa: BLE001 (stop never raises)
                 pass
         if self._cgroup is not None:
             self._cgroup.sweep()  # a backstop: the launcher normally left nothing there

@@ -28,7 +28,7 @@ _STYLE = (
 
 def _png(figure: "object") -> str:
     buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=80, metadata={"Software": None})  # type: ignore[attr-defined]
+    figure.savefig(buffer, format="png", dpi=80, metadata={"Software": None})  # type: ignore[attr-defined]  # Figure from pyplot
     return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode()
 
 

@@ -106,7 +106,7 @@ def similar_pairs(
             if len(holders[texts[i]]) <= COMMON and len(holders[texts[j]]) <= COMMON:
                 for a in holders[texts[i]]:
                     for b in holders[texts[j]]:
-                        by_pair[tuple(sorted((a, b)))].append((exercise, ratio))  # type: ignore[index]
+                        by_pair[(a, b) if a <= b else (b, a)].append((exercise, ratio))
     pairs = [Pair(a, b, tuple(sorted(m))) for (a, b), m in by_pair.items()]
     pairs.sort(key=lambda p: (-len(p.matches), -sum(r for _, r in p.matches), p.a, p.b))
     return pairs, common

@@ -402,4 +402,4 @@ def draw_tree(
             gid=gid,
             color="#222222" if gid == "tree-title" else "#666666",
         )
-    return ax.figure  # type: ignore[return-value]
+    return ax.figure  # type: ignore[return-value]  # a top-level Axes: never a SubFigure

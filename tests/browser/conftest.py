@@ -53,7 +53,7 @@ def chromium_path() -> str:
     if path is None:
         _unavailable(f"Chromium is not installed: {INSTALL_HINT}")
     try:
-        import playwright.sync_api  # noqa: F401
+        import playwright.sync_api  # noqa: F401 (only whether it imports)
     except ImportError:
         _unavailable("Playwright for Python is not installed: `make test` installs it into .venv")
     return path
