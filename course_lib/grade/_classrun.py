@@ -157,7 +157,7 @@ def _run_class(run: ClassRun, options: "Options", client: Any) -> int:
         )
         print(
             f"course-grade: interrupted; {stopped}. "
-            f"{len(fresh) + len(resumed)} finished notebook(s) are kept in "
+            f"{run.journal.kept()} finished notebook(s) are kept in "
             f"{run.journal.path}: run the same command with --resume to grade the rest",
             file=sys.stderr,
         )

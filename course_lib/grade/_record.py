@@ -67,6 +67,18 @@ def _differences(old: dict[str, Any], new: dict[str, Any]) -> str:
     )
 
 
+def _results(lines: list[str]) -> dict[tuple[str, str], Graded]:
+    """The finished notebooks in a journal's result lines, by (student, notebook)."""
+    results: dict[tuple[str, str], Graded] = {}
+    for line in lines:
+        try:
+            graded = Graded.from_json(json.loads(line))
+        except (json.JSONDecodeError, TypeError, KeyError, AttributeError):
+            continue  # the line being written when the run stopped
+        results[graded.key] = graded
+    return results
+
+
 class Journal:
     """The journal of one run in ``out``: ``Journal(out, settings, resume)`` checks, reads and opens
     it."""
@@ -102,12 +114,19 @@ class Journal:
                 f"({_differences(head.get('grader') or {}, self.settings)}): "
                 "resume with the same options, or delete it to grade everything again"
             )
-        for line in lines[1:]:
-            try:
-                graded = Graded.from_json(json.loads(line))
-            except (json.JSONDecodeError, TypeError, KeyError, AttributeError):
-                continue  # the line being written when the run stopped
-            self.finished[graded.key] = graded
+        self.finished = _results(lines[1:])
+
+    def kept(self) -> int:
+        """How many finished notebooks the journal on disk holds: what ``--resume`` will reuse.
+
+        Read back from the file, so that a result written just as the run was interrupted is
+        counted, and one that was not is not.
+        """
+        try:
+            lines = self.path.read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError):
+            return 0
+        return len(_results(lines[1:]))
 
     def done(self, student: str, notebook: str, sha256: str) -> Graded | None:
         """The journaled result for this notebook, if its bytes are the ones graded."""
