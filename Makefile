@@ -31,6 +31,14 @@ lab: $(STAMP)
 	@echo ">> opening the course in JupyterLab (Ctrl-C here stops it)"
 	$(BIN)/jupyter lab --ServerApp.root_dir="$(CURDIR)" $(AS_ROOT) $(LAB_ARGS) notebooks/00_start_here.ipynb
 
+# The unit stage runs in two parts. Tests that start kernels, graders, servers or Dask clusters
+# run one at a time: each already keeps both cores busy, and some of them time cells. The rest
+# (self-checks, the core, viz, doctests) only run JAX in their own process, two processes at once.
+KERNEL_TESTS := $(sort $(wildcard tests/test_grade*.py) tests/test_sandbox.py tests/test_lab.py \
+  tests/test_site.py tests/test_execute.py tests/test_exercises_generator.py \
+  tests/test_navigation.py tests/test_authoring_files.py tests/test_code_health.py)
+IN_PROCESS_TESTS := $(filter-out $(KERNEL_TESTS),$(sort $(wildcard tests/test_*.py)))
+
 # The first stage of `make test`, also on its own: ruff's lint rules (code and notebook cells) and
 # its formatter, then mypy on course_lib and tests; all three are configured in pyproject.toml.
 lint: $(STAMP)
@@ -45,7 +53,9 @@ lint: $(STAMP)
 # message, when Chromium is missing).
 test: lint
 	@echo ">> 2/4 unit tests, doctests, exercises and grader"
-	$(BIN)/python -m pytest -p no:cacheprovider tests course_lib --doctest-modules -m "not browser"
+	$(BIN)/python -m pytest -p no:cacheprovider -n 2 --dist loadfile -m "not browser" \
+	  --doctest-modules course_lib $(IN_PROCESS_TESTS)
+	$(BIN)/python -m pytest -p no:cacheprovider -m "not browser" $(KERNEL_TESTS)
 	@echo ">> 3/4 notebooks under strict nbval"
 	$(BIN)/python -m pytest -p no:cacheprovider $(NBVAL) -n 2 --dist loadfile $(NOTEBOOKS) $(SOLUTIONS)
 	@echo ">> 4/4 the course in JupyterLab and Chromium"

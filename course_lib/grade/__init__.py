@@ -10,7 +10,9 @@ imports what a notebook defined, and trusts nothing the notebook printed.
 Modules: ``_submissions.py`` (finding and planning notebooks; ``course_lib._notebook_files``
 reads them), ``_kernel.py`` (the fenced kernel),
 ``_confine.py`` (the launcher that confines it: Landlock, capabilities, process cap and cleanup),
-``_grader.py`` (one submission, and the batch), ``_gradebook.py`` (results of one notebook),
+``_jaxcache.py`` (the compilation cache its kernels share read-only), ``_grader.py`` (one
+submission, and the batch), ``_cluster.py`` (the batch on a Dask cluster), ``_gradebook.py``
+(results of one notebook),
 ``_cli.py`` (arguments and exit status). The class: ``_intake.py`` (finding students and notebooks,
 with ``_lms.py`` for LMS file names and ``_unzip.py`` for downloads), ``_tables.py`` (roster and
 overrides CSV), ``_names.py`` (feedback folder names), ``_record.py`` (journal and earlier
