@@ -34,7 +34,7 @@ lab: $(STAMP)
 # The unit stage runs in two parts. Tests that start kernels, graders, servers or Dask clusters
 # run one at a time: each already keeps both cores busy, and some of them time cells. The rest
 # (self-checks, the core, viz, doctests) only run JAX in their own process, two processes at once.
-KERNEL_TESTS := $(sort $(wildcard tests/test_grade*.py) tests/test_sandbox.py tests/test_lab.py \
+KERNEL_TESTS := $(sort $(wildcard tests/test_grade*.py) tests/test_sandbox.py tests/test_forked.py tests/test_lab.py \
   tests/test_site.py tests/test_execute.py tests/test_exercises_generator.py \
   tests/test_navigation.py tests/test_authoring_files.py tests/test_code_health.py)
 IN_PROCESS_TESTS := $(filter-out $(KERNEL_TESTS),$(sort $(wildcard tests/test_*.py)))

@@ -1,4 +1,4 @@
-"""Time ``course-grade`` on a class: locally with ``--jobs``, and on Dask clusters of 1 and 2.
+"""Time ``course-grade`` on a class: locally (warm, then fresh kernels) and on Dask clusters.
 
     .venv/bin/python bench/bench_grade.py                 # lesson 02, 40 students, 1 repeat
     .venv/bin/python bench/bench_grade.py --students 10 --repeats 3 --lesson 01
@@ -81,7 +81,11 @@ def main() -> None:
         help="time only the local run (no Dask clusters, no speed-up column)",
     )
     args = parser.parse_args()
-    configs = [(f"local, --jobs {args.jobs}", ["--jobs", str(args.jobs)])]
+    jobs = ["--jobs", str(args.jobs)]
+    configs = [
+        (f"local, --jobs {args.jobs}", jobs),
+        (f"local, --jobs {args.jobs}, --warm-kernels off", [*jobs, "--warm-kernels", "off"]),
+    ]
     if not args.local_only:
         configs += [
             ("Dask, 1 worker", ["--scheduler", "local:1"]),

@@ -10,6 +10,8 @@ source, the judge), and times each phase:
 * reference answers: computed by the grader, once per run (the first submission pays them);
 * compilation cache fill: the solution notebook run by a trusted kernel that fills the shared
   compilation cache (``_jaxcache.py``), once per run and lesson (``--cache off``: no cache);
+* warm process: the fork server importing JAX (``_forkserver.py``), once per run (``--warm-kernels
+  off``: none, each kernel starts a fresh Python);
 * kernel start: the launcher, the fence and ``ipykernel`` up and answering;
 * ``import jax`` and ``import course_lib``: run as two cells before the notebook's own cells;
 * cells: the notebook's cells (check calls left out), less the JAX compiles they trigger;
@@ -51,6 +53,7 @@ from course_lib.grade._submissions import detect_lesson, plan_cells
 PHASES = [
     "reference answers",
     "compilation cache fill",
+    "warm process",
     "kernel start",
     "import jax",
     "import course_lib",
@@ -115,7 +118,12 @@ async def breakdown(notebook: Path, ctx: Context) -> dict[str, float]:
         ctx.confinement,
         writable=[str(reports)],
         cache=cache,
+        forks=ctx.forks,
     )
+    mark = time.perf_counter()
+    if ctx.forks is not None:
+        await ctx.forks.ready()
+    times["warm process"] = time.perf_counter() - mark
     mark = time.perf_counter()
     await sandbox.start()
     times["kernel start"] = time.perf_counter() - mark
@@ -173,6 +181,9 @@ def main() -> None:
         default="on",
         help="the shared read-only compilation cache, as course-grade uses it (default: on)",
     )
+    parser.add_argument(
+        "--warm-kernels", choices=["on", "off"], default="on", help="as course-grade's option"
+    )
     args = parser.parse_args()
     solved = next((ROOT / "solutions").glob(f"{args.lesson}_*.ipynb"))
     notebooks = {"blank": ROOT / "exercises" / solved.name, "solved": solved}
@@ -181,14 +192,18 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for repeat in range(args.repeats):
             # A fresh context each repeat: every repeat pays the references, as each run does.
-            ctx = Context(Options(sandbox=args.sandbox == "on"), Path(tmp) / f"run{repeat}")
+            options = Options(sandbox=args.sandbox == "on", warm_kernels=args.warm_kernels == "on")
+            ctx = Context(options, Path(tmp) / f"run{repeat}")
             ctx.scratch.mkdir()
             ctx.compilation_cache.enabled &= args.cache == "on"
+            ctx.warm_up()
             for name, path in notebooks.items():
                 runs[name].append(asyncio.run(breakdown(path, ctx)))
+            ctx.close()
             loads.append(os.getloadavg()[0])
     print(
         f"lesson {args.lesson}, sandbox {args.sandbox}, cache {args.cache}, "
+        f"warm kernels {args.warm_kernels}, "
         f"median of {args.repeats} run(s); "
         f"load (1 min) {min(loads):.2f}-{max(loads):.2f}\n"
     )

@@ -68,7 +68,14 @@ def write(
     (folder / student / name).write_bytes(data)
 
 
-def grade(paths: list[Path], out: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+def grade(
+    paths: list[Path],
+    out: Path,
+    *extra: str,
+    env: dict[str, str] | None = None,
+    timeout: float = 600,
+) -> subprocess.CompletedProcess[str]:
+    """``course-grade PATHS --out OUT EXTRA...`` from the checkout, as an instructor runs it."""
     command = [
         sys.executable,
         "-m",
@@ -78,7 +85,9 @@ def grade(paths: list[Path], out: Path, *extra: str) -> subprocess.CompletedProc
         str(out),
         *extra,
     ]
-    return subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=ROOT)
+    return subprocess.run(
+        command, capture_output=True, text=True, timeout=timeout, cwd=ROOT, env=env
+    )
 
 
 def by_student(out: Path) -> dict[str, dict]:

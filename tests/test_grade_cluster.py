@@ -23,6 +23,8 @@ import psutil
 import pytest
 from test_grade import ROOT, by_student
 
+from course_lib.grade._confine import KERNEL_NAME
+
 FAST = ["--timeout", "20", "--notebook-timeout", "120", "--quiet"]
 SOLVED = next((ROOT / "solutions").glob("01_*.ipynb"))
 BLANK = ROOT / "exercises" / SOLVED.name
@@ -94,12 +96,13 @@ def cluster(
 
 
 def kernels_under(process: psutil.Process) -> list[psutil.Process]:
-    """The graded kernels (``ipykernel_launcher`` processes) running under ``process``."""
+    """The graded kernels running under ``process``: ``ipykernel_launcher`` processes, or kernels
+    forked warm (named ``course-kernel``)."""
     found = []
     try:
         for child in process.children(recursive=True):
             try:
-                if "ipykernel_launcher" in child.cmdline():
+                if "ipykernel_launcher" in child.cmdline() or child.name() == KERNEL_NAME:
                     found.append(child)
             except psutil.Error:
                 pass

@@ -9,11 +9,11 @@ from __future__ import annotations
 import csv
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import nbformat
 import pytest
+from test_grade import grade as grade_class
 from test_judging import CARRY_NAMED_MOMENTUM
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -147,19 +147,7 @@ STUDENTS = {
 
 
 def grade(folder: Path, out: Path, *extra: str) -> subprocess.CompletedProcess[str]:
-    command = [
-        sys.executable,
-        "-m",
-        "course_lib.grade",
-        str(folder),
-        "--out",
-        str(out),
-        "--jobs",
-        "2",
-        "--quiet",
-        *extra,
-    ]
-    return subprocess.run(command, capture_output=True, text=True, timeout=900, cwd=ROOT)
+    return grade_class([folder], out, "--jobs", "2", "--quiet", *extra, timeout=900)
 
 
 @pytest.fixture(scope="module")

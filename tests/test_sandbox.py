@@ -29,6 +29,7 @@ from test_grade import (
     add_cell,
     by_student,
     cell_of,
+    grade,
     solution,
     statuses,
     tree_hashes,
@@ -101,16 +102,7 @@ def leftovers() -> list[str]:
 def run_grader(
     paths: list[Path], out: Path, env: dict[str, str], *extra: str
 ) -> subprocess.CompletedProcess[str]:
-    command = [
-        sys.executable,
-        "-m",
-        "course_lib.grade",
-        *map(str, paths),
-        "--out",
-        str(out),
-        *extra,
-    ]
-    return subprocess.run(command, capture_output=True, text=True, timeout=900, cwd=ROOT, env=env)
+    return grade(paths, out, *extra, env=env, timeout=900)
 
 
 def grader_env(base: Path, **extra: str) -> dict[str, str]:
@@ -184,7 +176,22 @@ def _attacks(scene: Scene) -> dict[str, str]:
         "    LEAKS.append(f'curl exited {CURL}')\n"
         "attempt('bind a port', lambda: socket.socket().bind(('127.0.0.1', 0)))\n",
         "signals": "launcher = os.getppid()\n"
-        "grader = int(open(f'/proc/{launcher}/stat').read().rsplit(')', 1)[1].split()[1])\n"
+        "def parent(pid):\n"
+        "    return int(open(f'/proc/{pid}/stat').read().rsplit(')', 1)[1].split()[1])\n"
+        "grader = parent(launcher)\n"
+        "if b'_forkserver' in open(f'/proc/{grader}/cmdline', 'rb').read():  # a warm kernel\n"
+        "    attempt('kill the fork server', lambda: os.kill(grader, signal.SIGKILL))\n"
+        "    grader = parent(grader)\n"
+        "for fd in map(int, os.listdir('/proc/self/fd')):\n"
+        "    try:\n"
+        "        if not os.readlink(f'/proc/self/fd/{fd}').startswith('socket:'):\n"
+        "            continue\n"
+        "        held = socket.socket(fileno=os.dup(fd))\n"
+        "    except OSError:  # the listing's own descriptor, closed since\n"
+        "        continue\n"
+        "    if held.family == socket.AF_UNIX and held.type == socket.SOCK_SEQPACKET:\n"
+        "        LEAKS.append('the fork server socket is open in the kernel')\n"
+        "    held.close()\n"
         f"attempt('kill the grader', lambda: os.kill(grader, signal.SIGKILL))\n"
         f"attempt('kill the launcher', lambda: os.kill(launcher, signal.SIGKILL))\n"
         f"attempt('signal the test', lambda: os.kill({os.getpid()}, 0))\n"

@@ -172,6 +172,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="off: run kernels unconfined, to measure what the sandbox costs (default: on)",
     )
     parser.add_argument(
+        "--warm-kernels",
+        choices=("on", "off"),
+        default="on",
+        help="off: start each kernel as a fresh Python instead of forking it from a process of the "
+        "run that has already imported JAX; grades are the same (default: on)",
+    )
+    parser.add_argument(
         "--forbid",
         action="append",
         default=[],
@@ -372,6 +379,7 @@ def _grade(
         forbid=tuple(dict.fromkeys(args.forbid)),
         sandbox=args.sandbox == "on",
         cache_after=args.compile_cache_after,
+        warm_kernels=args.warm_kernels == "on",
     )
     refusal = _sandbox_problem(options.confine(), args.require_sandbox)
     if refusal:

@@ -107,7 +107,10 @@ def _worker_context(options: Any) -> Any:
             )  # references computed as a local run computes them
             scratch = Path(tempfile.mkdtemp(prefix="course-grade-worker-"))
             atexit.register(shutil.rmtree, scratch, True)
-            _CONTEXTS[key] = Context(options, scratch)
+            ctx = Context(options, scratch)
+            ctx.warm_up()
+            atexit.register(ctx.close)  # run before the folder is removed (last in, first out)
+            _CONTEXTS[key] = ctx
         return _CONTEXTS[key]
 
 

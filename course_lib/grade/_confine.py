@@ -68,6 +68,7 @@ _PR_SET_PDEATHSIG, _PR_CAPBSET_DROP, _PR_SET_NO_NEW_PRIVS = 1, 24, 38
 _PR_SET_CHILD_SUBREAPER, _PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL = 36, 47, 4
 _CAPABILITY_VERSION_3 = 0x20080522
 NO_LANDLOCK_ENV = "COURSE_GRADE_NO_LANDLOCK"  # for testing: behave as if the kernel had no Landlock
+KERNEL_NAME, LAUNCHER_NAME = "course-kernel", "course-launcher"  # warm ones, named by hand
 EXIT_NOT_CONFINED = 70
 EXIT_ORPHANED = 71  # the grader died while the launcher started: no kernel was run
 
@@ -269,14 +270,16 @@ def _end_descendants() -> None:
         time.sleep(0.005)
 
 
-def _child(policy: dict, command: list[str]) -> None:
+def _child(policy: dict, command: list[str], run: Callable[[], object] | None = None) -> None:
     """In the forked child: limits, the kernel's Landlock domain, no capabilities, then the
-    kernel."""
+    kernel: ``exec`` of ``command``, or ``run()`` in this process (a fork server's warm kernel)."""
     import resource
 
     for name in ("SIGINT", "SIGTERM"):
         signal.signal(getattr(signal, name), signal.SIG_DFL)
     _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)  # the launcher gone, the kernel goes too
+    if run is not None:
+        name_process(KERNEL_NAME)  # no exec gives it a command line of its own
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     fsize = int(policy.get("file_size_bytes", 256 * 2**20))
     resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
@@ -304,12 +307,31 @@ def _child(policy: dict, command: list[str]) -> None:
         drop_capabilities()
     except OSError:
         pass  # an unprivileged grader has none to drop
-    os.execvp(command[0], command)
+    if run is None:
+        os.execvp(command[0], command)
+    try:
+        run()
+        code = 0
+    except SystemExit as done:
+        code = done.code if isinstance(done.code, int) else int(done.code is not None)
+    import atexit
+
+    atexit._run_exitfuncs()  # what a normal interpreter exit runs
+    os._exit(code)
 
 
-def launch(policy: dict, command: list[str]) -> int:
+def name_process(name: str) -> None:
+    """Set this process's name as ``ps`` and ``top`` show it (Linux keeps 15 bytes)."""
+    try:
+        with open("/proc/self/comm", "w") as file:
+            file.write(name)
+    except OSError:
+        pass  # only a label
+
+
+def launch(policy: dict, command: list[str], run: Callable[[], object] | None = None) -> int:
     """Run ``command`` confined by ``policy``; return an exit status mirroring it, after every
-    descendant is gone."""
+    descendant is gone. With ``run``, the confined child calls it instead of ``exec``."""
     import resource
 
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
@@ -350,7 +372,7 @@ def launch(policy: dict, command: list[str]) -> int:
     kernel = os.fork()
     if kernel == 0:
         try:
-            _child(policy, command)
+            _child(policy, command, run)
         finally:
             os._exit(127)
     status = 0
@@ -512,6 +534,17 @@ def readable_paths() -> list[str]:
 def launcher_command(policy: dict, command: list[str]) -> list[str]:
     """The command that runs ``command`` confined by ``policy``."""
     return [sys.executable, "-I", "-S", LAUNCHER, json.dumps(policy), "--", *command]
+
+
+def split_launcher_command(launcher: list[str]) -> tuple[dict, list[str]]:
+    """The policy and command of a :func:`launcher_command`.
+
+    >>> split_launcher_command(launcher_command({"landlock": True}, ["python", "-V"]))
+    ({'landlock': True}, ['python', '-V'])
+    """
+    if launcher[1:4] != ["-I", "-S", LAUNCHER] or launcher[5:6] != ["--"]:
+        raise ValueError(f"not a launcher command: {launcher[:6]}")
+    return json.loads(launcher[4]), launcher[6:]
 
 
 def sandbox_level(enabled: bool = True) -> dict[str, object]:

@@ -39,6 +39,7 @@ from course_lib.checks import (
 )
 
 from ._confine import sandbox_level
+from ._forked import ForkServer
 from ._gradebook import ExerciseResult, SubmissionResult
 from ._jaxcache import KernelCache, SharedCache
 from ._kernel import CellResult, Confinement, KernelStartError, Limits, Sandbox
@@ -73,6 +74,9 @@ class Options:
     # A lesson's shared compilation cache is filled at its N-th submission (0: no cache). Grades do
     # not depend on it, so it is not among the settings.
     cache_after: int = 8
+    # True: confined kernels are forked from one process of the run that has imported JAX
+    # (``--warm-kernels off``: each starts a fresh Python). Grades are the same either way.
+    warm_kernels: bool = True
 
     def confine(self) -> dict[str, Any]:
         """The sandbox level every kernel of this batch gets (probed once): see
@@ -101,6 +105,24 @@ class Context:
     options: Options
     scratch: Path
     references: dict[str, tuple[list[Case], list[Any]]] = field(default_factory=dict)
+    forks: ForkServer | None = None  # started by warm_up()
+
+    def warm_up(self) -> None:
+        """Start the batch's fork server (``_forkserver.py``) where kernels are confined and
+        ``options.warm_kernels`` is on; ``close()`` ends it."""
+        if self.forks is None and self.options.warm_kernels and self.confinement is not None:
+            folder = self.scratch / "fork-server"
+            folder.mkdir(exist_ok=True)
+            try:
+                self.forks = ForkServer(kernel_env(folder), folder)
+            except OSError:
+                self.forks = None  # kernels start fresh, as with --warm-kernels off
+
+    def close(self) -> None:
+        """End the fork server, and with it any kernel it still has."""
+        if self.forks is not None:
+            self.forks.close()
+            self.forks = None
 
     @property
     def limits(self) -> Limits:
@@ -274,6 +296,7 @@ async def _execute(
             confinement,
             writable=[str(reports_dir)],
             cache=cache,
+            forks=None if plan.touches_environment else ctx.forks,
         )
         await sandbox.start()
         for cell in completed if replay else []:
@@ -598,6 +621,7 @@ async def grade_all(
     """
     scratch = Path(tempfile.mkdtemp(prefix="course-grade-"))
     ctx = Context(options, scratch)
+    ctx.warm_up()
     gate = asyncio.Semaphore(max(1, options.jobs))
     progress = _Progress(len(subs), options.quiet)
     results: list[SubmissionResult | None] = [None] * len(subs)
@@ -644,6 +668,7 @@ async def grade_all(
         for signum in signals:
             loop.remove_signal_handler(signum)
         signal.signal(signal.SIGINT, signal.default_int_handler)
+        ctx.close()
         shutil.rmtree(scratch, ignore_errors=True)
     if stopping:
         raise asyncio.CancelledError

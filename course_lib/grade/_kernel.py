@@ -17,6 +17,8 @@ The kernel is a plain ``python3`` Jupyter kernel started by ``jupyter_client`` a
   process-count watchdog, and a subreaper that ends every process the kernel started. To stop, the
   grader sends the launcher ``SIGTERM`` and waits for it; only if it lingers is its group killed,
   and the cgroup swept.
+* start (with a :class:`~._forked.ForkServer`): the launcher is forked from the run's warm process,
+  which has already imported JAX; its kernel is confined the same way before it runs ipykernel.
 """
 
 import asyncio
@@ -38,6 +40,7 @@ from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
 from .._leaves import shorten
 from . import _confine
+from ._forked import ForkedProcess, ForkedProvisioner, ForkServer
 from ._jaxcache import KernelCache
 
 _TIMEOUT_NAME = "CourseGraderCellTimeout"
@@ -146,7 +149,8 @@ class Sandbox:
     """A fresh kernel for one submission: await ``start()``, ``run(source, seconds)``, ``stop()``.
 
     With a ``cache`` (:class:`~._jaxcache.KernelCache`), JAX in the kernel uses that compilation
-    cache folder: readable only, unless the cache says it is the filling kernel's.
+    cache folder: readable only, unless the cache says it is the filling kernel's. With ``forks``
+    and a confinement, the kernel is forked from that warm process when it accepts it.
     """
 
     def __init__(
@@ -157,8 +161,9 @@ class Sandbox:
         confinement: Confinement | None = None,
         writable: list[str] | None = None,
         cache: KernelCache | None = None,
+        forks: ForkServer | None = None,
     ):
-        self.workdir, self.limits = workdir, limits
+        self.workdir, self.limits, self.forks = workdir, limits, forks
         self.env = {**env, **(cache.env() if cache else {})}
         self.confinement, self.writable = confinement, [workdir, *(writable or [])]
         self.readable = [cache.folder] if cache else []
@@ -168,6 +173,7 @@ class Sandbox:
         self.client: _Client | None = None
         self.pid: int | None = None  # the launcher's with a confinement, else the kernel's
         self.kernel_pid: int | None = None
+        self.forked = False  # whether the fork server started this kernel
         self._cgroup: _confine.PidsCgroup | None = None
         self.killed_for: str = ""
         self._killed = False
@@ -202,6 +208,10 @@ class Sandbox:
             self._cgroup = _confine.PidsCgroup.create(self.limits.tasks)
             self.km = _ConfinedKernelManager(kernel_name="python3", log=_QUIET)
             self.km.policy = self._policy
+            if self.forks is not None and await self.forks.ready():
+                provisioner = ForkedProvisioner(kernel_spec=self.km.kernel_spec, parent=self.km)
+                provisioner.forks = self.forks
+                self.km.provisioner = provisioner
         try:
             await asyncio.wait_for(
                 self.km.start_kernel(
@@ -215,6 +225,7 @@ class Sandbox:
                 self.limits.startup_seconds,
             )
             self.pid = self.km.provisioner.process.pid  # type: ignore[union-attr]  # started just above
+            self.forked = isinstance(self.km.provisioner.process, ForkedProcess)  # type: ignore[union-attr]  # as above
             self.client = _Client(
                 self._scratch,
                 km=self.km,

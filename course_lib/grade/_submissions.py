@@ -181,6 +181,9 @@ def cell_label(number: int, source: str) -> str:
     return f"code cell {number} (`{shown.replace('`', chr(39))}`)"
 
 
+_ENVIRONMENT = re.compile(r"\benviron\b|\bputenv\b|\bunsetenv\b|%env\b|%set_env\b")
+
+
 @dataclass
 class PlannedCell:
     """A code cell the grader will run; ``exercise`` is the id of the exercise it defines, if any.
@@ -205,6 +208,17 @@ class Plan:
     cells: list[PlannedCell]
     exercise_cells: dict[str, int] = field(default_factory=dict)
     skipped_checks: int = 0
+
+    @property
+    def touches_environment(self) -> bool:
+        """Whether a planned cell may change environment variables (which JAX reads when it is
+        imported): such a notebook gets a fresh kernel, never one forked with JAX imported.
+
+        >>> cell = PlannedCell(2, "os.environ['JAX_ENABLE_X64'] = '1'")
+        >>> Plan("02", (), [cell]).touches_environment
+        True
+        """
+        return any(_ENVIRONMENT.search(cell.source) for cell in self.cells)
 
     def cell(self, index: int) -> PlannedCell | None:
         """The planned cell at notebook index ``index``."""
