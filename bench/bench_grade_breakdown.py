@@ -39,13 +39,13 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from course_lib._notebook_files import read_notebook
+from course_lib.grade._confine import kernel_env
 from course_lib.grade._grader import (
     Context,
     Options,
     _read_report,
     _Report,
     _runner_source,
-    kernel_env,
 )
 from course_lib.grade._kernel import Sandbox
 from course_lib.grade._submissions import detect_lesson, plan_cells

@@ -70,7 +70,7 @@ def grade_class(folder: Path, out: Path, sandbox: str, jobs: int) -> tuple[float
 
 async def kernel_round(confined: bool) -> float:
     """Seconds to start one kernel, import JAX in it and stop it."""
-    from course_lib.grade._grader import kernel_env
+    from course_lib.grade._confine import kernel_env
     from course_lib.grade._kernel import Confinement, Limits, Sandbox
 
     work = Path(tempfile.mkdtemp(prefix="bench-sandbox-"))

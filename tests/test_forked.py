@@ -20,9 +20,8 @@ import psutil
 import pytest
 from test_grade import add_cell, exercise_version, grade, replace_body, solution, write
 
-from course_lib.grade._confine import landlock_abi
+from course_lib.grade._confine import kernel_env, landlock_abi
 from course_lib.grade._forked import ForkServer
-from course_lib.grade._grader import kernel_env
 from course_lib.grade._jaxcache import KernelCache
 from course_lib.grade._kernel import Confinement, Limits, Sandbox
 

@@ -646,7 +646,7 @@ def test_memory_watchdog_kills_a_growing_kernel(tmp_path: Path) -> None:
 
     import psutil
 
-    from course_lib.grade._grader import kernel_env
+    from course_lib.grade._confine import kernel_env
     from course_lib.grade._kernel import Limits, Sandbox
 
     async def scenario() -> tuple:

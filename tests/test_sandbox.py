@@ -476,7 +476,7 @@ def _in_sandbox(
 ) -> list:
     import asyncio
 
-    from course_lib.grade._grader import kernel_env
+    from course_lib.grade._confine import kernel_env
     from course_lib.grade._kernel import Confinement, Limits, Sandbox
 
     async def scenario() -> list:
@@ -578,7 +578,7 @@ def test_a_grader_killed_outright_takes_its_kernels_with_it(tmp_path: Path) -> N
     script.write_text(
         "import asyncio, sys, time\n"
         "from pathlib import Path\n"
-        "from course_lib.grade._grader import kernel_env\n"
+        "from course_lib.grade._confine import kernel_env\n"
         "from course_lib.grade._kernel import Confinement, Limits, Sandbox\n"
         "async def main():\n"
         "    folder = Path(sys.argv[1])\n"

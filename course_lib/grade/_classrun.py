@@ -19,6 +19,7 @@ from ._classbook import LatePolicy, build_class
 from ._classfiles import write_class
 from ._cluster import SchedulerError
 from ._exports import lms_files
+from ._forked import ForkServer
 from ._gradebook import SubmissionResult, summary_table
 from ._intake import Intake, Student
 from ._record import Graded, Journal, Record, digest
@@ -60,6 +61,7 @@ class ClassRun:
     )  # students named by --only: graded again even if unchanged
     scheduler: str = ""  # a Dask scheduler's address, or local:N; empty: grade on this machine
     scheduler_timeout: float = 30.0  # seconds to wait for the scheduler to answer
+    forks: ForkServer | None = None  # a local run's fork server, started before the slow imports
 
 
 def _interrupt(signum: int, frame: object) -> None:
@@ -139,7 +141,7 @@ def _run_class(run: ClassRun, options: "Options", client: Any) -> int:
 
             results = grade_on_cluster(client, todo, options, finished)
         else:
-            results = asyncio.run(grade_all(todo, options, finished))
+            results = asyncio.run(grade_all(todo, options, finished, run.forks))
     except SchedulerError as error:
         run.journal.close()
         print(

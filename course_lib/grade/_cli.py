@@ -14,6 +14,7 @@ from ._classrun import EXIT_OUTPUT, EXIT_USAGE, ClassRun, record_students, run_c
 from ._cluster import SchedulerError, check_address
 from ._due import parse_due
 from ._exports import FORMATS
+from ._forked import ForkServer
 from ._intake import Intake, apply_times, find_class
 from ._record import Journal, Record, read_record
 from ._submissions import Submission, UsageError
@@ -352,9 +353,14 @@ def main(argv: list[str] | None = None) -> int:
             apply_times(intake, read_submission_times(args.submission_times))
     except UsageError as error:
         return _usage(parser, str(error))
+    # Started now, a local run's fork server imports JAX while this process imports the grader.
+    local = args.warm_kernels == "on" and args.sandbox == "on" and not args.scheduler
+    forks = ForkServer.start() if local and sys.platform.startswith("linux") else None
     try:
-        return _grade(parser, args, intake, overrides)
+        return _grade(parser, args, intake, overrides, forks)
     finally:
+        if forks is not None:
+            forks.close()
         intake.close()
 
 
@@ -363,6 +369,7 @@ def _grade(
     args: argparse.Namespace,
     intake: Intake,
     overrides: list[OverrideRow],
+    forks: ForkServer | None,
 ) -> int:
     out = Path(args.out)
     # Imported here: nbclient and nbformat take seconds to import, and a usage error should not
@@ -420,6 +427,7 @@ def _grade(
         forced={s.student for s in chosen} if args.only else set(),
         scheduler=args.scheduler or "",
         scheduler_timeout=args.scheduler_timeout,
+        forks=forks,
     )
     import jax
 

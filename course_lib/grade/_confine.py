@@ -33,6 +33,10 @@ import signal
 import sys
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 _SYS_CREATE_RULESET, _SYS_ADD_RULE, _SYS_RESTRICT_SELF = 444, 445, 446
 _CREATE_RULESET_VERSION = 1
@@ -529,6 +533,48 @@ def readable_paths() -> list[str]:
     ]
     paths += [os.path.realpath(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     return list(dict.fromkeys(paths + SYSTEM_READ))
+
+
+_PASSED_ENV = {
+    "PATH",
+    "LANG",
+    "LANGUAGE",
+    "TZ",
+    "TMPDIR",
+    "USER",
+    "LOGNAME",
+    "VIRTUAL_ENV",
+    "PYTHONPATH",
+    "PYTHONDONTWRITEBYTECODE",
+    "SYSTEMROOT",
+}
+
+
+def kernel_env(workdir: Path) -> dict[str, str]:
+    """The kernel's environment: a few of the grader's variables (no secrets, no ``CI``), its own
+    home.
+
+    Home, temporary, IPython and Matplotlib folders live in the submission's scratch folder, so
+    nothing one notebook writes there (an IPython startup file, say) reaches the next notebook's
+    kernel, and a confined kernel can write there.
+    """
+    home, temporary = workdir / ".home", workdir / ".tmp"
+    home.mkdir(exist_ok=True)
+    temporary.mkdir(exist_ok=True)
+    env = {k: v for k, v in os.environ.items() if k in _PASSED_ENV or k.startswith("LC_")}
+    env.update(
+        HOME=str(home),
+        TMPDIR=str(temporary),
+        IPYTHONDIR=str(home / ".ipython"),
+        MPLCONFIGDIR=str(home / ".matplotlib"),
+        XDG_CACHE_HOME=str(home / ".cache"),
+        JAX_PLATFORMS="cpu",
+        MPLBACKEND="Agg",
+        PYTHONHASHSEED="0",
+        PYTHONNOUSERSITE="1",
+        TF_CPP_MIN_LOG_LEVEL="3",
+    )
+    return env
 
 
 def launcher_command(policy: dict, command: list[str]) -> list[str]:

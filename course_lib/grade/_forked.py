@@ -10,10 +10,12 @@ import asyncio
 import json
 import os
 import select
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -105,7 +107,7 @@ class ForkServer:
     """
 
     def __init__(self, env: dict[str, str], folder: Path):
-        self.env = env
+        self.env, self.folder, self._owns_folder = env, folder, False
         self._control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         with theirs:
             self.process = subprocess.Popen(
@@ -120,6 +122,19 @@ class ForkServer:
             )
         self._state: bool | None = None  # ready, failed, or not known yet
         self._lock = threading.Lock()
+
+    @classmethod
+    def start(cls, under: Path | None = None) -> "ForkServer | None":
+        """A server with a folder of its own (in ``under``, else the temporary folder) that
+        ``close()`` removes; None where it cannot be started (kernels then start fresh)."""
+        folder = Path(tempfile.mkdtemp(prefix="course-grade-warm-", dir=under))
+        try:
+            server = cls(_confine.kernel_env(folder), folder)
+        except OSError:
+            shutil.rmtree(folder, ignore_errors=True)
+            return None
+        server._owns_folder = True
+        return server
 
     def _wait_ready(self) -> bool:
         with self._lock:
@@ -186,11 +201,15 @@ class ForkServer:
     def close(self) -> None:
         """Hang up: the server ends its launchers (and so their kernels) and exits."""
         self._control.close()
+        if self._state is None:
+            self.process.kill()  # still importing: it has no kernel to end
         try:
             self.process.wait(10)
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
+        if self._owns_folder:
+            shutil.rmtree(self.folder, ignore_errors=True)
 
 
 class ForkedProvisioner(LocalProvisioner):

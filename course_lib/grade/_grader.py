@@ -11,7 +11,6 @@ are run again, and the cell at fault is skipped.
 
 import asyncio
 import functools
-import os
 import secrets
 import shutil
 import signal
@@ -38,7 +37,7 @@ from course_lib.checks import (
     reference_results,
 )
 
-from ._confine import sandbox_level
+from ._confine import kernel_env, sandbox_level
 from ._forked import ForkServer
 from ._gradebook import ExerciseResult, SubmissionResult
 from ._jaxcache import KernelCache, SharedCache
@@ -111,12 +110,7 @@ class Context:
         """Start the batch's fork server (``_forkserver.py``) where kernels are confined and
         ``options.warm_kernels`` is on; ``close()`` ends it."""
         if self.forks is None and self.options.warm_kernels and self.confinement is not None:
-            folder = self.scratch / "fork-server"
-            folder.mkdir(exist_ok=True)
-            try:
-                self.forks = ForkServer(kernel_env(folder), folder)
-            except OSError:
-                self.forks = None  # kernels start fresh, as with --warm-kernels off
+            self.forks = ForkServer.start(self.scratch)
 
     def close(self) -> None:
         """End the fork server, and with it any kernel it still has."""
@@ -157,48 +151,6 @@ class Context:
             cases = exercise.make_cases("grade", self.options.seed)
             self.references[exercise.id] = (cases, reference_results(exercise, cases))
         return self.references[exercise.id]
-
-
-_PASSED_ENV = {
-    "PATH",
-    "LANG",
-    "LANGUAGE",
-    "TZ",
-    "TMPDIR",
-    "USER",
-    "LOGNAME",
-    "VIRTUAL_ENV",
-    "PYTHONPATH",
-    "PYTHONDONTWRITEBYTECODE",
-    "SYSTEMROOT",
-}
-
-
-def kernel_env(workdir: Path) -> dict[str, str]:
-    """The kernel's environment: a few of the grader's variables (no secrets, no ``CI``), its own
-    home.
-
-    Home, temporary, IPython and Matplotlib folders live in the submission's scratch folder, so
-    nothing one notebook writes there (an IPython startup file, say) reaches the next notebook's
-    kernel, and a confined kernel can write there.
-    """
-    home, temporary = workdir / ".home", workdir / ".tmp"
-    home.mkdir(exist_ok=True)
-    temporary.mkdir(exist_ok=True)
-    env = {k: v for k, v in os.environ.items() if k in _PASSED_ENV or k.startswith("LC_")}
-    env.update(
-        HOME=str(home),
-        TMPDIR=str(temporary),
-        IPYTHONDIR=str(home / ".ipython"),
-        MPLCONFIGDIR=str(home / ".matplotlib"),
-        XDG_CACHE_HOME=str(home / ".cache"),
-        JAX_PLATFORMS="cpu",
-        MPLBACKEND="Agg",
-        PYTHONHASHSEED="0",
-        PYTHONNOUSERSITE="1",
-        TF_CPP_MIN_LOG_LEVEL="3",
-    )
-    return env
 
 
 def _runner_source(
@@ -610,17 +562,20 @@ async def grade_all(
     subs: list[Submission],
     options: Options,
     on_result: Callable[[Submission, SubmissionResult], None] | None = None,
+    forks: ForkServer | None = None,
 ) -> list[SubmissionResult]:
     """Grade every submission, ``options.jobs`` at a time; results in the order of ``subs``.
 
     ``on_result`` is called with each result as soon as it is ready (the CLI journals it there), so
-    an interrupted batch keeps what it finished. Ctrl-C or SIGTERM stops the batch: nothing more is
-    started, running notebooks are cancelled (their kernels stopped), a result that arrives after
-    the signal is not reported (a cancelled kernel may have cut it short), and
-    :class:`asyncio.CancelledError` is raised.
+    an interrupted batch keeps what it finished. ``forks``, a fork server started earlier (the CLI
+    starts one before its slow imports), is used and closed instead of a new one.
+
+    Ctrl-C or SIGTERM stops the batch: nothing more is started, running notebooks are cancelled
+    (their kernels stopped), a result that arrives after the signal is not reported (a cancelled
+    kernel may have cut it short), and :class:`asyncio.CancelledError` is raised.
     """
     scratch = Path(tempfile.mkdtemp(prefix="course-grade-"))
-    ctx = Context(options, scratch)
+    ctx = Context(options, scratch, forks=forks)
     ctx.warm_up()
     gate = asyncio.Semaphore(max(1, options.jobs))
     progress = _Progress(len(subs), options.quiet)
