@@ -24,10 +24,10 @@ from typing import Any
 from jupyter_client.provisioning import LocalProvisioner
 
 from . import _confine, _forkserver
+from ._forkserver import KERNEL_COMMAND, MESSAGE_BYTES
 
 SERVER = os.path.abspath(_forkserver.__file__)
 READY_SECONDS = 120.0
-_MESSAGE_BYTES = 1 << 16
 
 
 class ForkServerError(RuntimeError):
@@ -64,7 +64,7 @@ class ForkedProcess:
         if self.returncode is not None:
             return self.returncode
         try:
-            message = self._answers.recv(_MESSAGE_BYTES)
+            message = self._answers.recv(MESSAGE_BYTES)
         except BlockingIOError:
             return None
         if message:
@@ -73,9 +73,17 @@ class ForkedProcess:
             self.returncode = -signal.SIGKILL  # the server died and no status will come
         else:
             return None
-        self._answers.close()
-        os.close(self._pidfd)
+        self._release()
         return self.returncode
+
+    def _release(self) -> None:
+        if self._pidfd >= 0:
+            self._answers.close()
+            os.close(self._pidfd)
+            self._pidfd = -1
+
+    def __del__(self) -> None:  # a launcher whose end was never polled (its group was killed)
+        self._release()
 
     def wait(self, timeout: float | None = None) -> int:
         deadline = None if timeout is None else time.monotonic() + timeout
@@ -88,7 +96,7 @@ class ForkedProcess:
     def send_signal(self, signum: int) -> None:
         if self.poll() is None:
             try:
-                signal.pidfd_send_signal(self._pidfd, signum)
+                signal.pidfd_send_signal(self._pidfd, signum)  # open until poll() saw the end
             except ProcessLookupError:
                 pass  # ended since: there is nothing to signal
 
@@ -141,7 +149,7 @@ class ForkServer:
             if self._state is None:
                 self._control.settimeout(READY_SECONDS)
                 try:
-                    self._state = json.loads(self._control.recv(_MESSAGE_BYTES) or b"{}").get(
+                    self._state = json.loads(self._control.recv(MESSAGE_BYTES) or b"{}").get(
                         "ready", False
                     )
                 except (OSError, ValueError):
@@ -169,7 +177,7 @@ class ForkServer:
 
         return (
             bool(self._state)
-            and command[:3] == [sys.executable, *_forkserver.KERNEL_COMMAND]
+            and command[: 1 + len(KERNEL_COMMAND)] == [sys.executable, *KERNEL_COMMAND]
             and shared(env) == shared(self.env)
         )
 
@@ -182,7 +190,7 @@ class ForkServer:
                 socket.send_fds(self._control, [request], [theirs.fileno()])
             ours.setblocking(False)
             await asyncio.wait_for(_readable(ours), 30)
-            message, fds, _, _ = socket.recv_fds(ours, _MESSAGE_BYTES, 1, socket.MSG_CMSG_CLOEXEC)
+            message, fds, _, _ = socket.recv_fds(ours, MESSAGE_BYTES, 1, socket.MSG_CMSG_CLOEXEC)
         except (TimeoutError, OSError) as error:
             ours.close()
             raise ForkServerError(f"the fork server did not answer ({error!r})") from None

@@ -55,7 +55,7 @@ PER_KERNEL = frozenset(
     | set(CACHE_SETTINGS)
 )
 KERNEL_COMMAND = ["-m", "ipykernel_launcher"]  # what follows the interpreter in a kernel command
-_MESSAGE_BYTES = 1 << 20
+MESSAGE_BYTES = 1 << 20  # the largest message either side reads
 
 
 def _load_confine() -> ModuleType:
@@ -106,7 +106,8 @@ def _become_launcher(request: dict, confine: ModuleType, imported: dict[str, str
     os.environ.clear()
     os.environ.update({**imported, **request["env"]})
     policy, command = confine.split_launcher_command(request["command"])
-    return int(confine.launch(policy, command, run=lambda: _run_kernel(command[3:])))
+    arguments = command[1 + len(KERNEL_COMMAND) :]  # after python -m ipykernel_launcher
+    return int(confine.launch(policy, command, run=lambda: _run_kernel(arguments)))
 
 
 def serve(control: socket.socket) -> None:
@@ -144,9 +145,7 @@ def serve(control: socket.socket) -> None:
                     except BlockingIOError:
                         break
                 continue
-            message, fds, _, _ = socket.recv_fds(
-                control, _MESSAGE_BYTES, 1, socket.MSG_CMSG_CLOEXEC
-            )
+            message, fds, _, _ = socket.recv_fds(control, MESSAGE_BYTES, 1, socket.MSG_CMSG_CLOEXEC)
             if not message:  # the grader closed its end: end every launcher, then leave
                 for pid in answers:
                     os.kill(pid, signal.SIGTERM)
