@@ -8,20 +8,33 @@ SOLUTIONS := $(sort $(wildcard solutions/*.ipynb))
 # One place that says how every notebook is checked.
 NBVAL := --nbval --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout 120
 
-.PHONY: lab test lint notebooks exercises navigation site bench clean
+.PHONY: lab test lint lock compat notebooks exercises navigation site bench clean
 
-# Recreated when missing or older than pyproject.toml. uv is fetched into the venv first because it
-# installs in seconds; --compile-bytecode matters where PYTHONDONTWRITEBYTECODE is set (import jax
-# drops from ~1.7 s to ~0.5 s).
-$(STAMP): pyproject.toml
+# Recreated when missing or older than pyproject.toml or uv.lock. The environment is uv.lock,
+# installed exactly (`uv sync --locked` refuses a lock that no longer matches pyproject.toml; `make
+# lock` updates it). uv is fetched into the venv first, at a fixed version, because it installs in
+# seconds; --compile-bytecode matters where PYTHONDONTWRITEBYTECODE is set (import jax drops from
+# ~1.7 s to ~0.5 s); --inexact keeps uv itself in the venv.
+UV_VERSION := 0.13.9
+UV := $(BIN)/python -m uv
+$(STAMP): pyproject.toml uv.lock
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "pytree-course needs Python 3.11 or newer; found " + sys.version.split()[0])'
-	@echo ">> creating the environment in $(VENV)/ (first time: about a minute)"
+	@echo ">> creating the environment in $(VENV)/ from uv.lock (first time: about a minute)"
 	@rm -rf $(VENV)
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check uv
-	$(BIN)/python -m uv pip install --quiet --python $(BIN)/python --compile-bytecode -e '.[test,site]'
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)
+	$(UV) sync --quiet --locked --inexact --extra test --extra site --compile-bytecode --python $(BIN)/python
 	@touch $(STAMP)
 	@echo ">> environment ready"
+
+# Resolve uv.lock again after a change to pyproject.toml's dependencies (needs the package index),
+# and write Binder's configuration (binder/) from it.
+lock:
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@$(UV) --version >/dev/null 2>&1 || $(BIN)/python -m pip install --quiet uv==$(UV_VERSION)
+	$(UV) lock
+	@$(MAKE) --no-print-directory $(STAMP)
+	$(BIN)/python -m course_lib.authoring.binder
 
 # LAB_ARGS lets tests start this very server on a chosen port and token without a browser.
 LAB_ARGS ?=
@@ -36,30 +49,47 @@ lab: $(STAMP)
 # (self-checks, the core, viz, doctests) only run JAX in their own process, two processes at once.
 KERNEL_TESTS := $(sort $(wildcard tests/test_grade*.py) tests/test_sandbox.py tests/test_forked.py tests/test_lab.py \
   tests/test_site.py tests/test_execute.py tests/test_exercises_generator.py \
-  tests/test_navigation.py tests/test_authoring_files.py tests/test_code_health.py)
+  tests/test_navigation.py tests/test_authoring_files.py tests/test_code_health.py \
+  tests/test_lone_notebook.py)
 IN_PROCESS_TESTS := $(filter-out $(KERNEL_TESTS),$(sort $(wildcard tests/test_*.py)))
 
 # The first stage of `make test`, also on its own: ruff's lint rules (code and notebook cells) and
 # its formatter, then mypy on course_lib and tests; all three are configured in pyproject.toml.
 lint: $(STAMP)
-	@echo ">> 1/4 lint, format and types"
+	@echo ">> 1/5 lint, format and types"
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
 # What CI runs, in order: lint, format and type checks; unit and property tests, doctests, the
 # notebook checks (executed, in sync, no removed APIs), the generator and the grader; then every
-# lesson and solution under strict nbval; then the course in a real browser (skipped, with a
-# message, when Chromium is missing).
+# lesson and solution under strict nbval, with DeprecationWarnings as errors in their kernels (the
+# next JAX release must not be the one that tells us); then the course on the oldest JAX it
+# supports (`make compat`); then the course in a real browser (skipped, with a message, when
+# Chromium is missing).
 test: lint
-	@echo ">> 2/4 unit tests, doctests, exercises and grader"
+	@echo ">> 2/5 unit tests, doctests, exercises and grader"
 	$(BIN)/python -m pytest -p no:cacheprovider -n 2 --dist loadfile -m "not browser" \
 	  --doctest-modules course_lib $(IN_PROCESS_TESTS)
 	$(BIN)/python -m pytest -p no:cacheprovider -m "not browser" $(KERNEL_TESTS)
-	@echo ">> 3/4 notebooks under strict nbval"
-	$(BIN)/python -m pytest -p no:cacheprovider $(NBVAL) -n 2 --dist loadfile $(NOTEBOOKS) $(SOLUTIONS)
-	@echo ">> 4/4 the course in JupyterLab and Chromium"
+	@echo ">> 3/5 notebooks under strict nbval"
+	PYTHONWARNINGS=error::DeprecationWarning $(BIN)/python -m pytest -p no:cacheprovider $(NBVAL) \
+	  -n 2 --dist loadfile $(NOTEBOOKS) $(SOLUTIONS)
+	@echo ">> 4/5 the course on the oldest JAX it supports"
+	@$(MAKE) --no-print-directory compat
+	@echo ">> 5/5 the course in JupyterLab and Chromium"
 	$(BIN)/python -m pytest -p no:cacheprovider -m browser tests/browser
+
+# Every lesson, solution and unit test on other JAX releases (default: the course's floor,
+# course_lib.JAX_FLOOR), each in build/compat/jax-VERSION/: uv.lock with only jax and jaxlib
+# replaced, reused while the lock is unchanged. Outputs are not compared; cells must not raise
+# unless tagged, and every self-check must pass. More releases: make compat COMPAT_JAX="0.7.1 0.9.0".
+# tests/test_launch.py checks the course's own lock and generated files, not course_lib on a JAX.
+COMPAT_JAX ?=
+COMPAT_TESTS := $(filter-out tests/test_launch.py,$(IN_PROCESS_TESTS))
+compat: $(STAMP)
+	$(BIN)/python -m course_lib.authoring.compat $(foreach v,$(COMPAT_JAX),--jax $(v)) -- \
+	  -n 2 --dist loadfile -m "not browser" --doctest-modules course_lib $(COMPAT_TESTS)
 
 # Re-execute every lesson and solution in place, one kernel per notebook, with a cell timeout,
 # printing each notebook's time. Then regenerate exercises/: they copy the solutions' metadata.
