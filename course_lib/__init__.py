@@ -6,6 +6,9 @@ The core (this namespace) needs only JAX and NumPy. Pictures and widgets live in
 ``course_lib`` loads none of them.
 """
 
+# First, before any module that uses newer JAX APIs: importing it checks the running JAX against the
+# course's floor and, below it, raises one ImportError that names both versions.
+from . import _jax_version as _jax_version
 from ._compile import CompileCounter as CompileCounter
 from ._compile import TooManyCompilesError as TooManyCompilesError
 from ._compile import capture_cache_misses as capture_cache_misses
@@ -22,6 +25,9 @@ from ._inspect import TreeSummary as TreeSummary
 from ._inspect import assert_trees_close as assert_trees_close
 from ._inspect import tree_diff as tree_diff
 from ._inspect import tree_summary as tree_summary
+from ._jax_version import JAX_FLOOR as JAX_FLOOR
+from ._jax_version import jax_at_least as jax_at_least
+from ._jaxpr import inner_jaxprs as inner_jaxprs
 from ._optim import AdamState as AdamState
 from ._optim import FrozenState as FrozenState
 from ._optim import MomentumState as MomentumState

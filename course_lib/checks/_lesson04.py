@@ -16,6 +16,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._leaves import children
 from ._kit import (
     ACTIVATIONS,
     error_text,
@@ -239,7 +240,8 @@ DENSE = Exercise(
         "Ask of each field: does the forward only compute with it (data, a leaf), or does Python "
         "need its value while tracing, for an `if` or a dictionary lookup (configuration, static)?",
         "A registered dataclass: @jax.tree_util.register_dataclass on top of @dataclass; a static "
-        "field is field(default=..., metadata={'static': True}) (or jax.tree.static(default=...)).",
+        "field is field(default=..., metadata={'static': True}) (or, from JAX 0.10.0 on, "
+        "jax.tree.static(default=...)).",
         "Fields in this order: w, b, activation='tanh', use_bias=True. __call__(self, x) computes "
         "x @ w, adds b only when use_bias, then applies ACTIVATIONS[activation].",
     ),
@@ -522,14 +524,23 @@ class Linear:
     b: Any = None
 
 
+def _tree_static(**kwargs: Any) -> Any:
+    """``jax.tree.static(**kwargs)`` where JAX has it (0.10.0 and newer); before, the same field
+    spelled out: ``jax.tree.static`` is ``dataclasses.field`` with the static flag set."""
+    tree_static = getattr(jax.tree, "static", None)
+    if tree_static is not None:
+        return tree_static(**kwargs)
+    return field(metadata={"static": True}, **kwargs)
+
+
 @jax.tree_util.register_dataclass
 @dataclass
 class Conv:
     """``jax.tree.static()`` fields around a data field."""
 
-    stride: int = jax.tree.static(default=1)
+    stride: int = _tree_static(default=1)
     kernel: Any = None
-    padding: str = jax.tree.static(default="SAME")
+    padding: str = _tree_static(default="SAME")
 
 
 @dataclass
@@ -567,10 +578,9 @@ class Block:
 
 
 def _static_and_traced(obj: Any) -> tuple[list[str], list[str]]:
-    pairs, _ = jax.tree_util.flatten_one_level_with_keys(obj)
-    children = {key.name for key, _ in pairs}
+    traced = {key.name for key, _ in children(obj) or []}
     names = [f.name for f in dataclasses.fields(obj)]
-    return [n for n in names if n in children], [n for n in names if n not in children]
+    return [n for n in names if n in traced], [n for n in names if n not in traced]
 
 
 def _split_cases(rng: np.random.Generator) -> list[Case]:
@@ -703,9 +713,10 @@ STATIC_AND_TRACED = Exercise(
     hints=(
         "Field metadata is only one of the ways to make a field static: register_dataclass(cls, "
         "data_fields=..., meta_fields=...) and register_static leave no metadata. Ask JAX instead.",
-        "Flatten only one level: jax.tree_util.flatten_one_level_with_keys(obj) returns "
-        "([(key, child), ...], aux_data), one pair per traced field, None included; "
-        "key.name is the field's name.",
+        "Flatten only one level: jax.tree_util.tree_flatten_with_path(obj, is_leaf=lambda n: n "
+        "is not obj) treats every node below obj as a leaf, so it returns one (path, child) pair "
+        "per traced field, None included; path[0].name is the field's name. (From JAX 0.10.2 on, "
+        "jax.tree_util.flatten_one_level_with_keys(obj) gives the same pairs.)",
         "dataclasses.fields(obj) lists every field in declaration order: the ones JAX did "
         "not give as children are static.",
     ),

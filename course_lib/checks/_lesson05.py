@@ -640,11 +640,14 @@ def _scaled_probe(fn: Callable[..., Any], case: Case) -> dict[str, Any] | str | 
 
 def _scaled_advice(got: dict[str, Any], expected: dict[str, Any]) -> Advice:
     misses = got["misses"]
-    if any("Static(val=" in text for text in misses):
-        return (
-            "factor is a static argument, so every new factor compiles anew. It is data: "
-            "pass it as an ordinary argument."
-        ), "Static(val="
+    # JAX 0.10 names the static value as "Static(val=...)", earlier releases as "different value
+    # of static args".
+    for marker in ("Static(val=", "different value of static args"):
+        if any(marker in text for text in misses):
+            return (
+                "factor is a static argument, so every new factor compiles anew. It is data: "
+                "pass it as an ordinary argument."
+            ), marker
     if sum("never seen function" in text for text in misses) > expected["compiles"]:
         return (
             "Each call of make_scaled jits a function JAX has never seen: a new lambda, partial or "

@@ -36,7 +36,8 @@ def _layout_text(leaf: Any) -> str:
     sharding = leaf.sharding
     spec = getattr(sharding, "spec", None)
     if spec is not None:
-        return str(spec)
+        # P(...) as JAX 0.10 prints it; earlier releases print PartitionSpec(...)
+        return "P(" + ", ".join(repr(axis) for axis in spec) + ")"
     if len(sharding.device_set) == 1:
         return "one device"
     return type(sharding).__name__
