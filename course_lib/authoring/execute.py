@@ -2,19 +2,21 @@
 
 ::
 
-    python -m course_lib.authoring.execute [--timeout S] [--notebook-timeout S] NB [NB ...]
+    python -m course_lib.authoring.execute [--timeout S] [--notebook-timeout S] [--no-write] NB ...
 
 For each notebook in turn: start a new ``python3`` kernel in the notebook's folder, run every
 code cell top to bottom (no cell may take longer than ``--timeout`` seconds, default 120, and
 the whole notebook no longer than ``--notebook-timeout``, default 600), shut the kernel down,
-and on success write the notebook back atomically, in ``nbformat.write``'s format. A cell
+and on success write the notebook back atomically, in ``nbformat.write``'s format (``--no-write``
+only checks: `make compat` runs the course this way on other JAX releases). A cell
 tagged ``raises-exception`` must raise (that is the lesson it teaches); any other cell must not.
 On a failure the notebook file is left untouched and the notebook, cell and error are reported;
 the remaining notebooks still run, and the exit status is 1.
 
-One line per notebook reports the wall time, kernel start and shutdown included, and the time
-from the first cell starting to the last cell finishing: this is how lesson timings are
-measured. Kernels log "Kernel is running over TCP without encryption" on start: that is noise.
+One line per notebook reports the wall time, kernel start and shutdown included, the time
+from the first cell starting to the last cell finishing (this is how lesson timings are
+measured), and how many self-checks said "passed". Kernels log "Kernel is running over TCP
+without encryption" on start: that is noise.
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ __all__ = [
     "Timing",
     "execute_notebook",
     "main",
+    "passed_checks",
     "silent_raises_exception_cells",
 ]
 
@@ -52,6 +55,8 @@ DEFAULT_CELL_TIMEOUT = 120.0
 DEFAULT_NOTEBOOK_TIMEOUT = 600.0
 RAISES_TAG = "raises-exception"
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+# What a self-check prints when an answer passes: "02.sgd_step: passed (2/2 points, 6 cases)".
+_PASSED = re.compile(r"^\d\d\.\w+: passed \(", re.MULTILINE)
 
 
 class NotebookExecutionError(Exception):
@@ -60,10 +65,29 @@ class NotebookExecutionError(Exception):
 
 @dataclass(frozen=True)
 class Timing:
-    """Seconds spent on one notebook: in all, and from the first cell's start to the last's end."""
+    """Seconds spent on one notebook (in all, and from the first cell's start to the last's end),
+    and the number of self-checks that said "passed"."""
 
     total: float
     cells: float
+    checks_passed: int = 0
+
+
+def passed_checks(nb: NotebookNode) -> int:
+    """How many self-checks in ``nb``'s outputs said "passed".
+
+    >>> from nbformat.v4 import new_notebook, new_code_cell, new_output
+    >>> said = new_output("stream", name="stdout", text="02.sgd_step: passed (2/2 points)")
+    >>> passed_checks(new_notebook(cells=[new_code_cell("check(...)", outputs=[said])]))
+    1
+    """
+    return sum(
+        len(_PASSED.findall(output.get("text", "")))
+        for cell in nb.cells
+        if cell.cell_type == "code"
+        for output in cell.get("outputs", [])
+        if output.get("output_type") == "stream"
+    )
 
 
 class _NotebookTimeoutError(Exception):
@@ -100,11 +124,12 @@ def execute_notebook(
     cell_timeout: float = DEFAULT_CELL_TIMEOUT,
     notebook_timeout: float = DEFAULT_NOTEBOOK_TIMEOUT,
     kernel_name: str = "python3",
+    write: bool = True,
 ) -> Timing:
     """Run ``path`` top to bottom in a fresh kernel and write it back; raise
     `NotebookExecutionError`.
 
-    The file is only written when every cell ran as it should.
+    The file is only written when every cell ran as it should, and never with ``write=False``.
     """
     # Imported here: nbclient pulls in jupyter_client and zmq, which the other tools don't need.
     from nbclient import NotebookClient
@@ -174,11 +199,11 @@ def execute_notebook(
         labels = ", ".join(cell_label(nb.cells[i], i) for i in silent)
         raise NotebookExecutionError(f"{where}: {labels}: tagged {RAISES_TAG!r} but raised nothing")
 
-    text = notebook_text(nb, where)
-    write_text_atomic(path, text)
+    if write:
+        write_text_atomic(path, notebook_text(nb, where))
     first, last = state["first"], state["last"]
     cells = float(last - first) if first is not None and last is not None else 0.0
-    return Timing(total=time.monotonic() - started, cells=cells)
+    return Timing(total=time.monotonic() - started, cells=cells, checks_passed=passed_checks(nb))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -202,6 +227,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         metavar="S",
         help=f"longest one notebook may run, in seconds (default {DEFAULT_NOTEBOOK_TIMEOUT:g})",
     )
+    parser.add_argument(
+        "--no-write",
+        action="store_true",
+        help="run and check each notebook, but leave every file as it was",
+    )
     args = parser.parse_args(argv)
     if not args.notebooks:
         print("No notebooks to execute.")
@@ -214,7 +244,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         started = time.monotonic()
         try:
             timing = execute_notebook(
-                path, cell_timeout=args.timeout, notebook_timeout=args.notebook_timeout
+                path,
+                cell_timeout=args.timeout,
+                notebook_timeout=args.notebook_timeout,
+                write=not args.no_write,
             )
         except NotebookExecutionError as error:
             elapsed = time.monotonic() - started
@@ -224,7 +257,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(error, file=sys.stderr, flush=True)
             continue
         total += timing.total
-        print(f"{where}: {timing.total:.1f} s (cells {timing.cells:.1f} s)", flush=True)
+        checks = f", {timing.checks_passed} self-checks passed" if timing.checks_passed else ""
+        print(f"{where}: {timing.total:.1f} s (cells {timing.cells:.1f} s){checks}", flush=True)
     ran = len(args.notebooks)
     print(f"{ran} notebook(s) in {total:.1f} s; {len(failed)} failed", flush=True)
     if failed:
