@@ -117,7 +117,8 @@ def test_navigation_leaves_other_cells_alone(course: Path) -> None:
     before = _read(path)
     navigation.main([])
     after = _read(path)
-    assert after.cells[:-1] == before.cells
+    assert navigation.is_setup(after.cells[0])
+    assert after.cells[1:-1] == before.cells
     assert after.metadata == before.metadata
 
 
@@ -127,7 +128,7 @@ def test_check_exit_codes_and_writes_nothing(
     before = _snapshot(course)
     assert navigation.main(["--check"]) == 1
     out = capsys.readouterr().out
-    assert "notebooks/00_start_here.ipynb: navigation cell missing or out of date" in out
+    assert "notebooks/00_start_here.ipynb: navigation, setup cell or badge missing" in out
     assert "exercises/01_leaves.ipynb" in out and "make navigation" in out
     assert _snapshot(course) == before
     assert navigation.main([]) == 0
@@ -150,7 +151,7 @@ def test_check_catches_hand_edits_and_moved_cells(course: Path) -> None:
     assert navigation.main(["--check"]) == 1
     assert navigation.main([]) == 0
     nb = _read(path)
-    assert [navigation.is_navigation(c) for c in nb.cells] == [False, False, False, True]
+    assert [navigation.is_navigation(c) for c in nb.cells] == [False, False, False, False, True]
     assert navigation.main(["--check"]) == 0
     assert path.read_bytes() == pristine
 
@@ -164,13 +165,19 @@ def test_navigation_replaces_rather_than_stacks(course: Path) -> None:
     _write(path, nb)
     navigation.main([])
     cells = _read(path).cells
-    assert [c.id for c in cells] == ["title", "code", "summary", "course-navigation"]
+    assert [c.id for c in cells] == [
+        "course-setup",
+        "title",
+        "code",
+        "summary",
+        "course-navigation",
+    ]
 
 
 def test_navigation_follows_title_changes(course: Path) -> None:
     navigation.main([])
     nb = _read(course / "notebooks" / "02_mapping.ipynb")
-    nb.cells[0].source = "# 02 · Mapping over trees"
+    nb.cells[1].source = "# 02 · Mapping over trees"
     _write(course / "notebooks" / "02_mapping.ipynb", nb)
     assert navigation.main(["--check"]) == 1  # lesson 01 names lesson 02 in its "next" link
     navigation.main([])
@@ -288,7 +295,7 @@ def test_pitfall_table_check_catches_a_renamed_heading(
     (course / "README.md").write_text(_README)
     navigation.main([])
     nb = _read(lesson)
-    nb.cells[1].source = nb.cells[1].source.replace(
+    nb.cells[2].source = nb.cells[2].source.replace(
         "Pitfall 1: leaves", "Pitfall 1: leaves and nodes"
     )
     _write(lesson, nb)

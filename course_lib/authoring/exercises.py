@@ -25,7 +25,9 @@ What the exercise version is, cell by cell:
 * The notebook's saved widget state (``metadata.widgets``) is dropped, for the same reason as
   outputs.
 * A banner cell goes first, marked ``{"course": {"banner": true}}`` with cell id
-  ``exercise-banner``; it says the file is generated and where edits belong. Banner cells found
+  ``exercise-banner``; it says the file is generated and where edits belong, and ends in the
+  notebook's "Open in Colab" badge when pyproject.toml names the course's repository
+  (`course_lib.authoring.launch`). Banner cells found
   in the source are dropped first, so regenerating never stacks them.
 
 Files are written atomically, in exactly the format ``nbformat.write`` uses, and only when their
@@ -57,6 +59,7 @@ from .._notebook_files import (
     notebook_text,
     read_notebook,
 )
+from .launch import colab_badge, repository, with_badge
 
 __all__ = [
     "BANNER_ID",
@@ -156,24 +159,27 @@ def is_banner(cell: NotebookNode) -> bool:
     return isinstance(course, dict) and course.get("banner") is True
 
 
-def _banner_cell(source_name: str, with_id: bool) -> NotebookNode:
+def _banner_cell(source_name: str, with_id: bool, badge: str | None) -> NotebookNode:
     text = (
         f"*This exercise notebook is generated from `{source_name}` by `make exercises`. "
         "Course authors: make edits there; this file is overwritten.*"
     )
-    cell = new_markdown_cell(text, metadata={"course": {"banner": True}}, id=BANNER_ID)
+    cell = new_markdown_cell(
+        with_badge(text, badge), metadata={"course": {"banner": True}}, id=BANNER_ID
+    )
     if not with_id:
         del cell["id"]
     return cell
 
 
 def make_exercise(
-    solution: NotebookNode, source_name: str, where: str = "notebook"
+    solution: NotebookNode, source_name: str, where: str = "notebook", badge: str | None = None
 ) -> NotebookNode:
     """The exercise version of a solution notebook (see the module docstring).
 
     ``source_name`` is how the banner names the solution (``solutions/02_mapping_and_sgd.ipynb``);
-    ``where`` is how error messages name it. Raises `NotebookError` listing every bad cell.
+    ``where`` is how error messages name it; ``badge``, when given, ends the banner. Raises
+    `NotebookError` listing every bad cell.
 
     >>> from nbformat.v4 import new_notebook, new_code_cell
     >>> solution = new_notebook(cells=[
@@ -220,7 +226,7 @@ def make_exercise(
         raise NotebookError("\n".join(problems))
     exercise = copy.deepcopy(solution)
     exercise.metadata.pop("widgets", None)
-    exercise.cells = [_banner_cell(source_name, with_ids), *cells]
+    exercise.cells = [_banner_cell(source_name, with_ids, badge), *cells]
     return exercise
 
 
@@ -242,7 +248,9 @@ def _generate(solution: Path) -> tuple[Path, str]:
     where = display_path(solution)
     nb = read_notebook(solution)
     source_name = f"{solution.parent.name}/{solution.name}"
-    return target, notebook_text(make_exercise(nb, source_name, where), where)
+    repo = repository(solution.parent.parent)
+    badge = None if repo is None else colab_badge(repo, f"{target.parent.name}/{target.name}")
+    return target, notebook_text(make_exercise(nb, source_name, where, badge), where)
 
 
 def _is_generated(path: Path) -> bool:

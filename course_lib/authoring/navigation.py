@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from nbformat import NotebookNode
-from nbformat.v4 import new_markdown_cell
+from nbformat.v4 import new_code_cell, new_markdown_cell
 
 from .._atomic import write_text_atomic
 from .._notebook_files import (
@@ -49,9 +49,12 @@ from .._notebook_files import (
     notebook_text,
     read_notebook,
 )
+from .exercises import is_banner
+from .launch import colab_badge, repository, setup_source, with_badge
 
 __all__ = [
     "NAVIGATION_ID",
+    "SETUP_ID",
     "PITFALLS_BEGIN",
     "PITFALLS_END",
     "Lesson",
@@ -59,6 +62,7 @@ __all__ = [
     "companion_navigation",
     "course_pitfalls",
     "is_navigation",
+    "is_setup",
     "lesson_navigation",
     "lesson_paths",
     "main",
@@ -66,10 +70,13 @@ __all__ = [
     "pitfall_headings",
     "pitfall_table",
     "readme_with_pitfalls",
+    "with_colab_badge",
     "with_navigation",
+    "with_setup",
 ]
 
 NAVIGATION_ID = "course-navigation"
+SETUP_ID = "course-setup"
 LESSONS = "notebooks"
 COMPANIONS = ("solutions", "exercises")
 _NUMBERED = re.compile(r"\d\d_[^/]+\.ipynb")
@@ -307,6 +314,85 @@ def with_navigation(nb: NotebookNode, markdown: str) -> NotebookNode | None:
     return updated
 
 
+def is_setup(cell: NotebookNode) -> bool:
+    """Whether ``cell`` is the generated setup cell (metadata ``{"course": {"setup": true}}``)."""
+    course = cell.get("metadata", {}).get("course")
+    return isinstance(course, dict) and course.get("setup") is True
+
+
+def _setup_cell(source: str, with_id: bool) -> NotebookNode:
+    metadata = {"course": {"setup": True}, "jupyter": {"source_hidden": True}}
+    cell = new_code_cell(source, metadata=metadata, id=SETUP_ID)
+    if not with_id:
+        del cell["id"]
+    return cell
+
+
+def with_setup(nb: NotebookNode, source: str) -> NotebookNode | None:
+    """``nb`` with exactly one setup cell holding ``source`` first (after an exercise notebook's
+    banner); None if it already has it. A setup cell that is rewritten keeps its execution count
+    and outputs.
+
+    >>> from nbformat.v4 import new_notebook, new_markdown_cell
+    >>> nb = with_setup(new_notebook(cells=[new_markdown_cell("# Hi", id="t")]), "pass")
+    >>> [cell.id for cell in nb.cells], nb.cells[0].metadata["jupyter"]
+    (['course-setup', 't'], {'source_hidden': True})
+    >>> with_setup(nb, "pass") is None
+    True
+    """
+    with_id = has_cell_ids(nb)
+    wanted = _setup_cell(source, with_id)
+    present = [cell for cell in nb.cells if is_setup(cell)]
+    place = 1 if nb.cells and is_banner(nb.cells[0]) else 0
+    if (
+        len(present) == 1
+        and len(nb.cells) > place
+        and nb.cells[place] is present[0]
+        and present[0].source == wanted.source
+        and present[0].metadata == wanted.metadata
+        and present[0].get("id") == wanted.get("id")
+    ):
+        return None
+    if with_id and any(c.get("id") == SETUP_ID and not is_setup(c) for c in nb.cells):
+        raise NotebookError(f"a cell has the id {SETUP_ID!r}, reserved for the setup cell")
+    if len(present) == 1:  # keep what it ran: where the course is installed it prints nothing
+        wanted.execution_count = present[0].get("execution_count")
+        wanted.outputs = present[0].get("outputs", [])
+    updated = NotebookNode(nb)  # shallow: the caller's notebook keeps its cells
+    rest = [cell for cell in nb.cells if not is_setup(cell)]
+    updated.cells = [*rest[:place], wanted, *rest[place:]]
+    return updated
+
+
+def with_colab_badge(nb: NotebookNode, badge: str | None) -> NotebookNode | None:
+    """``nb`` whose first markdown cell ends in ``badge`` (no badge anywhere when None); None if
+    it already does.
+
+    >>> from nbformat.v4 import new_notebook, new_markdown_cell
+    >>> badge = "[![Open In Colab](b)](u)"
+    >>> nb = with_colab_badge(new_notebook(cells=[new_markdown_cell("# Hi")]), badge)
+    >>> nb.cells[0].source
+    '# Hi\\n\\n[![Open In Colab](b)](u)'
+    >>> with_colab_badge(nb, badge) is None
+    True
+    """
+    first = next((i for i, cell in enumerate(nb.cells) if cell.cell_type == "markdown"), None)
+    changed: dict[int, str] = {}
+    for index, cell in enumerate(nb.cells):
+        if cell.cell_type == "markdown":
+            wanted = with_badge(cell.source, badge if index == first else None)
+            if wanted != cell.source:
+                changed[index] = wanted
+    if not changed:
+        return None
+    updated = NotebookNode(nb)  # shallow: the caller's notebook keeps its cells
+    updated.cells = [
+        NotebookNode({**cell, "source": changed[index]}) if index in changed else cell
+        for index, cell in enumerate(nb.cells)
+    ]
+    return updated
+
+
 def _numbered(folder: Path) -> list[Path]:
     return sorted(p for p in folder.glob("*.ipynb") if _NUMBERED.fullmatch(p.name))
 
@@ -328,10 +414,19 @@ def _stale(root: Path) -> list[tuple[Path, str]]:
             notebooks[path] = read_notebook(path)
             wanted.append((path, companion_navigation(by_name.get(path.name))))
 
+    repo = repository(root)
+    setup = setup_source(repo)
     stale = []
     for path, markdown in wanted:
+        # Solutions get no badge: learners open the lessons and the exercises.
+        badge = None
+        if repo is not None and path.parent.name != "solutions":
+            badge = colab_badge(repo, f"{path.parent.name}/{path.name}")
         try:
-            updated = with_navigation(notebooks[path], markdown)
+            nb = notebooks[path]
+            updated = with_navigation(nb, markdown)
+            updated = with_setup(updated or nb, setup) or updated
+            updated = with_colab_badge(updated or nb, badge) or updated
         except NotebookError as error:
             raise NotebookError(f"{display_path(path)}: {error}") from None
         if updated is not None:
@@ -370,7 +465,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     if args.check:
         for path, _ in texts:
-            what = "pitfall table" if path.name == README else "navigation cell"
+            what = "pitfall table" if path.name == README else "navigation, setup cell or badge"
             print(f"{display_path(path)}: {what} missing or out of date")
         if texts:
             print("Run `make navigation` to regenerate the navigation cells and the pitfall table.")
@@ -379,7 +474,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     for path, text in texts:
         write_text_atomic(path, text)
-        what = "the pitfall table" if path.name == README else "navigation"
+        what = "the pitfall table" if path.name == README else "generated cells"
         print(f"updated {what} in {display_path(path)}")
     if not texts:
         print("Navigation cells are up to date.")
