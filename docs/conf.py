@@ -17,7 +17,7 @@ DOCS = Path(__file__).resolve().parent
 ROOT = DOCS.parent
 sys.path.insert(0, str(DOCS / "_ext"))
 
-from course_lib.authoring.site import SITE_PAGES, vendor_static
+from course_lib.authoring.site import SITE_PAGES, site_repository, vendor_static
 
 project = "pytree-course"
 author = "the pytree-course authors"
@@ -70,6 +70,12 @@ html_css_files = ["course.css"]
 default_role = "py:obj"
 autodoc_member_order = "groupwise"
 autodoc_typehints = "signature"
+
+# The repository that the Binder and Colab links of the lesson and exercise pages open
+# (course_site): $COURSE_REPOSITORY_URL, which `site.build` sets from its argument, else
+# [project.urls] Repository in pyproject.toml (`site_repository`). Empty: no launch links.
+_repository = site_repository(ROOT)
+course_repository_url = "" if _repository is None else _repository.url
 
 html_theme = "sphinx_book_theme"
 html_theme_options = {

@@ -1,6 +1,7 @@
 """What the site tests (tests/test_site.py, tests/browser/test_site.py) expect of the built site,
 worked out from the course's files, not from the site's own code: which pages there must be, in
-which order, and which solution lines must appear on none of them."""
+which order, and which solution lines must appear on none of them. The tests' site is built with
+launch links to `TEST_REPOSITORY`, whatever pyproject.toml says."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ from course_lib.authoring.site import build
 ROOT = Path(__file__).resolve().parents[1]
 START_PAGE = "docs/index"
 REFERENCE_PAGES = ("docs/pitfalls", "docs/api", "docs/instructor")
+# The repository the tests' site has its Binder and Colab links to (not the course's own setting).
+TEST_REPOSITORY = "https://github.com/example-org/pytree-course"
 # Shorter solution lines ("return y", ")") also occur in ordinary prose and code.
 MIN_SECRET_CHARS = 12
 
@@ -34,8 +37,9 @@ def reading_order() -> list[str]:
 
 
 def build_site(out: Path) -> Path:
-    """Build the site into ``out`` as `make site` does; returns its HTML folder."""
-    return build(ROOT, out)
+    """Build the site into ``out`` as `make site` does, with launch links to `TEST_REPOSITORY`;
+    returns its HTML folder."""
+    return build(ROOT, out, repository=TEST_REPOSITORY)
 
 
 def _normal(line: str) -> str:

@@ -2,23 +2,26 @@
 notebook, no solution code anywhere, whole internal links, nothing loaded from outside the site,
 and the pitfall index, the instructor page and the widgets built from the course's own files.
 
-The site is built once for this module (about 10 s of CPU). tests/browser/test_site.py opens it
-in Chromium.
+The site is built once for this module (about 10 s of CPU), with Binder and Colab links to
+site_support.TEST_REPOSITORY. tests/browser/test_site.py opens it in Chromium.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from site_support import (
     REFERENCE_PAGES,
     ROOT,
     START_PAGE,
+    TEST_REPOSITORY,
     build_site,
     course_notebooks,
     html_text,
@@ -187,6 +190,93 @@ def test_pages_use_the_vendored_javascript(html_dir: Path) -> None:
     manifest = (html_dir / "_static" / "vendor" / "VENDORED.txt").read_text()
     for package in site.VENDOR:
         assert f"{package.spec}  licence {package.licence}" in manifest
+
+
+# ---------------------------------------------------------------------------------------------
+# Launch links
+
+_LAUNCH_HREF = re.compile(r'href="(https://(?:mybinder\.org|colab\.research\.google\.com)/[^"]*)"')
+
+
+def test_lesson_and_exercise_pages_launch_binder_and_colab(html_dir: Path) -> None:
+    """Written out here, not taken from course_lib.authoring.launch: the addresses Binder and
+    Colab understand."""
+    assert TEST_REPOSITORY == "https://github.com/example-org/pytree-course"
+    for name in course_notebooks():
+        assert sorted(_LAUNCH_HREF.findall(_page(html_dir, name))) == [
+            f"https://colab.research.google.com/github/example-org/pytree-course/blob/main/{name}.ipynb",
+            f"https://mybinder.org/v2/gh/example-org/pytree-course/main?labpath={name}.ipynb",
+        ], name
+    for name in (START_PAGE, *REFERENCE_PAGES):
+        assert _LAUNCH_HREF.findall(_page(html_dir, name)) == [], name
+
+
+def test_without_a_repository_there_are_no_launch_links(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(site.REPOSITORY_VARIABLE, raising=False)
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "pytree-course"\n')
+    assert site.site_repository(tmp_path) is None
+    assert site.site_repository(tmp_path / "no-course-here") is None
+    for name in course_notebooks():
+        assert site.launch_links(None, f"{name}.ipynb") == [], name
+    # An empty setting outweighs pyproject.toml's.
+    (tmp_path / "pyproject.toml").write_text(
+        '[project.urls]\nRepository = "https://github.com/octo/pytree-course"\n'
+    )
+    assert site.site_repository(tmp_path) is not None
+    assert site.site_repository(tmp_path, "") is None
+    monkeypatch.setenv(site.REPOSITORY_VARIABLE, "")
+    assert site.site_repository(tmp_path) is None
+    monkeypatch.setenv(site.REPOSITORY_VARIABLE, "https://github.com/elsewhere/course.git")
+    repo = site.site_repository(tmp_path)
+    assert repo is not None and repo.url == "https://github.com/elsewhere/course"
+
+
+def test_a_repository_that_is_not_on_github_fails_the_build(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "conf.py").write_text("")
+    need = r"launch links need a GitHub repository URL such as https://github\.com/OWNER/REPO"
+    monkeypatch.delenv(site.REPOSITORY_VARIABLE, raising=False)
+    with pytest.raises(site.SiteError, match=rf"'https://gitlab\.com/o/r'; {need}.*argument"):
+        site.build(tmp_path, tmp_path / "out", repository="https://gitlab.com/o/r")
+    monkeypatch.setenv(site.REPOSITORY_VARIABLE, "github.com/o/r")
+    with pytest.raises(site.SiteError, match=rf"{need}.*\$COURSE_REPOSITORY_URL"):
+        site.build(tmp_path, tmp_path / "out")
+    monkeypatch.delenv(site.REPOSITORY_VARIABLE)
+    (tmp_path / "pyproject.toml").write_text('[project.urls]\nRepository = "octo/course"\n')
+    with pytest.raises(site.SiteError, match=rf"^\[project\.urls\] Repository .*{need}"):
+        site.build(tmp_path, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
+def _course_site() -> Any:
+    """docs/_ext/course_site.py, the Sphinx extension (not a package module)."""
+    spec = importlib.util.spec_from_file_location("course_site", ROOT / "docs/_ext/course_site.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_pages_leave_out_the_colab_badge() -> None:
+    """Its image is on colab.research.google.com: the site would load it from outside."""
+    badge = (
+        "[![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)]"
+        "(https://colab.research.google.com/github/o/r/blob/main/notebooks/00_start_here.ipynb)"
+    )
+    nb = {
+        "nbformat": 4,
+        "nbformat_minor": 5,
+        "metadata": {},
+        "cells": [
+            {"cell_type": "markdown", "id": "a", "metadata": {}, "source": f"# Hi\n\n{badge}"}
+        ],
+    }
+    page = _course_site().site_notebook(json.dumps(nb))
+    assert page.cells[0].source == "# Hi"
 
 
 # ---------------------------------------------------------------------------------------------

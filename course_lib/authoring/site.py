@@ -1,6 +1,6 @@
 """Build the course's website from the committed notebooks (``make site``)::
 
-    python -m course_lib.authoring.site [--root DIR] [--out DIR]
+    python -m course_lib.authoring.site [--root DIR] [--out DIR] [--repository URL]
 
 Sphinx reads the course folder ``--root`` (default: the working directory) with the
 configuration in ``docs/conf.py``; its pages are `SITE_PAGES`: the start, pitfall, API and
@@ -14,6 +14,11 @@ and the Jupyter widget manager (``@jupyter-widgets/html-manager``) for the widge
 the lessons' ``$...$`` math. `vendor_static` fetches them once with ``npm pack`` into
 ``build/site-vendor/``, checks each tarball against its pinned integrity hash, and the site
 serves them as its own static files, so that no page loads anything from outside the site.
+
+Each lesson and exercise page has a Binder and a Colab link (`launch_links`) when the course has
+a repository: pyproject.toml's ``[project.urls] Repository`` (see `course_lib.authoring.launch`),
+which ``--repository URL`` or the environment variable ``COURSE_REPOSITORY_URL`` overrides (an
+empty value: no links). Without one the site has no launch links.
 
 Then every page's internal links are checked (`check_links`): a missing file or anchor is an
 error, and so is a script, style sheet or image from outside the site. External links are only
@@ -29,6 +34,7 @@ import base64
 import fnmatch
 import hashlib
 import html.parser
+import os
 import posixpath
 import re
 import shutil
@@ -42,7 +48,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .launch import LaunchSettingError, Repository, binder_url, colab_url, parse_repository
+from .launch import repository as pyproject_repository
+
 __all__ = [
+    "LAUNCH_PAGES",
+    "REPOSITORY_VARIABLE",
     "SITE_PAGES",
     "VENDOR",
     "LinkReport",
@@ -50,9 +61,11 @@ __all__ = [
     "VendorPackage",
     "build",
     "check_links",
+    "launch_links",
     "main",
     "readme_section",
     "site_pages",
+    "site_repository",
     "vendor_static",
 ]
 
@@ -63,6 +76,10 @@ class SiteError(Exception):
 
 SITE_PAGES = ("docs/*.md", "notebooks/*.ipynb", "exercises/*.ipynb")
 """The files under the course folder that are the site's pages (Sphinx's ``include_patterns``)."""
+LAUNCH_PAGES = ("notebooks/*.ipynb", "exercises/*.ipynb")
+"""The pages that get Binder and Colab links: the lessons and the exercises."""
+REPOSITORY_VARIABLE = "COURSE_REPOSITORY_URL"
+"""Overrides pyproject.toml's repository for the site's launch links; empty: no links."""
 _LINK = re.compile(r"(!?)\[([^\]]*)\]\(([^)\s]+)\)")
 _IMAGE_SUFFIXES = (".png", ".svg", ".jpg", ".jpeg", ".gif")
 
@@ -113,6 +130,50 @@ def readme_section(readme: str, name: str, root: Path) -> str:
         )
     section = "\n".join(lines[begins[0] + 1 : ends[0]]).strip("\n")
     return _LINK.sub(lambda match: _site_link(match, root), section)
+
+
+def site_repository(root: Path, url: str | None = None) -> Repository | None:
+    """The repository the site's launch links open: ``url`` if given, else the environment's
+    ``COURSE_REPOSITORY_URL`` if set, else ``[project.urls] Repository`` in ``root/pyproject.toml``;
+    None when that is empty or unset. Raises `SiteError` with `LaunchSettingError`'s message for
+    a URL that is not a GitHub repository.
+
+    >>> site_repository(Path("."), "https://github.com/octo/pytree-course")
+    Repository(owner='octo', name='pytree-course')
+    >>> site_repository(Path("."), "") is None
+    True
+    """
+    where = "the site build's repository argument"
+    if url is None:
+        url = os.environ.get(REPOSITORY_VARIABLE)
+        where = f"${REPOSITORY_VARIABLE}"
+    try:
+        if url is None:
+            exists = (root / "pyproject.toml").is_file()
+            return pyproject_repository(root) if exists else None
+        return parse_repository(url) if url.strip() else None
+    except LaunchSettingError as error:
+        if url is None:
+            raise SiteError(str(error)) from None
+        raise SiteError(
+            f"{error} The URL came from {where}, which overrides pyproject.toml."
+        ) from None
+
+
+def launch_links(repo: Repository | None, path: str) -> list[tuple[str, str]]:
+    """The launch links, ``(text, URL)``, of the page made from ``path`` (relative to the course
+    folder): Binder and Colab for a lesson or an exercise (`LAUNCH_PAGES`) when ``repo`` is set;
+    none for any other page, and none at all without a repository.
+
+    >>> repo = Repository("octo", "pytree-course")
+    >>> [text for text, _ in launch_links(repo, "exercises/02_mapping_and_sgd.ipynb")]
+    ['Binder', 'Colab']
+    >>> launch_links(repo, "docs/index.md"), launch_links(None, "notebooks/01_x.ipynb")
+    ([], [])
+    """
+    if repo is None or not any(fnmatch.fnmatch(path, pattern) for pattern in LAUNCH_PAGES):
+        return []
+    return [("Binder", binder_url(repo, path)), ("Colab", colab_url(repo, path))]
 
 
 @dataclass(frozen=True)
@@ -286,14 +347,20 @@ def site_pages(html_dir: Path) -> list[Path]:
     return [p for p in _html_files(html_dir) if p.parent != html_dir]
 
 
-def build(root: Path, out: Path) -> Path:
-    """Build the site from ``root/docs`` into ``out/html`` (from scratch, warnings are errors).
+def build(root: Path, out: Path, repository: str | None = None) -> Path:
+    """Build the site from ``root/docs`` into ``out/html`` (from scratch, warnings are errors),
+    with launch links to ``repository`` (see `site_repository`: None reads the environment, then
+    pyproject.toml; "" means no links).
 
-    Returns the HTML folder; raises `SiteError` with Sphinx's output when the build fails.
+    Returns the HTML folder; raises `SiteError` with Sphinx's output when the build fails, and
+    with `LaunchSettingError`'s message, before building, for a repository URL it cannot use.
     """
     docs = root / "docs"
     if not (docs / "conf.py").is_file():
         raise SiteError(f"{docs}/conf.py is missing: run this in the course folder or pass --root")
+    repo = site_repository(root, repository)
+    # docs/conf.py reads it back with site_repository: the same repository, or none.
+    environment = {**os.environ, REPOSITORY_VARIABLE: "" if repo is None else repo.url}
     vendor_static(root)
     html_dir, doctrees = out / "html", out / "doctrees"
     for stale in (html_dir, doctrees):
@@ -316,7 +383,9 @@ def build(root: Path, out: Path) -> Path:
         str(root),
         str(html_dir),
     ]
-    result = subprocess.run(command, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    result = subprocess.run(
+        command, capture_output=True, text=True, stdin=subprocess.DEVNULL, env=environment
+    )
     if result.returncode != 0:
         raise SiteError(
             f"sphinx-build failed (exit {result.returncode}):\n{result.stdout}{result.stderr}"
@@ -434,12 +503,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--out", type=Path, default=None, help="output folder (default: ROOT/build/site)"
     )
+    parser.add_argument(
+        "--repository",
+        default=None,
+        help="GitHub URL the Binder and Colab links open; '' for none (default: "
+        f"${REPOSITORY_VARIABLE}, else [project.urls] Repository in pyproject.toml)",
+    )
     args = parser.parse_args(argv)
     root = args.root.resolve()
     out = (args.out or root / "build" / "site").resolve()
     start = time.monotonic()
     try:
-        html_dir = build(root, out)
+        html_dir = build(root, out, args.repository)
     except SiteError as error:
         print(f"The site was not built: {error}", file=sys.stderr)
         return 2

@@ -1,10 +1,13 @@
 """What the course's website adds to Sphinx and myst-nb: how a course notebook is read for its
-page, and the ``{pitfall-index}`` and ``{readme-section}`` directives.
+page, the Binder and Colab links of the lesson and exercise pages, and the ``{pitfall-index}`` and
+``{readme-section}`` directives.
 
 The notebook files are never changed; each page's "download" link serves the committed file.
 Only the copy that myst-nb renders is adjusted, by `site_notebook`:
 
 * the navigation cell's "Contents" link goes to the site's start page instead of README.md;
+* the "Open in Colab" badge (`make navigation` adds one when the course has a repository) is left
+  out: its image would load from outside the site, and the page has its own Colab link;
 * each ``### Pitfall N: ...`` heading gets the label ``pitfall-N``, which the pitfall index links
   (and which gives every pitfall a stable address, ``...html#pitfall-N``);
 * a code cell whose source is hidden in Jupyter (``jupyter.source_hidden``) gets the
@@ -12,6 +15,11 @@ Only the copy that myst-nb renders is adjusted, by `site_notebook`:
   nothing (the lessons' first cell, ``%%capture`` then ``%xmode minimal``), ``remove-cell``;
 * under each widget a line says that it is live in Jupyter: the page renders the widget from the
   state saved in the notebook, and without a kernel nothing answers when it is moved.
+
+The launch links (`course_lib.authoring.site.launch_links`, which takes them from
+`course_lib.authoring.launch`) go into the theme's launch menu, the rocket at the top of the page,
+for the repository that ``course_repository_url`` in ``docs/conf.py`` names; there are none when
+it is empty.
 """
 
 from __future__ import annotations
@@ -28,6 +36,7 @@ from sphinx.util.docutils import SphinxDirective
 from sphinx.util.parsing import nested_parse_to_nodes
 
 from course_lib._notebook_files import NotebookError
+from course_lib.authoring.launch import parse_repository, with_badge
 from course_lib.authoring.navigation import (
     course_pitfalls,
     is_navigation,
@@ -35,7 +44,7 @@ from course_lib.authoring.navigation import (
     pitfall_headings,
     pitfall_table,
 )
-from course_lib.authoring.site import SiteError, readme_section
+from course_lib.authoring.site import SiteError, launch_links, readme_section
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 WIDGET_NOTE = (
@@ -71,7 +80,7 @@ def site_notebook(text: str) -> NotebookNode:
         if cell.cell_type == "markdown":
             if is_navigation(cell):
                 cell.source = cell.source.replace("](../README.md)", f"]({START_PAGE})")
-            cell.source = _with_pitfall_labels(cell.source)
+            cell.source = _with_pitfall_labels(with_badge(cell.source, None))
         elif cell.cell_type == "code":
             if cell.metadata.get("jupyter", {}).get("source_hidden"):
                 tags = cell.metadata.setdefault("tags", [])
@@ -135,6 +144,40 @@ class ReadmeSection(SphinxDirective):
         return nested_parse_to_nodes(self.state, text, source=str(readme), offset=self.lineno)
 
 
+def _add_launch_links(
+    app: Sphinx, pagename: str, templatename: str, context: dict[str, Any], doctree: Any
+) -> None:
+    """Put the page's launch links in sphinx-book-theme's launch menu, as its own
+    ``launch_buttons`` option would (that one writes Binder addresses of another form)."""
+    if pagename not in app.env.all_docs:
+        return  # the search page, the index
+    url = app.config.course_repository_url
+    path = Path(app.env.doc2path(pagename, False)).as_posix()
+    links = launch_links(parse_repository(url) if url else None, path)
+    if not links:
+        return
+    icons = {"Binder": "_static/images/logo_binder.svg", "Colab": "_static/images/logo_colab.png"}
+    buttons = [
+        {
+            "type": "link",
+            "text": text,
+            "tooltip": f"Launch on {text}",
+            "icon": icons[text],
+            "url": href,
+        }
+        for text, href in links
+    ]
+    context["header_buttons"].append(
+        {
+            "type": "group",
+            "tooltip": "Launch interactive content",
+            "icon": "fas fa-rocket",
+            "buttons": buttons,
+            "label": "launch-buttons",
+        }
+    )
+
+
 def _drop_namedtuple_field_docs(
     app: Sphinx, what: str, name: str, obj: Any, options: Any, lines: list[str]
 ) -> None:
@@ -145,7 +188,10 @@ def _drop_namedtuple_field_docs(
 
 
 def setup(app: Sphinx) -> dict[str, Any]:
+    app.add_config_value("course_repository_url", "", "html", types=[str])
     app.connect("autodoc-process-docstring", _drop_namedtuple_field_docs)
+    # After the theme's prep_header_buttons (500), before its own buttons: the menu comes first.
+    app.connect("html-page-context", _add_launch_links, priority=501)
     app.add_directive("pitfall-index", PitfallIndex)
     app.add_directive("readme-section", ReadmeSection)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,7 +1,8 @@
 """The course's website in Chromium, served from a loopback HTTP server with every other host
 blocked: each page loads without errors and shows its headings, code cells, outputs and images;
 previous/next walk the pages in order; search finds lesson 04 for "static"; no solution code is
-on any page; the widgets render from their saved state with no kernel and no network.
+on any page; the widgets render from their saved state with no kernel and no network; the launch
+menu of a lesson and of an exercise shows their Binder and Colab links.
 
 (Not ``test_site.py``: tests/test_site.py has that name, and pytest refuses two test modules of
 the same name in one run.)
@@ -286,3 +287,41 @@ def test_widgets_render_from_saved_state_offline(site: SiteServer, screenshots: 
         assert not opened.problems, opened.problems
     finally:
         opened.page.close()
+
+
+# The site has launch links to site_support.TEST_REPOSITORY; the addresses are written out.
+_LAUNCH_TARGETS = {
+    "notebooks/01_what_is_a_pytree": {
+        "Binder": "https://mybinder.org/v2/gh/example-org/pytree-course/main"
+        "?labpath=notebooks/01_what_is_a_pytree.ipynb",
+        "Colab": "https://colab.research.google.com/github/example-org/pytree-course/blob/main"
+        "/notebooks/01_what_is_a_pytree.ipynb",
+    },
+    "exercises/02_mapping_and_sgd": {
+        "Binder": "https://mybinder.org/v2/gh/example-org/pytree-course/main"
+        "?labpath=exercises/02_mapping_and_sgd.ipynb",
+        "Colab": "https://colab.research.google.com/github/example-org/pytree-course/blob/main"
+        "/exercises/02_mapping_and_sgd.ipynb",
+    },
+}
+
+
+@pytest.mark.parametrize("name", list(_LAUNCH_TARGETS), ids=_stem)
+def test_launch_menu_opens_binder_and_colab(name: str, site: SiteServer, screenshots: Path) -> None:
+    opened = _open(site, name)
+    page = opened.page
+    try:
+        menu = page.locator(".dropdown-launch-buttons")
+        assert menu.count() == 1, f"{name}: no launch menu"
+        links = menu.locator("a.dropdown-item")
+        assert not links.first.is_visible()
+        menu.locator("button.dropdown-toggle").click()
+        for text, href in _LAUNCH_TARGETS[name].items():
+            link = menu.locator("a.dropdown-item", has_text=text)
+            link.wait_for(state="visible")
+            assert link.get_attribute("href") == href, f"{name}: {text}"
+        assert links.count() == 2
+        page.screenshot(path=str(screenshots / f"site-launch-{_stem(name)}.png"))
+        assert not opened.problems, opened.problems
+    finally:
+        page.close()
