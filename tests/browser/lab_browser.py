@@ -43,7 +43,15 @@ except ImportError:  # the session fixtures skip (or fail) with a message saying
     PlaywrightTimeout = TimeoutError
 
 ROOT = Path(__file__).resolve().parents[2]
-COURSE_PARTS = ("notebooks", "exercises", "solutions", "README.md", "Makefile", "pyproject.toml")
+COURSE_PARTS = (
+    "notebooks",
+    "exercises",
+    "solutions",
+    "README.md",
+    "Makefile",
+    "pyproject.toml",
+    "uv.lock",
+)
 CHROMIUM_FLAGS = (
     "--no-sandbox",
     "--disable-gpu",
@@ -130,7 +138,7 @@ class LabServer:
         )
         if stale.returncode != 0:
             raise RuntimeError(
-                "the course environment .venv is missing or older than pyproject.toml; "
+                "the course environment .venv is missing or older than pyproject.toml or uv.lock; "
                 "run `make lab` or `make test` once to build it (the browser tests never rebuild "
                 "it)"
             )
