@@ -119,7 +119,9 @@ def shardings_as_specs(params, rules, mesh):
 
 
 def shardings_on_own_mesh(params, rules, mesh):
-    own = jax.make_mesh((8,), ("x",), devices=jax.devices("cpu"))
+    own = jax.make_mesh(
+        (8,), ("x",), devices=jax.devices("cpu"), axis_types=(jax.sharding.AxisType.Explicit,)
+    )
     return jax.tree.map(lambda leaf: NamedSharding(own, P()), params)
 
 

@@ -14,7 +14,9 @@ from course_lib._sharding import leaf_shards
 
 @pytest.fixture(scope="module")
 def mesh() -> Mesh:
-    return jax.make_mesh((2, 4), ("data", "model"), devices=jax.devices("cpu"))
+    # Explicit axes, JAX 0.10's default, named so that JAX 0.8 does not warn of the change
+    explicit = (jax.sharding.AxisType.Explicit,) * 2
+    return jax.make_mesh((2, 4), ("data", "model"), devices=jax.devices("cpu"), axis_types=explicit)
 
 
 def test_leaf_shards_of_a_split_and_a_replicated_leaf(mesh: Mesh) -> None:

@@ -30,7 +30,9 @@ def _rectangles(ax: Axes) -> list[Rectangle]:
 
 @pytest.fixture(scope="module")
 def mesh() -> Mesh:
-    return jax.make_mesh((2, 4), ("data", "model"), devices=jax.devices("cpu"))
+    # Explicit axes, JAX 0.10's default, named so that JAX 0.8 does not warn of the change
+    explicit = (jax.sharding.AxisType.Explicit,) * 2
+    return jax.make_mesh((2, 4), ("data", "model"), devices=jax.devices("cpu"), axis_types=explicit)
 
 
 def _labels(ax: Any) -> list[str]:
