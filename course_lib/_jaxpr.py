@@ -7,9 +7,10 @@ every JAX the course supports, and gives plain ``Jaxpr`` objects whichever form 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import jax.extend.core as jex
+if TYPE_CHECKING:
+    import jax.extend.core as jex
 
 __all__ = ["inner_jaxprs"]
 
@@ -23,6 +24,9 @@ def inner_jaxprs(eqn: Any) -> Iterator[jex.Jaxpr]:
     >>> eqn.primitive.name, [len(inner.eqns) for inner in inner_jaxprs(eqn)]
     ('scan', [1])
     """
+    # Imported here: jax.extend costs ~30 ms, and `import course_lib` should not pay it.
+    import jax.extend.core as jex
+
     for value in eqn.params.values():
         for item in value if isinstance(value, tuple | list) else (value,):
             if isinstance(item, jex.ClosedJaxpr):

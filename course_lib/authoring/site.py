@@ -149,8 +149,7 @@ def site_repository(root: Path, url: str | None = None) -> Repository | None:
         where = f"${REPOSITORY_VARIABLE}"
     try:
         if url is None:
-            exists = (root / "pyproject.toml").is_file()
-            return pyproject_repository(root) if exists else None
+            return pyproject_repository(root)
         return parse_repository(url) if url.strip() else None
     except LaunchSettingError as error:
         if url is None:
