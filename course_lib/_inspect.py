@@ -2,7 +2,7 @@
 closeness assertion that names the leaf at fault."""
 
 import html
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -115,7 +115,15 @@ def tree_summary(tree: PyTree) -> TreeSummary:
 
 
 class TreeDiff(list[str]):
-    """The differences :func:`tree_diff` found, one plain sentence each; empty when none."""
+    """The differences :func:`tree_diff` found, one plain sentence each; empty when none.
+
+    ``paths`` holds the key path of each sentence, in the same order (the place a picture marks).
+    """
+
+    def __init__(self, found: Iterable[tuple[tuple[Any, ...], str]] = ()) -> None:
+        pairs = list(found)
+        super().__init__(sentence for _, sentence in pairs)
+        self.paths: tuple[tuple[Any, ...], ...] = tuple(path for path, _ in pairs)
 
     def __repr__(self) -> str:
         if not self:
@@ -160,7 +168,9 @@ def _node_phrase(node: Any) -> str:
     return "None (an empty subtree)" if node is None else f"a {_kind(node)} node"
 
 
-def _walk_diff(path: tuple[Any, ...], a: Any, b: Any, names: Sequence[str]) -> Iterator[str]:
+def _walk_diff(
+    path: tuple[Any, ...], a: Any, b: Any, names: Sequence[str]
+) -> Iterator[tuple[tuple[Any, ...], str]]:
     where = path_text(path)
     na, nb = names
     ca, cb = _children(a), _children(b)
@@ -169,27 +179,28 @@ def _walk_diff(path: tuple[Any, ...], a: Any, b: Any, names: Sequence[str]) -> I
         if is_array_like(a) and is_array_like(b):
             shape_a, shape_b = np.shape(a), np.shape(b)
             if shape_a != shape_b:
-                yield f"at {where}: shape {shape_a} in {na}, {shape_b} in {nb}"
+                yield path, f"at {where}: shape {shape_a} in {na}, {shape_b} in {nb}"
             dtype_a, dtype_b = leaf_dtype(a), leaf_dtype(b)
             if dtype_a != dtype_b:
-                yield f"at {where}: dtype {dtype_a} in {na}, {dtype_b} in {nb}"
+                yield path, f"at {where}: dtype {dtype_a} in {na}, {dtype_b} in {nb}"
         elif type(a) is not type(b):
-            yield f"at {where}: leaf {sa} in {na}, leaf {sb} in {nb}"
+            yield path, f"at {where}: leaf {sa} in {na}, leaf {sb} in {nb}"
         return
     if ca is None or cb is None:
         da = f"a leaf ({_leaf_phrase(a)})" if ca is None else _node_phrase(a)
         db = f"a leaf ({_leaf_phrase(b)})" if cb is None else _node_phrase(b)
-        yield f"at {where}: {da} in {na}, {db} in {nb}"
+        yield path, f"at {where}: {da} in {na}, {db} in {nb}"
         return
     if type(a) is not type(b):
-        yield f"at {where}: {_kind(a)} in {na}, {_kind(b)} in {nb}"
+        yield path, f"at {where}: {_kind(a)} in {na}, {_kind(b)} in {nb}"
         return
     (kids_a, meta_a), (kids_b, meta_b) = ca, cb
     keys_a = [key_text(k) for k, _ in kids_a]
     keys_b = [key_text(k) for k, _ in kids_b]
     if isinstance(a, (list, tuple)) and not is_namedtuple(a) and len(kids_a) != len(kids_b):
         yield (
-            f"at {where}: {_kind(a)} of length {len(kids_a)} in {na}, length {len(kids_b)} in {nb}"
+            path,
+            f"at {where}: {_kind(a)} of length {len(kids_a)} in {na}, length {len(kids_b)} in {nb}",
         )
         return
     if keys_a != keys_b:
@@ -205,11 +216,12 @@ def _walk_diff(path: tuple[Any, ...], a: Any, b: Any, names: Sequence[str]) -> I
                 f"the same keys in another order ({', '.join(keys_a)} in {na}, "
                 f"{', '.join(keys_b)} in {nb})"
             )
-        yield f"at {where}: {_kind(a)} keys differ: {'; '.join(parts)}"
+        yield path, f"at {where}: {_kind(a)} keys differ: {'; '.join(parts)}"
     elif not isinstance(a, dict) and not _same_metadata(meta_a, meta_b):
         yield (
+            path,
             f"at {where}: {_kind(a)} node metadata (static fields) {meta_a!r} in {na}, "
-            f"{meta_b!r} in {nb}"
+            f"{meta_b!r} in {nb}",
         )
     by_key_b = dict(zip(keys_b, kids_b, strict=True))
     for name, (key, child_a) in zip(keys_a, kids_a, strict=True):

@@ -6,7 +6,7 @@ import itertools
 import re
 import time
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
 import matplotlib
 
@@ -20,6 +20,7 @@ import pytest
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+import course_lib as cl
 from course_lib import viz
 
 
@@ -614,3 +615,162 @@ def test_core_does_not_import_viz() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout
     assert out.strip() == "[]"
+
+
+# draw_diff
+
+
+class Stats(NamedTuple):
+    mean: jax.Array
+    var: jax.Array
+
+
+def _every_difference() -> tuple[dict[str, Any], dict[str, Any]]:
+    """Two trees that differ in every way `draw_diff` marks, one way per key."""
+    mine = {
+        "encoder": Linear(jnp.ones((4, 3)), jnp.zeros(3), "enc"),
+        "blocks": [jnp.ones(3), jnp.ones(3)],
+        "stats": {"mean": jnp.zeros(3), "var": jnp.ones(3)},
+        "mask": None,
+        "head": jnp.ones((3, 2)),
+        "scale": jnp.ones(2),
+        "extra": jnp.ones(5),
+        "proj": Linear(jnp.ones((3, 3)), jnp.zeros(3), "proj"),
+        "same": {"w": jnp.ones(2), "none": None},
+    }
+    expected = {
+        "encoder": Linear(jnp.ones((4, 3)), jnp.zeros(3), "encoder"),
+        "blocks": (jnp.ones(3), jnp.ones(3)),
+        "stats": Stats(jnp.zeros(3), jnp.ones(3)),
+        "mask": {"w": True, "b": False},
+        "head": jnp.ones((2, 3)),
+        "scale": jnp.ones(2, jnp.bfloat16),
+        "bias": jnp.zeros(2),
+        "proj": {"w": jnp.ones((3, 3)), "b": jnp.zeros(3)},
+        "same": {"w": jnp.ones(2), "none": None},
+    }
+    return mine, expected
+
+
+def _diff_texts(fig: Figure, role: str) -> list[tuple[str, str]]:
+    """``(gid, text)`` of the texts whose gid starts with ``diff-<role>``."""
+    return [
+        (t.get_gid() or "", t.get_text())
+        for t in fig.axes[0].texts
+        if (t.get_gid() or "").startswith(f"diff-{role}")
+    ]
+
+
+def _rows(fig: Figure) -> dict[int, tuple[str, str]]:
+    """Each row's box, by row: ``{row: (kind, text)}``."""
+    boxes = {}
+    for gid, text in _diff_texts(fig, ""):
+        box = re.fullmatch(r"diff-(node|leaf|none|summary|more|changed|only-a|only-b)-(\d+)", gid)
+        if box:
+            boxes[int(box[2])] = (box[1], text)
+    return boxes
+
+
+def test_draw_diff_marks_every_kind_of_difference() -> None:
+    mine, expected = _every_difference()
+    fig = viz.draw_diff(mine, expected, names=("mine", "expected"))
+    boxes = set(_rows(fig).values())
+    assert {
+        ("changed", "− list  + tuple"),  # another node type
+        ("changed", "− dict  + Stats"),  # dict against a namedtuple
+        ("changed", "− Linear name='proj'  + dict"),  # a registered class against a dict
+        ("changed", "− Linear name='enc'  + Linear name='encoder'"),  # static fields
+        ("changed", "− None  + dict"),  # None against a subtree
+        ("changed", "− f32[3,2]  + f32[2,3]"),  # shape
+        ("changed", "− f32[2]  + bf16[2]"),  # dtype
+        ("only-a", "only in mine: f32[5]"),
+        ("only-b", "only in expected: f32[2]"),
+    } <= boxes
+    # the parts that are the same are drawn as draw_tree draws them, unmarked
+    assert {("leaf", "f32[4,3]"), ("leaf", "f32[3]"), ("none", "None")} <= boxes
+
+
+def test_draw_diff_writes_tree_diff_sentences_beside_their_badges() -> None:
+    mine, expected = _every_difference()
+    fig = viz.draw_diff(mine, expected, names=("mine", "expected"))
+    sentences = [text for _, text in _diff_texts(fig, "sentence")]
+    assert sentences == list(cl.tree_diff(mine, expected, names=("mine", "expected")))
+    rows = _rows(fig)
+    badges = {int(gid.rpartition("-")[2]): text for gid, text in _diff_texts(fig, "badge")}
+    assert sorted(badges.values(), key=int) == [str(n) for n in range(1, 9)]
+    # the key mismatch is on the root's row; every other badge sits on a red box
+    assert rows[0] == ("node", "dict") and badges[0] == "1"
+    assert all(rows[row][0] == "changed" for row in badges if row != 0)
+    # each sentence stands on its badge's row
+    badge_rows = {int(gid.split("-")[2]): text for gid, text in _diff_texts(fig, "sentence")}
+    assert set(badge_rows) == set(badges)
+    assert "at ['blocks']" in badge_rows[next(r for r, box in rows.items() if "list" in box[1])]
+
+
+def test_draw_diff_of_equal_trees_marks_nothing() -> None:
+    fig = viz.draw_diff(_nested(), _nested())
+    assert _diff_texts(fig, "badge") == [] and _diff_texts(fig, "sentence") == []
+    assert [text for _, text in _diff_texts(fig, "note")] == [
+        "no differences in structure, shapes or dtypes"
+    ]
+    kinds = {kind for kind, _ in _rows(fig).values()}
+    assert kinds <= {"node", "leaf", "none"}
+
+
+def test_draw_diff_leaf_against_subtree() -> None:
+    fig = viz.draw_diff({"x": 1.0, "y": [2.0]}, {"x": {"z": 1.0}, "y": 2.0}, names=("p", "q"))
+    assert {("changed", "− 1.0  + dict"), ("changed", "− list  + 2.0")} <= set(_rows(fig).values())
+
+
+def test_draw_diff_folds_a_big_model_around_its_one_wrong_leaf() -> None:
+    good = {"layers": [{"w": jnp.ones((4, 4)), "b": jnp.zeros(4)} for _ in range(200)]}
+    bad = {"layers": [{"w": jnp.ones((4, 4)), "b": jnp.zeros(4)} for _ in range(200)]}
+    bad["layers"][137]["w"] = jnp.ones((4, 5))
+    fig = viz.draw_diff(good, bad)
+    rows = _rows(fig)
+    assert len(rows) < 12
+    assert ("changed", "− f32[4,4]  + f32[4,5]") in rows.values()
+    folded = [text for kind, text in rows.values() if kind == "more"]
+    counts = sorted(int(re.match(r"(\d+) the same", text)[1]) for text in folded)  # type: ignore[index]
+    assert counts == [62, 137]
+    edges = [text for _, text in _diff_texts(fig, "edge")]
+    assert "[0] … [136]" in edges and "[138] … [199]" in edges
+    assert [text for _, text in _diff_texts(fig, "sentence")] == [
+        "at ['layers'][137]['w']: shape (4, 4) in a, (4, 5) in b"
+    ]
+
+
+def test_draw_diff_texts_stay_apart_and_inside() -> None:
+    mine, expected = _every_difference()
+    fig = viz.draw_diff(mine, expected, names=("mine", "expected"), title="a title")
+    assert list(_overlaps(fig)) == []
+    assert isinstance(fig.canvas, FigureCanvasAgg)
+    renderer, frame = fig.canvas.get_renderer(), fig.bbox
+    for text in fig.axes[0].texts:
+        patch = text.get_bbox_patch()
+        box = (patch or text).get_window_extent(renderer)
+        assert frame.x0 <= box.x0 and box.x1 <= frame.x1, text.get_text()
+        assert frame.y0 <= box.y0 and box.y1 <= frame.y1, text.get_text()
+
+
+def test_draw_diff_is_deterministic_and_detached() -> None:
+    mine, expected = _every_difference()
+    first, second = viz.draw_diff(mine, expected), viz.draw_diff(mine, expected)
+    assert _artists(first) == _artists(second)
+    assert tuple(first.get_size_inches()) == tuple(second.get_size_inches())
+    assert not plt.get_fignums()
+
+
+def test_draw_diff_into_given_axes() -> None:
+    fig, ax = plt.subplots()
+    assert viz.draw_diff([1.0], (1.0,), ax=ax) is fig
+    assert ("changed", "− list  + tuple") in _rows(fig).values()
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [({"names": ("only one",)}, "names must be two"), ({"max_rows": 1}, "max_rows must be")],
+)
+def test_draw_diff_rejects_bad_arguments(kwargs: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        viz.draw_diff([1.0], [1.0], **kwargs)

@@ -4,6 +4,7 @@ This layer sits on the core: it imports matplotlib and ipywidgets, and nothing i
 imports it. Notebooks use ``from course_lib import viz``.
 """
 
+from ._diff import draw_diff as draw_diff
 from ._draw import draw_tree as draw_tree
 from ._explorer import TreeExplorer as TreeExplorer
 from ._sharding import draw_device_bytes as draw_device_bytes

@@ -22,11 +22,11 @@ from .. import PyTree
 from .._leaves import children, key_text, leaf_spec
 from ._labels import Totals, leaf_totals, node_label, totals_text
 
-_FONT = "DejaVu Sans Mono"
-_EM = 0.61  # advance width of a DejaVu Sans Mono character (0.602 em), rounded up
-_LINE = 1.1  # height of one line of text, in em (1.04 measured), rounded up
+FONT = "DejaVu Sans Mono"
+EM = 0.61  # advance width of a DejaVu Sans Mono character (0.602 em), rounded up
+LINE = 1.1  # height of one line of text, in em (1.04 measured), rounded up
 _SPACING = 1.4  # distance between the lines of a two-line label, in em (measured), rounded up
-_PAD = 0.3  # box padding, in em
+PAD = 0.3  # box padding, in em
 _NODE_FS, _EDGE_FS, _SIDE_FS = 9.0, 8.0, 8.0  # node labels, keys, sideways labels
 _EDGE_LIFT = 3.0  # between a key and the top of its box
 _STUB = 10.0  # vertical line from the bottom of a parent to its bar
@@ -36,12 +36,16 @@ _MAX_WIDTH = 760.0  # wider than this with level labels: turn labels sideways in
 _TURN_SAVING = 16.0  # a node's label turns sideways when that saves more than this much width
 _MARGIN = 8.0
 
-_STYLES = {
+STYLES: dict[str, dict[str, Any]] = {
     "node": {"fc": "#dce8f5", "ec": "#3f6fa0", "ls": "-"},
     "leaf": {"fc": "#fbeed5", "ec": "#b8862b", "ls": "-"},
     "none": {"fc": "#ffffff", "ec": "#9a9a9a", "ls": "--"},
     "summary": {"fc": "#ececec", "ec": "#6f6f6f", "ls": "--"},
     "more": {"fc": "#f7f7f7", "ec": "#a0a0a0", "ls": ":"},
+    # two trees (``draw_diff``): a place where they differ, and a part that only one of them has
+    "changed": {"fc": "#fff1c2", "ec": "#c0392b", "ls": "-", "lw": 2.0},
+    "only-a": {"fc": "#fde3e0", "ec": "#c0392b", "ls": "--", "lw": 1.5},
+    "only-b": {"fc": "#e2f0dc", "ec": "#2e7d32", "ls": "--", "lw": 1.5},
 }
 
 
@@ -170,9 +174,9 @@ def _items(node: _Model, opened: dict[int, int]) -> _Item:
 
 def _box_size(text: str, fontsize: float) -> tuple[float, float]:
     lines = text.split("\n")
-    width = max(len(line) for line in lines) * _EM * fontsize
-    height = ((len(lines) - 1) * _SPACING + _LINE) * fontsize
-    return width + 2 * _PAD * fontsize, height + 2 * _PAD * fontsize
+    width = max(len(line) for line in lines) * EM * fontsize
+    height = ((len(lines) - 1) * _SPACING + LINE) * fontsize
+    return width + 2 * PAD * fontsize, height + 2 * PAD * fontsize
 
 
 def _rotated_text(item: _Item) -> str:
@@ -275,18 +279,18 @@ def _edges(items: list[_Item]) -> list[list[tuple[float, float]]]:
 
 
 def _draw_item(ax: Axes, item: _Item, index: int) -> None:
-    style = _STYLES[item.kind]
-    box = {"boxstyle": f"round,pad={_PAD}", "lw": 1.0, **style}
+    style = STYLES[item.kind]
+    box = {"boxstyle": f"round,pad={PAD}", "lw": 1.0, **style}
     if item.rotated:
         ax.text(
             item.x,
-            item.top - _PAD * _SIDE_FS,
+            item.top - PAD * _SIDE_FS,
             _rotated_text(item),
             rotation=-90,
             ha="center",
             va="top",
             fontsize=_SIDE_FS,
-            family=_FONT,
+            family=FONT,
             bbox=box,
             zorder=3,
             gid=f"tree-{item.kind}-{index}",
@@ -299,7 +303,7 @@ def _draw_item(ax: Axes, item: _Item, index: int) -> None:
         ha="center",
         va="center",
         fontsize=_NODE_FS,
-        family=_FONT,
+        family=FONT,
         bbox=box,
         zorder=3,
         gid=f"tree-{item.kind}-{index}",
@@ -312,7 +316,7 @@ def _draw_item(ax: Axes, item: _Item, index: int) -> None:
             ha="center",
             va="bottom",
             fontsize=_EDGE_FS,
-            family=_FONT,
+            family=FONT,
             color="#444444",
             zorder=4,
             gid=f"tree-edge-{index}",
@@ -359,9 +363,9 @@ def draw_tree(
     top = max(item.top + _head(item) for item in items) + 4.0
     heading = [(title, 11.0, "tree-title")] if title else []
     heading += [(note, 8.0, "tree-note") for note in notes]
-    width = max([root.span] + [len(text) * _EM * size for text, size, _ in heading])
+    width = max([root.span] + [len(text) * EM * size for text, size, _ in heading])
     bottom = min(item.top - _own_height(item) for item in items)
-    height_top = top + sum(_LINE * size + 4.0 for _, size, _ in heading)
+    height_top = top + sum(LINE * size + 4.0 for _, size, _ in heading)
 
     x0, x1 = (
         -_MARGIN + min(0.0, (root.span - width) / 2),
@@ -390,7 +394,7 @@ def draw_tree(
         _draw_item(ax, item, index)
     y = height_top
     for text, size, gid in heading:
-        y -= _LINE * size + 4.0
+        y -= LINE * size + 4.0
         ax.text(
             root.span / 2,
             y,
@@ -398,7 +402,7 @@ def draw_tree(
             ha="center",
             va="bottom",
             fontsize=size,
-            family=_FONT,
+            family=FONT,
             gid=gid,
             color="#222222" if gid == "tree-title" else "#666666",
         )
