@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ._evaluate import judge_outcomes, probe_all, reference_results
+from ._picture import in_notebook, structure_picture
 from ._plain import describe
 from ._registry import exercises, get_exercise
 from ._spec import Exercise, Status, Verdict, round_points
@@ -50,18 +51,24 @@ def evaluate(exercise: Exercise, fn: Any) -> Verdict:
     The functions of the exercises it uses are replaced by stand-ins in ``fn``'s globals while it
     runs (see ``Exercise.uses``), as the grader does, so each check judges its own exercise.
     """
+    return _evaluate(exercise, fn)[0]
+
+
+def _evaluate(exercise: Exercise, fn: Any) -> tuple[Verdict, tuple[Any, Any] | None]:
+    """The verdict, and the learner's and the reference's results for the case it is about (when
+    the learner's function returned there)."""
     cases = exercise.make_cases("check")
     if exercise.id not in _references:
         _references[exercise.id] = reference_results(exercise, cases)
     if not callable(fn):
-        return Verdict(
-            "error",
-            0,
-            exercise.points,
-            f"expected the function {exercise.name}, got {describe(fn)}.",
-        )
+        message = f"expected the function {exercise.name}, got {describe(fn)}."
+        return Verdict("error", 0, exercise.points, message), None
     outcomes = probe_all(exercise, fn, cases)
-    return judge_outcomes(exercise, outcomes, _references[exercise.id], cases)
+    verdict = judge_outcomes(exercise, outcomes, _references[exercise.id], cases)
+    at = verdict.case
+    if at is None or at >= len(outcomes) or outcomes[at].status != "returned":
+        return verdict, None
+    return verdict, (outcomes[at].value, _references[exercise.id][at])
 
 
 def _points(verdict: Verdict) -> str:
@@ -106,16 +113,25 @@ def check(exercise_id: str, fn: Callable[..., Any], *, strict: bool | None = Non
 
     Prints "passed" with the points, "not attempted yet" while the stub still raises
     ``NotImplementedError``, or "incorrect" with a hint aimed at the first failing case; each
-    further failing call reveals one more general hint. Never prints the solution. When checks are
+    further failing call reveals one more general hint. Never prints the solution. In a notebook,
+    a result whose structure differs from the expected one is also drawn against it, structure
+    only (``viz.draw_diff``; see ``_picture``). When checks are
     strict (``strict=True``, ``COURSE_STRICT_CHECKS=1`` or ``CI`` set), anything but "passed"
     raises :class:`CheckFailedError` with the same text instead of printing it.
     """
     exercise = get_exercise(exercise_id)
-    verdict = evaluate(exercise, fn)
+    verdict, results = _evaluate(exercise, fn)
     text = _report(exercise, verdict)
     if verdict.status != "passed" and (is_strict() if strict is None else strict):
         raise CheckFailedError(text)
+    picture = structure_picture(*results) if results and in_notebook() else None
+    if picture is not None:
+        text += "\n  (the picture below marks where your result's structure differs)"
     print(text)
+    if picture is not None:
+        from IPython.display import display  # in a notebook, IPython is already loaded
+
+        display(picture)
 
 
 _WORDS = {

@@ -31,6 +31,7 @@ _PITCH = 22.0  # from one row to the next
 _INDENT = 18.0  # per level of depth
 _GAP = 6.0  # between the things on one row
 _MARGIN = 8.0
+_MOST = 12  # children listed under a node that differs in kind
 _EM = 0.63  # advance of a DejaVu Sans Mono character as Agg draws it (0.625 em at 72 dpi)
 
 
@@ -81,9 +82,29 @@ class _Merge:
                 return _Row("changed", self._both(a, b), edge, badge=badge, differs=True)
             return _Row("leaf", leaf_spec(a), edge, held=totals(a))
         if kids_a is None or kids_b is None or type(a) is not type(b):
-            return _Row("changed", self._both(a, b), edge, badge=badge, differs=True)
+            # Two kinds of node (or a leaf and a node): the children of both are listed below, so
+            # that what each side holds is in sight; past a dozen, the rest is counted.
+            rows = self._children(kids_a or [], kids_b or [], path)
+            if len(rows) > _MOST:
+                rest = _Row("more", f"{len(rows) - _MOST + 2:,} more", "…", differs=True)
+                rows = [*rows[: _MOST - 2], rest]
+            return _Row("changed", self._both(a, b), edge, rows, badge, differs=True)
         if a is None:
             return _Row("none", "None", edge)
+        rows = self._children(kids_a, kids_b, path)
+        same_keys = len(rows) == len(kids_a) == len(kids_b)
+        if badge and same_keys and node_label(a) != node_label(b):  # the node's metadata differs
+            kind, text = "changed", self._both(a, b)
+        else:
+            kind, text = "node", _label(a)
+        differs = bool(badge) or any(row.differs for row in rows)
+        return _Row(kind, text, edge, rows, badge, differs, totals(a))
+
+    def _children(
+        self, kids_a: list[tuple[Any, Any]], kids_b: list[tuple[Any, Any]], path: tuple[Any, ...]
+    ) -> list[_Row]:
+        """The rows of both nodes' children: those under one key merged, the others marked as
+        only in one tree, ``a``'s order first."""
         by_key_b = {key_text(key): (key, kid) for key, kid in kids_b}
         keys_a = {key_text(key) for key, _ in kids_a}
         rows = [
@@ -92,16 +113,9 @@ class _Merge:
             else self._only(kid, 0, key_text(key))
             for key, kid in kids_a
         ]
-        rows += [
+        return rows + [
             self._only(kid, 1, text) for text, (_, kid) in by_key_b.items() if text not in keys_a
         ]
-        same_keys = len(rows) == len(kids_a) == len(kids_b)
-        if badge and same_keys and node_label(a) != node_label(b):  # the node's metadata differs
-            kind, text = "changed", self._both(a, b)
-        else:
-            kind, text = "node", _label(a)
-        differs = bool(badge) or any(row.differs for row in rows)
-        return _Row(kind, text, edge, rows, badge, differs, totals(a))
 
     def _both(self, a: Any, b: Any) -> str:
         return f"− {_label(a)}  + {_label(b)}"
@@ -170,6 +184,9 @@ def draw_diff(
       dtype, and a registered class whose static fields differ are red boxes with both sides:
       ``a``'s after ``−``, ``b``'s after ``+``;
     * a node whose keys differ carries the badge on its own row.
+
+    Under a red box of two nodes the children of both are listed, merged by key, so that what
+    each side holds can be seen (the first dozen or so, then a count).
 
     Leaf values are not compared, as in ``tree_diff``. When the outline would have more than
     ``max_rows`` rows, what is the same in both folds into grey rows with their counts, so one
