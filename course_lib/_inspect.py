@@ -169,11 +169,13 @@ def _node_phrase(node: Any) -> str:
 
 
 def _walk_diff(
-    path: tuple[Any, ...], a: Any, b: Any, names: Sequence[str]
+    path: tuple[Any, ...], a: Any, b: Any, names: Sequence[str], prefix: bool
 ) -> Iterator[tuple[tuple[Any, ...], str]]:
     where = path_text(path)
     na, nb = names
     ca, cb = _children(a), _children(b)
+    if prefix and ca is None:  # a leaf of a prefix stands for whatever b has at its place
+        return
     if ca is None and cb is None:
         sa, sb = _leaf_phrase(a), _leaf_phrase(b)
         if is_array_like(a) and is_array_like(b):
@@ -226,21 +228,30 @@ def _walk_diff(
     by_key_b = dict(zip(keys_b, kids_b, strict=True))
     for name, (key, child_a) in zip(keys_a, kids_a, strict=True):
         if name in by_key_b:
-            yield from _walk_diff((*path, key), child_a, by_key_b[name][1], names)
+            yield from _walk_diff((*path, key), child_a, by_key_b[name][1], names, prefix)
 
 
-def tree_diff(tree_a: PyTree, tree_b: PyTree, names: Sequence[str] = ("a", "b")) -> TreeDiff:
+def tree_diff(
+    tree_a: PyTree, tree_b: PyTree, names: Sequence[str] = ("a", "b"), prefix: bool = False
+) -> TreeDiff:
     """Every structural difference between two trees, by key path, in plain language.
 
     Reports container types, dict keys, sequence lengths, node metadata (such as a static
     dataclass field), and each leaf's shape and dtype. Leaf values are not compared.
 
+    With ``prefix=True``, ``tree_a`` is read as JAX reads a prefix tree (the first tree of
+    ``jax.tree.map``, a sharding tree, ``in_axes``): each of its leaves stands for the whole
+    subtree of ``tree_b`` at its place, so only its nodes are compared, and the answer is empty
+    exactly when ``tree_a`` is a prefix of ``tree_b``.
+
     >>> tree_diff({"w": jnp.ones(3), "b": [1.0]}, {"w": jnp.ones(2), "c": (1.0,)})
     TreeDiff: 2 differences
       at <root>: dict keys differ: ['b'] only in a; ['c'] only in b
       at ['w']: shape (3,) in a, (2,) in b
+    >>> tree_diff({"w": 0, "layers": 1}, {"w": jnp.ones(2), "layers": [jnp.ones(2)]}, prefix=True)
+    TreeDiff: no differences
     """
-    return TreeDiff(_walk_diff((), tree_a, tree_b, names))
+    return TreeDiff(_walk_diff((), tree_a, tree_b, names, prefix))
 
 
 def assert_trees_close(

@@ -774,3 +774,19 @@ def test_draw_diff_into_given_axes() -> None:
 def test_draw_diff_rejects_bad_arguments(kwargs: dict[str, Any], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         viz.draw_diff([1.0], [1.0], **kwargs)
+
+
+def test_draw_diff_prefix_reads_leaves_as_subtrees() -> None:
+    params = {"embed": jnp.ones((4, 2)), "layers": [_params(), _params()], "norm": jnp.ones(2)}
+    shardings = {"embed": "split", "layers": "replicated", "norms": "replicated"}
+    fig = viz.draw_diff(shardings, params, names=("shardings", "params"), prefix=True)
+    rows = set(_rows(fig).values())
+    assert ("leaf", "'replicated' → list, 4 leaves") in rows
+    assert ("leaf", "'split' → f32[4,2]") in rows
+    assert ("only-a", "only in shardings: 'replicated'") in rows
+    assert ("only-b", "only in params: f32[2]") in rows
+    assert [text for _, text in _diff_texts(fig, "sentence")] == [
+        "at <root>: dict keys differ: ['norms'] only in shardings; ['norm'] only in params"
+    ]
+    # the same two trees compared leaf for leaf differ at every shared key as well
+    assert len(cl.tree_diff(shardings, params)) == 3

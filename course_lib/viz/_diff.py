@@ -73,10 +73,13 @@ class _Merge:
 
     names: tuple[str, str]
     badges: dict[tuple[Any, ...], str]
+    prefix: bool
 
     def row(self, a: Any, b: Any, edge: str, path: tuple[Any, ...]) -> _Row:
         badge = self.badges.get(path, "")
         kids_a, kids_b = children(a), children(b)
+        if self.prefix and kids_a is None:  # a leaf of a prefix, and what it stands for in b
+            return _Row("leaf", f"{leaf_spec(a)} → {_holding(b)}", edge, held=totals(b))
         if kids_a is None and kids_b is None:
             if badge:
                 return _Row("changed", self._both(a, b), edge, badge=badge, differs=True)
@@ -170,6 +173,7 @@ def draw_diff(
     ax: Axes | None = None,
     max_rows: int = 40,
     title: str | None = None,
+    prefix: bool = False,
 ) -> Figure:
     """Draw where trees ``a`` and ``b`` differ, and return the matplotlib ``Figure``.
 
@@ -187,6 +191,10 @@ def draw_diff(
 
     Under a red box of two nodes the children of both are listed, merged by key, so that what
     each side holds can be seen (the first dozen or so, then a count).
+
+    With ``prefix=True``, ``a`` is read as JAX reads a prefix tree (a sharding tree, the first
+    tree of ``jax.tree.map``): each leaf of ``a`` stands for the whole subtree of ``b`` at its
+    place, and its row says so (``NamedSharding → list, 10 leaves``); only nodes can differ.
 
     Leaf values are not compared, as in ``tree_diff``. When the outline would have more than
     ``max_rows`` rows, what is the same in both folds into grey rows with their counts, so one
@@ -208,14 +216,14 @@ def draw_diff(
         raise ValueError(f"names must be two strings, one per tree; got {names!r}")
     if max_rows < 2:
         raise ValueError(f"max_rows must be at least 2, got {max_rows}")
-    found = tree_diff(a, b, names)
+    found = tree_diff(a, b, names, prefix=prefix)
     badges: dict[tuple[Any, ...], str] = {}
     for path in found.paths:
         badges.setdefault(path, str(len(badges) + 1))
     sentences: dict[str, list[str]] = {}
     for path, sentence in zip(found.paths, found, strict=True):
         sentences.setdefault(badges[path], []).append(sentence)
-    root = _Merge((names[0], names[1]), badges).row(a, b, "", ())
+    root = _Merge((names[0], names[1]), badges, prefix).row(a, b, "", ())
     notes = []
     if found:
         notes.append(
@@ -224,6 +232,8 @@ def draw_diff(
         )
     else:
         notes.append("no differences in structure, shapes or dtypes")
+    if prefix:
+        notes.append(f"{names[0]} is read as a prefix: each of its leaves stands for a subtree")
     if _count(root) > max_rows:
         root = _fold(root)
         notes.append("grey rows are parts that are the same in both")
