@@ -1,5 +1,7 @@
 """A generated exercise notebook in JupyterLab: the first self-check says "not attempted"; after the
-answer is typed into the exercise cell and both cells are run with Shift+Enter, it says "passed"."""
+answer is typed into the exercise cell and both cells are run with Shift+Enter, it says "passed".
+Then an answer of the wrong structure, typed into another exercise, makes its check draw the
+learner's tree against the expected structure: an image under the check cell."""
 
 from __future__ import annotations
 
@@ -99,5 +101,49 @@ def test_first_exercise_goes_from_not_attempted_to_passed(
                 f"editor: {editor_text(page, exercise_at)!r})"
             ) from error
         save_screenshot(page, "exercises_01_after_first_answer")
+
+        # a wrong structure: the check draws the picture under its text
+        shaped_at = _cell_index(exercises, "exercise", WRONG_STRUCTURE_EXERCISE)
+        shaped_check_at = _cell_index(exercises, "check", WRONG_STRUCTURE_EXERCISE)
+        type_into_cell(page, shaped_at, WRONG_STRUCTURE_ANSWER)
+        _run_cell(page, shaped_at)
+        _run_cell(page, shaped_check_at)
+        picture = page.cell(shaped_check_at).locator(".jp-OutputArea img[src^='data:image/png']")
+        try:
+            picture.first.wait_for(timeout=WIDGET_TIMEOUT * 1000)
+        except PlaywrightTimeout as error:
+            raise AssertionError(
+                f"a wrong structure for {WRONG_STRUCTURE_EXERCISE} showed no picture under its "
+                f"check; the check printed:\n{page.output_text(shaped_check_at)}"
+            ) from error
+        text = page.output_text(shaped_check_at)
+        assert f"{WRONG_STRUCTURE_EXERCISE}: incorrect" in text, text
+        assert "the picture below marks where your result's structure differs" in text, text
+        save_screenshot(page, "exercises_01_wrong_structure_picture")
     finally:
         page.close()
+
+
+# an exercise of lesson 01 that returns a tree, and an answer that returns the leaves as a list
+WRONG_STRUCTURE_EXERCISE = "01.replace_leaves"
+WRONG_STRUCTURE_ANSWER = "def replace_leaves(tree, values):\n    return list(values)"
+
+
+def _cell_index(notebook: Any, role: str, exercise_id: str) -> int:
+    """The index of the cell whose course metadata says it is ``exercise_id``'s ``role``."""
+    found = [i for i, cell in enumerate(notebook.cells) if _course(cell).get(role) == exercise_id]
+    assert found, f"no {role} cell for {exercise_id} in {EXERCISES}"
+    return found[0]
+
+
+def _run_cell(page: Any, index: int) -> None:
+    """Select cell ``index``, run it with Shift+Enter, and wait for its new execution count."""
+    prompt = page.cell(index).locator(".jp-InputArea-prompt")
+    before = prompt.text_content()
+    prompt.click()
+    page.page.keyboard.press("Shift+Enter")
+    page.page.wait_for_function(
+        "([el, before]) => /\\[\\d+\\]/.test(el.textContent) && el.textContent !== before",
+        arg=[prompt.element_handle(), before],
+        timeout=WIDGET_TIMEOUT * 1000,
+    )
