@@ -102,8 +102,9 @@ notebooks: $(STAMP)
 exercises: $(STAMP)
 	$(BIN)/python -m course_lib.authoring.exercises
 
-# Rewrite the generated navigation cell (previous · contents · next) at the end of every lesson,
-# solution and exercise notebook; the titles come from each lesson's first `# ` heading.
+# Rewrite what is generated from the lessons' titles (each first `# ` heading), outcome lines and
+# pitfall headings: the navigation cell (previous · contents · next) at the end of every lesson,
+# solution and exercise notebook, lesson 00's contents, and README's lesson and pitfall tables.
 navigation: $(STAMP)
 	$(BIN)/python -m course_lib.authoring.navigation
 

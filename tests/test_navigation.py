@@ -22,10 +22,10 @@ def _write(path: Path, nb: nbformat.NotebookNode) -> None:
     path.write_text(notebook_text(nb), encoding="utf-8")
 
 
-def _lesson(title: str) -> nbformat.NotebookNode:
+def _lesson(title: str, outcome: str = "do what the lesson teaches") -> nbformat.NotebookNode:
     return new_notebook(
         cells=[
-            new_markdown_cell(f"# {title}\n\nIntro.", id="title"),
+            new_markdown_cell(f"# {title}\n\n<!-- outcome: {outcome} -->\n\nIntro.", id="title"),
             new_code_cell("1 + 1", id="code"),
             new_markdown_cell("## Summary", id="summary"),
         ]
@@ -46,9 +46,12 @@ def _snapshot(root: Path) -> dict[str, tuple[bytes, int]]:
 @pytest.fixture
 def course(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Three lessons, one of them with a solution notebook and its generated exercises."""
-    _write(tmp_path / "notebooks" / "00_start_here.ipynb", _lesson("Start here"))
-    _write(tmp_path / "notebooks" / "01_leaves.ipynb", _lesson("01 · Leaves and [nodes]"))
-    _write(tmp_path / "notebooks" / "02_mapping.ipynb", _lesson("02 · Mapping"))
+    _write(tmp_path / "notebooks" / "00_start_here.ipynb", _lesson("Start here", "run the course"))
+    _write(
+        tmp_path / "notebooks" / "01_leaves.ipynb",
+        _lesson("01 · Leaves and [nodes]", "tell leaves | nodes"),
+    )
+    _write(tmp_path / "notebooks" / "02_mapping.ipynb", _lesson("02 · Mapping", "map `f`"))
     solution = new_notebook(
         cells=[
             new_markdown_cell("# Exercises: leaves", id="title"),
@@ -128,7 +131,7 @@ def test_check_exit_codes_and_writes_nothing(
     before = _snapshot(course)
     assert navigation.main(["--check"]) == 1
     out = capsys.readouterr().out
-    assert "notebooks/00_start_here.ipynb: navigation, setup cell or badge missing" in out
+    assert "notebooks/00_start_here.ipynb: navigation, contents, setup cell or badge missing" in out
     assert "exercises/01_leaves.ipynb" in out and "make navigation" in out
     assert _snapshot(course) == before
     assert navigation.main([]) == 0
@@ -177,7 +180,7 @@ def test_navigation_replaces_rather_than_stacks(course: Path) -> None:
 def test_navigation_follows_title_changes(course: Path) -> None:
     navigation.main([])
     nb = _read(course / "notebooks" / "02_mapping.ipynb")
-    nb.cells[1].source = "# 02 · Mapping over trees"
+    nb.cells[1].source = nb.cells[1].source.replace("# 02 · Mapping", "# 02 · Mapping over trees")
     _write(course / "notebooks" / "02_mapping.ipynb", nb)
     assert navigation.main(["--check"]) == 1  # lesson 01 names lesson 02 in its "next" link
     navigation.main([])
@@ -302,7 +305,7 @@ def test_pitfall_table_check_catches_a_renamed_heading(
     before = (course / "README.md").read_text()
     capsys.readouterr()
     assert navigation.main(["--check"]) == 1
-    assert "README.md: pitfall table missing or out of date" in capsys.readouterr().out
+    assert "README.md: lesson or pitfall table missing or out of date" in capsys.readouterr().out
     assert (course / "README.md").read_text() == before
     assert navigation.main([]) == 0
     assert "| 1 | leaves and nodes |" in (course / "README.md").read_text()
@@ -340,15 +343,16 @@ def test_readme_without_markers_is_left_alone(course: Path) -> None:
         f"{navigation.PITFALLS_BEGIN}\nno end\n",
         f"{navigation.PITFALLS_END}\n{navigation.PITFALLS_BEGIN}\n",
         f"{navigation.PITFALLS_BEGIN}\n{navigation.PITFALLS_END}\n{navigation.PITFALLS_BEGIN}\n",
+        f"{navigation.LESSONS_BEGIN}\nno end\n",
     ],
-    ids=["no-end", "reversed", "two-begins"],
+    ids=["no-end", "reversed", "two-begins", "lessons-no-end"],
 )
 def test_readme_with_broken_markers_is_an_error(
     course: Path, text: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     (course / "README.md").write_text(text)
     assert navigation.main([]) == 2
-    assert "README.md: the pitfall table needs one line" in capsys.readouterr().err
+    assert "README.md: a generated table needs one line" in capsys.readouterr().err
     assert (course / "README.md").read_text() == text
 
 
@@ -362,3 +366,185 @@ def test_the_course_readme_has_the_generated_pitfall_table() -> None:
     assert len(pitfalls) >= 16
     rows = table.strip().splitlines()[2:]
     assert [int(row.split("|")[1]) for row in rows] == [p.number for p in pitfalls]
+
+
+# ---------------------------------------------------------------------------------------------
+# The tables of contents (README.md and lesson 00's contents cell)
+
+_CONTENTS_README = (
+    f"# Course\n\n## The lessons\n\n{navigation.LESSONS_BEGIN}\nold table\n"
+    f"{navigation.LESSONS_END}\n\nAfter.\n"
+)
+# The rows the fixture's lessons give, written out by hand: title linked, outcome, `|` escaped.
+_ROW_00 = "| [Start here]({}00_start_here.ipynb) | run the course |"
+_ROW_01 = "| [01 · Leaves and \\[nodes\\]]({}01_leaves.ipynb) | tell leaves \\| nodes |"
+_ROW_02 = "| [02 · Mapping]({}02_mapping.ipynb) | map `f` |"
+_HEADER = ["| lesson | what you will be able to do |", "|---|---|"]
+
+
+def _with_contents_cell(course: Path) -> None:
+    """Lesson 00 gets an empty contents cell between two prose cells, as an author adds it."""
+    path = course / "notebooks" / "00_start_here.ipynb"
+    nb = _read(path)
+    marked = new_markdown_cell("", metadata={"course": {"contents": True}}, id="course-contents")
+    nb.cells[1:1] = [new_markdown_cell("Before.", id="before"), marked]
+    nb.cells.insert(3, new_markdown_cell("After.", id="after"))
+    _write(path, nb)
+    (course / "README.md").write_text(_CONTENTS_README)
+
+
+def _readme_table(course: Path) -> list[str]:
+    text = (course / "README.md").read_text()
+    return (
+        text.split(navigation.LESSONS_BEGIN + "\n")[1]
+        .split("\n" + navigation.LESSONS_END)[0]
+        .split("\n")
+    )
+
+
+def _contents_cell(course: Path) -> nbformat.NotebookNode:
+    cells = _read(course / "notebooks" / "00_start_here.ipynb").cells
+    (cell,) = [cell for cell in cells if cell.get("id") == "course-contents"]
+    return cell
+
+
+def test_lesson_tables_are_written(course: Path) -> None:
+    _with_contents_cell(course)
+    assert navigation.main([]) == 0
+
+    assert _readme_table(course) == [
+        *_HEADER,
+        _ROW_00.format("notebooks/"),
+        _ROW_01.format("notebooks/"),
+        _ROW_02.format("notebooks/"),
+    ]
+    readme = (course / "README.md").read_text()
+    assert readme.startswith("# Course\n\n## The lessons\n\n") and readme.endswith("\n\nAfter.\n")
+
+    cells = _read(course / "notebooks" / "00_start_here.ipynb").cells
+    assert [cell.id for cell in cells] == [
+        "course-setup",
+        "title",
+        "before",
+        "course-contents",
+        "after",
+        "code",
+        "summary",
+        "course-navigation",
+    ]
+    contents = cells[3]
+    assert contents.cell_type == "markdown"
+    assert contents.metadata == {"course": {"contents": True}}
+    table, comment = contents.source.split("\n\n")
+    assert table.split("\n") == [*_HEADER, _ROW_01.format(""), _ROW_02.format("")]  # not 00 itself
+    assert comment.startswith("<!-- Generated by `make navigation`")
+
+
+def test_a_new_lesson_appears_in_both_tables(course: Path) -> None:
+    _with_contents_cell(course)
+    navigation.main([])
+    _write(course / "notebooks" / "03_keys.ipynb", _lesson("03 Keys", "name leaves by key path"))
+    assert navigation.main(["--check"]) == 1
+    assert navigation.main([]) == 0
+    row = "| [03 Keys]({}03_keys.ipynb) | name leaves by key path |"
+    assert _readme_table(course)[-2:] == [_ROW_02.format("notebooks/"), row.format("notebooks/")]
+    assert _contents_cell(course).source.split("\n\n")[0].split("\n")[-2:] == [
+        _ROW_02.format(""),
+        row.format(""),
+    ]
+    assert navigation.main(["--check"]) == 0
+
+
+def test_lesson_tables_rerun_changes_nothing(course: Path) -> None:
+    _with_contents_cell(course)
+    navigation.main([])
+    before = _snapshot(course), (course / "README.md").read_bytes()
+    assert navigation.main([]) == 0
+    assert (_snapshot(course), (course / "README.md").read_bytes()) == before
+    assert navigation.main(["--check"]) == 0
+
+
+def test_check_catches_stale_lesson_tables(
+    course: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _with_contents_cell(course)
+    navigation.main([])
+    readme = course / "README.md"
+    lesson_00 = course / "notebooks" / "00_start_here.ipynb"
+    pristine = readme.read_bytes(), lesson_00.read_bytes()
+
+    readme.write_text(readme.read_text().replace("run the course", "run it"))  # a hand edit
+    capsys.readouterr()
+    assert navigation.main(["--check"]) == 1
+    assert "README.md: lesson or pitfall table missing or out of date" in capsys.readouterr().out
+    assert "run it" in readme.read_text()  # --check wrote nothing
+    readme.write_bytes(pristine[0])
+
+    nb = _read(lesson_00)
+    nb.cells[3].source = nb.cells[3].source.replace("map `f`", "map things")
+    _write(lesson_00, nb)
+    assert navigation.main(["--check"]) == 1
+    assert navigation.main([]) == 0
+    assert (readme.read_bytes(), lesson_00.read_bytes()) == pristine
+
+    # An outcome edited in its lesson makes both tables stale.
+    path = course / "notebooks" / "02_mapping.ipynb"
+    nb = _read(path)
+    nb.cells[1].source = nb.cells[1].source.replace("map `f`", "map `f` over trees")
+    _write(path, nb)
+    capsys.readouterr()
+    assert navigation.main(["--check"]) == 1
+    out = capsys.readouterr().out
+    assert "README.md" in out and "notebooks/00_start_here.ipynb" in out
+    assert "notebooks/02_mapping.ipynb" not in out
+    navigation.main([])
+    assert "| map `f` over trees |" in readme.read_text()
+    assert "| map `f` over trees |" in _contents_cell(course).source
+
+
+def test_a_lesson_without_an_outcome_line_is_an_error(
+    course: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = course / "notebooks" / "02_mapping.ipynb"
+    nb = _read(path)
+    outcome = "<!-- outcome: map `f` -->"
+    nb.cells[0].source = nb.cells[0].source.replace(outcome, "")
+    nb.cells[2].source += "\n\n" + outcome  # only the cell with the title counts
+    _write(path, nb)
+    before = _snapshot(course)
+    assert navigation.main([]) == 2
+    error = capsys.readouterr().err
+    assert "notebooks/02_mapping.ipynb: no outcome line" in error
+    assert "in the cell with the lesson's `# ` title" in error
+    assert _snapshot(course) == before
+
+
+def test_the_course_has_generated_lesson_tables() -> None:
+    """README lists every lesson, lesson 00 every other one, each with an outcome."""
+    lessons = sorted(p.name for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert readme.count(navigation.LESSONS_BEGIN) == 1 and readme.count(navigation.LESSONS_END) == 1
+    rows = readme.split(navigation.LESSONS_BEGIN)[1].split(navigation.LESSONS_END)[0].split("\n")
+    rows = [row for row in rows if row.startswith("| [")]
+    assert [row.split("](notebooks/")[1].split(")")[0] for row in rows] == lessons
+
+    cells = _read(ROOT / "notebooks" / "00_start_here.ipynb").cells
+    (index,) = [i for i, cell in enumerate(cells) if navigation.is_contents(cell)]
+    assert cells[index - 1].source.startswith("## How the course works")
+    table = [row for row in cells[index].source.split("\n") if row.startswith("| [")]
+    assert [row.split("](")[1].split(")")[0] for row in table] == lessons[1:]
+    for row in rows + table:
+        assert row.endswith(" |") and row.split(") | ")[1].strip(" |"), row
+
+
+def test_two_contents_cells_are_an_error(course: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _with_contents_cell(course)
+    path = course / "notebooks" / "01_leaves.ipynb"
+    nb = _read(path)
+    for cell_id in ("contents-a", "contents-b"):
+        nb.cells.append(new_markdown_cell("", metadata={"course": {"contents": True}}, id=cell_id))
+    _write(path, nb)
+    before = _snapshot(course), (course / "README.md").read_bytes()
+    assert navigation.main([]) == 2
+    assert "notebooks/01_leaves.ipynb: 2 contents cells" in capsys.readouterr().err
+    assert (_snapshot(course), (course / "README.md").read_bytes()) == before

@@ -3,8 +3,8 @@
 Each module is a command (``python -m course_lib.authoring.<name> --help``):
 
 * `course_lib.authoring.exercises`: write ``exercises/`` from ``solutions/`` (``make exercises``).
-* `course_lib.authoring.navigation`: the generated navigation cell of every notebook and the
-  pitfall table (``make navigation``).
+* `course_lib.authoring.navigation`: the generated navigation cell of every notebook, lesson
+  00's contents, and README's lesson and pitfall tables (``make navigation``).
 * `course_lib.authoring.site`: the course's website, built from the committed notebooks
   (``make site``).
 * `course_lib.authoring.execute`: re-execute notebooks in place, one fresh kernel each, and time
