@@ -10,7 +10,10 @@ import jax
 import numpy as np
 
 from ._leaves import (
+    ATOL,
+    RTOL,
     children,
+    close_elements,
     human_bytes,
     is_array_like,
     is_namedtuple,
@@ -23,7 +26,6 @@ from ._leaves import (
     path_text,
     same_structure,
 )
-from ._tree_math import ATOL, RTOL, close_elements
 from ._typing import PyTree
 
 

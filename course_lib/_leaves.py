@@ -1,8 +1,9 @@
 """Small predicates and readers over a tree's leaves and nodes, and the short texts made of them.
 
 What a leaf is (:func:`is_array_like`, :func:`is_abstract_array`, :func:`has_shape`), what it holds
-(:func:`leaf_dtype`, :func:`leaf_size`, :func:`leaf_nbytes`), a node's children and metadata, a
-key's and a path's text, and text shortening. Every module of the library that asks one of
+(:func:`leaf_dtype`, :func:`leaf_size`, :func:`leaf_nbytes`), whether two leaves are close
+(:func:`close_elements`, with the library's tolerances), a node's children and metadata, a key's
+and a path's text, and text shortening. Every module of the library that asks one of
 these questions asks it here: the core, the self-checks, the grader and ``course_lib.viz``.
 """
 
@@ -12,8 +13,10 @@ from collections.abc import Callable
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 from jax.tree_util import default_registry, keystr
+from jax.typing import ArrayLike
 
 _DTYPE_PREFIX = re.compile(r"^(bfloat|float|uint|int|complex)(\d+)")
 _SHORT_DTYPE = {"bfloat": "bf", "float": "f", "uint": "u", "int": "i", "complex": "c"}
@@ -92,6 +95,52 @@ def leaf_nbytes(leaf: Any) -> int | None:
     """
     size = leaf_size(leaf)
     return None if size is None else size * leaf_dtype(leaf).itemsize
+
+
+# --- closeness ---------------------------------------------------------------------------------
+
+
+RTOL = 1e-5
+"""Default relative tolerance of every tree comparison: NumPy's, ``np.allclose``'s and optax's."""
+ATOL = 1e-8
+"""Default absolute tolerance of every tree comparison: NumPy's, ``np.allclose``'s and optax's."""
+
+
+def close_elements(
+    actual: ArrayLike,
+    expected: ArrayLike,
+    rtol: float = RTOL,
+    atol: float = ATOL,
+    equal_nan: bool = False,
+) -> np.ndarray | jax.Array:
+    """Which elements of two leaves of one shape are close: the one closeness of the library.
+
+    An element is close when ``|actual - expected| <= atol + rtol * |expected|``, as in
+    ``np.isclose``: the tolerance scales with ``expected``. The defaults are NumPy's
+    (``rtol=1e-5``, ``atol=1e-8``), so ``cl.tree_allclose`` answers as ``np.allclose`` and
+    ``optax.tree_utils.tree_allclose`` do; NaN is close to nothing, not even NaN, unless
+    ``equal_nan``. Infinities are close to the same infinity. ``cl.tree_allclose``,
+    ``cl.assert_trees_close`` and the self-checks' ``trees_close`` all compare leaves here; a
+    caller that needs another tolerance passes it, named, with its reason.
+
+    A traced leaf (under ``jit``) gives a traced mask; concrete leaves give a NumPy one.
+
+    >>> actual = np.array([1.0, 1.0, np.nan, np.inf])
+    >>> expected = np.array([1.000001, 1.1, np.nan, np.inf])
+    >>> close_elements(actual, expected)
+    array([ True, False, False,  True])
+    >>> close_elements(0.0, 1e-7), close_elements(0.0, 1e-9)
+    (array(False), array(True))
+    >>> close_elements(np.nan, np.nan), close_elements(np.nan, np.nan, equal_nan=True)
+    (array(False), array(True))
+    """
+    if isinstance(actual, jax.core.Tracer) or isinstance(expected, jax.core.Tracer):
+        return jnp.isclose(actual, expected, rtol=rtol, atol=atol, equal_nan=equal_nan)
+    return np.asarray(
+        np.isclose(
+            np.asarray(actual), np.asarray(expected), rtol=rtol, atol=atol, equal_nan=equal_nan
+        )
+    )
 
 
 # --- nodes --------------------------------------------------------------------------------------

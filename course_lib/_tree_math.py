@@ -12,10 +12,9 @@ import operator
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.typing import ArrayLike
 
 from ._errors import check_array_leaves, check_same_structure
-from ._leaves import leaf_nbytes, leaf_size, same_structure
+from ._leaves import ATOL, RTOL, close_elements, leaf_nbytes, leaf_size, same_structure
 from ._typing import PyTree, Scalar
 
 
@@ -190,49 +189,6 @@ def tree_cast(tree: PyTree, dtype: jnp.dtype | None) -> PyTree:
         return tree
     check_array_leaves(tree, "tree_cast")
     return jax.tree.map(lambda leaf: jnp.asarray(leaf).astype(dtype), tree)
-
-
-RTOL = 1e-5
-"""Default relative tolerance of every tree comparison: NumPy's, ``np.allclose``'s and optax's."""
-ATOL = 1e-8
-"""Default absolute tolerance of every tree comparison: NumPy's, ``np.allclose``'s and optax's."""
-
-
-def close_elements(
-    actual: ArrayLike,
-    expected: ArrayLike,
-    rtol: float = RTOL,
-    atol: float = ATOL,
-    equal_nan: bool = False,
-) -> np.ndarray | jax.Array:
-    """Which elements of two leaves of one shape are close: the one closeness of the library.
-
-    An element is close when ``|actual - expected| <= atol + rtol * |expected|``, as in
-    ``np.isclose``: the tolerance scales with ``expected``. The defaults are NumPy's
-    (``rtol=1e-5``, ``atol=1e-8``), so ``cl.tree_allclose`` answers as ``np.allclose`` and
-    ``optax.tree_utils.tree_allclose`` do; NaN is close to nothing, not even NaN, unless
-    ``equal_nan``. Infinities are close to the same infinity. ``cl.tree_allclose``,
-    ``cl.assert_trees_close`` and the self-checks' ``trees_close`` all compare leaves here; a
-    caller that needs another tolerance passes it, named, with its reason.
-
-    A traced leaf (under ``jit``) gives a traced mask; concrete leaves give a NumPy one.
-
-    >>> actual = np.array([1.0, 1.0, np.nan, np.inf])
-    >>> expected = np.array([1.000001, 1.1, np.nan, np.inf])
-    >>> close_elements(actual, expected)
-    array([ True, False, False,  True])
-    >>> close_elements(0.0, 1e-7), close_elements(0.0, 1e-9)
-    (array(False), array(True))
-    >>> close_elements(np.nan, np.nan), close_elements(np.nan, np.nan, equal_nan=True)
-    (array(False), array(True))
-    """
-    if isinstance(actual, jax.core.Tracer) or isinstance(expected, jax.core.Tracer):
-        return jnp.isclose(actual, expected, rtol=rtol, atol=atol, equal_nan=equal_nan)
-    return np.asarray(
-        np.isclose(
-            np.asarray(actual), np.asarray(expected), rtol=rtol, atol=atol, equal_nan=equal_nan
-        )
-    )
 
 
 def tree_allclose(

@@ -31,8 +31,7 @@ import numpy as np
 
 import course_lib as cl
 
-from .._leaves import same_structure, shorten
-from .._tree_math import close_elements
+from .._leaves import close_elements, same_structure, shorten
 from ._plain import describe, rebuild_tree, to_plain, tree_plain
 from ._spec import Case, Judge
 
