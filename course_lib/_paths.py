@@ -92,9 +92,9 @@ def _mask_bool(path: Any, leaf: Any, where: str) -> bool:
     if isinstance(leaf, jax.core.Tracer):
         raise TypeError(
             f"{where}: the mask leaf at {leaf_name(path)!r} is a traced array: the mask was "
-            "passed to "
-            "jax.jit "
-            "as an argument. Masks are static: close over the mask (or make it a static argument)."
+            "passed to jax.jit as an argument. A mask decides what the program does, so it must "
+            "be fixed when the function is built: close over it. (It cannot be a static argument "
+            "either: a dict is not hashable.)"
         )
     if (
         isinstance(leaf, (jax.Array, np.ndarray))

@@ -169,11 +169,19 @@ def test_partition_and_combine_under_jit_with_a_fixed_mask_compile_once() -> Non
     assert grads["norm"]["scale"] is None and grads["layers"][1]["w"].shape == (3, 1)
 
 
-def test_a_traced_mask_gets_the_static_advice() -> None:
+def test_a_traced_mask_gets_advice_that_works() -> None:
     mask = {"w": True, "b": False}
     params = {"w": jnp.ones(2), "b": jnp.ones(2)}
-    with pytest.raises(TypeError, match="Masks are static"):
+    with pytest.raises(TypeError, match="traced array") as raised:
         jax.jit(lambda p, m: cl.partition(p, m)[0])(params, mask)
+    assert "close over it" in str(raised.value)
+    # the advice does not send the learner to a static argument, which a dict cannot be
+    assert "cannot be a static argument" in str(raised.value)
+    with pytest.raises(ValueError, match="Non-hashable static arguments"):
+        jax.jit(lambda p, m: cl.partition(p, m)[0], static_argnums=1)(params, mask)
+    # and closing over the mask, as the message says, works
+    closed = jax.jit(lambda p: cl.partition(p, mask)[0])
+    assert closed(params)["b"] is None
 
 
 # --- optimizers against optax ---------------------------------------------------------------------
