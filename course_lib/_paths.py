@@ -9,8 +9,9 @@ other one has the leaf, and :func:`combine` puts them back together. It is the i
 ``equinox.partition`` / ``equinox.combine``: ``None`` works as the placeholder because it is an
 empty subtree, no leaf at all, so ``jax.jit`` and ``jax.grad`` see only the leaves that are there.
 
-A mask holds Python bools, so under ``jax.jit`` it must be static (closed over, or a static
-argument): as a jitted argument its leaves would become traced arrays.
+A mask holds Python bools, so under ``jax.jit`` it must be fixed when the function is built:
+close over it. As a jitted argument its leaves would become traced arrays, and it cannot be a
+static argument either, since dicts and lists are not hashable.
 """
 
 from collections.abc import Callable, Mapping
@@ -94,7 +95,7 @@ def _mask_bool(path: Any, leaf: Any, where: str) -> bool:
             f"{where}: the mask leaf at {leaf_name(path)!r} is a traced array: the mask was "
             "passed to jax.jit as an argument. A mask decides what the program does, so it must "
             "be fixed when the function is built: close over it. (It cannot be a static argument "
-            "either: a dict is not hashable.)"
+            "either: dicts and lists are not hashable.)"
         )
     if (
         isinstance(leaf, (jax.Array, np.ndarray))
@@ -134,7 +135,8 @@ def partition(tree: PyTree, mask: PyTree) -> tuple[PyTree, PyTree]:
 
     ``mask`` is a tree of bools with the structure of ``tree`` or a prefix of it (``True`` for a
     whole subtree), as :func:`tree_mask` builds. Both halves keep every container of ``tree``;
-    ``combine(selected, rest)`` is ``tree`` again. Works under ``jax.jit`` with a static mask.
+    ``combine(selected, rest)`` is ``tree`` again. Works under ``jax.jit`` with the mask closed
+    over.
 
     >>> params = {"w": jnp.ones(2), "b": jnp.zeros(1)}
     >>> trained, frozen = partition(params, {"w": True, "b": False})
