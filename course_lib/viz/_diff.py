@@ -224,20 +224,35 @@ def draw_diff(
     for path, sentence in zip(found.paths, found, strict=True):
         sentences.setdefault(badges[path], []).append(sentence)
     root = _Merge((names[0], names[1]), badges, prefix).row(a, b, "", ())
-    notes = []
-    if found:
-        notes.append(
-            f"− {names[0]}, + {names[1]} · dashed red: only in {names[0]}"
-            f" · dashed green: only in {names[1]}"
-        )
-    else:
-        notes.append("no differences in structure, shapes or dtypes")
-    if prefix:
-        notes.append(f"{names[0]} is read as a prefix: each of its leaves stands for a subtree")
     if _count(root) > max_rows:
         root = _fold(root)
-        notes.append("grey rows are parts that are the same in both")
-    return _render(root, sentences, ax, title, notes)
+    return _render(root, sentences, ax, title, _legend(root, (names[0], names[1]), bool(found)))
+
+
+def _kinds(row: _Row) -> set[str]:
+    return {row.kind, *(kind for kid in row.kids for kind in _kinds(kid))}
+
+
+def _legend(root: _Row, names: tuple[str, str], found: bool) -> list[str]:
+    """The key to the marks the picture uses, and only those."""
+    kinds = _kinds(root)
+    marks = [
+        f"red: differs (− {names[0]}, + {names[1]})" if "changed" in kinds else "",
+        f"dashed red: only in {names[0]}" if "only-a" in kinds else "",
+        f"dashed green: only in {names[1]}" if "only-b" in kinds else "",
+        "dashed grey: None, an empty subtree" if "none" in kinds else "",
+        "dotted: the same in both, folded" if kinds & {"more", "summary"} else "",
+    ]
+    lines = [" · ".join(mark for mark in marks if mark)] if found else []
+    if not found:
+        lines.append("no differences in structure, shapes or dtypes")
+    if _has_arrow(root):
+        lines.append(f"x → y: a leaf x of {names[0]}, read as a prefix, stands for y in {names[1]}")
+    return [line for line in lines if line]
+
+
+def _has_arrow(row: _Row) -> bool:
+    return (row.kind == "leaf" and " → " in row.text) or any(_has_arrow(kid) for kid in row.kids)
 
 
 def _flatten(row: _Row, depth: int = 0) -> list[tuple[int, _Row]]:
