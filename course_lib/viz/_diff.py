@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import matplotlib.pyplot as plt
+from jax.tree_util import DictKey
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.collections import LineCollection
@@ -107,18 +108,24 @@ class _Merge:
         self, kids_a: list[tuple[Any, Any]], kids_b: list[tuple[Any, Any]], path: tuple[Any, ...]
     ) -> list[_Row]:
         """The rows of both nodes' children: those under one key merged, the others marked as
-        only in one tree, ``a``'s order first."""
+        only in one tree; dict keys in sorted order, as JAX keeps them, else ``a``'s order first."""
         by_key_b = {key_text(key): (key, kid) for key, kid in kids_b}
         keys_a = {key_text(key) for key, _ in kids_a}
         rows = [
-            self.row(kid, by_key_b[key_text(key)][1], key_text(key), (*path, key))
+            (key_text(key), self.row(kid, by_key_b[key_text(key)][1], key_text(key), (*path, key)))
             if key_text(key) in by_key_b
-            else self._only(kid, 0, key_text(key))
+            else (key_text(key), self._only(kid, 0, key_text(key)))
             for key, kid in kids_a
         ]
-        return rows + [
-            self._only(kid, 1, text) for text, (_, kid) in by_key_b.items() if text not in keys_a
+        rows += [
+            (text, self._only(kid, 1, text))
+            for text, (_, kid) in by_key_b.items()
+            if text not in keys_a
         ]
+        all_dict_keys = all(isinstance(key, DictKey) for key, _ in (*kids_a, *kids_b))
+        if all_dict_keys:
+            rows.sort(key=lambda pair: pair[0])
+        return [row for _, row in rows]
 
     def _both(self, a: Any, b: Any) -> str:
         return f"− {_label(a)}  + {_label(b)}"
