@@ -233,6 +233,22 @@ def _overlaps(fig: Figure) -> Iterator[tuple[str, str]]:
             yield a, b
 
 
+def _outside(fig: Figure) -> list[str]:
+    """The texts whose box (or text, when boxless) reaches past the figure's edge."""
+    fig.canvas.draw()
+    assert isinstance(fig.canvas, FigureCanvasAgg)
+    renderer, frame = fig.canvas.get_renderer(), fig.bbox
+    outside = []
+    for text in fig.axes[0].texts:
+        patch = text.get_bbox_patch()
+        box = (patch or text).get_window_extent(renderer)
+        if not (
+            frame.x0 <= box.x0 and box.x1 <= frame.x1 and frame.y0 <= box.y0 <= box.y1 <= frame.y1
+        ):
+            outside.append(text.get_text())
+    return outside
+
+
 @pytest.mark.parametrize(
     "tree",
     [
@@ -247,15 +263,7 @@ def _overlaps(fig: Figure) -> Iterator[tuple[str, str]]:
 def test_draw_tree_labels_do_not_overlap(tree: Any) -> None:
     fig = viz.draw_tree(tree, title="a title")
     assert list(_overlaps(fig)) == []
-    assert isinstance(fig.canvas, FigureCanvasAgg)
-    renderer, frame = fig.canvas.get_renderer(), fig.bbox
-    for text in fig.axes[0].texts:
-        patch = text.get_bbox_patch()
-        box = (patch or text).get_window_extent(renderer)
-        inside = (
-            frame.x0 <= box.x0 and box.x1 <= frame.x1 and frame.y0 <= box.y0 and box.y1 <= frame.y1
-        )
-        assert inside, text.get_text()
+    assert _outside(fig) == []
 
 
 def test_draw_tree_50_leaf_labels_are_spread_evenly() -> None:
@@ -744,13 +752,7 @@ def test_draw_diff_texts_stay_apart_and_inside() -> None:
     mine, expected = _every_difference()
     fig = viz.draw_diff(mine, expected, names=("mine", "expected"), title="a title")
     assert list(_overlaps(fig)) == []
-    assert isinstance(fig.canvas, FigureCanvasAgg)
-    renderer, frame = fig.canvas.get_renderer(), fig.bbox
-    for text in fig.axes[0].texts:
-        patch = text.get_bbox_patch()
-        box = (patch or text).get_window_extent(renderer)
-        assert frame.x0 <= box.x0 and box.x1 <= frame.x1, text.get_text()
-        assert frame.y0 <= box.y0 and box.y1 <= frame.y1, text.get_text()
+    assert _outside(fig) == []
 
 
 def test_draw_diff_is_deterministic_and_detached() -> None:

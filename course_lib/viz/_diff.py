@@ -15,16 +15,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import matplotlib.pyplot as plt
 from jax.tree_util import DictKey
 from matplotlib.axes import Axes
-from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.collections import LineCollection
 from matplotlib.figure import Figure
 
 from .. import PyTree, tree_diff
 from .._leaves import children, key_text, leaf_spec
-from ._draw import FONT, LINE, PAD, STYLES
+from ._draw import FONT, LINE, PAD, STYLES, sized_axes
 from ._labels import Totals, node_label, plural, totals, totals_text
 
 _FS = 9.0  # the rows' labels
@@ -33,7 +31,9 @@ _INDENT = 18.0  # per level of depth
 _GAP = 6.0  # between the things on one row
 _MARGIN = 8.0
 _MOST = 12  # children listed under a node that differs in kind
-_EM = 0.63  # advance of a DejaVu Sans Mono character as Agg draws it (0.625 em at 72 dpi)
+# Advance of a DejaVu Sans Mono character as Agg draws it (0.625 em at 72 dpi). draw_tree's 0.61
+# only spaces boxes apart; here the badge and sentence stand right after a box, so no less.
+_EM = 0.63
 
 
 @dataclass(eq=False)
@@ -233,14 +233,15 @@ def draw_diff(
     root = _Merge((names[0], names[1]), badges, prefix).row(a, b, "", ())
     if _count(root) > max_rows:
         root = _fold(root)
-    return _render(root, sentences, ax, title, _legend(root, (names[0], names[1]), bool(found)))
+    legend = _legend(root, (names[0], names[1]), bool(found), prefix)
+    return _render(root, sentences, ax, title, legend)
 
 
 def _kinds(row: _Row) -> set[str]:
     return {row.kind, *(kind for kid in row.kids for kind in _kinds(kid))}
 
 
-def _legend(root: _Row, names: tuple[str, str], found: bool) -> list[str]:
+def _legend(root: _Row, names: tuple[str, str], found: bool, prefix: bool) -> list[str]:
     """The key to the marks the picture uses, and only those."""
     kinds = _kinds(root)
     marks = [
@@ -253,13 +254,9 @@ def _legend(root: _Row, names: tuple[str, str], found: bool) -> list[str]:
     lines = [" · ".join(mark for mark in marks if mark)] if found else []
     if not found:
         lines.append("no differences in structure, shapes or dtypes")
-    if _has_arrow(root):
+    if prefix and "leaf" in kinds:  # a prefix's leaf rows read `x → y`
         lines.append(f"x → y: a leaf x of {names[0]}, read as a prefix, stands for y in {names[1]}")
     return [line for line in lines if line]
-
-
-def _has_arrow(row: _Row) -> bool:
-    return (row.kind == "leaf" and " → " in row.text) or any(_has_arrow(kid) for kid in row.kids)
 
 
 def _flatten(row: _Row, depth: int = 0) -> list[tuple[int, _Row]]:
@@ -296,20 +293,7 @@ def _render(
     ]
     width = max(widths + [_width(text, size) for text, size, _ in heading])
     x0, x1, y0, y1 = -_MARGIN, width + _MARGIN, bottom - _MARGIN, _MARGIN
-    if ax is None:
-        # Sized in points, made by pyplot (which loads the notebook's figure formatter) and closed
-        # at once, so the figure is shown once, as the cell's value; it keeps an Agg canvas.
-        fig = plt.figure(figsize=(max(x1 - x0, 72.0) / 72, max(y1 - y0, 36.0) / 72))
-        plt.close(fig)
-        FigureCanvasAgg(fig)
-        ax = fig.add_axes((0, 0, 1, 1))
-        x1 = x0 + max(x1 - x0, 72.0)
-        y0 = y1 - max(y1 - y0, 36.0)
-    else:
-        ax.set_aspect("equal")
-    ax.set_xlim(x0, x1)
-    ax.set_ylim(y0, y1)
-    ax.set_axis_off()
+    ax = sized_axes(ax, x0, x1, y0, y1)
 
     text_y = 0.0
     for text, size, gid in heading:

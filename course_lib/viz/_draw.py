@@ -23,7 +23,7 @@ from .._leaves import children, key_text, leaf_spec
 from ._labels import Totals, leaf_totals, node_label, totals_text
 
 FONT = "DejaVu Sans Mono"
-EM = 0.61  # advance width of a DejaVu Sans Mono character (0.602 em), rounded up
+_EM = 0.61  # advance width of a DejaVu Sans Mono character (0.602 em), rounded up
 LINE = 1.1  # height of one line of text, in em (1.04 measured), rounded up
 _SPACING = 1.4  # distance between the lines of a two-line label, in em (measured), rounded up
 PAD = 0.3  # box padding, in em
@@ -174,7 +174,7 @@ def _items(node: _Model, opened: dict[int, int]) -> _Item:
 
 def _box_size(text: str, fontsize: float) -> tuple[float, float]:
     lines = text.split("\n")
-    width = max(len(line) for line in lines) * EM * fontsize
+    width = max(len(line) for line in lines) * _EM * fontsize
     height = ((len(lines) - 1) * _SPACING + LINE) * fontsize
     return width + 2 * PAD * fontsize, height + 2 * PAD * fontsize
 
@@ -324,6 +324,31 @@ def _draw_item(ax: Axes, item: _Item, index: int) -> None:
         )
 
 
+def sized_axes(ax: Axes | None, x0: float, x1: float, y0: float, y1: float) -> Axes:
+    """Axes that show the box from ``(x0, y0)`` to ``(x1, y1)``, one data unit to a point.
+
+    Without ``ax``: a new figure of the box's size (at least 72 × 36 points, the box centred
+    across and at the top), made by pyplot, which loads the notebook's backend and with it the
+    formatter that shows figures as images, then closed, so that it is shown once, as the cell's
+    value, not a second time when the cell ends; it keeps an Agg canvas for saving and measuring.
+    With ``ax``: that axes, at an equal aspect. Both pictures of the course are drawn this way.
+    """
+    if ax is None:
+        width, height = max(x1 - x0, 72.0), max(y1 - y0, 36.0)
+        fig = plt.figure(figsize=(width / 72, height / 72))
+        plt.close(fig)
+        FigureCanvasAgg(fig)
+        ax = fig.add_axes((0, 0, 1, 1))
+        x_pad = (width - (x1 - x0)) / 2
+        x0, x1, y0 = x0 - x_pad, x1 + x_pad, y1 - height
+    else:
+        ax.set_aspect("equal")
+    ax.set_xlim(x0, x1)
+    ax.set_ylim(y0, y1)
+    ax.set_axis_off()
+    return ax
+
+
 def draw_tree(
     tree: PyTree, ax: Axes | None = None, max_leaves: int = 50, title: str | None = None
 ) -> Figure:
@@ -363,7 +388,7 @@ def draw_tree(
     top = max(item.top + _head(item) for item in items) + 4.0
     heading = [(title, 11.0, "tree-title")] if title else []
     heading += [(note, 8.0, "tree-note") for note in notes]
-    width = max([root.span] + [len(text) * EM * size for text, size, _ in heading])
+    width = max([root.span] + [len(text) * _EM * size for text, size, _ in heading])
     bottom = min(item.top - _own_height(item) for item in items)
     height_top = top + sum(LINE * size + 4.0 for _, size, _ in heading)
 
@@ -372,22 +397,7 @@ def draw_tree(
         _MARGIN + max(root.span, (root.span + width) / 2),
     )
     y0, y1 = bottom - _MARGIN, height_top + _MARGIN
-    if ax is None:
-        # Made by pyplot, which loads the notebook's backend (and with it the formatter that shows
-        # figures as images), then closed, so that the figure is shown once, as the cell's value,
-        # not a second time when the cell ends. It keeps an Agg canvas for saving and measuring.
-        fig = plt.figure(figsize=(max(x1 - x0, 72.0) / 72, max(y1 - y0, 36.0) / 72))
-        plt.close(fig)
-        FigureCanvasAgg(fig)
-        ax = fig.add_axes((0, 0, 1, 1))
-        x_pad = (max(x1 - x0, 72.0) - (x1 - x0)) / 2
-        y_pad = max(y1 - y0, 36.0) - (y1 - y0)
-        x0, x1, y0 = x0 - x_pad, x1 + x_pad, y0 - y_pad
-    else:
-        ax.set_aspect("equal")
-    ax.set_xlim(x0, x1)
-    ax.set_ylim(y0, y1)
-    ax.set_axis_off()
+    ax = sized_axes(ax, x0, x1, y0, y1)
 
     ax.add_collection(LineCollection(_edges(items), colors="#8a8a8a", linewidths=1.0, zorder=1))
     for index, item in enumerate(items):
