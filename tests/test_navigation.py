@@ -5,13 +5,14 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from course_lib._notebook_files import notebook_text
+from course_lib._notebook_files import NotebookError, notebook_text
 from course_lib.authoring import exercises, navigation
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -548,3 +549,29 @@ def test_two_contents_cells_are_an_error(course: Path, capsys: pytest.CaptureFix
     assert navigation.main([]) == 2
     assert "notebooks/01_leaves.ipynb: 2 contents cells" in capsys.readouterr().err
     assert (_snapshot(course), (course / "README.md").read_bytes()) == before
+
+
+_CONTENTS_MARKER = {"course": {"contents": True}}
+
+
+@pytest.mark.parametrize(
+    ("cell_id", "write"),
+    [
+        (navigation.NAVIGATION_ID, lambda nb: navigation.with_navigation(nb, "[Next](x)")),
+        (navigation.SETUP_ID, lambda nb: navigation.with_setup(nb, "pass")),
+        (navigation.CONTENTS_ID, lambda nb: navigation.with_contents(nb, "| table |")),
+    ],
+    ids=["navigation", "setup", "contents"],
+)
+def test_an_author_cell_with_a_reserved_id_is_refused_not_overwritten(
+    cell_id: str, write: Callable[[nbformat.NotebookNode], object]
+) -> None:
+    nb = new_notebook(
+        cells=[
+            new_markdown_cell("# Title", id="t"),
+            new_markdown_cell("", metadata=_CONTENTS_MARKER, id="marker"),
+            new_code_cell("x = 1", id=cell_id),
+        ]
+    )
+    with pytest.raises(NotebookError, match=f"{cell_id!r}, reserved"):
+        write(nb)

@@ -132,17 +132,25 @@ class Pitfall:
     lesson: Lesson
 
 
+def _marked(cell: NotebookNode, *kinds: str) -> bool:
+    """Whether the cell's metadata marks it as one of ``kinds`` (``{"course": {kind: true}}``)."""
+    course = cell.get("metadata", {}).get("course")
+    return isinstance(course, dict) and any(course.get(kind) is True for kind in kinds)
+
+
+def _refuse_reserved_id(nb: NotebookNode, cell_id: str, kind: str) -> None:
+    """Raise `NotebookError` when a cell that is not the generated ``kind`` cell has its id."""
+    if any(cell.get("id") == cell_id and not _marked(cell, kind) for cell in nb.cells):
+        raise NotebookError(f"a cell has the id {cell_id!r}, reserved for the {kind} cell")
+
+
 def is_navigation(cell: NotebookNode) -> bool:
     """Whether ``cell`` is a generated navigation cell (``{"course": {"navigation": true}}``)."""
-    course = cell.get("metadata", {}).get("course")
-    return isinstance(course, dict) and course.get("navigation") is True
+    return _marked(cell, "navigation")
 
 
 def _is_generated(cell: NotebookNode) -> bool:
-    course = cell.get("metadata", {}).get("course")
-    return isinstance(course, dict) and any(
-        course.get(k) is True for k in ("navigation", "contents", "banner")
-    )
+    return _marked(cell, "navigation", "contents", "banner")
 
 
 def _heading(line: str) -> str | None:
@@ -384,8 +392,8 @@ def with_navigation(nb: NotebookNode, markdown: str) -> NotebookNode | None:
     present = [cell for cell in nb.cells if is_navigation(cell)]
     if len(present) == 1 and nb.cells[-1] is present[0] and dict(present[0]) == dict(wanted):
         return None
-    if with_id and any(c.get("id") == NAVIGATION_ID and not is_navigation(c) for c in nb.cells):
-        raise NotebookError(f"a cell has the id {NAVIGATION_ID!r}, reserved for navigation")
+    if with_id:
+        _refuse_reserved_id(nb, NAVIGATION_ID, "navigation")
     updated = NotebookNode(nb)  # shallow: the caller's notebook keeps its cells
     updated.cells = [cell for cell in nb.cells if not is_navigation(cell)] + [wanted]
     return updated
@@ -393,8 +401,7 @@ def with_navigation(nb: NotebookNode, markdown: str) -> NotebookNode | None:
 
 def is_contents(cell: NotebookNode) -> bool:
     """Whether ``cell`` is a contents cell (cell metadata ``{"course": {"contents": true}}``)."""
-    course = cell.get("metadata", {}).get("course")
-    return isinstance(course, dict) and course.get("contents") is True
+    return _marked(cell, "contents")
 
 
 def with_contents(nb: NotebookNode, markdown: str) -> NotebookNode | None:
@@ -421,8 +428,8 @@ def with_contents(nb: NotebookNode, markdown: str) -> NotebookNode | None:
     index = present[0]
     if dict(nb.cells[index]) == dict(wanted):
         return None
-    if with_id and any(c.get("id") == CONTENTS_ID and not is_contents(c) for c in nb.cells):
-        raise NotebookError(f"a cell has the id {CONTENTS_ID!r}, reserved for the contents")
+    if with_id:
+        _refuse_reserved_id(nb, CONTENTS_ID, "contents")
     updated = NotebookNode(nb)  # shallow: the caller's notebook keeps its cells
     updated.cells = [*nb.cells[:index], wanted, *nb.cells[index + 1 :]]
     return updated
@@ -430,8 +437,7 @@ def with_contents(nb: NotebookNode, markdown: str) -> NotebookNode | None:
 
 def is_setup(cell: NotebookNode) -> bool:
     """Whether ``cell`` is the generated setup cell (metadata ``{"course": {"setup": true}}``)."""
-    course = cell.get("metadata", {}).get("course")
-    return isinstance(course, dict) and course.get("setup") is True
+    return _marked(cell, "setup")
 
 
 def _setup_cell(source: str, with_id: bool) -> NotebookNode:
@@ -467,8 +473,8 @@ def with_setup(nb: NotebookNode, source: str) -> NotebookNode | None:
         and present[0].get("id") == wanted.get("id")
     ):
         return None
-    if with_id and any(c.get("id") == SETUP_ID and not is_setup(c) for c in nb.cells):
-        raise NotebookError(f"a cell has the id {SETUP_ID!r}, reserved for the setup cell")
+    if with_id:
+        _refuse_reserved_id(nb, SETUP_ID, "setup")
     if len(present) == 1:  # keep what it ran: where the course is installed it prints nothing
         wanted.execution_count = present[0].get("execution_count")
         wanted.outputs = present[0].get("outputs", [])
