@@ -34,7 +34,7 @@ lock:
 	@$(UV) --version >/dev/null 2>&1 || $(BIN)/python -m pip install --quiet uv==$(UV_VERSION)
 	$(UV) lock
 	@$(MAKE) --no-print-directory $(STAMP)
-	$(BIN)/python -m course_lib.authoring.binder
+	$(BIN)/python -m course_tools.authoring.binder
 
 # LAB_ARGS lets tests start this very server on a chosen port and token without a browser.
 LAB_ARGS ?=
@@ -47,14 +47,19 @@ lab: $(STAMP)
 # The unit stage runs in two parts. Tests that start kernels, graders, servers or Dask clusters
 # run one at a time: each already keeps both cores busy, and some of them time cells. The rest
 # (self-checks, the core, viz, doctests) only run JAX in their own process, two processes at once.
-KERNEL_TESTS := $(sort $(wildcard tests/test_grade*.py) tests/test_sandbox.py tests/test_forked.py tests/test_lab.py \
-  tests/test_site.py tests/test_execute.py tests/test_exercises_generator.py \
-  tests/test_navigation.py tests/test_authoring_files.py tests/test_code_health.py \
-  tests/test_lone_notebook.py)
-IN_PROCESS_TESTS := $(filter-out $(KERNEL_TESTS),$(sort $(wildcard tests/test_*.py)))
+# Tests mirror the packages: tests/core, viz and checks (course_lib), tests/grade/{intake,sandbox,
+# grading,book} and tests/authoring (course_tools), tests/course (the notebooks and files as a whole).
+ALL_TESTS := $(sort $(shell find tests -name 'test_*.py' -not -path 'tests/browser/*'))
+KERNEL_TESTS := $(sort $(wildcard tests/grade/test_*.py tests/grade/sandbox/test_*.py) \
+  tests/grade/grading/test_grade_cluster.py tests/grade/grading/test_grade_judging.py \
+  tests/authoring/test_site.py tests/authoring/test_execute.py \
+  tests/authoring/test_exercises_generator.py tests/authoring/test_navigation.py \
+  tests/authoring/test_authoring_files.py tests/course/test_lab.py tests/course/test_code_health.py \
+  tests/course/test_lone_notebook.py)
+IN_PROCESS_TESTS := $(filter-out $(KERNEL_TESTS),$(ALL_TESTS))
 
 # The first stage of `make test`, also on its own: ruff's lint rules (code and notebook cells) and
-# its formatter, then mypy on course_lib and tests; all three are configured in pyproject.toml.
+# its formatter, then mypy on course_lib, course_tools and tests; all three are configured in pyproject.toml.
 lint: $(STAMP)
 	@echo ">> 1/5 lint, format and types"
 	$(BIN)/ruff check .
@@ -70,7 +75,7 @@ lint: $(STAMP)
 test: lint
 	@echo ">> 2/5 unit tests, doctests, exercises and grader"
 	$(BIN)/python -m pytest -p no:cacheprovider -n 2 --dist loadfile -m "not browser" \
-	  --doctest-modules course_lib $(IN_PROCESS_TESTS)
+	  --doctest-modules course_lib course_tools $(IN_PROCESS_TESTS)
 	$(BIN)/python -m pytest -p no:cacheprovider -m "not browser" $(KERNEL_TESTS)
 	@echo ">> 3/5 notebooks under strict nbval"
 	PYTHONWARNINGS=error::DeprecationWarning $(BIN)/python -m pytest -p no:cacheprovider $(NBVAL) \
@@ -84,36 +89,36 @@ test: lint
 # course_lib.JAX_FLOOR), each in build/compat/jax-VERSION/: uv.lock with only jax and jaxlib
 # replaced, reused while the lock is unchanged. Outputs are not compared; cells must not raise
 # unless tagged, and every self-check must pass. More releases: make compat COMPAT_JAX="0.7.1 0.9.0".
-# tests/test_launch.py checks the course's own lock and generated files, not course_lib on a JAX.
+# tests/authoring/test_launch.py checks the course's own lock and generated files, not course_lib on a JAX.
 COMPAT_JAX ?=
-COMPAT_TESTS := $(filter-out tests/test_launch.py,$(IN_PROCESS_TESTS))
+COMPAT_TESTS := $(filter-out tests/authoring/test_launch.py,$(IN_PROCESS_TESTS))
 compat: $(STAMP)
-	$(BIN)/python -m course_lib.authoring.compat $(foreach v,$(COMPAT_JAX),--jax $(v)) -- \
+	$(BIN)/python -m course_tools.authoring.compat $(foreach v,$(COMPAT_JAX),--jax $(v)) -- \
 	  -n 2 --dist loadfile -m "not browser" --doctest-modules course_lib $(COMPAT_TESTS)
 
 # Re-execute every lesson and solution in place, one kernel per notebook, with a cell timeout,
 # printing each notebook's time. Then regenerate exercises/: they copy the solutions' metadata.
 notebooks: $(STAMP)
-	$(BIN)/python -m course_lib.authoring.execute $(NOTEBOOKS) $(SOLUTIONS)
-	$(BIN)/python -m course_lib.authoring.exercises
+	$(BIN)/python -m course_tools.authoring.execute $(NOTEBOOKS) $(SOLUTIONS)
+	$(BIN)/python -m course_tools.authoring.exercises
 
 # Write exercises/NN_stem.ipynb from solutions/NN_stem.ipynb: answers between ### BEGIN SOLUTION
 # and ### END SOLUTION become `raise NotImplementedError(...)`, outputs go, a banner comes first.
 exercises: $(STAMP)
-	$(BIN)/python -m course_lib.authoring.exercises
+	$(BIN)/python -m course_tools.authoring.exercises
 
 # Rewrite what is generated from the lessons' titles (each first `# ` heading), outcome lines and
 # pitfall headings: the navigation cell (previous · contents · next) at the end of every lesson,
 # solution and exercise notebook, lesson 00's contents, and README's lesson and pitfall tables.
 navigation: $(STAMP)
-	$(BIN)/python -m course_lib.authoring.navigation
+	$(BIN)/python -m course_tools.authoring.navigation
 
 # The course as a static website in build/site/html/ (open index.html, or serve the folder): every
 # lesson and exercise notebook with its committed outputs, nothing executed, Sphinx warnings as
 # errors, internal links checked. The first run fetches require.js, the widget manager and MathJax
 # with npm into build/site-vendor/, so that the pages load nothing from outside the site.
 site: $(STAMP)
-	$(BIN)/python -m course_lib.authoring.site
+	$(BIN)/python -m course_tools.authoring.site
 
 bench: $(STAMP)
 	$(BIN)/python bench/bench_sgd.py

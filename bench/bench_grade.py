@@ -39,7 +39,7 @@ def grade_once(folder: Path, out: Path, extra: list[str], students: int) -> floa
     command = [
         sys.executable,
         "-m",
-        "course_lib.grade",
+        "course_tools.grade",
         str(folder),
         "--out",
         str(out),

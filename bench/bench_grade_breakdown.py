@@ -38,17 +38,17 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from course_lib._notebook_files import read_notebook
-from course_lib.grade._confine import kernel_env
-from course_lib.grade._grader import (
+from course_tools._notebook_files import read_notebook
+from course_tools.grade.grading import RunOptions, Settings
+from course_tools.grade.grading._grader import (
     Context,
-    Options,
     _read_report,
     _Report,
     _runner_source,
 )
-from course_lib.grade._kernel import Sandbox
-from course_lib.grade._submissions import detect_lesson, plan_cells
+from course_tools.grade.intake import detect_lesson, plan_cells
+from course_tools.grade.sandbox import Sandbox, SandboxLevel
+from course_tools.grade.sandbox._launcher import kernel_env
 
 PHASES = [
     "reference answers",
@@ -106,7 +106,7 @@ async def breakdown(notebook: Path, ctx: Context) -> dict[str, float]:
         ctx.reference(exercise)
     times["reference answers"] = time.perf_counter() - mark
     mark = time.perf_counter()
-    cache = await ctx.compilation_cache.for_lesson(lesson, ctx)
+    cache = await ctx.compilation_cache.for_lesson(lesson, ctx.fill_cache)
     times["compilation cache fill"] = time.perf_counter() - mark
     workdir = Path(tempfile.mkdtemp(prefix="submission-", dir=ctx.scratch))
     reports = Path(tempfile.mkdtemp(prefix="reports-", dir=ctx.scratch))
@@ -114,7 +114,7 @@ async def breakdown(notebook: Path, ctx: Context) -> dict[str, float]:
     sandbox = Sandbox(
         str(workdir),
         kernel_env(workdir),
-        ctx.limits,
+        ctx.settings.limits,
         ctx.confinement,
         writable=[str(reports)],
         cache=cache,
@@ -130,7 +130,7 @@ async def breakdown(notebook: Path, ctx: Context) -> dict[str, float]:
 
     async def timed(source: str) -> float:
         begin = time.perf_counter()
-        result = await sandbox.run(source, ctx.options.cell_timeout)
+        result = await sandbox.run(source, ctx.settings.cell_timeout)
         assert result.status in ("ok", "error"), (source[:60], result)
         return time.perf_counter() - begin
 
@@ -144,7 +144,7 @@ async def breakdown(notebook: Path, ctx: Context) -> dict[str, float]:
     probes = 0.0
     for exercise in plan.exercises:
         path = reports / f"{nonce}-{exercise.id}.json"
-        probes += await timed(_runner_source(exercise, ctx.options.seed, path, nonce))
+        probes += await timed(_runner_source(exercise, ctx.settings.seed, path, nonce))
         found[exercise.id] = _read_report(path, exercise, nonce, len(ctx.reference(exercise)[0]))
     all_compiles = await _compile_seconds(sandbox, reports / "compiles-all")
     times["cells (less compiles)"] = cells - sum(cell_compiles)
@@ -189,16 +189,15 @@ def main() -> None:
     notebooks = {"blank": ROOT / "exercises" / solved.name, "solved": solved}
     runs: dict[str, list[dict[str, float]]] = {name: [] for name in notebooks}
     loads = [os.getloadavg()[0]]
+    settings = Settings(sandbox=SandboxLevel.probe(args.sandbox == "on"))
     with tempfile.TemporaryDirectory() as tmp:
         for repeat in range(args.repeats):
             # A fresh context each repeat: every repeat pays the references, as each run does.
             # The cache is filled by the first notebook here (a run fills it at a lesson's 8th).
-            options = Options(
-                sandbox=args.sandbox == "on",
-                warm_kernels=args.warm_kernels == "on",
-                cache_after=1 if args.cache == "on" else 0,
+            options = RunOptions(
+                warm_kernels=args.warm_kernels == "on", cache_after=1 if args.cache == "on" else 0
             )
-            ctx = Context(options, Path(tmp) / f"run{repeat}")
+            ctx = Context(settings, options, Path(tmp) / f"run{repeat}")
             ctx.scratch.mkdir()
             ctx.warm_up()
             for name, path in notebooks.items():

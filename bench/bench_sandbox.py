@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Benchmark: what confining every kernel (``course_lib/grade/_confine.py``) costs per notebook.
+"""Benchmark: what confining every kernel (``course_tools/grade/sandbox/_launcher.py``) costs.
 
 Run it from the repository root: ``.venv/bin/python bench/bench_sandbox.py`` (``--help`` lists the
 options). Two measurements, each with the sandbox on and off, interleaved so that a burst of load
@@ -49,7 +49,7 @@ def grade_class(folder: Path, out: Path, sandbox: str, jobs: int) -> tuple[float
     command = [
         sys.executable,
         "-m",
-        "course_lib.grade",
+        "course_tools.grade",
         str(folder),
         "--out",
         str(out),
@@ -70,8 +70,8 @@ def grade_class(folder: Path, out: Path, sandbox: str, jobs: int) -> tuple[float
 
 async def kernel_round(confined: bool) -> float:
     """Seconds to start one kernel, import JAX in it and stop it."""
-    from course_lib.grade._confine import kernel_env
-    from course_lib.grade._kernel import Confinement, Limits, Sandbox
+    from course_tools.grade.sandbox._kernel import Confinement, Limits, Sandbox
+    from course_tools.grade.sandbox._launcher import kernel_env
 
     work = Path(tempfile.mkdtemp(prefix="bench-sandbox-"))
     try:
@@ -91,21 +91,22 @@ async def kernel_round(confined: bool) -> float:
 
 def launcher_rounds(rounds: int = 20) -> dict[str, list[float]]:
     """Seconds to run ``python -c pass`` directly and through the launcher, interleaved."""
-    from course_lib.grade import _confine
+    from course_tools._course import COURSE_LIB
+    from course_tools.grade.sandbox import _launcher
 
     work = tempfile.mkdtemp(prefix="bench-sandbox-")
     policy = {
         "landlock": True,
-        "read": _confine.readable_paths(),
+        "read": _launcher.readable_paths(str(COURSE_LIB)),
         "write": [work],
-        "devices": _confine.DEVICES,
+        "devices": _launcher.DEVICES,
         "bind_ports": [1],
         "cgroup": None,
     }
     command = [sys.executable, "-c", "pass"]
     times: dict[str, list[float]] = {"off": [], "on": []}
     for _ in range(rounds):
-        for mode, argv in (("off", command), ("on", _confine.launcher_command(policy, command))):
+        for mode, argv in (("off", command), ("on", _launcher.launcher_command(policy, command))):
             start = time.perf_counter()
             subprocess.run(argv, check=True)
             times[mode].append(time.perf_counter() - start)
@@ -126,7 +127,7 @@ def main() -> None:
         "--json", type=Path, default=RESULTS, help=f"where to write the results (default {RESULTS})"
     )
     args = parser.parse_args()
-    from course_lib.grade._confine import sandbox_level
+    from course_tools.grade.sandbox._launcher import sandbox_level
 
     level = sandbox_level()
     print(f"sandbox: {json.dumps(level)}", file=sys.stderr)

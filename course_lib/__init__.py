@@ -1,9 +1,9 @@
 """course_lib: the small pytree library behind the pytree course.
 
 The core (this namespace) needs only JAX and NumPy. Pictures and widgets live in
-``course_lib.viz``, learners' self-checks in ``course_lib.checks``, the autograder in
-``course_lib.grade``, and notebook authoring tools in ``course_lib.authoring``; importing
-``course_lib`` loads none of them.
+``course_lib.viz`` and learners' self-checks in ``course_lib.checks``; importing ``course_lib``
+loads neither. The autograder and the authoring tools are a package of their own,
+``course_tools``, which imports this one and is never imported by it.
 """
 
 # First, before any module that uses newer JAX APIs: importing it checks the running JAX against the

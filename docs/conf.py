@@ -1,5 +1,5 @@
 """Sphinx configuration of the course's website; `make site` builds it (see
-course_lib/authoring/site.py). The pages are the committed notebooks with their saved outputs:
+course_tools/authoring/site.py). The pages are the committed notebooks with their saved outputs:
 nothing is executed.
 
 The source folder is the course folder itself (``sphinx-build -c docs . OUT``), so that the
@@ -17,7 +17,7 @@ DOCS = Path(__file__).resolve().parent
 ROOT = DOCS.parent
 sys.path.insert(0, str(DOCS / "_ext"))
 
-from course_lib.authoring.site import SITE_PAGES, site_repository, vendor_static
+from course_tools.authoring.site import SITE_PAGES, site_repository, vendor_static
 
 project = "pytree-course"
 author = "the pytree-course authors"

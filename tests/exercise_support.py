@@ -1,4 +1,4 @@
-"""What the self-check tests of every lesson share (tests/test_checks*.py).
+"""What the self-check tests of every lesson share (tests/checks/test_checks*.py).
 
 pytest puts tests/ on ``sys.path`` for its test modules (tests/ has no ``__init__.py``), so a test
 module imports this one by name, as test_properties.py imports strategies.py.

@@ -1,4 +1,4 @@
-"""What the site tests (tests/test_site.py, tests/browser/test_site.py) expect of the built site,
+"""What the site tests (tests/authoring/test_site.py, tests/browser/) expect of the built site,
 worked out from the course's files, not from the site's own code: which pages there must be, in
 which order, and which solution lines must appear on none of them. The tests' site is built with
 launch links to `TEST_REPOSITORY`, whatever pyproject.toml says."""
@@ -10,8 +10,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from course_lib.authoring.exercises import BEGIN_MARKER, END_MARKER, SOLUTION_ONLY_TAG
-from course_lib.authoring.site import build
+from course_tools.authoring.exercises import BEGIN_MARKER, END_MARKER, SOLUTION_ONLY_TAG
+from course_tools.authoring.site import build
 
 ROOT = Path(__file__).resolve().parents[1]
 START_PAGE = "docs/index"

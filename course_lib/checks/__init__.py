@@ -64,11 +64,11 @@ Adding the exercises of a lesson (say 02):
 3. In ``solutions/02_*.ipynb``: the exercise cell (metadata ``{"course": {"exercise": id}}``,
    solution between ``### BEGIN SOLUTION`` / ``### END SOLUTION``), then a check cell (metadata
    ``{"course": {"check": id}}``) with ``check(id, name)``, and ``progress("02")`` last.
-4. Add ``tests/test_checks_lesson02.py`` with a subclass of ``LessonChecks`` from
+4. Add ``tests/checks/test_checks_lesson02.py`` with a subclass of ``LessonChecks`` from
    ``tests/exercise_support.py``: the lesson's right answers and its typical wrong answers, each
    with the text its hint must hold (not attempted, correct, the grading cases and the hints are
-   then tested). The course-wide grader test in ``tests/test_grade.py`` grades the new solution
-   and exercise notebooks by itself.
+   then tested). The course-wide grader test in ``tests/grade/test_grade.py`` grades the new
+   solution and exercise notebooks by itself.
 """
 
 from ._evaluate import judge_outcomes as judge_outcomes

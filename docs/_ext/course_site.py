@@ -16,8 +16,8 @@ Only the copy that myst-nb renders is adjusted, by `site_notebook`:
 * under each widget a line says that it is live in Jupyter: the page renders the widget from the
   state saved in the notebook, and without a kernel nothing answers when it is moved.
 
-The launch links (`course_lib.authoring.site.launch_links`, which takes them from
-`course_lib.authoring.launch`) go into the theme's launch menu, the rocket at the top of the page,
+The launch links (`course_tools.authoring.site.launch_links`, which takes them from
+`course_tools.authoring.launch`) go into the theme's launch menu, the rocket at the top of the page,
 for the repository that ``course_repository_url`` in ``docs/conf.py`` names; there are none when
 it is empty.
 """
@@ -35,16 +35,16 @@ from sphinx.application import Sphinx
 from sphinx.util.docutils import SphinxDirective
 from sphinx.util.parsing import nested_parse_to_nodes
 
-from course_lib._notebook_files import NotebookError
-from course_lib.authoring.launch import parse_repository, with_badge
-from course_lib.authoring.navigation import (
+from course_tools._notebook_files import NotebookError
+from course_tools.authoring.launch import parse_repository, with_badge
+from course_tools.authoring.navigation import (
     course_pitfalls,
     is_navigation,
     lesson_paths,
     pitfall_headings,
     pitfall_table,
 )
-from course_lib.authoring.site import SiteError, launch_links, readme_section
+from course_tools.authoring.site import SiteError, launch_links, readme_section
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 WIDGET_NOTE = (
@@ -97,7 +97,7 @@ def site_notebook(text: str) -> NotebookNode:
 class PitfallIndex(SphinxDirective):
     """``{pitfall-index}``: the table of the lessons' numbered pitfalls, each linked to its heading.
 
-    It is written by `course_lib.authoring.navigation.pitfall_table`, which also writes the
+    It is written by `course_tools.authoring.navigation.pitfall_table`, which also writes the
     README's table, from the lessons in ``notebooks/`` of the source folder (the course folder),
     for a page in ``docs/``.
     """

@@ -4,8 +4,8 @@ previous/next walk the pages in order; search finds lesson 04 for "static"; no s
 on any page; the widgets render from their saved state with no kernel and no network; the launch
 menu of a lesson and of an exercise shows their Binder and Colab links.
 
-(Not ``test_site.py``: tests/test_site.py has that name, and pytest refuses two test modules of
-the same name in one run.)
+(Not ``test_site.py``: tests/authoring/test_site.py has that name, and pytest refuses two test
+modules of the same name in one run.)
 """
 
 from __future__ import annotations

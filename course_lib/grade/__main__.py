@@ -1,7 +1,0 @@
-"""``python -m course_lib.grade PATH... [--out DIR] [--timeout S] [--jobs N]``."""
-
-import sys
-
-from . import main
-
-sys.exit(main())

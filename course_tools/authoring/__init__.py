@@ -1,0 +1,12 @@
+"""Tools for course authors; they edit notebook files and are never imported by the lessons.
+
+Each module is a command (``python -m course_tools.authoring.<name> --help``):
+
+* `course_tools.authoring.exercises`: write ``exercises/`` from ``solutions/`` (``make exercises``).
+* `course_tools.authoring.navigation`: the generated navigation cell of every notebook, lesson
+  00's contents, and README's lesson and pitfall tables (``make navigation``).
+* `course_tools.authoring.site`: the course's website, built from the committed notebooks
+  (``make site``).
+* `course_tools.authoring.execute`: re-execute notebooks in place, one fresh kernel each, and time
+  them (``make notebooks``).
+"""

@@ -1,0 +1,232 @@
+"""Run the course on other JAX releases: every lesson, every solution and the unit tests.
+
+::
+
+    python -m course_tools.authoring.compat [--jax VERSION ...] [--jobs N] [TEST ...]
+
+For each JAX release (default: the course's floor, `course_lib.JAX_FLOOR`) it builds an
+environment in ``build/compat/jax-VERSION/``: the course's lock (``uv.lock``, exported with
+``uv export``) with only ``jax`` and ``jaxlib`` replaced, and the course installed from this
+checkout. An environment whose lock and release have not changed is reused. Then, in it:
+
+1. every lesson and solution runs top to bottom in a fresh kernel, without writing anything back
+   (`course_tools.authoring.execute` ``--no-write``): no cell may raise unless it is tagged
+   ``raises-exception``, every tagged cell must raise, and every self-check must say "passed"
+   (``COURSE_STRICT_CHECKS=1`` turns anything else into an error);
+2. pytest runs the ``TEST`` arguments (`make compat` passes the unit tests and ``course_lib``'s
+   doctests).
+
+Outputs are not compared: the committed ones come from the lock's JAX, and the words a release
+prints may differ. One line per notebook and a summary per release are printed; the exit status
+is 1 when anything failed on any release, 2 when an environment could not be built.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from course_lib import JAX_FLOOR
+
+from .binder import locked_requirements
+
+__all__ = ["CompatError", "ReleaseResult", "build_environment", "main", "run_release"]
+
+LESSON_FOLDERS = ("notebooks", "solutions")
+_NOTEBOOK_LINE = re.compile(r"^(?:notebooks|solutions)/\S+\.ipynb: ")
+_CHECKS = re.compile(r"(\d+) self-checks passed")
+_PYTEST_TAIL = re.compile(r"^=*\s*(\d+ (?:passed|failed).*?)\s*=*$", re.MULTILINE)
+
+
+class CompatError(Exception):
+    """An environment for a JAX release could not be built; the message says why."""
+
+
+@dataclass(frozen=True)
+class ReleaseResult:
+    """What happened on one JAX release."""
+
+    version: str
+    notebooks: int
+    failed: list[str]
+    checks_passed: int
+    tests: str
+    tests_ok: bool
+    seconds: float
+
+    @property
+    def ok(self) -> bool:
+        return not self.failed and self.tests_ok
+
+
+def _uv(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "uv", *args]
+    result = subprocess.run(command, cwd=cwd, capture_output=True, text=True, check=False)
+    if result.returncode != 0:
+        raise CompatError(f"`uv {' '.join(args)}` failed:\n{result.stdout}{result.stderr}")
+    return result
+
+
+def build_environment(root: Path, version: str, *, course: bool = True) -> tuple[Path, bool]:
+    """The environment for JAX ``version`` under ``root/build/compat``, built when missing or stale.
+
+    With ``course=False`` it holds everything but the course, and pip: a learner's Jupyter where
+    a notebook's setup cell has the course to install. Returns its folder and whether it was
+    reused.
+    """
+    lock = (root / "uv.lock").read_bytes()
+    stamp_text = f"{hashlib.sha256(lock).hexdigest()} jax=={version} course={course}\n"
+    env = root / "build" / "compat" / (f"jax-{version}" if course else f"jax-{version}-bare")
+    stamp = env / ".course-compat"
+    if stamp.is_file() and stamp.read_text() == stamp_text:
+        return env, True
+    if env.exists():
+        shutil.rmtree(env)
+    python = env / "bin" / "python"
+    seed = () if course else ("--seed",)  # pip, for the setup cell's %pip
+    # --no-config: pyproject.toml's [tool.uv] pins the lock's JAX, which would defeat the override.
+    _uv("venv", "--quiet", "--no-config", *seed, "--python", sys.executable, str(env), cwd=root)
+    requirements, overrides = env / "requirements.txt", env / "overrides.txt"
+    try:
+        requirements.write_text(locked_requirements(root))
+    except RuntimeError as error:
+        raise CompatError(str(error)) from None
+    overrides.write_text(f"jax=={version}\njaxlib=={version}\n")
+    _uv(
+        "pip", "install", "--quiet", "--no-config", "--python", str(python), "--compile-bytecode",
+        "-r", str(requirements), "--override", str(overrides), cwd=root,
+    )  # fmt: skip
+    if course:
+        _uv(
+            "pip", "install", "--quiet", "--no-config", "--python", str(python), "--no-deps",
+            "--editable", str(root), cwd=root,
+        )  # fmt: skip
+    stamp.write_text(stamp_text)
+    return env, False
+
+
+def _environment(env: Path) -> dict[str, str]:
+    variables = dict(os.environ)
+    variables["PATH"] = f"{env / 'bin'}{os.pathsep}{variables.get('PATH', '')}"
+    variables["VIRTUAL_ENV"] = str(env)
+    variables["COURSE_STRICT_CHECKS"] = "1"
+    return variables
+
+
+def _split(items: list[Path], parts: int) -> list[list[Path]]:
+    return [chunk for chunk in (items[i::parts] for i in range(parts)) if chunk]
+
+
+def run_release(root: Path, version: str, tests: Sequence[str], jobs: int = 2) -> ReleaseResult:
+    """Build (or reuse) the environment for ``version``, run the notebooks and ``tests`` there."""
+    started = time.monotonic()
+    print(f"== JAX {version} ==", flush=True)
+    env, reused = build_environment(root, version)
+    print(f"environment: {env.relative_to(root)} ({'reused' if reused else 'built'})", flush=True)
+    variables = _environment(env)
+    python = str(env / "bin" / "python")
+    notebooks = sorted(p for folder in LESSON_FOLDERS for p in (root / folder).glob("*.ipynb"))
+    runs = [
+        subprocess.Popen(
+            [python, "-m", "course_tools.authoring.execute", "--no-write", *map(str, chunk)],
+            cwd=root,
+            env=variables,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for chunk in _split([p.relative_to(root) for p in notebooks], jobs)
+    ]
+    failed: list[str] = []
+    checks_passed = 0
+    details: list[str] = []
+    for run in runs:
+        output, _ = run.communicate()
+        for line in output.splitlines():
+            if _NOTEBOOK_LINE.match(line):
+                print(line, flush=True)
+                if "FAILED" in line:
+                    failed.append(line.split(":", 1)[0])
+                found = _CHECKS.search(line)
+                checks_passed += int(found.group(1)) if found else 0
+        if run.returncode != 0:
+            details.append(output)
+    for text in details:
+        print(text, file=sys.stderr, flush=True)
+    tests_summary, tests_ok = "no tests asked for", True
+    if tests:
+        command = [python, "-m", "pytest", "-p", "no:cacheprovider", "-q", *tests]
+        result = subprocess.run(
+            command, cwd=root, env=variables, capture_output=True, text=True, check=False
+        )
+        tails = _PYTEST_TAIL.findall(result.stdout)
+        tests_summary = tails[-1] if tails else f"pytest exited {result.returncode}"
+        tests_ok = result.returncode == 0
+        if not tests_ok:
+            print(result.stdout[-20000:], result.stderr[-5000:], sep="\n", file=sys.stderr)
+    result_ = ReleaseResult(
+        version=version,
+        notebooks=len(notebooks),
+        failed=failed,
+        checks_passed=checks_passed,
+        tests=tests_summary,
+        tests_ok=tests_ok,
+        seconds=time.monotonic() - started,
+    )
+    print(
+        f"JAX {version}: {len(notebooks) - len(failed)}/{len(notebooks)} notebooks ran, "
+        f"{checks_passed} self-checks passed; unit tests: {tests_summary} "
+        f"({result_.seconds:.0f} s)",
+        flush=True,
+    )
+    return result_
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Command line entry point; returns the exit status."""
+    parser = argparse.ArgumentParser(
+        prog="python -m course_tools.authoring.compat",
+        description="Run every lesson, solution and unit test on other JAX releases.",
+    )
+    parser.add_argument(
+        "--jax",
+        action="append",
+        metavar="VERSION",
+        help=f"a JAX release to run on (repeatable; default: the floor, {JAX_FLOOR})",
+    )
+    parser.add_argument("--jobs", type=int, default=2, help="notebooks run at once (default 2)")
+    parser.add_argument("--root", type=Path, default=Path.cwd(), help="the course folder")
+    parser.add_argument("tests", nargs="*", help="what pytest runs in each environment")
+    args = parser.parse_args(argv)
+    root = args.root.resolve()
+    if not (root / "uv.lock").is_file():
+        print(f"compat: {root}/uv.lock is missing: run this in the course folder", file=sys.stderr)
+        return 2
+    results = []
+    for version in args.jax or [JAX_FLOOR]:
+        try:
+            results.append(run_release(root, version, args.tests, max(1, args.jobs)))
+        except CompatError as error:
+            print(f"compat: JAX {version}: {error}", file=sys.stderr)
+            return 2
+    print("\nJAX      notebooks  self-checks  unit tests")
+    for r in results:
+        mark = "ok  " if r.ok else "FAIL"
+        ran = f"{r.notebooks - len(r.failed)}/{r.notebooks}"
+        print(f"{r.version:<8} {ran:>9}  {r.checks_passed:>11}  {r.tests}  {mark}")
+        for name in r.failed:
+            print(f"         failed: {name}")
+    return 0 if all(r.ok for r in results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,272 @@
+"""Re-execute notebooks in place, each in a fresh kernel, and report how long each took.
+
+::
+
+    python -m course_tools.authoring.execute [--timeout S] [--notebook-timeout S] [--no-write] NB..
+
+For each notebook in turn: start a new ``python3`` kernel in the notebook's folder, run every
+code cell top to bottom (no cell may take longer than ``--timeout`` seconds, default 120, and
+the whole notebook no longer than ``--notebook-timeout``, default 600), shut the kernel down,
+and on success write the notebook back atomically, in ``nbformat.write``'s format (``--no-write``
+only checks: `make compat` runs the course this way on other JAX releases). A cell
+tagged ``raises-exception`` must raise (that is the lesson it teaches); any other cell must not.
+On a failure the notebook file is left untouched and the notebook, cell and error are reported;
+the remaining notebooks still run, and the exit status is 1.
+
+One line per notebook reports the wall time, kernel start and shutdown included, the time
+from the first cell starting to the last cell finishing (this is how lesson timings are
+measured), and how many self-checks said "passed". Kernels log "Kernel is running over TCP
+without encryption" on start: that is noise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from nbformat import NotebookNode
+
+from course_lib._atomic import write_text_atomic
+
+from .._notebook_files import (
+    NotebookError,
+    cell_label,
+    display_path,
+    notebook_text,
+    read_notebook,
+)
+
+__all__ = [
+    "DEFAULT_CELL_TIMEOUT",
+    "DEFAULT_NOTEBOOK_TIMEOUT",
+    "NotebookExecutionError",
+    "Timing",
+    "execute_notebook",
+    "main",
+    "passed_checks",
+    "silent_raises_exception_cells",
+]
+
+DEFAULT_CELL_TIMEOUT = 120.0
+DEFAULT_NOTEBOOK_TIMEOUT = 600.0
+RAISES_TAG = "raises-exception"
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+# What a self-check prints when an answer passes: "02.sgd_step: passed (2/2 points, 6 cases)".
+_PASSED = re.compile(r"^\d\d\.\w+: passed \(", re.MULTILINE)
+
+
+class NotebookExecutionError(Exception):
+    """A notebook did not run cleanly; the message names the notebook, the cell and the error."""
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Seconds spent on one notebook (in all, and from the first cell's start to the last's end),
+    and the number of self-checks that said "passed"."""
+
+    total: float
+    cells: float
+    checks_passed: int = 0
+
+
+def passed_checks(nb: NotebookNode) -> int:
+    """How many self-checks in ``nb``'s outputs said "passed".
+
+    >>> from nbformat.v4 import new_notebook, new_code_cell, new_output
+    >>> said = new_output("stream", name="stdout", text="02.sgd_step: passed (2/2 points)")
+    >>> passed_checks(new_notebook(cells=[new_code_cell("check(...)", outputs=[said])]))
+    1
+    """
+    return sum(
+        len(_PASSED.findall(output.get("text", "")))
+        for cell in nb.cells
+        if cell.cell_type == "code"
+        for output in cell.get("outputs", [])
+        if output.get("output_type") == "stream"
+    )
+
+
+class _NotebookTimeoutError(Exception):
+    pass
+
+
+def silent_raises_exception_cells(nb: NotebookNode) -> list[int]:
+    """Indices of code cells tagged ``raises-exception`` whose outputs show no error.
+
+    >>> from nbformat.v4 import new_notebook, new_code_cell, new_output
+    >>> tagged = {"tags": ["raises-exception"]}
+    >>> nb = new_notebook(cells=[
+    ...     new_code_cell("1 / 0", metadata=tagged, outputs=[
+    ...         new_output("error", ename="ZeroDivisionError", evalue="division by zero")]),
+    ...     new_code_cell("1 / 1", metadata=tagged),
+    ...     new_code_cell("1 + 1"),
+    ... ])
+    >>> silent_raises_exception_cells(nb)
+    [1]
+    """
+    return [
+        index
+        for index, cell in enumerate(nb.cells)
+        if cell.cell_type == "code"
+        and cell.source.strip()
+        and RAISES_TAG in cell.metadata.get("tags", [])
+        and not any(output.get("output_type") == "error" for output in cell.get("outputs", []))
+    ]
+
+
+def execute_notebook(
+    path: str | Path,
+    *,
+    cell_timeout: float = DEFAULT_CELL_TIMEOUT,
+    notebook_timeout: float = DEFAULT_NOTEBOOK_TIMEOUT,
+    kernel_name: str = "python3",
+    write: bool = True,
+) -> Timing:
+    """Run ``path`` top to bottom in a fresh kernel and write it back; raise
+    `NotebookExecutionError`.
+
+    The file is only written when every cell ran as it should, and never with ``write=False``.
+    """
+    # Imported here: nbclient pulls in jupyter_client and zmq, which the other tools don't need.
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
+
+    path = Path(path).absolute()
+    where = display_path(path)
+    started = time.monotonic()
+    deadline = started + notebook_timeout
+    try:
+        nb = read_notebook(path)
+    except NotebookError as error:
+        raise NotebookExecutionError(str(error)) from None
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            cell.metadata.pop("execution", None)  # stale timings from another executor
+
+    state: dict[str, float | int | None] = {"index": None, "first": None, "last": None}
+
+    def on_cell_start(cell: NotebookNode, cell_index: int) -> None:
+        state["index"] = cell_index
+        if time.monotonic() >= deadline:
+            raise _NotebookTimeoutError
+        if state["first"] is None and cell.cell_type == "code":
+            state["first"] = time.monotonic()
+
+    def on_cell_executed(cell: NotebookNode, cell_index: int, execute_reply: object) -> None:
+        state["last"] = time.monotonic()
+
+    def timeout_for(cell: NotebookNode) -> float:
+        return max(0.1, min(cell_timeout, deadline - time.monotonic()))
+
+    client = NotebookClient(
+        nb,
+        timeout=cell_timeout,
+        timeout_func=timeout_for,
+        kernel_name=kernel_name,
+        resources={"metadata": {"path": str(path.parent)}},
+        allow_errors=False,
+        record_timing=False,
+        on_cell_start=on_cell_start,
+        on_cell_executed=on_cell_executed,
+    )
+
+    def failure(problem: str) -> NotebookExecutionError:
+        index = state["index"]
+        if isinstance(index, int) and 0 <= index < len(nb.cells):
+            problem = f"{cell_label(nb.cells[index], index)}: {problem}"
+        return NotebookExecutionError(f"{where}: {problem}")
+
+    try:
+        client.execute()
+    except CellExecutionError as error:
+        traceback = _ANSI.sub("", error.traceback).rstrip()
+        raise failure(f"{error.ename}: {error.evalue}\n{traceback}") from None
+    except (_NotebookTimeoutError, CellTimeoutError):
+        if time.monotonic() >= deadline - 0.5:
+            raise failure(f"the notebook ran past its {notebook_timeout:g} s limit") from None
+        raise failure(f"the cell ran past its {cell_timeout:g} s limit") from None
+    except DeadKernelError as error:
+        raise failure(f"the kernel died ({error})") from None
+    except Exception as error:  # noqa: BLE001 (nbclient raises many kinds: a kernel that won't start, a lost connection; each fails this notebook with its message)
+        raise failure(f"{type(error).__name__}: {error}") from None
+
+    silent = silent_raises_exception_cells(nb)
+    if silent:
+        labels = ", ".join(cell_label(nb.cells[i], i) for i in silent)
+        raise NotebookExecutionError(f"{where}: {labels}: tagged {RAISES_TAG!r} but raised nothing")
+
+    if write:
+        write_text_atomic(path, notebook_text(nb, where))
+    first, last = state["first"], state["last"]
+    cells = float(last - first) if first is not None and last is not None else 0.0
+    return Timing(total=time.monotonic() - started, cells=cells, checks_passed=passed_checks(nb))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Command line entry point; returns the exit status (0 all ran, 1 some failed)."""
+    parser = argparse.ArgumentParser(
+        prog="python -m course_tools.authoring.execute",
+        description="Re-execute notebooks in place, one fresh kernel each, and time them.",
+    )
+    parser.add_argument("notebooks", nargs="*", type=Path, metavar="NB", help="notebooks to run")
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=DEFAULT_CELL_TIMEOUT,
+        metavar="S",
+        help=f"longest any one cell may run, in seconds (default {DEFAULT_CELL_TIMEOUT:g})",
+    )
+    parser.add_argument(
+        "--notebook-timeout",
+        type=float,
+        default=DEFAULT_NOTEBOOK_TIMEOUT,
+        metavar="S",
+        help=f"longest one notebook may run, in seconds (default {DEFAULT_NOTEBOOK_TIMEOUT:g})",
+    )
+    parser.add_argument(
+        "--no-write",
+        action="store_true",
+        help="run and check each notebook, but leave every file as it was",
+    )
+    args = parser.parse_args(argv)
+    if not args.notebooks:
+        print("No notebooks to execute.")
+        return 0
+
+    failed: list[str] = []
+    total = 0.0
+    for path in args.notebooks:
+        where = display_path(path)
+        started = time.monotonic()
+        try:
+            timing = execute_notebook(
+                path,
+                cell_timeout=args.timeout,
+                notebook_timeout=args.notebook_timeout,
+                write=not args.no_write,
+            )
+        except NotebookExecutionError as error:
+            elapsed = time.monotonic() - started
+            total += elapsed
+            failed.append(where)
+            print(f"{where}: FAILED after {elapsed:.1f} s, file left as it was", flush=True)
+            print(error, file=sys.stderr, flush=True)
+            continue
+        total += timing.total
+        checks = f", {timing.checks_passed} self-checks passed" if timing.checks_passed else ""
+        print(f"{where}: {timing.total:.1f} s (cells {timing.cells:.1f} s){checks}", flush=True)
+    ran = len(args.notebooks)
+    print(f"{ran} notebook(s) in {total:.1f} s; {len(failed)} failed", flush=True)
+    if failed:
+        print("Failed: " + " ".join(failed), file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,185 @@
+"""Where the course lives online, and the links that open a notebook there.
+
+A course host says where the course's repository is with one setting in ``pyproject.toml``::
+
+    [project.urls]
+    Repository = "https://github.com/OWNER/REPO"
+
+Everything else follows from it: the Colab badge in each notebook's first markdown cell, the
+Binder and Colab links on the website's lesson and exercise pages, and what a notebook opened
+alone installs (`install_requirement`). Without the setting there are no launch links at all and
+a lone notebook installs the course by its package name.
+
+>>> repo = Repository("octo", "pytree-course")
+>>> colab_url(repo, "notebooks/01_what_is_a_pytree.ipynb")
+'https://colab.research.google.com/github/octo/pytree-course/blob/main/notebooks/01_what_is_a_pytree.ipynb'
+>>> binder_url(repo, "exercises/02_mapping_and_sgd.ipynb")
+'https://mybinder.org/v2/gh/octo/pytree-course/main?labpath=exercises/02_mapping_and_sgd.ipynb'
+>>> install_requirement(repo)
+'pytree-course @ git+https://github.com/octo/pytree-course@main'
+>>> install_requirement(None)
+'pytree-course'
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+from course_lib import JAX_FLOOR
+
+__all__ = [
+    "BRANCH",
+    "PACKAGE",
+    "LaunchSettingError",
+    "Repository",
+    "binder_url",
+    "colab_badge",
+    "colab_url",
+    "install_requirement",
+    "parse_repository",
+    "repository",
+    "setup_source",
+    "with_badge",
+]
+
+PACKAGE = "pytree-course"
+# The branch that launch links open and that a lone notebook installs from.
+BRANCH = "main"
+_GITHUB = re.compile(r"https://github\.com/([A-Za-z0-9-]+)/([A-Za-z0-9._-]+?)(?:\.git)?/?")
+_BADGE = "https://colab.research.google.com/assets/colab-badge.svg"
+_BADGE_LINE = re.compile(r"\n*^\[!\[Open In Colab\]\([^)]*\)\]\([^)]*\)[ \t]*$", re.MULTILINE)
+
+
+class LaunchSettingError(ValueError):
+    """``[project.urls] Repository`` in pyproject.toml is not a GitHub repository URL."""
+
+
+@dataclass(frozen=True)
+class Repository:
+    """A GitHub repository, by owner and name."""
+
+    owner: str
+    name: str
+
+    @property
+    def url(self) -> str:
+        return f"https://github.com/{self.owner}/{self.name}"
+
+
+def parse_repository(url: str) -> Repository:
+    """The repository that ``url`` names; raises `LaunchSettingError` for any other URL.
+
+    >>> parse_repository("https://github.com/octo/pytree-course.git")
+    Repository(owner='octo', name='pytree-course')
+    """
+    match = _GITHUB.fullmatch(url.strip())
+    if match is None:
+        raise LaunchSettingError(
+            f"[project.urls] Repository in pyproject.toml is {url!r}; launch links need a GitHub "
+            "repository URL such as https://github.com/OWNER/REPO (Colab and Binder open "
+            "notebooks from GitHub). Remove the setting to build the course without launch links."
+        )
+    return Repository(match.group(1), match.group(2))
+
+
+def repository(root: Path) -> Repository | None:
+    """The repository set in ``root/pyproject.toml``, or None when none is set (or no file)."""
+    if not (root / "pyproject.toml").is_file():
+        return None
+    with (root / "pyproject.toml").open("rb") as file:
+        urls = tomllib.load(file).get("project", {}).get("urls", {})
+    url = urls.get("Repository")
+    return None if url is None else parse_repository(url)
+
+
+def colab_url(repo: Repository, path: str) -> str:
+    """The Colab address that opens the notebook at ``path`` (relative to the repository root)."""
+    return f"https://colab.research.google.com/github/{repo.owner}/{repo.name}/blob/{BRANCH}/{path}"
+
+
+def binder_url(repo: Repository, path: str) -> str:
+    """The Binder address that builds the course's environment and opens ``path`` in JupyterLab."""
+    return f"https://mybinder.org/v2/gh/{repo.owner}/{repo.name}/{BRANCH}?labpath={path}"
+
+
+def colab_badge(repo: Repository, path: str) -> str:
+    """The markdown of an "Open in Colab" badge for the notebook at ``path``.
+
+    >>> colab_badge(Repository("octo", "c"), "notebooks/00_start_here.ipynb")[:40]
+    '[![Open In Colab](https://colab.research'
+    """
+    return f"[![Open In Colab]({_BADGE})]({colab_url(repo, path)})"
+
+
+def with_badge(markdown: str, badge: str | None) -> str:
+    """``markdown`` ending in ``badge`` on a line of its own; any earlier badge goes first.
+
+    >>> badge = colab_badge(Repository("octo", "c"), "notebooks/00_start_here.ipynb")
+    >>> with_badge(with_badge("# Start here", badge), badge) == "# Start here\\n\\n" + badge
+    True
+    >>> with_badge("# Start here\\n\\n" + badge, None)
+    '# Start here'
+    """
+    text = _BADGE_LINE.sub("", markdown)
+    return f"{text}\n\n{badge}" if badge else text
+
+
+def install_requirement(repo: Repository | None) -> str:
+    """What a notebook opened alone asks pip for: the repository when one is set, else the name."""
+    if repo is None:
+        return PACKAGE
+    return f"{PACKAGE} @ git+{repo.url}@{BRANCH}"
+
+
+# The setup cell's code. It must run before course_lib exists, so it imports nothing of the course,
+# and it must not import JAX: lesson 07's next cell sets XLA_FLAGS, which JAX reads at import.
+_SETUP = """\
+# Generated by `make navigation`. Where the course is not installed (Colab, a fresh Jupyter), this
+# installs it into this kernel, keeping the JAX that is already here. Elsewhere it does nothing.
+import importlib.util
+
+if importlib.util.find_spec("course_lib") is None:
+    import importlib.metadata
+    import re
+    import shlex
+
+    from IPython import get_ipython
+
+    course, floor = {requirement!r}, {floor!r}
+    try:
+        jax_before = importlib.metadata.version("jax")
+    except importlib.metadata.PackageNotFoundError:
+        jax_before = None
+    release = lambda v: tuple(int(n) for n in re.findall(r"\\d+", v)[:3])
+    if jax_before and release(jax_before) < release(floor):
+        raise RuntimeError(
+            f"This kernel has JAX {{jax_before}}; the course needs JAX {{floor}} or newer. "
+            "Run `%pip install -U jax`, restart the kernel, then run this cell again."
+        )
+    keep = f" jax=={{jax_before}}" if jax_before else ""
+    get_ipython().run_line_magic("pip", f"install --quiet {{shlex.quote(course)}}{{keep}}")
+    importlib.invalidate_caches()
+    if importlib.util.find_spec("course_lib") is None:
+        raise RuntimeError(
+            f"Could not install the course ({{course}}): pip's message is above. Without a "
+            "network, run the course where it is installed instead (clone it, then `make lab`)."
+        )
+    jax_now = importlib.metadata.version("jax")
+    kept = "kept" if jax_now == jax_before else "installed"
+    print(f"Installed the course ({{course}}) into this kernel; JAX {{jax_now}} {{kept}}.")"""
+
+
+def setup_source(repo: Repository | None) -> str:
+    """The code of every notebook's hidden setup cell (generated by `make navigation`).
+
+    It installs ``install_requirement(repo)`` with ``%pip`` when ``course_lib`` cannot be
+    imported, pinning the JAX already installed so that pip cannot replace it; below the course's
+    floor it stops and says to upgrade instead.
+
+    >>> print(setup_source(None).splitlines()[11])
+        course, floor = 'pytree-course', '0.7.1'
+    """
+    return _SETUP.format(requirement=install_requirement(repo), floor=JAX_FLOOR)

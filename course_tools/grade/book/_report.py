@@ -1,0 +1,198 @@
+"""``report.html``: how the class did, in one self-contained page for the instructor.
+
+Pass rate per exercise, a histogram of totals, the most frequent hint per exercise, notebooks with
+errors outside the exercise cells, students without a graded notebook, late students, and the
+similarity section (see ``_similarity``). Every count is of students, not notebooks. Figures are
+PNG embedded as base64; nothing in the page depends on the time or on random ids, so the same
+gradebook gives the same bytes.
+"""
+
+import base64
+import html
+import io
+from collections import Counter
+
+from ._answers import solution_regions
+from ._classbook import ClassBook, StudentRow
+from ._results import format_points
+from ._similarity import similar_pairs, solution_copies
+
+MAX_PAIRS = 100
+_STYLE = (
+    "body{font-family:sans-serif;max-width:60em;margin:2em auto;color:#222}"
+    "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:.2em "
+    ".5em;text-align:left;vertical-align:top}"
+    "th{background:#f3f3f3}.num{text-align:right}img{max-width:100%}"
+)
+
+
+def _png(figure: "object") -> str:
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=80, metadata={"Software": None})  # type: ignore[attr-defined]  # Figure from pyplot
+    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode()
+
+
+def _figures(book: ClassBook, rates: list[tuple[str, int, int]]) -> tuple[str, str]:
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    from matplotlib.figure import Figure
+
+    with matplotlib.rc_context(
+        {"font.family": "DejaVu Sans", "svg.hashsalt": "course-grade", "path.simplify": False}
+    ):
+        bars = Figure(figsize=(7, 0.3 * len(rates) + 1.2))
+        ax = bars.subplots()
+        ax.barh(
+            [r[0] for r in rates][::-1],
+            [100 * r[1] / r[2] if r[2] else 0 for r in rates][::-1],
+            color="#4a7ab5",
+        )
+        ax.set_xlim(0, 100)
+        ax.set_xlabel("students who passed (% of those who submitted the lesson)")
+        bars.tight_layout()
+        hist = Figure(figsize=(7, 3))
+        ax = hist.subplots()
+        totals = [row.total for row in book.rows]
+        top = max(book.max_points, 1)
+        ax.hist(
+            totals,
+            bins=min(20, max(1, int(top)) + 1),
+            range=(0, top),
+            color="#4a7ab5",
+            edgecolor="white",
+        )
+        ax.set_xlabel(f"total points (of {format_points(book.max_points)})")
+        ax.set_ylabel("students")
+        hist.tight_layout()
+        return _png(bars), _png(hist)
+
+
+def _table(head: list[str], rows: list[list[str]]) -> str:
+    if not rows:
+        return "<p>None.</p>"
+    cells = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in rows
+    )
+    return (
+        "<table><tr>"
+        + "".join(f"<th>{html.escape(h)}</th>" for h in head)
+        + "</tr>"
+        + cells
+        + "</table>"
+    )
+
+
+def _who(row: StudentRow) -> str:
+    return f"{row.student.name} ({row.student.key})"
+
+
+def report_html(book: ClassBook) -> str:
+    """The class report as one HTML page."""
+    graded = [row for row in book.rows if row.graded]
+    rates, hints = [], []
+    for e in book.exercises:
+        lesson = e.id.split(".", 1)[0]
+        took = [row for row in graded if any(g.result.lesson == lesson for g in row.graded)]
+        passed = sum(
+            row.best.get(e.id) is not None and row.best[e.id].status == "passed" for row in took
+        )
+        rates.append((e.id, passed, len(took)))
+        messages = Counter(
+            row.best[e.id].message.splitlines()[0]
+            for row in took
+            if e.id in row.best
+            and row.best[e.id].status not in ("passed", "not_attempted")
+            and row.best[e.id].message
+        )
+        if messages:
+            text, count = sorted(messages.items(), key=lambda kv: (-kv[1], kv[0]))[0]
+            hints.append([e.id, str(count), text])
+    bars, hist = _figures(book, rates)
+    statuses = Counter(row.status for row in book.rows)
+    outside = [
+        [_who(row), g.result.notebook, "; ".join(g.outside_errors)]
+        for row in graded
+        for g in row.graded
+        if g.outside_errors
+    ]
+    absent = [[_who(row), row.status, row.note()] for row in book.rows if not row.graded]
+    late = [
+        [_who(row), row.late.describe(), format_points(row.penalty)]
+        for row in book.rows
+        if row.late
+    ]
+    names = {row.student.key: _who(row) for row in book.rows}
+    answers: dict[str, dict[str, str]] = {}
+    for row in graded:
+        mine: dict[str, str] = {}
+        for g in row.graded:
+            attempted = {
+                e.id for e in g.result.exercises if e.status not in ("not_attempted", "missing")
+            }
+            mine.update(
+                {e: text for e, text in g.answers.items() if e in attempted and e not in mine}
+            )
+        answers[row.student.key] = mine
+    pairs, common = similar_pairs(answers)
+    copies = solution_copies(answers, solution_regions())
+    parts = [
+        "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>Class report</title>",
+        f"<style>{_STYLE}</style></head><body><h1>Class report</h1>",
+        f"<p>{len(book.rows)} students: "
+        + ", ".join(f"{n} {html.escape(s)}" for s, n in sorted(statuses.items()))
+        + ". "
+        f"Maximum {format_points(book.max_points)} points; mean total "
+        f"{format_points(sum(r.total for r in book.rows) / len(book.rows)) if book.rows else '0'}"
+        ".</p>",
+        "<h2>Pass rate per exercise</h2>",
+        _table(
+            ["exercise", "students passed", "of students who submitted the lesson"],
+            [[i, str(p), str(n)] for i, p, n in rates],
+        ),
+        f"<img alt='pass rate per exercise' src='{bars}'>",
+        "<h2>Totals</h2>",
+        f"<img alt='histogram of totals' src='{hist}'>",
+        "<h2>Most frequent hint per exercise</h2>",
+        _table(["exercise", "students", "hint"], hints),
+        "<h2>Notebooks with errors outside the exercises</h2>",
+        _table(["student", "notebook", "what happened"], outside),
+        "<h2>Students without a graded notebook</h2>",
+        _table(["student", "status", "why"], absent),
+        "<h2>Late</h2>",
+        _table(["student", "lateness", "penalty"], late),
+        "<h2>Similar answers (for review; grades are not changed)</h2>",
+        "<p>Answers are compared without comments, docstrings and layout. Short answers are often "
+        "the same by chance.</p>",
+        _table(
+            ["student", "student", "exercises (similarity)"],
+            [
+                [
+                    names.get(p.a, p.a),
+                    names.get(p.b, p.b),
+                    ", ".join(
+                        f"{e} ({'identical' if r == 1.0 else format_points(r)})"
+                        for e, r in p.matches
+                    ),
+                ]
+                for p in pairs[:MAX_PAIRS]
+            ],
+        ),
+        f"<p>{len(pairs) - MAX_PAIRS} more pairs, with fewer matching exercises, are not shown.</p>"
+        if len(pairs) > MAX_PAIRS
+        else "",
+        "<h3>Answers shared by many students</h3>",
+        _table(
+            ["exercise", "students with one same answer"],
+            [
+                [e, "; ".join(", ".join(names.get(s, s) for s in group) for group in groups)]
+                for e, groups in sorted(common.items())
+            ],
+        ),
+        "<h3>Answers that contain the course's solution (solutions/)</h3>",
+        _table(
+            ["student", "exercises"], [[names.get(s, s), ", ".join(ex)] for s, ex in copies.items()]
+        ),
+        "</body></html>",
+    ]
+    return "\n".join(parts) + "\n"

@@ -1,0 +1,155 @@
+"""A batch: many submissions graded together, here (:class:`LocalBatch`) or on a Dask cluster
+(``_cluster.ClusterBatch``), behind one interface (:class:`Batch`) that the class run uses."""
+
+import asyncio
+import shutil
+import signal
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from ..book import SubmissionResult
+from ..intake import Snapshot
+from ..sandbox import ForkServer
+from ._grader import Context, error_result, grade_submission
+from ._settings import RunOptions, Settings
+
+OnResult = Callable[[Snapshot, SubmissionResult], None]
+"""Called with each result as soon as it is ready (the class run journals it there)."""
+
+
+class Batch(Protocol):
+    """Grades snapshots and hands each result to ``on_result`` as it arrives; results come back in
+    the order of the snapshots. Ctrl-C or SIGTERM stops it (:class:`KeyboardInterrupt` or
+    :class:`asyncio.CancelledError`), keeping what was handed over before."""
+
+    stopped: str  # what an interruption did, for the message that follows it
+
+    def where(self) -> str:
+        """Where the notebooks are graded, for the first progress line."""
+        ...
+
+    def grade(self, snapshots: list[Snapshot], on_result: OnResult) -> list[SubmissionResult]:
+        """Grade every snapshot."""
+        ...
+
+
+class Progress:
+    """One line on stderr per graded notebook (none when quiet)."""
+
+    def __init__(self, total: int, quiet: bool) -> None:
+        self.total, self.done, self.quiet, self.start = total, 0, quiet, time.monotonic()
+
+    def update(self, result: SubmissionResult, seconds: float) -> None:
+        self.done += 1
+        if self.quiet:
+            return
+        width = 20
+        filled = round(width * self.done / self.total)
+        bar = "#" * filled + "." * (width - filled)
+        score = f"{result.points}/{result.max_points}" if result.status == "graded" else "error"
+        count = f"{self.done:>{len(str(self.total))}}/{self.total}"
+        print(
+            f"[{bar}] {count}  {result.student}/{result.notebook}: {score} ({seconds:.1f} s)",
+            file=sys.stderr,
+            flush=True,
+        )
+
+
+@dataclass
+class LocalBatch:
+    """The batch on this machine, ``options.jobs`` notebooks at a time.
+
+    ``forks``, a fork server started earlier (the command line starts one before its slow imports),
+    is used and closed instead of a new one.
+    """
+
+    settings: Settings
+    options: RunOptions
+    forks: ForkServer | None = None
+    stopped: str = "every kernel was stopped"
+
+    def where(self) -> str:
+        return f"{self.options.jobs} at a time"
+
+    def grade(self, snapshots: list[Snapshot], on_result: OnResult) -> list[SubmissionResult]:
+        forks, self.forks = self.forks, None  # handed over: grade_all closes it
+        return asyncio.run(grade_all(snapshots, self.settings, self.options, on_result, forks))
+
+
+async def grade_all(
+    snapshots: list[Snapshot],
+    settings: Settings,
+    options: RunOptions,
+    on_result: OnResult | None = None,
+    forks: ForkServer | None = None,
+) -> list[SubmissionResult]:
+    """Grade every snapshot, ``options.jobs`` at a time; results in the order of ``snapshots``.
+
+    Ctrl-C or SIGTERM stops the batch: nothing more is started, running notebooks are cancelled
+    (their kernels stopped), a result that arrives after the signal is not reported (a cancelled
+    kernel may have cut it short), and :class:`asyncio.CancelledError` is raised.
+    """
+    scratch = Path(tempfile.mkdtemp(prefix="course-grade-"))
+    ctx = Context(settings, options, scratch, forks=forks)
+    ctx.warm_up()
+    gate = asyncio.Semaphore(max(1, options.jobs))
+    progress = Progress(len(snapshots), options.quiet)
+    results: list[SubmissionResult | None] = [None] * len(snapshots)
+    stopping = False
+
+    async def one(i: int, snapshot: Snapshot) -> None:
+        sub = snapshot.submission
+        async with gate:
+            if stopping:
+                return
+            started = time.monotonic()
+            try:
+                result = await grade_submission(snapshot, ctx)
+            except Exception as error:  # noqa: BLE001 (a grader bug must not stop the batch)
+                result = error_result(
+                    sub, None, f"internal grader error: {type(error).__name__}: {error}"
+                )
+            if stopping:
+                return
+            result.path = sub.shown or str(sub.path)
+            results[i] = result
+            if on_result is not None:
+                on_result(snapshot, result)
+            progress.update(result, time.monotonic() - started)
+
+    tasks = [asyncio.ensure_future(one(i, snapshot)) for i, snapshot in enumerate(snapshots)]
+
+    def stop() -> None:
+        nonlocal stopping
+        stopping = True
+        for task in tasks:
+            task.cancel()
+
+    loop = asyncio.get_running_loop()
+    signals = (
+        (signal.SIGINT, signal.SIGTERM)
+        if threading.current_thread() is threading.main_thread()
+        else ()
+    )
+    for signum in signals:
+        loop.add_signal_handler(signum, stop)
+    try:
+        outcomes = await asyncio.gather(*tasks, return_exceptions=True)
+    finally:
+        for signum in signals:
+            loop.remove_signal_handler(signum)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        ctx.close()
+        shutil.rmtree(scratch, ignore_errors=True)
+    if stopping:
+        raise asyncio.CancelledError
+    for outcome in outcomes:
+        if isinstance(outcome, BaseException):
+            raise outcome  # on_result failed (the journal could not be written, say)
+    return [r for r in results if r is not None]

@@ -1,0 +1,553 @@
+"""The course's website, as `make site` builds it: Sphinx warnings are errors, one page per
+notebook, no solution code anywhere, whole internal links, nothing loaded from outside the site,
+and the pitfall index, the instructor page and the widgets built from the course's own files.
+
+The site is built once for this module (about 10 s of CPU), with Binder and Colab links to
+site_support.TEST_REPOSITORY. tests/browser/test_site.py opens it in Chromium.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from site_support import (
+    REFERENCE_PAGES,
+    ROOT,
+    START_PAGE,
+    TEST_REPOSITORY,
+    build_site,
+    course_notebooks,
+    html_text,
+    leaks,
+    reading_order,
+    solution_regions,
+    solution_secrets,
+)
+
+from course_tools.authoring import site
+from course_tools.authoring.navigation import PITFALLS_BEGIN, PITFALLS_END
+
+pytestmark = pytest.mark.slow
+
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+
+
+@pytest.fixture(scope="module")
+def html_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_site(tmp_path_factory.mktemp("site"))
+
+
+def _page(html_dir: Path, name: str) -> str:
+    return (html_dir / f"{name}.html").read_text(encoding="utf-8")
+
+
+def _notebook(name: str) -> dict:
+    return json.loads((ROOT / f"{name}.ipynb").read_text(encoding="utf-8"))
+
+
+def _source(cell: dict) -> str:
+    return "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Pages
+
+
+def test_every_notebook_has_exactly_one_page(html_dir: Path) -> None:
+    pages = [p.relative_to(html_dir).with_suffix("").as_posix() for p in site.site_pages(html_dir)]
+    assert sorted(pages) == sorted(reading_order())
+    assert len(course_notebooks()) >= 13  # 7 lessons and 6 exercise notebooks at least
+    assert not list(html_dir.rglob("*solution*")), "a file of solutions/ reached the site"
+
+
+def test_each_notebook_page_has_its_title(html_dir: Path) -> None:
+    for name in course_notebooks():
+        title = next(
+            line[2:].strip()
+            for cell in _notebook(name)["cells"]
+            if cell["cell_type"] == "markdown"
+            for line in _source(cell).splitlines()
+            if line.startswith("# ")
+        )
+        headings = re.findall(r"<h1>(.*?)</h1>", _page(html_dir, name), re.S)
+        texts = [
+            " ".join(html_text(h).split()).removesuffix(" #").removesuffix("#") for h in headings
+        ]
+        assert title.replace("`", "") in texts, f"{name}: no h1 {title!r} among {texts}"
+
+
+def test_top_index_leads_to_the_start_page(html_dir: Path) -> None:
+    top = (html_dir / "index.html").read_text(encoding="utf-8")
+    assert f'url={START_PAGE}.html"' in top
+    assert (html_dir / f"{START_PAGE}.html").is_file()
+
+
+def test_download_link_serves_the_committed_notebook(html_dir: Path) -> None:
+    for name in course_notebooks():
+        page = _page(html_dir, name)
+        depth = "../" * name.count("/")
+        link = f'href="{depth}_sources/{name}.ipynb"'
+        assert link in page, f"{name}: no download link {link}"
+        served = html_dir / "_sources" / f"{name}.ipynb"
+        assert served.read_bytes() == (ROOT / f"{name}.ipynb").read_bytes(), name
+
+
+# ---------------------------------------------------------------------------------------------
+# Solutions
+
+
+def _site_texts(html_dir: Path) -> Iterator[tuple[str, str]]:
+    """(file, text) for everything the site serves that is made from the course: pages (as
+    text), sources, search index. _static/ holds only the theme's and the vendored files."""
+    for path in sorted(html_dir.rglob("*")):
+        relative = path.relative_to(html_dir)
+        if not path.is_file() or relative.parts[0] == "_static" or path.suffix in (".png", ".inv"):
+            continue
+        text = path.read_text(encoding="utf-8")
+        if path.suffix == ".html":
+            text = html_text(text)
+        elif path.suffix == ".ipynb":
+            text = "\n".join(_source(cell) for cell in json.loads(text)["cells"])
+        yield relative.as_posix(), text
+
+
+def test_no_solution_code_anywhere_on_the_site(html_dir: Path) -> None:
+    secrets = solution_secrets()
+    regions = solution_regions()
+    assert len(regions) >= 6, "expected the solution regions of six solution notebooks at least"
+    solutions_with_secrets = {secret.where.split(",")[0] for secret in secrets}
+    assert solutions_with_secrets == {where.split(",")[0] for where, _ in regions}
+    found = []
+    for where, text in _site_texts(html_dir):
+        found += [
+            f"{where}: {secret.text!r} (from {secret.where})" for secret in leaks(text, secrets)
+        ]
+    assert not found, "solution code on the site:\n" + "\n".join(found)
+
+
+def test_the_leak_check_finds_a_solution_line_in_a_page() -> None:
+    secret = max(solution_secrets(), key=lambda s: len(s.text))
+    words = secret.text.split(" ")
+    page = "<pre>" + "".join(f'<span class="n">{w}</span>\n  ' for w in words) + "</pre>"
+    assert leaks(html_text(page), [secret]) == [secret]
+    assert leaks(html_text("<pre>raise NotImplementedError()</pre>"), [secret]) == []
+
+
+# ---------------------------------------------------------------------------------------------
+# Links and loads
+
+
+def test_internal_links_resolve_and_nothing_loads_from_outside(
+    html_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    report = site.check_links(html_dir)
+    assert not report.broken, "\n".join(report.broken)
+    assert not report.outside_loads, "\n".join(report.outside_loads)
+    with capsys.disabled():
+        print(f"\n{len(report.external)} external links on the site, not checked (no network):")
+        for link in report.external:
+            print(f"  {link}")
+
+
+def test_the_link_check_reports_what_is_wrong(tmp_path: Path) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "page.html").write_text(
+        '<p id="here">x</p><a href="#here">ok</a><a href="../b.html#there">ok</a>'
+        '<a href="../missing.html">broken</a><a href="../b.html#nowhere">bad anchor</a>'
+        '<a href="https://example.org/x">external</a><script '
+        'src="https://cdn.example.org/x.js"></script>'
+        '<img src="data:image/png;base64,AAAA"><link href="../style.css" rel="stylesheet">'
+    )
+    (tmp_path / "b.html").write_text('<h1 id="there">b</h1>')
+    (tmp_path / "style.css").write_text("")
+    report = site.check_links(tmp_path)
+    assert report.broken == [
+        "a/page.html: '../missing.html': no file missing.html",
+        "a/page.html: '../b.html#nowhere': no id 'nowhere' in b.html",
+    ]
+    assert report.outside_loads == ["a/page.html: <script src='https://cdn.example.org/x.js'>"]
+    assert report.external == ["https://example.org/x"]
+
+
+def test_pages_use_the_vendored_javascript(html_dir: Path) -> None:
+    lesson = _page(html_dir, "notebooks/02_mapping_and_sgd")  # math and a widget
+    for script in (
+        "vendor/requirejs/require.js",
+        "vendor/html-manager/embed-amd.js",
+        "vendor/mathjax/tex-mml-chtml.js",
+    ):
+        assert f'src="../_static/{script}' in lesson, script
+        assert (html_dir / "_static" / script).is_file()
+    assert 'data-jupyter-widgets-cdn="about:blank/"' in lesson
+    manifest = (html_dir / "_static" / "vendor" / "VENDORED.txt").read_text()
+    for package in site.VENDOR:
+        assert f"{package.spec}  licence {package.licence}" in manifest
+
+
+# ---------------------------------------------------------------------------------------------
+# Launch links
+
+_LAUNCH_HREF = re.compile(r'href="(https://(?:mybinder\.org|colab\.research\.google\.com)/[^"]*)"')
+
+
+def test_lesson_and_exercise_pages_launch_binder_and_colab(html_dir: Path) -> None:
+    """Written out here, not taken from course_tools.authoring.launch: the addresses Binder and
+    Colab understand."""
+    assert TEST_REPOSITORY == "https://github.com/example-org/pytree-course"
+    for name in course_notebooks():
+        assert sorted(_LAUNCH_HREF.findall(_page(html_dir, name))) == [
+            f"https://colab.research.google.com/github/example-org/pytree-course/blob/main/{name}.ipynb",
+            f"https://mybinder.org/v2/gh/example-org/pytree-course/main?labpath={name}.ipynb",
+        ], name
+    for name in (START_PAGE, *REFERENCE_PAGES):
+        assert _LAUNCH_HREF.findall(_page(html_dir, name)) == [], name
+
+
+def test_without_a_repository_there_are_no_launch_links(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(site.REPOSITORY_VARIABLE, raising=False)
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "pytree-course"\n')
+    assert site.site_repository(tmp_path) is None
+    assert site.site_repository(tmp_path / "no-course-here") is None
+    for name in course_notebooks():
+        assert site.launch_links(None, f"{name}.ipynb") == [], name
+    # An empty setting outweighs pyproject.toml's.
+    (tmp_path / "pyproject.toml").write_text(
+        '[project.urls]\nRepository = "https://github.com/octo/pytree-course"\n'
+    )
+    assert site.site_repository(tmp_path) is not None
+    assert site.site_repository(tmp_path, "") is None
+    monkeypatch.setenv(site.REPOSITORY_VARIABLE, "")
+    assert site.site_repository(tmp_path) is None
+    monkeypatch.setenv(site.REPOSITORY_VARIABLE, "https://github.com/elsewhere/course.git")
+    repo = site.site_repository(tmp_path)
+    assert repo is not None and repo.url == "https://github.com/elsewhere/course"
+
+
+def test_a_repository_that_is_not_on_github_fails_the_build(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "conf.py").write_text("")
+    need = r"launch links need a GitHub repository URL such as https://github\.com/OWNER/REPO"
+    monkeypatch.delenv(site.REPOSITORY_VARIABLE, raising=False)
+    with pytest.raises(site.SiteError, match=rf"'https://gitlab\.com/o/r'; {need}.*argument"):
+        site.build(tmp_path, tmp_path / "out", repository="https://gitlab.com/o/r")
+    monkeypatch.setenv(site.REPOSITORY_VARIABLE, "github.com/o/r")
+    with pytest.raises(site.SiteError, match=rf"{need}.*\$COURSE_REPOSITORY_URL"):
+        site.build(tmp_path, tmp_path / "out")
+    monkeypatch.delenv(site.REPOSITORY_VARIABLE)
+    (tmp_path / "pyproject.toml").write_text('[project.urls]\nRepository = "octo/course"\n')
+    with pytest.raises(site.SiteError, match=rf"^\[project\.urls\] Repository .*{need}"):
+        site.build(tmp_path, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
+def _course_site() -> Any:
+    """docs/_ext/course_site.py, the Sphinx extension (not a package module)."""
+    spec = importlib.util.spec_from_file_location("course_site", ROOT / "docs/_ext/course_site.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_pages_leave_out_the_colab_badge() -> None:
+    """Its image is on colab.research.google.com: the site would load it from outside."""
+    badge = (
+        "[![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)]"
+        "(https://colab.research.google.com/github/o/r/blob/main/notebooks/00_start_here.ipynb)"
+    )
+    nb = {
+        "nbformat": 4,
+        "nbformat_minor": 5,
+        "metadata": {},
+        "cells": [
+            {"cell_type": "markdown", "id": "a", "metadata": {}, "source": f"# Hi\n\n{badge}"}
+        ],
+    }
+    page = _course_site().site_notebook(json.dumps(nb))
+    assert page.cells[0].source == "# Hi"
+
+
+# ---------------------------------------------------------------------------------------------
+# Generated from the course's files
+
+_PITFALL = re.compile(r"^### Pitfall (\d+): (.+)$", re.M)
+
+
+def test_pitfall_index_links_every_numbered_pitfall_heading(html_dir: Path) -> None:
+    expected = {}
+    for name in course_notebooks():
+        if name.startswith("notebooks/"):
+            for cell in _notebook(name)["cells"]:
+                if cell["cell_type"] == "markdown":
+                    for number, title in _PITFALL.findall(_source(cell)):
+                        expected[int(number)] = (name, title.replace("`", ""))
+    assert len(expected) >= 16
+    index = _page(html_dir, "docs/pitfalls")
+    rows = re.findall(
+        r"<tr class=\"row-(?:odd|even)\"><td><p>(\d+)</p></td>\s*<td><p>(.*?)</p></td>", index, re.S
+    )
+    assert [int(number) for number, _ in rows] == sorted(expected)
+    for number, cell in rows:
+        lesson, title = expected[int(number)]
+        link = re.search(r'href="([^"]+)"', cell)
+        assert link is not None, cell
+        href = link.group(1)
+        assert href == f"../{lesson}.html#pitfall-{number}"
+        assert " ".join(html_text(cell).split()) == title
+        target = _page(html_dir, lesson)
+        section = re.search(
+            rf'<section id="pitfall-{number}">\s*(?:<span id="[^"]*"></span>)*<h3>(.*?)<a ',
+            target,
+            re.S,
+        )
+        assert section is not None, f"{lesson}: no section with the anchor pitfall-{number}"
+        assert " ".join(html_text(section.group(1)).split()) == f"Pitfall {number}: {title}"
+
+
+def _readme_between(begin: str, end: str) -> str:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert text.count(begin) == 1 and text.count(end) == 1, (
+        f"README.md needs {begin!r} and {end!r} once each"
+    )
+    return text.split(begin, 1)[1].split(end, 1)[0]
+
+
+def test_instructor_page_includes_the_readme_grading_sections(html_dir: Path) -> None:
+    included = _readme_between(
+        "<!-- BEGIN site instructor page: docs/instructor.md shows the sections from here to the "
+        "END line -->",
+        "<!-- END site instructor page -->",
+    )
+    # Sphinx's smart quotes: ' and " in prose become typographic ones.
+    quotes = str.maketrans(
+        {
+            "\u2019": "'",
+            "\u2018": "'",
+            "\u201c": '"',
+            "\u201d": '"',
+            "\u2013": "--",
+            "\u2014": "---",
+        }
+    )
+    page = " ".join(html_text(_page(html_dir, "docs/instructor")).translate(quotes).split())
+    headings = re.findall(r"^#{2,4} (.+)$", included, re.M)
+    assert "Grading a class" in headings
+    for heading in headings:
+        assert heading.replace("`", "") in page, heading
+    paragraphs = [p for p in re.split(r"\n\s*\n", included) if p and p[0].isalpha()]
+    assert len(paragraphs) >= 3
+    for paragraph in paragraphs:
+        plain = re.sub(r"[`*]", "", " ".join(paragraph.split()))
+        assert plain[:60] in page, plain[:60]
+    assert "Classroom set-up on a JupyterHub" in page and "git-pull?repo=" in page
+
+
+def test_readme_pitfall_table_matches_the_site_index(html_dir: Path) -> None:
+    table = _readme_between(PITFALLS_BEGIN, PITFALLS_END)
+    readme_numbers = [int(n) for n in re.findall(r"^\| (\d+) \|", table, re.M)]
+    index = _page(html_dir, "docs/pitfalls")
+    site_numbers = [
+        int(n) for n in re.findall(r"<tr class=\"row-(?:odd|even)\"><td><p>(\d+)</p>", index)
+    ]
+    assert readme_numbers == site_numbers != []
+
+
+def test_widgets_render_from_saved_state_with_a_note(html_dir: Path) -> None:
+    with_widgets = 0
+    for name in course_notebooks():
+        nb = _notebook(name)
+        views = [
+            output["data"][WIDGET_VIEW]["model_id"]
+            for cell in nb["cells"]
+            if cell["cell_type"] == "code"
+            for output in cell.get("outputs", [])
+            if WIDGET_VIEW in output.get("data", {})
+        ]
+        page = _page(html_dir, name)
+        assert page.count("course-widget-note") == len(views), name
+        if not views:
+            continue
+        with_widgets += 1
+        state = re.search(rf'<script type="{re.escape(WIDGET_STATE)}">(.*?)</script>', page, re.S)
+        assert state is not None, f"{name}: no saved widget state on the page"
+        models = json.loads(state.group(1))["state"]
+        for model_id in views:
+            assert model_id in models, f"{name}: widget {model_id} has no saved state"
+            assert re.search(
+                rf'<script type="{re.escape(WIDGET_VIEW)}">\s*{{[^<]*"{model_id}"', page
+            ), model_id
+    assert with_widgets >= 2  # the tree explorer (01) and the training playground (02)
+
+
+def test_tracebacks_are_as_short_as_in_the_notebooks(html_dir: Path) -> None:
+    for name in course_notebooks():
+        nb = _notebook(name)
+        errors = [
+            output
+            for cell in nb["cells"]
+            if cell["cell_type"] == "code"
+            for output in cell.get("outputs", [])
+            if output["output_type"] == "error"
+        ]
+        page = html_text(_page(html_dir, name))
+        stored = sum(
+            "Traceback (most recent call last)" in "\n".join(e["traceback"]) for e in errors
+        )
+        assert page.count("Traceback (most recent call last)") == stored, name
+        for error in errors:
+            last = re.sub(r"\x1b\[[0-9;]*m", "", error["traceback"][-1]).strip().splitlines()[-1]
+            assert " ".join(last.split()) in " ".join(page.split()), f"{name}: {last!r}"
+
+
+def test_hidden_setup_cells_stay_hidden(html_dir: Path) -> None:
+    for name in course_notebooks():
+        if not name.startswith("notebooks/"):
+            continue
+        assert "%xmode minimal" not in html_text(_page(html_dir, name)), name
+
+
+def test_reference_pages_exist_and_api_page_documents_course_lib(html_dir: Path) -> None:
+    import course_lib
+
+    for name in REFERENCE_PAGES:
+        assert (html_dir / f"{name}.html").is_file()
+    api = _page(html_dir, "docs/api")
+    public = [
+        name
+        for name in vars(course_lib)
+        if not name.startswith("_")
+        and callable(getattr(course_lib, name))
+        and not isinstance(getattr(course_lib, name), type(course_lib))
+    ]
+    assert len(public) >= 30
+    for name in public:
+        assert f'id="course_lib.{name}"' in api, f"course_lib.{name} is not on the API page"
+    assert api.count('class="doctest highlight-default notranslate"') >= 10
+    assert "Alias for field number" not in api  # Python's filler for NamedTuple fields
+    for name in ("viz.TreeExplorer", "viz.TrainingPlayground", "checks.check", "checks.progress"):
+        assert f'id="course_lib.{name}"' in api, name
+
+
+def test_notebook_links_to_readme_go_to_the_start_page(html_dir: Path) -> None:
+    page = _page(html_dir, "notebooks/01_what_is_a_pytree")
+    assert "README.md" not in page
+    assert re.search(
+        r'<a class="reference internal" href="../docs/index.html"><span class="std '
+        r'std-doc">Contents',
+        page,
+    )
+    assert 'href="../exercises/01_what_is_a_pytree.html"' in page
+
+
+# ---------------------------------------------------------------------------------------------
+# The vendored JavaScript
+
+
+def test_vendor_fetch_without_npm_says_what_to_do(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path / "no-npm-here"))
+    with pytest.raises(
+        site.SiteError,
+        match=r"npm is not installed\. `make site` needs npm \(`apt-get install -y npm`\)",
+    ):
+        site.vendor_static(tmp_path)
+    assert not (tmp_path / "build" / "site-vendor" / "static").exists()
+
+
+def test_vendor_fetch_refuses_a_tarball_that_does_not_match_its_hash(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def forged(package: site.VendorPackage, folder: Path) -> Path:
+        tarball = folder / "forged.tgz"
+        tarball.write_bytes(b"not the package")
+        return tarball
+
+    monkeypatch.setattr(site, "_npm_pack", forged)
+    with pytest.raises(
+        site.SiteError, match=r"requirejs@2\.3\.8 from npm does not match its pinned integrity hash"
+    ):
+        site.vendor_static(tmp_path)
+    assert not (tmp_path / "build" / "site-vendor" / "static").exists()
+
+
+def test_vendored_files_are_reused_offline(
+    html_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path / "no-npm-here"))  # html_dir's build fetched them
+    static = site.vendor_static(ROOT)
+    assert (static / "vendor" / "html-manager" / "embed-amd.js").is_file()
+
+
+def test_a_sphinx_warning_fails_the_build(html_dir: Path, tmp_path: Path) -> None:
+    """A copy of the course whose first lesson links a page that does not exist and shows an
+    image that does not exist: the build fails, naming both, and nothing else."""
+    for part in ("docs", "notebooks", "exercises"):
+        shutil.copytree(ROOT / part, tmp_path / part)
+    shutil.copy2(ROOT / "README.md", tmp_path / "README.md")
+    lesson = tmp_path / "notebooks" / "00_start_here.ipynb"
+    nb = json.loads(lesson.read_text(encoding="utf-8"))
+    nb["cells"].insert(
+        2,
+        {
+            "cell_type": "markdown",
+            "id": "broken",
+            "metadata": {},
+            "source": "See [lesson 09](09_missing.ipynb).\n\n![a plot](missing.png)",
+        },
+    )
+    lesson.write_text(json.dumps(nb), encoding="utf-8")
+    (tmp_path / "build").mkdir()
+    # The JavaScript html_dir's build fetched: no second download.
+    (tmp_path / "build" / "site-vendor").symlink_to(ROOT / "build" / "site-vendor")
+    with pytest.raises(site.SiteError) as failed:
+        site.build(tmp_path, tmp_path / "out")
+    warnings = [
+        line for line in str(failed.value).splitlines() if "WARNING" in line or "ERROR" in line
+    ]
+    assert len(warnings) == 2, warnings
+    assert all("notebooks/00_start_here.ipynb" in line for line in warnings)
+    assert (
+        "09_missing.ipynb" in warnings[0] + warnings[1]
+        and "missing.png" in warnings[0] + warnings[1]
+    )
+
+
+def test_readme_section_links_work_from_the_instructor_page(tmp_path: Path) -> None:
+    (tmp_path / "bench").mkdir()
+    (tmp_path / "CONTRIBUTING.md").write_text("# How")
+    readme = "\n".join(
+        [
+            "<!-- BEGIN site instructor page: shown on the site -->",
+            "## Grading",
+            "See [exercises/02](exercises/02_mapping_and_sgd.ipynb#check), [bench/](bench/),",
+            "[the guide](CONTRIBUTING.md#style), [below](#threat-model), ![plot](docs/plot.png),",
+            "[a typo](exercises/99_none.ipynb) and <https://example.org>.",
+            "<!-- END site instructor page -->",
+        ]
+    )
+    assert site.readme_section(readme, "instructor page", tmp_path).split("\n") == [
+        "## Grading",
+        "See [exercises/02](../exercises/02_mapping_and_sgd.ipynb#check), `bench/`,",
+        "the guide (`CONTRIBUTING.md` in the course's repository), [below](#threat-model), "
+        "![plot](../docs/plot.png),",
+        "[a typo](../exercises/99_none.ipynb) and <https://example.org>.",
+    ]
+    for broken in (readme.split("\n", 1)[1], readme.replace("END site", "END site other")):
+        with pytest.raises(
+            site.SiteError,
+            match="README.md needs one line starting `<!-- BEGIN site instructor page`",
+        ):
+            site.readme_section(broken, "instructor page", tmp_path)

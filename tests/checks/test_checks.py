@@ -1,0 +1,180 @@
+"""The checks API: check (hints, output, strict mode), progress, evaluate, the exercise registry.
+
+The answers are lesson 01's (tests/checks/test_checks_lesson01.py).
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import jax
+import pytest
+from exercise_support import repeated_check_output, stub
+from test_checks_lesson01 import (
+    WRONG,
+    count_leaves,
+    count_params,
+    is_node,
+    is_node_by_leaf_count,
+    is_node_by_treedef_is_leaf,
+    replace_in_insertion_order,
+    same_structure,
+)
+
+from course_lib import checks
+from course_lib.checks import (
+    CheckFailedError,
+    Exercise,
+    check,
+    evaluate,
+    get_exercise,
+    progress,
+)
+
+pytestmark = pytest.mark.usefixtures("fresh_checks")
+
+
+# --- hints, output, strict mode ---------------------------------------------------------------
+
+
+def test_hints_are_revealed_one_per_failed_check(capsys: pytest.CaptureFixture[str]) -> None:
+    outputs = []
+    for _ in range(4):
+        check("01.count_params", count_leaves)
+        outputs.append(capsys.readouterr().out)
+    assert (
+        "hint 1/3" in outputs[0]
+        and "hint 2/3" not in outputs[0]
+        and "run this check again" in outputs[0]
+    )
+    assert "hint 2/3" in outputs[1] and "hint 3/3" not in outputs[1]
+    assert "hint 3/3" in outputs[2] and "no more hints" in outputs[2]
+    assert outputs[3] == outputs[2]
+    for out in outputs:
+        assert (
+            "jax.tree.leaves(tree)" not in out.split("hint 1/3")[0]
+        )  # the targeted part names no solution
+
+
+def test_check_output_is_deterministic(capsys: pytest.CaptureFixture[str]) -> None:
+    text = repeated_check_output(
+        capsys,
+        [
+            ("01.replace_leaves", replace_in_insertion_order),
+            ("01.is_node", is_node_by_treedef_is_leaf),
+        ],
+    )
+    assert "0x" not in text
+
+
+def test_check_never_prints_the_reference_source(capsys: pytest.CaptureFixture[str]) -> None:
+    for exercise_id, answer, _ in WRONG:
+        for _ in range(4):
+            check(exercise_id, answer)
+    out = capsys.readouterr().out
+    assert "tree_leaves_with_path(tree, is_leaf" not in out
+    assert "jax.tree.unflatten(jax.tree.structure" not in out
+
+
+@pytest.mark.parametrize("switch", ["env_ci", "env_course", "set_strict", "argument"])
+def test_strict_mode_raises(
+    switch: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    kwargs = {}
+    if switch == "env_ci":
+        monkeypatch.setenv("CI", "true")
+    elif switch == "env_course":
+        monkeypatch.setenv("COURSE_STRICT_CHECKS", "1")
+    elif switch == "set_strict":
+        checks.set_strict(True)
+    else:
+        kwargs = {"strict": True}
+    with pytest.raises(CheckFailedError, match="incorrect") as failed:
+        check("01.count_params", count_leaves, **kwargs)
+    assert "the number of leaves" in str(failed.value)
+    with pytest.raises(CheckFailedError, match="not attempted"):
+        check("01.leaf_paths", stub, **kwargs)
+    check("01.is_node", is_node, **kwargs)
+    assert "passed" in capsys.readouterr().out
+
+
+def test_strict_can_be_turned_off_under_ci(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("CI", "true")
+    monkeypatch.setenv("COURSE_STRICT_CHECKS", "0")
+    check("01.count_params", count_leaves)
+    assert "incorrect" in capsys.readouterr().out
+
+
+def test_progress_summarises_the_callers_functions(capsys: pytest.CaptureFixture[str]) -> None:
+    namespace = {
+        "count_params": count_params,
+        "leaf_paths": stub,
+        "is_node": is_node_by_leaf_count,
+        "progress": progress,
+    }
+    exec("progress('01')", namespace)
+    out = capsys.readouterr().out
+    assert out.splitlines()[0] == "Lesson 01: 1 of 5 exercises passed, 2/8 points"
+    assert "passed         01.count_params" in out
+    assert "not attempted  01.leaf_paths" in out
+    assert "incorrect      01.is_node" in out
+    assert "missing        01.replace_leaves" in out
+    assert "hint" not in out
+    checks.set_strict(True)
+    with pytest.raises(CheckFailedError):
+        exec("progress('01')", namespace)
+
+
+def test_unknown_exercise_names_the_known_ones() -> None:
+    with pytest.raises(KeyError, match="01.count_params"):
+        check("01.count_parameters", count_params)
+
+
+def test_not_a_function(capsys: pytest.CaptureFixture[str]) -> None:
+    check("01.count_params", 42)  # type: ignore[arg-type]  # a learner's mistake, on purpose
+    assert "expected the function count_params, got 42" in capsys.readouterr().out
+
+
+# --- exceptions, unreadable results, custom exercises -------------------------------------------
+
+
+def test_exception_in_learner_code_is_an_error_with_its_line() -> None:
+    def broken(tree: Any) -> float:
+        return 1 / 0
+
+    verdict = evaluate(get_exercise("01.count_params"), broken)
+    assert verdict.status == "error"
+    assert "count_params raised ZeroDivisionError: division by zero (line" in verdict.message
+
+
+def test_unreadable_result() -> None:
+    verdict = evaluate(get_exercise("01.count_params"), lambda tree: object())
+    assert verdict.status == "failed" and "which the check cannot compare" in verdict.message
+
+
+def test_exercise_spec_is_validated() -> None:
+    good: dict[str, Any] = {
+        "name": "f",
+        "title": "t",
+        "points": 1,
+        "cases": lambda rng: [],
+        "reference": len,
+        "probe": lambda fn, case: fn(*case.args),
+        "judge": lambda g, e, c: None,
+    }
+    with pytest.raises(ValueError, match="must look like"):
+        Exercise(id="1.f", **good)
+    with pytest.raises(ValueError, match="points"):
+        Exercise(id="01.f", **{**good, "points": 0})
+    with pytest.raises(ValueError, match="no cases"):
+        Exercise(id="01.f", **good).make_cases("check")
+
+
+def test_partial_and_lambda_answers_are_judged(capsys: pytest.CaptureFixture[str]) -> None:
+    check("01.same_structure", functools.partial(same_structure))
+    check("01.is_node", lambda x: jax.tree.structure(x) != jax.tree.structure(0))  # type: ignore[operator]  # jaxlib leaves PyTreeDef untyped
+    out = capsys.readouterr().out
+    assert out.count("passed") == 2

@@ -1,0 +1,92 @@
+"""A lesson opened alone, as in Colab or a fresh Jupyter: its setup cell installs the course.
+
+The environment holds a JAX from the middle of the supported range, Jupyter and the course's
+other dependencies, but not the course. The lesson is copied alone into an empty folder and run
+top to bottom; pip may only look in a folder holding the course's wheel (``PIP_FIND_LINKS``,
+``PIP_NO_INDEX``), as it would look at the package index or the course's repository.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from course_tools.authoring.compat import build_environment
+from course_tools.authoring.navigation import is_setup
+
+ROOT = Path(__file__).resolve().parents[2]
+MIDDLE_JAX = "0.8.3"
+LESSON = "02_mapping_and_sgd.ipynb"
+
+pytestmark = pytest.mark.slow
+
+
+def _installed(python: Path, name: str) -> str | None:
+    code = (
+        "import importlib.metadata as m\n"
+        f"try: print(m.version({name!r}))\n"
+        "except m.PackageNotFoundError: pass"
+    )
+    # Run outside the checkout: `python -c` puts the working folder on sys.path, and the
+    # checkout's pytree_course.egg-info would pass for an installed course.
+    out = subprocess.run(
+        [str(python), "-c", code], capture_output=True, text=True, check=True, cwd=python.anchor
+    )
+    return out.stdout.strip() or None
+
+
+def test_a_lone_lesson_installs_the_course_and_keeps_the_learners_jax(tmp_path: Path) -> None:
+    env, _ = build_environment(ROOT, MIDDLE_JAX, course=False)
+    python = env / "bin" / "python"
+    assert _installed(python, "pytree-course") is None, f"{env} already holds the course"
+    assert _installed(python, "jax") == MIDDLE_JAX
+
+    wheels = tmp_path / "wheels"
+    subprocess.run(
+        [sys.executable, "-m", "uv", "build", "--wheel", "--quiet", "--out-dir", str(wheels)],
+        cwd=ROOT,
+        check=True,
+    )
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    shutil.copy(ROOT / "notebooks" / LESSON, alone / LESSON)
+
+    variables = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    variables.update(
+        PATH=f"{env / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}",
+        PIP_FIND_LINKS=str(wheels),
+        PIP_NO_INDEX="1",
+        PIP_DISABLE_PIP_VERSION_CHECK="1",
+    )
+    try:
+        run = subprocess.run(
+            [str(env / "bin" / "jupyter-execute"), "--inplace", "--timeout=300", LESSON],
+            cwd=alone,
+            env=variables,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        assert run.returncode == 0, run.stdout[-5000:] + run.stderr[-5000:]
+        cells = nbformat.read(alone / LESSON, as_version=4).cells
+        setup = next(cell for cell in cells if cell.cell_type == "code")
+        assert is_setup(setup)
+        said = "".join(o.get("text", "") for o in setup.outputs if o.output_type == "stream")
+        line = f"Installed the course (pytree-course) into this kernel; JAX {MIDDLE_JAX} kept."
+        assert line in said, said
+        code = [cell for cell in cells if cell.cell_type == "code" and cell.source.strip()]
+        assert all(cell.execution_count for cell in code), "a cell did not run"
+        assert _installed(python, "jax") == MIDDLE_JAX
+        assert _installed(python, "pytree-course") is not None
+    finally:
+        subprocess.run(
+            [sys.executable, "-m", "uv", "pip", "uninstall", "--quiet", "--no-config",
+             "--python", str(python), "pytree-course"],
+            check=False,
+        )  # fmt: skip

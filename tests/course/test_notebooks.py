@@ -1,0 +1,98 @@
+"""What nbval cannot see: every committed notebook was executed top to bottom, its outputs carry
+no machine paths, and no notebook or library file uses JAX APIs that were removed."""
+
+import json
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+EXECUTED = sorted((ROOT / "notebooks").glob("*.ipynb")) + sorted(
+    (ROOT / "solutions").glob("*.ipynb")
+)
+ALL_NOTEBOOKS = EXECUTED + sorted((ROOT / "exercises").glob("*.ipynb"))
+LESSON_STEMS = [
+    "00_start_here",
+    "01_what_is_a_pytree",
+    "02_mapping_and_sgd",
+    "03_registering_classes",
+    "04_static_fields",
+    "05_recompilation",
+    "06_optimizer_state",
+    "07_devices_and_abstract_trees",
+    "08_trees_through_transformations",
+    "09_working_by_key_path",
+]
+REMOVED_API = re.compile(
+    r"jax\.tree_(map|leaves|flatten|unflatten|structure|multimap)\b|\btree_multi" r"map\b"
+)
+MACHINE_PATH = re.compile(r"(/root|/tmp|/home)/")
+
+
+def _ids(paths: list[Path]) -> list[str]:
+    return [str(p.relative_to(ROOT)) for p in paths]
+
+
+def _code_cells(path: Path) -> list[nbformat.NotebookNode]:
+    notebook = nbformat.read(path, as_version=4)
+    return [cell for cell in notebook.cells if cell.cell_type == "code" and cell.source.strip()]
+
+
+def test_every_lesson_is_there() -> None:
+    assert sorted(p.stem for p in (ROOT / "notebooks").glob("*.ipynb")) == LESSON_STEMS
+
+
+@pytest.mark.parametrize("path", EXECUTED, ids=_ids(EXECUTED))
+def test_notebook_was_executed_top_to_bottom(path: Path) -> None:
+    counts = [cell.execution_count for cell in _code_cells(path)]
+    assert None not in counts, (
+        f"{path.name}: code cells without an execution count; run `make notebooks`"
+    )
+    assert counts == list(range(1, len(counts) + 1)), (
+        f"{path.name}: cells were not run once, in order"
+    )
+
+
+@pytest.mark.parametrize("path", ALL_NOTEBOOKS, ids=_ids(ALL_NOTEBOOKS))
+def test_notebook_is_valid_and_has_the_course_kernel(path: Path) -> None:
+    notebook = nbformat.read(path, as_version=4)
+    nbformat.validate(notebook)
+    assert notebook.metadata.kernelspec.name == "python3"
+
+
+@pytest.mark.parametrize("path", EXECUTED, ids=_ids(EXECUTED))
+def test_outputs_carry_no_machine_paths(path: Path) -> None:
+    for index, cell in enumerate(_code_cells(path)):
+        text = json.dumps(cell.get("outputs", []))
+        assert not MACHINE_PATH.search(text), (
+            f"{path.name} cell {index}: output shows a machine path"
+        )
+
+
+def _sources() -> list[tuple[str, str]]:
+    found = [
+        (str(p.relative_to(ROOT)), p.read_text()) for p in sorted(ROOT.glob("course_lib/**/*.py"))
+    ]
+    found += [(str(p.relative_to(ROOT)), p.read_text()) for p in sorted(ROOT.glob("bench/*.py"))]
+    for path in ALL_NOTEBOOKS:
+        for index, cell in enumerate(_code_cells(path)):
+            found.append((f"{path.relative_to(ROOT)} cell {index}", cell.source))
+    return found
+
+
+def test_no_removed_jax_apis_in_code() -> None:
+    # Markdown may name the old APIs on purpose (a lesson saying what replaced them); code may not.
+    offenders = [where for where, text in _sources() if REMOVED_API.search(text)]
+    assert not offenders, f"removed JAX APIs (use jax.tree.*) in: {offenders}"
+
+
+def test_removed_api_pattern_catches_the_old_names() -> None:
+    old = "jax." + "tree_"  # spelled in two parts so this file does not itself use the old names
+    assert REMOVED_API.search(old + "map(f, x)") and REMOVED_API.search(
+        "tree_" + "multimap(f, a, b)"
+    )
+    assert not REMOVED_API.search("jax.tree.map(f, x)") and not REMOVED_API.search(
+        "jax.tree_util.keystr(p)"
+    )
