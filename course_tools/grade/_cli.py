@@ -201,7 +201,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--require-sandbox",
         action="store_true",
-        help="refuse to grade (exit 2) unless every kernel can be confined with Landlock",
+        help="refuse to grade (exit 2) unless every kernel can be confined: Landlock for files, "
+        "TCP and signals, and a socket filter for UDP, raw and unix sockets",
     )
     parser.add_argument(
         "--sandbox",
@@ -353,20 +354,25 @@ def _select(intake: Intake, only: list[str]) -> list[Submission]:
 
 
 def _sandbox_problem(level: SandboxLevel, required: bool) -> str | None:
-    """Warn (stderr) when kernels will not be confined; the refusal message when that was not
-    allowed."""
-    if level.name == "landlock":
+    """Warn (stderr) when kernels will not be fully confined; the refusal message when that was
+    not allowed."""
+    if level.name == "landlock" and level.network == "closed":
         return None
+    if level.name == "landlock":
+        problem = (
+            f"the kernels' files, TCP and signals are confined but not every socket (network: "
+            f"{level.network}): a notebook could send UDP or reach a unix socket"
+        )
+        consequence = "a notebook could reach a service on this machine"
+    else:
+        problem = level.reason
+        consequence = "every notebook can read and write whatever this user can"
     if required:
         return (
-            f"--require-sandbox was given but the kernels cannot be confined ({level.reason}); "
+            f"--require-sandbox was given but the kernels cannot be confined ({problem}); "
             "nothing was graded"
         )
-    print(
-        f"course-grade: warning: {level.reason}; every notebook can read and write whatever "
-        "this user can",
-        file=sys.stderr,
-    )
+    print(f"course-grade: warning: {problem}; {consequence}", file=sys.stderr)
     return None
 
 

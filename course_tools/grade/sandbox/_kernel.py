@@ -74,6 +74,7 @@ class Confinement:
 
     landlock: bool
     read: list[str] = field(default_factory=lambda: _launcher.readable_paths(str(COURSE_LIB)))
+    sockets: bool = False  # True: only TCP (which Landlock fences) and netlink sockets may be made
 
 
 @dataclass(frozen=True)
@@ -238,6 +239,7 @@ class Sandbox:
         assert self.confinement is not None
         return {
             "landlock": self.confinement.landlock,
+            "sockets": "closed" if self.confinement.sockets else "open",
             "read": [
                 *self.confinement.read,
                 *self.readable,

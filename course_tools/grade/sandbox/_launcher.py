@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import functools
 import json
 import os
 import signal
@@ -72,6 +73,7 @@ _PR_SET_PDEATHSIG, _PR_CAPBSET_DROP, _PR_SET_NO_NEW_PRIVS = 1, 24, 38
 _PR_SET_CHILD_SUBREAPER, _PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL = 36, 47, 4
 _CAPABILITY_VERSION_3 = 0x20080522
 NO_LANDLOCK_ENV = "COURSE_GRADE_NO_LANDLOCK"  # for testing: behave as if the kernel had no Landlock
+NO_SOCKET_FILTER_ENV = "COURSE_GRADE_NO_SOCKET_FILTER"  # for testing: as if seccomp were missing
 KERNEL_NAME, LAUNCHER_NAME = "course-kernel", "course-launcher"  # warm ones, named by hand
 EXIT_NOT_CONFINED = 70
 EXIT_ORPHANED = 71  # the grader died while the launcher started: no kernel was run
@@ -201,6 +203,88 @@ def restrict(
     }
 
 
+# --- sockets: seccomp ---------------------------------------------------------------------------
+# Landlock governs TCP only. A seccomp filter closes the rest: a confined process may create TCP
+# stream sockets (which Landlock then keeps from connecting anywhere) and netlink sockets (the C
+# library reads the network interfaces through them), and nothing else: no UDP, no raw or packet
+# sockets, no unix sockets, named or abstract. Socket pairs (``socketpair``, never connected
+# outside) stay allowed, and so does ``accept``. io_uring, which can make sockets by itself, is
+# refused, and so is every system call made through another architecture's table.
+
+_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER = 22, 2
+_SECCOMP_RET_ALLOW, _SECCOMP_RET_ERRNO = 0x7FFF0000, 0x00050000
+_BPF_LD_W_ABS, _BPF_JEQ_K, _BPF_AND_K, _BPF_RET_K = 0x20, 0x15, 0x54, 0x06
+_AF_UNIX, _AF_INET, _AF_INET6, _AF_NETLINK, _SOCK_STREAM, _SOCK_TYPE_MASK = 1, 2, 10, 16, 1, 0xF
+# machine: (audit architecture, socket's number, io_uring_setup's number)
+_SYSCALLS = {"x86_64": (0xC000003E, 41, 425), "aarch64": (0xC00000B7, 198, 425)}
+
+
+class _SockFilter(ctypes.Structure):
+    _fields_ = [
+        ("code", ctypes.c_uint16),
+        ("jt", ctypes.c_uint8),
+        ("jf", ctypes.c_uint8),
+        ("k", ctypes.c_uint32),
+    ]
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_uint16), ("filter", ctypes.POINTER(_SockFilter))]
+
+
+def socket_filter(machine: str) -> list[tuple[int, int, int, int]]:
+    """The seccomp program (BPF: code, jump if true, jump if false, constant) for ``machine``.
+
+    Reads ``struct seccomp_data``: the number at offset 0, the architecture at 4, the low words of
+    the first two arguments at 16 and 24. Jumps count instructions from the next one.
+
+    >>> program = socket_filter("x86_64")
+    >>> len(program), program[-1] == (_BPF_RET_K, 0, 0, _SECCOMP_RET_ERRNO | errno.EPERM)
+    (14, True)
+    """
+    arch, socket_nr, io_uring_nr = _SYSCALLS[machine]
+    deny = _SECCOMP_RET_ERRNO | errno.EPERM
+    return [
+        (_BPF_LD_W_ABS, 0, 0, 4),  # 0: the architecture
+        (_BPF_JEQ_K, 0, 11, arch),  # 1: another table: deny
+        (_BPF_LD_W_ABS, 0, 0, 0),  # 2: the system call
+        (_BPF_JEQ_K, 9, 0, io_uring_nr),  # 3: io_uring_setup: deny
+        (_BPF_JEQ_K, 0, 7, socket_nr),  # 4: not socket: allow
+        (_BPF_LD_W_ABS, 0, 0, 16),  # 5: the address family
+        (_BPF_JEQ_K, 2, 0, _AF_INET),  # 6: to 9
+        (_BPF_JEQ_K, 1, 0, _AF_INET6),  # 7: to 9
+        (_BPF_JEQ_K, 3, 4, _AF_NETLINK),  # 8: netlink: allow; any other family: deny
+        (_BPF_LD_W_ABS, 0, 0, 24),  # 9: the socket type
+        (_BPF_AND_K, 0, 0, _SOCK_TYPE_MASK),  # 10: without SOCK_NONBLOCK and SOCK_CLOEXEC
+        (_BPF_JEQ_K, 0, 1, _SOCK_STREAM),  # 11: TCP: allow; UDP, raw: deny
+        (_BPF_RET_K, 0, 0, _SECCOMP_RET_ALLOW),  # 12
+        (_BPF_RET_K, 0, 0, deny),  # 13
+    ]
+
+
+def close_sockets() -> None:
+    """Install :func:`socket_filter` on the calling thread and its later children, for good.
+
+    Needs ``no_new_privs`` (which :func:`restrict` sets). Raises ``OSError`` where the machine is
+    not one the filter knows, or seccomp is missing.
+    """
+    machine = os.uname().machine
+    if machine not in _SYSCALLS:
+        raise OSError(errno.ENOSYS, f"no socket filter for {machine}")
+    program = socket_filter(machine)
+    instructions = (_SockFilter * len(program))(*(_SockFilter(*i) for i in program))
+    fprog = _SockFprog(len(program), instructions)
+    _check(
+        _libc().prctl(
+            _PR_SET_SECCOMP,
+            ctypes.c_ulong(_SECCOMP_MODE_FILTER),
+            ctypes.byref(fprog),
+            ctypes.c_ulong(0),
+            ctypes.c_ulong(0),
+        )
+    )
+
+
 def _allow_path(ruleset: int, path: str, rights: int) -> None:
     try:
         fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
@@ -300,6 +384,8 @@ def _child(policy: dict, command: list[str], run: Callable[[], object] | None = 
                 policy["bind_ports"],
                 scope=True,
             )
+            if policy.get("sockets") == "closed":
+                close_sockets()
         except OSError as error:
             os.write(
                 2,
@@ -461,9 +547,23 @@ def _probe_child(abi: int, inside: str, outside: str, port: int) -> dict[str, ob
             "sandbox": "none",
             "reason": f"Landlock is there (ABI {abi}) but refused to confine a process ({error})",
         }
+    if enforced["network"] == "tcp" and not os.environ.get(NO_SOCKET_FILTER_ENV):
+        try:
+            close_sockets()
+        except OSError:
+            pass
+        else:
+            kinds = [
+                (socket.AF_INET, socket.SOCK_DGRAM),
+                (socket.AF_INET, socket.SOCK_RAW),
+                (socket.AF_UNIX, socket.SOCK_STREAM),
+                (socket.AF_UNIX, socket.SOCK_DGRAM),
+            ]
+            closed = all(_refused(functools.partial(socket.socket, *kind)) for kind in kinds)
+            enforced["network"] = "closed" if closed else "tcp"
     writes = not _refused(lambda: open(os.path.join(inside, "f"), "w"))
     enforced["filesystem"] = writes and _refused(lambda: open(os.path.join(outside, "f"), "w"))
-    if enforced["network"] == "tcp" and not _refused(
+    if enforced["network"] != "open" and not _refused(
         lambda: socket.create_connection(("127.0.0.1", port), timeout=2)
     ):
         enforced["network"] = "open"

@@ -38,6 +38,12 @@ class SandboxLevel:
         return self.name != "off"
 
     @property
+    def network(self) -> str:
+        """``closed`` (TCP fenced by Landlock, every other socket refused), ``tcp`` (TCP only
+        fenced) or ``open``; empty without Landlock."""
+        return str(self.as_dict().get("network", ""))
+
+    @property
     def reason(self) -> str:
         """Why kernels are not confined with Landlock; empty when they are."""
         return str(self.as_dict().get("reason", ""))
@@ -46,4 +52,7 @@ class SandboxLevel:
         """How kernels are started: through the launcher (Landlock or not) wherever it runs."""
         if self.as_dict().get("processes") != "subreaper":
             return None
-        return Confinement(landlock=self.name == "landlock")
+        level = self.as_dict()
+        return Confinement(
+            landlock=self.name == "landlock", sockets=level.get("network") == "closed"
+        )

@@ -36,7 +36,7 @@ from test_grade import (
     write,
 )
 
-from course_tools.grade.sandbox._launcher import NO_LANDLOCK_ENV, landlock_abi
+from course_tools.grade.sandbox._launcher import NO_LANDLOCK_ENV, NO_SOCKET_FILTER_ENV, landlock_abi
 
 needs_landlock = pytest.mark.skipif(
     landlock_abi() < 6,
@@ -109,7 +109,7 @@ def grader_env(base: Path, **extra: str) -> dict[str, str]:
     """The grader's environment with its own home and temporary folder, both made by the test."""
     for name in ("home", "tmp"):
         (base / name).mkdir(exist_ok=True)
-    env = {k: v for k, v in os.environ.items() if k != NO_LANDLOCK_ENV}
+    env = {k: v for k, v in os.environ.items() if k not in (NO_LANDLOCK_ENV, NO_SOCKET_FILTER_ENV)}
     return {**env, "HOME": str(base / "home"), "TMPDIR": str(base / "tmp"), **extra}
 
 
@@ -129,6 +129,18 @@ class Scene:
         self.listener.bind(("127.0.0.1", 0))
         self.listener.listen(8)
         self.port = self.listener.getsockname()[1]
+        # UDP and unix sockets: Landlock does not cover them; the kernel's socket filter does.
+        self.datagrams = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.datagrams.bind(("127.0.0.1", 0))
+        self.udp_port = self.datagrams.getsockname()[1]
+        self.unix_path = str(base / "grader.sock")  # outside every scratch folder
+        self.abstract = f"\0course-grade-test-{os.getpid()}"
+        self.unix_listeners: list[socket.socket] = []
+        for address in (self.unix_path, self.abstract):
+            listener = socket.socket(socket.AF_UNIX)
+            listener.bind(address)
+            listener.listen(8)
+            self.unix_listeners.append(listener)
 
     def guarded(self) -> list[Path]:
         """Files that no notebook may change."""
@@ -181,7 +193,21 @@ def _attacks(scene: Scene) -> dict[str, str]:
         "capture_output=True).returncode\n"
         "if CURL != 7:  # 7: could not connect\n"
         "    LEAKS.append(f'curl exited {CURL}')\n"
-        "attempt('bind a port', lambda: socket.socket().bind(('127.0.0.1', 0)))\n",
+        "attempt('bind a port', lambda: socket.socket().bind(('127.0.0.1', 0)))\n"
+        "attempt('send UDP', lambda: socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto("
+        f"b'leak', ('127.0.0.1', {scene.udp_port})))\n"
+        "attempt('make a UDP socket over IPv6', lambda: "
+        "socket.socket(socket.AF_INET6, socket.SOCK_DGRAM))\n"
+        "attempt('make a raw socket', lambda: "
+        "socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP))\n"
+        "attempt('make a packet socket', lambda: "
+        "socket.socket(socket.AF_PACKET, socket.SOCK_RAW))\n"
+        "attempt('connect a named unix socket', lambda: "
+        f"socket.socket(socket.AF_UNIX).connect({scene.unix_path!r}))\n"
+        "attempt('connect an abstract unix socket', lambda: "
+        f"socket.socket(socket.AF_UNIX).connect({scene.abstract!r}))\n"
+        "attempt('send a unix datagram', lambda: "
+        f"socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM).sendto(b'leak', {scene.unix_path!r}))\n",
         "signals": "launcher = os.getppid()\n"
         "def parent(pid):\n"
         "    return int(open(f'/proc/{pid}/stat').read().rsplit(')', 1)[1].split()[1])\n"
@@ -317,7 +343,8 @@ def scene(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SceneRun]:
     after = {**tree_hashes(scene.folder), **{str(p): digest(p) for p in scene.guarded()}}
     changed = sorted(k for k in before if before[k] != after.get(k))
     yield scene, result, {"changed": changed, "new": sorted(set(after) - set(before))}, left
-    scene.listener.close()
+    for held in (scene.listener, scene.datagrams, *scene.unix_listeners):
+        held.close()
 
 
 @needs_landlock
@@ -327,7 +354,7 @@ def test_the_batch_completes_and_records_the_sandbox(scene: SceneRun) -> None:
     book = json.loads((scene[0].out / "gradebook.json").read_text())
     level = book["grader"]["sandbox"]
     assert level["sandbox"] == "landlock" and level["filesystem"] and level["signals"], level
-    assert level["network"] == "tcp" and level["processes"] == "subreaper"
+    assert level["network"] == "closed" and level["processes"] == "subreaper"
     assert "warning" not in result.stderr
 
 
@@ -385,6 +412,17 @@ def test_the_loopback_listener_saw_no_connection(scene: SceneRun) -> None:
 
 
 @needs_landlock
+def test_no_datagram_and_no_unix_connection_arrived(scene: SceneRun) -> None:
+    scene[0].datagrams.setblocking(False)
+    with pytest.raises(BlockingIOError):
+        scene[0].datagrams.recvfrom(64)
+    for listener in scene[0].unix_listeners:
+        listener.setblocking(False)
+        with pytest.raises(BlockingIOError):
+            listener.accept()
+
+
+@needs_landlock
 def test_no_process_outlives_its_grading(scene: SceneRun) -> None:
     assert scene[3] == [], scene[3]
 
@@ -434,6 +472,16 @@ def test_require_sandbox_refuses_when_landlock_is_missing(tmp_path: Path) -> Non
     result = run_grader([tmp_path / "class"], tmp_path / "out", env, "--require-sandbox")
     assert result.returncode == 2
     assert "--require-sandbox was given but the kernels cannot be confined" in result.stderr
+    assert not (tmp_path / "out" / "gradebook.json").exists()
+
+
+@needs_landlock
+def test_require_sandbox_refuses_when_sockets_cannot_be_closed(tmp_path: Path) -> None:
+    write(tmp_path / "class", "honest", solution())
+    env = grader_env(tmp_path, **{NO_SOCKET_FILTER_ENV: "1"})
+    result = run_grader([tmp_path / "class"], tmp_path / "out", env, "--require-sandbox")
+    assert result.returncode == 2, result.stderr
+    assert "not every socket (network: tcp)" in result.stderr
     assert not (tmp_path / "out" / "gradebook.json").exists()
 
 
