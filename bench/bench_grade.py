@@ -84,6 +84,9 @@ def main() -> None:
     jobs = ["--jobs", str(args.jobs)]
     configs = [
         (f"local, --jobs {args.jobs}", jobs),
+        # The canary (each lesson's solution graded first, its kernel filling the compilation
+        # cache): what it costs, against a run without it that fills the cache at the 8th notebook.
+        (f"local, --jobs {args.jobs}, --no-canary", [*jobs, "--no-canary"]),
         (f"local, --jobs {args.jobs}, --warm-kernels off", [*jobs, "--warm-kernels", "off"]),
     ]
     if not args.local_only:

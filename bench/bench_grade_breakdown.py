@@ -47,8 +47,7 @@ from course_tools.grade.grading._grader import (
     _runner_source,
 )
 from course_tools.grade.intake import detect_lesson, plan_cells
-from course_tools.grade.sandbox import Sandbox, SandboxLevel
-from course_tools.grade.sandbox._launcher import kernel_env
+from course_tools.grade.sandbox import Sandbox, SandboxLevel, kernel_env
 
 PHASES = [
     "reference answers",

@@ -70,8 +70,8 @@ def grade_class(folder: Path, out: Path, sandbox: str, jobs: int) -> tuple[float
 
 async def kernel_round(confined: bool) -> float:
     """Seconds to start one kernel, import JAX in it and stop it."""
+    from course_tools.grade.sandbox import kernel_env
     from course_tools.grade.sandbox._kernel import Confinement, Limits, Sandbox
-    from course_tools.grade.sandbox._launcher import kernel_env
 
     work = Path(tempfile.mkdtemp(prefix="bench-sandbox-"))
     try:

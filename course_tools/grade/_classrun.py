@@ -13,6 +13,8 @@ import signal
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .._course import COURSE_LIB
+from .._notebook_files import NotebookError, read_notebook
 from .book import (
     ClassBook,
     Graded,
@@ -22,13 +24,23 @@ from .book import (
     SubmissionResult,
     answer_sheet,
     build_class,
+    likely_grader_faults,
     lms_files,
     outside_errors,
     report_html,
     write_class,
 )
-from .grading import Batch, SchedulerError, Settings
-from .intake import Intake, OverrideRow, Snapshot, Student, Submission, UsageError, read_once
+from .grading import Batch, SchedulerError, Settings, full_marks
+from .intake import (
+    Intake,
+    OverrideRow,
+    Snapshot,
+    Student,
+    Submission,
+    UsageError,
+    detect_lesson,
+    read_once,
+)
 
 
 class RunInterruptedError(Exception):
@@ -37,6 +49,11 @@ class RunInterruptedError(Exception):
 
 class OutputError(Exception):
     """A file in the output folder could not be written."""
+
+
+class CanaryError(Exception):
+    """The course's own solution did not score full marks where the class was to be graded: the
+    grading environment is at fault, and nothing was graded."""
 
 
 def record_students(record: Record) -> dict[str, Student]:
@@ -79,10 +96,63 @@ class Todo:
 
 @dataclass
 class Finished:
-    """What a run wrote: the notebooks graded now, and the class's book."""
+    """What a run wrote: the notebooks graded now, the class's book, and the likely grader faults
+    it found (one error shared by most of a lesson's notebooks)."""
 
     results: list[SubmissionResult]
     book: ClassBook
+    faults: list[str]
+
+
+def lessons_to_grade(todo: Todo) -> list[str]:
+    """The lessons of the notebooks a run will grade (those that can be read), in order."""
+    found = set()
+    for snapshot in todo.snapshots:
+        try:
+            notebook = read_notebook(snapshot.data, schema=False)
+        except NotebookError:
+            continue
+        lesson = detect_lesson(notebook, snapshot.submission.notebook)
+        if lesson is not None:
+            found.add(lesson)
+    return sorted(found)
+
+
+def _first_problem(result: SubmissionResult) -> str:
+    for exercise in result.exercises:
+        if exercise.status != "passed":
+            return f"{exercise.id} {exercise.status}: {exercise.message.rstrip('.')}"
+    return (result.message or result.status).rstrip(".")
+
+
+def run_canary(todo: Todo, batch: Batch) -> dict[str, object]:
+    """Grade each lesson's solution where ``todo`` will be graded; what ``gradebook.json`` keeps.
+
+    Raises :class:`CanaryError` when one does not score full marks.
+    """
+    lessons = lessons_to_grade(todo)
+    results = batch.canary(lessons)
+    for lesson in lessons:
+        result = results[lesson]
+        if not full_marks(result):
+            scored = (
+                f"scored {result.points}/{result.max_points}"
+                if result.status == "graded"
+                else "could not be graded"
+            )
+            raise CanaryError(
+                f"the canary failed: the course's own solution of lesson {lesson} {scored} in "
+                f"this grading environment, so no student was graded (it would not be the "
+                f"students' fault). The first problem: {_first_problem(result)}. Check that the "
+                "kernels can run the course as the grader does (same Python environment, "
+                f"course_lib at {COURSE_LIB}, a writable temporary folder), then run again; "
+                "--no-canary skips this check, for debugging only"
+            )
+    return {
+        "lessons": {
+            lesson: f"{results[lesson].points}/{results[lesson].max_points}" for lesson in lessons
+        }
+    }
 
 
 def plan_run(run: ClassRun) -> Todo:
@@ -110,17 +180,20 @@ def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
-def finish_run(run: ClassRun, todo: Todo, batch: Batch, settings: Settings) -> Finished:
-    """Grade ``todo`` with ``batch``, journaling each result, then merge with what was kept and
-    write the output folder; the journal is removed once the gradebook is written, and closed
-    (kept for ``--resume``) when anything stops the run."""
+def finish_run(
+    run: ClassRun, todo: Todo, batch: Batch, settings: Settings, canary: bool = True
+) -> Finished:
+    """Check the grading environment with the canary (unless ``canary`` is False: recorded), grade
+    ``todo`` with ``batch``, journaling each result, then merge with what was kept and write the
+    output folder; the journal is removed once the gradebook is written, and closed (kept for
+    ``--resume``) when anything stops the run."""
     try:
-        return _finish(run, todo, batch, settings)
+        return _finish(run, todo, batch, settings, canary)
     finally:
         run.journal.close()
 
 
-def _finish(run: ClassRun, todo: Todo, batch: Batch, settings: Settings) -> Finished:
+def _finish(run: ClassRun, todo: Todo, batch: Batch, settings: Settings, canary: bool) -> Finished:
     fresh: dict[tuple[str, str], Graded] = {}
 
     def finished(snapshot: Snapshot, result: SubmissionResult) -> None:
@@ -139,6 +212,7 @@ def _finish(run: ClassRun, todo: Todo, batch: Batch, settings: Settings) -> Fini
         signal.SIGTERM, _interrupt
     )  # while the loop runs, the batch cancels it more gently
     try:
+        checked = run_canary(todo, batch) if canary else {"skipped": "--no-canary"}
         results = batch.grade(todo.snapshots, finished)
     except SchedulerError as error:
         raise SchedulerError(
@@ -170,10 +244,10 @@ def _finish(run: ClassRun, todo: Todo, batch: Batch, settings: Settings) -> Fini
     if run.report:
         extra["report.html"] = report_html(book)
     try:
-        write_class(run.out, book, settings.recorded(), extra, run.record.feedback)
+        write_class(run.out, book, settings.recorded(), extra, run.record.feedback, checked)
     except OSError as error:
         raise OutputError(
             f"cannot write the gradebook in {run.out}: {error.strerror or error}"
         ) from None
     run.journal.remove()
-    return Finished(results, book)
+    return Finished(results, book, likely_grader_faults([g.result for g in graded.values()]))

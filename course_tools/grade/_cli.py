@@ -2,6 +2,8 @@
 
 import argparse
 import contextlib
+import io
+import json
 import os
 import sys
 import tempfile
@@ -14,6 +16,7 @@ import jax
 from course_lib.checks import all_exercises
 
 from ._classrun import (
+    CanaryError,
     ClassRun,
     OutputError,
     RunInterruptedError,
@@ -22,6 +25,10 @@ from ._classrun import (
     plan_run,
     record_students,
 )
+from ._gradescope import CONFIG as GRADESCOPE_CONFIG
+from ._gradescope import broken as gradescope_broken
+from ._gradescope import results as gradescope_results
+from ._gradescope import write_bundle
 from .book import (
     FORMATS,
     Journal,
@@ -142,10 +149,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "paths",
-        nargs="+",
+        nargs="*",
         metavar="PATH",
         help="a notebook, a folder of notebooks or of student folders, or an LMS download (folder "
-        "or .zip)",
+        "or .zip); with --gradescope-autograder, the lessons it grades (two digits; default: all)",
     )
     parser.add_argument(
         "--out",
@@ -198,6 +205,20 @@ def build_parser() -> argparse.ArgumentParser:
         help="seed of the grading inputs (default: 0; same seed, same grades)",
     )
     parser.add_argument("--quiet", action="store_true", help="no progress lines, no summary table")
+    parser.add_argument(
+        "--gradescope-autograder",
+        metavar="ZIP",
+        help="write a Gradescope autograder (setup.sh, run_autograder, the course) to ZIP instead "
+        "of grading; it grades each submission as this command would, with --timeout, "
+        "--notebook-timeout, --memory-mb, --seed and --forbid as given here",
+    )
+    parser.add_argument("--gradescope-run", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--no-canary",
+        action="store_true",
+        help="for debugging the grader only: skip the canary (each lesson's own solution graded "
+        "first, where the class will be, which must score full marks); recorded in gradebook.json",
+    )
     parser.add_argument(
         "--require-sandbox",
         action="store_true",
@@ -383,6 +404,12 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as stop:  # argparse has printed the usage and the problem
         return int(stop.code or 0) and EXIT_USAGE
+    if args.gradescope_run:
+        return _gradescope_run()
+    if args.gradescope_autograder:
+        return _gradescope_bundle(parser, args)
+    if not args.paths:
+        return _usage(parser, "give at least one PATH to grade")
     if args.memory_mb < 256:
         return _usage(parser, "--memory-mb must be at least 256")
     bad = [name for name in args.forbid if not name.isidentifier()]
@@ -474,8 +501,8 @@ def _grade(
             todo = plan_run(run)
             if not args.quiet:
                 _announce(run, todo, batch)
-            done = finish_run(run, todo, batch, settings)
-    except (UsageError, SchedulerError) as error:
+            done = finish_run(run, todo, batch, settings, canary=not args.no_canary)
+    except (UsageError, SchedulerError, CanaryError) as error:
         return _error(str(error), EXIT_USAGE)
     except OutputError as error:
         return _error(str(error), EXIT_OUTPUT)
@@ -484,6 +511,8 @@ def _grade(
         return EXIT_INTERRUPTED
     finally:
         journal.close()
+    for fault in done.faults:  # even when quiet: the gradebook should not be uploaded unread
+        print(f"course-grade: warning: LIKELY GRADER FAULT: {fault}", file=sys.stderr)
     if not args.quiet:
         print(summary_table(done.results))
         print(
@@ -503,13 +532,73 @@ def _batch(
         with connect(args.scheduler, args.scheduler_timeout, settings, options) as batch:
             yield batch
     else:
-        yield LocalBatch(settings, options, forks)
+        local = LocalBatch(settings, options, forks)
+        try:
+            yield local
+        finally:
+            local.close()
 
 
 def _announce(run: ClassRun, todo: Todo, batch: Batch) -> None:
     again = f"; {len(todo.resumed)} from the journal of the interrupted run" if todo.resumed else ""
     again += f"; {todo.kept} unchanged since {run.out / 'gradebook.json'}" if todo.kept else ""
     print(f"grading {len(todo.snapshots)} notebook(s), {batch.where()}{again}", file=sys.stderr)
+
+
+def _passed_options(args: argparse.Namespace) -> dict[str, list[str]]:
+    """The grading options given, as the bundle keeps them for ``run_autograder``."""
+    given = {
+        "--timeout": [str(args.timeout)],
+        "--notebook-timeout": [str(args.notebook_timeout)] if args.notebook_timeout else [],
+        "--memory-mb": [str(args.memory_mb)],
+        "--seed": [str(args.seed)],
+        "--forbid": list(args.forbid),
+    }
+    return {option: values for option, values in given.items() if values}
+
+
+def _gradescope_bundle(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    target = Path(args.gradescope_autograder)
+    try:
+        chosen = write_bundle(target, args.paths, _passed_options(args))
+    except UsageError as error:
+        return _usage(parser, str(error))
+    except OSError as error:
+        return _error(f"cannot write {target}: {error.strerror or error}", EXIT_OUTPUT)
+    print(
+        f"wrote {target}: a Gradescope autograder for lesson(s) {', '.join(chosen)}; upload it "
+        "as a programming assignment's autograder (Ubuntu 24.04 base image)",
+        file=sys.stderr,
+    )
+    return EXIT_OK
+
+
+def _gradescope_run() -> int:
+    """What the bundle's ``run_autograder`` runs: grade ``$AUTOGRADER_ROOT/submission`` as a class
+    of one, then write ``results/results.json`` from the gradebook; 0 once it is written."""
+    root = Path(os.environ.get("AUTOGRADER_ROOT", "/autograder"))
+    config = json.loads((root / "source" / GRADESCOPE_CONFIG).read_text(encoding="utf-8"))
+    started = time.monotonic()
+    out = Path(tempfile.mkdtemp(prefix="gradescope-")) / "grades"
+    argv = [str(root / "submission"), "--out", str(out), "--quiet"]
+    argv += [
+        part for option, values in config["options"].items() for v in values for part in (option, v)
+    ]
+    errors = io.StringIO()
+    with contextlib.redirect_stderr(errors):
+        status = main(argv)
+    print(errors.getvalue(), end="", file=sys.stderr)  # Gradescope shows it to the instructor
+    book = out / "gradebook.json"
+    seconds = time.monotonic() - started
+    if status == EXIT_OK and book.is_file():
+        document = gradescope_results(json.loads(book.read_text()), config["lessons"], seconds)
+    else:
+        reason = errors.getvalue().strip() or f"course-grade exited with status {status}"
+        document = gradescope_broken(reason, seconds)
+    target = root / "results" / "results.json"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
+    return EXIT_OK
 
 
 def _error(message: str, status: int) -> int:

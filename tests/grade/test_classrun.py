@@ -36,6 +36,9 @@ class FakeBatch:
     def where(self) -> str:
         return "nowhere"
 
+    def canary(self, lessons: list[str]) -> dict[str, SubmissionResult]:
+        raise AssertionError("these tests run without the canary")
+
     def grade(self, snapshots: list[Snapshot], on_result: OnResult) -> list[SubmissionResult]:
         if callable(self.before):
             self.before()
@@ -69,7 +72,7 @@ def test_a_notebook_changed_during_the_run_is_recorded_as_it_was_graded(tmp_path
     run, notebook = class_run(tmp_path)
     todo = plan_run(run)
     batch = FakeBatch(before=lambda: notebook.write_bytes(BLANK.read_bytes()))
-    finish_run(run, todo, batch, SETTINGS)
+    finish_run(run, todo, batch, SETTINGS, canary=False)
     book = json.loads((run.out / "gradebook.json").read_text())
     (graded,) = book["submissions"]
     assert batch.seen == [SOLVED.read_bytes()]
@@ -88,18 +91,20 @@ def test_each_notebook_is_read_once(tmp_path: Path, monkeypatch: pytest.MonkeyPa
         return original(self)
 
     monkeypatch.setattr(Path, "read_bytes", counted)
-    finish_run(run, plan_run(run), FakeBatch(), SETTINGS)
+    finish_run(run, plan_run(run), FakeBatch(), SETTINGS, canary=False)
     assert len(reads) == 1
 
 
 def test_an_interruption_keeps_the_journal_for_resume(tmp_path: Path) -> None:
     run, _ = class_run(tmp_path)
     with pytest.raises(RunInterruptedError, match=r"1 finished notebook\(s\) are kept .*--resume"):
-        finish_run(run, plan_run(run), FakeBatch(fail=KeyboardInterrupt()), SETTINGS)
+        finish_run(run, plan_run(run), FakeBatch(fail=KeyboardInterrupt()), SETTINGS, canary=False)
     assert (run.out / "journal.jsonl").exists() and not (run.out / "gradebook.json").exists()
 
 
 def test_a_scheduler_lost_midway_says_where_the_graded_notebooks_are(tmp_path: Path) -> None:
     run, _ = class_run(tmp_path)
     with pytest.raises(SchedulerError, match=r"gone; the notebooks graded so far are kept in .*"):
-        finish_run(run, plan_run(run), FakeBatch(fail=SchedulerError("gone")), SETTINGS)
+        finish_run(
+            run, plan_run(run), FakeBatch(fail=SchedulerError("gone")), SETTINGS, canary=False
+        )

@@ -620,8 +620,8 @@ def test_memory_watchdog_kills_a_growing_kernel(tmp_path: Path) -> None:
 
     import psutil
 
+    from course_tools.grade.sandbox import kernel_env
     from course_tools.grade.sandbox._kernel import Limits, Sandbox
-    from course_tools.grade.sandbox._launcher import kernel_env
 
     async def scenario() -> tuple:
         sandbox = Sandbox(str(tmp_path), kernel_env(tmp_path), Limits(memory_bytes=300 * 2**20))

@@ -9,6 +9,7 @@ reads results and writes files.
   ``_lateness.py``).
 * ``_files.py``: ``gradebook.csv``, ``gradebook.json`` and the feedback files, written atomically;
   ``_exports.py``: the Canvas and Moodle layouts.
+* ``_faults.py``: likely grader faults, one error shared by most of a lesson's notebooks.
 * ``_report.py``: ``report.html``, with ``_answers.py`` (a notebook's answers, normalised) and
   ``_similarity.py`` (answers alike, or copied from the solutions).
 """
@@ -22,6 +23,7 @@ from ._classbook import find_student as find_student
 from ._classbook import resolve_overrides as resolve_overrides
 from ._exports import FORMATS as FORMATS
 from ._exports import lms_files as lms_files
+from ._faults import likely_grader_faults as likely_grader_faults
 from ._files import write_class as write_class
 from ._journal import Graded as Graded
 from ._journal import Journal as Journal
@@ -32,4 +34,5 @@ from ._lateness import parse_due as parse_due
 from ._report import report_html as report_html
 from ._results import ExerciseResult as ExerciseResult
 from ._results import SubmissionResult as SubmissionResult
+from ._results import exercise_feedback as exercise_feedback
 from ._results import summary_table as summary_table

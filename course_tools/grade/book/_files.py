@@ -108,10 +108,13 @@ def summary_text(book: ClassBook, row: StudentRow) -> str:
 
 
 def gradebook_json(
-    book: ClassBook, settings: dict[str, Any], feedback: dict[str, list[str]]
+    book: ClassBook,
+    settings: dict[str, Any],
+    feedback: dict[str, list[str]],
+    canary: dict[str, Any] | None = None,
 ) -> str:
-    """The record: settings, late policy, exercises, students (with their grade) and every graded
-    notebook."""
+    """The record: settings, the canary's result, late policy, exercises, students (with their
+    grade) and every graded notebook."""
     students = []
     for row in book.rows:
         grade = {
@@ -138,6 +141,7 @@ def gradebook_json(
         )
     document = {
         "grader": settings,
+        **({"canary": canary} if canary is not None else {}),
         "class": book.policy.to_json(),
         "exercises": {
             e.id: {"name": e.name, "title": e.title, "points": e.points} for e in book.exercises
@@ -159,10 +163,16 @@ def write_if_changed(path: Path, text: str) -> None:
 
 
 def write_class(
-    out: Path, book: ClassBook, settings: dict[str, Any], extra: dict[str, str], stale: set[str]
+    out: Path,
+    book: ClassBook,
+    settings: dict[str, Any],
+    extra: dict[str, str],
+    stale: set[str],
+    canary: dict[str, Any] | None = None,
 ) -> None:
     """Feedback first, then the extra files (LMS layouts, report), then the two gradebooks; old
-    feedback removed last."""
+    feedback removed last. ``canary`` is what the run's canary found (``gradebook.json`` keeps
+    it)."""
     files = feedback_files(book)
     for relative, text in files.items():
         write_if_changed(out / relative, text)
@@ -172,7 +182,7 @@ def write_class(
     }
     for relative, text in extra.items():
         write_if_changed(out / relative, text)
-    write_if_changed(out / "gradebook.json", gradebook_json(book, settings, by_student))
+    write_if_changed(out / "gradebook.json", gradebook_json(book, settings, by_student, canary))
     write_if_changed(out / "gradebook.csv", gradebook_csv(book))
     for relative in sorted(stale - set(files)):
         path = out / relative

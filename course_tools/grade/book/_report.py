@@ -14,6 +14,7 @@ from collections import Counter
 
 from ._answers import solution_regions
 from ._classbook import ClassBook, StudentRow
+from ._faults import likely_grader_faults
 from ._results import format_points
 from ._similarity import similar_pairs, solution_copies
 
@@ -23,6 +24,7 @@ _STYLE = (
     "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:.2em "
     ".5em;text-align:left;vertical-align:top}"
     "th{background:#f3f3f3}.num{text-align:right}img{max-width:100%}"
+    ".fault{border:2px solid #b00;background:#fff4f4;padding:0 1em}"
 )
 
 
@@ -136,9 +138,20 @@ def report_html(book: ClassBook) -> str:
         answers[row.student.key] = mine
     pairs, common = similar_pairs(answers)
     copies = solution_copies(answers, solution_regions())
+    faults = likely_grader_faults([g.result for row in graded for g in row.graded])
+    warning = (
+        "<div class='fault'><h2>Likely grader fault: check before uploading</h2><p>Most notebooks "
+        "of a lesson failed in one and the same way, which points at the grading environment "
+        "rather than at the students:</p><ul>"
+        + "".join(f"<li>{html.escape(fault)}</li>" for fault in faults)
+        + "</ul></div>"
+        if faults
+        else ""
+    )
     parts = [
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>Class report</title>",
         f"<style>{_STYLE}</style></head><body><h1>Class report</h1>",
+        warning,
         f"<p>{len(book.rows)} students: "
         + ", ".join(f"{n} {html.escape(s)}" for s, n in sorted(statuses.items()))
         + ". "

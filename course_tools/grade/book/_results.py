@@ -178,6 +178,21 @@ _WORD = {
 }
 
 
+def exercise_feedback(e: ExerciseResult) -> list[str]:
+    """The lines a feedback file gives one exercise: its verdict and points, then its message.
+
+    >>> exercise_feedback(ExerciseResult("01.x", "x", "failed", 0, 2, "returned None"))
+    ['01.x (x): not yet right, 0/2', '    returned None']
+    """
+    lines = [
+        f"{e.id} ({e.name}): {_WORD.get(e.status, e.status)}, "
+        f"{format_points(e.points)}/{format_points(e.max_points)}"
+    ]
+    if e.status != "passed" and e.message:
+        lines += [f"    {line}" for line in e.message.splitlines()]
+    return lines
+
+
 def feedback_text(
     r: SubmissionResult, name: str, overrides: dict[str, tuple[float, str]] | None = None
 ) -> str:
@@ -193,12 +208,7 @@ def feedback_text(
     if r.status != "graded":
         lines += [f"This notebook could not be graded: {r.message}", ""]
     for e in r.exercises:
-        lines.append(
-            f"{e.id} ({e.name}): {_WORD.get(e.status, e.status)}, "
-            f"{format_points(e.points)}/{format_points(e.max_points)}"
-        )
-        if e.status != "passed" and e.message:
-            lines += [f"    {line}" for line in e.message.splitlines()]
+        lines += exercise_feedback(e)
         if e.id in overrides:
             given, comment = overrides[e.id]
             lines.append(

@@ -18,7 +18,10 @@ from ._cluster import ClusterBatch as ClusterBatch
 from ._cluster import SchedulerError as SchedulerError
 from ._cluster import check_address as check_address
 from ._cluster import connect as connect
+from ._grader import CANARY_STUDENT as CANARY_STUDENT
 from ._grader import Context as Context
+from ._grader import full_marks as full_marks
+from ._grader import grade_canary as grade_canary
 from ._grader import grade_submission as grade_submission
 from ._settings import RunOptions as RunOptions
 from ._settings import Settings as Settings

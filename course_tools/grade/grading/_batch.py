@@ -9,14 +9,14 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
 from ..book import SubmissionResult
 from ..intake import Snapshot
 from ..sandbox import ForkServer
-from ._grader import Context, error_result, grade_submission
+from ._grader import Context, error_result, grade_canary, grade_submission
 from ._settings import RunOptions, Settings
 
 OnResult = Callable[[Snapshot, SubmissionResult], None]
@@ -32,6 +32,11 @@ class Batch(Protocol):
 
     def where(self) -> str:
         """Where the notebooks are graded, for the first progress line."""
+        ...
+
+    def canary(self, lessons: list[str]) -> dict[str, SubmissionResult]:
+        """Grade the course's solution notebook of each lesson where the submissions will be
+        graded, in the same sandbox and limits (``_grader.grade_canary``)."""
         ...
 
     def grade(self, snapshots: list[Snapshot], on_result: OnResult) -> list[SubmissionResult]:
@@ -63,7 +68,9 @@ class Progress:
 
 @dataclass
 class LocalBatch:
-    """The batch on this machine, ``options.jobs`` notebooks at a time.
+    """The batch on this machine, ``options.jobs`` notebooks at a time, in one grading context
+    (scratch folder, reference results, fork server, compilation cache) from the canary to the last
+    notebook; :meth:`close` ends it.
 
     ``forks``, a fork server started earlier (the command line starts one before its slow imports),
     is used and closed instead of a new one.
@@ -73,33 +80,58 @@ class LocalBatch:
     options: RunOptions
     forks: ForkServer | None = None
     stopped: str = "every kernel was stopped"
+    _context: Context | None = field(default=None, init=False)
 
     def where(self) -> str:
         return f"{self.options.jobs} at a time"
 
+    def context(self) -> Context:
+        """The batch's grading context, made at first use."""
+        if self._context is None:
+            scratch = Path(tempfile.mkdtemp(prefix="course-grade-"))
+            self._context = Context(self.settings, self.options, scratch, forks=self.forks)
+            self._context.warm_up()
+        return self._context
+
+    def canary(self, lessons: list[str]) -> dict[str, SubmissionResult]:
+        ctx = self.context()
+
+        async def every() -> list[SubmissionResult]:
+            gate = asyncio.Semaphore(max(1, self.options.jobs))
+
+            async def one(lesson: str) -> SubmissionResult:
+                async with gate:
+                    return await grade_canary(lesson, ctx)
+
+            return list(await asyncio.gather(*(one(lesson) for lesson in lessons)))
+
+        return dict(zip(lessons, asyncio.run(every()), strict=True))
+
     def grade(self, snapshots: list[Snapshot], on_result: OnResult) -> list[SubmissionResult]:
-        forks, self.forks = self.forks, None  # handed over: grade_all closes it
-        return asyncio.run(grade_all(snapshots, self.settings, self.options, on_result, forks))
+        return asyncio.run(grade_all(snapshots, self.context(), on_result))
+
+    def close(self) -> None:
+        """End the fork server and remove the scratch folder."""
+        if self._context is not None:
+            self._context.close()
+            shutil.rmtree(self._context.scratch, ignore_errors=True)
+            self._context = None
+        elif self.forks is not None:
+            self.forks.close()
 
 
 async def grade_all(
-    snapshots: list[Snapshot],
-    settings: Settings,
-    options: RunOptions,
-    on_result: OnResult | None = None,
-    forks: ForkServer | None = None,
+    snapshots: list[Snapshot], ctx: Context, on_result: OnResult | None = None
 ) -> list[SubmissionResult]:
-    """Grade every snapshot, ``options.jobs`` at a time; results in the order of ``snapshots``.
+    """Grade every snapshot in ``ctx``, ``ctx.options.jobs`` at a time; results in the order of
+    ``snapshots``.
 
     Ctrl-C or SIGTERM stops the batch: nothing more is started, running notebooks are cancelled
     (their kernels stopped), a result that arrives after the signal is not reported (a cancelled
     kernel may have cut it short), and :class:`asyncio.CancelledError` is raised.
     """
-    scratch = Path(tempfile.mkdtemp(prefix="course-grade-"))
-    ctx = Context(settings, options, scratch, forks=forks)
-    ctx.warm_up()
-    gate = asyncio.Semaphore(max(1, options.jobs))
-    progress = Progress(len(snapshots), options.quiet)
+    gate = asyncio.Semaphore(max(1, ctx.options.jobs))
+    progress = Progress(len(snapshots), ctx.options.quiet)
     results: list[SubmissionResult | None] = [None] * len(snapshots)
     stopping = False
 
@@ -145,8 +177,6 @@ async def grade_all(
         for signum in signals:
             loop.remove_signal_handler(signum)
         signal.signal(signal.SIGINT, signal.default_int_handler)
-        ctx.close()
-        shutil.rmtree(scratch, ignore_errors=True)
     if stopping:
         raise asyncio.CancelledError
     for outcome in outcomes:

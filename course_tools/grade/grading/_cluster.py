@@ -38,7 +38,7 @@ from ..book import SubmissionResult, settings_differences
 from ..intake import Snapshot, Submission
 from ..sandbox import SandboxLevel
 from ._batch import OnResult, Progress
-from ._grader import Context, error_result, grade_submission
+from ._grader import Context, canary_snapshot, error_result, grade_submission
 from ._settings import RunOptions, Settings
 
 ALLOWED_FAILURES = 1  # a worker dying under a task: the task is run once more elsewhere
@@ -264,6 +264,39 @@ class ClusterBatch:
 
     def where(self) -> str:
         return f"on the Dask cluster at {self.address} ({describe(self.client)})"
+
+    def canary(self, lessons: list[str]) -> dict[str, SubmissionResult]:
+        """Each lesson's solution graded as a task, as the submissions will be."""
+        recorded = self.settings.recorded()
+        results: dict[str, SubmissionResult] = {}
+        futures = {}
+        for lesson in lessons:
+            snapshot = canary_snapshot(lesson)
+            if isinstance(snapshot, SubmissionResult):
+                results[lesson] = snapshot
+                continue
+            sub = snapshot.submission
+            futures[lesson] = (
+                snapshot,
+                self.client.submit(
+                    grade_task,
+                    snapshot.data,
+                    sub.student,
+                    sub.notebook,
+                    self.settings,
+                    self.options,
+                    key=task_key(snapshot, recorded),
+                    pure=False,
+                ),
+            )
+        for lesson, (snapshot, future) in futures.items():
+            try:
+                results[lesson], _ = _arrived(snapshot.submission, future.result())
+            except (SchedulerError, KeyboardInterrupt):
+                raise
+            except Exception as error:  # noqa: BLE001 (a dead worker or task is the canary's failure)
+                results[lesson] = _killed(snapshot.submission, error)
+        return results
 
     def grade(self, snapshots: list[Snapshot], on_result: OnResult) -> list[SubmissionResult]:
         """Grade on the cluster; results are handed to ``on_result`` (the journal) and shown as

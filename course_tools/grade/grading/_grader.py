@@ -31,7 +31,7 @@ from course_lib.checks import (
     reference_results,
 )
 
-from ..._course import solution_notebook
+from ..._course import SOLUTIONS, solution_notebook
 from ..._notebook_files import NotebookError, read_notebook
 from ..book import ExerciseResult, SubmissionResult
 from ..intake import (
@@ -42,6 +42,7 @@ from ..intake import (
     detect_lesson,
     filename_lesson,
     plan_cells,
+    read_once,
 )
 from ..sandbox import (
     CellResult,
@@ -483,11 +484,21 @@ def error_result(
 async def grade_submission(snapshot: Snapshot, ctx: Context) -> SubmissionResult:
     """Grade one submission from its bytes; every problem becomes a status and a message, never an
     exception."""
-    sub, data = snapshot.submission, snapshot.data
+    read = _read_submission(snapshot)
+    if isinstance(read, SubmissionResult):
+        return read
+    lesson, plan = read
+    cache = await ctx.compilation_cache.for_lesson(lesson, ctx.fill_cache)
+    return await _grade_plan(snapshot, lesson, plan, ctx, cache)
+
+
+def _read_submission(snapshot: Snapshot) -> tuple[str, Plan] | SubmissionResult:
+    """The lesson and plan of a submission's cells, or the result saying why there are none."""
+    sub = snapshot.submission
     if snapshot.unreadable:
         return error_result(sub, None, f"the file could not be read ({snapshot.unreadable})")
     try:
-        notebook = read_notebook(data, schema=False)
+        notebook = read_notebook(snapshot.data, schema=False)
     except NotebookError as problem:
         return error_result(sub, filename_lesson(sub.notebook), str(problem))
     lesson = detect_lesson(notebook, sub.notebook)
@@ -498,15 +509,21 @@ async def grade_submission(snapshot: Snapshot, ctx: Context) -> SubmissionResult
             "the notebook belongs to no lesson with exercises (no exercise ids, lesson number or "
             "exercise functions found)",
         )
-    plan = plan_cells(notebook, lesson)
+    return lesson, plan_cells(notebook, lesson)
+
+
+async def _grade_plan(
+    snapshot: Snapshot, lesson: str, plan: Plan, ctx: Context, cache: KernelCache | None
+) -> SubmissionResult:
+    """Run the plan in a fresh kernel (with ``cache``, if any) and judge every exercise."""
+    sub = snapshot.submission
     for exercise in plan.exercises:
         ctx.reference(exercise)
-    cache = await ctx.compilation_cache.for_lesson(lesson, ctx.fill_cache)
     workdir = Path(tempfile.mkdtemp(prefix="submission-", dir=ctx.scratch))
     reports_dir = Path(tempfile.mkdtemp(prefix="reports-", dir=ctx.scratch))
     try:
         (workdir / Path(sub.notebook).name).write_bytes(
-            data
+            snapshot.data
         )  # the kernel sees a copy, never the original
         run = await _execute(plan, workdir, reports_dir, ctx, cache)
     finally:
@@ -517,3 +534,49 @@ async def grade_submission(snapshot: Snapshot, ctx: Context) -> SubmissionResult
     return SubmissionResult(
         sub.student, sub.notebook, str(sub.path), lesson, status, run.fatal, rows, run.notes
     )
+
+
+CANARY_STUDENT = "(canary)"
+"""The student key of a canary's result: no student can have it (keys come from file names)."""
+
+
+def full_marks(result: SubmissionResult) -> bool:
+    """Whether a notebook was graded and scored every point."""
+    return (
+        result.status == "graded" and bool(result.exercises) and result.points == result.max_points
+    )
+
+
+def canary_snapshot(lesson: str) -> Snapshot | SubmissionResult:
+    """The course's solution notebook of ``lesson``, read once, as the canary's submission; the
+    result that says so when there is none."""
+    path = solution_notebook(lesson)
+    if path is None:
+        sub = Submission(SOLUTIONS / f"{lesson}_*.ipynb", CANARY_STUDENT, f"{lesson}_*.ipynb")
+        return error_result(
+            sub, lesson, f"there is no solution notebook of lesson {lesson} in {SOLUTIONS}"
+        )
+    return read_once(Submission(path, CANARY_STUDENT, path.name))
+
+
+async def grade_canary(lesson: str, ctx: Context) -> SubmissionResult:
+    """Grade the course's own solution notebook of ``lesson`` as a submission, in the same
+    sandbox and limits; its kernel fills the lesson's compilation cache on the way, so that the
+    submissions after it start with a filled cache. A missing solution is an ``error`` result."""
+    snapshot = canary_snapshot(lesson)
+    if isinstance(snapshot, SubmissionResult):
+        return snapshot
+    read = _read_submission(snapshot)
+    if isinstance(read, SubmissionResult):
+        return read
+    found, plan = read
+    graded: list[SubmissionResult] = []
+
+    async def fill(lesson: str, cache: KernelCache) -> bool:
+        graded.append(await _grade_plan(snapshot, found, plan, ctx, cache))
+        return full_marks(graded[0])
+
+    await ctx.compilation_cache.fill_now(found, fill)
+    if not graded:  # no cache in this run: graded without one
+        graded.append(await _grade_plan(snapshot, found, plan, ctx, None))
+    return graded[0]

@@ -19,5 +19,5 @@ from ._kernel import KernelCache as KernelCache
 from ._kernel import KernelStartError as KernelStartError
 from ._kernel import Limits as Limits
 from ._kernel import Sandbox as Sandbox
-from ._launcher import kernel_env as kernel_env
+from ._kernel import kernel_env as kernel_env
 from ._level import SandboxLevel as SandboxLevel

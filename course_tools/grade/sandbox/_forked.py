@@ -23,6 +23,7 @@ from typing import Any
 
 from jupyter_client.provisioning import LocalProvisioner
 
+from ..._course import COURSE_LIB
 from . import _forkserver, _launcher
 from ._forkserver import KERNEL_COMMAND, MESSAGE_BYTES
 
@@ -137,7 +138,7 @@ class ForkServer:
         ``close()`` removes; None where it cannot be started (kernels then start fresh)."""
         folder = Path(tempfile.mkdtemp(prefix="course-grade-warm-", dir=under))
         try:
-            server = cls(_launcher.kernel_env(folder), folder)
+            server = cls(_launcher.kernel_env(folder, str(COURSE_LIB)), folder)
         except OSError:
             shutil.rmtree(folder, ignore_errors=True)
             return None

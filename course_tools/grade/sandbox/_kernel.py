@@ -31,6 +31,7 @@ import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import nbformat
@@ -75,6 +76,11 @@ class Confinement:
     landlock: bool
     read: list[str] = field(default_factory=lambda: _launcher.readable_paths(str(COURSE_LIB)))
     sockets: bool = False  # True: only TCP (which Landlock fences) and netlink sockets may be made
+
+
+def kernel_env(workdir: Path) -> dict[str, str]:
+    """A kernel's environment (``_launcher.kernel_env``) for the grader's own ``course_lib``."""
+    return _launcher.kernel_env(workdir, str(COURSE_LIB))
 
 
 @dataclass(frozen=True)

@@ -648,9 +648,10 @@ _PASSED_ENV = {
 }
 
 
-def kernel_env(workdir: Path) -> dict[str, str]:
+def kernel_env(workdir: Path, course_lib: str) -> dict[str, str]:
     """The kernel's environment: a few of the grader's variables (no secrets, no ``CI``), its own
-    home.
+    home, and ``course_lib/_kernel_site`` first on ``PYTHONPATH``, whose ``sitecustomize`` makes
+    the kernel import the ``course_lib`` folder given (the grader's) and no other copy.
 
     Home, temporary, IPython and Matplotlib folders live in the submission's scratch folder, so
     nothing one notebook writes there (an IPython startup file, say) reaches the next notebook's
@@ -660,6 +661,8 @@ def kernel_env(workdir: Path) -> dict[str, str]:
     home.mkdir(exist_ok=True)
     temporary.mkdir(exist_ok=True)
     env = {k: v for k, v in os.environ.items() if k in _PASSED_ENV or k.startswith("LC_")}
+    pin = os.path.join(course_lib, "_kernel_site")
+    env["PYTHONPATH"] = os.pathsep.join([pin, *filter(None, [env.get("PYTHONPATH")])])
     env.update(
         HOME=str(home),
         TMPDIR=str(temporary),

@@ -20,10 +20,10 @@ import psutil
 import pytest
 from test_grade import add_cell, exercise_version, grade, replace_body, solution, write
 
-from course_tools.grade.sandbox import KernelCache
+from course_tools.grade.sandbox import KernelCache, kernel_env
 from course_tools.grade.sandbox._forked import ForkServer
 from course_tools.grade.sandbox._kernel import Confinement, Limits, Sandbox
-from course_tools.grade.sandbox._launcher import kernel_env, landlock_abi
+from course_tools.grade.sandbox._launcher import landlock_abi
 
 pytestmark = pytest.mark.skipif(
     not sys.platform.startswith("linux"), reason="the fork server and its launcher are Linux only"

@@ -531,8 +531,8 @@ def _in_sandbox(
 ) -> list:
     import asyncio
 
+    from course_tools.grade.sandbox import kernel_env
     from course_tools.grade.sandbox._kernel import Confinement, Limits, Sandbox
-    from course_tools.grade.sandbox._launcher import kernel_env
 
     async def scenario() -> list:
         limits = Limits(tasks=limits_tasks, memory_bytes=memory_bytes)
@@ -633,7 +633,7 @@ def test_a_grader_killed_outright_takes_its_kernels_with_it(tmp_path: Path) -> N
     script.write_text(
         "import asyncio, sys, time\n"
         "from pathlib import Path\n"
-        "from course_tools.grade.sandbox._launcher import kernel_env\n"
+        "from course_tools.grade.sandbox import kernel_env\n"
         "from course_tools.grade.sandbox._kernel import Confinement, Limits, Sandbox\n"
         "async def main():\n"
         "    folder = Path(sys.argv[1])\n"
