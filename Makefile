@@ -71,19 +71,27 @@ lint: $(STAMP)
 # lesson and solution under strict nbval, with DeprecationWarnings as errors in their kernels (the
 # next JAX release must not be the one that tells us); then the course on the oldest JAX it
 # supports (`make compat`); then the course in a real browser (skipped, with a message, when
-# Chromium is missing).
-test: lint
+# Chromium is missing). At the end, each stage's time (build/stage-times.txt, written by .ci/stage).
+STAGES := build/stage-times.txt
+test: $(STAMP)
+	@rm -f $(STAGES)
+	@.ci/stage "1 lint, format and types" $(MAKE) --no-print-directory lint
 	@echo ">> 2/5 unit tests, doctests, exercises and grader"
-	$(BIN)/python -m pytest -p no:cacheprovider -n 2 --dist loadfile -m "not browser" \
+	@.ci/stage "2a tests in-process, two at a time" \
+	  $(BIN)/python -m pytest -p no:cacheprovider -n 2 --dist loadfile -m "not browser" \
 	  --doctest-modules course_lib course_tools $(IN_PROCESS_TESTS)
-	$(BIN)/python -m pytest -p no:cacheprovider -m "not browser" $(KERNEL_TESTS)
+	@.ci/stage "2b tests that start kernels, graders, servers" \
+	  $(BIN)/python -m pytest -p no:cacheprovider -m "not browser" $(KERNEL_TESTS)
 	@echo ">> 3/5 notebooks under strict nbval"
-	PYTHONWARNINGS=error::DeprecationWarning $(BIN)/python -m pytest -p no:cacheprovider $(NBVAL) \
-	  -n 2 --dist loadfile $(NOTEBOOKS) $(SOLUTIONS)
+	@PYTHONWARNINGS=error::DeprecationWarning .ci/stage "3 notebooks under strict nbval" \
+	  $(BIN)/python -m pytest -p no:cacheprovider $(NBVAL) -n 2 --dist loadfile $(NOTEBOOKS) $(SOLUTIONS)
 	@echo ">> 4/5 the course on the oldest JAX it supports"
-	@$(MAKE) --no-print-directory compat
+	@.ci/stage "4 the course on the oldest JAX" $(MAKE) --no-print-directory compat
 	@echo ">> 5/5 the course in JupyterLab and Chromium"
-	$(BIN)/python -m pytest -p no:cacheprovider -m browser tests/browser
+	@.ci/stage "5 the course in JupyterLab and Chromium" \
+	  $(BIN)/python -m pytest -p no:cacheprovider -m browser tests/browser
+	@echo ">> stage times"
+	@cat $(STAGES)
 
 # Every lesson, solution and unit test on other JAX releases (default: the course's floor,
 # course_lib.JAX_FLOOR), each in build/compat/jax-VERSION/: uv.lock with only jax and jaxlib

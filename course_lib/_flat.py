@@ -12,6 +12,7 @@ Compiling a loss that reads hundreds of views is slow on the CPU backend (a 400-
 many small leaves, the cheapest pattern is a tree loss and a flat update.
 """
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,6 +25,33 @@ from ._errors import TreeLeafError, check_array_leaves
 from ._typing import PyTree
 
 
+def _leaf_dtype(leaf: Any) -> np.dtype:
+    """The dtype JAX gives a leaf (NumPy's float64 is float32 unless x64 is on), without copying
+    it to a device."""
+    found = getattr(leaf, "dtype", None)
+    if found is None:
+        return np.dtype(jnp.asarray(leaf).dtype)  # a Python scalar: JAX's default type for it
+    return np.dtype(jax.dtypes.canonicalize_dtype(found))
+
+
+@functools.partial(jax.jit, static_argnums=1)
+def _pack(leaves: tuple[Any, ...], dtype: np.dtype) -> jax.Array:
+    """Every leaf, flattened and cast, in one buffer: one compiled call per layout."""
+    return jnp.concatenate([jnp.ravel(leaf).astype(dtype) for leaf in leaves])
+
+
+def _views(buffer: jax.Array, layout: "FlatLayout") -> PyTree:
+    # One `split` rather than a slice per leaf: its transpose is a single concatenate, so the
+    # gradient of a loss over the views is one buffer, not one padded full-size buffer per leaf.
+    sizes = [int(np.prod(shape, dtype=np.int64)) for shape in layout.shapes]
+    pieces = jax.lax.split(buffer, sizes)
+    leaves = [piece.reshape(shape) for piece, shape in zip(pieces, layout.shapes, strict=True)]
+    return jax.tree.unflatten(layout.treedef, leaves)
+
+
+_unpack = jax.jit(_views, static_argnums=1)
+
+
 @dataclass(frozen=True)
 class FlatLayout:
     """Where each leaf lives in the buffer: static, hashable, part of a ``FlatTree``'s structure."""
@@ -34,6 +62,43 @@ class FlatLayout:
     offsets: tuple[int, ...]
     dtype: np.dtype
     size: int
+
+
+_MAX_LAYOUTS = 64
+_LAYOUTS: dict[tuple[Any, ...], FlatLayout] = {}  # by _signature: structure, shapes, dtypes
+
+
+def _signature(treedef: Any, leaves: list[Any], dtype: Any) -> tuple[Any, ...] | None:
+    """What a layout depends on, cheaply; None for leaves without a shape and dtype (those take the
+    checked path)."""
+    try:
+        return treedef, dtype, tuple((leaf.shape, leaf.dtype) for leaf in leaves)
+    except AttributeError:
+        return None
+
+
+def _layout(tree: PyTree, dtype: Any) -> FlatLayout:
+    """The layout of ``tree``'s leaves in one buffer of ``dtype`` (default: their one dtype),
+    with every check and its message."""
+    check_array_leaves(tree, "FlatTree.from_tree")
+    with_paths, treedef = jax.tree_util.tree_flatten_with_path(tree)
+    paths = tuple(keystr(path) for path, _ in with_paths)
+    if dtype is None:
+        first_with: dict[np.dtype, str] = {}  # each dtype, with the first leaf that has it
+        for p, (_, leaf) in zip(paths, with_paths, strict=True):
+            first_with.setdefault(_leaf_dtype(leaf), p)
+        if len(first_with) > 1:
+            examples = ", ".join(f"{dt} at {p}" for dt, p in first_with.items())
+            raise TreeLeafError(
+                f"FlatTree.from_tree: leaves have different dtypes ({examples}). "
+                "Pass dtype=... to cast them all, or cast the tree first with tree_cast."
+            )
+        dtype = next(iter(first_with), jnp.float32)
+    shapes = tuple(tuple(np.shape(leaf)) for _, leaf in with_paths)
+    sizes = [int(np.prod(shape, dtype=np.int64)) for shape in shapes]
+    offsets = tuple(int(o) for o in np.cumsum([0, *sizes[:-1]])) if sizes else ()
+    dtype = np.dtype(jax.dtypes.canonicalize_dtype(dtype))
+    return FlatLayout(treedef, paths, shapes, offsets, dtype, sum(sizes))
 
 
 @jax.tree_util.register_pytree_with_keys_class
@@ -62,52 +127,38 @@ class FlatTree:
         """Copy the leaves of ``tree`` into one buffer of ``dtype`` (default: their common dtype).
 
         All leaves must share one dtype unless ``dtype`` is given; mixing dtypes silently would
-        change the arithmetic, so it is an error that names the leaves.
+        change the arithmetic, so it is an error that names the leaves. The copy is one jitted call,
+        and the layout is worked out once per structure, shapes and dtypes: a second tree like the
+        first costs about one dispatch.
         """
-        check_array_leaves(tree, "FlatTree.from_tree")
-        with_paths, treedef = jax.tree_util.tree_flatten_with_path(tree)
-        leaves = [jnp.asarray(leaf) for _, leaf in with_paths]
-        paths = tuple(keystr(path) for path, _ in with_paths)
-        if dtype is None:
-            first_with: dict[np.dtype, str] = {}  # each dtype, with the first leaf that has it
-            for p, leaf in zip(paths, leaves, strict=True):
-                first_with.setdefault(leaf.dtype, p)
-            if len(first_with) > 1:
-                examples = ", ".join(f"{dt} at {p}" for dt, p in first_with.items())
-                raise TreeLeafError(
-                    f"FlatTree.from_tree: leaves have different dtypes ({examples}). "
-                    "Pass dtype=... to cast them all, or cast the tree first with tree_cast."
-                )
-            dtype = next(iter(first_with), jnp.float32)
-        shapes = tuple(leaf.shape for leaf in leaves)
-        sizes = [int(np.prod(shape, dtype=np.int64)) for shape in shapes]
-        offsets = tuple(int(o) for o in np.cumsum([0, *sizes[:-1]])) if sizes else ()
-        layout = FlatLayout(treedef, paths, shapes, offsets, np.dtype(dtype), sum(sizes))
-        parts = [leaf.reshape(-1).astype(dtype) for leaf in leaves]
-        # concatenate hands a single part back as it is; copy it, so that donating the FlatTree
-        # never deletes the caller's own array.
-        buffer = (
-            jnp.concatenate(parts)
-            if len(parts) > 1
-            else jnp.array(parts[0] if parts else jnp.zeros((0,), dtype))
-        )
+        leaves, treedef = jax.tree_util.tree_flatten(tree)
+        signature = _signature(treedef, leaves, dtype)
+        layout = _LAYOUTS.get(signature) if signature is not None else None
+        if layout is None:
+            layout = _layout(tree, dtype)
+            if signature is not None:
+                if len(_LAYOUTS) >= _MAX_LAYOUTS:
+                    _LAYOUTS.pop(next(iter(_LAYOUTS)))  # the oldest
+                _LAYOUTS[signature] = layout
+        if len(leaves) > 1:
+            buffer = _pack(tuple(leaves), layout.dtype)
+        else:
+            # A new array even for one leaf, so that donating the FlatTree never deletes the
+            # caller's own array (a jitted identity may hand its input back).
+            one = jnp.asarray(leaves[0]) if leaves else jnp.zeros((0,), layout.dtype)
+            buffer = jnp.array(one.reshape(-1), dtype=layout.dtype, copy=True)
         return cls(buffer, layout)
 
     def to_tree(self) -> PyTree:
-        """The tree again, each leaf a reshaped slice of the buffer (free inside ``jit``).
+        """The tree again, each leaf a reshaped slice of the buffer (free inside ``jit``; outside,
+        one compiled call per layout).
 
         >>> FlatTree.from_tree({"a": jnp.arange(3.0), "b": None}).to_tree()
         {'a': Array([0., 1., 2.], dtype=float32), 'b': None}
         """
-        layout = self.layout
-        if not layout.shapes:
-            return jax.tree.unflatten(layout.treedef, [])
-        # One `split` rather than a slice per leaf: its transpose is a single concatenate, so the
-        # gradient of a loss over the views is one buffer, not one padded full-size buffer per leaf.
-        sizes = [int(np.prod(shape, dtype=np.int64)) for shape in layout.shapes]
-        pieces = jax.lax.split(self.buffer, sizes)
-        leaves = [piece.reshape(shape) for piece, shape in zip(pieces, layout.shapes, strict=True)]
-        return jax.tree.unflatten(layout.treedef, leaves)
+        if not self.layout.shapes:
+            return jax.tree.unflatten(self.layout.treedef, [])
+        return _unpack(self.buffer, self.layout)
 
     def __getitem__(self, path: str) -> jax.Array:
         """The leaf at ``path``, written as ``jax.tree_util.keystr`` writes it (``"['w']"``)."""

@@ -67,11 +67,12 @@ class NotebookExecutionError(Exception):
 @dataclass(frozen=True)
 class Timing:
     """Seconds spent on one notebook (in all, and from the first cell's start to the last's end),
-    and the number of self-checks that said "passed"."""
+    the number of self-checks that said "passed", and each code cell's seconds by its index."""
 
     total: float
     cells: float
     checks_passed: int = 0
+    per_cell: tuple[tuple[int, float], ...] = ()
 
 
 def passed_checks(nb: NotebookNode) -> int:
@@ -149,16 +150,20 @@ def execute_notebook(
             cell.metadata.pop("execution", None)  # stale timings from another executor
 
     state: dict[str, float | int | None] = {"index": None, "first": None, "last": None}
+    per_cell: list[tuple[int, float]] = []
 
     def on_cell_start(cell: NotebookNode, cell_index: int) -> None:
         state["index"] = cell_index
         if time.monotonic() >= deadline:
             raise _NotebookTimeoutError
+        state["started"] = time.monotonic()
         if state["first"] is None and cell.cell_type == "code":
-            state["first"] = time.monotonic()
+            state["first"] = state["started"]
 
     def on_cell_executed(cell: NotebookNode, cell_index: int, execute_reply: object) -> None:
-        state["last"] = time.monotonic()
+        now = state["last"] = time.monotonic()
+        began = state.get("started")
+        per_cell.append((cell_index, now - began if isinstance(began, float) else 0.0))
 
     def timeout_for(cell: NotebookNode) -> float:
         return max(0.1, min(cell_timeout, deadline - time.monotonic()))
@@ -204,7 +209,12 @@ def execute_notebook(
         write_text_atomic(path, notebook_text(nb, where))
     first, last = state["first"], state["last"]
     cells = float(last - first) if first is not None and last is not None else 0.0
-    return Timing(total=time.monotonic() - started, cells=cells, checks_passed=passed_checks(nb))
+    return Timing(
+        total=time.monotonic() - started,
+        cells=cells,
+        checks_passed=passed_checks(nb),
+        per_cell=tuple(per_cell),
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -185,3 +185,40 @@ def test_to_tree_gradient_is_one_concatenate_not_a_padded_buffer_per_leaf() -> N
 
     jaxpr = str(jax.make_jaxpr(jax.grad(loss))(flat))
     assert "pad[" not in jaxpr and jaxpr.count("concatenate[") == 1
+
+
+def test_a_second_tree_like_the_first_costs_no_compile_and_gets_its_own_values() -> None:
+    first = cl.FlatTree.from_tree({"w": jnp.ones((2, 3)), "b": jnp.zeros(2)})
+    tree = {"w": jnp.asarray(np.full((2, 3), 5.0, np.float32)), "b": jnp.asarray([0.0, 1.0])}
+    with cl.count_compiles() as counter:
+        second = cl.FlatTree.from_tree(tree)
+    assert counter.compiles == 0
+    assert second.layout == first.layout
+    np.testing.assert_array_equal(second.buffer, [0.0, 1.0, 5, 5, 5, 5, 5, 5])
+
+
+@pytest.mark.parametrize(
+    "other",
+    [
+        {"w": jnp.ones((3, 2)), "b": jnp.zeros(2)},  # same structure and size, other shapes
+        {"w": jnp.ones((2, 3)), "b": jnp.zeros(3)},  # another size
+        {"w": jnp.ones((2, 3)), "c": jnp.zeros(2)},  # another key
+    ],
+)
+def test_a_remembered_layout_is_never_given_to_another_tree(other: dict) -> None:
+    cl.FlatTree.from_tree({"w": jnp.ones((2, 3)), "b": jnp.zeros(2)})
+    flat = cl.FlatTree.from_tree(other)
+    assert same_structure(flat.to_tree(), other)
+    np.testing.assert_array_equal(flat.to_tree()["w"], other["w"])
+
+
+def test_mixed_dtypes_are_refused_even_after_the_structure_was_seen() -> None:
+    cl.FlatTree.from_tree({"w": jnp.ones(3), "b": jnp.ones(2)})
+    with pytest.raises(cl.TreeLeafError, match=r"float32 at \['b'\], int32 at \['w'\]"):
+        cl.FlatTree.from_tree({"w": jnp.ones(3, jnp.int32), "b": jnp.ones(2)})
+
+
+def test_numpy_and_python_leaves_take_the_dtype_jax_gives_them() -> None:
+    flat = cl.FlatTree.from_tree({"a": np.arange(3.0), "b": 2.0})
+    assert flat.buffer.dtype == jnp.float32 and flat.layout.dtype == np.float32
+    np.testing.assert_array_equal(flat.buffer, [0.0, 1.0, 2.0, 2.0])
