@@ -81,7 +81,7 @@ test: $(STAMP)
 	  $(BIN)/python -m pytest -p no:cacheprovider -n 2 --dist loadfile -m "not browser" \
 	  --doctest-modules course_lib course_tools $(IN_PROCESS_TESTS)
 	@.ci/stage "2b tests that start kernels, graders, servers" \
-	  $(BIN)/python -m pytest -p no:cacheprovider -m "not browser" $(KERNEL_TESTS)
+	  $(BIN)/python -m pytest -p no:cacheprovider -m "not browser" --durations=15 $(KERNEL_TESTS)
 	@echo ">> 3/5 notebooks under strict nbval"
 	@PYTHONWARNINGS=error::DeprecationWarning .ci/stage "3 notebooks under strict nbval" \
 	  $(BIN)/python -m pytest -p no:cacheprovider $(NBVAL) -n 2 --dist loadfile $(NOTEBOOKS) $(SOLUTIONS)
