@@ -194,8 +194,9 @@ def build_parser() -> argparse.ArgumentParser:
         type=_nonnegative_int,
         default=8,
         metavar="N",
-        help="at a lesson's N-th notebook, run the course's solution once to fill a compilation "
-        "cache that later kernels read and cannot write (default: 8; 0: no cache)",
+        help="a compilation cache that kernels read and cannot write, filled by the canary's "
+        "kernel, or with --no-canary by the course's solution run at a lesson's N-th notebook "
+        "(default: 8; 0: no cache)",
     )
     parser.add_argument(
         "--seed",

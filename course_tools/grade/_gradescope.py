@@ -27,17 +27,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from course_lib.checks import exercises, lessons
+from course_lib.checks import Exercise, exercises, lessons
 
 from .._course import COURSE_LIB, SOLUTIONS
-from .book import ExerciseResult, exercise_feedback
+from .book import ExerciseResult, best_exercises, exercise_feedback
 from .intake import UsageError
 
 REQUIREMENTS = COURSE_LIB.parent / "binder" / "requirements.txt"
 """``uv.lock`` for pip, as ``make lock`` writes it for Binder: what ``setup.sh`` installs."""
 CONFIG = "gradescope.json"
-PASSED_OPTIONS = ("--timeout", "--notebook-timeout", "--memory-mb", "--seed", "--forbid")
-"""The grading options a bundle keeps and ``run_autograder`` gives the grader."""
 
 SETUP = """\
 #!/usr/bin/env bash
@@ -80,7 +78,8 @@ def _course_files() -> dict[str, Path]:
 
 def write_bundle(target: Path, chosen: Sequence[str], options: dict[str, list[str]]) -> list[str]:
     """Write the autograder zip for the lessons ``chosen`` (all with exercises when empty), with
-    the grading ``options`` (see :data:`PASSED_OPTIONS`); returns the lessons.
+    the grading ``options`` (option to values, as ``run_autograder`` passes them to the grader);
+    returns the lessons.
 
     Raises :class:`UsageError` for an unknown lesson or a checkout without the files.
     """
@@ -132,40 +131,36 @@ def _test(exercise: ExerciseResult) -> dict[str, Any]:
     }
 
 
-def _missing(lesson: str) -> list[dict[str, Any]]:
-    return [
-        {
-            "name": f"{e.id} ({e.name})",
-            "score": 0,
-            "max_score": e.points,
-            "status": "failed",
-            "output": f"No notebook of lesson {lesson} was found in the submission.",
-            "visibility": "visible",
-        }
-        for e in exercises(lesson)
-    ]
+def _missing(exercise: Exercise) -> dict[str, Any]:
+    return {
+        "name": f"{exercise.id} ({exercise.name})",
+        "score": 0,
+        "max_score": exercise.points,
+        "status": "failed",
+        "output": f"No notebook of lesson {exercise.id[:2]} in the submission defines it.",
+        "visibility": "visible",
+    }
 
 
 def results(book: dict[str, Any], chosen: list[str], seconds: float) -> dict[str, Any]:
     """``results.json`` from a run's ``gradebook.json``: one test per exercise of the lessons
-    ``chosen``, the best notebook of each lesson counting (as in a class gradebook)."""
-    best: dict[str, dict[str, Any]] = {}
-    for entry in book["submissions"]:
-        lesson = entry.get("lesson")
-        if lesson in chosen and (lesson not in best or entry["points"] > best[lesson]["points"]):
-            best[lesson] = entry
-    tests: list[dict[str, Any]] = []
+    ``chosen``, each the best result among the submitted notebooks, as a class gradebook counts
+    it (``book.best_exercises``)."""
+    graded = [entry for entry in book["submissions"] if entry.get("lesson") in chosen]
+    best = best_exercises(
+        ExerciseResult.from_json(row) for entry in graded for row in entry["exercises"]
+    )
+    tests = [
+        _test(best[e.id]) if e.id in best else _missing(e)
+        for lesson in chosen
+        for e in exercises(lesson)
+    ]
     notes = []
-    for lesson in chosen:
-        entry = best.get(lesson)
-        if entry is None:
-            tests += _missing(lesson)
-            continue
+    for entry in graded:
         notes.append(f"{entry['notebook']}: {entry['points']}/{entry['max_points']}")
         if entry["status"] != "graded":
             notes.append(f"  could not be graded: {entry['message']}")
         notes += [f"  {note}" for note in entry.get("notes", [])]
-        tests += [_test(ExerciseResult.from_json(row)) for row in entry["exercises"]]
     ignored = sorted(e["notebook"] for e in book["submissions"] if e.get("lesson") not in chosen)
     if ignored:
         notes.append("Not graded here (another lesson's, or no lesson's): " + ", ".join(ignored))

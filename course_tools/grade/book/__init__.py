@@ -18,6 +18,7 @@ from ._answers import answer_sheet as answer_sheet
 from ._answers import outside_errors as outside_errors
 from ._classbook import ClassBook as ClassBook
 from ._classbook import LatePolicy as LatePolicy
+from ._classbook import best_exercises as best_exercises
 from ._classbook import build_class as build_class
 from ._classbook import find_student as find_student
 from ._classbook import resolve_overrides as resolve_overrides

@@ -7,6 +7,7 @@ after that. A student without a graded notebook gets 0 and a status saying why: 
 ``error`` when no notebook of theirs could be run.
 """
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -94,18 +95,17 @@ def _status(student: Student, graded: list[Graded]) -> str:
 _UNTRIED = ("not_attempted", "missing")
 
 
-def _best(graded: list[Graded]) -> dict[str, ExerciseResult]:
+def best_exercises(results: Iterable[ExerciseResult]) -> dict[str, ExerciseResult]:
     """Per exercise, the result with the most points; on a tie, an attempt over an untouched
-    stub."""
+    stub. A student's grade counts these, whichever notebooks they come from."""
     best: dict[str, ExerciseResult] = {}
-    for g in graded:
-        for e in g.result.exercises:
-            held = best.get(e.id)
-            if held is None or (e.points, e.status not in _UNTRIED) > (
-                held.points,
-                held.status not in _UNTRIED,
-            ):
-                best[e.id] = e
+    for e in results:
+        held = best.get(e.id)
+        if held is None or (e.points, e.status not in _UNTRIED) > (
+            held.points,
+            held.status not in _UNTRIED,
+        ):
+            best[e.id] = e
     return best
 
 
@@ -171,7 +171,12 @@ def build_class(
     known = {key: students.get(key) or Student(key, key) for key in mine}
     folders = student_folders({key: s.name for key, s in known.items()})
     rows = {
-        key: StudentRow(known[key], folders[key], mine[key], _best(mine[key]))
+        key: StudentRow(
+            known[key],
+            folders[key],
+            mine[key],
+            best_exercises(e for g in mine[key] for e in g.result.exercises),
+        )
         for key in sorted(mine)
     }
     for (key, exercise_id), override in resolve_overrides(

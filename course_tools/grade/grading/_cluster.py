@@ -266,46 +266,28 @@ class ClusterBatch:
         return f"on the Dask cluster at {self.address} ({describe(self.client)})"
 
     def canary(self, lessons: list[str]) -> dict[str, SubmissionResult]:
-        """Each lesson's solution graded as a task, as the submissions will be."""
-        recorded = self.settings.recorded()
-        results: dict[str, SubmissionResult] = {}
-        futures = {}
-        for lesson in lessons:
-            snapshot = canary_snapshot(lesson)
-            if isinstance(snapshot, SubmissionResult):
-                results[lesson] = snapshot
-                continue
-            sub = snapshot.submission
-            futures[lesson] = (
-                snapshot,
-                self.client.submit(
-                    grade_task,
-                    snapshot.data,
-                    sub.student,
-                    sub.notebook,
-                    self.settings,
-                    self.options,
-                    key=task_key(snapshot, recorded),
-                    pure=False,
-                ),
-            )
-        for lesson, (snapshot, future) in futures.items():
-            try:
-                results[lesson], _ = _arrived(snapshot.submission, future.result())
-            except (SchedulerError, KeyboardInterrupt):
-                raise
-            except Exception as error:  # noqa: BLE001 (a dead worker or task is the canary's failure)
-                results[lesson] = _killed(snapshot.submission, error)
-        return results
+        """Each lesson's solution graded as a task, as the submissions will be (no progress
+        lines)."""
+        found = {lesson: canary_snapshot(lesson) for lesson in lessons}
+        snapshots = [s for s in found.values() if isinstance(s, Snapshot)]
+        graded = iter(self._grade(snapshots, None, Progress(len(snapshots), quiet=True)))
+        return {
+            lesson: snapshot if isinstance(snapshot, SubmissionResult) else next(graded)
+            for lesson, snapshot in found.items()
+        }
 
     def grade(self, snapshots: list[Snapshot], on_result: OnResult) -> list[SubmissionResult]:
         """Grade on the cluster; results are handed to ``on_result`` (the journal) and shown as
         they arrive. Ctrl-C cancels the tasks not finished and raises :class:`KeyboardInterrupt`;
         what arrived before is kept."""
+        return self._grade(snapshots, on_result, Progress(len(snapshots), self.options.quiet))
+
+    def _grade(
+        self, snapshots: list[Snapshot], on_result: OnResult | None, progress: Progress
+    ) -> list[SubmissionResult]:
         from distributed import as_completed
 
         client, recorded = self.client, self.settings.recorded()
-        progress = Progress(len(snapshots), self.options.quiet)
         results: dict[int, SubmissionResult] = {}
         threads = sum(
             w.get("nthreads", 1) for w in client.scheduler_info(n_workers=-1)["workers"].values()
@@ -350,7 +332,8 @@ class ClusterBatch:
                     result, seconds = _killed(sub, error), 0.0
                 result.path = sub.shown or str(sub.path)
                 results[i] = result
-                on_result(snapshot, result)
+                if on_result is not None:
+                    on_result(snapshot, result)
                 progress.update(result, seconds)
                 following = submit()
                 if following is not None:

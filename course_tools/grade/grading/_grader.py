@@ -108,31 +108,10 @@ class Context:
         return self.references[exercise.id]
 
     async def fill_cache(self, lesson: str, cache: KernelCache) -> bool:
-        """Run the course's solution notebook of ``lesson`` in a kernel that writes ``cache``; True
-        when it answered every exercise (see ``_jaxcache``)."""
-        path = solution_notebook(lesson)
-        if path is None:
-            return False
-        try:
-            data = path.read_bytes()
-            notebook = read_notebook(data, schema=False)
-        except (OSError, NotebookError):
-            return False
-        if detect_lesson(notebook, path.name) != lesson:
-            return False
-        plan = plan_cells(notebook, lesson)
-        workdir = Path(tempfile.mkdtemp(prefix="solution-", dir=self.scratch))
-        reports = Path(tempfile.mkdtemp(prefix="reports-", dir=self.scratch))
-        try:
-            (workdir / path.name).write_bytes(data)
-            run = await _execute(plan, workdir, reports, self, cache)
-        finally:
-            shutil.rmtree(workdir, ignore_errors=True)
-            shutil.rmtree(reports, ignore_errors=True)
-        return not run.fatal and all(
-            isinstance(report := run.reports.get(e.id), _Report) and report.found == "yes"
-            for e in plan.exercises
-        )
+        """Grade the course's solution notebook of ``lesson`` in a kernel that writes ``cache``;
+        True when it scored full marks (see ``_jaxcache``)."""
+        result = await grade_solution(lesson, self, cache)
+        return result.lesson == lesson and full_marks(result)
 
 
 def _runner_source(
@@ -559,10 +538,11 @@ def canary_snapshot(lesson: str) -> Snapshot | SubmissionResult:
     return read_once(Submission(path, CANARY_STUDENT, path.name))
 
 
-async def grade_canary(lesson: str, ctx: Context) -> SubmissionResult:
-    """Grade the course's own solution notebook of ``lesson`` as a submission, in the same
-    sandbox and limits; its kernel fills the lesson's compilation cache on the way, so that the
-    submissions after it start with a filled cache. A missing solution is an ``error`` result."""
+async def grade_solution(
+    lesson: str, ctx: Context, cache: KernelCache | None = None
+) -> SubmissionResult:
+    """Grade the course's own solution notebook of ``lesson`` as a submission (with ``cache``,
+    writable or not); a missing or unreadable solution is an ``error`` result."""
     snapshot = canary_snapshot(lesson)
     if isinstance(snapshot, SubmissionResult):
         return snapshot
@@ -570,13 +550,18 @@ async def grade_canary(lesson: str, ctx: Context) -> SubmissionResult:
     if isinstance(read, SubmissionResult):
         return read
     found, plan = read
+    return await _grade_plan(snapshot, found, plan, ctx, cache)
+
+
+async def grade_canary(lesson: str, ctx: Context) -> SubmissionResult:
+    """The canary: the solution of ``lesson`` graded in the same sandbox and limits as the
+    submissions; its kernel fills the lesson's compilation cache on the way, so that the
+    submissions after it start with a filled cache."""
     graded: list[SubmissionResult] = []
 
     async def fill(lesson: str, cache: KernelCache) -> bool:
-        graded.append(await _grade_plan(snapshot, found, plan, ctx, cache))
-        return full_marks(graded[0])
+        graded.append(await grade_solution(lesson, ctx, cache))
+        return graded[0].lesson == lesson and full_marks(graded[0])
 
-    await ctx.compilation_cache.fill_now(found, fill)
-    if not graded:  # no cache in this run: graded without one
-        graded.append(await _grade_plan(snapshot, found, plan, ctx, None))
-    return graded[0]
+    await ctx.compilation_cache.fill_now(lesson, fill)
+    return graded[0] if graded else await grade_solution(lesson, ctx)  # no cache in this run
