@@ -44,9 +44,10 @@ lab: $(STAMP)
 	@echo ">> opening the course in JupyterLab (Ctrl-C here stops it)"
 	$(BIN)/jupyter lab --ServerApp.root_dir="$(CURDIR)" $(AS_ROOT) $(LAB_ARGS) notebooks/00_start_here.ipynb
 
-# The unit stage runs in two parts. Tests that start kernels, graders, servers or Dask clusters
-# run one at a time: each already keeps both cores busy, and some of them time cells. The rest
-# (self-checks, the core, viz, doctests) only run JAX in their own process, two processes at once.
+# The unit stage runs in two parts, each in two pytest processes. Tests that start kernels,
+# graders, servers or Dask clusters go by file (a file's fixtures are built once); they spend
+# about half their time waiting on kernels and messages, so two at once nearly halve the stage.
+# The rest (self-checks, the core, viz, doctests) only run JAX in their own process.
 # Tests mirror the packages: tests/core, viz and checks (course_lib), tests/grade/{intake,sandbox,
 # grading,book} and tests/authoring (course_tools), tests/course (the notebooks and files as a whole).
 ALL_TESTS := $(sort $(shell find tests -name 'test_*.py' -not -path 'tests/browser/*'))
@@ -81,7 +82,8 @@ test: $(STAMP)
 	  $(BIN)/python -m pytest -p no:cacheprovider -n 2 --dist loadfile -m "not browser" \
 	  --doctest-modules course_lib course_tools $(IN_PROCESS_TESTS)
 	@.ci/stage "2b tests that start kernels, graders, servers" \
-	  $(BIN)/python -m pytest -p no:cacheprovider -m "not browser" --durations=15 $(KERNEL_TESTS)
+	  $(BIN)/python -m pytest -p no:cacheprovider -n 2 --dist loadfile -m "not browser" \
+	  --durations=15 $(KERNEL_TESTS)
 	@echo ">> 3/5 notebooks under strict nbval"
 	@PYTHONWARNINGS=error::DeprecationWarning .ci/stage "3 notebooks under strict nbval" \
 	  $(BIN)/python -m pytest -p no:cacheprovider $(NBVAL) -n 2 --dist loadfile $(NOTEBOOKS) $(SOLUTIONS)

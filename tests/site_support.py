@@ -5,8 +5,12 @@ launch links to `TEST_REPOSITORY`, whatever pyproject.toml says."""
 
 from __future__ import annotations
 
+import hashlib
 import html.parser
 import json
+import shutil
+import subprocess
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,10 +40,50 @@ def reading_order() -> list[str]:
     return [START_PAGE, *course_notebooks(), *REFERENCE_PAGES]
 
 
-def build_site(out: Path) -> Path:
-    """Build the site into ``out`` as `make site` does, with launch links to `TEST_REPOSITORY`;
-    returns its HTML folder."""
-    return build(ROOT, out, repository=TEST_REPOSITORY)
+def _checkout_digest() -> str | None:
+    """A digest of every file git would commit here (tracked, or new and not ignored), names and
+    contents; None outside a git checkout."""
+    try:
+        listed = subprocess.run(
+            ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+            cwd=ROOT, capture_output=True, check=True,
+        ).stdout  # fmt: skip
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    digest = hashlib.sha256(TEST_REPOSITORY.encode())
+    for name in sorted(set(listed.decode().split("\0")) - {""}):
+        path = ROOT / name
+        if path.is_file():  # a tracked file deleted in the work tree is simply not there
+            digest.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()[:16]
+
+
+def build_site() -> Path:
+    """The site as `make site` builds it, with launch links to `TEST_REPOSITORY`; returns its HTML
+    folder.
+
+    Built once per state of the checkout: kept in ``build/test-site/DIGEST/`` (see
+    `_checkout_digest`), so that the site tests and the browser tests, in separate pytest runs,
+    share one build, and any change to any file of the course builds it again.
+    """
+    key = _checkout_digest()
+    cache = ROOT / "build" / "test-site"
+    if key is None:
+        cache.mkdir(parents=True, exist_ok=True)
+        return build(ROOT, Path(tempfile.mkdtemp(dir=cache)), repository=TEST_REPOSITORY)
+    done = cache / key
+    if not (done / "html" / "index.html").is_file():
+        cache.mkdir(parents=True, exist_ok=True)
+        for old in cache.iterdir():  # builds of earlier states of the checkout
+            if not old.name.startswith(key):
+                shutil.rmtree(old, ignore_errors=True)
+        building = Path(tempfile.mkdtemp(dir=cache, prefix=f"{key}-building-"))
+        build(ROOT, building, repository=TEST_REPOSITORY)
+        try:
+            building.rename(done)
+        except OSError:  # another process finished the same build first
+            shutil.rmtree(building, ignore_errors=True)
+    return done / "html"
 
 
 def _normal(line: str) -> str:

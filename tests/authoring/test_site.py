@@ -41,8 +41,8 @@ WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 
 
 @pytest.fixture(scope="module")
-def html_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_site(tmp_path_factory.mktemp("site"))
+def html_dir() -> Path:
+    return build_site()
 
 
 def _page(html_dir: Path, name: str) -> str:

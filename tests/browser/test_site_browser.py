@@ -56,8 +56,8 @@ class SiteServer:
 
 
 @pytest.fixture(scope="module")
-def site(browser: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SiteServer]:
-    html_dir = build_site(tmp_path_factory.mktemp("site"))
+def site(browser: Any) -> Iterator[SiteServer]:
+    html_dir = build_site()
     handler = functools.partial(_QuietHandler, directory=str(html_dir))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)

@@ -205,6 +205,12 @@ def test_ctrl_c_keeps_finished_results_and_resume_grades_the_rest(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     folder = small_class(tmp_path, 4)
+    # The last student's notebook is still running when the first result is journalled, however
+    # quickly the others go: the interrupt always finds a notebook unfinished.
+    last = folder / "student3" / SOLVED.name
+    notebook = nbformat.read(last, as_version=4)
+    notebook.cells.append(nbformat.v4.new_code_cell("import time\n\ntime.sleep(6)"))
+    nbformat.write(notebook, last)
     local = course_grade(str(folder), "--out", str(tmp_path / "local"), "--jobs", "2", *FAST)
     assert local.returncode == 0, local.stderr
     monkeypatch.setenv("DASK_TEMPORARY_DIRECTORY", str(tmp_path / "dask"))
