@@ -68,7 +68,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--lesson", default="02", help="two-digit lesson number (default: 02)")
     parser.add_argument("--students", type=int, default=40, help="class size (default: 40)")
-    parser.add_argument("--jobs", type=int, default=2, help="--jobs of the local run (default: 2)")
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=None,
+        help="--jobs of the local runs (default: course-grade's own, the number of cores)",
+    )
     parser.add_argument(
         "--repeats",
         type=int,
@@ -81,13 +86,14 @@ def main() -> None:
         help="time only the local run (no Dask clusters, no speed-up column)",
     )
     args = parser.parse_args()
-    jobs = ["--jobs", str(args.jobs)]
+    jobs = [] if args.jobs is None else ["--jobs", str(args.jobs)]
+    local = f"local, --jobs {args.jobs or f'{os.cpu_count()} (default)'}"
     configs = [
-        (f"local, --jobs {args.jobs}", jobs),
+        (local, jobs),
         # The canary (each lesson's solution graded first, its kernel filling the compilation
         # cache): what it costs, against a run without it that fills the cache at the 8th notebook.
-        (f"local, --jobs {args.jobs}, --no-canary", [*jobs, "--no-canary"]),
-        (f"local, --jobs {args.jobs}, --warm-kernels off", [*jobs, "--warm-kernels", "off"]),
+        (f"{local}, --no-canary", [*jobs, "--no-canary"]),
+        (f"{local}, --warm-kernels off", [*jobs, "--warm-kernels", "off"]),
     ]
     if not args.local_only:
         configs += [
