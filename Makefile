@@ -51,12 +51,18 @@ lab: $(STAMP)
 # Tests mirror the packages: tests/core, viz and checks (course_lib), tests/grade/{intake,sandbox,
 # grading,book} and tests/authoring (course_tools), tests/course (the notebooks and files as a whole).
 ALL_TESTS := $(sort $(shell find tests -name 'test_*.py' -not -path 'tests/browser/*'))
-KERNEL_TESTS := $(sort $(wildcard tests/grade/test_*.py tests/grade/sandbox/test_*.py) \
-  tests/grade/grading/test_grade_cluster.py tests/grade/grading/test_grade_judging.py \
-  tests/authoring/test_site.py tests/authoring/test_execute.py \
-  tests/authoring/test_exercises_generator.py tests/authoring/test_navigation.py \
-  tests/authoring/test_authoring_files.py tests/course/test_lab.py tests/course/test_code_health.py \
-  tests/course/test_lone_notebook.py)
+# The kernel tests' files, the longest first: the two processes take the next file as they finish
+# one, so that the short files at the end even out the finish (a long file last would run alone).
+KERNEL_TESTS_LONGEST_FIRST := tests/grade/grading/test_grade_cluster.py tests/grade/test_grade.py \
+  tests/grade/test_grade_class.py tests/grade/test_gradescope.py \
+  tests/grade/grading/test_grade_judging.py tests/grade/sandbox/test_sandbox.py \
+  tests/grade/test_canary.py tests/grade/sandbox/test_forked.py tests/authoring/test_site.py \
+  tests/course/test_lone_notebook.py
+KERNEL_TESTS := $(KERNEL_TESTS_LONGEST_FIRST) $(filter-out $(KERNEL_TESTS_LONGEST_FIRST), \
+  $(sort $(wildcard tests/grade/test_*.py tests/grade/sandbox/test_*.py) \
+  tests/authoring/test_execute.py tests/authoring/test_exercises_generator.py \
+  tests/authoring/test_navigation.py tests/authoring/test_authoring_files.py \
+  tests/course/test_lab.py tests/course/test_code_health.py))
 IN_PROCESS_TESTS := $(filter-out $(KERNEL_TESTS),$(ALL_TESTS))
 
 # The first stage of `make test`, also on its own: ruff's lint rules (code and notebook cells) and
@@ -71,8 +77,8 @@ lint: $(STAMP)
 # notebook checks (executed, in sync, no removed APIs), the generator and the grader; then every
 # lesson and solution under strict nbval, with DeprecationWarnings as errors in their kernels (the
 # next JAX release must not be the one that tells us); then the course on the oldest JAX it
-# supports (`make compat`); then the course in a real browser (skipped, with a message, when
-# Chromium is missing). At the end, each stage's time (build/stage-times.txt, written by .ci/stage).
+# supports (`make compat`); then the course in a real browser, two JupyterLabs and Chromiums
+# sharing the tests (skipped, with a message, when Chromium is missing). At the end, each stage's time (build/stage-times.txt, written by .ci/stage).
 STAGES := build/stage-times.txt
 test: $(STAMP)
 	@rm -f $(STAGES)
@@ -91,17 +97,18 @@ test: $(STAMP)
 	@.ci/stage "4 the course on the oldest JAX" $(MAKE) --no-print-directory compat
 	@echo ">> 5/5 the course in JupyterLab and Chromium"
 	@.ci/stage "5 the course in JupyterLab and Chromium" \
-	  $(BIN)/python -m pytest -p no:cacheprovider -m browser tests/browser
+	  $(BIN)/python -m pytest -p no:cacheprovider -n 2 -m browser tests/browser
 	@echo ">> stage times"
 	@cat $(STAGES)
 
-# Every lesson, solution and unit test on other JAX releases (default: the course's floor,
-# course_lib.JAX_FLOOR), each in build/compat/jax-VERSION/: uv.lock with only jax and jaxlib
-# replaced, reused while the lock is unchanged. Outputs are not compared; cells must not raise
-# unless tagged, and every self-check must pass. More releases: make compat COMPAT_JAX="0.7.1 0.9.0".
-# tests/authoring/test_launch.py checks the course's own lock and generated files, not course_lib on a JAX.
+# Every lesson, every solution and course_lib's tests and doctests on other JAX releases (default:
+# the course's floor, course_lib.JAX_FLOOR), each in build/compat/jax-VERSION/: uv.lock with only
+# jax and jaxlib replaced, reused while the lock is unchanged. Outputs are not compared; cells must
+# not raise unless tagged, and every self-check must pass. More releases: make compat
+# COMPAT_JAX="0.7.1 0.9.0". course_tools (grader, authoring) and the committed files are tested on
+# the course's own lock only: that is the only JAX they run on.
 COMPAT_JAX ?=
-COMPAT_TESTS := $(filter-out tests/authoring/test_launch.py,$(IN_PROCESS_TESTS))
+COMPAT_TESTS := $(filter tests/core/% tests/viz/% tests/checks/% tests/test_layers.py,$(IN_PROCESS_TESTS))
 compat: $(STAMP)
 	$(BIN)/python -m course_tools.authoring.compat $(foreach v,$(COMPAT_JAX),--jax $(v)) -- \
 	  -n 2 --dist loadfile -m "not browser" --doctest-modules course_lib $(COMPAT_TESTS)

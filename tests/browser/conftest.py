@@ -7,6 +7,11 @@ COURSE_REQUIRE_BROWSER=1 (set by .ci/run), where they fail instead.
 Screenshots go to test-artifacts/screenshots/ in the checkout (git-ignored, emptied at the start of
 each run), or to COURSE_SCREENSHOT_DIR; the folder and each notebook's Run All time are printed at
 the end of the run.
+
+Under pytest-xdist (`make test` runs two processes, which share out the tests one by one), each
+process has its own JupyterLab and Chromium, and hands its screenshots and Run All times to the main
+one, which prints them. A test that needs a page another test kept open runs that notebook again
+when the page is in the other process (`Notebooks.run`).
 """
 
 from __future__ import annotations
@@ -90,14 +95,36 @@ def browser(chromium_path: str) -> Iterator[Any]:
         stop_process(main)  # by its process id; already gone after close(), unless close() failed
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """In the main process (not in an xdist worker): the default screenshot folder loses the
+    pictures of an earlier run before any test writes one."""
+    if hasattr(config, "workerinput") or "COURSE_SCREENSHOT_DIR" in os.environ:
+        return
+    for old in screenshot_dir().glob("*.png"):
+        old.unlink()
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """In an xdist worker: hand this process's Run All times and screenshots to the main one."""
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:
+        workeroutput["browser_run_times"] = list(_run_times)
+        workeroutput["browser_screenshots"] = [str(path) for path in _written]
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: object) -> None:
+    """In the main process: what a finished xdist worker handed over."""
+    handed = getattr(node, "workeroutput", {})
+    _run_times.extend((name, seconds) for name, seconds in handed.get("browser_run_times", []))
+    _written.extend(Path(path) for path in handed.get("browser_screenshots", []))
+
+
 @pytest.fixture(scope="session")
 def screenshots() -> Path:
-    """The screenshot folder; the default one loses the pictures of an earlier run first."""
+    """The screenshot folder (emptied by `pytest_configure`)."""
     folder = screenshot_dir()
     folder.mkdir(parents=True, exist_ok=True)
-    if "COURSE_SCREENSHOT_DIR" not in os.environ:
-        for old in folder.glob("*.png"):
-            old.unlink()
     return folder
 
 
