@@ -21,7 +21,7 @@ from pathlib import Path
 import nbformat
 import psutil
 import pytest
-from test_grade import ROOT, by_student
+from test_grade import ROOT, by_student, run_main
 
 from course_tools.grade.sandbox._launcher import KERNEL_NAME
 
@@ -204,12 +204,14 @@ def test_a_notebook_that_kills_every_worker_it_touches_is_an_error(tmp_path: Pat
 def test_ctrl_c_keeps_finished_results_and_resume_grades_the_rest(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """On a local cluster (``local:2``): Ctrl-C keeps what finished, and ``--resume`` runs to the
+    end, to the gradebook a local run writes."""
     folder = small_class(tmp_path, 4)
     # The last student's notebook is still running when the first result is journalled, however
     # quickly the others go: the interrupt always finds a notebook unfinished.
     last = folder / "student3" / SOLVED.name
     notebook = nbformat.read(last, as_version=4)
-    notebook.cells.append(nbformat.v4.new_code_cell("import time\n\ntime.sleep(6)"))
+    notebook.cells.append(nbformat.v4.new_code_cell("import time\n\ntime.sleep(5)"))
     nbformat.write(notebook, last)
     local = course_grade(str(folder), "--out", str(tmp_path / "local"), "--jobs", "2", *FAST)
     assert local.returncode == 0, local.stderr
@@ -232,32 +234,23 @@ def test_ctrl_c_keeps_finished_results_and_resume_grades_the_rest(
     assert again.returncode == 0, again.stderr
     assert f"grading {4 - finished} notebook(s)" in again.stderr
     assert f"{finished} from the journal of the interrupted run" in again.stderr
+    # A local cluster (local:2) run to its end: the gradebook of the class, the journal gone.
+    rows = (out / "gradebook.csv").read_text().splitlines()
+    assert len(rows) == 5 and not journal.exists()
     assert tree(out) == tree(tmp_path / "local")
 
 
-def test_local_cluster_grades_a_class(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    folder = small_class(tmp_path, 2)
-    monkeypatch.setenv("DASK_TEMPORARY_DIRECTORY", str(tmp_path / "dask"))
-    result = course_grade(
-        str(folder), "--out", str(tmp_path / "out"), "--scheduler", "local:2", *FAST
-    )
-    assert result.returncode == 0, result.stderr
-    rows = (tmp_path / "out" / "gradebook.csv").read_text().splitlines()
-    assert len(rows) == 3 and not (tmp_path / "out" / "journal.jsonl").exists()
-
-
 @pytest.mark.parametrize("address", ["127.0.0.1:8786", "tcp://host", "local:0", "http://x:1"])
-def test_a_bad_address_is_refused(tmp_path: Path, address: str) -> None:
-    result = course_grade(
-        str(small_class(tmp_path, 1)),
-        "--out",
-        str(tmp_path / "out"),
-        "--scheduler",
-        address,
-        timeout=120,
-    )
-    assert result.returncode == 2
-    assert "is not a scheduler address: give tcp://HOST:PORT" in result.stderr
+def test_a_bad_address_is_refused(
+    tmp_path: Path, address: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """In-process: the address is refused before anything starts (the console script is the same
+    `main`, test_grade.py::test_console_script_has_the_same_options)."""
+    out = tmp_path / "out"
+    status, err = run_main(capsys, small_class(tmp_path, 1), "--out", out, "--scheduler", address)
+    assert status == 2
+    assert "is not a scheduler address: give tcp://HOST:PORT" in err
+    assert not out.exists()
 
 
 def test_an_unreachable_scheduler_exits_2_in_time(tmp_path: Path) -> None:
