@@ -66,15 +66,30 @@ def repeated_check_output(
     return texts[0]
 
 
+_references: dict[tuple[str, int], list[Any]] = {}
+
+
+def grading_references(exercise_id: str, seed: int) -> list[Any]:
+    """The reference's results on the grading cases of ``seed`` (plain data), worked out once per
+    test process, as the grader works them out once per run: the cases are the same for a seed
+    (``test_cases_are_deterministic_and_grading_differs``)."""
+    if (exercise_id, seed) not in _references:
+        exercise = get_exercise(exercise_id)
+        cases = exercise.make_cases("grade", seed)
+        _references[exercise_id, seed] = reference_results(exercise, cases)
+    return _references[exercise_id, seed]
+
+
 def assert_grading_passes(
     exercise_id: str, answer: Callable[..., Any], seeds: Iterable[int]
 ) -> None:
-    """``answer`` passes the grading cases of each seed, judged as the grader judges."""
+    """``answer`` passes the grading cases of each seed (cases of its own), judged as the grader
+    judges."""
     exercise = get_exercise(exercise_id)
     for seed in seeds:
         cases = exercise.make_cases("grade", seed)
         outcomes = probe_all(exercise, answer, cases)
-        verdict = judge_outcomes(exercise, outcomes, reference_results(exercise, cases), cases)
+        verdict = judge_outcomes(exercise, outcomes, grading_references(exercise_id, seed), cases)
         assert verdict.status == "passed", verdict.message
 
 
