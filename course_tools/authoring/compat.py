@@ -13,7 +13,7 @@ checkout. An environment whose lock and release have not changed is reused. Then
    (`course_tools.authoring.execute` ``--no-write``): no cell may raise unless it is tagged
    ``raises-exception``, every tagged cell must raise, and every self-check must say "passed"
    (``COURSE_STRICT_CHECKS=1`` turns anything else into an error);
-2. pytest runs the ``TEST`` arguments (`make compat` passes the unit tests and ``course_lib``'s
+2. pytest runs the ``TEST`` arguments (`make compat` passes ``course_lib``'s tests and its
    doctests).
 
 Outputs are not compared: the committed ones come from the lock's JAX, and the words a release
