@@ -78,7 +78,8 @@ lint: $(STAMP)
 # lesson and solution under strict nbval, with DeprecationWarnings as errors in their kernels (the
 # next JAX release must not be the one that tells us); then the course on the oldest JAX it
 # supports (`make compat`); then the course in a real browser, two JupyterLabs and Chromiums
-# sharing the tests (skipped, with a message, when Chromium is missing). At the end, each stage's time (build/stage-times.txt, written by .ci/stage).
+# sharing the tests (skipped, with a message, when Chromium is missing). At the end, each stage's
+# time (build/stage-times.txt, written by .ci/stage).
 STAGES := build/stage-times.txt
 test: $(STAMP)
 	@rm -f $(STAGES)
@@ -108,7 +109,8 @@ test: $(STAMP)
 # COMPAT_JAX="0.7.1 0.9.0". course_tools (grader, authoring) and the committed files are tested on
 # the course's own lock only: that is the only JAX they run on.
 COMPAT_JAX ?=
-COMPAT_TESTS := $(filter tests/core/% tests/viz/% tests/checks/% tests/test_layers.py,$(IN_PROCESS_TESTS))
+COMPAT_TESTS := $(filter tests/core/% tests/viz/% tests/checks/% tests/test_layers.py, \
+  $(IN_PROCESS_TESTS))
 compat: $(STAMP)
 	$(BIN)/python -m course_tools.authoring.compat $(foreach v,$(COMPAT_JAX),--jax $(v)) -- \
 	  -n 2 --dist loadfile -m "not browser" --doctest-modules course_lib $(COMPAT_TESTS)

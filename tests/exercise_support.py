@@ -7,6 +7,8 @@ module imports this one by name, as test_properties.py imports strategies.py.
   ``class TestLesson02(LessonChecks)`` with ``ids``, ``right`` and ``wrong`` set.
 * Helpers for the tests each lesson writes itself: :func:`stub`, :func:`check_output`,
   :func:`repeated_check_output`, :func:`nodes`, :func:`has_none`, :func:`fingerprint`.
+* :func:`grading_verdict`: an answer judged on a seed's grading cases as the grader judges it, the
+  reference's results worked out once per test process (:func:`grading_references`).
 
 Three private names are imported, for want of public ones: ``probe_all`` (what a submission's
 kernel runs, which the grading tests run in this process), and ``as_float32`` and ``tree_plain``
@@ -80,16 +82,23 @@ def grading_references(exercise_id: str, seed: int) -> list[Any]:
     return _references[exercise_id, seed]
 
 
+def grading_verdict(
+    exercise_id: str, answer: Callable[..., Any], seed: int = 0, packages: tuple[str, ...] = ()
+) -> Any:
+    """The verdict on ``answer`` for the grading cases of ``seed`` (cases of its own), judged as the
+    grader judges (stand-ins from ``answer``'s globals; ``packages`` as the grader's option)."""
+    exercise = get_exercise(exercise_id)
+    cases = exercise.make_cases("grade", seed)
+    outcomes = probe_all(exercise, answer, cases, packages=packages)
+    return judge_outcomes(exercise, outcomes, grading_references(exercise_id, seed), cases)
+
+
 def assert_grading_passes(
     exercise_id: str, answer: Callable[..., Any], seeds: Iterable[int]
 ) -> None:
-    """``answer`` passes the grading cases of each seed (cases of its own), judged as the grader
-    judges."""
-    exercise = get_exercise(exercise_id)
+    """``answer`` passes the grading cases of each seed, judged as the grader judges."""
     for seed in seeds:
-        cases = exercise.make_cases("grade", seed)
-        outcomes = probe_all(exercise, answer, cases)
-        verdict = judge_outcomes(exercise, outcomes, grading_references(exercise_id, seed), cases)
+        verdict = grading_verdict(exercise_id, answer, seed)
         assert verdict.status == "passed", verdict.message
 
 

@@ -6,6 +6,7 @@ test_grade_judging.py."""
 
 from __future__ import annotations
 
+import itertools
 import textwrap
 import types
 from collections.abc import Callable
@@ -15,6 +16,7 @@ from typing import Any
 import jax
 import numpy as np
 import pytest
+from exercise_support import grading_verdict as grade
 
 from course_lib.checks import (
     all_exercises,
@@ -42,17 +44,6 @@ def notebook(tmp_path: Path, source: str, name: str = "cells") -> dict[str, Any]
     module.__file__ = str(path)
     exec(compile(path.read_text(), str(path), "exec"), module.__dict__)
     return module.__dict__
-
-
-def grade(
-    exercise_id: str, fn: Callable[..., Any], seed: int = 0, packages: tuple[str, ...] = ()
-) -> Any:
-    """The verdict on the grading cases of ``seed``, judged as the grader judges (stand-ins from
-    ``fn``'s globals)."""
-    exercise = get_exercise(exercise_id)
-    cases = exercise.make_cases("grade", seed)
-    outcomes = probe_all(exercise, fn, cases, packages=packages)
-    return judge_outcomes(exercise, outcomes, reference_results(exercise, cases), cases)
 
 
 # --- names cost nothing; calls into other libraries are allowed unless forbidden ------------------
@@ -366,18 +357,12 @@ TRIVIAL: dict[str, Callable[..., Any]] = {
 def test_a_trivial_answer_earns_nothing_on_any_exercise(exercise_id: str) -> None:
     """Every trivial answer, on the grading cases (of two seeds where there are parts): 0 points,
     never passed."""
-    exercise = get_exercise(exercise_id)
     earned = {}
-    has_parts = any(case.part for case in exercise.make_cases("grade"))
+    has_parts = any(case.part for case in get_exercise(exercise_id).make_cases("grade"))
     seeds = (0, 1) if has_parts else (0,)  # all or nothing needs one seed to show it is not all
-    for seed in seeds:
-        # The reference's results are the same for every answer: worked out once per seed, as the
-        # grader does for a class. Each answer gets cases of its own, so none sees another's.
-        reference = reference_results(exercise, exercise.make_cases("grade", seed))
-        for what, answer in TRIVIAL.items():
-            cases = exercise.make_cases("grade", seed)
-            verdict = judge_outcomes(exercise, probe_all(exercise, answer, cases), reference, cases)
-            earned[what, seed] = (verdict.status, verdict.points)
+    for (what, answer), seed in itertools.product(TRIVIAL.items(), seeds):
+        verdict = grade(exercise_id, answer, seed)
+        earned[what, seed] = (verdict.status, verdict.points)
     assert all(points == 0 and status != "passed" for status, points in earned.values()), earned
 
 
