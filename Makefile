@@ -44,15 +44,15 @@ lab: $(STAMP)
 	@echo ">> opening the course in JupyterLab (Ctrl-C here stops it)"
 	$(BIN)/jupyter lab --ServerApp.root_dir="$(CURDIR)" $(AS_ROOT) $(LAB_ARGS) notebooks/00_start_here.ipynb
 
-# The unit stage runs in two parts, each in two pytest processes. Tests that start kernels,
-# graders, servers or Dask clusters go by file (a file's fixtures are built once); they spend
-# about half their time waiting on kernels and messages, so two at once nearly halve the stage.
-# The rest (self-checks, the core, viz, doctests) only run JAX in their own process.
+# The unit stage is one pytest run in two processes, each taking a whole file at a time (a file's
+# fixtures are built once). Tests that start kernels, graders, servers or Dask clusters come first,
+# the longest first: they spend part of their time waiting on kernels and messages, and the tests
+# that only run JAX in their own process (self-checks, the core, viz, doctests) fill those waits
+# and even out the finish. The test processes share one JAX compilation cache (conftest.py).
 # Tests mirror the packages: tests/core, viz and checks (course_lib), tests/grade/{intake,sandbox,
 # grading,book} and tests/authoring (course_tools), tests/course (the notebooks and files as a whole).
 ALL_TESTS := $(sort $(shell find tests -name 'test_*.py' -not -path 'tests/browser/*'))
-# The kernel tests' files, the longest first: the two processes take the next file as they finish
-# one, so that the short files at the end even out the finish (a long file last would run alone).
+# The kernel tests' files, the longest first (a long file last would run alone).
 KERNEL_TESTS_LONGEST_FIRST := tests/grade/grading/test_grade_cluster.py tests/grade/test_grade.py \
   tests/grade/test_grade_class.py tests/grade/test_gradescope.py \
   tests/grade/grading/test_grade_judging.py tests/grade/sandbox/test_sandbox.py \
@@ -85,12 +85,9 @@ test: $(STAMP)
 	@rm -f $(STAGES)
 	@.ci/stage "1 lint, format and types" $(MAKE) --no-print-directory lint
 	@echo ">> 2/5 unit tests, doctests, exercises and grader"
-	@.ci/stage "2a tests in-process, two at a time" \
+	@.ci/stage "2 unit tests, doctests, exercises and grader" \
 	  $(BIN)/python -m pytest -p no:cacheprovider -n 2 --dist loadfile -m "not browser" \
-	  --doctest-modules course_lib course_tools $(IN_PROCESS_TESTS)
-	@.ci/stage "2b tests that start kernels, graders, servers" \
-	  $(BIN)/python -m pytest -p no:cacheprovider -n 2 --dist loadfile -m "not browser" \
-	  --durations=15 $(KERNEL_TESTS)
+	  --durations=15 $(KERNEL_TESTS) --doctest-modules course_lib course_tools $(IN_PROCESS_TESTS)
 	@echo ">> 3/5 notebooks under strict nbval"
 	@PYTHONWARNINGS=error::DeprecationWarning .ci/stage "3 notebooks under strict nbval" \
 	  $(BIN)/python -m pytest -p no:cacheprovider $(NBVAL) -n 2 --dist loadfile $(NOTEBOOKS) $(SOLUTIONS)

@@ -1,7 +1,10 @@
 """Strict JAX for every test and doctest (rank promotion raises), and `jax`/`jnp` in every
-doctest's namespace, as in the library's docstring examples; 8 CPU devices, as lesson 07 has."""
+doctest's namespace, as in the library's docstring examples; 8 CPU devices, as lesson 07 has;
+one persistent compilation cache for every test process."""
 
+import shutil
 from collections.abc import Iterator
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -12,6 +15,27 @@ from course_lib import checks
 jax.config.update("jax_numpy_rank_promotion", "raise")
 # The same 8 simulated CPU devices as lesson 07 (set before anything starts a backend).
 jax.config.update("jax_num_cpu_devices", 8)
+
+# XLA compiling is about half the time of the in-process tests, and most of it repeats: the same
+# program in both pytest processes, and again in the next run. Every test process (not the kernels
+# or graders that tests start) shares one compilation cache in build/, kept between runs. A cached
+# program is the one XLA would compile for the same module, options, backend and jaxlib, so no
+# result changes, and JAX still reports a compilation for each program it loads from the cache, so
+# no compile count changes either (`course_lib.count_compiles`).
+COMPILATION_CACHE = Path(__file__).parent / "build" / "jax-cache"
+COMPILATION_CACHE_LIMIT = 1 << 30  # bytes; past this the next run starts the cache again
+jax.config.update("jax_compilation_cache_dir", str(COMPILATION_CACHE))
+jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+jax.config.update("jax_persistent_cache_min_entry_size_bytes", -1)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """In the main process only, before any worker starts: keep the cache under its limit."""
+    if hasattr(config, "workerinput") or not COMPILATION_CACHE.is_dir():
+        return
+    size = sum(entry.stat().st_size for entry in COMPILATION_CACHE.iterdir())
+    if size > COMPILATION_CACHE_LIMIT:
+        shutil.rmtree(COMPILATION_CACHE, ignore_errors=True)
 
 
 @pytest.fixture(autouse=True)

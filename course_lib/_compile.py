@@ -178,7 +178,11 @@ class _Collect(logging.Handler):
         self.into = into
 
     def emit(self, record: logging.LogRecord) -> None:
-        if "CACHE MISS" in record.getMessage():
+        # Only the reasons for tracing again. With a persistent compilation cache on (a learner's
+        # JAX_COMPILATION_CACHE_DIR, the grader's shared cache), JAX also logs each program missing
+        # from it as "PERSISTENT COMPILATION CACHE MISS ... with key ...": no reason, and a key
+        # that differs from machine to machine.
+        if record.getMessage().startswith("TRACING CACHE MISS"):
             self.into.append(_tidy(record.getMessage()))
 
 

@@ -2,6 +2,7 @@
 
 import logging
 import re
+import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -189,6 +190,18 @@ def test_capture_cache_misses_weak_type_explanation() -> None:
             "  * at x, now f32[]{weak_type=False} and before f32[]{weak_type=True} "
             "see https://docs.jax.dev/en/latest/type_promotion.html#weak-types"
         )
+
+
+def test_capture_cache_misses_leaves_out_the_persistent_cache() -> None:
+    """With a persistent compilation cache on (conftest.py turns one on for every test), JAX also
+    logs each program missing from it, with a key that differs between machines: not a reason for
+    tracing again, so not collected. The constant makes a program no earlier run has cached."""
+    assert jax.config.values["jax_compilation_cache_dir"], "conftest.py's cache is off"
+    unseen = float(uuid.uuid4().int % 1_000_003)
+    f = jax.jit(lambda x: x + unseen)
+    with cl.capture_cache_misses() as misses:
+        f(jnp.ones(3))
+    assert len(misses) == 1 and misses[0].startswith("TRACING CACHE MISS"), misses
 
 
 def test_capture_cache_misses_has_no_ids_or_absolute_paths() -> None:
