@@ -27,6 +27,7 @@ from lab_browser import (
     CHROMIUM_FLAGS,
     INSTALL_HINT,
     ROOT,
+    LabPage,
     LabServer,
     NotebookPage,
     chromium_main_process,
@@ -129,19 +130,23 @@ def screenshots() -> Path:
 
 
 class Notebooks:
-    """Notebooks opened and run once per session, kept open for the tests that need them again."""
+    """Notebooks opened and run once per session in this process's JupyterLab page, kept open for
+    the tests that need them again."""
 
     def __init__(self, server: LabServer, browser: Any) -> None:
         self.server, self.browser = server, browser
+        self.lab: LabPage | None = None
         self.kept: dict[str, NotebookPage] = {}
 
     def open(self, relative: str) -> NotebookPage:
-        return NotebookPage(self.server, self.browser, relative).open()
+        if self.lab is None:
+            self.lab = LabPage(self.server, self.browser)
+        return self.lab.open(relative)
 
     def run(self, relative: str, keep: bool = False) -> NotebookPage:
-        """Open ``relative``, run all its cells, save; reuse the open page when it was kept."""
+        """Open ``relative``, run all its cells, save; show the kept tab again when it was kept."""
         if relative in self.kept:
-            return self.kept[relative]
+            return self.kept[relative].open()
         page = self.open(relative)
         try:
             page.run_all()
@@ -157,6 +162,8 @@ class Notebooks:
         for page in self.kept.values():
             page.close()
         self.kept.clear()
+        if self.lab is not None:
+            self.lab.close()
 
 
 @pytest.fixture(scope="session")

@@ -97,10 +97,17 @@ def copy_course(destination: Path) -> Path:
 
 def write_lab_settings(settings_dir: Path) -> None:
     """User settings for the isolated JupyterLab: no news or update checks (no toast, no
-    network)."""
-    path = settings_dir / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"fetchNews": "false", "checkForUpdates": False}))
+    network), and every cell of a notebook on the page as soon as it opens (windowing mode "none").
+    By default JupyterLab attaches a long notebook's cells in the page's idle moments: with two
+    test processes busy, a lesson then took from 2 to 68 s to open."""
+    settings = {
+        "apputils-extension/notification": {"fetchNews": "false", "checkForUpdates": False},
+        "notebook-extension/tracker": {"windowingMode": "none"},
+    }
+    for name, values in settings.items():
+        path = settings_dir / "@jupyterlab" / f"{name}.jupyterlab-settings"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(values))
 
 
 @dataclass
@@ -149,7 +156,9 @@ class LabServer:
             self.log_path = self.state / f"jupyterlab-{self.port}.log"
             args = (
                 f"--no-browser --ip=127.0.0.1 --port={self.port} --ServerApp.port_retries=0 "
-                f"--IdentityProvider.token={self.token}"
+                f"--IdentityProvider.token={self.token} "
+                # window.jupyterapp: the tests open and close notebooks in one loaded JupyterLab
+                "--LabApp.expose_app_in_browser=True"
             )
             with open(self.log_path, "wb") as log:
                 self.process = subprocess.Popen(
@@ -215,10 +224,9 @@ class LabServer:
             body = response.read()
         return json.loads(body) if body else None
 
-    def url(self, relative: str, workspace: str) -> str:
-        """The URL that opens ``relative`` (a path in the course) in its own, fresh workspace."""
-        quoted = urllib.parse.quote(relative)
-        return f"{self.base_url}/lab/workspaces/{workspace}/tree/{quoted}?token={self.token}"
+    def url(self, workspace: str) -> str:
+        """The URL of JupyterLab in a workspace of its own (a new name: nothing to restore)."""
+        return f"{self.base_url}/lab/workspaces/{workspace}?token={self.token}"
 
     def shutdown_sessions(self, relative: str | None = None) -> None:
         """Shut down the kernels of ``relative`` (or of every notebook) through the REST API."""
@@ -289,7 +297,20 @@ def stop_process(process: Any, timeout: float = 10) -> None:
 # ---------------------------------------------------------------------------------------------
 # Notebook pages
 
-_PANEL = ".jp-NotebookPanel:not(.lm-mod-hidden)"
+_APP_READY_JS = "() => !!window.jupyterapp && !!document.querySelector('#jp-main-dock-panel')"
+
+# Opens ``path`` (or shows its tab when it is open) and answers its panel's element id.
+_OPEN_JS = """async (path) => {
+    const app = window.jupyterapp;
+    await app.restored;
+    const widget = await app.commands.execute('docmanager:open', {path, factory: 'Notebook'});
+    app.shell.activateById(widget.id);
+    return widget.id;
+}"""
+
+# Closes the tab without asking to save (a test may have typed into it).
+_DISPOSE_JS = """(id) => { for (const w of window.jupyterapp.shell.widgets('main'))
+    if (w.id === id) w.dispose(); }"""
 
 _READY_JS = """([panelSelector, cells]) => {
     const panel = document.querySelector(panelSelector);
@@ -362,34 +383,65 @@ def first_line(cell: nbformat.NotebookNode) -> str:
     return lines[0][:80] if lines else ""
 
 
-class NotebookPage:
-    """One notebook opened in its own browser page and its own JupyterLab workspace."""
+class LabPage:
+    """JupyterLab loaded once in one browser page, in a workspace of its own; the notebooks of a
+    test process open in it as tabs, one after the other (loading JupyterLab takes seconds)."""
 
-    def __init__(self, server: LabServer, browser: Any, relative: str) -> None:
+    def __init__(self, server: LabServer, browser: Any) -> None:
         self.server = server
-        self.relative = relative
-        self.path = server.course / relative
-        self.notebook = nbformat.read(self.path, as_version=4)  # as opened, before any run
         self.page = browser.new_page(viewport={"width": 1400, "height": 1000})
         self.page.set_default_timeout(ACTION_TIMEOUT_MS)
-        self.console: list[str] = []
-        self.page.on("pageerror", lambda error: self.console.append(f"page error: {error}"))
+        self.errors: list[str] = []
+        self.page.on("pageerror", lambda error: self.errors.append(f"page error: {error}"))
+        self.page.goto(server.url("t" + secrets.token_hex(6)), wait_until="domcontentloaded")
+        self.page.wait_for_function(_APP_READY_JS, timeout=READY_TIMEOUT * 1000, polling=250)
+
+    def open(self, relative: str) -> NotebookPage:
+        return NotebookPage(self, relative).open()
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self.page.close()
+
+
+class NotebookPage:
+    """One notebook open in the test process's JupyterLab page (``LabPage``), in its own tab."""
+
+    def __init__(self, lab: LabPage, relative: str) -> None:
+        self.lab = lab
+        self.server = lab.server
+        self.page = lab.page
+        self.relative = relative
+        self.path = self.server.course / relative
+        self.notebook = nbformat.read(self.path, as_version=4)  # as opened, before any run
+        self.panel_id = ""  # the id of this notebook's panel element, once open
+        self._errors_before = len(lab.errors)
         self.saved: nbformat.NotebookNode | None = None
         self.run_seconds: float | None = None
 
+    @property
+    def panel(self) -> str:
+        """The selector of this notebook's panel (its tab's content)."""
+        return f'[id="{self.panel_id}"]'
+
+    @property
+    def console(self) -> list[str]:
+        """The page's errors since this notebook was opened."""
+        return self.lab.errors[self._errors_before :]
+
     # Opening and running
     def open(self) -> NotebookPage:
-        workspace = "t" + secrets.token_hex(6)
-        self.page.goto(self.server.url(self.relative, workspace), wait_until="domcontentloaded")
+        """Open the notebook in its own tab (or show its tab again) and wait for an idle kernel."""
+        self.panel_id = self.page.evaluate(_OPEN_JS, self.relative)
         try:
             self.page.wait_for_function(
                 _READY_JS,
-                arg=[_PANEL, len(self.notebook.cells)],
+                arg=[self.panel, len(self.notebook.cells)],
                 timeout=READY_TIMEOUT * 1000,
                 polling=250,
             )
         except PlaywrightTimeout as error:
-            seen = self.page.evaluate(_STATE_JS, _PANEL)
+            seen = self.page.evaluate(_STATE_JS, self.panel)
             raise AssertionError(
                 f"{self.relative} did not open with an idle kernel within {READY_TIMEOUT} s "
                 f"(expected {len(self.notebook.cells)} cells on the page); the page shows {seen}"
@@ -406,15 +458,15 @@ class NotebookPage:
     def run_all(self) -> None:
         """Clear every output (Edit menu), run all cells (Run menu), wait, save (File menu)."""
         self.menu("Edit", "editmenu:clear-all")
-        self.page.wait_for_function(_CLEARED_JS, arg=_PANEL)
+        self.page.wait_for_function(_CLEARED_JS, arg=self.panel)
         start = time.monotonic()
         self.menu("Run", "runmenu:run-all")
         try:
             self.page.wait_for_function(
-                _RUN_DONE_JS, arg=_PANEL, timeout=RUN_TIMEOUT * 1000, polling=250
+                _RUN_DONE_JS, arg=self.panel, timeout=RUN_TIMEOUT * 1000, polling=250
             )
         except PlaywrightTimeout as error:
-            prompts = self.page.evaluate(_PROMPTS_JS, _PANEL)
+            prompts = self.page.evaluate(_PROMPTS_JS, self.panel)
             raise AssertionError(
                 f"{self.relative}: Run All Cells did not finish within {RUN_TIMEOUT} s; "
                 f"code cell prompts: {prompts}"
@@ -439,7 +491,7 @@ class NotebookPage:
 
     # Reading
     def cell(self, index: int) -> Any:
-        return self.page.locator(f"{_PANEL} .jp-Notebook .jp-Cell").nth(index)
+        return self.page.locator(f"{self.panel} .jp-Notebook .jp-Cell").nth(index)
 
     def output_text(self, index: int) -> str:
         """The text of a cell's outputs (textContent: innerText is empty for an offscreen cell)."""
@@ -498,7 +550,7 @@ class NotebookPage:
                          || document.querySelector(sel + ' .jp-Notebook');
                          return outer ? Math.max(0, outer.scrollHeight - outer.clientHeight)
                                       : 0; }""",
-            _PANEL,
+            self.panel,
         )
         height = min(viewport["height"] + int(extra) + 40, 30_000)
         try:
@@ -506,7 +558,7 @@ class NotebookPage:
             self.page.evaluate(
                 "(sel) => { const o = document.querySelector(sel + ' .jp-WindowedPanel-outer');"
                 " if (o) o.scrollTop = 0; }",
-                _PANEL,
+                self.panel,
             )
             self.page.evaluate(_TWO_FRAMES_JS)  # JupyterLab lays itself out again after the resize
             self.page.screenshot(path=str(path), full_page=True)
@@ -515,8 +567,9 @@ class NotebookPage:
         return path
 
     def close(self) -> None:
+        """Close the tab, unsaved changes and all, and shut its kernel down."""
         with contextlib.suppress(Exception):
-            self.page.close()
+            self.page.evaluate(_DISPOSE_JS, self.panel_id)
         self.server.shutdown_sessions(self.relative)
 
 

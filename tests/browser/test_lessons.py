@@ -45,7 +45,7 @@ def test_lesson_runs_from_the_run_menu(
 
 
 def _widget(page: NotebookPage, selector: str, what: str) -> Any:
-    widget = page.page.locator(f".jp-NotebookPanel {selector}")
+    widget = page.page.locator(f"{page.panel} {selector}")
     if widget.count() == 0:
         pytest.fail(
             f"{page.relative} shows no {what} (no `{selector}` on the page after Run All Cells): "
