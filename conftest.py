@@ -16,12 +16,12 @@ jax.config.update("jax_numpy_rank_promotion", "raise")
 # The same 8 simulated CPU devices as lesson 07 (set before anything starts a backend).
 jax.config.update("jax_num_cpu_devices", 8)
 
-# XLA compiling is about half the time of the in-process tests, and most of it repeats: the same
-# program in both pytest processes, and again in the next run. Every test process (not the kernels
-# or graders that tests start) shares one compilation cache in build/, kept between runs. A cached
-# program is the one XLA would compile for the same module, options, backend and jaxlib, so no
-# result changes, and JAX still reports a compilation for each program it loads from the cache, so
-# no compile count changes either (`course_lib.count_compiles`).
+# XLA compiling is about half the time of the in-process tests, and much of it repeats: the same
+# program in different tests and in both pytest processes, and all of it again in the next run.
+# Every test process (not the kernels or graders that tests start) shares one compilation cache in
+# build/, kept between runs. A cached program is the one XLA would compile for the same module,
+# options, backend and jaxlib, so no result changes, and JAX still reports a compilation for each
+# program it loads from the cache, so no compile count changes either (`course_lib.count_compiles`).
 COMPILATION_CACHE = Path(__file__).parent / "build" / "jax-cache"
 COMPILATION_CACHE_LIMIT = 1 << 30  # bytes; past this the next run starts the cache again
 jax.config.update("jax_compilation_cache_dir", str(COMPILATION_CACHE))
