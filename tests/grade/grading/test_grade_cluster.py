@@ -207,16 +207,30 @@ def test_ctrl_c_keeps_finished_results_and_resume_grades_the_rest(
     """On a local cluster (``local:2``): Ctrl-C keeps what finished, and ``--resume`` runs to the
     end, to the gradebook a local run writes."""
     folder = small_class(tmp_path, 4)
-    # The last student's notebook is still running when the first result is journalled, however
-    # quickly the others go: the interrupt always finds a notebook unfinished.
+    # The last student's notebook waits at a gate, a file the test creates: shut while the
+    # interrupted run goes, so that the interrupt always finds that notebook unfinished, however
+    # the machine's load times the others (a fixed sleep once lost that race). The gate's folder is
+    # on PYTHONPATH, which a confined kernel may read.
+    gate = tmp_path / "gate"
+    gate.mkdir()
+    opened = gate / "open"
+    opened.touch()
+    path = os.pathsep.join(filter(None, [str(gate), os.environ.get("PYTHONPATH")]))
+    monkeypatch.setenv("PYTHONPATH", path)
     last = folder / "student3" / SOLVED.name
     notebook = nbformat.read(last, as_version=4)
-    notebook.cells.append(nbformat.v4.new_code_cell("import time\n\ntime.sleep(5)"))
+    wait = f"""import os, time
+
+deadline = time.monotonic() + 100
+while not os.path.exists({str(opened)!r}) and time.monotonic() < deadline:
+    time.sleep(0.05)"""
+    notebook.cells.append(nbformat.v4.new_code_cell(wait))
     nbformat.write(notebook, last)
     local = course_grade(str(folder), "--out", str(tmp_path / "local"), "--jobs", "2", *FAST)
     assert local.returncode == 0, local.stderr
     monkeypatch.setenv("DASK_TEMPORARY_DIRECTORY", str(tmp_path / "dask"))
     out = tmp_path / "cluster"
+    opened.unlink()
     grading = grading_on("local:2", folder, out)
     journal = out / "journal.jsonl"
     wait_for(lambda: journalled(journal) >= 1, 600, "the first journalled result")
@@ -227,6 +241,7 @@ def test_ctrl_c_keeps_finished_results_and_resume_grades_the_rest(
     assert 1 <= finished < 4, err
     assert f"{finished} finished notebook(s) are kept in {journal}" in err, err
     assert not (out / "gradebook.json").exists()
+    opened.touch()
     again = course_grade(
         str(folder), "--out", str(out), "--scheduler", "local:2", "--resume",
         "--timeout", "20", "--notebook-timeout", "120",
