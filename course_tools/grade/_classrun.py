@@ -30,7 +30,7 @@ from .book import (
     report_html,
     write_class,
 )
-from .grading import Batch, SchedulerError, Settings, full_marks
+from .grading import Batch, SchedulerError, Settings, full_marks, listened_signals
 from .intake import (
     Intake,
     OverrideRow,
@@ -208,9 +208,12 @@ def _finish(run: ClassRun, todo: Todo, batch: Batch, settings: Settings, canary:
         fresh[graded.key] = graded
 
     journal = run.journal.path
-    previous = signal.signal(
-        signal.SIGTERM, _interrupt
-    )  # while the loop runs, the batch cancels it more gently
+    # SIGTERM stops the run as Ctrl-C does (KeyboardInterrupt); while the local batch's event loop
+    # runs, it takes both signals and stops more gently. A signal ignored from the start stays so.
+    stops = listened_signals()
+    previous = {signum: signal.getsignal(signum) for signum in stops}
+    for signum in stops:
+        signal.signal(signum, _interrupt)
     try:
         checked = run_canary(todo, batch) if canary else {"skipped": "--no-canary"}
         results = batch.grade(todo.snapshots, finished)
@@ -228,7 +231,8 @@ def _finish(run: ClassRun, todo: Todo, batch: Batch, settings: Settings, canary:
             f"cannot write the journal {journal}: {error.strerror or error}"
         ) from None
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
     graded = {**run.record.graded, **todo.resumed, **fresh}
     students = {**record_students(run.record), **run.intake.students}
     try:

@@ -9,6 +9,7 @@ import difflib
 import hashlib
 import json
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -87,6 +88,13 @@ def grade(
     return subprocess.run(
         command, capture_output=True, text=True, timeout=timeout, cwd=ROOT, env=env
     )
+
+
+def as_foreground_job() -> None:
+    """``preexec_fn`` of a grader that a test stops with Ctrl-C: SIGINT's default action, which a
+    terminal's foreground job has. Tests started as a script's background job inherit SIGINT
+    ignored, and the grader keeps an ignored SIGINT (``_batch.listened_signals``)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def by_student(out: Path) -> dict[str, dict]:

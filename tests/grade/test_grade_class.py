@@ -20,6 +20,7 @@ import pytest
 from test_grade import (
     NAME,
     ROOT,
+    as_foreground_job,
     exercise_version,
     grade,
     replace_body,
@@ -498,7 +499,12 @@ def test_interrupted_run_resumes_to_the_same_gradebook(tmp_path: Path) -> None:
     out = tmp_path / "out"
     command = [sys.executable, "-m", "course_tools.grade", *args, "--out", str(out)]
     process = subprocess.Popen(
-        command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        command,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=as_foreground_job,
     )
     journal = out / "journal.jsonl"
     deadline = time.monotonic() + 300
@@ -526,7 +532,9 @@ def test_interrupted_run_resumes_to_the_same_gradebook(tmp_path: Path) -> None:
     assert tree_hashes(out / "feedback") == tree_hashes(tmp_path / "whole" / "feedback")
 
 
-def test_sigterm_stops_the_run_like_ctrl_c(tmp_path: Path) -> None:
+def test_sigterm_stops_the_run_where_ctrl_c_is_ignored(tmp_path: Path) -> None:
+    """Started as a script's background job is (SIGINT ignored), the grader keeps grading through
+    a Ctrl-C meant for the script, and SIGTERM stops it as Ctrl-C would."""
     write(tmp_path / "class", "ann", add_loop(solution()))
     command = [
         sys.executable,
@@ -537,14 +545,23 @@ def test_sigterm_stops_the_run_like_ctrl_c(tmp_path: Path) -> None:
         str(tmp_path / "out"),
         "--timeout",
         "15",
+        "--no-canary",
     ]
     process = subprocess.Popen(
-        command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        command,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
     )
     assert process.stderr is not None and process.stderr.readline().startswith(
         "grading 1 notebook(s)"
     )
-    time.sleep(3)  # a kernel is starting or running the loop
+    time.sleep(3)  # the student's kernel is starting or running the loop (no canary before it)
+    process.send_signal(signal.SIGINT)
+    with pytest.raises(subprocess.TimeoutExpired):  # Ctrl-C stops a run in about a second
+        process.wait(timeout=3)
     process.send_signal(signal.SIGTERM)
     _, err = process.communicate(timeout=120)
     assert process.returncode == 130, err[-3000:]

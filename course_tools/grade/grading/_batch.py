@@ -120,6 +120,24 @@ class LocalBatch:
             self.forks.close()
 
 
+def listened_signals() -> tuple[signal.Signals, ...]:
+    """The stop signals (SIGINT, SIGTERM) a run here may handle: none off the main thread, and not
+    one this process was started with ignored. A script's background job starts with SIGINT
+    ignored, so that Ctrl-C stops the script and not the job; the grader keeps that.
+
+    >>> import signal
+    >>> previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    >>> listened_signals()
+    (<Signals.SIGTERM: 15>,)
+    >>> _ = signal.signal(signal.SIGINT, previous)
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return ()
+    return tuple(
+        s for s in (signal.SIGINT, signal.SIGTERM) if signal.getsignal(s) is not signal.SIG_IGN
+    )
+
+
 async def grade_all(
     snapshots: list[Snapshot], ctx: Context, on_result: OnResult | None = None
 ) -> list[SubmissionResult]:
@@ -164,19 +182,16 @@ async def grade_all(
             task.cancel()
 
     loop = asyncio.get_running_loop()
-    signals = (
-        (signal.SIGINT, signal.SIGTERM)
-        if threading.current_thread() is threading.main_thread()
-        else ()
-    )
+    signals = listened_signals()
+    previous = {signum: signal.getsignal(signum) for signum in signals}
     for signum in signals:
         loop.add_signal_handler(signum, stop)
     try:
         outcomes = await asyncio.gather(*tasks, return_exceptions=True)
     finally:
-        for signum in signals:
+        for signum, handler in previous.items():
             loop.remove_signal_handler(signum)
-        signal.signal(signal.SIGINT, signal.default_int_handler)
+            signal.signal(signum, handler)
     if stopping:
         raise asyncio.CancelledError
     for outcome in outcomes:

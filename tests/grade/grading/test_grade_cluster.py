@@ -21,7 +21,7 @@ from pathlib import Path
 import nbformat
 import psutil
 import pytest
-from test_grade import ROOT, by_student, run_main
+from test_grade import ROOT, as_foreground_job, by_student, run_main
 
 from course_tools.grade.sandbox._launcher import KERNEL_NAME
 
@@ -138,6 +138,7 @@ def grading_on(address: str, folder: Path, out: Path, *extra: str) -> subprocess
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=as_foreground_job,
     )
 
 
@@ -209,8 +210,8 @@ def test_ctrl_c_keeps_finished_results_and_resume_grades_the_rest(
     folder = small_class(tmp_path, 4)
     # The last student's notebook waits at a gate, a file the test creates: shut while the
     # interrupted run goes, so that the interrupt always finds that notebook unfinished, however
-    # the machine's load times the others (a fixed sleep once lost that race). The gate's folder is
-    # on PYTHONPATH, which a confined kernel may read.
+    # the machine's load times the others. The gate's folder is on PYTHONPATH, which a confined
+    # kernel may read.
     gate = tmp_path / "gate"
     gate.mkdir()
     opened = gate / "open"
