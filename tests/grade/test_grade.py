@@ -90,11 +90,21 @@ def grade(
     )
 
 
-def as_foreground_job() -> None:
-    """``preexec_fn`` of a grader that a test stops with Ctrl-C: SIGINT's default action, which a
-    terminal's foreground job has. Tests started as a script's background job inherit SIGINT
-    ignored, and the grader keeps an ignored SIGINT (``_batch.listened_signals``)."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
+def start_grader(command: list[str], *, ctrl_c: bool) -> subprocess.Popen[str]:
+    """Start ``command`` from the checkout as a terminal's foreground job (``ctrl_c``: SIGINT at its
+    default action) or as a script's background job (SIGINT ignored), whatever the tests inherited.
+
+    A child takes SIGINT's disposition from its parent, so it is set here while the child starts
+    (a ``preexec_fn`` would make subprocess fork, which JAX warns about in a multithreaded process).
+    """
+    handler = signal.default_int_handler if ctrl_c else signal.SIG_IGN
+    previous = signal.signal(signal.SIGINT, handler)
+    try:
+        return subprocess.Popen(
+            command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def by_student(out: Path) -> dict[str, dict]:

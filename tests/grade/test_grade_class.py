@@ -19,13 +19,12 @@ import nbformat
 import pytest
 from test_grade import (
     NAME,
-    ROOT,
-    as_foreground_job,
     exercise_version,
     grade,
     replace_body,
     run_main,
     solution,
+    start_grader,
     tree_hashes,
     write,
 )
@@ -498,14 +497,7 @@ def test_interrupted_run_resumes_to_the_same_gradebook(tmp_path: Path) -> None:
     assert whole.returncode == 0, whole.stderr[-3000:]
     out = tmp_path / "out"
     command = [sys.executable, "-m", "course_tools.grade", *args, "--out", str(out)]
-    process = subprocess.Popen(
-        command,
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        preexec_fn=as_foreground_job,
-    )
+    process = start_grader(command, ctrl_c=True)
     journal = out / "journal.jsonl"
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline and process.poll() is None:
@@ -547,14 +539,7 @@ def test_sigterm_stops_the_run_where_ctrl_c_is_ignored(tmp_path: Path) -> None:
         "15",
         "--no-canary",
     ]
-    process = subprocess.Popen(
-        command,
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
-    )
+    process = start_grader(command, ctrl_c=False)
     assert process.stderr is not None and process.stderr.readline().startswith(
         "grading 1 notebook(s)"
     )

@@ -21,7 +21,7 @@ from pathlib import Path
 import nbformat
 import psutil
 import pytest
-from test_grade import ROOT, as_foreground_job, by_student, run_main
+from test_grade import ROOT, by_student, run_main, start_grader
 
 from course_tools.grade.sandbox._launcher import KERNEL_NAME
 
@@ -131,14 +131,10 @@ def journalled(journal: Path) -> int:
 
 
 def grading_on(address: str, folder: Path, out: Path, *extra: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
+    return start_grader(
         [sys.executable, "-m", "course_tools.grade", str(folder), "--out", str(out)]
         + ["--scheduler", address, "--timeout", "20", "--notebook-timeout", "120", *extra],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        preexec_fn=as_foreground_job,
+        ctrl_c=True,
     )
 
 
