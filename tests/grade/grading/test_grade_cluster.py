@@ -202,7 +202,8 @@ def test_ctrl_c_keeps_finished_results_and_resume_grades_the_rest(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """On a local cluster (``local:2``): Ctrl-C keeps what finished, and ``--resume`` runs to the
-    end, to the gradebook a local run writes."""
+    end, to the gradebook a local run writes. The three runs go without the canary, which the
+    cluster tests above run."""
     folder = small_class(tmp_path, 4)
     # The last student's notebook waits at a gate, a file the test creates: shut while the
     # interrupted run goes, so that the interrupt always finds that notebook unfinished, however
@@ -223,12 +224,14 @@ while not os.path.exists({str(opened)!r}) and time.monotonic() < deadline:
     time.sleep(0.05)"""
     notebook.cells.append(nbformat.v4.new_code_cell(wait))
     nbformat.write(notebook, last)
-    local = course_grade(str(folder), "--out", str(tmp_path / "local"), "--jobs", "2", *FAST)
+    local = course_grade(
+        str(folder), "--out", str(tmp_path / "local"), "--jobs", "2", "--no-canary", *FAST
+    )
     assert local.returncode == 0, local.stderr
     monkeypatch.setenv("DASK_TEMPORARY_DIRECTORY", str(tmp_path / "dask"))
     out = tmp_path / "cluster"
     opened.unlink()
-    grading = grading_on("local:2", folder, out)
+    grading = grading_on("local:2", folder, out, "--no-canary")
     journal = out / "journal.jsonl"
     wait_for(lambda: journalled(journal) >= 1, 600, "the first journalled result")
     grading.send_signal(signal.SIGINT)
@@ -240,7 +243,7 @@ while not os.path.exists({str(opened)!r}) and time.monotonic() < deadline:
     assert not (out / "gradebook.json").exists()
     opened.touch()
     again = course_grade(
-        str(folder), "--out", str(out), "--scheduler", "local:2", "--resume",
+        str(folder), "--out", str(out), "--scheduler", "local:2", "--resume", "--no-canary",
         "--timeout", "20", "--notebook-timeout", "120",
     )  # fmt: skip
     assert again.returncode == 0, again.stderr
