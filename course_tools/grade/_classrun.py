@@ -9,7 +9,6 @@ bytes. Nothing here prints: problems are raised, with the message the command li
 
 import asyncio
 import dataclasses
-import signal
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -30,7 +29,7 @@ from .book import (
     report_html,
     write_class,
 )
-from .grading import Batch, SchedulerError, Settings, full_marks, listened_signals
+from .grading import Batch, SchedulerError, Settings, full_marks, stop_signals_to
 from .intake import (
     Intake,
     OverrideRow,
@@ -210,13 +209,10 @@ def _finish(run: ClassRun, todo: Todo, batch: Batch, settings: Settings, canary:
     journal = run.journal.path
     # SIGTERM stops the run as Ctrl-C does (KeyboardInterrupt); while the local batch's event loop
     # runs, it takes both signals and stops more gently. A signal ignored from the start stays so.
-    stops = listened_signals()
-    previous = {signum: signal.getsignal(signum) for signum in stops}
-    for signum in stops:
-        signal.signal(signum, _interrupt)
     try:
-        checked = run_canary(todo, batch) if canary else {"skipped": "--no-canary"}
-        results = batch.grade(todo.snapshots, finished)
+        with stop_signals_to(_interrupt):
+            checked = run_canary(todo, batch) if canary else {"skipped": "--no-canary"}
+            results = batch.grade(todo.snapshots, finished)
     except SchedulerError as error:
         raise SchedulerError(
             f"{error}; the notebooks graded so far are kept in {journal} for --resume"
@@ -230,9 +226,6 @@ def _finish(run: ClassRun, todo: Todo, batch: Batch, settings: Settings, canary:
         raise OutputError(
             f"cannot write the journal {journal}: {error.strerror or error}"
         ) from None
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
     graded = {**run.record.graded, **todo.resumed, **fresh}
     students = {**record_students(run.record), **run.intake.students}
     try:

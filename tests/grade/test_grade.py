@@ -90,9 +90,10 @@ def grade(
     )
 
 
-def start_grader(command: list[str], *, ctrl_c: bool) -> subprocess.Popen[str]:
-    """Start ``command`` from the checkout as a terminal's foreground job (``ctrl_c``: SIGINT at its
-    default action) or as a script's background job (SIGINT ignored), whatever the tests inherited.
+def start_grader(*args: str, ctrl_c: bool) -> subprocess.Popen[str]:
+    """Start ``course-grade ARGS...`` from the checkout, as :func:`grade` runs it, as a terminal's
+    foreground job (``ctrl_c``: SIGINT at its default action) or as a script's background job
+    (SIGINT ignored), whatever the tests inherited.
 
     A child takes SIGINT's disposition from its parent, so it is set here while the child starts
     (a ``preexec_fn`` would make subprocess fork, which JAX warns about in a multithreaded process).
@@ -101,7 +102,11 @@ def start_grader(command: list[str], *, ctrl_c: bool) -> subprocess.Popen[str]:
     previous = signal.signal(signal.SIGINT, handler)
     try:
         return subprocess.Popen(
-            command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+            [sys.executable, "-m", "course_tools.grade", *args],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
         )
     finally:
         signal.signal(signal.SIGINT, previous)

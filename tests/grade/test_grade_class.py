@@ -9,7 +9,6 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import time
 import zipfile
 from datetime import UTC, datetime
@@ -496,8 +495,7 @@ def test_interrupted_run_resumes_to_the_same_gradebook(tmp_path: Path) -> None:
     whole = grade([folder], tmp_path / "whole", *args[1:], "--quiet")
     assert whole.returncode == 0, whole.stderr[-3000:]
     out = tmp_path / "out"
-    command = [sys.executable, "-m", "course_tools.grade", *args, "--out", str(out)]
-    process = start_grader(command, ctrl_c=True)
+    process = start_grader(*args, "--out", str(out), ctrl_c=True)
     journal = out / "journal.jsonl"
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline and process.poll() is None:
@@ -528,18 +526,15 @@ def test_sigterm_stops_the_run_where_ctrl_c_is_ignored(tmp_path: Path) -> None:
     """Started as a script's background job is (SIGINT ignored), the grader keeps grading through
     a Ctrl-C meant for the script, and SIGTERM stops it as Ctrl-C would."""
     write(tmp_path / "class", "ann", add_loop(solution()))
-    command = [
-        sys.executable,
-        "-m",
-        "course_tools.grade",
+    process = start_grader(
         str(tmp_path / "class"),
         "--out",
         str(tmp_path / "out"),
         "--timeout",
         "15",
         "--no-canary",
-    ]
-    process = start_grader(command, ctrl_c=False)
+        ctrl_c=False,
+    )
     assert process.stderr is not None and process.stderr.readline().startswith(
         "grading 1 notebook(s)"
     )

@@ -14,7 +14,7 @@ from ._batch import Batch as Batch
 from ._batch import LocalBatch as LocalBatch
 from ._batch import OnResult as OnResult
 from ._batch import grade_all as grade_all
-from ._batch import listened_signals as listened_signals
+from ._batch import stop_signals_to as stop_signals_to
 from ._cluster import ClusterBatch as ClusterBatch
 from ._cluster import SchedulerError as SchedulerError
 from ._cluster import check_address as check_address

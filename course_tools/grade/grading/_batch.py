@@ -8,7 +8,8 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -138,6 +139,29 @@ def listened_signals() -> tuple[signal.Signals, ...]:
     )
 
 
+@contextmanager
+def stop_signals_to(
+    handler: Callable[..., object], loop: asyncio.AbstractEventLoop | None = None
+) -> Iterator[None]:
+    """While the block runs, the stop signals (:func:`listened_signals`) go to ``handler``: a
+    signal handler, or with ``loop``, a callback that loop runs. Each signal's handler from before
+    is put back afterwards."""
+    signals = listened_signals()
+    previous = {signum: signal.getsignal(signum) for signum in signals}
+    for signum in signals:
+        if loop is None:
+            signal.signal(signum, handler)
+        else:
+            loop.add_signal_handler(signum, handler)
+    try:
+        yield
+    finally:
+        for signum, before in previous.items():
+            if loop is not None:
+                loop.remove_signal_handler(signum)
+            signal.signal(signum, before)
+
+
 async def grade_all(
     snapshots: list[Snapshot], ctx: Context, on_result: OnResult | None = None
 ) -> list[SubmissionResult]:
@@ -181,17 +205,8 @@ async def grade_all(
         for task in tasks:
             task.cancel()
 
-    loop = asyncio.get_running_loop()
-    signals = listened_signals()
-    previous = {signum: signal.getsignal(signum) for signum in signals}
-    for signum in signals:
-        loop.add_signal_handler(signum, stop)
-    try:
+    with stop_signals_to(stop, asyncio.get_running_loop()):
         outcomes = await asyncio.gather(*tasks, return_exceptions=True)
-    finally:
-        for signum, handler in previous.items():
-            loop.remove_signal_handler(signum)
-            signal.signal(signum, handler)
     if stopping:
         raise asyncio.CancelledError
     for outcome in outcomes:

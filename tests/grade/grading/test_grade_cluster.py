@@ -132,10 +132,10 @@ def journalled(journal: Path) -> int:
 
 def grading_on(address: str, folder: Path, out: Path, *extra: str) -> subprocess.Popen[str]:
     return start_grader(
-        [sys.executable, "-m", "course_tools.grade", str(folder), "--out", str(out)]
-        + ["--scheduler", address, "--timeout", "20", "--notebook-timeout", "120", *extra],
+        str(folder), "--out", str(out), "--scheduler", address,
+        "--timeout", "20", "--notebook-timeout", "120", *extra,
         ctrl_c=True,
-    )
+    )  # fmt: skip
 
 
 def test_real_workers_write_the_local_gradebook_even_when_one_is_killed(tmp_path: Path) -> None:
