@@ -47,9 +47,10 @@ lab: $(STAMP)
 # The unit stage is one pytest run in two processes, each taking a whole file at a time (a file's
 # fixtures are built once) in the order given here (--no-loadscope-reorder: xdist would otherwise
 # sort the files by their number of tests). Tests that start kernels, graders, servers or Dask
-# clusters come first, the longest first: they spend part of their time waiting on kernels and messages, and the tests
-# that only run JAX in their own process (self-checks, the core, viz, doctests) fill those waits
-# and even out the finish. The test processes share one JAX compilation cache (conftest.py).
+# clusters come first, the longest first: they spend part of their time waiting on kernels and
+# messages, and the tests that only run JAX in their own process (self-checks, the core, viz,
+# doctests) fill those waits and even out the finish. The test processes share one JAX compilation
+# cache (conftest.py).
 # Tests mirror the packages: tests/core, viz and checks (course_lib), tests/grade/{intake,sandbox,
 # grading,book} and tests/authoring (course_tools), tests/course (the notebooks and files as a whole).
 ALL_TESTS := $(sort $(shell find tests -name 'test_*.py' -not -path 'tests/browser/*'))
@@ -88,7 +89,8 @@ test: $(STAMP)
 	@echo ">> 2/5 unit tests, doctests, exercises and grader"
 	@.ci/stage "2 unit tests, doctests, exercises and grader" \
 	  $(BIN)/python -m pytest -p no:cacheprovider -n 2 --dist loadfile --no-loadscope-reorder \
-	  -m "not browser" --durations=15 $(KERNEL_TESTS) --doctest-modules course_lib course_tools $(IN_PROCESS_TESTS)
+	  -m "not browser" --durations=15 $(KERNEL_TESTS) \
+	  --doctest-modules course_lib course_tools $(IN_PROCESS_TESTS)
 	@echo ">> 3/5 notebooks under strict nbval"
 	@PYTHONWARNINGS=error::DeprecationWarning .ci/stage "3 notebooks under strict nbval" \
 	  $(BIN)/python -m pytest -p no:cacheprovider $(NBVAL) -n 2 --dist loadfile $(NOTEBOOKS) $(SOLUTIONS)
