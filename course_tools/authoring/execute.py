@@ -15,15 +15,18 @@ the remaining notebooks still run, and the exit status is 1.
 
 One line per notebook reports the wall time, kernel start and shutdown included, the time
 from the first cell starting to the last cell finishing (this is how lesson timings are
-measured), and how many self-checks said "passed". Kernels log "Kernel is running over TCP
-without encryption" on start: that is noise.
+measured), and how many self-checks said "passed". Each kernel talks to this process over unix
+sockets in its own temporary folder, never over TCP ports: a port picked as free can be taken by
+another kernel before this one binds it, and `make compat` starts kernels two at a time.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
+import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -136,6 +139,7 @@ def execute_notebook(
     # Imported here: nbclient pulls in jupyter_client and zmq, which the other tools don't need.
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
+    from traitlets.config import Config
 
     path = Path(path).absolute()
     where = display_path(path)
@@ -168,11 +172,16 @@ def execute_notebook(
     def timeout_for(cell: NotebookNode) -> float:
         return max(0.1, min(cell_timeout, deadline - time.monotonic()))
 
+    sockets = tempfile.TemporaryDirectory(prefix="course-kernel-")
+    connection = {"connection_file": os.path.join(sockets.name, "kernel.json")}
+    if os.name == "posix":
+        connection["transport"] = "ipc"
     client = NotebookClient(
         nb,
+        config=Config(KernelManager=connection),  # the client makes, starts and stops the kernel
+        kernel_name=kernel_name,
         timeout=cell_timeout,
         timeout_func=timeout_for,
-        kernel_name=kernel_name,
         resources={"metadata": {"path": str(path.parent)}},
         allow_errors=False,
         record_timing=False,
@@ -187,7 +196,8 @@ def execute_notebook(
         return NotebookExecutionError(f"{where}: {problem}")
 
     try:
-        client.execute()
+        with sockets:
+            client.execute()
     except CellExecutionError as error:
         traceback = _ANSI.sub("", error.traceback).rstrip()
         raise failure(f"{error.ename}: {error.evalue}\n{traceback}") from None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import nbformat
@@ -45,6 +46,28 @@ def test_execute_notebook_runs_in_its_folder_and_writes_outputs(tmp_path: Path) 
     assert all("execution" not in cell.metadata for cell in code)
     assert path.read_text(encoding="utf-8") == notebook_text(nb)
     assert timing.total >= timing.cells >= 0
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="zmq has no unix sockets on Windows")
+def test_execute_notebook_kernel_uses_unix_sockets_in_a_folder_removed_after(
+    tmp_path: Path,
+) -> None:
+    """TCP ports picked as free can be taken before the kernel binds them (make compat's two
+    executions once lost a kernel that way); unix sockets in a private folder cannot collide."""
+    path = _write(
+        tmp_path / "transport.ipynb",
+        new_code_cell(
+            "import json, ipykernel.connect\n"
+            "where = ipykernel.connect.get_connection_file()\n"
+            "print(json.load(open(where))['transport'], where)",
+            id="a",
+        ),
+    )
+    execute.execute_notebook(path, cell_timeout=60)
+
+    transport, connection_file = nbformat.read(path, as_version=4).cells[0].outputs[0].text.split()
+    assert transport == "ipc"
+    assert not Path(connection_file).parent.exists()
 
 
 def test_execute_notebook_allows_errors_in_tagged_cells(tmp_path: Path) -> None:
