@@ -5,9 +5,9 @@ The grader starts it as a script, with the kernels' environment and one end of a
 
     python _forkserver.py FD
 
-It imports :data:`WARM` (NumPy, JAX and ipykernel: no backend is initialized), checks that no
-Python thread was started (a fork copies only the thread that calls it), says it is ready, and then
-only forks. A request carries a kernel's
+It imports :data:`WARM` (NumPy, JAX, ipykernel and course_lib: no backend is initialized), checks
+that no Python thread was started (a fork copies only the thread that calls it), says it is ready,
+and then only forks. A request carries a kernel's
 launcher command (see ``_launcher.launcher_command``), folder and environment, together with one end
 of a fresh socket pair. For each, the server forks a launcher, answers on that socket with the
 launcher's pid and a pidfd for it, and once the launcher has ended, with its wait status.
@@ -37,7 +37,9 @@ import sys
 import threading
 from types import ModuleType
 
-# What a kernel imports before its first cell (ipykernel's debugger brings debugpy), and JAX.
+# What a kernel imports before its first cell (ipykernel's debugger brings debugpy); JAX with the
+# MLIR dialects its first lowering loads; course_lib and its checks (every lesson's module too),
+# which the notebook imports. The grader's probes still import course_lib.checks afresh.
 WARM = (
     "numpy",
     "jax",
@@ -45,6 +47,13 @@ WARM = (
     "ipykernel.kernelapp",
     "ipykernel.ipkernel",
     "ipykernel.debugger",
+    "jaxlib.mlir.dialects.mhlo",
+    "jaxlib.mlir.dialects.chlo",
+    "jaxlib.mlir.dialects.builtin",
+    "jaxlib.mlir.dialects.func",
+    "course_lib",
+    "course_lib.checks",
+    "course_lib.checks._runner",
 )
 CACHE_SETTINGS = {
     "JAX_COMPILATION_CACHE_DIR": "jax_compilation_cache_dir",
@@ -119,6 +128,7 @@ def serve(control: socket.socket) -> None:
     before = dict(os.environ)
     for name in WARM:
         importlib.import_module(name)
+    sys.modules["course_lib.checks"].all_exercises()  # imports every lesson's module
     imported = {k: v for k, v in os.environ.items() if k not in before}  # JAX sets a few
     if threading.active_count() != 1:
         control.sendall(

@@ -32,7 +32,7 @@ pytestmark = pytest.mark.skipif(
 # What a kernel can observe of how it was started, written to REPORT as JSON.
 LOOK_AROUND = """
 import json, os, random, resource, sys, tempfile
-import jax, numpy
+import course_lib.checks._lesson02, jax, numpy
 seen = {
     "cwd": os.getcwd(),
     "argv": sys.argv,
@@ -57,6 +57,7 @@ seen = {
     "cache folder": jax.config.jax_compilation_cache_dir,
     "cache threshold": jax.config.jax_persistent_cache_min_compile_time_secs,
     "devices": str(jax.devices()),
+    "course_lib": [course_lib.__file__, course_lib.checks._lesson02.__file__],
     "sum": float(jax.jit(lambda x: (x * x).sum())(jax.numpy.arange(4.0))),
     "random": [random.random(), float(numpy.random.rand()), os.urandom(8).hex()],
 }
