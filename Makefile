@@ -14,9 +14,12 @@ NBVAL := --nbval --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-tim
 # installed exactly (`uv sync --locked` refuses a lock that no longer matches pyproject.toml; `make
 # lock` updates it). uv is fetched into the venv first, at a fixed version, because it installs in
 # seconds; --compile-bytecode matters where PYTHONDONTWRITEBYTECODE is set (import jax drops from
-# ~1.7 s to ~0.5 s); --inexact keeps uv itself in the venv.
+# ~1.7 s to ~0.5 s); --inexact keeps uv itself in the venv. For the same reason course_lib and
+# course_tools are compiled here and before `make test`: the grader's kernels import
+# course_lib.checks afresh for every exercise they probe, and cannot write bytecode themselves.
 UV_VERSION := 0.13.9
 UV := $(BIN)/python -m uv
+COMPILE_OURS := $(BIN)/python -m compileall -q course_lib course_tools
 $(STAMP): pyproject.toml uv.lock
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "pytree-course needs Python 3.11 or newer; found " + sys.version.split()[0])'
 	@echo ">> creating the environment in $(VENV)/ from uv.lock (first time: about a minute)"
@@ -24,6 +27,7 @@ $(STAMP): pyproject.toml uv.lock
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)
 	$(UV) sync --quiet --locked --inexact --extra test --extra site --compile-bytecode --python $(BIN)/python
+	$(COMPILE_OURS)
 	@touch $(STAMP)
 	@echo ">> environment ready"
 
@@ -85,6 +89,7 @@ lint: $(STAMP)
 STAGES := build/stage-times.txt
 test: $(STAMP)
 	@rm -f $(STAGES)
+	@$(COMPILE_OURS)
 	@.ci/stage "1 lint, format and types" $(MAKE) --no-print-directory lint
 	@echo ">> 2/5 unit tests, doctests, exercises and grader"
 	@.ci/stage "2 unit tests, doctests, exercises and grader" \
