@@ -187,6 +187,29 @@ def test_to_tree_gradient_is_one_concatenate_not_a_padded_buffer_per_leaf() -> N
     assert "pad[" not in jaxpr and jaxpr.count("concatenate[") == 1
 
 
+def test_to_tree_outside_jit_compiles_per_leaf_shape_not_per_layout() -> None:
+    """One program returning every view would compile again for each new layout, and for seconds
+    with hundreds of leaves on the CPU backend; outside ``jit`` each leaf is read by a program
+    compiled once per shape (and buffer size), so another tree of those shapes compiles nothing."""
+
+    def tree_of(name: str) -> dict:
+        return {f"{name}{i:02d}": jnp.full((2, 3), float(i)) for i in range(40)} | {
+            "b": jnp.arange(5.0)
+        }
+
+    cl.FlatTree.from_tree(tree_of("p")).to_tree()
+    tree = tree_of("q")  # another structure, so another layout
+    flat = cl.FlatTree.from_tree(tree)
+    with cl.count_compiles() as counter:
+        back = flat.to_tree()
+        leaf = flat["['q07']"]
+    assert counter.compiles == 0
+    assert same_structure(back, tree)
+    for path in ("q00", "q07", "q39", "b"):
+        np.testing.assert_array_equal(back[path], tree[path])
+    np.testing.assert_array_equal(leaf, tree["q07"])
+
+
 def test_a_second_tree_like_the_first_costs_no_compile_and_gets_its_own_values() -> None:
     first = cl.FlatTree.from_tree({"w": jnp.ones((2, 3)), "b": jnp.zeros(2)})
     tree = {"w": jnp.asarray(np.full((2, 3), 5.0, np.float32)), "b": jnp.asarray([0.0, 1.0])}
