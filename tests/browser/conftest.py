@@ -138,16 +138,13 @@ class Notebooks:
         self.lab: LabPage | None = None
         self.kept: dict[str, NotebookPage] = {}
 
-    def open(self, relative: str) -> NotebookPage:
-        if self.lab is None:
-            self.lab = LabPage(self.server, self.browser)
-        return self.lab.open(relative)
-
     def run(self, relative: str, keep: bool = False) -> NotebookPage:
         """Open ``relative``, run all its cells, save; show the kept tab again when it was kept."""
         if relative in self.kept:
             return self.kept[relative].open()
-        page = self.open(relative)
+        if self.lab is None:
+            self.lab = LabPage(self.server, self.browser)
+        page = self.lab.open(relative)
         try:
             page.run_all()
         except BaseException:
