@@ -23,6 +23,7 @@ from course_tools.authoring.exercises import make_exercise
 from course_tools.grade.intake import detect_lesson, plan_cells, without_checks
 
 ROOT = Path(__file__).resolve().parents[2]
+COURSE_GRADE = [sys.executable, "-m", "course_tools.grade"]  # the command, run from the checkout
 SOLUTION = ROOT / "solutions" / "01_what_is_a_pytree.ipynb"
 NAME = SOLUTION.name
 IDS = ["01.count_params", "01.leaf_paths", "01.is_node", "01.replace_leaves", "01.same_structure"]
@@ -76,15 +77,7 @@ def grade(
     timeout: float = 600,
 ) -> subprocess.CompletedProcess[str]:
     """``course-grade PATHS --out OUT EXTRA...`` from the checkout, as an instructor runs it."""
-    command = [
-        sys.executable,
-        "-m",
-        "course_tools.grade",
-        *map(str, paths),
-        "--out",
-        str(out),
-        *extra,
-    ]
+    command = [*COURSE_GRADE, *map(str, paths), "--out", str(out), *extra]
     return subprocess.run(
         command, capture_output=True, text=True, timeout=timeout, cwd=ROOT, env=env
     )
@@ -102,7 +95,7 @@ def start_grader(*args: str, ctrl_c: bool) -> subprocess.Popen[str]:
     previous = signal.signal(signal.SIGINT, handler)
     try:
         return subprocess.Popen(
-            [sys.executable, "-m", "course_tools.grade", *args],
+            [*COURSE_GRADE, *args],
             cwd=ROOT,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -557,7 +550,7 @@ def test_unwritable_output_folder(tmp_path: Path, capsys: pytest.CaptureFixture[
 
 def test_help_exits_zero() -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "course_tools.grade", "--help"],
+        [*COURSE_GRADE, "--help"],
         capture_output=True,
         text=True,
         timeout=120,

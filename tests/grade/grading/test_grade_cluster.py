@@ -21,7 +21,7 @@ from pathlib import Path
 import nbformat
 import psutil
 import pytest
-from test_grade import ROOT, by_student, run_main, start_grader
+from test_grade import COURSE_GRADE, ROOT, by_student, run_main, start_grader
 
 from course_tools.grade.sandbox._launcher import KERNEL_NAME
 
@@ -32,8 +32,9 @@ DASK = Path(sys.executable).with_name("dask")
 
 
 def course_grade(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, "-m", "course_tools.grade", *args]
-    return subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=timeout)
+    return subprocess.run(
+        [*COURSE_GRADE, *args], capture_output=True, text=True, cwd=ROOT, timeout=timeout
+    )
 
 
 def small_class(tmp_path: Path, students: int = 3) -> Path:
