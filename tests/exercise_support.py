@@ -142,6 +142,8 @@ class LessonChecks:
     (tree_util loops, flatten/unflatten, casts as optax writes them, NumPy): each must pass.
     ``grading_seeds`` are the grader's seeds the right answers are judged on.
     Tests that take ``exercise_id`` run once per exercise, the hint test once per wrong answer.
+    Each exercise's ``mistakes`` (what the facilitator's guide says its check recognises) may name
+    no more mistakes than ``wrong`` has answers for it.
     """
 
     ids: tuple[str, ...] = ()
@@ -169,6 +171,18 @@ class LessonChecks:
             assert all(hasattr(cl, name) for name in exercise.forbidden)
         assert set(self.right) == set(self.ids)
         assert {exercise_id for exercise_id, _, _ in self.wrong} == set(self.ids)
+
+    def test_each_mistake_named_is_a_tested_wrong_answer(self) -> None:
+        """The facilitator's guide names the mistakes each check recognises: at least one per
+        exercise, and no more than the wrong answers whose hints this lesson's tests check."""
+        for exercise in checks.exercises(self.ids[0][:2]):
+            tested = sum(exercise_id == exercise.id for exercise_id, _, _ in self.wrong)
+            named = exercise.mistakes
+            assert 1 <= len(named) <= tested, (exercise.id, len(named), tested)
+            assert len(set(named)) == len(named), exercise.id
+            for mistake in named:
+                assert mistake == " ".join(mistake.split()) and mistake[0].islower(), mistake
+                assert len(mistake) <= 90 and not mistake.endswith("."), mistake
 
     def test_check_not_attempted(
         self, exercise_id: str, capsys: pytest.CaptureFixture[str]

@@ -122,6 +122,11 @@ COUNT_PARAMS = Exercise(
         "Add the counts of all leaves; a tree without leaves (or None) has 0 parameters.",
     ),
     forbidden=("tree_size", "tree_bytes", "tree_summary", "FlatTree"),
+    mistakes=(
+        "counts the leaves, not the elements in them",
+        "counts each `None` as a parameter",
+        "forgets `return`",
+    ),
 )
 
 
@@ -226,6 +231,10 @@ LEAF_PATHS = Exercise(
         ),
     ),
     forbidden=("tree_summary", "FlatTree"),
+    mistakes=(
+        "leaves out the paths of the `None` entries",
+        "returns a tuple instead of a list",
+    ),
 )
 
 
@@ -344,6 +353,11 @@ IS_NODE = Exercise(
             "leaves, and [x] is a node with one."
         ),
     ),
+    mistakes=(
+        "asks `treedef_is_leaf`, which calls `None` and empty containers leaves",
+        "decides by counting leaves",
+        "decides with `isinstance`, which misses registered classes",
+    ),
 )
 
 
@@ -421,6 +435,10 @@ REPLACE_LEAVES = Exercise(
             "jax.tree.unflatten."
         ),
         "None subtrees are part of the structure; they hold no leaves and take no values.",
+    ),
+    mistakes=(
+        "returns the new values instead of a tree",
+        "fills the leaves in insertion order, not in flatten order (dict keys sorted)",
     ),
 )
 
@@ -535,6 +553,10 @@ SAME_STRUCTURE = Exercise(
         "Leaves do not count: neither their values, nor their shapes, nor their types.",
     ),
     forbidden=("tree_diff", "tree_allclose", "assert_trees_close"),
+    mistakes=(
+        "compares the numbers of leaves",
+        "accepts any pair that `jax.tree.map` accepts, a prefix included",
+    ),
 )
 
 

@@ -228,6 +228,12 @@ SGD_STEP = Exercise(
     ),
     forbidden=("sgd", "momentum", "adam", "tree_add_scale", "tree_sub", "tree_scale", "tree_add"),
     stand_in=_sgd_stand_in,
+    mistakes=(
+        "adds the step instead of subtracting it",
+        "returns a flat list of leaves",
+        "leaves out the learning rate",
+        "forgets `return`",
+    ),
 )
 
 
@@ -331,6 +337,11 @@ AVERAGE_TREES = Exercise(
         ),
     ),
     forbidden=("tree_add", "tree_scale", "tree_add_scale", "tree_sum"),
+    mistakes=(
+        "sums the trees instead of averaging them",
+        "returns a list of scaled trees instead of one tree",
+        "averages the entries inside each leaf",
+    ),
 )
 
 
@@ -484,6 +495,13 @@ MAKE_SGD_STEP = Exercise(
     ),
     forbidden=_STEP_FORBIDDEN,
     uses=("02.sgd_step",),
+    mistakes=(
+        "does not jit the step",
+        "makes the learning rate static, so each new rate compiles again",
+        "climbs the loss instead of descending",
+        "returns only the new parameters, not `(new_params, loss)`",
+        "returns the loss after the update instead of before it",
+    ),
 )
 
 
@@ -650,6 +668,11 @@ GLOBAL_NORM = Exercise(
     ),
     forbidden=("tree_norm", "tree_vdot", "tree_sum", "FlatTree"),
     stand_in=_global_norm_stand_in,
+    mistakes=(
+        "returns the sum of squares, without the square root",
+        "returns one norm per leaf",
+        "adds up the leaves' own norms",
+    ),
 )
 
 
@@ -829,6 +852,13 @@ CLIP_BY_GLOBAL_NORM = Exercise(
     ),
     forbidden=("tree_norm", "tree_vdot", "tree_sum", "tree_scale", "FlatTree"),
     uses=("02.global_norm",),
+    mistakes=(
+        "clips each leaf by its own norm",
+        "scales even when the global norm is below `max_norm`",
+        "uses a Python `if` on a traced value, which fails under `jit`",
+        "divides by a zero norm and gets `nan`",
+        "uses the sum of squares as the norm",
+    ),
 )
 
 
@@ -941,6 +971,12 @@ STACK_TREES = Exercise(
         ),
     ),
     forbidden=("FlatTree",),
+    mistakes=(
+        "transposes the list instead of stacking it",
+        "concatenates along an existing axis",
+        "returns a list of trees",
+        "stacks along the last axis instead of a new first one",
+    ),
 )
 
 

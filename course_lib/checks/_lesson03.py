@@ -525,6 +525,7 @@ def _class_exercise(
     register_hint: str,
     static_hint: str,
     hints: tuple[str, ...],
+    mistakes: tuple[str, ...],
 ) -> Exercise:
     """A class exercise of this lesson: ``define_<kind>()`` returns the class ``name``, probed and
     judged as ``spec`` says.
@@ -541,6 +542,7 @@ def _class_exercise(
         probe=_class_probe(spec),
         judge=_judge_class(spec, name, register_hint, static_hint),
         hints=hints,
+        mistakes=mistakes,
     )
 
 
@@ -602,6 +604,14 @@ DENSE = _class_exercise(
             "empty subtree."
         ),
     ),
+    mistakes=(
+        "leaves the class unregistered, so JAX sees one leaf",
+        "makes `activation` a child instead of static configuration",
+        "declares the fields in another order than `w, b, activation`",
+        "registers it by hand, so its key paths lose the field names",
+        "forgets `return Dense`",
+        "returns an instance instead of the class",
+    ),
 )
 
 
@@ -660,6 +670,13 @@ CONV1D = _class_exercise(
         "Then register: jax.tree_util.register_pytree_node(Conv1D, conv1d_flatten, "
         "conv1d_unflatten).",
     ),
+    mistakes=(
+        "makes `stride` and `padding` children instead of auxiliary data",
+        "drops the auxiliary data, and `stride` with it",
+        "unflattens into a tuple instead of a `Conv1D`",
+        "leaves part of the stub in place",
+        "keeps the configuration in a dict, which cannot be hashed",
+    ),
 )
 
 
@@ -716,6 +733,11 @@ LAYER_NORM = _class_exercise(
             "Make the instance with object.__new__(cls), then set scale, offset and eps on it "
             "directly."
         ),
+    ),
+    mistakes=(
+        "unflattens through `__init__`, which converts its children (Pitfall 3)",
+        "makes `eps` a child instead of auxiliary data",
+        "drops `eps` from the structure",
     ),
 )
 
@@ -889,6 +911,13 @@ DECAY_WEIGHTS = Exercise(
             "Return leaf * (1 - rate) when the last key is named 'w', and the leaf unchanged "
             "otherwise."
         ),
+    ),
+    mistakes=(
+        "looks for the text `.w`, which a dict key prints as `['w']`",
+        "decays leaves whose last key is not `w`",
+        "multiplies by `rate` instead of `1 - rate`",
+        "fails on a leaf with an empty key path",
+        "forgets `return`",
     ),
 )
 

@@ -245,6 +245,13 @@ DENSE = Exercise(
         "Fields in this order: w, b, activation='tanh', use_bias=True. __call__(self, x) computes "
         "x @ w, adds b only when use_bias, then applies ACTIVATIONS[activation].",
     ),
+    mistakes=(
+        "stores `activation` as a leaf, and `jit` cannot trace a string",
+        "stores `use_bias` as a leaf, so it is traced",
+        "leaves the class unregistered",
+        "marks the weights static: arrays are never static (Pitfall 8)",
+        "keeps a bias when `use_bias=False`",
+    ),
 )
 
 
@@ -375,6 +382,11 @@ FIXED_MLP = Exercise(
         "Mark a field static with field(metadata={'static': True}); a field without a "
         "default cannot follow one with a default, so keep the order layers, depth, act, "
         "scale=1.0.",
+    ),
+    mistakes=(
+        "makes `scale` static, so every new scale compiles again",
+        "leaves `depth` a leaf, so it is traced",
+        "leaves the bug in place: `act` is still a leaf",
     ),
 )
 
@@ -507,6 +519,12 @@ FROZEN_CONFIG = Exercise(
         "A list field makes the hash fail even in a frozen dataclass: in __post_init__, store "
         "tuple(self.hidden) with object.__setattr__(self, 'hidden', ...) (a frozen "
         "dataclass refuses self.hidden = ...).",
+    ),
+    mistakes=(
+        "uses a plain `@dataclass`, which cannot be hashed (Pitfall 7)",
+        "keeps `hidden` as the list it was given",
+        "uses `unsafe_hash` on a class that can still change",
+        "compares by identity, so equal configs are not equal",
     ),
 )
 
@@ -719,6 +737,12 @@ STATIC_AND_TRACED = Exercise(
         "jax.tree_util.flatten_one_level_with_keys(obj) gives the same pairs.)",
         "dataclasses.fields(obj) lists every field in declaration order: the ones JAX did "
         "not give as children are static.",
+    ),
+    mistakes=(
+        "reads field metadata that some registered classes do not carry",
+        "decides by the leaves, missing a traced field that holds `None`",
+        "returns key paths instead of field names",
+        "sorts the names instead of keeping their declaration order",
     ),
 )
 

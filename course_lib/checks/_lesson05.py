@@ -243,6 +243,13 @@ MAKE_STEP = Exercise(
         "make_step returns a small function that converts lr and calls it.",
     ),
     forbidden=("sgd", "momentum", "adam", "tree_add_scale", "tree_scale", "tree_sub", "tree_add"),
+    mistakes=(
+        "a plain `jax.jit`: Python and JAX learning rates compile separately (Pitfall 11)",
+        "converts `lr` inside the jitted function, too late",
+        "makes `lr` a static argument",
+        "does not jit at all",
+        "adds `lr * grads` instead of subtracting it",
+    ),
 )
 
 
@@ -453,6 +460,16 @@ PAD_TO_BUCKET = Exercise(
         "(np.pad or jnp.pad with one (before, after) pair per axis); the dtype stays.",
         "The mask is np.arange(size) < n; raise ValueError when no bucket is large enough.",
     ),
+    mistakes=(
+        "does not pad, so every batch size compiles",
+        "pads to the largest bucket instead of the smallest that fits",
+        "takes the first bucket that fits, though the buckets are not sorted",
+        "pads a batch that already fills a bucket to the next one",
+        "makes a float mask instead of a boolean one",
+        "pads with float64 zeros, which changes the dtype",
+        "puts the padding in front",
+        "returns instead of raising `ValueError` when no bucket fits",
+    ),
 )
 
 
@@ -581,6 +598,12 @@ INIT_STATE = Exercise(
         "loss_avg as jnp.zeros((), jnp.float32) and step as jnp.zeros((), jnp.int32).",
     ),
     forbidden=("tree_zeros_like", "tree_full_like", "momentum", "adam"),
+    mistakes=(
+        "starts with the parameters only, so later states gain keys (Pitfall 5)",
+        "leaves out the velocity",
+        "starts with Python numbers, which are weakly typed (Pitfall 11)",
+        "counts steps in a float",
+    ),
 )
 
 
@@ -695,6 +718,12 @@ MAKE_SCALED = Exercise(
         "argument and not a value captured when the function is built.",
     ),
     forbidden=("tree_scale",),
+    mistakes=(
+        "jits a fresh function every time `make_scaled` is called",
+        "jits a new lambda on every call (Pitfall 12)",
+        "makes `factor` a static argument",
+        "keeps one jitted function for every `f`",
+    ),
 )
 
 

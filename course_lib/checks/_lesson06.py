@@ -281,6 +281,15 @@ MOMENTUM_STEP = Exercise(
         "shaped like params. Return them as a tuple: (new_params, new_velocity).",
     ),
     forbidden=("momentum", "tree_add", "tree_add_scale", "tree_scale", "tree_sub"),
+    mistakes=(
+        "moves the parameters with the old velocity",
+        "averages the gradients into the velocity (dampened momentum)",
+        "puts the learning rate inside the velocity",
+        "returns the velocity as a list of leaves",
+        "swaps the two results",
+        "returns the velocity that came in",
+        "returns a list instead of a tuple",
+    ),
 )
 
 
@@ -410,6 +419,13 @@ ADAM_INIT = Exercise(
         ),
     ),
     forbidden=("adam", "tree_zeros_like", "tree_full_like"),
+    mistakes=(
+        "returns a plain tuple instead of the state class",
+        "keeps the count as a Python int",
+        "makes float32 moments for float16 parameters",
+        "builds the moments as lists of leaves",
+        "returns the course's own `AdamState`, whose fields differ",
+    ),
 )
 
 
@@ -686,6 +702,14 @@ ADAM_STEP = Exercise(
         "int32 array and mu, nu shaped like params (None subtrees stay None).",
     ),
     forbidden=("adam",),
+    mistakes=(
+        "leaves out the bias correction",
+        "corrects with the count from before the step",
+        "adds one to a count already increased",
+        "puts `eps` inside the square root",
+        "does not increase the count",
+        "returns a plain tuple as the new state",
+    ),
 )
 
 
@@ -847,6 +871,12 @@ SAVE_CHECKPOINT = Exercise(
         "None subtrees have no leaves and so no entries; write nothing else to the file.",
     ),
     forbidden=("save_tree", "load_tree"),
+    mistakes=(
+        "names the entries `arr_0`, `arr_1`, ... by position",
+        "names the entries by something other than the leaves' key paths",
+        "adds `.npz` to a path that already ends in it",
+        "writes entries for `None` subtrees",
+    ),
 )
 
 
@@ -1080,6 +1110,12 @@ RESTORE_CHECKPOINT = Exercise(
         "arrays in the order of its leaves; None subtrees have no entries.",
     ),
     forbidden=("save_tree", "load_tree"),
+    mistakes=(
+        "does not check the structure, and fails with `KeyError`",
+        "checks the names but not the shapes",
+        "raises an error that does not say where the trees differ",
+        "fills the leaves in the sorted order of the names",
+    ),
 )
 
 
@@ -1347,6 +1383,15 @@ TRAIN_LOOP = Exercise(
         "tree_add_scale",
         "tree_scale",
         "tree_sub",
+    ),
+    mistakes=(
+        "creates the optimizer state inside the loop, so the carry changes structure (Pitfall 15)",
+        "lets a leaf of the carry change dtype",
+        "lets a leaf of the carry change shape",
+        "starts a float32 velocity for bfloat16 parameters",
+        "loops in Python instead of with `lax.scan`",
+        "records the loss after each step instead of before it",
+        "turns the losses into Python floats, which fails under `jit`",
     ),
 )
 

@@ -348,6 +348,15 @@ SHARDINGS_FROM_RULES = Exercise(
         "more entries than leaf.ndim; no such rule means P(). Return NamedSharding(mesh, "
         "spec) for every leaf.",
     ),
+    mistakes=(
+        "lets the last matching rule decide instead of the first",
+        "gives a leaf a spec with more entries than it has dimensions",
+        "matches with `re.match` instead of `re.search`",
+        "matches the rules against `keystr`'s default format",
+        "returns bare `PartitionSpec`s instead of `NamedSharding`s",
+        "builds its own mesh instead of using the one passed in",
+        "drops the `None` subtrees",
+    ),
 )
 
 
@@ -540,6 +549,13 @@ BYTES_PER_DEVICE = Exercise(
         ),
     ),
     forbidden=("tree_bytes_per_device",),
+    mistakes=(
+        "counts the bytes of the whole tree",
+        "divides every leaf by the number of devices, replicated ones included",
+        "assumes 4 bytes per element",
+        "skips `ShapeDtypeStruct` leaves that have a sharding",
+        "returns text instead of an int",
+    ),
 )
 
 
@@ -738,6 +754,12 @@ ABSTRACT_SIZE = Exercise(
         ),
     ),
     forbidden=("tree_size", "tree_bytes", "tree_summary"),
+    mistakes=(
+        "runs `init` for real instead of with `jax.eval_shape`",
+        "assumes 4 bytes per element",
+        "counts leaves instead of parameters",
+        "swaps the two numbers",
+    ),
 )
 
 
@@ -905,6 +927,11 @@ SHARDED_INIT = Exercise(
             "computes only its own blocks."
         ),
     ),
+    mistakes=(
+        "creates the whole tree first, then moves it into shards",
+        "leaves the parameters unsharded",
+        "calls `init` with another key",
+    ),
 )
 
 
@@ -1052,6 +1079,10 @@ RESTORE_RESHARDED = Exercise(
         "calls f(sharding, subtree) with the whole subtree that one sharding covers.",
         "Inside f, jax.tree.map over the subtree makes jax.ShapeDtypeStruct(s.shape, "
         "s.dtype, sharding=sharding) for each leaf s; restore into the tree that builds.",
+    ),
+    mistakes=(
+        "restores into the layout the checkpoint was saved with",
+        "returns NumPy arrays instead of `jax.Array`s",
     ),
 )
 

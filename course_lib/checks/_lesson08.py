@@ -185,6 +185,11 @@ GUARDED_STEP = Exercise(
         "(p - lr * g).astype(p.dtype) over params and grads, the other returns params. skipped is "
         "jnp.logical_not(pred).",
     ),
+    mistakes=(
+        "uses a Python `if` on a traced value",
+        "has `lax.cond` branches whose dtypes differ (Pitfall 21)",
+        "steps even when a gradient holds a NaN or an inf",
+    ),
 )
 
 
@@ -296,6 +301,10 @@ SCAN_LAYERS = Exercise(
         "body returns (new_h, None): the new carry and no per-layer output. scan returns "
         "(final_h, None); "
         "return final_h.",
+    ),
+    mistakes=(
+        "loops over the layers in Python, unrolling every one",
+        "returns the stacked outputs instead of the final carry",
     ),
 )
 
@@ -446,6 +455,11 @@ CLIP_PER_LEAF = Exercise(
         "bwd returns a tuple, one entry per argument: (jax.tree.map(lambda x: jnp.clip(x, -limit, "
         "limit), g), None).",
     ),
+    mistakes=(
+        "returns a bare tree from the backward rule (Pitfall 22)",
+        "changes the forward value instead of passing `params` through",
+        "clips by the global norm instead of each leaf on its own",
+    ),
 )
 
 
@@ -519,6 +533,10 @@ ENSEMBLE_PREDICT = Exercise(
         "jax.vmap(predict, in_axes=...) maps the leaves whose in_axes entry is 0 and passes those "
         "with None whole.",
         "in_axes is a prefix of (params, x): ({'member': 0, 'shared': None}, None).",
+    ),
+    mistakes=(
+        "maps over the shared parameters too",
+        "puts the member axis last instead of first",
     ),
 )
 
@@ -622,6 +640,11 @@ SCALED_UPDATES = Exercise(
         "jax.tree.map(f, lrs, grads) "
         "calls f(lr, subtree) once per learning rate.",
         "Each update is (-lr * g).astype(g.dtype); None subtrees of grads stay None.",
+    ),
+    mistakes=(
+        "maps over the gradients first, so the prefix tree of rates is not the first tree",
+        "climbs: the update is `-lr * g`",
+        "returns float32 updates for bfloat16 gradients",
     ),
 )
 

@@ -157,6 +157,12 @@ DECAY_MASK = Exercise(
         "'w'.",
     ),
     forbidden=("tree_mask", "tree_labels"),
+    mistakes=(
+        "writes the rule against `keystr`'s default format (Pitfall 26)",
+        "looks for a substring instead of the last part of the name",
+        "decides by the number of dimensions, not by the names",
+        "drops the `None` subtrees, so the mask's structure differs (Pitfall 23)",
+    ),
 )
 
 
@@ -252,6 +258,12 @@ FREEZE_GROUP = Exercise(
         "tree_mask",
         "tree_labels",
         "tree_add_scale",
+    ),
+    mistakes=(
+        "freezes by `name.startswith`, which catches other groups too",
+        "freezes nothing",
+        "freezes the wrong group",
+        "reads the group from `keystr`'s default format",
     ),
 )
 
@@ -351,6 +363,12 @@ SPLIT_BY_MASK = Exercise(
         "(selected, rest).",
     ),
     forbidden=("partition", "combine"),
+    mistakes=(
+        "swaps the two halves",
+        "fills the placeholders with zeros instead of `None`",
+        "drops keys instead of keeping `None` placeholders",
+        "returns one tree instead of a pair",
+    ),
 )
 
 
@@ -427,6 +445,11 @@ GROUP_SGD = Exercise(
         "Each leaf becomes p - rates[group] * g.",
     ),
     forbidden=("multi_transform", "masked", "sgd", "tree_labels", "tree_add_scale"),
+    mistakes=(
+        "gives every leaf the first group's rate",
+        "steps uphill",
+        "reads the group from the wrong part of the name",
+    ),
 )
 
 
@@ -497,6 +520,11 @@ COUNT_BY_GROUP = Exercise(
         "params.items()}.",
     ),
     forbidden=("tree_size", "tree_summary", "tree_bytes"),
+    mistakes=(
+        "leaves out a group without leaves, which has 0 parameters",
+        "counts leaves instead of parameters",
+        "shares the counts out to the wrong groups",
+    ),
 )
 
 

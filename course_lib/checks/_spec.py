@@ -62,7 +62,10 @@ class Exercise:
     ``uses`` lists the ids of earlier exercises whose functions an answer may call
     (``make_sgd_step`` calls ``sgd_step``): while this one is probed, each is replaced in the
     learner's namespace by that exercise's ``stand_in`` (a JAX version of its reference that works
-    under ``jit``), so a wrong helper costs points once, in its own exercise."""
+    under ``jit``), so a wrong helper costs points once, in its own exercise. ``mistakes`` names
+    in a few words each typical wrong answer that ``judge`` meets with a targeted hint ("counts
+    the leaves, not the elements in them"); the facilitator's guide lists them, and each one is a
+    wrong answer that the lesson's tests check the hint of."""
 
     id: str
     name: str
@@ -77,6 +80,7 @@ class Exercise:
     forbidden_modules: tuple[str, ...] = ()
     uses: tuple[str, ...] = ()
     stand_in: Callable[..., Any] | None = None
+    mistakes: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         lesson, dot, short = self.id.partition(".")
