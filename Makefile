@@ -26,7 +26,7 @@ $(STAMP): pyproject.toml uv.lock
 	@rm -rf $(VENV)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)
-	$(UV) sync --quiet --locked --inexact --extra test --extra site --compile-bytecode --python $(BIN)/python
+	$(UV) sync --quiet --locked --inexact --extra test --extra site --extra room --compile-bytecode --python $(BIN)/python
 	$(COMPILE_OURS)
 	@touch $(STAMP)
 	@echo ">> environment ready"
@@ -68,6 +68,7 @@ KERNEL_TESTS := $(KERNEL_TESTS_LONGEST_FIRST) $(filter-out $(KERNEL_TESTS_LONGES
   $(sort $(wildcard tests/grade/test_*.py tests/grade/sandbox/test_*.py) \
   tests/authoring/test_execute.py tests/authoring/test_exercises_generator.py \
   tests/authoring/test_navigation.py tests/authoring/test_authoring_files.py \
+  tests/room/test_room_server.py \
   tests/course/test_lab.py tests/course/test_code_health.py))
 IN_PROCESS_TESTS := $(filter-out $(KERNEL_TESTS),$(ALL_TESTS))
 

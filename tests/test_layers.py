@@ -213,6 +213,30 @@ def test_grader_wings_import_one_way() -> None:
     assert wrong == []
 
 
+ROOM = "course_tools.room"
+
+
+def test_the_room_stands_apart_from_the_grader_and_authoring() -> None:
+    """The room (``course-room``) takes the exercises from ``course_lib.checks`` and nothing from
+    the other tools; no other tool imports it."""
+    wrong = []
+    for i in IMPORTS:
+        reached = target(i) or ""
+        inside = i.importer.startswith(ROOM)
+        if inside and reached.startswith("course_tools") and not reached.startswith(ROOM):
+            wrong.append(f"the room imports {reached}: {i.importer}:{i.line}")
+        if not inside and reached.startswith(ROOM):
+            wrong.append(f"{i.importer}:{i.line} imports the room")
+    assert wrong == []
+
+
+def test_the_learners_side_of_the_room_sends_with_the_standard_library_only() -> None:
+    sending = [i for i in IMPORTS if i.importer == "course_lib.checks._room"]
+    assert sending, "course_lib.checks._room was not found"
+    outside = [i.module for i in sending if i.module.split(".")[0] not in sys.stdlib_module_names]
+    assert outside == []
+
+
 def test_base_modules_of_course_tools_import_no_tool() -> None:
     bases = {"course_tools._notebook_files", "course_tools._course"}
     wrong = [

@@ -79,11 +79,15 @@ from ._registry import all_exercises as all_exercises
 from ._registry import exercises as exercises
 from ._registry import get_exercise as get_exercise
 from ._registry import lessons as lessons
+from ._room import join_room as join_room
+from ._room import leave_room as leave_room
+from ._room import valid_name as valid_name
 from ._selfcheck import CheckFailedError as CheckFailedError
 from ._selfcheck import check as check
 from ._selfcheck import evaluate as evaluate
 from ._selfcheck import is_strict as is_strict
 from ._selfcheck import progress as progress
+from ._selfcheck import ready as ready
 from ._selfcheck import reset_hints as reset_hints
 from ._selfcheck import set_strict as set_strict
 from ._spec import Case as Case

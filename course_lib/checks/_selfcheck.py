@@ -1,5 +1,8 @@
-"""The two calls a learner makes in an exercise notebook: ``check`` after each exercise,
-``progress`` at the end."""
+"""The calls a learner makes: ``check`` after each exercise, ``progress`` at the end of an
+exercise notebook, and ``ready`` at the end of lesson 00's self-test.
+
+In a workshop room (``_room``), ``check`` and ``ready`` also send the instructor one event each.
+"""
 
 import os
 import sys
@@ -10,6 +13,7 @@ from ._evaluate import judge_outcomes, probe_all, reference_results
 from ._picture import in_notebook, structure_picture
 from ._plain import describe
 from ._registry import exercises, get_exercise
+from ._room import OUTCOMES, send_event
 from ._spec import Exercise, Status, Verdict, round_points
 
 _strict_override: bool | None = None
@@ -122,6 +126,11 @@ def check(exercise_id: str, fn: Callable[..., Any], *, strict: bool | None = Non
     exercise = get_exercise(exercise_id)
     verdict, results = _evaluate(exercise, fn)
     text = _report(exercise, verdict)
+    shown = (
+        _hints_shown.get(exercise.id, 0) if verdict.status in ("failed", "flagged", "error") else 0
+    )
+    outcome = OUTCOMES.get(verdict.status, "error")
+    send_event({"kind": "check", "exercise": exercise.id, "outcome": outcome, "hint": shown})
     if verdict.status != "passed" and (is_strict() if strict is None else strict):
         raise CheckFailedError(text)
     picture = structure_picture(*results) if results and in_notebook() else None
@@ -174,3 +183,32 @@ def progress(lesson: str, *, strict: bool | None = None) -> None:
     if passed < len(rows) and (is_strict() if strict is None else strict):
         raise CheckFailedError(text)
     print(text)
+
+
+def ready() -> bool:
+    """Lesson 00's last self-test: JAX compiles and differentiates here. Prints the JAX version and
+    backend, and in a workshop room tells the instructor that this learner is set up.
+
+    Returns whether everything worked; never raises.
+    """
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    problem = ""
+    try:
+        x = jnp.arange(6.0)
+        total = float(jax.jit(lambda a: (a**2).sum())(x))
+        slope = np.asarray(jax.grad(lambda a: (a**2).sum())(x))
+        if total != 55.0 or not np.allclose(slope, 2 * np.arange(6.0)):
+            problem = f"jit gave {total} (expected 55.0) and grad gave {slope} (expected 2x)"
+    except Exception as error:  # noqa: BLE001 (reported, never raised: this is the diagnosis)
+        problem = f"{type(error).__name__}: {error}"
+    backend = jax.default_backend()
+    event = {"kind": "ready", "outcome": "error" if problem else "passed", "jax": jax.__version__}
+    send_event({**event, "backend": backend})
+    if problem:
+        print(f"Not ready: JAX {jax.__version__} on {backend} failed: {problem}")
+    else:
+        print(f"Ready: JAX {jax.__version__} compiles and differentiates on the {backend} backend.")
+    return not problem

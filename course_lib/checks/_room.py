@@ -1,0 +1,310 @@
+"""A workshop's room: each self-check tells the instructor's dashboard how it went.
+
+The instructor runs ``course-room serve`` (``course_tools.room``), which prints a join line::
+
+    from course_lib.checks import join_room
+    join_room("http://192.168.1.20:8765", code="K7PX-3MQD", name="Ada")
+
+or, before starting Jupyter, one environment variable::
+
+    COURSE_ROOM="http://192.168.1.20:8765?code=K7PX-3MQD&name=Ada" jupyter lab
+
+From then on every ``check`` sends one small event: the room's code, the learner's name, the
+exercise, its outcome, the hint number shown and the time. Never code, outputs or values.
+
+A check never waits on the room: events go to a queue that one background thread empties, with a
+short timeout, retrying while the room does not answer. Nothing here raises into a check; when the
+room cannot be reached, the next check prints one notice, once per session. Standard library only.
+"""
+
+from __future__ import annotations
+
+import collections
+import http.client
+import json
+import os
+import threading
+import time
+import unicodedata
+import urllib.error
+import urllib.parse
+import urllib.request
+from typing import Any
+
+ROOM_ENV = "COURSE_ROOM"
+"""The environment variable that joins a room when the first check runs: ``URL?code=…&name=…``."""
+
+NAME_LIMIT = 64
+OUTCOMES = {
+    "passed": "passed",
+    "failed": "incorrect",
+    "flagged": "incorrect",
+    "error": "error",
+    "not_attempted": "not_attempted",
+}
+"""A check's verdict status, as the room names the outcome."""
+
+_SENT = (
+    "each check now sends the room your name, the exercise, its outcome (passed, incorrect, "
+    "not attempted or error), the hint number shown and the time; never your code or its values"
+)
+_CLOUD_ADVICE = (
+    "If this notebook runs on Colab or Binder, it runs on a server in the cloud that cannot see "
+    "your room's local network: ask your instructor for the room's public address. Your checks "
+    "work as usual either way; the instructor just does not see them."
+)
+
+
+class RoomClient:
+    """Sends one learner's events to a room from a background thread, never raising.
+
+    ``send`` only appends to a bounded queue (the oldest event is dropped when it is full) and
+    returns at once. The thread posts each event with ``timeout`` seconds to answer; a room that
+    does not answer, answers 5xx or asks to slow down (429) gets the same event again after a
+    pause that doubles up to ``max_pause``. An event the room refuses (another 4xx) is dropped.
+    Either way :meth:`take_notice` hands out one line saying so, once.
+
+    >>> client = RoomClient("http://127.0.0.1:9", code="K7PX-3MQD", name="Ada")
+    >>> client.events_url
+    'http://127.0.0.1:9/api/events'
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        code: str,
+        name: str,
+        timeout: float = 2.0,
+        queue_size: int = 500,
+        max_pause: float = 30.0,
+    ) -> None:
+        self.url = url.rstrip("/")
+        self.code = code
+        self.name = name
+        self.timeout = timeout
+        self.max_pause = max_pause
+        self.events_url = f"{self.url}/api/events"
+        self._queue: collections.deque[dict[str, Any]] = collections.deque(maxlen=queue_size)
+        self._wake = threading.Condition()
+        self._closed = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._notice: str | None = None
+        self._noticed = False
+        self.sent = 0
+
+    def post(self, event: dict[str, Any], timeout: float | None = None) -> tuple[int | None, str]:
+        """POST one event now: the HTTP status (``None`` when the room did not answer) and the
+        room's message or the network's reason."""
+        body = json.dumps({"code": self.code, "name": self.name, **event}).encode()
+        request = urllib.request.Request(
+            self.events_url,
+            data=body,
+            headers={"Content-Type": "application/json", "User-Agent": "pytree-course-room"},
+            method="POST",
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=timeout or self.timeout) as response:
+                return response.status, ""
+        except urllib.error.HTTPError as error:
+            return error.code, _error_message(error)
+        except (OSError, ValueError, http.client.HTTPException) as error:  # URLError and timeouts
+            # are OSErrors; a reply that is not HTTP raises HTTPException
+            reason = getattr(error, "reason", None) or error
+            return None, str(reason) or type(error).__name__
+
+    def send(self, event: dict[str, Any]) -> None:
+        """Queue one event (the time is added here) and return at once."""
+        if self._closed.is_set():
+            return
+        with self._wake:
+            self._queue.append({**event, "sent_at": round(time.time(), 3)})
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="course-room", daemon=True)
+                self._thread.start()
+            self._wake.notify()
+
+    def take_notice(self) -> str | None:
+        """The line about a room that did not answer or refused an event, the first time only."""
+        if self._notice is None or self._noticed:
+            return None
+        self._noticed = True
+        return self._notice
+
+    def pending(self) -> int:
+        """How many events wait to be sent."""
+        return len(self._queue)
+
+    def close(self) -> None:
+        """Stop sending; what is still queued is dropped."""
+        self._closed.set()
+        with self._wake:
+            self._queue.clear()
+            self._wake.notify()
+
+    def _run(self) -> None:
+        pause = 0.5
+        while not self._closed.is_set():
+            with self._wake:
+                while not self._queue and not self._closed.is_set():
+                    self._wake.wait()
+                if self._closed.is_set():
+                    return
+                event = self._queue[0]
+            status, message = self.post(event)
+            if status is not None and status < 300:
+                self._done(event)
+                self.sent += 1
+                pause = 0.5
+            elif status is None or status >= 500 or status == 429:
+                why = f"answered {status}" if status else f"did not answer ({message})"
+                self._note(
+                    f"(the workshop room at {self.url} {why}; your checks work as usual, and "
+                    "the room gets them when it answers again)"
+                )
+                self._closed.wait(pause)
+                pause = min(pause * 2, self.max_pause)
+            else:
+                self._done(event)
+                self._note(f"(the workshop room refused a check: {message or status})")
+
+    def _done(self, event: dict[str, Any]) -> None:
+        with self._wake:
+            if self._queue and self._queue[0] is event:
+                self._queue.popleft()
+
+    def _note(self, text: str) -> None:
+        if self._notice is None:
+            self._notice = text
+
+
+def _error_message(error: urllib.error.HTTPError) -> str:
+    try:
+        data = json.loads(error.read() or b"{}")
+    except (OSError, ValueError):
+        return error.reason or str(error.code)
+    return str(data.get("error") or error.reason or error.code)
+
+
+def valid_name(name: Any) -> str:
+    """A learner's name as the room takes it: 1 to 64 printable characters, spaces trimmed.
+
+    >>> valid_name("  Ada Lovelace ")
+    'Ada Lovelace'
+    >>> valid_name("a\\nb")
+    Traceback (most recent call last):
+    ...
+    ValueError: a name must be 1 to 64 printable characters, got 'a\\nb'
+    """
+    text = name.strip() if isinstance(name, str) else ""
+    if not 1 <= len(text) <= NAME_LIMIT or any(
+        unicodedata.category(c).startswith("C") for c in text
+    ):
+        raise ValueError(f"a name must be 1 to {NAME_LIMIT} printable characters, got {name!r}")
+    return text
+
+
+def parse_room(value: str) -> tuple[str, str, str]:
+    """``(url, code, name)`` from ``COURSE_ROOM``'s form ``URL?code=…&name=…``.
+
+    >>> parse_room("http://10.0.0.5:8765?code=K7PX-3MQD&name=Ada Lovelace")
+    ('http://10.0.0.5:8765', 'K7PX-3MQD', 'Ada Lovelace')
+    """
+    parts = urllib.parse.urlsplit(value.strip())
+    query = urllib.parse.parse_qs(parts.query)
+    code, name = query.get("code", [""])[0], query.get("name", [""])[0]
+    if parts.scheme not in ("http", "https") or not parts.netloc or not code or not name:
+        raise ValueError(
+            f"{ROOM_ENV} must look like 'http://HOST:PORT?code=CODE&name=YOUR NAME' (the line "
+            f"your instructor's room printed), got {value!r}"
+        )
+    url = urllib.parse.urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))
+    return url.rstrip("/"), code, valid_name(name)
+
+
+_room: RoomClient | None = None
+_env_read = False
+_lock = threading.Lock()
+
+
+def join_room(url: str, *, code: str, name: str, timeout: float = 3.0) -> None:
+    """Join a workshop's room: from now on each self-check tells the instructor how it went.
+
+    Asks the room once, waiting at most ``timeout`` seconds, and says in one sentence what will be
+    sent, or why the room could not be reached (checks then still work, and events are sent if the
+    room answers later). A code the room refuses joins nothing.
+    """
+    global _room
+    parts = urllib.parse.urlsplit(url.strip())
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ValueError(
+            f"the room's address must start with http:// or https://, got {url!r}: copy it from "
+            "the join line your instructor gave"
+        )
+    client = RoomClient(url.strip(), code=str(code).strip(), name=valid_name(name))
+    status, message = client.post({"kind": "join"}, timeout=timeout)
+    if status is not None and 400 <= status < 500:
+        print(
+            f"Not joined: the room at {client.url} refused you ({message}). Check the code and "
+            "name against your instructor's join line, then run this cell again."
+        )
+        return
+    leave_room()
+    with _lock:
+        _room = client
+    if status is not None and status < 300:
+        print(f"Joined the room at {client.url} as {client.name!r}: {_SENT}.")
+        return
+    why = f"it answered {status}" if status else f"it did not answer ({message})"
+    client._noticed = True  # said here, once
+    print(
+        f"Could not reach the room at {client.url}: {why}. Check the address against your "
+        f"instructor's join line. {_CLOUD_ADVICE} Until it answers, checks are kept and sent "
+        "once it does."
+    )
+
+
+def leave_room() -> None:
+    """Stop sending this session's checks to a room."""
+    global _room
+    with _lock:
+        room, _room = _room, None
+    if room is not None:
+        room.close()
+
+
+def current_room() -> RoomClient | None:
+    """The room this session sends to: the one joined, else the one ``COURSE_ROOM`` names (joined
+    here, without waiting), else ``None``."""
+    global _room, _env_read
+    with _lock:
+        if _room is not None or _env_read:
+            return _room
+        _env_read = True
+        value = os.environ.get(ROOM_ENV, "").strip()
+        if not value:
+            return None
+        try:
+            url, code, name = parse_room(value)
+        except ValueError as error:
+            print(f"(not joining a workshop room: {error})")
+            return None
+        _room = RoomClient(url, code=code, name=name)
+    print(f"(joined the workshop room at {url} as {name!r} from {ROOM_ENV}: {_SENT})")
+    _room.send({"kind": "join"})
+    return _room
+
+
+def send_event(event: dict[str, Any]) -> None:
+    """Hand one event to the room, if this session is in one, and print the room's one notice
+    when it has one. Never raises and never waits."""
+    try:
+        room = current_room()
+        if room is None:
+            return
+        room.send(event)
+        notice = room.take_notice()
+        if notice:
+            print(notice)
+    except Exception:  # noqa: BLE001 (the room must never break a check)
+        return

@@ -1,0 +1,20 @@
+"""The live room of a workshop, ``course-room serve``: learners' self-checks on the instructor's
+dashboard as they happen.
+
+The learner's side is ``course_lib.checks.join_room`` (standard library only); this package is the
+instructor's side, a tornado application on the instructor's machine (or behind a reverse proxy):
+
+* ``_store.py``: the room's SQLite file (its join code, token, settings and every event);
+* ``_state.py``: what the dashboard shows, worked out from the events;
+* ``_app.py``: the web application: validation, rate limits, the two secrets, the live stream;
+* ``_cli.py``: the command line; ``static/``: the dashboard's page, script and style.
+
+It imports ``course_lib.checks`` (the exercises and the rule for names) and nothing of the grader.
+"""
+
+from ._app import Limits as Limits
+from ._app import Room as Room
+from ._app import make_app as make_app
+from ._cli import main as main
+from ._state import RoomState as RoomState
+from ._store import RoomStore as RoomStore

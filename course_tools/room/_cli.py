@@ -1,0 +1,174 @@
+"""``course-room serve ROOM``: serve a workshop's room and print how to join it and watch it."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import signal
+import socket
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import tornado.httpserver
+import tornado.ioloop
+import tornado.netutil
+
+from ._app import PUSH_EVERY_MS, Limits, Room, make_app
+from ._state import RoomState, exercise_infos
+from ._store import RoomStore
+
+_LOOPBACK = ("127.0.0.1", "::1", "localhost")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="course-room",
+        description="A live room for a workshop: learners' self-checks appear on your dashboard.",
+    )
+    verbs = parser.add_subparsers(dest="verb", required=True)
+    serve = verbs.add_parser(
+        "serve",
+        help="serve a room (created on first use, reopened with every event after)",
+        description="Serve a room. ROOM is its SQLite file, created when missing and reopened "
+        "with its join code, token and every event when it exists.",
+    )
+    serve.add_argument("room", type=Path, help="the room's file, e.g. workshop.sqlite")
+    serve.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="the interface to listen on (default 127.0.0.1, this machine only; 0.0.0.0 for "
+        "every interface, so that learners on the room's network can reach it)",
+    )
+    serve.add_argument("--port", type=int, default=8765, help="default 8765; 0 picks a free one")
+    serve.add_argument(
+        "--public-url",
+        help="the address learners use, when it is not this machine's (behind a reverse proxy: "
+        "https://HOST/PREFIX)",
+    )
+    serve.add_argument(
+        "--base-path",
+        default="",
+        help="a path prefix for every route (behind a proxy that forwards /PREFIX/ unchanged)",
+    )
+    serve.add_argument(
+        "--behind-proxy",
+        action="store_true",
+        help="trust X-Forwarded-For and X-Forwarded-Proto (only behind your own reverse proxy)",
+    )
+    serve.add_argument(
+        "--idle-minutes",
+        type=float,
+        help="minutes without a check, while others go on, that put a learner on the needs-help "
+        "list (default 5; the dashboard can change it)",
+    )
+    serve.add_argument(
+        "--rate",
+        type=float,
+        default=Limits.learner_rate,
+        help=f"events per second one learner may send (default {Limits.learner_rate:g}, "
+        f"bursts of {Limits.learner_burst:g})",
+    )
+    serve.add_argument(
+        "--host-rate",
+        type=float,
+        default=Limits.host_rate,
+        help="events per second one address may send, all its learners together (default "
+        f"{Limits.host_rate:g}); raise it when a whole room comes through one address",
+    )
+    serve.add_argument(
+        "--info", type=Path, help="also write the addresses, code and token to this JSON file"
+    )
+    return parser
+
+
+def _guess_address() -> str:
+    """This machine's address on its network, when listening on every interface. A UDP socket's
+    connect sends nothing; it only picks the interface a packet would leave by."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        try:
+            probe.connect(("192.0.2.1", 9))  # TEST-NET-1: never routed anywhere
+            return str(probe.getsockname()[0])
+        except OSError:
+            return socket.gethostname()
+
+
+def serve(args: argparse.Namespace) -> int:
+    store = RoomStore(args.room if args.room.suffix else args.room.with_suffix(".sqlite"))
+    if args.idle_minutes is not None:
+        store.set("idle_minutes", str(args.idle_minutes))
+    from course_lib.checks import all_exercises
+
+    state = RoomState(exercise_infos(all_exercises()), float(store.get("idle_minutes", "5")))
+    limits = Limits(learner_rate=args.rate, host_rate=args.host_rate, host_burst=2 * args.host_rate)
+    room = Room(store, state, limits)
+    app = make_app(room, args.base_path)
+    try:
+        sockets = tornado.netutil.bind_sockets(args.port, address=args.host)
+    except OSError as error:
+        print(f"course-room: cannot listen on {args.host}:{args.port}: {error}", file=sys.stderr)
+        return 2
+    port = sockets[0].getsockname()[1]
+    host = _guess_address() if args.host in ("0.0.0.0", "::", "") else args.host
+    shown = f"[{host}]" if ":" in host else host
+    base = "/" + args.base_path.strip("/") if args.base_path.strip("/") else ""
+    url = (args.public_url or f"http://{shown}:{port}{base}").rstrip("/")
+    dashboard = f"http://{shown}:{port}{base}/dashboard?token={store.token}"
+    if args.public_url:
+        dashboard = f"{url}/dashboard?token={store.token}"
+    learners = len(state.learners)
+    opened = "new room" if store.new else f"reopened, {learners} learners and their events kept"
+    print(f"Room {store.path} ({opened}). Join code: {store.code}")
+    if args.host in _LOOPBACK:
+        print(
+            f"Listening on {args.host}:{port}, this machine only: learners elsewhere cannot reach "
+            "it. Add --host 0.0.0.0 (or this machine's address) to open it to the room's network."
+        )
+    else:
+        print(f"Listening on {args.host}:{port}.")
+    print("Learners run, in a notebook cell:")
+    print(
+        f'    from course_lib.checks import join_room; join_room("{url}", '
+        f'code="{store.code}", name="YOUR NAME")'
+    )
+    print("or start Jupyter with:")
+    print(f'    COURSE_ROOM="{url}?code={store.code}&name=YOUR NAME" jupyter lab')
+    print(f"Your dashboard (keep this address to yourself): {dashboard}")
+    if args.info:
+        info = {"url": url, "dashboard": dashboard, "code": store.code, "token": store.token}
+        args.info.write_text(json.dumps(info))
+    sys.stdout.flush()
+
+    async def main() -> None:
+        server = tornado.httpserver.HTTPServer(
+            app, xheaders=args.behind_proxy, max_body_size=64 * 1024
+        )
+        server.add_sockets(sockets)
+        pusher = tornado.ioloop.PeriodicCallback(room.push, PUSH_EVERY_MS)
+        pusher.start()
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(signum, stop.set)
+        await stop.wait()
+        pusher.stop()
+        server.stop()
+        for queue in list(room.listeners):
+            queue.put_nowait(None)
+        await server.close_all_connections()
+
+    try:
+        asyncio.run(main())
+    finally:
+        store.close()
+    print(f"Room stopped; every event is in {store.path}.")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The command line; returns the exit status."""
+    args = _parser().parse_args(argv)
+    if args.verb == "serve":
+        return serve(args)
+    return 2

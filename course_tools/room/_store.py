@@ -1,0 +1,147 @@
+"""A room on disk: one SQLite file (WAL) holding the room's secrets, settings and every event.
+
+An event is committed before the learner's request is answered, so a server that is stopped or
+killed and started again on the same file keeps every event it acknowledged.
+"""
+
+from __future__ import annotations
+
+import secrets
+import sqlite3
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS settings (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS events (
+    id INTEGER PRIMARY KEY,
+    received REAL NOT NULL,
+    sent REAL,
+    learner TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    exercise TEXT,
+    outcome TEXT,
+    hint INTEGER,
+    jax TEXT,
+    backend TEXT
+);
+"""
+EVENT_COLUMNS = (
+    "id",
+    "received",
+    "sent",
+    "learner",
+    "kind",
+    "exercise",
+    "outcome",
+    "hint",
+    "jax",
+    "backend",
+)
+# Letters and digits that cannot be misread for one another when read off a projector.
+_CODE_ALPHABET = "ACDEFGHJKLMNPQRTUVWXY34679"
+
+
+def new_join_code() -> str:
+    """A join code like ``K7PX-3MQD``: 8 characters from 26 (about 37 bits), easy to read aloud.
+
+    >>> code = new_join_code()
+    >>> len(code), code[4]
+    (9, '-')
+    """
+    chars = "".join(secrets.choice(_CODE_ALPHABET) for _ in range(8))
+    return f"{chars[:4]}-{chars[4:]}"
+
+
+@dataclass(frozen=True)
+class Event:
+    """One stored event: ``received`` is the server's time, ``sent`` the learner's clock."""
+
+    id: int
+    received: float
+    sent: float | None
+    learner: str
+    kind: str
+    exercise: str | None = None
+    outcome: str | None = None
+    hint: int | None = None
+    jax: str | None = None
+    backend: str | None = None
+
+
+class RoomStore:
+    """The room's SQLite file. Creates the secrets on first use and keeps them after.
+
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     store = RoomStore(Path(folder) / "demo.sqlite")
+    ...     first = store.add(1.0, {"name": "Ada", "kind": "join", "sent_at": 0.5})
+    ...     again = RoomStore(Path(folder) / "demo.sqlite")
+    ...     (again.code == store.code, [e.learner for e in again.events()])
+    (True, ['Ada'])
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.new = not path.exists()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        if self.new:
+            path.chmod(0o600)  # the instructor's token is in it
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.executescript(_SCHEMA)
+        self.code = self._setting("code", new_join_code)
+        self.token = self._setting("token", lambda: secrets.token_urlsafe(24))
+
+    def _setting(self, key: str, make: Any) -> str:
+        row = self._db.execute("SELECT value FROM settings WHERE key = ?", (key,)).fetchone()
+        if row is not None:
+            return str(row[0])
+        value = str(make())
+        self.set(key, value)
+        return value
+
+    def get(self, key: str, default: str) -> str:
+        """A setting, or ``default`` when it was never set."""
+        row = self._db.execute("SELECT value FROM settings WHERE key = ?", (key,)).fetchone()
+        return default if row is None else str(row[0])
+
+    def set(self, key: str, value: str) -> None:
+        self._db.execute(
+            "INSERT INTO settings (key, value) VALUES (?, ?) "
+            "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            (key, value),
+        )
+
+    def add(self, received: float, fields: Mapping[str, Any]) -> Event:
+        """Store one validated event (committed when this returns) and give it back with its id."""
+        values = (
+            received,
+            fields.get("sent_at"),
+            fields["name"],
+            fields["kind"],
+            fields.get("exercise"),
+            fields.get("outcome"),
+            fields.get("hint"),
+            fields.get("jax"),
+            fields.get("backend"),
+        )
+        cursor = self._db.execute(
+            "INSERT INTO events (received, sent, learner, kind, exercise, outcome, hint, jax, "
+            "backend) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            values,
+        )
+        assert cursor.lastrowid is not None
+        return Event(cursor.lastrowid, *values)
+
+    def events(self) -> Iterator[Event]:
+        """Every event, in the order received."""
+        query = f"SELECT {', '.join(EVENT_COLUMNS)} FROM events ORDER BY id"
+        for row in self._db.execute(query):
+            yield Event(*row)
+
+    def close(self) -> None:
+        self._db.close()

@@ -1,0 +1,268 @@
+"""The learner's side of a workshop room: joining, what a check sends, and a room that is down,
+slow or failing never slowing or breaking a check.
+
+The rooms here are stand-ins on loopback (the standard library's HTTP server, answering as told),
+so that each fault can be made on purpose; tests/room/ tests the real server.
+"""
+
+from __future__ import annotations
+
+import http.server
+import json
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+
+from course_lib.checks import CheckFailedError, _room, check, join_room, leave_room, ready
+
+pytestmark = pytest.mark.usefixtures("fresh_checks")
+
+
+def count_params_wrong(tree: Any) -> int:
+    return 0
+
+
+def count_params_right(tree: Any) -> int:
+    import jax
+    import numpy as np
+
+    return sum(int(np.size(leaf)) for leaf in jax.tree.leaves(tree))
+
+
+@pytest.fixture(autouse=True)
+def no_room(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Each test starts outside any room, whatever the environment says."""
+    monkeypatch.delenv(_room.ROOM_ENV, raising=False)
+    leave_room()
+    monkeypatch.setattr(_room, "_env_read", False)
+    yield
+    leave_room()
+
+
+class StandIn:
+    """A loopback room that answers ``reply(n)`` to the n-th request (from 0), after ``delay``
+    seconds, and records the events it accepted."""
+
+    def __init__(self, reply: Callable[[int], int], delay: float = 0.0) -> None:
+        self.events: list[dict[str, Any]] = []
+        self.requests = 0
+        self.reply, self.delay = reply, delay
+        outer = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                time.sleep(outer.delay)
+                status = outer.reply(outer.requests)
+                outer.requests += 1
+                if status < 300:
+                    outer.events.append(body)
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.end_headers()
+                message = {"error": "wrong join code"} if status == 403 else {"id": 1}
+                self.wfile.write(json.dumps(message).encode())
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+    def wait_for(self, count: int, timeout: float = 10.0) -> list[dict[str, Any]]:
+        deadline = time.monotonic() + timeout
+        while len(self.events) < count and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return self.events
+
+
+@contextmanager
+def stand_in(reply: Callable[[int], int] = lambda n: 201, delay: float = 0.0) -> Iterator[StandIn]:
+    room = StandIn(reply, delay)
+    try:
+        yield room
+    finally:
+        room.close()
+
+
+def closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_joining_says_what_is_sent_and_each_check_sends_outcome_and_hint(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with stand_in() as room:
+        join_room(room.url, code="K7PX-3MQD", name="  Ada  ")
+        joined = capsys.readouterr().out
+        assert joined.startswith(f"Joined the room at {room.url} as 'Ada': each check now sends")
+        assert "never your code or its values" in joined
+        check("01.count_params", count_params_wrong)
+        check("01.count_params", count_params_wrong)
+        check("01.count_params", count_params_right)
+        events = room.wait_for(4)
+    assert [e["kind"] for e in events] == ["join", "check", "check", "check"]
+    assert [(e["outcome"], e["hint"]) for e in events[1:]] == [
+        ("incorrect", 1),
+        ("incorrect", 2),
+        ("passed", 0),
+    ]
+    for event in events[1:]:
+        assert set(event) == {"code", "name", "kind", "exercise", "outcome", "hint", "sent_at"}
+        assert (event["code"], event["name"], event["exercise"]) == (
+            "K7PX-3MQD",
+            "Ada",
+            "01.count_params",
+        )
+
+
+def test_not_attempted_and_a_non_function_are_sent_as_such() -> None:
+    def stub(tree: Any) -> int:
+        raise NotImplementedError
+
+    with stand_in() as room:
+        join_room(room.url, code="C", name="Bo")
+        check("01.count_params", stub)
+        check("01.count_params", 42)  # type: ignore[arg-type]
+        events = room.wait_for(3)
+    assert [(e["outcome"], e["hint"]) for e in events[1:]] == [("not_attempted", 0), ("error", 1)]
+
+
+def test_a_strict_check_still_raises_and_still_sends() -> None:
+    with stand_in() as room:
+        join_room(room.url, code="C", name="Cy")
+        with pytest.raises(CheckFailedError):
+            check("01.count_params", count_params_wrong, strict=True)
+        assert room.wait_for(2)[1]["outcome"] == "incorrect"
+
+
+def test_ready_sends_the_jax_version_and_backend(capsys: pytest.CaptureFixture[str]) -> None:
+    import jax
+
+    with stand_in() as room:
+        join_room(room.url, code="C", name="Dee")
+        assert ready() is True
+        event = room.wait_for(2)[1]
+    assert event["kind"] == "ready" and event["outcome"] == "passed"
+    assert (event["jax"], event["backend"]) == (jax.__version__, jax.default_backend())
+    assert f"Ready: JAX {jax.__version__} compiles and differentiates" in capsys.readouterr().out
+
+
+def test_a_refused_code_joins_nothing_and_says_what_to_do(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with stand_in(lambda n: 403) as room:
+        join_room(room.url, code="WRONG", name="Eve")
+        said = capsys.readouterr().out
+        check("01.count_params", count_params_wrong)
+    assert said.startswith(f"Not joined: the room at {room.url} refused you (wrong join code)")
+    assert "run this cell again" in said
+    assert _room.current_room() is None
+
+
+def test_an_unreachable_room_is_said_once_at_join_with_advice_for_the_cloud(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    url = f"http://127.0.0.1:{closed_port()}"
+    join_room(url, code="C", name="Fay")
+    said = capsys.readouterr().out
+    assert said.startswith(f"Could not reach the room at {url}: it did not answer")
+    assert "Colab or Binder" in said and "ask your instructor for the room's public address" in said
+    for _ in range(3):
+        check("01.count_params", count_params_wrong)
+    assert "room" not in capsys.readouterr().out.replace("(run this check again", "")
+
+
+@pytest.mark.parametrize("join", ["join_room", "environment"])
+def test_bad_join_lines_say_what_they_should_look_like(
+    join: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    if join == "join_room":
+        with pytest.raises(ValueError, match="must start with http:// or https://"):
+            join_room("192.168.1.5:8765", code="C", name="Gil")
+        with pytest.raises(ValueError, match="a name must be 1 to 64 printable characters"):
+            join_room("http://127.0.0.1:9", code="C", name="")
+    else:
+        monkeypatch.setenv(_room.ROOM_ENV, "http://10.0.0.5:8765?name=Gil")
+        check("01.count_params", count_params_wrong)
+        said = capsys.readouterr().out
+        assert "(not joining a workshop room: COURSE_ROOM must look like" in said
+        assert _room.current_room() is None
+
+
+def test_the_environment_variable_joins_at_the_first_check_without_waiting(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with stand_in() as room:
+        monkeypatch.setenv(_room.ROOM_ENV, f"{room.url}?code=K7PX&name=Hal Jordan")
+        check("01.count_params", count_params_right)
+        events = room.wait_for(2)
+    said = capsys.readouterr().out
+    assert said.startswith(
+        f"(joined the workshop room at {room.url} as 'Hal Jordan' from COURSE_ROOM"
+    )
+    assert [(e["kind"], e["name"], e["code"]) for e in events] == [
+        ("join", "Hal Jordan", "K7PX"),
+        ("check", "Hal Jordan", "K7PX"),
+    ]
+
+
+def check_seconds(fn: Callable[[Any], int], times: int = 7) -> float:
+    """The fastest of several checks: the check's own cost, with the machine's noise left out."""
+    spent = []
+    for _ in range(times):
+        start = time.perf_counter()
+        check("01.count_params", fn)
+        spent.append(time.perf_counter() - start)
+    return min(spent)
+
+
+@pytest.mark.parametrize("fault", ["unreachable", "slow", "failing"])
+def test_a_room_down_slow_or_failing_never_slows_or_breaks_a_check(
+    fault: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    check_seconds(count_params_right, 2)  # warm: references computed, programs compiled
+    alone = check_seconds(count_params_right)
+    with stand_in(lambda n: 500 if fault == "failing" else 201, delay=5.0 * (fault == "slow")) as r:
+        url = f"http://127.0.0.1:{closed_port()}" if fault == "unreachable" else r.url
+        room = _room.RoomClient(url, code="C", name="Ivy", timeout=2.0)
+        _room._room = room  # joined without join_room's wait: the check's own cost is measured
+        capsys.readouterr()
+        with_room = check_seconds(count_params_right)
+        time.sleep(0.3)  # the sender meets the fault
+        check_seconds(count_params_right, 3)
+        said = capsys.readouterr().out
+    assert with_room - alone < 0.005, (alone, with_room)
+    notices = [line for line in said.splitlines() if "workshop room" in line]
+    if fault == "slow":
+        assert len(notices) <= 1  # one once the first post times out (after 2 s), if it did yet
+    else:
+        assert len(notices) == 1, said
+        assert "your checks work as usual" in notices[0]
+    assert said.count("01.count_params: passed") == 10
+
+
+def test_events_sent_while_the_room_fails_arrive_once_it_answers() -> None:
+    with stand_in(lambda n: 500 if n < 3 else 201) as room:
+        client = _room.RoomClient(room.url, code="C", name="Jo", max_pause=0.2)
+        for i in range(5):
+            client.send(
+                {"kind": "check", "exercise": "01.count_params", "outcome": "passed", "hint": i}
+            )
+        events = room.wait_for(5)
+        client.close()
+    assert [e["hint"] for e in events] == [0, 1, 2, 3, 4]
+    assert room.requests == 8

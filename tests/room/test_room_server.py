@@ -1,0 +1,220 @@
+"""The room server as learners and the instructor meet it: a real ``course-room serve`` process,
+spoken to over HTTP. Security (the two secrets, validation, size, rate), faults (killed and
+restarted), the live stream, and a reverse proxy's prefix and forwarded addresses."""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+import threading
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from room_support import ServedRoom, served_room, start_room, stop_room
+
+from course_lib.checks import all_exercises
+
+CHECK: dict[str, Any] = {"exercise": "01.count_params", "outcome": "incorrect", "hint": 1}
+
+
+@pytest.fixture(scope="module")
+def room(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServedRoom]:
+    with served_room(tmp_path_factory.mktemp("room") / "class.sqlite", "--rate", "1000") as served:
+        yield served
+
+
+def test_a_check_event_is_stored_and_exported(room: ServedRoom) -> None:
+    status, reply = room.post(room.event("Grace", **CHECK, sent_at=1.5))
+    assert status == 201 and isinstance(reply["id"], int)
+    rows = [row for row in room.export_rows() if ",Grace," in row]
+    assert len(rows) == 1
+    assert rows[0].endswith(",Grace,check,01.count_params,incorrect,1,,")
+    assert ",1970-01-01T00:00:01.500+00:00," in rows[0]
+
+
+@pytest.mark.parametrize(
+    ("change", "status", "said"),
+    [
+        ({"code": "WRONG-CODE"}, 403, "wrong join code"),
+        ({"code": None}, 403, "wrong join code"),
+        ({"exercise": "99.not_an_exercise"}, 400, "unknown exercise '99.not_an_exercise'"),
+        ({"outcome": "great"}, 400, "outcome must be one of"),
+        ({"hint": "2"}, 400, "hint must be a whole number"),
+        ({"hint": True}, 400, "hint must be a whole number"),
+        ({"name": ""}, 400, "a name must be 1 to 64"),
+        ({"name": "x" * 65}, 400, "a name must be 1 to 64"),
+        ({"name": "tab\tname"}, 400, "a name must be 1 to 64 printable"),
+        ({"kind": "grade"}, 400, "kind must be one of"),
+        ({"code_snippet": "def f(): ..."}, 400, "unknown field(s) for a check event: code_snippet"),
+        ({"sent_at": "yesterday"}, 400, "sent_at must be a number"),
+    ],
+)
+def test_a_bad_event_gets_a_4xx_saying_why_and_nothing_is_stored(
+    room: ServedRoom, change: dict[str, object], status: int, said: str
+) -> None:
+    before = len(room.export_rows())
+    got, reply = room.post({**room.event("Mallory", **CHECK), **change})
+    assert (got, said in reply["error"]) == (status, True), reply
+    assert len(room.export_rows()) == before
+
+
+def test_a_ready_event_takes_a_version_and_a_backend_only(room: ServedRoom) -> None:
+    ready = room.event("Lin", "ready", outcome="passed", jax="0.10.2", backend="cpu")
+    assert room.post(ready)[0] == 201
+    assert room.post({**ready, "jax": "<b>0.10</b>"})[0] == 400
+    assert room.post({**ready, "backend": "CPU; DROP TABLE"})[0] == 400
+    assert room.post({**ready, "exercise": "01.count_params"})[0] == 400
+
+
+def test_oversize_and_malformed_bodies_are_refused(room: ServedRoom) -> None:
+    before = len(room.export_rows())
+    big = {**room.event("Oscar", **CHECK), "padding": "x" * 4000}
+    status, reply = room.post(json.dumps(big).encode())
+    assert status == 413 and "at most 2048 bytes" in reply["error"]
+    status, reply = room.post(b"{not json")
+    assert status == 400 and "one JSON object" in reply["error"]
+    status, reply = room.post(b"[1, 2]")
+    assert status == 400 and "JSON object" in reply["error"]
+    assert len(room.export_rows()) == before
+
+
+@pytest.mark.parametrize("path", ["dashboard", "api/stream", "export.csv"])
+def test_the_instructors_pages_need_the_token(room: ServedRoom, path: str) -> None:
+    for query in ("", "?token=", f"?token={room.code}", f"?token={room.token[:-1]}"):
+        status, body, _ = room.get(path + query)
+        assert status == 401, (path, query)
+        assert b"instructor's token" in body
+        assert b"Grace" not in body
+
+
+def test_settings_need_the_token_and_a_sane_number(room: ServedRoom) -> None:
+    def settings(body: bytes, token: str) -> int:
+        request = urllib.request.Request(
+            f"{room.url}/api/settings", data=body, headers={"X-Room-Token": token}
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=10) as reply:
+                return int(reply.status)
+        except urllib.error.HTTPError as error:
+            return error.code
+
+    assert settings(b'{"idle_minutes": 3}', room.code) == 401
+    assert settings(b'{"idle_minutes": 0}', room.token) == 400
+    assert settings(b'{"idle_minutes": "soon"}', room.token) == 400
+    assert settings(b'{"idle_minutes": 7}', room.token) == 200
+
+
+def test_the_dashboard_page_loads_nothing_from_elsewhere(room: ServedRoom) -> None:
+    status, body, headers = room.get(f"dashboard?token={room.token}")
+    assert status == 200
+    assert "script-src 'self'" in headers["Content-Security-Policy"]
+    assert headers["Referrer-Policy"] == "no-referrer"
+    assert not re.search(rb"(src|href)=\"(https?:)?//", body)
+    for asset in ("static/dashboard.js", "static/dashboard.css", "static/favicon.svg"):
+        assert room.get(asset)[0] == 200
+
+
+def test_a_flood_from_one_learner_is_slowed_and_only_accepted_events_are_stored(
+    tmp_path: Path,
+) -> None:
+    with served_room(tmp_path / "flood.sqlite", "--rate", "2") as flood:
+        statuses = [flood.post(flood.event("Flo", **CHECK))[0] for _ in range(60)]
+        accepted = statuses.count(201)
+        assert set(statuses) == {201, 429}
+        assert 30 <= accepted < 45  # the burst of 30, and 2 a second after it
+        assert len(flood.export_rows()) == accepted
+        # Another learner is not slowed by Flo's flood.
+        assert flood.post(flood.event("Ann", **CHECK))[0] == 201
+
+
+def test_a_server_killed_and_started_again_keeps_every_event_code_and_token(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "workshop.sqlite"
+    first = start_room(path, "--rate", "1000")
+    stored = [first.post(first.event(f"L{i}", **CHECK))[0] for i in range(50)]
+    assert stored == [201] * 50
+    stop_room(first, kill=True)  # SIGKILL: no chance to close anything
+
+    second = start_room(path)
+    try:
+        assert (second.code, second.token) == (first.code, first.token)
+        assert len(second.export_rows()) == 50
+        snapshot = read_stream(second, lambda kind, data: kind == "snapshot")
+        assert sorted(snapshot["learners"]) == sorted(f"L{i}" for i in range(50))
+        assert snapshot["exercises"]["01.count_params"]["stuck"]["count"] == 50
+    finally:
+        output = stop_room(second)
+    assert "reopened, 50 learners and their events kept" in output
+    assert f"Join code: {first.code}" in output
+
+
+def read_stream(room: ServedRoom, wanted: Callable[[str, Any], bool], timeout: float = 10.0) -> Any:
+    """Read the dashboard's stream until ``wanted(kind, data)``; that message's data."""
+    with urllib.request.urlopen(f"{room.url}/api/stream?token={room.token}", timeout=timeout) as s:
+        kind = ""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            line = s.readline().decode().rstrip("\n")
+            if line.startswith("event: "):
+                kind = line[7:]
+            elif line.startswith("data: "):
+                data = json.loads(line[6:])
+                if wanted(kind, data):
+                    return data
+    raise AssertionError("the stream never sent the message wanted")
+
+
+def test_the_stream_shows_an_event_within_a_second(room: ServedRoom) -> None:
+    posted: list[float] = []
+
+    def post_later() -> None:
+        time.sleep(0.3)
+        posted.append(time.monotonic())
+        room.post(room.event("Quick", **{**CHECK, "outcome": "passed", "hint": 0}))
+
+    threading.Thread(target=post_later).start()
+    update = read_stream(room, lambda kind, data: "Quick" in data.get("learners", {}))
+    seen = time.monotonic()
+    assert update["learners"]["Quick"]["cells"]["01.count_params"][:2] == ["passed", 1]
+    assert seen - posted[0] < 1.0
+
+
+def test_behind_a_proxy_routes_take_the_prefix_and_rates_the_forwarded_address(
+    tmp_path: Path,
+) -> None:
+    args = ("--base-path", "/room/", "--behind-proxy", "--host-rate", "1")
+    with served_room(tmp_path / "proxied.sqlite", *args) as proxied:
+        assert proxied.url.endswith("/room")
+        assert proxied.get(f"dashboard?token={proxied.token}")[0] == 200
+        # Two learners behind the proxy, at two addresses: each has its own budget.
+        for address in ("10.1.0.1", "10.1.0.2"):
+            forwarded = {"X-Forwarded-For": address}
+            event = proxied.event(f"at {address}", **CHECK)
+            statuses = [proxied.post(event, forwarded)[0] for _ in range(3)]
+            assert statuses == [201, 201, 429]
+
+
+def test_it_listens_on_loopback_unless_told_and_says_so(tmp_path: Path) -> None:
+    room = start_room(tmp_path / "quiet.sqlite")
+    try:
+        port = int(room.url.rsplit(":", 1)[1])
+        with socket.create_connection(("127.0.0.1", port), timeout=5):
+            pass
+    finally:
+        output = stop_room(room)
+    assert f"Listening on 127.0.0.1:{port}, this machine only" in output
+    assert "--host 0.0.0.0" in output
+    assert f'join_room("{room.url}", code="{room.code}", name="YOUR NAME")' in output
+    assert f"{room.url}/dashboard?token={room.token}" in output
+
+
+def test_every_exercise_of_the_course_is_accepted(room: ServedRoom) -> None:
+    for exercise in all_exercises():
+        event = room.event("Everyone", exercise=exercise.id, outcome="passed", hint=0)
+        assert room.post(event)[0] == 201, exercise.id
