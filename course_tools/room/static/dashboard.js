@@ -102,8 +102,8 @@ function renderGrid(exercises, names) {
         let shown = MARKS[outcome];
         let said = WORDS[outcome];
         if (tries) said += `, ${tries} ${tries === 1 ? "try" : "tries"}`;
+        if (outcome !== "passed" && tries) shown += ` ${tries}`;
         if (outcome === "incorrect" || outcome === "error") {
-          shown += ` ${tries}`;
           if (hint) {
             shown += ` h${hint}`;
             said += `, hint ${hint}`;
