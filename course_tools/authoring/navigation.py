@@ -40,10 +40,16 @@ without a table's marker lines is left without that table.
 And the floor plan in ``CONTRIBUTING.md`` (`floorplan.floorplan_table`): the packages and the
 grader's wings, each with the first sentence of its docstring.
 
+And the facilitator's guide (`course_tools.authoring.facilitator`), made from every lesson's
+outcome, session length and demonstration cells and from its exercises: in ``README.md`` between
+the lines `facilitator.GUIDE_BEGIN` and `facilitator.GUIDE_END`, and as the website's page
+``docs/facilitator.md`` when the course has a ``docs/`` folder. Neither place, no guide, and then
+no lesson needs a session line.
+
 ``--check`` writes nothing and exits 1 when a navigation cell, a contents cell, one of the
-README's tables or the floor plan is missing or stale; exit status 2 means a notebook could not be
-read, or a
-lesson has no outcome line.
+README's tables, the floor plan or the facilitator's guide is missing or stale; exit status 2
+means a notebook could not be read, or a lesson has no outcome line, or, where the guide is
+written, no session line or a demo mark that says nothing.
 """
 
 from __future__ import annotations
@@ -68,6 +74,7 @@ from .._notebook_files import (
     read_notebook,
 )
 from .exercises import is_banner
+from .facilitator import GUIDE_BEGIN, GUIDE_END, LessonPlan, lesson_plan, readme_guide, site_page
 from .floorplan import FLOORPLAN_BEGIN, FLOORPLAN_END, floorplan_table
 from .launch import colab_badge, repository, setup_source, with_badge
 
@@ -112,6 +119,7 @@ _PITFALL = re.compile(r"### Pitfall (\d+)\s*:\s*(\S.*?)\s*")
 _OUTCOME = re.compile(r"<!--\s*outcome:\s*(.*?)\s*-->", re.DOTALL)
 README = "README.md"
 CONTRIBUTING = "CONTRIBUTING.md"
+SITE_GUIDE = "docs/facilitator.md"
 LESSONS_BEGIN = (
     "<!-- BEGIN lesson table: `make navigation` writes it from the lessons' titles and outcomes -->"
 )
@@ -538,9 +546,48 @@ def _outcome(nb: NotebookNode, path: Path) -> str:
     return outcome
 
 
-def _stale(root: Path) -> list[tuple[Path, str]]:
+@dataclass(frozen=True)
+class _Stale:
+    """A file that needs (re)writing: its new text, and what in it was missing or stale."""
+
+    path: Path
+    text: str
+    what: str
+
+
+_NOTEBOOK_PARTS = "navigation, contents, setup cell or badge"
+_TABLES = "lesson or pitfall table"
+_GUIDE = "facilitator's guide"
+
+
+def _has_markers(text: str, begin: str, end: str) -> bool:
+    return any(line.strip() in (begin, end) for line in text.split("\n"))
+
+
+def _lesson_plans(
+    paths: Sequence[Path],
+    notebooks: dict[Path, NotebookNode],
+    outcomes: Sequence[tuple[Lesson, str]],
+) -> list[LessonPlan]:
+    plans = []
+    for path, (lesson, outcome) in zip(paths, outcomes, strict=True):
+        nb = notebooks[path]
+        cell = _title_cell(nb)
+        try:
+            plans.append(
+                lesson_plan(
+                    nb, path.name, lesson.title, outcome, "" if cell is None else cell.source
+                )
+            )
+        except NotebookError as error:
+            raise NotebookError(f"{display_path(path)}: {error}") from None
+    return plans
+
+
+def _stale(root: Path) -> list[_Stale]:
     """Every file under ``root`` that needs (re)writing, with its new text: notebooks whose
-    navigation or contents cell is missing or stale, and the README when one of its tables is."""
+    generated cells are missing or stale, the README when one of its tables or the facilitator's
+    guide is, CONTRIBUTING.md's floor plan, and the website's facilitator's guide page."""
     paths = lesson_paths(root)
     notebooks = {path: read_notebook(path) for path in paths}
     lessons = [Lesson(p.name, notebook_title(notebooks[p], p.stem)) for p in paths]
@@ -563,7 +610,7 @@ def _stale(root: Path) -> list[tuple[Path, str]]:
 
     repo = repository(root)
     setup = setup_source(repo)
-    stale = []
+    stale: list[_Stale] = []
     for path, markdown in wanted:
         # Solutions get no badge: learners open the lessons and the exercises.
         badge = None
@@ -579,23 +626,42 @@ def _stale(root: Path) -> list[tuple[Path, str]]:
         except NotebookError as error:
             raise NotebookError(f"{display_path(path)}: {error}") from None
         if updated is not None:
-            stale.append((path, notebook_text(updated, display_path(path))))
-    readme = root / README
-    if readme.exists():
-        text = updated_readme = readme.read_text(encoding="utf-8")
+            notebooks[path] = updated  # the guide numbers the cells as they will be
+            stale.append(_Stale(path, notebook_text(updated, display_path(path)), _NOTEBOOK_PARTS))
+
+    readme, page = root / README, root / SITE_GUIDE
+    text = readme.read_text(encoding="utf-8") if readme.exists() else None
+    plans: list[LessonPlan] = []
+    if page.parent.is_dir() or (text is not None and _has_markers(text, GUIDE_BEGIN, GUIDE_END)):
+        plans = _lesson_plans(paths, notebooks, outcomes)
+    if text is not None:
+        tables = text
         for table, begin, end in (
             (lesson_table(outcomes, _from_readme), LESSONS_BEGIN, LESSONS_END),
             (pitfall_table(course_pitfalls(root), _from_readme), PITFALLS_BEGIN, PITFALLS_END),
         ):
-            updated_readme = readme_with_table(updated_readme, table, begin, end) or updated_readme
-        if updated_readme != text:
-            stale.append((readme, updated_readme))
+            tables = readme_with_table(tables, table, begin, end) or tables
+        updated_readme = tables
+        if _has_markers(text, GUIDE_BEGIN, GUIDE_END):
+            guide = readme_guide(plans)
+            updated_readme = readme_with_table(tables, guide, GUIDE_BEGIN, GUIDE_END) or tables
+        parts = [
+            part
+            for part, changed in ((_TABLES, tables != text), (_GUIDE, updated_readme != tables))
+            if changed
+        ]
+        if parts:
+            stale.append(_Stale(readme, updated_readme, " and ".join(parts)))
     contributing = root / CONTRIBUTING
     if contributing.exists():
         plan = contributing.read_text(encoding="utf-8")
         new_plan = readme_with_table(plan, floorplan_table(root), FLOORPLAN_BEGIN, FLOORPLAN_END)
         if new_plan is not None and new_plan != plan:
-            stale.append((contributing, new_plan))
+            stale.append(_Stale(contributing, new_plan, "floor plan"))
+    if page.parent.is_dir():
+        wanted_page = site_page(plans)
+        if not page.exists() or page.read_text(encoding="utf-8") != wanted_page:
+            stale.append(_Stale(page, wanted_page, _GUIDE))
     return stale
 
 
@@ -622,27 +688,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("Nothing was written.", file=sys.stderr)
         return 2
     if args.check:
-        for path, _ in texts:
-            what = {
-                README: "lesson or pitfall table",
-                CONTRIBUTING: "floor plan",
-            }.get(path.name, "navigation, contents, setup cell or badge")
-            print(f"{display_path(path)}: {what} missing or out of date")
+        for item in texts:
+            print(f"{display_path(item.path)}: {item.what} missing or out of date")
         if texts:
             print(
-                "Run `make navigation` to regenerate the navigation and contents cells and the "
-                "README's tables."
+                "Run `make navigation` to regenerate the navigation and contents cells, the "
+                "README's tables and the facilitator's guide."
             )
             return 1
         print("Navigation cells are up to date.")
         return 0
-    for path, text in texts:
-        write_text_atomic(path, text)
-        what = {
-            README: "the lesson and pitfall tables",
-            CONTRIBUTING: "the floor plan",
-        }.get(path.name, "generated cells")
-        print(f"updated {what} in {display_path(path)}")
+    for item in texts:
+        write_text_atomic(item.path, item.text)
+        print(f"updated the {item.what} in {display_path(item.path)}")
     if not texts:
         print("Navigation cells are up to date.")
     return 0

@@ -3,8 +3,9 @@
     python -m course_tools.authoring.site [--root DIR] [--out DIR] [--repository URL]
 
 Sphinx reads the course folder ``--root`` (default: the working directory) with the
-configuration in ``docs/conf.py``; its pages are `SITE_PAGES`: the start, pitfall, API and
-instructor pages in ``docs/`` and every notebook in ``notebooks/`` and ``exercises/``.
+configuration in ``docs/conf.py``; its pages are `SITE_PAGES`: the start, pitfall, API,
+instructor and facilitator pages in ``docs/`` and every notebook in ``notebooks/`` and
+``exercises/``.
 ``solutions/`` is never read, so no solution can reach the site. myst-nb renders the outputs
 saved in the notebooks; nothing is executed. The site goes to ``OUT/html`` (default ``OUT``:
 ``ROOT/build/site``), rebuilt from scratch each time, with Sphinx warnings as errors.
@@ -341,8 +342,9 @@ def _html_files(html_dir: Path) -> list[Path]:
 
 
 def site_pages(html_dir: Path) -> list[Path]:
-    """The site's pages: the start, lesson, exercise, pitfall, API and instructor pages (not
-    Sphinx's search and name index, nor the top ``index.html`` that leads to the start page)."""
+    """The site's pages: the start, lesson, exercise, pitfall, API, instructor and facilitator
+    pages (not Sphinx's search and name index, nor the top ``index.html`` that leads to the start
+    page)."""
     return [p for p in _html_files(html_dir) if p.parent != html_dir]
 
 
