@@ -60,7 +60,9 @@ Adding the exercises of a lesson (say 02):
    ``_kit`` judge and add targeted hints), three progressive ``hints``, and ``forbidden``: the
    ``course_lib`` names that do the exercise's job (say so in the notebook's prompt). When an
    answer calls an earlier exercise's function, list it in ``uses`` and give that exercise a
-   ``stand_in`` (a JAX version of its reference that works under ``jit``).
+   ``stand_in`` (a JAX version of its reference that works under ``jit``). Name in ``mistakes``,
+   a few words each, the typical wrong answers your judge meets with a targeted hint (the
+   facilitator's guide lists them for instructors), no more of them than step 4 tests.
 3. In ``solutions/02_*.ipynb``: the exercise cell (metadata ``{"course": {"exercise": id}}``,
    solution between ``### BEGIN SOLUTION`` / ``### END SOLUTION``), then a check cell (metadata
    ``{"course": {"check": id}}``) with ``check(id, name)``, and ``progress("02")`` last.
