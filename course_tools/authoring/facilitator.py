@@ -439,7 +439,7 @@ def _agenda_table(
     plan: Agenda, by_number: dict[str, LessonPlan], where: _Place, heading: str
 ) -> list[str]:
     what = {
-        "opening": "Welcome; everyone's lesson 00 checks are green",
+        "opening": f"Welcome; everyone's lesson {PRE_WORK} checks are green",
         "break": "Break",
         "lunch": "Lunch",
         "closing": "Questions, and what to study next",
@@ -460,7 +460,7 @@ def _agenda_table(
     rows.append(f"| {clock(plan.ends)} | End |")
     taught = sum(by_number[lesson].minutes or 0 for lesson in plan.taught)
     fits = _lessons(plan.taught)
-    sentence = f"{fits[0].upper()}{fits[1:]} {'fits' if len(plan.taught) == 1 else 'fit'}"
+    sentence = f"{fits[0].upper()}{fits[1:]} {'fit' if len(plan.taught) > 1 else 'fits'}"
     if plan.taught:
         sentence += f" ({duration(taught)} of sessions)"
     if plan.left:
@@ -517,7 +517,7 @@ def _lesson_section(plan: LessonPlan, where: _Place) -> list[str]:
     link = f"{where.prefix}notebooks/{plan.name}"
     if plan.minutes is None:
         rows = [
-            f"{heading} {plan.title}: sent home in advance",
+            f"{heading} {plan.title} (sent home in advance)",
             "",
             *_wrap(
                 f"[The lesson]({link}). Learners run it at home before the day, so that they "
@@ -525,7 +525,7 @@ def _lesson_section(plan: LessonPlan, where: _Place) -> list[str]:
             ),
         ]
     else:
-        rows = [f"{heading} {plan.title}: {duration(plan.minutes)}", "", f"[The lesson]({link})"]
+        rows = [f"{heading} {plan.title} ({duration(plan.minutes)})", "", f"[The lesson]({link})"]
         if plan.exercises:
             rows[-1] += f" · [its exercises]({where.prefix}exercises/{plan.name})"
         rows[-1] += "."
@@ -590,7 +590,7 @@ def readme_guide(plans: Sequence[LessonPlan]) -> str:
     >>> plans = [LessonPlan("01_leaves.ipynb", "01 Leaves", "tell leaves from nodes", 45)]
     >>> guide = readme_guide(plans)
     >>> print(guide[guide.index("#### 01"):])
-    #### 01 Leaves: 45 min
+    #### 01 Leaves (45 min)
     <BLANKLINE>
     [The lesson](notebooks/01_leaves.ipynb).
     <BLANKLINE>
