@@ -185,11 +185,11 @@ def progress(lesson: str, *, strict: bool | None = None) -> None:
     print(text)
 
 
-def ready() -> bool:
+def ready() -> None:
     """Lesson 00's last self-test: JAX compiles and differentiates here. Prints the JAX version and
     backend, and in a workshop room tells the instructor that this learner is set up.
 
-    Returns whether everything worked; never raises.
+    Never raises: what failed is printed, and sent to the room as an error.
     """
     import jax
     import jax.numpy as jnp
@@ -211,4 +211,3 @@ def ready() -> bool:
         print(f"Not ready: JAX {jax.__version__} on {backend} failed: {problem}")
     else:
         print(f"Ready: JAX {jax.__version__} compiles and differentiates on the {backend} backend.")
-    return not problem

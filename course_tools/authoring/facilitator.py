@@ -343,7 +343,10 @@ class _Place:
 _README = _Place(
     prefix="",
     level=3,
-    room="How to start it, and the line learners run to join, are above",
+    room=(
+        "How to start it, and the line learners run to join, are in [The workshop room]"
+        "(#the-workshop-room-who-is-stuck-on-what-live) below"
+    ),
     launch=(
         'each lesson and exercise notebook has an "Open in Colab" badge, and the website\'s '
         "pages have Binder and Colab links, once the course's repository is named (see "
@@ -354,8 +357,8 @@ _SITE = _Place(
     prefix="../",
     level=2,
     room=(
-        "How to start it, and the line learners run to join, are in the README's section "
-        "*Teaching a live workshop*"
+        "How to start it, and the line learners run to join, are on the "
+        "[instructor page](instructor.md)"
     ),
     launch=(
         "the launch menu of each lesson and exercise page (the rocket at its top) opens it on "

@@ -29,6 +29,7 @@ PACKAGES = (
     "course_tools/grade/sandbox",
     "course_tools/grade/book",
     "course_tools/grade/grading",
+    "course_tools/room",
     "course_tools/authoring",
 )
 """In the order of the table: the library, then the tools; the grader's wings in import order."""

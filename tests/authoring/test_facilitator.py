@@ -431,11 +431,13 @@ def test_every_lesson_has_a_session_and_demos_at_their_committed_numbers() -> No
 def test_the_course_readme_teaches_a_workshop_before_grading_a_class() -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     workshop = readme.index("\n## Teaching a live workshop\n")
-    room = readme.index("\n<!-- room: the live room's usage goes here -->\n")
     begin, end = readme.index(f"\n{GUIDE_BEGIN}\n"), readme.index(f"\n{GUIDE_END}\n")
+    room = readme.index("\n## The workshop room: who is stuck on what, live\n")
     grading = readme.index("\n## Grading a class\n")
-    assert workshop < room < begin < end < grading
-    assert re.findall(r"^## .*", readme[workshop:grading], re.M) == ["## Teaching a live workshop"]
+    assert workshop < begin < end < room < grading
+    assert re.findall(r"^## .*", readme[workshop:room], re.M) == ["## Teaching a live workshop"]
+    # The guide's pointer to the room's usage reaches that section's heading.
+    assert "](#the-workshop-room-who-is-stuck-on-what-live)" in readme[workshop:end]
     guide = readme[begin:end]
     for exercise in (e for lesson in range(1, 10) for e in exercises(f"{lesson:02d}")):
         assert f"| `{exercise.id}`: {exercise.title} | {exercise.points} |" in guide

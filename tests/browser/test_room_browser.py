@@ -127,7 +127,12 @@ def test_the_dashboard_follows_a_room_of_thirty(
         page = context.new_page()
         page.set_default_timeout(ACTION_TIMEOUT_MS)
         dialogs: list[str] = []
-        page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+
+        def refuse(dialog: Any) -> None:
+            dialogs.append(dialog.message)
+            dialog.dismiss()
+
+        page.on("dialog", refuse)
         errors: list[str] = []
         page.on("pageerror", lambda error: errors.append(str(error)))
         page.goto(room.dashboard)

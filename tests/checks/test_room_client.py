@@ -154,11 +154,29 @@ def test_ready_sends_the_jax_version_and_backend(capsys: pytest.CaptureFixture[s
 
     with stand_in() as room:
         join_room(room.url, code="C", name="Dee")
-        assert ready() is True
+        ready()
         event = room.wait_for(2)[1]
     assert event["kind"] == "ready" and event["outcome"] == "passed"
     assert (event["jax"], event["backend"]) == (jax.__version__, jax.default_backend())
     assert f"Ready: JAX {jax.__version__} compiles and differentiates" in capsys.readouterr().out
+
+
+def test_ready_reports_a_broken_jax_as_an_error_and_never_raises(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import jax
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("no backend")
+
+    monkeypatch.setattr(jax, "grad", broken)
+    with stand_in() as room:
+        join_room(room.url, code="C", name="Dee")
+        ready()
+        event = room.wait_for(2)[1]
+    assert event["outcome"] == "error"
+    said = capsys.readouterr().out
+    assert "Not ready: JAX" in said and "failed: RuntimeError: no backend" in said
 
 
 def test_a_refused_code_joins_nothing_and_says_what_to_do(
