@@ -442,7 +442,10 @@ def _agenda_table(
     plan: Agenda, by_number: dict[str, LessonPlan], where: _Place, heading: str
 ) -> list[str]:
     what = {
-        "opening": f"Welcome; everyone's lesson {PRE_WORK} checks are green",
+        "opening": (
+            f"Welcome; everyone joins the room and runs lesson {PRE_WORK}'s last cell, "
+            "`ready()`, until the ready list is full"
+        ),
         "break": "Break",
         "lunch": "Lunch",
         "closing": "Questions, and what to study next",
