@@ -93,7 +93,8 @@ def build_environment(root: Path, version: str, *, course: bool = True) -> tuple
         shutil.rmtree(env)
     python = env / "bin" / "python"
     seed = () if course else ("--seed",)  # pip, for the setup cell's %pip
-    # --no-config: pyproject.toml's [tool.uv] pins the lock's JAX, which would defeat the override.
+    # --no-config: this environment is made from the exported lock alone, whatever pyproject.toml's
+    # [tool.uv] says (its overrides and default groups are the course environment's).
     _uv("venv", "--quiet", "--no-config", *seed, "--python", sys.executable, str(env), cwd=root)
     requirements, overrides = env / "requirements.txt", env / "overrides.txt"
     try:

@@ -51,8 +51,11 @@ def test_the_library_accepts_every_jax_from_the_floor_and_pins_none() -> None:
 
 
 def test_the_lock_pins_the_jax_the_committed_outputs_come_from() -> None:
-    constraints = _pyproject()["tool"]["uv"]["constraint-dependencies"]
-    pinned = {name: version for name, version in (c.split("==") for c in constraints)}
+    project = _pyproject()
+    assert project["tool"]["uv"]["default-groups"] == ["course"]
+    assert "constraint-dependencies" not in project["tool"]["uv"]  # `uv pip install .` reads it
+    pins = project["dependency-groups"]["course"]
+    pinned = {name: version for name, version in (c.split("==") for c in pins)}
     assert pinned["jax"] == pinned["jaxlib"] == _locked_version("jax") == _locked_version("jaxlib")
 
 

@@ -90,3 +90,45 @@ def test_a_lone_lesson_installs_the_course_and_keeps_the_learners_jax(tmp_path: 
              "--python", str(python), "pytree-course"],
             check=False,
         )  # fmt: skip
+
+
+def _uv(*args: str, cwd: Path) -> None:
+    subprocess.run([sys.executable, "-m", "uv", *args], cwd=cwd, check=True, capture_output=True)
+
+
+@pytest.mark.parametrize("installer", ["uv pip", "pip", "pip of the wheel"])
+def test_installing_the_course_from_its_checkout_keeps_the_learners_jax(
+    installer: str, tmp_path: Path
+) -> None:
+    """`uv pip install .` run in the checkout reads pyproject.toml's [tool.uv] settings, which once
+    pinned the lock's JAX and so replaced the learner's: the lock's pin lives in a dependency
+    group now, which no installer reads unless asked."""
+    env, _ = build_environment(ROOT, MIDDLE_JAX, course=False)
+    python = env / "bin" / "python"
+    assert _installed(python, "jax") == MIDDLE_JAX
+    try:
+        if installer == "uv pip":
+            _uv("pip", "install", "--quiet", "--python", str(python), ".", cwd=ROOT)
+        elif installer == "pip":
+            subprocess.run([str(python), "-m", "pip", "install", "-q", "."], cwd=ROOT, check=True)
+        else:
+            _uv("build", "--wheel", "--quiet", "--out-dir", str(tmp_path), cwd=ROOT)
+            wheel = next(tmp_path.glob("pytree_course-*.whl"))
+            subprocess.run([str(python), "-m", "pip", "install", "-q", str(wheel)], check=True)
+        assert _installed(python, "pytree-course") is not None
+        assert (_installed(python, "jax"), _installed(python, "jaxlib")) == (MIDDLE_JAX, MIDDLE_JAX)
+    finally:
+        _uv("pip", "uninstall", "--quiet", "--no-config", "--python", str(python),
+            "pytree-course", cwd=ROOT)  # fmt: skip
+
+
+def test_a_project_that_adds_the_course_keeps_its_jax(tmp_path: Path) -> None:
+    """`uv add` of the course from another project resolves that project's pinned JAX."""
+    _uv("init", "--bare", "--quiet", "--name", "learners-project", "--python", sys.executable, ".",
+        cwd=tmp_path)  # fmt: skip
+    pins = [f"jax=={MIDDLE_JAX}", f"jaxlib=={MIDDLE_JAX}", f"pytree-course @ {ROOT.as_uri()}"]
+    _uv("add", "--no-sync", "--quiet", *pins, cwd=tmp_path)
+    lock = (tmp_path / "uv.lock").read_text()
+    for name in ("jax", "jaxlib"):
+        assert f'name = "{name}"\nversion = "{MIDDLE_JAX}"' in lock, name
+    assert 'name = "pytree-course"' in lock
