@@ -8,7 +8,8 @@ Each notebook runs top to bottom in a new kernel, as ``make notebooks`` runs it,
 written. The time is from the first code cell's start to the last one's end (the kernel's start
 is shown apart), against the course's promise of 8 s on a laptop CPU; the slowest cells say where
 to look. The machine's load is shown, since these machines are shared: compare runs of one
-invocation, not of two.
+invocation, not of two. A notebook whose cell fails (with ``COURSE_STRICT_CHECKS=1``, a self-check
+that does not pass) is a FAILED row with the reason, the others still run, and the exit status is 1.
 """
 
 import argparse
@@ -21,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from course_tools._notebook_files import cell_label, read_notebook
-from course_tools.authoring.execute import execute_notebook
+from course_tools.authoring.execute import NotebookExecutionError, execute_notebook
 
 TARGET_S = 8.0
 SLOWEST = 3
@@ -47,8 +48,16 @@ def main() -> int:
     print("| notebook | cells (s) | with kernel start (s) | slowest cells (s) | <= 8 s |")
     print("|---|---|---|---|---|")
     missed = 0
+    failed = []
     for path in paths:
-        runs = [execute_notebook(path, write=False) for _ in range(args.repeats)]
+        name = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
+        try:
+            runs = [execute_notebook(path, write=False) for _ in range(args.repeats)]
+        except NotebookExecutionError as error:
+            failed.append(name)
+            reason = " ".join(str(error).split())[:300].replace("|", "/")
+            print(f"| {name} | FAILED | | {reason} | |", flush=True)
+            continue
         cells = statistics.median(r.cells for r in runs)
         total = statistics.median(r.total for r in runs)
         per_cell: dict[int, list[float]] = {}
@@ -64,16 +73,18 @@ def main() -> int:
         )
         ok = cells <= TARGET_S
         missed += not ok
-        name = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
         print(
             f"| {name} | {cells:.1f} | {total:.1f} | {shown} | {'yes' if ok else 'NO'} |",
             flush=True,
         )
     print(
         f"\n{len(paths)} notebooks, median of {args.repeats} run(s) each; {missed} over "
-        f"{TARGET_S:g} s; load (1 min) before {load:.2f}, after {os.getloadavg()[0]:.2f}"
+        f"{TARGET_S:g} s; {len(failed)} failed; load (1 min) before {load:.2f}, after "
+        f"{os.getloadavg()[0]:.2f}"
     )
-    return 0
+    if failed:
+        print("Failed: " + " ".join(map(str, failed)), file=sys.stderr)
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

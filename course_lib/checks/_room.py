@@ -9,6 +9,8 @@ or, before starting Jupyter, one environment variable::
 
     COURSE_ROOM="http://192.168.1.20:8765?code=K7PX-3MQD&name=Ada" jupyter lab
 
+A join made in one notebook holds for the kernels the learner starts in the next 12 hours (it is
+kept in the learner's configuration folder), so every lesson and exercise notebook is in the room.
 From then on every ``check`` sends one small event: the room's code, the learner's name, the
 exercise, its outcome, the hint number shown and the time. Never code, outputs or values.
 
@@ -29,10 +31,12 @@ import unicodedata
 import urllib.error
 import urllib.parse
 import urllib.request
+from pathlib import Path
 from typing import Any
 
 ROOM_ENV = "COURSE_ROOM"
-"""The environment variable that joins a room when the first check runs: ``URL?code=…&name=…``."""
+"""The environment variable that joins a room when the first check runs: ``URL?code=…&name=…``;
+``off`` joins none, not even one joined earlier."""
 
 NAME_LIMIT = 64
 OUTCOMES = {
@@ -222,9 +226,43 @@ def parse_room(value: str) -> tuple[str, str, str]:
     return url.rstrip("/"), code, valid_name(name)
 
 
+SAVED_HOURS = 12
+"""How long a join lasts for the kernels started after it (a workshop's day)."""
+
 _room: RoomClient | None = None
 _env_read = False
 _lock = threading.Lock()
+
+
+def saved_join_path() -> Path:
+    """Where a join is kept for the learner's next kernels: ``pytree-course/room.json`` under
+    ``XDG_CONFIG_HOME`` (``~/.config`` by default)."""
+    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    return Path(base) / "pytree-course" / "room.json"
+
+
+def _save_join(client: RoomClient) -> None:
+    path = saved_join_path()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        text = json.dumps(
+            {"url": client.url, "code": client.code, "name": client.name, "at": time.time()}
+        )
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(descriptor, "w") as file:
+            file.write(text)
+    except OSError:
+        pass  # the join still holds in this kernel; later kernels just do not find it
+
+
+def _saved_join() -> tuple[str, str, str, float] | None:
+    """The join kept by an earlier kernel, if any and less than :data:`SAVED_HOURS` old."""
+    try:
+        data = json.loads(saved_join_path().read_text())
+        saved = (str(data["url"]), str(data["code"]), valid_name(data["name"]), float(data["at"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return saved if 0 <= time.time() - saved[3] < SAVED_HOURS * 3600 else None
 
 
 def join_room(url: str, *, code: str, name: str, timeout: float = 3.0) -> None:
@@ -232,7 +270,9 @@ def join_room(url: str, *, code: str, name: str, timeout: float = 3.0) -> None:
 
     Asks the room once, waiting at most ``timeout`` seconds, and says in one sentence what will be
     sent, or why the room could not be reached (checks then still work, and events are sent if the
-    room answers later). A code the room refuses joins nothing.
+    room answers later). A code the room refuses joins nothing. The join also holds for the
+    kernels this learner starts in the next 12 hours on this machine (every lesson and exercise
+    notebook), until :func:`leave_room`.
     """
     global _room
     parts = urllib.parse.urlsplit(url.strip())
@@ -249,11 +289,15 @@ def join_room(url: str, *, code: str, name: str, timeout: float = 3.0) -> None:
             "name against your instructor's join line, then run this cell again."
         )
         return
-    leave_room()
+    _leave(forget=False)
     with _lock:
         _room = client
+    _save_join(client)
     if status is not None and status < 300:
-        print(f"Joined the room at {client.url} as {client.name!r}: {_SENT}.")
+        print(
+            f"Joined the room at {client.url} as {client.name!r}: {_SENT}. Your other "
+            f"notebooks join too, for {SAVED_HOURS} hours (leave_room() stops it)."
+        )
         return
     why = f"it answered {status}" if status else f"it did not answer ({message})"
     client._noticed = True  # said here, once
@@ -265,32 +309,49 @@ def join_room(url: str, *, code: str, name: str, timeout: float = 3.0) -> None:
 
 
 def leave_room() -> None:
-    """Stop sending this session's checks to a room."""
+    """Stop sending checks to a room, from this kernel and from the ones started later."""
+    _leave(forget=True)
+
+
+def _leave(forget: bool) -> None:
     global _room
     with _lock:
         room, _room = _room, None
     if room is not None:
         room.close()
+    if forget:
+        saved_join_path().unlink(missing_ok=True)
 
 
 def current_room() -> RoomClient | None:
-    """The room this session sends to: the one joined, else the one ``COURSE_ROOM`` names (joined
-    here, without waiting), else ``None``."""
+    """The room this kernel sends to: the one joined here, else the one ``COURSE_ROOM`` names,
+    else one joined from another kernel in the last 12 hours, else ``None``. ``COURSE_ROOM=off``
+    joins none (the course's own runs of its notebooks set it). Joining here waits for nothing."""
     global _room, _env_read
     with _lock:
         if _room is not None or _env_read:
             return _room
         _env_read = True
         value = os.environ.get(ROOM_ENV, "").strip()
-        if not value:
+        if value.lower() == "off":
             return None
-        try:
-            url, code, name = parse_room(value)
-        except ValueError as error:
-            print(f"(not joining a workshop room: {error})")
+        saved = None if value else _saved_join()
+        if saved is not None:
+            url, code, name, at = saved
+            since = time.strftime("%H:%M", time.localtime(at))
+            said = f"(in the workshop room at {url} as {name!r}, joined at {since}: {_SENT}; "
+            said += "leave_room() stops it)"
+        elif value:
+            try:
+                url, code, name = parse_room(value)
+            except ValueError as error:
+                print(f"(not joining a workshop room: {error})")
+                return None
+            said = f"(joined the workshop room at {url} as {name!r} from {ROOM_ENV}: {_SENT})"
+        else:
             return None
         _room = RoomClient(url, code=code, name=name)
-    print(f"(joined the workshop room at {url} as {name!r} from {ROOM_ENV}: {_SENT})")
+    print(said)
     _room.send({"kind": "join"})
     return _room
 

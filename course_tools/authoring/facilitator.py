@@ -407,9 +407,9 @@ def _checklist(plans: Sequence[LessonPlan], where: _Place) -> list[str]:
         ),
         (
             "- **The room.** Start `course-room serve` on your laptop before learners arrive "
-            "and put its join line on the projector. Its dashboard shows who is ready (JAX "
-            "version and backend), who passes which exercise, and who has been stuck for a "
-            "while, and never shows anyone's code. "
+            "and put its projector page (the join line, no secret) on the projector. Its "
+            "dashboard shows who is ready (JAX version and backend), who passes which exercise, "
+            "and who has been stuck for a while, and never shows anyone's code. "
             f"{where.room}."
         ),
         (

@@ -8,6 +8,8 @@ Routes, under an optional path prefix (``base_path``, for a reverse proxy):
 * ``GET dashboard?token=…``: the dashboard page. ``GET api/stream?token=…``: its server-sent
   events, a snapshot first and then updates. ``POST api/settings`` (header ``X-Room-Token``):
   the minutes of silence that count as stuck. ``GET export.csv?token=…``: every event.
+* ``GET /`` (the prefix itself): the page to project, with the join line and no secret of the
+  instructor's.
 * ``GET static/…``: the page's script and style; nothing is loaded from elsewhere.
 """
 
@@ -16,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import csv
 import hmac
+import html
 import io
 import json
 import math
@@ -44,7 +47,8 @@ _FIELDS = {
     "ready": {"code", "name", "kind", "sent_at", "outcome", "jax", "backend"},
 }
 _VERSION = re.compile(r"[0-9A-Za-z.+\-]{1,40}")
-_BACKEND = re.compile(r"[a-z0-9_\-]{1,20}")
+_BACKEND = re.compile(r"[A-Za-z0-9_\-]{1,20}")
+_YEARS = (946_684_800, 4_102_444_800)  # 2000-01-01 and 2100-01-01, in seconds since 1970
 HEARTBEAT_S = 5.0
 PUSH_EVERY_MS = 100
 SECURITY_HEADERS = {
@@ -70,13 +74,17 @@ class Refused(Exception):
 
 @dataclass(frozen=True)
 class Limits:
-    """What one request and one sender may do. Rates are events per second, with a burst."""
+    """What one request and one sender may do. Rates are events per second, with a burst; new
+    names are counted per address too, so that one machine cannot fill the room with made-up
+    learners (a whole class behind one address still joins in a minute or two)."""
 
     event_bytes: int = 2048
     learner_rate: float = 5.0
     learner_burst: float = 30.0
     host_rate: float = 200.0
     host_burst: float = 400.0
+    new_names_rate: float = 1.0
+    new_names_burst: float = 60.0
     max_learners: int = 500
 
 
@@ -126,7 +134,9 @@ def validate(data: Any, code: str, known: Mapping[str, Any]) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise Refused(400, "an event is a JSON object")
     sent_code = data.get("code")
-    if not isinstance(sent_code, str) or not hmac.compare_digest(sent_code.encode(), code.encode()):
+    if not isinstance(sent_code, str) or not hmac.compare_digest(
+        plain_code(sent_code).encode(), plain_code(code).encode()
+    ):
         raise Refused(403, "wrong join code: copy the join line your instructor's room printed")
     kind = data.get("kind")
     if kind not in KINDS:
@@ -139,13 +149,12 @@ def validate(data: Any, code: str, known: Mapping[str, Any]) -> dict[str, Any]:
     except ValueError as error:
         raise Refused(400, str(error)) from None
     sent = data.get("sent_at")
-    if sent is not None and not (
-        isinstance(sent, int | float) and not isinstance(sent, bool) and math.isfinite(sent)
-    ):
-        raise Refused(400, "sent_at must be a number of seconds since 1970")
+    number = isinstance(sent, int | float) and not isinstance(sent, bool)
+    if sent is not None and not (number and _YEARS[0] < sent < _YEARS[1]):
+        raise Refused(400, "sent_at must be a time: seconds since 1970, between 2000 and 2100")
     if kind == "check":
         exercise = data.get("exercise")
-        if exercise not in known:
+        if not isinstance(exercise, str) or exercise not in known:
             raise Refused(400, f"unknown exercise {exercise!r}: ids look like '02.sgd_step'")
         if data.get("outcome") not in OUTCOMES:
             raise Refused(400, f"outcome must be one of {', '.join(OUTCOMES)}")
@@ -159,7 +168,18 @@ def validate(data: Any, code: str, known: Mapping[str, Any]) -> dict[str, Any]:
             raise Refused(400, "jax must be a version like 0.10.2")
         if not (isinstance(data.get("backend"), str) and _BACKEND.fullmatch(data["backend"])):
             raise Refused(400, "backend must be a name like cpu, gpu or tpu")
+        data["backend"] = data["backend"].lower()
     return data
+
+
+def plain_code(code: str) -> str:
+    """A join code as compared: upper case, without dashes or spaces (``k7px 3mqd`` is
+    ``K7PX3MQD``).
+
+    >>> plain_code(" k7px-3mqd ")
+    'K7PX3MQD'
+    """
+    return "".join(code.split()).replace("-", "").upper()
 
 
 def sse(kind: str, data: Any, event_id: int) -> bytes:
@@ -180,7 +200,10 @@ class Room:
         self.store, self.state, self.limits, self.clock = store, state, limits, clock
         self.learner_buckets = TokenBuckets(limits.learner_rate, limits.learner_burst)
         self.host_buckets = TokenBuckets(limits.host_rate, limits.host_burst)
+        self.name_buckets = TokenBuckets(limits.new_names_rate, limits.new_names_burst)
         self.listeners: set[asyncio.Queue[bytes | None]] = set()
+        self.public_url = ""  # the address learners use, when the command line gave one
+        self.base = ""
         self._last_push = 0.0
         for event in store.events():
             state.apply(event)
@@ -193,8 +216,16 @@ class Room:
         wait = max(self.host_buckets.take(host), self.learner_buckets.take((host, name)))
         if wait:
             raise Refused(429, f"too many events: wait {wait:.1f} s", retry_after=wait)
-        if name not in self.state.learners and len(self.state.learners) >= self.limits.max_learners:
-            raise Refused(403, f"the room is full ({self.limits.max_learners} learners)")
+        if name not in self.state.learners:
+            if len(self.state.learners) >= self.limits.max_learners:
+                raise Refused(
+                    403,
+                    f"the room is full ({self.limits.max_learners} learners): tell your "
+                    "instructor, who can start it with a higher --max-learners",
+                )
+            wait = self.name_buckets.take(host)
+            if wait:
+                raise Refused(429, f"too many new names from one address: wait {wait:.1f} s", wait)
         event = self.store.add(self.clock(), fields)
         self.state.apply(event)
         return event
@@ -240,7 +271,10 @@ class Room:
 
 def _csv_cell(value: Any) -> Any:
     if isinstance(value, float):
-        return datetime.fromtimestamp(value, UTC).isoformat(timespec="milliseconds")
+        try:
+            return datetime.fromtimestamp(value, UTC).isoformat(timespec="milliseconds")
+        except (OverflowError, OSError, ValueError):
+            return value
     if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r"):
         return "'" + value
     return value
@@ -283,7 +317,7 @@ class EventsHandler(_Handler):
             return self.refuse(413, f"an event is at most {self.room.limits.event_bytes} bytes")
         try:
             data = json.loads(body)
-        except ValueError:
+        except (ValueError, RecursionError):
             return self.refuse(400, "the body must be one JSON object")
         try:
             event = self.room.add(data, self.request.remote_ip or "")
@@ -293,6 +327,22 @@ class EventsHandler(_Handler):
             return self.refuse(refused.status, refused.message)
         self.set_status(201)
         self.finish({"id": event.id})
+
+
+class JoinPageHandler(_Handler):
+    """The page to project: the join line and nothing else (no token, no learner's data)."""
+
+    def get(self) -> None:
+        url = (
+            self.room.public_url or f"{self.request.protocol}://{self.request.host}{self.room.base}"
+        )
+        code = self.room.store.code
+        line = f'join_room("{url}", code="{code}", name="YOUR NAME")'
+        page = (STATIC / "join.html").read_text(encoding="utf-8")
+        for key, value in (("CODE", code), ("LINE", line), ("URL", url)):
+            page = page.replace("{{" + key + "}}", html.escape(value))
+        self.set_header("Content-Type", "text/html; charset=utf-8")
+        self.finish(page)
 
 
 class DashboardHandler(_Handler):
@@ -363,9 +413,11 @@ class StaticHandler(tornado.web.StaticFileHandler):
 def make_app(room: Room, base_path: str = "") -> tornado.web.Application:
     """The application, every route under ``base_path`` (``""`` or like ``"/room"``)."""
     base = "/" + base_path.strip("/") if base_path.strip("/") else ""
+    room.base = base
     args = {"room": room}
     return tornado.web.Application(
         [
+            (f"{base}/", JoinPageHandler, args),
             (f"{base}/api/events", EventsHandler, args),
             (f"{base}/dashboard", DashboardHandler, args),
             (f"{base}/api/stream", StreamHandler, args),

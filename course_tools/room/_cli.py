@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import signal
 import socket
 import sys
@@ -78,6 +79,12 @@ def _parser() -> argparse.ArgumentParser:
         f"{Limits.host_rate:g}); raise it when a whole room comes through one address",
     )
     serve.add_argument(
+        "--max-learners",
+        type=int,
+        default=Limits.max_learners,
+        help=f"names the room takes (default {Limits.max_learners})",
+    )
+    serve.add_argument(
         "--info", type=Path, help="also write the addresses, code and token to this JSON file"
     )
     return parser
@@ -101,8 +108,15 @@ def serve(args: argparse.Namespace) -> int:
     from course_lib.checks import all_exercises
 
     state = RoomState(exercise_infos(all_exercises()), float(store.get("idle_minutes", "5")))
-    limits = Limits(learner_rate=args.rate, host_rate=args.host_rate, host_burst=2 * args.host_rate)
+    limits = Limits(
+        learner_rate=args.rate,
+        host_rate=args.host_rate,
+        host_burst=2 * args.host_rate,
+        new_names_rate=args.host_rate / 200,
+        max_learners=args.max_learners,
+    )
     room = Room(store, state, limits)
+    room.public_url = (args.public_url or "").rstrip("/")
     app = make_app(room, args.base_path)
     try:
         sockets = tornado.netutil.bind_sockets(args.port, address=args.host)
@@ -127,17 +141,21 @@ def serve(args: argparse.Namespace) -> int:
         )
     else:
         print(f"Listening on {args.host}:{port}.")
-    print("Learners run, in a notebook cell:")
+    print(f"Put this page on the projector (the join line, no secret of yours): {url}/")
+    print("Learners run, in a cell of any course notebook (their other notebooks join too):")
     print(
         f'    from course_lib.checks import join_room; join_room("{url}", '
         f'code="{store.code}", name="YOUR NAME")'
     )
     print("or start Jupyter with:")
     print(f'    COURSE_ROOM="{url}?code={store.code}&name=YOUR NAME" jupyter lab')
-    print(f"Your dashboard (keep this address to yourself): {dashboard}")
+    print()
+    print(f"Your dashboard (keep this address to yourself, off the projector): {dashboard}")
     if args.info:
         info = {"url": url, "dashboard": dashboard, "code": store.code, "token": store.token}
-        args.info.write_text(json.dumps(info))
+        descriptor = os.open(args.info, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(descriptor, "w") as file:  # it holds the token
+            file.write(json.dumps(info))
     sys.stdout.flush()
 
     async def main() -> None:

@@ -42,7 +42,19 @@ class Cell:
     hint: int = 0
     tries: int = 0
     streak: int = 0
+    errors: int = 0  # how many of the streak were errors rather than incorrect answers
     since: float = 0.0  # when the streak started (or the latest outcome, without one)
+
+    def failing(self) -> str:
+        """The streak in words: ``3 incorrect tries in a row``."""
+        kind = (
+            "incorrect tries"
+            if not self.errors
+            else "errors"
+            if self.errors == self.streak
+            else "failed tries (incorrect or error)"
+        )
+        return f"{self.streak} {kind} in a row"
 
     def view(self) -> list[Any]:
         return [self.outcome, self.tries, self.hint, self.streak]
@@ -55,6 +67,7 @@ class Learner:
     last_exercise: str | None = None
     ready: dict[str, Any] | None = None
     cells: dict[str, Cell] = field(default_factory=dict)
+    checked: dict[str, float] = field(default_factory=dict)  # lesson: its latest check's time
 
     def view(self) -> dict[str, Any]:
         return {
@@ -82,7 +95,7 @@ class RoomState:
         self.learners: dict[str, Learner] = {}
         self.last_event = 0
         self.last_check_at = 0.0
-        self.lesson: str | None = None  # the lesson of the room's latest check
+        self.lesson_started: dict[str, float] = {}  # lesson: the room's first check in it
         self._changed: set[str] = set()
 
     def apply(self, event: Event) -> None:
@@ -109,15 +122,30 @@ class RoomState:
         if event.outcome in ("incorrect", "error"):
             if cell.streak == 0:
                 cell.since = event.received
+                cell.errors = 0
             cell.streak += 1
+            cell.errors += event.outcome == "error"
         elif event.outcome == "passed":
-            cell.streak = 0
+            cell.streak = cell.errors = 0
             cell.since = event.received
         cell.outcome = event.outcome or "error"
         cell.hint = event.hint or 0
         learner.last_exercise = event.exercise
+        lesson = self.exercises[event.exercise].lesson
+        learner.checked[lesson] = max(learner.checked.get(lesson, 0.0), event.received)
+        self.lesson_started.setdefault(lesson, event.received)
         self.last_check_at = max(self.last_check_at, event.received)
-        self.lesson = self.exercises[event.exercise].lesson
+
+    @property
+    def lesson(self) -> str | None:
+        """The room's lesson: the one most learners' latest check was in (the later lesson
+        between equals), so that one learner running ahead does not move it."""
+        counts = Counter(
+            self.exercises[learner.last_exercise].lesson
+            for learner in self.learners.values()
+            if learner.last_exercise is not None
+        )
+        return max(counts, key=lambda lesson: (counts[lesson], lesson)) if counts else None
 
     def take_changed(self) -> dict[str, dict[str, Any]]:
         """The learners changed since the last call, as the dashboard shows them."""
@@ -155,33 +183,38 @@ class RoomState:
         return summary
 
     def needs_help(self, now: float) -> list[dict[str, Any]]:
-        """Who needs help, longest waiting first.
+        """Who needs help in the room's lesson, longest waiting first.
 
-        A learner needs help after :data:`STREAK_FOR_HELP` incorrect tries in a row on one
-        exercise, or after ``idle_minutes`` without any event while the others went on checking
-        (someone checked in the last ``idle_minutes``), unless they passed every exercise of the
-        room's current lesson.
+        A learner needs help after :data:`STREAK_FOR_HELP` failed tries in a row on one of its
+        exercises, or after ``idle_minutes`` without a check in it while the others went on
+        checking (someone checked in the last ``idle_minutes``), unless they passed all of its
+        exercises. The silence counts from the learner's latest check in the lesson, or from the
+        room's first check in it: the time before, when the lesson was taught, does not count.
         """
+        lesson = self.lesson
+        if lesson is None:
+            return []
         window = self.idle_minutes * 60
         room_active = self.last_check_at >= now - window
-        current = [e for e in self.exercises.values() if e.lesson == self.lesson]
+        current = [e.id for e in self.exercises.values() if e.lesson == lesson]
         found = []
         for learner in self.learners.values():
             streaks = [
-                (c.since, e, c) for e, c in learner.cells.items() if c.streak >= STREAK_FOR_HELP
+                (cell.since, exercise, cell)
+                for exercise, cell in learner.cells.items()
+                if exercise in current and cell.streak >= STREAK_FOR_HELP
             ]
             if streaks:
                 since, exercise, cell = min(streaks)
-                why = f"{cell.streak} incorrect tries in a row"
-                found.append(self._row(learner, exercise, why, since))
+                found.append(self._row(learner, exercise, cell.failing(), since))
                 continue
-            done = current and all(
-                learner.cells.get(e.id, Cell()).outcome == "passed" for e in current
-            )
-            if room_active and not done and learner.last_seen <= now - window:
-                minutes = int((now - learner.last_seen) // 60)
-                why = f"no check for {minutes} minutes while others went on"
-                found.append(self._row(learner, learner.last_exercise, why, learner.last_seen))
+            done = all(learner.cells.get(e, Cell()).outcome == "passed" for e in current)
+            last = max(learner.checked.get(lesson, 0.0), self.lesson_started[lesson])
+            if room_active and not done and last <= now - window:
+                minutes = int((now - last) // 60)
+                why = f"no check for {minutes} minute{'s' * (minutes != 1)} while others went on"
+                at = learner.last_exercise if lesson in learner.checked else None
+                found.append(self._row(learner, at, why, last))
         return sorted(found, key=lambda row: (row["since"], row["name"]))
 
     def _row(

@@ -39,8 +39,9 @@ def room(chromium_path: str, tmp_path_factory: pytest.TempPathFactory) -> Iterat
 class Kernels:
     """Fresh kernels, one per learner, started side by side; each runs one cell at a time."""
 
-    def __init__(self, names: list[str]) -> None:
+    def __init__(self, names: list[str], config: Path) -> None:
         env = {k: v for k, v in os.environ.items() if k not in ("CI", "COURSE_STRICT_CHECKS")}
+        env["XDG_CONFIG_HOME"] = str(config)  # where join_room keeps the join: not the user's
         self.managers = {name: KernelManager(kernel_name="python3") for name in names}
         for manager in self.managers.values():
             manager.start_kernel(env=env)
@@ -118,7 +119,7 @@ def test_the_dashboard_follows_a_room_of_thirty(
 ) -> None:
     from playwright.sync_api import expect
 
-    kernels = Kernels(list(KERNELS))
+    kernels = Kernels(list(KERNELS), tmp_path / "config")
     try:
         simulated_events = simulate(room)
         context = browser.new_context(

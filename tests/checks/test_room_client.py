@@ -14,6 +14,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -35,9 +36,11 @@ def count_params_right(tree: Any) -> int:
 
 
 @pytest.fixture(autouse=True)
-def no_room(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """Each test starts outside any room, whatever the environment says."""
+def no_room(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
+    """Each test starts outside any room, whatever the environment says, with its own folder for
+    a join kept between kernels."""
     monkeypatch.delenv(_room.ROOM_ENV, raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     leave_room()
     monkeypatch.setattr(_room, "_env_read", False)
     yield
@@ -236,6 +239,54 @@ def test_the_environment_variable_joins_at_the_first_check_without_waiting(
         ("join", "Hal Jordan", "K7PX"),
         ("check", "Hal Jordan", "K7PX"),
     ]
+
+
+def new_kernel(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What a fresh kernel starts with: no room joined in it yet, the environment not read."""
+    monkeypatch.setattr(_room, "_room", None)
+    monkeypatch.setattr(_room, "_env_read", False)
+
+
+def test_a_join_holds_for_the_learners_next_kernels_until_they_leave(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with stand_in() as room:
+        join_room(room.url, code="K7PX", name="Kim")
+        assert "Your other notebooks join too, for 12 hours" in capsys.readouterr().out
+        assert _room.saved_join_path().stat().st_mode & 0o077 == 0  # it holds the join code
+        new_kernel(monkeypatch)
+        check("01.count_params", count_params_right)
+        said = capsys.readouterr().out
+        assert said.startswith(f"(in the workshop room at {room.url} as 'Kim', joined at ")
+        events = room.wait_for(3)
+        assert [(e["kind"], e["name"]) for e in events] == [
+            ("join", "Kim"), ("join", "Kim"), ("check", "Kim")
+        ]  # fmt: skip
+        leave_room()
+        new_kernel(monkeypatch)
+        check("01.count_params", count_params_right)
+        assert "workshop room" not in capsys.readouterr().out
+        assert len(room.events) == 3
+
+
+@pytest.mark.parametrize("why", ["off", "expired"])
+def test_a_kept_join_is_not_used_when_off_or_older_than_a_day_of_teaching(
+    why: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with stand_in() as room:
+        join_room(room.url, code="K7PX", name="Lou")
+        if why == "off":
+            monkeypatch.setenv(_room.ROOM_ENV, "off")
+        else:
+            saved = json.loads(_room.saved_join_path().read_text())
+            saved["at"] -= (_room.SAVED_HOURS + 1) * 3600
+            _room.saved_join_path().write_text(json.dumps(saved))
+        new_kernel(monkeypatch)
+        capsys.readouterr()
+        check("01.count_params", count_params_right)
+        assert "workshop room" not in capsys.readouterr().out
+        assert _room.current_room() is None
+        assert len(room.wait_for(1)) == 1  # the join only
 
 
 def check_seconds(fn: Callable[[Any], int], times: int = 7) -> float:

@@ -28,12 +28,12 @@ def room(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServedRoom]:
 
 
 def test_a_check_event_is_stored_and_exported(room: ServedRoom) -> None:
-    status, reply = room.post(room.event("Grace", **CHECK, sent_at=1.5))
+    status, reply = room.post(room.event("Grace", **CHECK, sent_at=1_800_000_000.5))
     assert status == 201 and isinstance(reply["id"], int)
     rows = [row for row in room.export_rows() if ",Grace," in row]
     assert len(rows) == 1
     assert rows[0].endswith(",Grace,check,01.count_params,incorrect,1,,")
-    assert ",1970-01-01T00:00:01.500+00:00," in rows[0]
+    assert ",2027-01-15T08:00:00.500+00:00," in rows[0]
 
 
 @pytest.mark.parametrize(
@@ -50,7 +50,11 @@ def test_a_check_event_is_stored_and_exported(room: ServedRoom) -> None:
         ({"name": "tab\tname"}, 400, "a name must be 1 to 64 printable"),
         ({"kind": "grade"}, 400, "kind must be one of"),
         ({"code_snippet": "def f(): ..."}, 400, "unknown field(s) for a check event: code_snippet"),
-        ({"sent_at": "yesterday"}, 400, "sent_at must be a number"),
+        ({"sent_at": "yesterday"}, 400, "sent_at must be a time"),
+        ({"sent_at": 1e18}, 400, "sent_at must be a time"),
+        ({"sent_at": -1e15}, 400, "sent_at must be a time"),
+        ({"exercise": []}, 400, "unknown exercise []"),
+        ({"exercise": {}}, 400, "unknown exercise {}"),
     ],
 )
 def test_a_bad_event_gets_a_4xx_saying_why_and_nothing_is_stored(
@@ -62,9 +66,20 @@ def test_a_bad_event_gets_a_4xx_saying_why_and_nothing_is_stored(
     assert len(room.export_rows()) == before
 
 
+def test_the_join_code_may_be_typed_in_lower_case_or_without_its_dash(room: ServedRoom) -> None:
+    for typed in (
+        room.code.lower(),
+        room.code.replace("-", ""),
+        f" {room.code[:4]} {room.code[5:]}",
+    ):
+        assert room.post({**room.event("Typist", "join"), "code": typed})[0] == 201, typed
+
+
 def test_a_ready_event_takes_a_version_and_a_backend_only(room: ServedRoom) -> None:
     ready = room.event("Lin", "ready", outcome="passed", jax="0.10.2", backend="cpu")
     assert room.post(ready)[0] == 201
+    assert room.post({**ready, "name": "Mac", "backend": "METAL"})[0] == 201
+    assert room.export_rows()[-1].endswith(",Mac,ready,,passed,,0.10.2,metal")
     assert room.post({**ready, "jax": "<b>0.10</b>"})[0] == 400
     assert room.post({**ready, "backend": "CPU; DROP TABLE"})[0] == 400
     assert room.post({**ready, "exercise": "01.count_params"})[0] == 400
@@ -79,7 +94,19 @@ def test_oversize_and_malformed_bodies_are_refused(room: ServedRoom) -> None:
     assert status == 400 and "one JSON object" in reply["error"]
     status, reply = room.post(b"[1, 2]")
     assert status == 400 and "JSON object" in reply["error"]
+    status, reply = room.post(b"[" * 1000 + b"]" * 1000)  # under the size limit, too deep to read
+    assert status == 400 and "one JSON object" in reply["error"]
     assert len(room.export_rows()) == before
+
+
+def test_the_projector_page_shows_the_join_line_and_no_secret_of_the_instructors(
+    room: ServedRoom,
+) -> None:
+    status, body, _ = room.get("")
+    page = body.decode()
+    assert status == 200
+    assert f"join_room(&quot;{room.url}&quot;, code=&quot;{room.code}&quot;" in page
+    assert room.token not in page and "Grace" not in page
 
 
 @pytest.mark.parametrize("path", ["dashboard", "api/stream", "export.csv"])
@@ -118,6 +145,15 @@ def test_the_dashboard_page_loads_nothing_from_elsewhere(room: ServedRoom) -> No
         assert room.get(asset)[0] == 200
 
 
+def test_one_address_cannot_fill_the_room_with_made_up_names(tmp_path: Path) -> None:
+    with served_room(tmp_path / "names.sqlite", "--max-learners", "100") as names:
+        statuses = [names.post(names.event(f"fake {i}", "join"))[0] for i in range(80)]
+        assert statuses[:60] == [201] * 60 and statuses.count(429) >= 15
+        # Names already in the room go on as before.
+        assert names.post(names.event("fake 0", "join"))[0] == 201
+        assert len(names.export_rows()) == statuses.count(201) + 1
+
+
 def test_a_flood_from_one_learner_is_slowed_and_only_accepted_events_are_stored(
     tmp_path: Path,
 ) -> None:
@@ -138,6 +174,8 @@ def test_a_server_killed_and_started_again_keeps_every_event_code_and_token(
     first = start_room(path, "--rate", "1000")
     stored = [first.post(first.event(f"L{i}", **CHECK))[0] for i in range(50)]
     assert stored == [201] * 50
+    assert (path.with_name(path.name + ".info.json").stat().st_mode & 0o077) == 0  # the token
+    assert (path.stat().st_mode & 0o077) == 0
     said = stop_room(first, kill=True)  # SIGKILL: no chance to close anything
     # Without --host it listened on loopback only, and said so and how to open it.
     port = int(first.url.rsplit(":", 1)[1])

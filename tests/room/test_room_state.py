@@ -54,8 +54,15 @@ def test_three_incorrect_in_a_row_needs_help_and_a_pass_ends_it() -> None:
     assert state_of(*two).needs_help(now=30) == []
     three = [*two, check("Ada", "01.a", "error", 30, hint=2)]
     assert state_of(*three).needs_help(now=40) == [
-        {"name": "Ada", "exercise": "01.a", "why": "3 incorrect tries in a row", "since": 10}
+        {
+            "name": "Ada",
+            "exercise": "01.a",
+            "why": "3 failed tries (incorrect or error) in a row",
+            "since": 10,
+        }
     ]
+    four = [*two, check("Ada", "01.a", "incorrect", 30, hint=2)]
+    assert state_of(*four).needs_help(now=40)[0]["why"] == "3 incorrect tries in a row"
     # Not attempted (the stub run again) neither breaks nor extends the streak.
     broken = [*two, check("Ada", "01.a", "not_attempted", 25), check("Ada", "01.a", "passed", 30)]
     assert state_of(*broken).needs_help(now=40) == []
@@ -82,6 +89,43 @@ def test_silence_needs_help_only_while_others_go_on_and_until_the_lesson_is_done
     assert state.needs_help(now=20 * minute) == []
     state.idle_minutes = 10
     assert state.needs_help(now=8 * minute) == []
+
+
+def test_teaching_time_is_not_silence_and_a_lesson_left_behind_is_not_help() -> None:
+    minute = 60.0
+    joined = [Event(next(_ids), 0.0, None, name, "join") for name in ("Ada", "Bob", "Cy")]
+    # Lesson 01 taught for 45 minutes, then its exercises: silence counts from the first check.
+    state = state_of(
+        *joined,
+        check("Ada", "01.a", "incorrect", 0, hint=1),
+        check("Ada", "01.a", "incorrect", 1, hint=2),
+        check("Ada", "01.a", "incorrect", 2, hint=3),
+        check("Bob", "01.a", "passed", 45 * minute),
+        check("Cy", "01.a", "incorrect", 46 * minute, hint=1),
+    )
+    # Ada's streak was in lesson 01 too; no one is silent yet 2 minutes into the exercises.
+    assert [r["name"] for r in state.needs_help(now=47 * minute)] == ["Ada"]
+    # Then the room moves to lesson 02 (two learners there): Ada's old streak no longer counts,
+    # and Cy, who last checked in lesson 01, has not checked in lesson 02 since it began.
+    state.apply(check("Ada", "02.c", "passed", 50 * minute))
+    state.apply(check("Bob", "02.c", "incorrect", 51 * minute, hint=1))
+    assert state.lesson == "02"
+    assert state.needs_help(now=52 * minute) == []
+    rows = state.needs_help(now=55 * minute + 1)
+    assert [(r["name"], r["exercise"], r["why"]) for r in rows] == [
+        ("Cy", None, "no check for 5 minutes while others went on"),
+    ]
+
+
+def test_one_learner_running_ahead_does_not_move_the_room() -> None:
+    state = state_of(
+        check("Ada", "01.a", "passed", 1),
+        check("Bob", "01.b", "incorrect", 2, hint=1),
+        check("Cy", "02.c", "not_attempted", 3),
+    )
+    assert state.lesson == "01"
+    state.apply(check("Ada", "02.c", "passed", 4))
+    assert state.lesson == "02"  # two and one: the room follows the two
 
 
 def test_where_the_room_is_stuck_is_the_most_common_hint_among_those_failing() -> None:

@@ -95,7 +95,7 @@ function renderGrid(exercises, names) {
     ...names.map((name) => {
       const learner = room.learners[name];
       const row = element("tr");
-      row.append(element("th", name, { scope: "row" }));
+      row.append(element("th", name, { scope: "row", title: name }));
       for (const e of exercises) {
         const [outcome, tries, hint] = learner.cells[e.id] || ["not_attempted", 0, 0];
         const cell = element("td", null, { class: `outcome ${outcome}` });
@@ -138,11 +138,16 @@ function renderExercises(exercises, learners) {
 }
 
 function renderReady(names) {
-  const ready = names.filter((name) => room.learners[name].ready);
+  // Those who need you first: a failed check, then not yet run, then ready.
+  const rank = (name) => {
+    const info = room.learners[name].ready;
+    return info ? (info.ok ? 2 : 0) : 1;
+  };
+  const ready = names.filter((name) => rank(name) === 2);
   $("ready-count").textContent = `(${ready.length} of ${names.length})`;
   const body = $("ready").tBodies[0];
   body.replaceChildren(
-    ...names.map((name) => {
+    ...[...names].sort((a, b) => rank(a) - rank(b) || a.localeCompare(b)).map((name) => {
       const info = room.learners[name].ready;
       const row = element("tr");
       row.append(element("th", name, { scope: "row" }));
@@ -169,12 +174,14 @@ function connect() {
 let idleTimer = null;
 $("idle").addEventListener("change", () => {
   clearTimeout(idleTimer);
-  idleTimer = setTimeout(() => {
-    fetch("api/settings", {
+  idleTimer = setTimeout(async () => {
+    const said = $("idle-problem");
+    const reply = await fetch("api/settings", {
       method: "POST",
       headers: { "Content-Type": "application/json", "X-Room-Token": token },
       body: JSON.stringify({ idle_minutes: Number($("idle").value) }),
-    });
+    }).catch(() => null);
+    said.textContent = reply && reply.ok ? "" : `Not changed: ${reply ? (await reply.json()).error : "the room did not answer"}.`;
   }, 300);
 });
 $("lesson").addEventListener("change", render);
