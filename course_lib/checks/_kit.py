@@ -5,24 +5,35 @@ return ``None`` or a hint. Random trees mix the containers JAX knows (dict, list
 namedtuple, ``OrderedDict``), ``None`` subtrees, and leaves of several kinds, from a NumPy
 generator, so a case set is the same wherever it is made.
 
-This is the one shelf of helpers for the lesson modules: look here before writing one in a
-lesson module, and put a helper that two lessons need here. What is here, by section (``__all__``
-lists it): parts (``in_parts``); probes (``call_value``, ``call_tree``, ``compile_report``,
-``jit_compile_report``, ``error_text``, ``returned_instead``, ``leaf_text``); judges
-(``judge_number``, ``judge_bool``, ``judge_equal``, ``plain_difference``, ``structure_difference``,
-``tree_judge``, ``judge_compiles``, ``judge_compiles_with_advice``, ``missing_return``) and typical
-mistakes (``trees_close``, ``matching_variant``); references (``as_numpy``, ``scaled``,
-``ACTIVATIONS``); plain data with dtypes (``as_judged``, ``as_float32``, ``dtype_name``,
-``dtyped_plain``); random inputs (``random_f32``, ``random_array``, ``random_shape``,
-``small_shape``, ``small_float_leaf``, ``random_float_leaf``, ``random_like``); random trees
-(``Layer``, ``Point``, ``Opaque``, ``random_leaf``, ``random_tree``, ``float_tree``,
-``count_none``).
+This is the one shelf of helpers for the lesson modules: look here before writing one in a lesson
+module, and put a helper that two lessons need here. What is here, by section (``__all__`` lists
+it): parts (``in_parts``); probes (``call_value``, ``call_tree``, ``compile_report``,
+``jit_compile_calls``, ``jit_compile_report``, ``repeat_compiles``, ``input_changes``,
+``recompiled_calls``, ``miss_of``, ``failed_calls``, ``error_text``, ``returned_instead``,
+``leaf_text``); judges (``judge_number``, ``judge_bool``, ``judge_equal``, ``plain_difference``,
+``structure_difference``, ``tree_judge``, ``judge_compiles``, ``judge_compiles_with_advice``,
+``recompile_cause``, ``missing_return``) and typical mistakes (``trees_close``,
+``matching_variant``); references (``as_numpy``, ``scaled``, ``ACTIVATIONS``); plain data with
+dtypes (``as_judged``, ``as_float32``, ``dtype_name``, ``dtyped_plain``); random inputs
+(``random_f32``, ``random_array``, ``random_shape``, ``small_shape``, ``small_float_leaf``,
+``random_float_leaf``, ``random_like``); random trees (``Layer``, ``Point``, ``Opaque``,
+``random_leaf``, ``random_tree``, ``float_tree``, ``count_none``).
+
+A hint names a cause that a probe measured: a controlled call, a compile count, the structure,
+dtypes and weak types of the inputs, what changed between two calls. The text of JAX's messages
+(cache-miss explanations, errors) changes from release to release, so a hint may quote it as
+supporting detail but never decide by it; where the probes cannot decide, the hint says what they
+measured and no more.
 """
 
+import bisect
 import collections
+import contextlib
 import dataclasses
+import functools
+import logging
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NamedTuple
 
 import jax
@@ -56,8 +67,11 @@ __all__ = [
     "dtype_name",
     "dtyped_plain",
     "error_text",
+    "failed_calls",
     "float_tree",
     "in_parts",
+    "input_changes",
+    "jit_compile_calls",
     "jit_compile_report",
     "judge_bool",
     "judge_compiles",
@@ -66,6 +80,7 @@ __all__ = [
     "judge_number",
     "leaf_text",
     "matching_variant",
+    "miss_of",
     "missing_return",
     "plain_difference",
     "random_array",
@@ -75,6 +90,9 @@ __all__ = [
     "random_like",
     "random_shape",
     "random_tree",
+    "recompile_cause",
+    "recompiled_calls",
+    "repeat_compiles",
     "returned_instead",
     "scaled",
     "small_float_leaf",
@@ -125,30 +143,271 @@ def compile_report(run: Callable[[], Any]) -> dict[str, Any]:
     return {"compiles": counter.compiles, "misses": list(misses)}
 
 
+class _ExplainedCompiles(logging.Handler):
+    """Which compilations of a :func:`cl.count_compiles` counter JAX explained a cache miss for.
+
+    JAX explains a miss of a function it traces for ``jit`` before compiling it (before tracing it
+    from 0.10 on, just after in earlier releases), and explains none for its own eager operations:
+    a compilation counts as the learner's when the list of captured explanations grew since the
+    compilation before it. Only the list's length is read, never its text, so a new wording of
+    JAX's (or none) changes no count. Added to JAX's logger after :func:`cl.capture_cache_misses`
+    has added its own handler, it runs after that one.
+    """
+
+    def __init__(self, counter: Any, misses: list[str]):
+        super().__init__(logging.DEBUG)
+        self.counter, self.misses = counter, misses
+        self.seen = 0
+        self.compiles: set[int] = set()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if len(self.misses) > self.seen:
+            self.seen = len(self.misses)
+            self.compiles.add(len(self.counter.compiled))
+
+
+def jit_compile_calls(calls: Sequence[Callable[[], Any]]) -> tuple[list[Any], dict[str, Any]]:
+    """Each call's result, and how often jitted functions compiled in each, from empty caches.
+
+    JAX's caches are cleared first (``jax.clear_caches()``), so a count does not depend on what the
+    process compiled before. The report is ``{"compiles": n, "misses": [...], "eager": m,
+    "per_call": [...], "miss_calls": [...]}``: ``n`` compilations of jitted functions in all,
+    ``per_call`` the same by call, ``misses`` JAX's cache-miss explanations (text to show, never to
+    decide by) and ``miss_calls`` the call each was logged in. The compilations of JAX's own eager
+    operations (``m``) are left out of ``n``: a compilation counts when JAX explained a cache miss
+    since the compilation before it (``_ExplainedCompiles``), whatever the explanation says.
+
+    >>> f = jax.jit(lambda x: 2 * x)
+    >>> two, three = np.ones(2), np.ones(3)
+    >>> _, report = jit_compile_calls([lambda: f(two), lambda: f(two), lambda: f(three)])
+    >>> report["compiles"], report["per_call"], report["miss_calls"]
+    (2, [1, 0, 1], [0, 2])
+    """
+    jax.clear_caches()
+    results: list[Any] = []
+    compiled_after: list[int] = []
+    missed_after: list[int] = []
+    logger = logging.getLogger("jax")
+    with cl.count_compiles() as counter, cl.capture_cache_misses() as misses:
+        explained = _ExplainedCompiles(counter, misses)
+        logger.addHandler(explained)
+        try:
+            for call in calls:
+                results.append(jax.block_until_ready(call()))
+                compiled_after.append(len(counter.compiled))
+                missed_after.append(len(misses))
+        finally:
+            logger.removeHandler(explained)
+    mine = [i in explained.compiles for i in range(len(counter.compiled))]
+    starts = [0, *compiled_after[:-1]]
+    per_call = [sum(mine[a:b]) for a, b in zip(starts, compiled_after, strict=True)]
+    miss_calls = [bisect.bisect_right(missed_after, j) for j in range(len(misses))]
+    return results, {
+        "compiles": sum(mine),
+        "misses": list(misses),
+        "eager": counter.compiles - sum(mine),
+        "per_call": per_call,
+        "miss_calls": [min(i, len(calls) - 1) for i in miss_calls],
+    }
+
+
 def jit_compile_report(run: Callable[[], Any]) -> tuple[Any, dict[str, Any]]:
     """``run()``'s result, and how often jitted functions compiled in it, from empty caches.
 
-    JAX's caches are cleared first (``jax.clear_caches()``), so a count does not depend on what the
-    process compiled before. The report is ``{"compiles": n, "misses": [...], "eager": m}`` like
-    :func:`compile_report`'s, with the compilations of JAX's own eager operations (``m``), which log
-    no cache-miss explanation, left out of ``n``: a compilation counts when its function is one
-    that an explanation names.
+    The report is :func:`jit_compile_calls`' for the one call ``run``, without its per-call
+    entries: ``{"compiles": n, "misses": [...], "eager": m}``.
 
     >>> f = jax.jit(lambda x: 2 * x)
     >>> result, report = jit_compile_report(lambda: [f(np.ones(2)), f(np.ones(2)), f(np.ones(3))])
     >>> report["compiles"]
     2
     """
-    jax.clear_caches()
-    with cl.count_compiles() as counter, cl.capture_cache_misses() as misses:
-        result = jax.block_until_ready(run())
-    named = set(re.findall(r"(\S+) defined at", "\n".join(misses)))
-    compiles = sum(name.startswith("jit(") and name[4:-1] in named for name in counter.compiled)
-    return result, {
-        "compiles": compiles,
-        "misses": list(misses),
-        "eager": counter.compiles - compiles,
-    }
+    (result,), report = jit_compile_calls([run])
+    return result, {key: report[key] for key in ("compiles", "misses", "eager")}
+
+
+def repeat_compiles(call: Callable[[Any], Any], value: Any, other: Any) -> list[int]:
+    """Probe: the compilations of jitted functions in ``call(value)``, in the same call again, and
+    in ``call(other)`` (``other`` a value of the same type and shape), from empty caches.
+
+    The counts tell what makes a new cache key (:func:`recompile_cause`), whatever JAX's
+    explanation of the misses says.
+
+    >>> scale = jax.jit(lambda x, factor: factor * x, static_argnums=1)
+    >>> repeat_compiles(lambda factor: scale(np.ones(2), factor), 0.5, 2.0)
+    [1, 0, 1]
+    """
+    _, report = jit_compile_calls([lambda: call(value), lambda: call(value), lambda: call(other)])
+    return list(report["per_call"])
+
+
+def recompile_cause(counts: Sequence[int]) -> str | None:
+    """What :func:`repeat_compiles` measured: ``"function"`` when the same call compiled again (what
+    is jitted is new every time), ``"value"`` when only the other value compiled (that value is
+    part of the cache key: a static argument, or when the two differ in kind, the kind), else
+    ``None``.
+
+    >>> recompile_cause([1, 1, 1]), recompile_cause([1, 0, 1]), recompile_cause([1, 0, 0])
+    ('function', 'value', None)
+    """
+    if len(counts) != 3 or not counts[0]:
+        return None
+    if counts[1]:
+        return "function"
+    return "value" if counts[2] else None
+
+
+_CHANGE_RANK = {"weak_type": 0, "shape": 1, "dtype": 2, "kind": 3}
+
+
+def recompiled_calls(
+    inputs: Sequence[Any],
+    per_call: Sequence[int],
+    comparable: Callable[[int, int], bool] = lambda i, j: True,
+) -> list[dict[str, Any]]:
+    """Probe: each call after the first that compiled, and what changed in its inputs.
+
+    ``inputs[i]`` is what call ``i`` handed the jitted function (a tree), ``per_call`` the counts of
+    :func:`jit_compile_calls`. For each call that compiled, the earlier call closest to it (among
+    those ``comparable(i, j)`` allows) is found: ``{"call": i, "before": j, "changes": ...}`` with
+    :func:`input_changes`; ``changes`` that name nothing mean the call compiled although its inputs
+    looked the same to the cache key. A call with no earlier comparable call is left out.
+
+    >>> rows = recompiled_calls([{"lr": 0.1}, {"lr": np.float32(0.2)}], [1, 1])
+    >>> [(row["call"], row["before"], row["changes"]["leaves"][0]["change"]) for row in rows]
+    [(1, 0, 'weak_type')]
+    """
+
+    def distance(changes: dict[str, Any]) -> tuple[int, int, int]:
+        ranks = [_CHANGE_RANK[leaf["change"]] for leaf in changes["leaves"]]
+        return bool(changes["keys"] or changes["structure"]), len(ranks), max(ranks, default=-1)
+
+    rows = []
+    for i in range(1, len(inputs)):
+        if not per_call[i]:
+            continue
+        earlier = [(j, input_changes(inputs[i], inputs[j])) for j in range(i) if comparable(i, j)]
+        if earlier:
+            j, changes = min(earlier, key=lambda pair: distance(pair[1]))
+            rows.append({"call": i, "before": j, "changes": changes})
+    return rows
+
+
+def miss_of(report: dict[str, Any], call: int) -> int | None:
+    """The index in ``report["misses"]`` of the last explanation logged in call ``call`` (of a
+    :func:`jit_compile_calls` report), for :func:`judge_compiles_with_advice` to quote.
+
+    >>> miss_of({"misses": ["a", "b", "c"], "miss_calls": [0, 2, 2]}, 2), miss_of({}, 1)
+    (2, None)
+    """
+    found = [j for j, i in enumerate(report.get("miss_calls", ())) if i == call]
+    return found[-1] if found else None
+
+
+@contextlib.contextmanager
+def failed_calls(owner: Any, name: str, inspect: Callable[..., Any]) -> Iterator[list[Any]]:
+    """While the block runs, each call of ``owner.name`` that raises is measured: ``inspect`` gets
+    the call's arguments, its result goes into the list yielded, and the error goes on.
+
+    A probe wraps ``jax.lax.scan`` or ``jax.lax.cond`` with it to see what the learner's code handed
+    JAX (the carry, the branches) instead of reading JAX's message. ``inspect`` runs where the call
+    failed, inside the traces around it; an error of its own leaves nothing in the list. Code that
+    took the function under another name before the block (``from jax.lax import scan``) is not
+    seen, and the list stays empty.
+
+    >>> import types
+    >>> box = types.SimpleNamespace(div=lambda a, b: a / b)
+    >>> with failed_calls(box, "div", lambda a, b: f"{a} / {b}") as seen:
+    ...     _ = box.div(1, 2)
+    ...     try:
+    ...         _ = box.div(1, 0)
+    ...     except ZeroDivisionError:
+    ...         pass
+    >>> seen
+    ['1 / 0']
+    """
+    original = getattr(owner, name)
+    found: list[Any] = []
+
+    @functools.wraps(original)
+    def measured(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return original(*args, **kwargs)
+        except Exception:
+            try:
+                found.append(inspect(*args, **kwargs))
+            except Exception:  # noqa: BLE001 (a call that cannot be measured tells nothing)
+                pass
+            raise
+
+    setattr(owner, name, measured)
+    try:
+        yield found
+    finally:
+        setattr(owner, name, original)
+
+
+def _cache_type(leaf: Any) -> tuple[str, tuple[int, ...], bool] | None:
+    """How a jitted function's cache key sees a leaf: dtype, shape and weak type (``None`` for a
+    leaf JAX takes for no array)."""
+    try:
+        aval = jax.typeof(leaf)
+    except TypeError:
+        return None
+    return str(aval.dtype), tuple(int(n) for n in aval.shape), bool(aval.weak_type)
+
+
+def _type_text(kind: tuple[str, tuple[int, ...], bool] | None, leaf: Any) -> str:
+    if kind is None:
+        return f"a {type(leaf).__name__}"
+    dtype, shape, weak = kind
+    return f"{dtype}[{','.join(map(str, shape))}]" + (" weakly typed" if weak else "")
+
+
+def input_changes(now: Any, before: Any) -> dict[str, Any]:
+    """Probe: what differs between two inputs of a jitted function as its cache key sees them.
+
+    Plain data: ``keys``, the dict keys one holds and the other not (sorted); ``structure``, the
+    structures' differences in words (:func:`structure_difference`), and when the structures are
+    one, ``leaves``: each leaf whose dtype, shape or weak type differs, with its key path, what
+    changed (``"dtype"``, ``"shape"``, ``"weak_type"`` or ``"kind"``), both types in words, and the
+    leaf's Python type before (``"float"`` for a Python float).
+
+    >>> [leaf] = input_changes({"lr": 0.1}, {"lr": np.float32(0.1)})["leaves"]
+    >>> leaf["path"], leaf["change"], leaf["now"], leaf["before"], leaf["was"]
+    ("['lr']", 'weak_type', 'float32[] weakly typed', 'float32[]', 'float32')
+    >>> input_changes({"a": 1.0}, {"a": 1.0, "b": None})["keys"]
+    ['b']
+    """
+    keys: list[str] = []
+    if isinstance(now, dict) and isinstance(before, dict):
+        keys = sorted(str(key) for key in set(now) ^ set(before))
+    lines = structure_difference(now, before, ("now", "before"))
+    leaves: list[dict[str, str]] = []
+    if not lines:
+        pairs = zip(jax.tree_util.tree_leaves_with_path(now), jax.tree.leaves(before), strict=True)
+        for (path, a), b in pairs:
+            kind_a, kind_b = _cache_type(a), _cache_type(b)
+            if kind_a == kind_b and (kind_a is not None or type(a) is type(b)):
+                continue
+            if kind_a is None or kind_b is None:
+                change = "kind"
+            elif kind_a[0] != kind_b[0]:
+                change = "dtype"
+            elif kind_a[1] != kind_b[1]:
+                change = "shape"
+            else:
+                change = "weak_type"
+            leaves.append(
+                {
+                    "path": jax.tree_util.keystr(path),
+                    "change": change,
+                    "now": _type_text(kind_a, a),
+                    "before": _type_text(kind_b, b),
+                    "was": type(b).__name__,
+                }
+            )
+    return {"keys": keys, "structure": lines, "leaves": leaves}
 
 
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+|0x[0-9a-fA-F]{6,}")
@@ -156,12 +415,14 @@ _LOCATION = re.compile(r" (?:at|defined at) \S+\.py:\d+")
 _FOLDERS = re.compile(r"(?:/[^\s/:]+)+/([^\s/:]+\.py)")
 
 
-def error_text(error: BaseException, limit: int = 300) -> str:
+def error_text(error: BaseException, limit: int = 300, lines: int = 1) -> str:
     """``Type: first line`` of an exception, the same on every machine and in every run.
 
     Memory addresses and `` at file.py:N`` locations are left out, other paths to a ``.py`` file
-    keep only the file's name, and the line is cut to ``limit`` characters (``...`` marks the cut);
-    ``Type`` alone when the message is empty or cannot be printed.
+    keep only the file's name, and the text is cut to ``limit`` characters (``…`` marks the cut);
+    ``Type`` alone when the message is empty or cannot be printed. ``lines`` keeps more of a long
+    message. The text is for a hint to show: what a hint says is decided by probes, never by
+    what a library's message says.
 
     >>> error_text(TypeError("<function f at 0x7f3a2c1d> defined at /home/me/model.py:12 failed"))
     'TypeError: <function f> failed'
@@ -169,9 +430,12 @@ def error_text(error: BaseException, limit: int = 300) -> str:
     'ValueError: cannot read model.py'
     >>> error_text(KeyError())
     'KeyError'
+    >>> print(error_text(ValueError("one\\ntwo\\nthree"), lines=2))
+    ValueError: one
+    two
     """
     try:
-        text = str(error).strip().splitlines()[0] if str(error).strip() else ""
+        text = "\n".join(str(error).strip().splitlines()[:lines])
     except Exception:  # noqa: BLE001 (a learner's exception may fail to print)
         text = ""
     text = _FOLDERS.sub(r"\1", _LOCATION.sub("", _ADDRESS.sub("", text)))
@@ -368,21 +632,24 @@ def judge_compiles_with_advice(
     expected: dict[str, Any],
     case: Case,
     advice: str | None = None,
-    about: str = "",
+    about: int | None = None,
 ) -> str | None:
     """:func:`judge_compiles`, with ``advice`` (what a miss means here) after its first line.
 
-    The explanation quoted is the last one that holds ``about`` (the last of all when none does).
+    The explanation quoted is ``got["misses"][about]``, by default the last one: choose it by what
+    a probe measured (the call that compiled again, :func:`jit_compile_calls`' ``miss_calls``),
+    not by what JAX wrote in it.
 
     >>> misses = ["TRACING CACHE MISS: lr changed", "TRACING CACHE MISS: x changed"]
     >>> got = {"compiles": 2, "misses": misses}
     >>> advice = "lr is data, not static."
-    >>> print(judge_compiles_with_advice(got, {"compiles": 1}, Case(()), advice, "lr"))
+    >>> print(judge_compiles_with_advice(got, {"compiles": 1}, Case(()), advice, 0))
     compiled 2 times, expected 1: see the cache-miss explanation below.
     lr is data, not static.
     TRACING CACHE MISS: lr changed
     """
-    quoted = [miss for miss in got["misses"] if about in miss][-1:] or got["misses"][-1:]
+    misses = got["misses"]
+    quoted = misses[-1:] if about is None or not 0 <= about < len(misses) else [misses[about]]
     problem = judge_compiles({**got, "misses": quoted}, expected, case)
     if problem is None or advice is None:
         return problem

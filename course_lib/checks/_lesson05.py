@@ -3,13 +3,19 @@
 Counts do not depend on what the process compiled before: each probe clears JAX's caches
 (``jax.clear_caches()``) first. They count the programs of jitted functions only: JAX's own eager
 operations (``jnp.asarray(lr, jnp.float32)`` outside ``jit``, say) compile too, once per process
-and shape, but never log a cache-miss explanation, so a compilation counts when its function is
-one that an explanation names.
+and shape, but never log a cache-miss explanation, so a compilation counts when JAX explained a
+miss since the compilation before it, whatever the explanation says (``_kit.jit_compile_calls``).
+
+What a recompilation means is measured, never read from JAX's explanation, whose wording changes
+between releases (JAX 0.11 says "cache miss explanation unavailable" for a static argument): the
+probes repeat a call to see whether the same call compiles again (a new function every time) or
+only a new value does (a static argument), and compare the inputs of the call that compiled with
+the closest earlier call's (structure, dtypes, shapes, weak types). JAX's explanation is quoted
+below the hint as supporting detail.
 """
 
 import collections
 import functools
-import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -21,12 +27,18 @@ from ._kit import (
     Layer,
     Point,
     count_none,
+    error_text,
+    jit_compile_calls,
     jit_compile_report,
     judge_compiles_with_advice,
+    miss_of,
     random_f32,
     random_float_leaf,
     random_shape,
     random_tree,
+    recompile_cause,
+    recompiled_calls,
+    repeat_compiles,
     returned_instead,
     tree_judge,
 )
@@ -57,24 +69,29 @@ def _param_tree(rng: np.random.Generator, kind: int) -> Any:
     return {"layer": Layer(w=leaf(), b=leaf()), "extra": extra}
 
 
-def _miss_paths(misses: Sequence[str]) -> list[str]:
-    """The input paths (``lr``, ``state['loss_avg']``) that JAX's cache-miss explanations name."""
-    return [m[1] for text in misses for m in re.finditer(r"\* at ([^,]+), now", text)]
+Advice = tuple[str | None, int | None]
+"""What a cache miss means for the exercise, and which explanation to quote (the arguments
+``advice`` and ``about`` of ``judge_compiles_with_advice``). The advice comes from the probes'
+measurements (counts of repeated calls, what changed in the inputs of the call that compiled
+again), never from the wording of JAX's explanation, which is only quoted."""
 
 
-Advice = tuple[str | None, str]
-"""What a cache miss means for the exercise, and a text that picks the explanation to quote
-(the arguments ``advice`` and ``about`` of ``judge_compiles_with_advice``)."""
+def _same_inputs(call: str) -> str:
+    """The measured advice when a call compiled again and the probes found no cause."""
+    return (
+        f"{call} compiled again although its arguments had the same structure, shapes, dtypes "
+        "and weak types as an earlier call's."
+    )
 
 
 def _no_miss_advice(got: dict[str, Any], expected: dict[str, Any]) -> Advice:
     if got["compiles"] or not expected["compiles"]:
-        return None, ""
+        return None, None
     return (
         "Nothing you jitted was compiled: the computation ran operation by operation outside jit "
         "(each operation compiled on its own). Put the whole computation inside one "
         "jitted function."
-    ), ""
+    ), None
 
 
 _tree = tree_judge()
@@ -149,44 +166,99 @@ def _step_cases(rng: np.random.Generator) -> list[Case]:
     return cases
 
 
+def _step_inputs(params: Any, grads: Any, rate: Any) -> dict[str, Any]:
+    return {"params": params, "grads": grads, "lr": rate}
+
+
+def _step_repeats(step: Callable[..., Any], params: Any, grads: Any, one: Any, other: Any) -> Any:
+    """:func:`repeat_compiles` of ``step`` with lr ``one``, ``one`` again, then ``other`` (``[]``
+    when a call raises)."""
+    try:
+        return repeat_compiles(lambda rate: step(params, grads, rate), one, other)
+    except NotImplementedError:
+        raise
+    except Exception:  # noqa: BLE001 (an answer that fails here has its error judged already)
+        return []
+
+
 def _step_probe(fn: Callable[..., Any], case: Case) -> dict[str, Any] | str | None:
+    """The plan's calls, counted; when one compiled again, controlled calls find out why.
+
+    ``repeats``: Python floats, the same one twice and then another, tell a new function on every
+    call from a static lr (:func:`recompile_cause`). ``kinds``: the two kinds of lr of the call that
+    compiled again and of the closest earlier call (:func:`recompiled_calls`), with one value: a
+    new program for the second kind alone confirms that the kind of lr is the cause.
+    """
     params, grads, rates = case.args
     step = fn()
     if not callable(step):
         return returned_instead(step, "a function")
+    calls = [functools.partial(step, params, grads, rate) for rate in rates]
     try:
-        results, report = jit_compile_report(lambda: [step(params, grads, rate) for rate in rates])
+        results, report = jit_compile_calls(calls)
     except NotImplementedError:
         raise
     except Exception as error:  # noqa: BLE001 (the judge turns a static lr's error into a hint)
-        return {"error": f"{type(error).__name__}: {' '.join(str(error).strip().splitlines()[:2])}"}
-    return {"results": [tree_plain(result) for result in results], **report}
+        text = " ".join(error_text(error, 300, lines=2).splitlines())
+        return {"error": text, "repeats": _step_repeats(step, params, grads, 0.125, 0.25)}
+    inputs = [_step_inputs(params, grads, rate) for rate in rates]
+    again = recompiled_calls(inputs, report["per_call"])
+    record = {"results": [tree_plain(result) for result in results], **report, "again": again}
+    if again:
+        plan = case.info["plan"]
+        before, now = (_RATE_KINDS[plan[again[0][key]]][1] for key in ("before", "call"))
+        record["repeats"] = _step_repeats(step, params, grads, 0.125, 0.25)
+        record["kinds"] = _step_repeats(step, params, grads, before(0.125), now(0.125))
+    return record
 
 
 _STATIC_LR = (
     "lr is a static argument, so every new learning rate compiles a new program, and a JAX array "
     "cannot be static at all (it is not hashable). A learning rate is data: pass it as an array."
 )
+_NEW_STEP_FUNCTION = (
+    "The same call, repeated, compiled again: step jits a function that is new on every call (a "
+    "lambda or jax.jit made inside step), and a new function is a new cache key (Pitfall 12). "
+    "Jit once, in make_step, and let step call that one jitted function."
+)
 
 
-def _step_advice(got: dict[str, Any], expected: dict[str, Any]) -> Advice:
-    misses = got["misses"]
-    if any("Static(val=" in text for text in misses):
-        return _STATIC_LR, "Static(val="
-    if any("weak_type" in text for text in misses):
+def _step_advice(got: dict[str, Any], expected: dict[str, Any], rates: Sequence[Any]) -> Advice:
+    again = got.get("again", [])
+    if not again:
+        return _no_miss_advice(got, expected)
+    row = again[0]
+    quote = miss_of(got, row["call"])
+    cause = recompile_cause(got.get("repeats", []))
+    if cause == "value":
+        return _STATIC_LR, quote
+    if cause == "function":
+        return _NEW_STEP_FUNCTION, quote
+    call = f"step(params, grads, {_rate_text(rates[row['call']])})"
+    changed = [leaf for leaf in row["changes"]["leaves"] if leaf["path"] == "['lr']"]
+    if not changed and not row["changes"]["structure"]:
+        return _same_inputs(call), quote
+    if not changed:
+        return f"{call} compiled again.", quote
+    leaf = changed[0]
+    if recompile_cause(got.get("kinds", [])) != "value":
+        return (
+            f"{call} compiled again. Its lr was {leaf['now']}, the lr of an earlier call "
+            f"{leaf['before']}, but that change alone, tried on its own, compiled nothing new."
+        ), quote
+    if leaf["change"] == "weak_type":
         return (
             "A Python float is weakly typed, a NumPy or JAX float32 is not: two kinds of "
             "input, two "
             "programs (Pitfall 11). Converting lr inside the jitted function comes too "
             "late, because the cache key is made from the arguments as they arrive: turn "
             "lr into a float32 array before it reaches the jitted function."
-        ), "weak_type"
-    if any("i32[]" in text for text in misses):
-        return (
-            "lr = 1 arrived as an integer scalar: convert lr with an explicit dtype, float32.",
-            "i32[]",
-        )
-    return _no_miss_advice(got, expected)
+        ), quote
+    return (
+        f"lr = {_rate_text(rates[row['call']])} arrived as {leaf['now']}, where an earlier lr "
+        f"was {leaf['before']}, and that change alone compiles a new program. Convert lr with "
+        "an explicit dtype, float32, before it reaches the jitted function."
+    ), quote
 
 
 def _judge_step(got: Any, expected: Any, case: Case) -> str | None:
@@ -194,7 +266,7 @@ def _judge_step(got: Any, expected: Any, case: Case) -> str | None:
     if isinstance(got, str):
         return f"make_step() {got}: return the function step."
     if isinstance(got, dict) and "error" in got:
-        if "Non-hashable static arguments" in got["error"]:
+        if recompile_cause(got.get("repeats", [])) == "value":
             return f"step raised {got['error']}\n{_STATIC_LR}"
         return f"step raised {got['error']}"
     results = got.get("results") if isinstance(got, dict) else None
@@ -222,7 +294,9 @@ def _judge_step(got: Any, expected: Any, case: Case) -> str | None:
                 return f"with lr = {_rate_text(rate)}, step returned params - grads: it ignores lr."
         return f"with lr = {_rate_text(rate)}, {problem}"
 
-    return _calls_problem(got, expected, case, explain, _step_advice)
+    return _calls_problem(
+        got, expected, case, explain, lambda got, expected: _step_advice(got, expected, rates)
+    )
 
 
 MAKE_STEP = Exercise(
@@ -524,49 +598,66 @@ def _state_cases(rng: np.random.Generator) -> list[Case]:
 def _state_probe(fn: Callable[..., Any], case: Case) -> dict[str, Any]:
     state = fn(*case.args)
     step = jax.jit(train_step)
+    states = [state]
 
-    def run() -> Any:
-        current = state
-        for grads, loss in zip(case.info["grads"], case.info["losses"], strict=True):
-            current = step(current, grads, loss)
-        return current
+    def call(grads: Any, loss: Any) -> Any:
+        states.append(step(states[-1], grads, loss))
+        return states[-1]
 
-    final, report = jit_compile_report(run)
-    return {"final": tree_plain(final), **report}
+    calls = [
+        functools.partial(call, grads, loss)
+        for grads, loss in zip(case.info["grads"], case.info["losses"], strict=True)
+    ]
+    _, report = jit_compile_calls(calls)
+    return {
+        "final": tree_plain(states[-1]),
+        **report,
+        "again": recompiled_calls(states[:-1], report["per_call"]),
+    }
+
+
+def _keys_text(keys: Sequence[str]) -> str:
+    return "{" + ", ".join(repr(key) for key in keys) + "}"
 
 
 def _state_advice(got: dict[str, Any], expected: dict[str, Any]) -> Advice:
-    misses = got["misses"]
-    for text in misses:
-        keys = re.search(r"symmetric difference of key sets: (\{.*?\})", text)
-        if keys:
-            return (
-                f"The state gained or lost the keys {keys[1]} after the first step: a new "
-                "dict key is a new "
-                "structure, and a new structure a new program (Pitfall 5). Start with "
-                "every key train_step returns."
-            ), "key sets"
-    weak = [text for text in misses if "weak_type" in text]
+    again = got.get("again", [])
+    if not again:
+        return _no_miss_advice(got, expected)
+    row = again[0]
+    changes, quote = row["changes"], miss_of(got, row["call"])
+    after = "after the first step" if row["call"] == 1 else f"after step {row['call']}"
+    if changes["keys"]:
+        return (
+            f"The state gained or lost the keys {_keys_text(changes['keys'])} {after}: a new "
+            "dict key is a new "
+            "structure, and a new structure a new program (Pitfall 5). Start with "
+            "every key train_step returns."
+        ), quote
+    if changes["structure"]:
+        lines = "\n".join(f"  {line}" for line in changes["structure"])
+        return (
+            f"The state's structure changed {after}: compare jax.tree.structure of your "
+            "state with that of the state train_step returns.\n" + lines
+        ), quote
+    weak = [leaf for leaf in changes["leaves"] if leaf["change"] == "weak_type"]
     if weak:
-        paths = ", ".join(dict.fromkeys(_miss_paths(weak))) or "a leaf"
+        paths = ", ".join(f"state{leaf['path']}" for leaf in weak)
+        numbers = all(leaf["was"] in ("float", "int", "bool", "complex") for leaf in weak)
+        held = "a Python number" if numbers else "a weakly typed value"
         return (
-            f"At {paths} the first state held a Python number, which is weakly typed, and "
-            "train_step "
-            "gave back a float32 array: two kinds of input, two programs (Pitfall 11). "
-            "Start with arrays of the dtypes train_step returns."
-        ), "weak_type"
-    if any("different input pytree" in text for text in misses):
+            f"At {paths} the first state held {held}, which is weakly typed, and "
+            f"train_step gave back {weak[0]['now']} there: two kinds of input, two programs "
+            "(Pitfall 11). Start with arrays of the dtypes train_step returns."
+        ), quote
+    if changes["leaves"]:
+        leaf = changes["leaves"][0]
         return (
-            "The state's structure changed after the first step: compare "
-            "jax.tree.structure of your state with that of the state train_step returns."
-        ), "different input pytree"
-    if any("different input types" in text for text in misses):
-        paths = ", ".join(dict.fromkeys(_miss_paths(misses))) or "a leaf"
-        return (
-            f"At {paths} a leaf changed its dtype or shape after the first step: start with what "
-            "train_step returns there."
-        ), "different input types"
-    return _no_miss_advice(got, expected)
+            f"At state{leaf['path']} the leaf was {leaf['before']} and train_step gave back "
+            f"{leaf['now']} {after}: start with what train_step returns there."
+        ), quote
+    call = f"Step {row['call'] + 1}, with the state step {row['call']} returned,"
+    return _same_inputs(call), quote
 
 
 def _judge_state(got: Any, expected: Any, case: Case) -> str | None:
@@ -655,28 +746,47 @@ def _scaled_probe(fn: Callable[..., Any], case: Case) -> dict[str, Any] | str | 
     first = fn(_FUNCTIONS[plan[0][0]])
     if not callable(first):
         return returned_instead(first, "a function")
-    results, report = jit_compile_report(
-        lambda: [fn(_FUNCTIONS[name])(x, factor) for name, factor in plan]
-    )
-    return {"results": [tree_plain(result) for result in results], **report}
+
+    def call(name: str, factor: float) -> Any:
+        return fn(_FUNCTIONS[name])(x, factor)
+
+    calls = [functools.partial(call, name, factor) for name, factor in plan]
+    results, report = jit_compile_calls(calls)
+    inputs = [{"x": x, "factor": factor} for _, factor in plan]
+    again = recompiled_calls(inputs, report["per_call"], lambda i, j: plan[i][0] == plan[j][0])
+    repeats: list[int] = []
+    if again:
+        name, factor = plan[0]
+        repeats = repeat_compiles(functools.partial(call, name), factor, round(factor + 0.5, 2))
+    return {
+        "results": [tree_plain(result) for result in results],
+        **report,
+        "again": again,
+        "repeats": repeats,
+    }
 
 
-def _scaled_advice(got: dict[str, Any], expected: dict[str, Any]) -> Advice:
-    misses = got["misses"]
-    # JAX 0.10 names the static value as "Static(val=...)", earlier releases as "different value
-    # of static args".
-    for marker in ("Static(val=", "different value of static args"):
-        if any(marker in text for text in misses):
-            return (
-                "factor is a static argument, so every new factor compiles anew. It is data: "
-                "pass it as an ordinary argument."
-            ), marker
-    if sum("never seen function" in text for text in misses) > expected["compiles"]:
+def _scaled_advice(
+    got: dict[str, Any], expected: dict[str, Any], plan: Sequence[tuple[str, float]]
+) -> Advice:
+    again = got.get("again", [])
+    quote = miss_of(got, again[0]["call"]) if again else None
+    cause = recompile_cause(got.get("repeats", []))
+    if cause == "value":
         return (
-            "Each call of make_scaled jits a function JAX has never seen: a new lambda, partial or "
+            "factor is a static argument, so every new factor compiles anew. It is data: "
+            "pass it as an ordinary argument."
+        ), quote
+    if cause == "function":
+        return (
+            "The same call, repeated, compiled again: each call of make_scaled jits a function "
+            "JAX has never seen: a new lambda, partial or "
             "def is a new cache key (Pitfall 12). Build the jitted function once per f, "
             "keep it, and return the same one whenever make_scaled gets that f again."
-        ), "never seen function"
+        ), quote
+    if again:
+        name, factor = plan[again[0]["call"]]
+        return _same_inputs(f"make_scaled({name})(x, {factor})"), quote
     return _no_miss_advice(got, expected)
 
 
@@ -697,7 +807,9 @@ def _judge_scaled(got: Any, expected: Any, case: Case) -> str | None:
             )
         return f"make_scaled({name})(x, {factor}): {problem}"
 
-    return _calls_problem(got, expected, case, explain, _scaled_advice)
+    return _calls_problem(
+        got, expected, case, explain, lambda got, expected: _scaled_advice(got, expected, plan)
+    )
 
 
 MAKE_SCALED = Exercise(

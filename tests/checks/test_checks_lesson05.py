@@ -11,9 +11,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from exercise_support import LessonChecks, answer_id, has_none, nodes
+from exercise_support import LessonChecks, answer_id, check_output, has_none, nodes
+from jax_wording import WORDINGS, raising_withheld, withhold_jax_wording
 
-from course_lib.checks import check, get_exercise
+from course_lib.checks import _lesson05, check, get_exercise
 
 pytestmark = pytest.mark.usefixtures("fresh_checks")
 
@@ -386,3 +387,87 @@ def test_cases_hold_none_subtrees_and_several_containers(exercise_id: str) -> No
     }
     assert len(kinds & {"dict", "list", "tuple", "OrderedDict", "namedtuple"}) >= 3, kinds
     assert has_none(trees)
+
+
+# --- hints that do not depend on JAX's wording ----------------------------------------------------
+
+# Each hint that once came from reading JAX's cache-miss explanation or error message, with the
+# answer that gets it: the compile counts, the static argument (an error for a JAX array), the weak
+# type, the new function object, the keys and weak types of a state.
+MEASURED: list[tuple[str, Callable[..., Any], str]] = [
+    ("05.make_step", make_step_plain_jit, "compiled 3 times, expected 1"),
+    ("05.make_step", make_step_converting_inside, "Converting lr inside the jitted function"),
+    ("05.make_step", make_step_static_lr, "lr is a static argument"),
+    ("05.make_step", make_step_without_jit, "Nothing you jitted was compiled"),
+    ("05.pad_to_bucket", pad_nothing, "compiled 15 times, expected 3"),
+    ("05.init_state", init_params_only, "gained or lost the keys {'loss_avg', 'step', 'velocity'}"),
+    ("05.init_state", init_without_velocity, "gained or lost the keys {'velocity'}"),
+    ("05.init_state", init_python_numbers, "At state['loss_avg'] the first state held a Python"),
+    ("05.make_scaled", make_scaled_fresh, "a new lambda, partial or def is a new cache key"),
+    ("05.make_scaled", make_scaled_jit_per_call, "a new lambda, partial or def is a new cache key"),
+    ("05.make_scaled", make_scaled_static_factor, "factor is a static argument"),
+]
+
+
+@pytest.mark.parametrize("wording", WORDINGS)
+@pytest.mark.parametrize(("exercise_id", "answer", "hint"), MEASURED, ids=answer_id)
+def test_hint_survives_jax_wording(
+    exercise_id: str,
+    answer: Callable[..., Any],
+    hint: str,
+    wording: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """JAX 0.11 wrote "cache miss explanation unavailable" for a static factor: the hint comes from
+    the probes (repeated calls, compile counts, the inputs that changed) whatever JAX writes."""
+    withhold_jax_wording(monkeypatch, wording, _lesson05)
+    out = check_output(exercise_id, answer, capsys)
+    assert hint in out, out
+    assert "a new lambda" not in out or answer in (make_scaled_fresh, make_scaled_jit_per_call)
+
+
+@pytest.mark.parametrize("wording", WORDINGS)
+def test_static_lr_is_found_whatever_the_error_says(
+    wording: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A static lr fails for a JAX array (not hashable): the hint comes from repeated calls with
+    Python floats, not from JAX's "Non-hashable static arguments", here withheld at its source."""
+
+    def make_step_static_lr_quietly():
+        return raising_withheld(make_step_static_lr(), wording)
+
+    out = check_output("05.make_step", make_step_static_lr_quietly, capsys)
+    assert "step raised ValueError" in out and "Non-hashable" not in out, out
+    assert "lr is a static argument" in out, out
+
+
+def _sgd_with_a_flag(params, grads, lr, flag):
+    return jax.tree.map(lambda p, g: p - lr * g, params, grads)
+
+
+_sgd_flagged = jax.jit(_sgd_with_a_flag, static_argnums=3)
+
+
+def make_step_with_a_hidden_flag():
+    """Converts lr as it should, but the second call of the process passes a static flag that
+    compiles a second program: a cause no probe of the check can see."""
+    calls = [0]
+
+    def step(params, grads, lr):
+        calls[0] += 1
+        return _sgd_flagged(params, grads, jnp.asarray(lr, jnp.float32), calls[0] == 2)
+
+    return step
+
+
+def test_a_recompilation_the_probes_cannot_explain_gets_what_they_measured(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The second call, np.float32 after a Python float, compiled again; changing the kind of lr
+    alone compiles nothing new, so the hint says what was measured, not that lr is the cause."""
+    out = check_output("05.make_step", make_step_with_a_hidden_flag, capsys)
+    assert "compiled 2 times, expected 1" in out, out
+    assert "compiled again. Its lr was float32[], the lr of an earlier call float32[] weakly" in out
+    assert "that change alone, tried on its own, compiled nothing new" in out
+    assert "Pitfall" not in out and "lr is a static argument" not in out
