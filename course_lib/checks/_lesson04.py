@@ -440,6 +440,22 @@ def _config_program(x: jax.Array, config: Any) -> jax.Array:
     return x
 
 
+def _unhashable_fields(config: Any) -> list[list[str]]:
+    """``[name, type]`` of each field of ``config`` whose value cannot be hashed: why
+    ``hash(config)`` fails, measured rather than read from Python's message."""
+    if dataclasses.is_dataclass(config):
+        values = {f.name: getattr(config, f.name, None) for f in dataclasses.fields(config)}
+    else:
+        values = dict(getattr(config, "__dict__", {}))
+    found = []
+    for name, value in values.items():
+        try:
+            hash(value)
+        except TypeError:
+            found.append([name, type(value).__name__])
+    return found
+
+
 def _config_probe(fn: Callable[..., Any], case: Case) -> dict[str, Any] | str | None:
     cls = fn()
     if not isinstance(cls, type):
@@ -450,6 +466,8 @@ def _config_probe(fn: Callable[..., Any], case: Case) -> dict[str, Any] | str | 
         configs.append(cls(hidden=value) if act == "relu" else cls(hidden=value, activation=act))
     report: dict[str, Any] = {"hidden_type": type(configs[0].hidden).__name__}
     _, report["hash_error"] = _attempt(lambda: hash(configs[0]))
+    report["unhashable"] = _unhashable_fields(configs[0]) if report["hash_error"] else []
+    report["hash_off"] = type(configs[0]).__hash__ is None
     report["equal"] = bool(configs[0] == configs[1] == configs[2]) and configs[0] != configs[3]
     report["same_hash"] = report["hash_error"] is None and hash(configs[0]) == hash(
         configs[1]
@@ -466,17 +484,26 @@ def _judge_config(got: Any, expected: Any, case: Case) -> str | None:
     if isinstance(got, str):
         return f"define_config() {got}: return the class TrainConfig."
     error = got["hash_error"]
-    if error and "list" in error:
-        return (
-            "hash(config) fails with 'unhashable type: list': hidden was given as a list "
-            "and kept as one. Frozen or not, a config is hashable only if every field is: "
-            "turn hidden into a tuple when the config is made (in __post_init__)."
-        )
-    if error:
+    if error and got["hash_off"]:
         return (
             f"hash(config) fails ({error}): a plain @dataclass sets __hash__ to None "
             "(Pitfall 7), so jit refuses it as a static argument. Make the dataclass frozen."
         )
+    if error and got["unhashable"]:
+        name, kind = got["unhashable"][0]
+        if kind == "list":
+            return (
+                f"hash(config) fails: the field {name} holds a list, which cannot be hashed: "
+                f"{name} was given as a list and kept as one. Frozen or not, a config is "
+                f"hashable only if every field is: turn {name} into a tuple when the config "
+                "is made (in __post_init__)."
+            )
+        return (
+            f"hash(config) fails: the field {name} holds a {kind}, which cannot be hashed. A "
+            "config is hashable only if every field is."
+        )
+    if error:
+        return f"hash(config) fails ({error}): a static argument must be hashable."
     if not got["frozen"]:
         return (
             "config.activation = 'tanh' worked: the config can change after jit has used "

@@ -12,10 +12,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from exercise_support import LessonChecks
+from exercise_support import LessonChecks, answer_id, check_output
+from jax_wording import WORDINGS, withhold_jax_wording
 
 from course_lib import jax_at_least
-from course_lib.checks import check, evaluate, get_exercise
+from course_lib.checks import _lesson04, check, evaluate, get_exercise
 
 pytestmark = pytest.mark.usefixtures("fresh_checks")
 
@@ -369,3 +370,49 @@ def test_grading_cases_hold_other_inputs() -> None:
     shown = {str(np.asarray(c.info["x"]).tolist()) for c in dense.make_cases("check")}
     graded = {str(np.asarray(c.info["x"]).tolist()) for c in dense.make_cases("grade")}
     assert not shown & graded
+
+
+# --- hints that do not depend on the wording of an error -----------------------------------------
+
+
+@pytest.mark.parametrize("wording", WORDINGS)
+@pytest.mark.parametrize(
+    ("answer", "hint"),
+    [
+        (config_keeps_list, "hidden was given as a list and kept as one"),
+        (config_plain, "a plain @dataclass sets __hash__ to None (Pitfall 7)"),
+    ],
+    ids=answer_id,
+)
+def test_hash_hints_come_from_the_fields_not_the_message(
+    answer: Callable[..., Any],
+    hint: str,
+    wording: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Which field cannot be hashed is measured (hash of each field's value, the class's
+    __hash__), not read from "unhashable type: 'list'", here withheld or reworded, with JAX's
+    explanations too (the compile counts of the forward)."""
+    withhold_jax_wording(monkeypatch, wording, _lesson04)
+    out = check_output("04.frozen_config", answer, capsys)
+    assert hint in out, out
+
+
+def test_a_config_with_another_unhashable_field_is_named(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    def config_with_a_dict():
+        @dataclass(frozen=True)
+        class TrainConfig:
+            hidden: tuple
+            activation: str = "relu"
+            extra: Any = dataclasses.field(default_factory=dict)
+
+            def __post_init__(self):
+                object.__setattr__(self, "hidden", tuple(self.hidden))
+
+        return TrainConfig
+
+    out = check_output("04.frozen_config", config_with_a_dict, capsys)
+    assert "the field extra holds a dict, which cannot be hashed" in out, out
