@@ -364,14 +364,17 @@ def _type_text(kind: tuple[str, tuple[int, ...], bool] | None, leaf: Any) -> str
     return f"{dtype}[{','.join(map(str, shape))}]" + (" weakly typed" if weak else "")
 
 
-def input_changes(now: Any, before: Any) -> dict[str, Any]:
+def input_changes(
+    now: Any, before: Any, names: tuple[str, str] = ("now", "before")
+) -> dict[str, Any]:
     """Probe: what differs between two inputs of a jitted function as its cache key sees them.
 
     Plain data: ``keys``, the dict keys one holds and the other not (sorted); ``structure``, the
-    structures' differences in words (:func:`structure_difference`), and when the structures are
-    one, ``leaves``: each leaf whose dtype, shape or weak type differs, with its key path, what
-    changed (``"dtype"``, ``"shape"``, ``"weak_type"`` or ``"kind"``), both types in words, and the
-    leaf's Python type before (``"float"`` for a Python float).
+    structures' differences in words (:func:`structure_difference`, the trees called ``names``),
+    and when the structures are one, ``leaves``: each leaf whose dtype, shape or weak type
+    differs, with its key path, what changed (``"dtype"``, ``"shape"``, ``"weak_type"`` or
+    ``"kind"``), both types in words, and the leaf's Python type before (``"float"`` for a
+    Python float).
 
     >>> [leaf] = input_changes({"lr": 0.1}, {"lr": np.float32(0.1)})["leaves"]
     >>> leaf["path"], leaf["change"], leaf["now"], leaf["before"], leaf["was"]
@@ -382,7 +385,7 @@ def input_changes(now: Any, before: Any) -> dict[str, Any]:
     keys: list[str] = []
     if isinstance(now, dict) and isinstance(before, dict):
         keys = sorted(str(key) for key in set(now) ^ set(before))
-    lines = structure_difference(now, before, ("now", "before"))
+    lines = structure_difference(now, before, names)
     leaves: list[dict[str, str]] = []
     if not lines:
         pairs = zip(jax.tree_util.tree_leaves_with_path(now), jax.tree.leaves(before), strict=True)

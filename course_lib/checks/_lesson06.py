@@ -10,6 +10,7 @@ import functools
 import os
 import shutil
 import tempfile
+import zipfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -25,8 +26,11 @@ from ._kit import (
     Point,
     as_judged,
     dtyped_plain,
+    error_text,
+    failed_calls,
     float_tree,
     in_parts,
+    input_changes,
     matching_variant,
     random_f32,
     random_like,
@@ -723,13 +727,35 @@ def _save_checkpoint(path: Any, tree: Any) -> None:
     np.savez(path, **arrays)
 
 
+def _object_entries(path: Path) -> list[str]:
+    """The entries of an ``.npz`` file whose arrays hold Python objects (pickled), read from each
+    entry's ``.npy`` header: nothing is unpickled, and no message is read."""
+    found = []
+    try:
+        with zipfile.ZipFile(path) as archive:
+            for name in archive.namelist():
+                with archive.open(name) as entry:
+                    version = np.lib.format.read_magic(entry)
+                    read = (
+                        np.lib.format.read_array_header_1_0
+                        if version == (1, 0)
+                        else np.lib.format.read_array_header_2_0
+                    )
+                    if read(entry)[2].hasobject:
+                        found.append(name.removesuffix(".npy"))
+    except Exception:  # noqa: BLE001 (a file that is no archive holds no object arrays either)
+        return []
+    return found
+
+
 def _read_npz(path: Path) -> dict[str, Any]:
-    """The entries of an ``.npz`` file, or why it cannot be read without pickle."""
+    """The entries of an ``.npz`` file, or why it cannot be read without pickle: the error, and
+    the entries that hold Python objects."""
     try:
         with np.load(path, allow_pickle=False) as data:
             return {"entries": {name: data[name] for name in data.files}}
     except Exception as error:  # noqa: BLE001 (whatever the learner wrote)
-        return {"unreadable": f"{type(error).__name__}: {error}"[:300]}
+        return {"unreadable": error_text(error, 300), "objects": _object_entries(path)}
 
 
 def _save_probe(fn: Callable[..., Any], case: Case) -> dict[str, Any]:
@@ -767,14 +793,14 @@ def _judge_save(got: Any, expected: Any, case: Case) -> str | None:
             "...))."
         )
     if "unreadable" in got:
-        why = got["unreadable"]
-        if "Object arrays" in why or "pickle" in why:
+        if got.get("objects"):
             return (
-                "the file holds pickled Python objects, not plain arrays. Save only the "
+                f"the file holds pickled Python objects, not plain arrays (in the entries "
+                f"{', '.join(got['objects'][:3])}). Save only the "
                 "leaves, each as np.asarray(leaf): None subtrees hold no leaves, so they "
                 "write nothing."
             )
-        return f"the file is not an .npz archive NumPy can read ({why})."
+        return f"the file is not an .npz archive NumPy can read ({got['unreadable']})."
     mine, theirs = got["entries"], expected["entries"]
     if set(mine) == set(theirs):
         for key in theirs:
@@ -1162,16 +1188,42 @@ def _has_loop(jaxpr: Any) -> bool:
     return False
 
 
+def _carry_change(body: Callable[..., Any], init: Any, xs: Any = None, *_: Any, **__: Any) -> Any:
+    """For a ``lax.scan`` call that failed: what one step of its body does to the carry, measured
+    by calling the body on the first slice of ``xs`` (weak types aside: scan reconciles those)."""
+    x = None if xs is None else jax.tree.map(lambda leaf: leaf[0], xs)
+    carry, _ = body(init, x)
+    changes = input_changes(carry, init, ("the carry out", "the carry in"))
+    leaves = [leaf for leaf in changes["leaves"] if leaf["change"] != "weak_type"]
+    return {"structure": changes["structure"], "leaves": leaves}
+
+
 def _train_probe(fn: Callable[..., Any], case: Case) -> dict[str, Any]:
-    """Trace ``fn`` under ``jax.jit`` (is there a loop in it?), then compile and run it once."""
+    """Trace ``fn`` under ``jax.jit`` (is there a loop in it?), then compile and run it once.
+
+    When that raises, the probe measures why instead of reading JAX's message: what the body of a
+    failed ``lax.scan`` did to the carry (``carry``), and whether ``fn`` runs without jit
+    (``eager``), where no value is traced.
+    """
     loss_fn, params, batches, lr, beta = case.args
     try:
-        traced = jax.jit(lambda p, b: fn(loss_fn, p, b, lr, beta)).trace(params, batches)
-        out = traced.lower().compile()(params, batches)
+        with failed_calls(jax.lax, "scan", _carry_change) as carries:
+            traced = jax.jit(lambda p, b: fn(loss_fn, p, b, lr, beta)).trace(params, batches)
+            out = traced.lower().compile()(params, batches)
     except NotImplementedError:
         raise
     except Exception as error:  # noqa: BLE001 (a broken carry raises inside JAX: that is the lesson)
-        return {"raised": type(error).__name__, "message": str(error)[:1500]}
+        try:
+            fn(*case.args)
+            eager = True
+        except Exception:  # noqa: BLE001 (failing without jit too is what the record says)
+            eager = False
+        return {
+            "raised": type(error).__name__,
+            "message": error_text(error, 300),
+            "carry": carries[-1] if carries else None,
+            "eager": eager,
+        }
     loop = _has_loop(traced.jaxpr)
     if not (type(out) is tuple and len(out) == 3):
         return {"loop": loop, "shape": describe(out, 120)}
@@ -1183,38 +1235,44 @@ def _train_probe(fn: Callable[..., Any], case: Case) -> dict[str, Any]:
     }
 
 
-def _carry_hint(message: str) -> str:
-    lines = [line.strip() for line in message.splitlines() if line.strip()]
-    detail = next(
-        (line for line in lines if line.lower().lstrip("* ").startswith("the input carry")), ""
-    )
-    detail = detail.lstrip("* ").rstrip(";")
-    quoted = f"\n  JAX says: {detail}" if detail else ""
-    if "same pytree structure" in message:
+def _carry_hint(carry: dict[str, Any] | None) -> str:
+    """The hint for what :func:`_carry_change` measured, or ``""`` when it measured nothing."""
+    if not carry:
+        return ""
+    if carry["structure"]:
+        lines = "".join(
+            f"\n  {line.replace('at [', 'at carry[', 1) if line.startswith('at [') else line}"
+            for line in carry["structure"]
+        )
         return (
-            (
-                "Pitfall 15: the carry of lax.scan came out with another structure than it "
-                "went in with."
-            )
-            + quoted
-            + "\n  "
-            "Build the whole carry before the loop: the velocity is "
+            "Pitfall 15: the carry of lax.scan came out with another structure than it went in "
+            "with:" + lines + "\n  Build the whole carry before the loop: the velocity is "
             "jax.tree.map(jnp.zeros_like, params), with the structure of params, never "
             "None or a list of leaves."
         )
-    if "dtypes do not match" in message:
+    changed = {leaf["change"]: leaf for leaf in reversed(carry["leaves"])}
+    where = "at carry{path}, {before} went in and {now} came out"
+    if "dtype" in changed:
         return (
-            "Pitfall 15: a leaf of the carry changed dtype inside the loop." + quoted + "\n  "
-            "With lr a float32 array, lr * v is float32 even when v is bfloat16: cast "
+            "Pitfall 15: a leaf of the carry changed dtype inside the loop: "
+            + where.format(**changed["dtype"])
+            + ".\n  With lr a float32 array, lr * v is float32 even when v is bfloat16: cast "
             "each new leaf back, "
             ".astype(p.dtype), and build the velocity with jnp.zeros_like(p) so it has "
             "the dtype of p."
         )
-    if "shapes do not match" in message:
+    if "shape" in changed:
         return (
-            "Pitfall 15: a leaf of the carry changed shape inside the loop." + quoted + "\n  "
-            "Each velocity leaf must have the shape of its parameter from the start: "
+            "Pitfall 15: a leaf of the carry changed shape inside the loop: "
+            + where.format(**changed["shape"])
+            + ".\n  Each velocity leaf must have the shape of its parameter from the start: "
             "jnp.zeros_like(p), not 0.0."
+        )
+    if "kind" in changed:
+        return (
+            "Pitfall 15: a leaf of the carry changed kind inside the loop: "
+            + where.format(**changed["kind"])
+            + ". Every leaf of the carry must come out as it went in."
         )
     return ""
 
@@ -1264,13 +1322,11 @@ def _compare_record(
 
 def _judge_train(got: Any, expected: Any, case: Case) -> str | None:
     if "raised" in got:
-        hint = (
-            _carry_hint(got["message"])
-            or f"train_loop raised {got['raised']}: {got['message'][:300]}"
-        )
-        if "tracer" in got["message"].lower() or "Concretization" in got["raised"]:
+        hint = _carry_hint(got.get("carry")) or f"train_loop raised {got['message']}"
+        if got.get("eager"):
             hint += (
-                "\n  The check runs train_loop under jax.jit, and scan traces its body "
+                "\n  train_loop runs without jit and fails under it. The check runs "
+                "train_loop under jax.jit, and scan traces its body "
                 "the same way: no float(), .item() or NumPy calls on values computed from "
                 "params or batches."
             )

@@ -98,8 +98,10 @@ def _plain_type(error: BaseException) -> str:
 
 
 def raising_withheld(fn: Callable[..., Any], wording: str) -> Callable[..., Any]:
-    """``fn``, whose exceptions keep their type but lose their message (``"unavailable"``) or have
-    it reworded: as if the JAX underneath had worded its error otherwise.
+    """``fn``, as if the library underneath had worded its errors otherwise: with ``"reworded"`` an
+    exception keeps its class and gets its message reworded; with ``"unavailable"`` it becomes a
+    plain exception of the built-in class it derives from (``TypeError`` for JAX's tracer errors),
+    whose message says nothing.
 
     >>> def fails():
     ...     raise ValueError("Non-hashable static arguments are not supported")
@@ -113,8 +115,10 @@ def raising_withheld(fn: Callable[..., Any], wording: str) -> Callable[..., Any]
         try:
             return fn(*args, **kwargs)
         except Exception as error:
-            message = "error message unavailable" if wording == "unavailable" else str(error)
-            error.args = (reword(message),)
+            if wording == "unavailable":
+                plain = next(c for c in type(error).__mro__ if c.__module__ == "builtins")
+                raise plain("error message unavailable") from None
+            error.args = (reword(str(error)),)
             raise
 
     return withheld

@@ -18,7 +18,15 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest
-from exercise_support import LessonChecks, answer_id, has_none, nodes, repeated_check_output
+from exercise_support import (
+    LessonChecks,
+    answer_id,
+    check_output,
+    has_none,
+    nodes,
+    repeated_check_output,
+)
+from jax_wording import WORDINGS, raising_withheld, withhold_jax_wording
 
 import course_lib as cl
 from course_lib.checks import _lesson06 as lesson
@@ -695,3 +703,57 @@ def test_has_loop_finds_scan_and_while_anywhere() -> None:
         )
     )
     assert not lesson._has_loop(traced(lambda x: x * 2 * 2 * 2))
+
+
+# --- hints that do not depend on the wording of an error ------------------------------------------
+
+# The train_loop answers raise inside JAX (a scan whose carry changes, float() on a tracer): their
+# hints come from what the body of the failed scan did to the carry and from a run without jit.
+TRAIN_LOOP_RAISING: list[tuple[Callable[..., Any], str]] = [
+    (make_train_loop(lazy=True), "the carry of lax.scan came out with another structure"),
+    (make_train_loop(cast=False), "a leaf of the carry changed dtype inside the loop: at carry[0]"),
+    (make_train_loop(init="scalar"), "a leaf of the carry changed shape inside the loop: at carry"),
+    (train_loop_float_losses, "The check runs train_loop under jax.jit"),
+]
+
+
+@pytest.mark.parametrize("wording", WORDINGS)
+@pytest.mark.parametrize(("answer", "hint"), TRAIN_LOOP_RAISING, ids=answer_id)
+def test_train_loop_hints_come_from_the_carry_not_the_message(
+    answer: Callable[..., Any],
+    hint: str,
+    wording: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """JAX's message withheld or reworded where it is raised (inside the answer) and where the
+    check reads it: the hint still names the change of the carry, or the jit-only failure."""
+    withhold_jax_wording(monkeypatch, wording, lesson)
+    out = check_output("06.train_loop", raising_withheld(answer, wording), capsys)
+    assert hint in out, out
+
+
+@pytest.mark.parametrize("wording", WORDINGS)
+def test_pickled_checkpoint_is_found_from_the_file_not_the_message(
+    wording: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """NumPy's "Object arrays cannot be loaded when allow_pickle=False", withheld or reworded: the
+    check reads the entries' headers and names the ones that hold Python objects."""
+    monkeypatch.setattr(np, "load", raising_withheld(np.load, wording))
+    withhold_jax_wording(monkeypatch, wording, lesson)
+    out = check_output("06.save_checkpoint", save_none_too, capsys)
+    assert "the file holds pickled Python objects, not plain arrays (in the entries" in out, out
+    assert "None subtrees hold no leaves, so they write nothing" in out
+
+
+def test_a_train_loop_that_fails_everywhere_gets_the_error_only(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """No scan failed and the loop fails without jit too: nothing measured, so no cause named."""
+
+    def train_loop_missing_a_key(loss_fn, params, batches, lr, beta):
+        return make_train_loop()(loss_fn, params, {"target": batches["weights"]}, lr, beta)
+
+    out = check_output("06.train_loop", train_loop_missing_a_key, capsys)
+    assert "train_loop raised KeyError: 'weights'" in out, out
+    assert "Pitfall" not in out.split("hint 1/3")[0] and "without jit" not in out
