@@ -9,7 +9,7 @@ This is the one shelf of helpers for the lesson modules: look here before writin
 module, and put a helper that two lessons need here. What is here, by section (``__all__`` lists
 it): parts (``in_parts``); probes (``call_value``, ``call_tree``, ``compile_report``,
 ``jit_compile_calls``, ``jit_compile_report``, ``repeat_compiles``, ``input_changes``,
-``recompiled_calls``, ``miss_of``, ``failed_calls``, ``error_text``, ``returned_instead``,
+``recompiled_calls``, ``miss_of``, ``measured_calls``, ``error_text``, ``returned_instead``,
 ``leaf_text``); judges (``judge_number``, ``judge_bool``, ``judge_equal``, ``plain_difference``,
 ``structure_difference``, ``tree_judge``, ``judge_compiles``, ``judge_compiles_with_advice``,
 ``recompile_cause``, ``missing_return``) and typical mistakes (``trees_close``,
@@ -67,7 +67,6 @@ __all__ = [
     "dtype_name",
     "dtyped_plain",
     "error_text",
-    "failed_calls",
     "float_tree",
     "in_parts",
     "input_changes",
@@ -80,6 +79,7 @@ __all__ = [
     "judge_number",
     "leaf_text",
     "matching_variant",
+    "measured_calls",
     "miss_of",
     "missing_return",
     "plain_difference",
@@ -305,19 +305,22 @@ def miss_of(report: dict[str, Any], call: int) -> int | None:
 
 
 @contextlib.contextmanager
-def failed_calls(owner: Any, name: str, inspect: Callable[..., Any]) -> Iterator[list[Any]]:
-    """While the block runs, each call of ``owner.name`` that raises is measured: ``inspect`` gets
-    the call's arguments, its result goes into the list yielded, and the error goes on.
+def measured_calls(
+    owner: Any, name: str, inspect: Callable[..., Any], every: bool = False
+) -> Iterator[list[Any]]:
+    """While the block runs, each call of ``owner.name`` that raises (with ``every``, each call) is
+    measured: ``inspect`` gets the call's arguments, its result goes into the list yielded, and
+    the call returns or raises as before.
 
     A probe wraps ``jax.lax.scan`` or ``jax.lax.cond`` with it to see what the learner's code handed
     JAX (the carry, the branches) instead of reading JAX's message. ``inspect`` runs where the call
     failed, inside the traces around it; an error of its own leaves nothing in the list. Code that
     took the function under another name before the block (``from jax.lax import scan``) is not
-    seen, and the list stays empty.
+    seen, and the list stays empty. ``owner`` may be a class (``jax.custom_vjp``, ``"__call__"``).
 
     >>> import types
     >>> box = types.SimpleNamespace(div=lambda a, b: a / b)
-    >>> with failed_calls(box, "div", lambda a, b: f"{a} / {b}") as seen:
+    >>> with measured_calls(box, "div", lambda a, b: f"{a} / {b}") as seen:
     ...     _ = box.div(1, 2)
     ...     try:
     ...         _ = box.div(1, 0)
@@ -326,25 +329,35 @@ def failed_calls(owner: Any, name: str, inspect: Callable[..., Any]) -> Iterator
     >>> seen
     ['1 / 0']
     """
+    own = name in vars(owner)
     original = getattr(owner, name)
     found: list[Any] = []
+
+    def measure(args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        try:
+            found.append(inspect(*args, **kwargs))
+        except Exception:  # noqa: BLE001 (a call that cannot be measured tells nothing)
+            pass
 
     @functools.wraps(original)
     def measured(*args: Any, **kwargs: Any) -> Any:
         try:
-            return original(*args, **kwargs)
+            result = original(*args, **kwargs)
         except Exception:
-            try:
-                found.append(inspect(*args, **kwargs))
-            except Exception:  # noqa: BLE001 (a call that cannot be measured tells nothing)
-                pass
+            measure(args, kwargs)
             raise
+        if every:
+            measure(args, kwargs)
+        return result
 
     setattr(owner, name, measured)
     try:
         yield found
     finally:
-        setattr(owner, name, original)
+        if own:
+            setattr(owner, name, original)
+        else:
+            delattr(owner, name)
 
 
 def _cache_type(leaf: Any) -> tuple[str, tuple[int, ...], bool] | None:

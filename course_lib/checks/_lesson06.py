@@ -27,11 +27,11 @@ from ._kit import (
     as_judged,
     dtyped_plain,
     error_text,
-    failed_calls,
     float_tree,
     in_parts,
     input_changes,
     matching_variant,
+    measured_calls,
     random_f32,
     random_like,
     random_shape,
@@ -1207,7 +1207,7 @@ def _train_probe(fn: Callable[..., Any], case: Case) -> dict[str, Any]:
     """
     loss_fn, params, batches, lr, beta = case.args
     try:
-        with failed_calls(jax.lax, "scan", _carry_change) as carries:
+        with measured_calls(jax.lax, "scan", _carry_change) as carries:
             traced = jax.jit(lambda p, b: fn(loss_fn, p, b, lr, beta)).trace(params, batches)
             out = traced.lower().compile()(params, batches)
     except NotImplementedError:

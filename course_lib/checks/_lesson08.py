@@ -1,13 +1,15 @@
 """Exercises of lesson 08, trees through transformations.
 
 Every probe runs the learner's function under the transformation the exercise is about (``jit``
-around a ``cond``, ``make_jaxpr`` to see the ``scan``, ``grad`` through a ``custom_vjp``), and
-turns the errors JAX raises for mismatched trees into records, so that a judge can name the
-mistake behind them. Inputs are NumPy arrays (bfloat16 through ``jax.device_put``), so that making
-a case compiles nothing.
+around a ``cond``, ``make_jaxpr`` to see the ``scan``, ``grad`` through a ``custom_vjp``). When JAX
+refuses the trees it was given, the probe measures why instead of reading JAX's message, whose
+wording changes between releases: what the branches of the failed ``cond`` return, the leading
+axes of the failed ``scan``'s ``xs``, what the backward rule returns when called directly, and
+controlled calls (the same function without ``jit``, on inputs where the mistake does not raise).
+JAX's message is shown as supporting detail only. Inputs are NumPy arrays (bfloat16 through
+``jax.device_put``), so that making a case compiles nothing.
 """
 
-import re
 from collections.abc import Callable
 from typing import Any
 
@@ -23,8 +25,11 @@ from ._kit import (
     dtyped_plain,
     error_text,
     in_parts,
+    input_changes,
     matching_variant,
+    measured_calls,
     random_array,
+    structure_difference,
     tree_judge,
 )
 from ._plain import describe, rebuild_tree
@@ -32,6 +37,11 @@ from ._spec import Case, Exercise
 
 _close = tree_judge(rtol=1e-4, atol=1e-5, dtypes=False)
 _close_bf16 = tree_judge(rtol=2e-2, atol=2e-2, dtypes=False)
+
+
+def _fails(result: Any) -> bool:
+    """Whether a :func:`_raised` result is a refusal."""
+    return isinstance(result, dict) and "raised" in result
 
 
 def _raised(run: Callable[[], Any]) -> Any:
@@ -108,9 +118,31 @@ def _guarded_cases(rng: np.random.Generator) -> list[Case]:
     return in_parts(cases, ["step", "skip", "dtypes"])
 
 
+def _branch_outputs(
+    pred: Any, true_fun: Any, false_fun: Any, *operands: Any, **kwargs: Any
+) -> dict[str, Any]:
+    """For a ``lax.cond`` call that failed: how what its two branches return differs, measured by
+    calling each branch on the operands (weak types aside: cond reconciles those)."""
+    if "operand" in kwargs:
+        operands = (kwargs["operand"],)
+    changes = input_changes(
+        true_fun(*operands), false_fun(*operands), ("the first branch", "the second branch")
+    )
+    leaves = [leaf for leaf in changes["leaves"] if leaf["change"] != "weak_type"]
+    return {"structure": changes["structure"], "leaves": leaves}
+
+
 def _guarded_probe(fn: Callable[..., Any], case: Case) -> Any:
-    result = _raised(lambda: jax.jit(fn)(*case.args))
-    if result is None or isinstance(result, dict) and "raised" in result:
+    with measured_calls(lax, "cond", _branch_outputs) as branches:
+        result = _raised(lambda: jax.jit(fn)(*case.args))
+    if _fails(result):
+        eager = _raised(lambda: fn(*case.args))
+        return {
+            **result,
+            "branches": branches[-1] if branches else None,
+            "eager": not _fails(eager),
+        }
+    if result is None:
         return result
     if not (isinstance(result, (tuple, list)) and len(result) == 2):
         return {"returned": describe(result, 80)}
@@ -122,26 +154,44 @@ def _guarded_probe(fn: Callable[..., Any], case: Case) -> Any:
     return {**dtyped_plain(new), "skipped": flag}
 
 
+def _branches_hint(branches: dict[str, Any] | None, text: str) -> str | None:
+    """The hint for what :func:`_branch_outputs` measured, or ``None`` when it measured nothing."""
+    if not branches:
+        return None
+    if branches["structure"]:
+        lines = "".join(f"\n  {line}" for line in branches["structure"])
+        return (
+            "the two branches of the cond return trees of different structures; both must "
+            f"return params' structure:{lines}\n  ({text[:240]})"
+        )
+    if not branches["leaves"]:
+        return None
+    leaf = branches["leaves"][0]
+    where = (
+        f"at {leaf['path'] or 'the root'} the first branch returns {leaf['now']}, the second "
+        f"{leaf['before']}"
+    )
+    if leaf["change"] == "dtype":
+        return (
+            "the two branches of the cond return different dtypes: with lr a float32 array, p "
+            "- lr * g of a "
+            "bfloat16 p is float32 (Pitfall 21). Cast each new leaf back: (p - lr * "
+            f"g).astype(p.dtype).\n  ({where}.)"
+        )
+    return f"the two branches of the cond must return the same types, but {where}."
+
+
 def _judge_guarded(got: Any, expected: Any, case: Case) -> str | None:
     if "raised" in got:
         text = got["raised"]
-        if "TracerBoolConversionError" in text or "concrete value" in text:
+        hint = _branches_hint(got.get("branches"), text)
+        if hint:
+            return hint
+        if got.get("eager"):
             return (
-                "a Python `if` (or `and`, `all`) on a traced value: under jit the gradients have "
-                "no values yet. "
+                "guarded_step runs without jit and fails under it: a Python `if` (or `and`, "
+                "`all`, float()) on a traced value. Under jit the gradients have no values yet. "
                 f"Decide with jax.lax.cond(finite, step, keep, params).\n  ({text[:200]})"
-            )
-        if "must have equal output types" in text:
-            return (
-                "the two branches of the cond return different dtypes: with lr a float32 array, p "
-                "- lr * g of a "
-                "bfloat16 p is float32 (Pitfall 21). Cast each new leaf back: (p - lr * "
-                "g).astype(p.dtype)."
-            )
-        if "same pytree structure" in text:
-            return (
-                "the two branches of the cond return trees of different structures; both must "
-                f"return params' structure.\n  ({text[:240]})"
             )
         return f"raised {text}"
     if "returned" in got:
@@ -242,11 +292,21 @@ def _scan_eqns(jaxpr: Any) -> tuple[list[int], int]:
     return lengths, outside
 
 
+def _xs_lengths(body: Any, init: Any, xs: Any = None, *_: Any, **__: Any) -> list[list[Any]]:
+    """For a ``lax.scan`` call that failed: ``[key path, leading size]`` of each leaf of ``xs``
+    (``None`` for a leaf without an axis)."""
+    return [
+        [jax.tree_util.keystr(path), int(np.shape(leaf)[0]) if np.ndim(leaf) else None]
+        for path, leaf in jax.tree_util.tree_leaves_with_path(xs)
+    ]
+
+
 def _scan_probe(fn: Callable[..., Any], case: Case) -> Any:
     layers, h = case.args
-    traced = _raised(lambda: jax.make_jaxpr(fn)(layers, h))
+    with measured_calls(lax, "scan", _xs_lengths) as lengths:
+        traced = _raised(lambda: jax.make_jaxpr(fn)(layers, h))
     if isinstance(traced, dict):
-        return traced
+        return {**traced, "xs": lengths[-1] if lengths else None}
     lengths, outside = _scan_eqns(traced.jaxpr)
     value = _raised(lambda: jax.jit(fn)(layers, h))
     if value is None or isinstance(value, dict):
@@ -257,10 +317,12 @@ def _scan_probe(fn: Callable[..., Any], case: Case) -> Any:
 def _judge_scan(got: Any, expected: Any, case: Case) -> str | None:
     if "raised" in got:
         text = got["raised"]
-        if "scan got values with different leading axis sizes" in text:
+        sizes = got.get("xs") or []
+        if len({size for _, size in sizes}) > 1:
+            shown = ", ".join(f"{path or 'xs'} {size}" for path, size in sizes[:4])
             return (
                 "the leaves of xs must all have the same leading axis, the layer axis: stack each "
-                f"leaf over the layers.\n  ({text[:200]})"
+                f"leaf over the layers. The leading sizes of xs are: {shown}.\n  ({text[:200]})"
             )
         return f"raised {text}"
     layers, h = case.args
@@ -359,15 +421,39 @@ def _clip_loss(weights: Any) -> Callable[[Any], Any]:
     return loss
 
 
+def _backward_output(rule: Any, params: Any, limit: Any) -> dict[str, Any] | None:
+    """What the backward rule of the ``custom_vjp`` ``rule`` returns, called directly on the
+    forward rule's residuals with the output as cotangent: a tuple with one cotangent per
+    differentiable argument (``wanted``), or what instead (``None`` if it cannot be called)."""
+    try:
+        args = (params, limit)
+        nondiff = tuple(rule.nondiff_argnums)
+        out, residuals = rule.fwd(*args)
+        returned = rule.bwd(*(args[i] for i in nondiff), residuals, out)
+    except Exception:  # noqa: BLE001 (a rule that cannot be called directly is not measured)
+        return None
+    wanted = len(args) - len(nondiff)
+    record: dict[str, Any] = {"kind": type(returned).__name__, "wanted": wanted, "length": None}
+    if isinstance(returned, tuple):
+        record["length"] = len(returned)
+        if len(returned) == wanted and 0 not in nondiff:
+            record["params"] = structure_difference(
+                returned[0], params, ("the cotangent", "params")
+            )
+    return record
+
+
 def _clip_probe(fn: Callable[..., Any], case: Case) -> Any:
     params, limit = case.args
-    forward = _raised(lambda: fn(params, limit))
-    if forward is None or isinstance(forward, dict) and "raised" in forward:
+    with measured_calls(jax.custom_vjp, "__call__", lambda rule, *_: rule, every=True) as rules:
+        forward = _raised(lambda: fn(params, limit))
+    if forward is None or _fails(forward):
         return forward
     loss = _clip_loss(case.info["weights"])
     grads = _raised(lambda: jax.grad(lambda p: loss(fn(p, limit)))(params))
-    if isinstance(grads, dict) and "raised" in grads:
-        return grads
+    if _fails(grads):
+        backward = _backward_output(rules[-1], params, limit) if rules else None
+        return {**grads, "backward": backward}
     return {"forward": dtyped_plain(forward), "grads": dtyped_plain(grads)}
 
 
@@ -394,11 +480,24 @@ _clip_per_leaf.defvjp(_clip_fwd, _clip_bwd)
 def _judge_clip(got: Any, expected: Any, case: Case) -> str | None:
     if "raised" in got:
         text = got["raised"]
-        if "container (pytree) structure as the args tuple" in text and "tuple of length" in text:
+        backward = got.get("backward")
+        if backward and backward["length"] != backward["wanted"]:
+            what = (
+                f"a tuple of {backward['length']}"
+                if backward["length"] is not None
+                else f"a {backward['kind']}"
+            )
             return (
                 "the backward rule must return a tuple with one cotangent per argument of the "
                 "primal function "
-                f"(Pitfall 22): (clipped_tree, None), None for limit.\n  ({text[:260]})"
+                f"(Pitfall 22): (clipped_tree, None), None for limit. Called on its own, yours "
+                f"returns {what}.\n  ({text[:260]})"
+            )
+        if backward and backward.get("params"):
+            lines = "".join(f"\n  {line}" for line in backward["params"])
+            return (
+                "the backward rule's cotangent for params must have the structure of params:"
+                f"{lines}\n  ({text[:200]})"
             )
         return f"raised {text}"
     if "forward" not in got:
@@ -486,9 +585,49 @@ def _ensemble_cases(rng: np.random.Generator) -> list[Case]:
     return cases
 
 
+_SQUARE = 3
+"""Members, output width and rows of x in the controlled call of ``ensemble_predict``."""
+
+
+def _square_inputs(d: int) -> tuple[Any, Any]:
+    """Ensemble inputs with as many members as output columns and rows of x: a mapping of the
+    shared scale, or of x, over the members runs on them where the case's shapes refuse it."""
+    rng = np.random.default_rng(8)
+    n = _SQUARE
+    params = {
+        "member": {"w": random_array(rng, n, d, n), "b": random_array(rng, n, n)},
+        "shared": {"scale": random_array(rng, n)},
+    }
+    return params, random_array(rng, n, d)
+
+
+def _square_variants(params: Any, x: Any) -> list[tuple[str, Callable[[], Any]]]:
+    """What a vmap that maps more than the member weights gives on :func:`_square_inputs`."""
+    p = jax.tree.map(lambda a: np.asarray(a, np.float64), params)
+    w, b, scale = p["member"]["w"], p["member"]["b"], p["shared"]["scale"]
+    x64 = np.asarray(x, np.float64)
+    members = range(len(w))
+    return [
+        ("the shared scale", lambda: np.stack([scale[i] * (x64 @ w[i] + b[i]) for i in members])),
+        ("x", lambda: np.stack([scale * (x64[i] @ w[i] + b[i]) for i in members])),
+        (
+            "the shared scale and x",
+            lambda: np.stack([scale[i] * (x64[i] @ w[i] + b[i]) for i in members]),
+        ),
+    ]
+
+
 def _ensemble_probe(fn: Callable[..., Any], case: Case) -> Any:
     result = _raised(lambda: fn(*case.args))
-    if result is None or isinstance(result, dict) and "raised" in result:
+    if _fails(result):
+        params, x = case.args
+        square = _square_inputs(int(np.shape(x)[-1]))
+        mine = _raised(lambda: fn(*square))
+        mapped = None
+        if not _fails(mine):
+            mapped = matching_variant(np.asarray(mine, np.float64), _square_variants(*square))
+        return {**result, "mapped": mapped}
+    if result is None:
         return result
     return dtyped_plain(result)
 
@@ -496,12 +635,13 @@ def _ensemble_probe(fn: Callable[..., Any], case: Case) -> Any:
 def _judge_ensemble(got: Any, expected: Any, case: Case) -> str | None:
     if "raised" in got:
         text = got["raised"]
-        if "inconsistent sizes" in text or "tree prefix" in text:
+        if got.get("mapped"):
             return (
                 "in_axes does not fit the arguments: the member weights have the member axis, the "
                 "shared scale and "
                 "x do not. in_axes=({'member': 0, 'shared': None}, None) is a prefix of (params, "
-                "x).\n  "
+                f"x). With {_SQUARE} members, {_SQUARE} outputs and {_SQUARE} rows of x, where "
+                f"that mapping runs, yours maps {got['mapped']} over the members too.\n  "
                 f"({text[:200]})"
             )
         return f"raised {text}"
@@ -584,9 +724,24 @@ def _updates_cases(rng: np.random.Generator) -> list[Case]:
     return cases
 
 
+def _full_rates(lrs: Any, grads: Any) -> Any:
+    """``lrs``, a prefix of ``grads``, with each learning rate repeated over its subtree: a tree of
+    the structure of ``grads``."""
+    treedef = jax.tree.structure(lrs)
+    subtrees = treedef.flatten_up_to(grads)
+    rates = jax.tree.leaves(lrs)
+    return treedef.unflatten(
+        [jax.tree.map(lambda _, lr=lr: lr, sub) for lr, sub in zip(rates, subtrees, strict=True)]
+    )
+
+
 def _updates_probe(fn: Callable[..., Any], case: Case) -> Any:
     result = _raised(lambda: fn(*case.args))
-    if result is None or isinstance(result, dict) and "raised" in result:
+    if _fails(result):
+        lrs, grads = case.args
+        full = _raised(lambda: fn(_full_rates(lrs, grads), grads))
+        return {**result, "full_rates_run": not _fails(full)}
+    if result is None:
         return result
     return dtyped_plain(result)
 
@@ -594,18 +749,13 @@ def _updates_probe(fn: Callable[..., Any], case: Case) -> Any:
 def _judge_updates(got: Any, expected: Any, case: Case) -> str | None:
     if "raised" in got:
         text = got["raised"]
-        if (
-            "prefix" in text
-            or "pytree structure error" in text
-            or "Custom node type mismatch" in text
-            # JAX before 0.8 words the same mismatch as "Expected list, got 0.1."
-            or re.search(r"\bExpected \w+, got ", text)
-        ):
+        if got.get("full_rates_run"):
             return (
                 "lrs is a prefix of grads, so it must be the first tree of jax.tree.map: the "
                 "first tree decides where f "
                 "is called, and f then gets the whole subtree of grads under each learning "
-                f"rate.\n  ({text[:200]})"
+                "rate. Given one learning rate per gradient leaf, your function runs; given the "
+                f"prefix, it raised.\n  ({text[:200]})"
             )
         return f"raised {text}"
     lrs, grads = case.args

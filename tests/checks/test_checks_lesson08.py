@@ -12,8 +12,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from exercise_support import LessonChecks
+from exercise_support import LessonChecks, answer_id, check_output
 from jax import lax
+from jax_wording import WORDINGS, raising_withheld, withhold_jax_wording
 
 from course_lib.checks import _lesson08
 
@@ -61,6 +62,11 @@ def scan_with_stacked_keys(layers: list[Any], h: Any) -> Any:
     ws = jnp.stack([layer["w"] for layer in layers])
     bs = jnp.stack([layer["b"] for layer in layers])
     return lax.scan(lambda h, wb: (jnp.tanh(h @ wb[0] + wb[1]), None), h, (ws, bs))[0]
+
+
+def scan_with_one_bias(layers: list[Any], h: Any) -> Any:
+    ws = jnp.stack([layer["w"] for layer in layers])  # the biases are not stacked
+    return lax.scan(lambda h, wb: (jnp.tanh(h @ wb[0] + wb[1]), None), h, (ws, layers[0]["b"]))[0]
 
 
 def scan_python_loop(layers: list[Any], h: Any) -> Any:
@@ -231,6 +237,7 @@ class TestLesson08(LessonChecks):
         ("08.guarded_step", guarded_without_cast, "Pitfall 21"),
         ("08.guarded_step", guarded_always_steps, "a gradient leaf holds a NaN or an inf"),
         ("08.scan_layers", scan_python_loop, "a Python loop unrolls every layer"),
+        ("08.scan_layers", scan_with_one_bias, "stack each leaf over the layers"),
         ("08.scan_layers", scan_returning_ys, "return the final carry"),
         ("08.clip_per_leaf", clip_bare_tree, "Pitfall 22"),
         ("08.clip_per_leaf", clip_forward_values, "the forward value must be params unchanged"),
@@ -267,3 +274,49 @@ def test_the_reference_clip_leaves_the_values_and_clips_each_gradient_entry() ->
     forward = _lesson08._clip_per_leaf(params, 0.5)
     assert str(jax.tree.structure(forward)) == str(jax.tree.structure(params))
     assert np.array_equal(forward["w"], params["w"])
+
+
+# --- hints that do not depend on the wording of JAX's errors --------------------------------------
+
+# Each answer that JAX refuses, and its hint: found by measuring what the refused call was handed
+# (the cond's branches, the scan's xs, the backward rule called on its own) or by a controlled call
+# (without jit; on square ensemble inputs; with one learning rate per gradient leaf).
+REFUSED: list[tuple[str, Any, str]] = [
+    ("08.guarded_step", guarded_with_python_if, "runs without jit and fails under it"),
+    ("08.guarded_step", guarded_without_cast, "(Pitfall 21)"),
+    ("08.scan_layers", scan_with_one_bias, "The leading sizes of xs are: [0] "),
+    ("08.clip_per_leaf", clip_bare_tree, "Called on its own, yours returns a dict"),
+    ("08.ensemble_predict", ensemble_mapping_everything, "yours maps the shared scale over"),
+    ("08.scaled_updates", updates_grads_first, "Given one learning rate per gradient leaf"),
+]
+
+
+@pytest.mark.parametrize("wording", WORDINGS)
+@pytest.mark.parametrize(("exercise_id", "answer", "hint"), REFUSED, ids=answer_id)
+def test_hint_survives_jax_wording(
+    exercise_id: str,
+    answer: Any,
+    hint: str,
+    wording: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """JAX's error withheld or reworded where it is raised (inside the answer; for the custom_vjp,
+    in the backward pass, where the check reads it): the targeted hint is still given."""
+    withhold_jax_wording(monkeypatch, wording, _lesson08)
+    out = check_output(exercise_id, raising_withheld(answer, wording), capsys)
+    assert hint in out, out
+
+
+def test_a_refusal_the_probes_cannot_explain_gets_the_error_only(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """vmap refuses x mapped over an axis it does not have: the square controlled call refuses it
+    too, so no cause is named, only what JAX raised."""
+
+    def ensemble_mapping_x_twice(params: Any, x: Any) -> Any:
+        predict = lambda p, x: p["shared"]["scale"] * (x @ p["member"]["w"] + p["member"]["b"])
+        return jax.vmap(predict, in_axes=({"member": 0, "shared": None}, 2))(params, x)
+
+    out = check_output("08.ensemble_predict", ensemble_mapping_x_twice, capsys)
+    assert "raised ValueError" in out and "in_axes does not fit" not in out, out
