@@ -728,10 +728,11 @@ def _full_rates(lrs: Any, grads: Any) -> Any:
     """``lrs``, a prefix of ``grads``, with each learning rate repeated over its subtree: a tree of
     the structure of ``grads``."""
     treedef = jax.tree.structure(lrs)
-    subtrees = treedef.flatten_up_to(grads)
+    subtrees = treedef.flatten_up_to(grads)  # type: ignore[attr-defined]  # jaxlib leaves PyTreeDef untyped
     rates = jax.tree.leaves(lrs)
-    return treedef.unflatten(
-        [jax.tree.map(lambda _, lr=lr: lr, sub) for lr, sub in zip(rates, subtrees, strict=True)]
+    return jax.tree.unflatten(
+        treedef,
+        [jax.tree.map(lambda _, lr=lr: lr, sub) for lr, sub in zip(rates, subtrees, strict=True)],
     )
 
 
