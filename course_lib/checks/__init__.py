@@ -81,6 +81,7 @@ from ._registry import all_exercises as all_exercises
 from ._registry import exercises as exercises
 from ._registry import get_exercise as get_exercise
 from ._registry import lessons as lessons
+from ._room import ROOM_OUTCOMES as ROOM_OUTCOMES
 from ._room import join_room as join_room
 from ._room import leave_room as leave_room
 from ._room import valid_name as valid_name

@@ -47,6 +47,8 @@ OUTCOMES = {
     "not_attempted": "not_attempted",
 }
 """A check's verdict status, as the room names the outcome."""
+ROOM_OUTCOMES = tuple(dict.fromkeys(OUTCOMES.values()))
+"""The outcomes an event may carry, as the room names them (the room's server checks them)."""
 
 _SENT = (
     "each check now sends the room your name, the exercise, its outcome (passed, incorrect, "
@@ -134,10 +136,6 @@ class RoomClient:
             return None
         self._noticed = True
         return self._notice
-
-    def pending(self) -> int:
-        """How many events wait to be sent."""
-        return len(self._queue)
 
     def close(self) -> None:
         """Stop sending; what is still queued is dropped."""

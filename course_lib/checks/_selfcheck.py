@@ -79,19 +79,20 @@ def _points(verdict: Verdict) -> str:
     return f"{verdict.points}/{verdict.max_points} point{'s' if verdict.max_points != 1 else ''}"
 
 
-def _report(exercise: Exercise, verdict: Verdict) -> str:
+def _report(exercise: Exercise, verdict: Verdict) -> tuple[str, int]:
+    """What the check prints, and the number of hints it shows (0 when it shows none)."""
     head = exercise.id
     if verdict.status == "passed":
         return (
             f"{head}: passed ({_points(verdict)}, {verdict.cases} "
             f"case{'' if verdict.cases == 1 else 's'})"
-        )
+        ), 0
     if verdict.status == "not_attempted":
         return (
             f"{head}: not attempted yet\n"
             f"  {exercise.name} still raises NotImplementedError. Replace that line with "
             "your code, run the cell, then run this check again."
-        )
+        ), 0
     word = "flagged, it does not count" if verdict.status == "flagged" else "incorrect"
     lines = [f"{head}: {word} ({_points(verdict)})"]
     lines += [f"  {line}" for line in verdict.message.splitlines()]
@@ -109,7 +110,7 @@ def _report(exercise: Exercise, verdict: Verdict) -> str:
         lines.append(
             "  (no more hints: the lesson notebook of the same number shows each idea used here)"
         )
-    return "\n".join(lines)
+    return "\n".join(lines), level
 
 
 def check(exercise_id: str, fn: Callable[..., Any], *, strict: bool | None = None) -> None:
@@ -125,12 +126,9 @@ def check(exercise_id: str, fn: Callable[..., Any], *, strict: bool | None = Non
     """
     exercise = get_exercise(exercise_id)
     verdict, results = _evaluate(exercise, fn)
-    text = _report(exercise, verdict)
-    shown = (
-        _hints_shown.get(exercise.id, 0) if verdict.status in ("failed", "flagged", "error") else 0
-    )
+    text, hints = _report(exercise, verdict)
     outcome = OUTCOMES.get(verdict.status, "error")
-    send_event({"kind": "check", "exercise": exercise.id, "outcome": outcome, "hint": shown})
+    send_event({"kind": "check", "exercise": exercise.id, "outcome": outcome, "hint": hints})
     if verdict.status != "passed" and (is_strict() if strict is None else strict):
         raise CheckFailedError(text)
     picture = structure_picture(*results) if results and in_notebook() else None

@@ -33,13 +33,12 @@ from typing import Any
 import tornado.web
 from tornado.iostream import StreamClosedError
 
-from course_lib.checks import valid_name
+from course_lib.checks import ROOM_OUTCOMES, valid_name
 
 from ._state import RoomState
 from ._store import EVENT_COLUMNS, Event, RoomStore
 
 STATIC = Path(__file__).parent / "static"
-OUTCOMES = ("passed", "incorrect", "not_attempted", "error")
 KINDS = ("join", "check", "ready")
 _FIELDS = {
     "join": {"code", "name", "kind", "sent_at"},
@@ -156,8 +155,8 @@ def validate(data: Any, code: str, known: Mapping[str, Any]) -> dict[str, Any]:
         exercise = data.get("exercise")
         if not isinstance(exercise, str) or exercise not in known:
             raise Refused(400, f"unknown exercise {exercise!r}: ids look like '02.sgd_step'")
-        if data.get("outcome") not in OUTCOMES:
-            raise Refused(400, f"outcome must be one of {', '.join(OUTCOMES)}")
+        if data.get("outcome") not in ROOM_OUTCOMES:
+            raise Refused(400, f"outcome must be one of {', '.join(ROOM_OUTCOMES)}")
         hint = data.get("hint")
         if not isinstance(hint, int) or isinstance(hint, bool) or not 0 <= hint <= 9:
             raise Refused(400, "hint must be a whole number from 0 to 9")

@@ -57,13 +57,13 @@ class Cell:
         return f"{self.streak} {kind} in a row"
 
     def view(self) -> list[Any]:
-        return [self.outcome, self.tries, self.hint, self.streak]
+        """The dashboard's cell: outcome, tries and hint."""
+        return [self.outcome, self.tries, self.hint]
 
 
 @dataclass
 class Learner:
     name: str
-    last_seen: float = 0.0
     last_exercise: str | None = None
     ready: dict[str, Any] | None = None
     cells: dict[str, Cell] = field(default_factory=dict)
@@ -71,8 +71,6 @@ class Learner:
 
     def view(self) -> dict[str, Any]:
         return {
-            "last_seen": self.last_seen,
-            "last_exercise": self.last_exercise,
             "ready": self.ready,
             "cells": {exercise: cell.view() for exercise, cell in self.cells.items()},
         }
@@ -103,7 +101,6 @@ class RoomState:
         learner = self.learners.get(event.learner)
         if learner is None:
             learner = self.learners[event.learner] = Learner(event.learner)
-        learner.last_seen = max(learner.last_seen, event.received)
         self.last_event = max(self.last_event, event.id)
         self._changed.add(learner.name)
         if event.kind == "ready":

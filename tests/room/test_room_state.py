@@ -45,7 +45,7 @@ def test_a_cell_holds_the_latest_outcome_its_tries_and_the_hint_shown() -> None:
         check("Ada", "01.a", "passed", 30),
     )
     cells = state.learners["Ada"].view()["cells"]
-    assert cells == {"01.a": ["passed", 3, 0, 0], "01.b": ["not_attempted", 1, 0, 0]}
+    assert cells == {"01.a": ["passed", 3, 0], "01.b": ["not_attempted", 1, 0]}
     assert state.lesson == "01"
 
 
