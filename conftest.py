@@ -1,9 +1,12 @@
 """Strict JAX for every test and doctest (rank promotion raises), and `jax`/`jnp` in every
 doctest's namespace, as in the library's docstring examples; 8 CPU devices, as lesson 07 has;
-one persistent compilation cache for every test process; no workshop room."""
+one persistent compilation cache for every test process; no workshop room; nbval's kernels on unix
+sockets."""
 
 import os
 import shutil
+import tempfile
+import weakref
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -36,12 +39,32 @@ jax.config.update("jax_persistent_cache_min_entry_size_bytes", -1)
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """In the main process only, before any worker starts: keep the cache under its limit."""
+    """nbval's kernels on unix sockets; then, in the main process only, before any worker starts:
+    keep the cache under its limit."""
+    if os.name == "posix" and config.pluginmanager.hasplugin("nbval"):
+        _nbval_kernels_on_unix_sockets()
     if hasattr(config, "workerinput") or not COMPILATION_CACHE.is_dir():
         return
     size = sum(entry.stat().st_size for entry in COMPILATION_CACHE.iterdir())
     if size > COMPILATION_CACHE_LIMIT:
         shutil.rmtree(COMPILATION_CACHE, ignore_errors=True)
+
+
+def _nbval_kernels_on_unix_sockets() -> None:
+    """Each nbval kernel listens on unix sockets in a new private folder, as the grader's and
+    ``make notebooks``' kernels do: a free TCP port can be taken by another process between the
+    manager's choosing it and the kernel's binding it, and the kernel then dies at start."""
+    import nbval.kernel
+    from jupyter_client.manager import KernelManager
+
+    class UnixSocketKernelManager(KernelManager):
+        def __init__(self, **kwargs: object) -> None:
+            folder = tempfile.mkdtemp(prefix="nbval-kernel-")
+            weakref.finalize(self, shutil.rmtree, folder, ignore_errors=True)
+            connection = os.path.join(folder, "kernel.json")
+            super().__init__(transport="ipc", connection_file=connection, **kwargs)
+
+    nbval.kernel.KernelManager = UnixSocketKernelManager
 
 
 @pytest.fixture(autouse=True)

@@ -25,6 +25,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 import urllib.parse
 import urllib.request
@@ -120,6 +121,9 @@ class LabServer:
     token: str = field(default_factory=lambda: secrets.token_hex(16))
     process: subprocess.Popen | None = None
     log_path: Path | None = None
+    # Kernels talk to the server over unix sockets in this private folder, so no other process
+    # can take one of their ports first. Kept short: a socket's path holds at most 107 bytes.
+    runtime: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="lab-")))
 
     @property
     def base_url(self) -> str:
@@ -130,7 +134,7 @@ class LabServer:
             **os.environ,
             "JUPYTERLAB_SETTINGS_DIR": str(self.state / "settings"),
             "JUPYTERLAB_WORKSPACES_DIR": str(self.state / "workspaces"),
-            "JUPYTER_RUNTIME_DIR": str(self.state / "runtime"),
+            "JUPYTER_RUNTIME_DIR": str(self.runtime),
             # Kernels inherit this: checks print their verdict as they do for a learner, even
             # where CI is set (which would otherwise make a failing check raise).
             "COURSE_STRICT_CHECKS": "0",
@@ -158,7 +162,7 @@ class LabServer:
                 f"--no-browser --ip=127.0.0.1 --port={self.port} --ServerApp.port_retries=0 "
                 f"--IdentityProvider.token={self.token} "
                 # window.jupyterapp: the tests open and close notebooks in one loaded JupyterLab
-                "--LabApp.expose_app_in_browser=True"
+                "--LabApp.expose_app_in_browser=True --KernelManager.transport=ipc"
             )
             with open(self.log_path, "wb") as log:
                 self.process = subprocess.Popen(
@@ -253,6 +257,7 @@ class LabServer:
         # make may have exited first; nothing of its group may outlive the tests
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(process.pid, signal.SIGKILL)
+        shutil.rmtree(self.runtime, ignore_errors=True)
 
 
 class _PortTakenError(RuntimeError):

@@ -4,6 +4,7 @@ training playground (lesson 02) and the tree explorer (lesson 01) respond to the
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Callable
@@ -11,7 +12,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from lab_browser import ROOT, WIDGET_TIMEOUT, NotebookPage, PlaywrightTimeout, parse_stats
+from lab_browser import (
+    ROOT,
+    WIDGET_TIMEOUT,
+    LabServer,
+    NotebookPage,
+    PlaywrightTimeout,
+    parse_stats,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -29,10 +37,19 @@ def _stem(relative: str) -> str:
 
 @pytest.mark.parametrize("lesson", LESSONS, ids=_stem)
 def test_lesson_runs_from_the_run_menu(
-    lesson: str, notebooks: Any, save_screenshot: Callable[[Any, str], Path]
+    lesson: str,
+    notebooks: Any,
+    lab_server: LabServer,
+    save_screenshot: Callable[[Any, str], Path],
 ) -> None:
     page = notebooks.run(lesson, keep=lesson in KEEP_OPEN)
     try:
+        connections = [
+            json.loads(f.read_text())["transport"] for f in lab_server.runtime.glob("kernel-*.json")
+        ]
+        assert connections and set(connections) == {"ipc"}, (
+            f"{lesson}: kernels should talk over unix sockets, not TCP ports: {connections}"
+        )
         save_screenshot(page, _stem(lesson))
         problems = page.problems()
         assert not problems, f"{lesson} after Run > Run All Cells:\n  " + "\n  ".join(problems)

@@ -212,6 +212,11 @@ async def _execute(
             forks=None if plan.touches_environment else ctx.forks,
         )
         await sandbox.start()
+        if sandbox.start_retries:
+            run.notes.append(
+                "a kernel died while starting (over TCP, where another process can take one of "
+                "its ports first) and was started again"
+            )
         for cell in completed if replay else []:
             if remaining() <= 0:
                 raise _GradingStoppedError(

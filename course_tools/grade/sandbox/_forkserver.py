@@ -63,7 +63,6 @@ PER_KERNEL = frozenset(
     {"HOME", "TMPDIR", "IPYTHONDIR", "MPLCONFIGDIR", "XDG_CACHE_HOME", "JPY_PARENT_PID"}
     | set(CACHE_SETTINGS)
 )
-KERNEL_COMMAND = ["-m", "ipykernel_launcher"]  # what follows the interpreter in a kernel command
 MESSAGE_BYTES = 1 << 20  # the largest message either side reads
 
 
@@ -77,8 +76,8 @@ def _load_launcher() -> ModuleType:
     return module
 
 
-def _run_kernel(arguments: list[str]) -> None:
-    """In the confined child: what ``python -m ipykernel_launcher ARGUMENTS`` would do."""
+def _run_kernel(arguments: list[str], confine: ModuleType) -> None:
+    """In the confined child: what ``python _launcher.py --kernel ARGUMENTS`` would do."""
     import tempfile
 
     tempfile.tempdir = None  # found again from this kernel's TMPDIR
@@ -92,11 +91,7 @@ def _run_kernel(arguments: list[str]) -> None:
             if option.endswith("_secs"):
                 value = float(str(value))
             jax.config.update(option, value)
-    spec = importlib.util.find_spec("ipykernel_launcher")
-    sys.argv = [spec.origin if spec and spec.origin else "ipykernel_launcher", *arguments]
-    from ipykernel import kernelapp
-
-    kernelapp.launch_new_instance()
+    confine.run_kernel(arguments)
 
 
 def _become_launcher(request: dict, confine: ModuleType, imported: dict[str, str]) -> int:
@@ -115,8 +110,8 @@ def _become_launcher(request: dict, confine: ModuleType, imported: dict[str, str
     os.environ.clear()
     os.environ.update({**imported, **request["env"]})
     policy, command = confine.split_launcher_command(request["command"])
-    arguments = command[1 + len(KERNEL_COMMAND) :]  # after python -m ipykernel_launcher
-    return int(confine.launch(policy, command, run=lambda: _run_kernel(arguments)))
+    arguments = command[1 + len(confine.KERNEL_COMMAND) :]  # after python _launcher.py --kernel
+    return int(confine.launch(policy, command, run=lambda: _run_kernel(arguments, confine)))
 
 
 def serve(control: socket.socket) -> None:

@@ -28,6 +28,7 @@ import os
 import queue
 import signal
 import subprocess
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -54,6 +55,7 @@ _QUIET.addHandler(logging.NullHandler())
 _QUIET.propagate = False
 _ERROR_TEXT_LIMIT = 300
 _VIRTUAL_SLACK = 4 * 2**30  # JAX reserves address space for thread stacks and its allocator
+_SOCKET_PATH_BYTES = 103  # the longest unix socket path every system takes (Linux 107, macOS 103)
 
 
 @dataclass
@@ -103,15 +105,33 @@ class KernelCache:
         }
 
 
+def kernel_transport(confinement: Confinement | None) -> str:
+    """How the grader talks to a kernel: ``ipc`` (unix sockets in a folder of the kernel's own,
+    which no other process can take first), or ``tcp`` where Landlock fences TCP ports but unix
+    sockets cannot be closed to the kernel (no seccomp), and on systems without unix sockets.
+
+    >>> kernel_transport(Confinement(landlock=True, sockets=False))
+    'tcp'
+    """
+    if os.name != "posix" or (
+        confinement is not None and confinement.landlock and not confinement.sockets
+    ):
+        return "tcp"
+    return "ipc"
+
+
 class _ConfinedKernelManager(AsyncKernelManager):
-    """A kernel manager whose kernel command goes through the launcher, with a policy per kernel."""
+    """A kernel manager whose kernel command goes through the launcher, with a policy per kernel:
+    ``python -m ipykernel_launcher`` becomes ``python _launcher.py --kernel``, which runs it on
+    the sockets the launcher made."""
 
     policy: Callable[[AsyncKernelManager], dict[str, Any]]
 
     def format_kernel_cmd(self, extra_arguments: list[str] | None = None) -> list[str]:
-        return _launcher.launcher_command(
-            self.policy(self), super().format_kernel_cmd(extra_arguments)
-        )
+        command = super().format_kernel_cmd(extra_arguments)
+        if command[1:3] == ["-m", "ipykernel_launcher"]:
+            command[1:3] = _launcher.KERNEL_COMMAND
+        return _launcher.launcher_command(self.policy(self), command)
 
 
 class _ReadyClient(AsyncKernelClient):
@@ -156,7 +176,12 @@ class CellResult:
 
 
 class KernelStartError(RuntimeError):
-    """The kernel did not start."""
+    """The kernel did not start; ``died`` when its process ended by itself (rather than not
+    answering in time, or being refused its confinement)."""
+
+    def __init__(self, message: str, died: bool = False):
+        super().__init__(message)
+        self.died = died
 
 
 def _shorten(text: str, limit: int = _ERROR_TEXT_LIMIT) -> str:
@@ -240,9 +265,14 @@ class Sandbox:
         self._killed = False
         self._watchdog: asyncio.Task[None] | None = None
         self._scratch = nbformat.v4.new_notebook()
+        self.transport = kernel_transport(confinement)
+        self.start_retries = 0  # kernels that died at start over TCP and were started again
+        self._connection: tempfile.TemporaryDirectory[str] | None = None
 
     def _policy(self, km: AsyncKernelManager) -> dict[str, Any]:
         assert self.confinement is not None
+        ports = [km.shell_port, km.iopub_port, km.stdin_port, km.hb_port, km.control_port]
+        ipc = self.transport == "ipc"
         return {
             "landlock": self.confinement.landlock,
             "sockets": "closed" if self.confinement.sockets else "open",
@@ -250,25 +280,57 @@ class Sandbox:
                 *self.confinement.read,
                 *self.readable,
                 os.path.realpath(km.connection_file),
+                _launcher.LAUNCHER,
             ],
             "write": self.writable,
             "devices": _launcher.DEVICES,
-            "bind_ports": [
-                km.shell_port,
-                km.iopub_port,
-                km.stdin_port,
-                km.hb_port,
-                km.control_port,
-            ],
+            "listen": [f"{km.ip}-{port}" for port in ports] if ipc else [],
+            "bind_ports": [] if ipc else ports,  # over unix sockets, no TCP at all
             "cgroup": self._cgroup.path if self._cgroup else None,
         }
 
     async def start(self) -> None:
+        """Start the kernel; over TCP, a kernel that died at start (another process may have taken
+        one of its ports first) is started once more. Raises :class:`KernelStartError`."""
+        try:
+            await self._start()
+        except KernelStartError as error:
+            if self.transport != "tcp" or not error.died:
+                raise
+            self.start_retries += 1
+            self._killed, self.killed_for = False, ""
+            await self._start()
+
+    def _connection_file(self) -> str:
+        """A new connection file in a folder of this kernel's own, beside its unix sockets: in the
+        temporary folder, else in ``/tmp`` where the temporary folder's path is too long for a
+        socket's; where neither fits, the kernel talks TCP."""
+        if self._connection is not None:
+            self._connection.cleanup()
+        for parent in (None, "/tmp"):
+            self._connection = tempfile.TemporaryDirectory(prefix="course-kernel-", dir=parent)
+            longest = os.path.join(self._connection.name, "kernel-ipc-99")
+            if self.transport != "ipc" or len(os.fsencode(longest)) <= _SOCKET_PATH_BYTES:
+                break
+            self._connection.cleanup()
+        else:
+            self.transport = "tcp"
+            self._connection = tempfile.TemporaryDirectory(prefix="course-kernel-")
+        return os.path.join(self._connection.name, "kernel.json")
+
+    async def _start(self) -> None:
+        connection_file = self._connection_file()  # first: it may fall back to TCP
+        options: dict[str, Any] = {
+            "kernel_name": "python3",
+            "log": _QUIET,
+            "transport": self.transport,
+            "connection_file": connection_file,
+        }
         if self.confinement is None:
-            self.km = AsyncKernelManager(kernel_name="python3", log=_QUIET)
+            self.km = AsyncKernelManager(**options)
         else:
             self._cgroup = _launcher.PidsCgroup.create(self.limits.tasks)
-            self.km = _ConfinedKernelManager(kernel_name="python3", log=_QUIET)
+            self.km = _ConfinedKernelManager(**options)
             self.km.policy = self._policy
             if self.forks is not None and await self.forks.ready():
                 provisioner = ForkedProvisioner(kernel_spec=self.km.kernel_spec, parent=self.km)
@@ -316,7 +378,13 @@ class Sandbox:
                 raise KernelStartError(
                     "the kernel could not be confined (Landlock refused), so it was not started"
                 ) from None
-            raise KernelStartError(_shorten(f"{type(error).__name__}: {error}")) from None
+            if code == _launcher.EXIT_NO_SOCKETS:
+                raise KernelStartError(
+                    "the kernel's unix sockets could not be made, so it was not started"
+                ) from None
+            raise KernelStartError(
+                _shorten(f"{type(error).__name__}: {error}"), died=code is not None
+            ) from None
         self._watchdog = asyncio.ensure_future(self._watch())
 
     def _launcher_code(self) -> int | None:
@@ -513,3 +581,6 @@ class Sandbox:
         if self._cgroup is not None:
             self._cgroup.sweep()  # a backstop: the launcher normally left nothing there
             self._cgroup.remove()
+        if self._connection is not None:
+            self._connection.cleanup()
+            self._connection = None
