@@ -7,6 +7,8 @@ exercises, lessons or grades.
   signals; no capabilities; a pids cgroup or a watchdog; cleanup of every descendant), and the
   probe of what this machine allows. It is one file of standard library only, run as a script
   before ``site``; its grader's side gives the kernel's environment and readable paths.
+* ``_kernel_main.py``: what a confined kernel runs, ipykernel on the unix sockets the launcher
+  made for it (a script too).
 * ``_forkserver.py``: the warm process (a script too) that forks confined kernels with JAX already
   imported; ``_forked.py``: the grader's side of it.
 * ``_level.py``: :class:`SandboxLevel`, the level in force, found once per run.

@@ -26,6 +26,7 @@ from jupyter_client.provisioning import LocalProvisioner
 from ..._course import COURSE_LIB
 from . import _forkserver, _launcher
 from ._forkserver import MESSAGE_BYTES
+from ._kernel_main import KERNEL_COMMAND
 
 SERVER = os.path.abspath(_forkserver.__file__)
 READY_SECONDS = 120.0
@@ -178,8 +179,7 @@ class ForkServer:
 
         return (
             bool(self._state)
-            and command[: 1 + len(_launcher.KERNEL_COMMAND)]
-            == [sys.executable, *_launcher.KERNEL_COMMAND]
+            and command[: 1 + len(KERNEL_COMMAND)] == [sys.executable, *KERNEL_COMMAND]
             and shared(env) == shared(self.env)
         )
 

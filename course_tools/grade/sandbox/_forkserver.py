@@ -66,18 +66,18 @@ PER_KERNEL = frozenset(
 MESSAGE_BYTES = 1 << 20  # the largest message either side reads
 
 
-def _load_launcher() -> ModuleType:
-    """``_launcher.py`` from beside this file, without putting this folder on ``sys.path``."""
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_launcher.py")
-    spec = importlib.util.spec_from_file_location("_course_grade_launcher", path)
+def _load_beside(filename: str) -> ModuleType:
+    """The module in ``filename`` beside this file, without putting this folder on ``sys.path``."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), filename)
+    spec = importlib.util.spec_from_file_location(f"_course_grade_{filename[1:-3]}", path)
     assert spec is not None and spec.loader is not None, path
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
 
-def _run_kernel(arguments: list[str], confine: ModuleType) -> None:
-    """In the confined child: what ``python _launcher.py --kernel ARGUMENTS`` would do."""
+def _run_kernel(arguments: list[str], kernel: ModuleType) -> None:
+    """In the confined child: what ``python _kernel_main.py ARGUMENTS`` would do."""
     import tempfile
 
     tempfile.tempdir = None  # found again from this kernel's TMPDIR
@@ -91,10 +91,12 @@ def _run_kernel(arguments: list[str], confine: ModuleType) -> None:
             if option.endswith("_secs"):
                 value = float(str(value))
             jax.config.update(option, value)
-    confine.run_kernel(arguments)
+    kernel.main(arguments)
 
 
-def _become_launcher(request: dict, confine: ModuleType, imported: dict[str, str]) -> int:
+def _become_launcher(
+    request: dict, confine: ModuleType, kernel: ModuleType, imported: dict[str, str]
+) -> int:
     """In the forked launcher: a clean slate of descriptors, signals, session, folder and
     environment (with what the warm imports added to it, as they would have), then
     ``_launcher.launch``."""
@@ -110,8 +112,8 @@ def _become_launcher(request: dict, confine: ModuleType, imported: dict[str, str
     os.environ.clear()
     os.environ.update({**imported, **request["env"]})
     policy, command = confine.split_launcher_command(request["command"])
-    arguments = command[1 + len(confine.KERNEL_COMMAND) :]  # after python _launcher.py --kernel
-    return int(confine.launch(policy, command, run=lambda: _run_kernel(arguments, confine)))
+    arguments = command[1 + len(kernel.KERNEL_COMMAND) :]  # after python _kernel_main.py
+    return int(confine.launch(policy, command, run=lambda: _run_kernel(arguments, kernel)))
 
 
 def serve(control: socket.socket) -> None:
@@ -119,7 +121,7 @@ def serve(control: socket.socket) -> None:
     # No parent-death signal: it would follow the thread that started the server, and a Dask worker
     # may retire that thread. The grader's end of the socket closes when the grader ends, however
     # it ends, and the server then stops every launcher and leaves.
-    confine = _load_launcher()
+    confine, kernel = _load_beside("_launcher.py"), _load_beside("_kernel_main.py")
     before = dict(os.environ)
     for name in WARM:
         importlib.import_module(name)
@@ -169,7 +171,7 @@ def serve(control: socket.socket) -> None:
                         held.detach()  # closed below by number; their objects must not close a
                         # descriptor number the kernel reuses
                     selector.close()
-                    code = _become_launcher(json.loads(message), confine, imported)
+                    code = _become_launcher(json.loads(message), confine, kernel, imported)
                 finally:
                     os._exit(code)
             pidfd = os.pidfd_open(pid)  # not reaped yet, so the pid is still this child's

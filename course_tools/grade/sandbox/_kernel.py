@@ -46,7 +46,7 @@ from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from course_lib._leaves import shorten
 
 from ..._course import COURSE_LIB
-from . import _launcher
+from . import _kernel_main, _launcher
 from ._forked import ForkedProcess, ForkedProvisioner, ForkServer
 
 _TIMEOUT_NAME = "CourseGraderCellTimeout"
@@ -122,15 +122,15 @@ def kernel_transport(confinement: Confinement | None) -> str:
 
 class _ConfinedKernelManager(AsyncKernelManager):
     """A kernel manager whose kernel command goes through the launcher, with a policy per kernel:
-    ``python -m ipykernel_launcher`` becomes ``python _launcher.py --kernel``, which runs it on
-    the sockets the launcher made."""
+    ``python -m ipykernel_launcher`` becomes ``python _kernel_main.py``, which runs it on the
+    sockets the launcher made."""
 
     policy: Callable[[AsyncKernelManager], dict[str, Any]]
 
     def format_kernel_cmd(self, extra_arguments: list[str] | None = None) -> list[str]:
         command = super().format_kernel_cmd(extra_arguments)
         if command[1:3] == ["-m", "ipykernel_launcher"]:
-            command[1:3] = _launcher.KERNEL_COMMAND
+            command[1:3] = _kernel_main.KERNEL_COMMAND
         return _launcher.launcher_command(self.policy(self), command)
 
 
@@ -280,11 +280,12 @@ class Sandbox:
                 *self.confinement.read,
                 *self.readable,
                 os.path.realpath(km.connection_file),
-                _launcher.LAUNCHER,
+                *_kernel_main.KERNEL_COMMAND,
             ],
             "write": self.writable,
             "devices": _launcher.DEVICES,
             "listen": [f"{km.ip}-{port}" for port in ports] if ipc else [],
+            "listen_variable": _kernel_main.SOCKETS_ENV,
             "bind_ports": [] if ipc else ports,  # over unix sockets, no TCP at all
             "cgroup": self._cgroup.path if self._cgroup else None,
         }

@@ -374,7 +374,7 @@ def _child(policy: dict, command: list[str], run: Callable[[], object] | None = 
     resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
     if policy.get("listen"):
         try:
-            listen_on(policy["listen"])
+            listen_on(policy["listen"], policy["listen_variable"])
         except OSError as error:
             os.write(
                 2, f"course-grade: the kernel's sockets could not be made ({error})\n".encode()
@@ -502,15 +502,13 @@ def launch(policy: dict, command: list[str], run: Callable[[], object] | None = 
 # The grader talks to a kernel over unix sockets in a folder of the kernel's own, so no other
 # process can take an address first (as it can take a free TCP port between the grader's choosing
 # it and the kernel's binding it). A kernel whose own sockets are closed (seccomp, above) cannot
-# make them, so the launcher makes them before confining it and passes them on; where ipykernel
-# binds each address, ZeroMQ takes over the listening socket made for it (``ZMQ_USE_FD``).
-
-SOCKETS_ENV = "COURSE_GRADE_KERNEL_SOCKETS"  # {"ipc://PATH": descriptor}, read once by the kernel
+# make them, so the launcher makes them before confining it, and ``_kernel_main.py`` hands them
+# to ipykernel.
 
 
-def listen_on(paths: list[str]) -> None:
+def listen_on(paths: list[str], variable: str) -> None:
     """Listen on a unix socket at each of ``paths``, kept open across ``exec``, and name them in
-    :data:`SOCKETS_ENV` for :func:`adopt_sockets`."""
+    the environment variable ``variable`` as JSON, ``{"ipc://PATH": descriptor}``."""
     import socket
 
     made = {}
@@ -520,36 +518,7 @@ def listen_on(paths: list[str]) -> None:
             sock.listen(100)  # ZeroMQ's own backlog
             made[f"ipc://{path}"] = fd = sock.detach()
         os.set_inheritable(fd, True)
-    os.environ[SOCKETS_ENV] = json.dumps(made)
-
-
-def adopt_sockets() -> None:
-    """In the kernel, before ipykernel binds: make ZeroMQ bind each address that
-    :func:`listen_on` named with the socket made for it."""
-    made: dict[str, int] = json.loads(os.environ.pop(SOCKETS_ENV, "{}"))
-    if not made:
-        return
-    import zmq
-
-    bind = zmq.Socket.bind
-
-    def bind_made(self: zmq.Socket, addr: str) -> object:
-        fd = made.pop(addr, None)
-        if fd is not None:
-            self.set(zmq.USE_FD, fd)
-        return bind(self, addr)
-
-    zmq.Socket.bind = bind_made  # type: ignore[method-assign,assignment]  # the kernel's own ZeroMQ, for its life
-
-
-def run_kernel(arguments: list[str]) -> None:
-    """``python _launcher.py --kernel ARGUMENTS``: ipykernel, as ``python -m ipykernel_launcher
-    ARGUMENTS`` would run it, on the sockets the launcher made."""
-    import runpy
-
-    adopt_sockets()
-    sys.argv = ["ipykernel_launcher", *arguments]  # runpy puts the module's file first
-    runpy.run_module("ipykernel_launcher", run_name="__main__", alter_sys=True)
+    os.environ[variable] = json.dumps(made)
 
 
 # --- the probe -----------------------------------------------------------------------------------
@@ -926,15 +895,9 @@ def _can_make_child(parent: str) -> bool:
 
 
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["--kernel"]:
-        del sys.path[0]  # this folder: a kernel's imports must not find the grader's modules
-        run_kernel(sys.argv[2:])
-        sys.exit(0)
     if sys.argv[1:] == ["--probe"]:
         print(json.dumps(probe()))
         sys.exit(0)
     if len(sys.argv) < 4 or sys.argv[2] != "--":
-        sys.exit(
-            "usage: python -I -S _launcher.py POLICY_JSON -- COMMAND... | --probe | --kernel ..."
-        )
+        sys.exit("usage: python -I -S _launcher.py POLICY_JSON -- COMMAND... | --probe")
     sys.exit(launch(json.loads(sys.argv[1]), sys.argv[3:]))
