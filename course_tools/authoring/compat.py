@@ -2,9 +2,10 @@
 
 ::
 
-    python -m course_tools.authoring.compat [--jax VERSION ...] [--jobs N] [TEST ...]
+    python -m course_tools.authoring.compat [--jax VERSION ...] [--ci] [--jobs N] [TEST ...]
 
-For each JAX release (default: the course's floor, `course_lib.JAX_FLOOR`) it builds an
+For each JAX release (default: the course's floor, `course_lib.JAX_FLOOR`; with ``--ci``, the floor
+and one of :data:`MIDDLE_RELEASES` in turn, see :func:`middle_release`) it builds an
 environment in ``build/compat/jax-VERSION/``: the course's lock (``uv.lock``, exported with
 ``uv export``) with only ``jax`` and ``jaxlib`` replaced, and the course installed from this
 checkout. An environment whose lock and release have not changed is reused. Then, in it:
@@ -39,9 +40,20 @@ from course_lib import JAX_FLOOR
 
 from .binder import locked_requirements
 
-__all__ = ["CompatError", "ReleaseResult", "build_environment", "main", "run_release"]
+__all__ = [
+    "MIDDLE_RELEASES",
+    "CompatError",
+    "ReleaseResult",
+    "build_environment",
+    "main",
+    "middle_release",
+    "run_release",
+]
 
 LESSON_FOLDERS = ("notebooks", "solutions")
+MIDDLE_RELEASES = ("0.8.3", "0.9.2")
+"""The newest patch of each minor release between the floor and the lock's JAX. CI (``--ci``) runs
+one of them beside the floor, in turn (:func:`middle_release`)."""
 _NOTEBOOK_LINE = re.compile(r"^(?:notebooks|solutions)/\S+\.ipynb: ")
 _CHECKS = re.compile(r"(\d+) self-checks passed")
 _PYTEST_TAIL = re.compile(r"^=*\s*(\d+ (?:passed|failed).*?)\s*=*$", re.MULTILINE)
@@ -127,6 +139,30 @@ def _split(items: list[Path], parts: int) -> list[list[Path]]:
     return [chunk for chunk in (items[i::parts] for i in range(parts)) if chunk]
 
 
+def middle_release(root: Path) -> tuple[str, str]:
+    """The middle release CI runs at ``root``'s commit, and why: the one whose turn the commit's
+    hash gives (its value modulo the number of :data:`MIDDLE_RELEASES`), so a commit always gets
+    the same one, commits get each about as often, and a shallow clone knows it too; the first
+    where git cannot say.
+
+    >>> middle_release(Path("/")) == (MIDDLE_RELEASES[0], "no git commit here, so the first")
+    True
+    """
+    found = subprocess.run(
+        ["git", "rev-parse", "--verify", "--quiet", "HEAD"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+    )
+    commit = found.stdout.strip()
+    if found.returncode != 0 or not commit:
+        return MIDDLE_RELEASES[0], "no git commit here, so the first"
+    turn = int(commit, 16) % len(MIDDLE_RELEASES)
+    return MIDDLE_RELEASES[
+        turn
+    ], f"commit {commit[:12]}: its hash modulo {len(MIDDLE_RELEASES)} is {turn}"
+
+
 def run_release(root: Path, version: str, tests: Sequence[str], jobs: int = 2) -> ReleaseResult:
     """Build (or reuse) the environment for ``version``, run the notebooks and ``tests`` there."""
     started = time.monotonic()
@@ -204,6 +240,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         metavar="VERSION",
         help=f"a JAX release to run on (repeatable; default: the floor, {JAX_FLOOR})",
     )
+    parser.add_argument(
+        "--ci",
+        action="store_true",
+        help="the floor and the middle release whose turn it is (what CI runs)",
+    )
     parser.add_argument("--jobs", type=int, default=2, help="notebooks run at once (default 2)")
     parser.add_argument("--root", type=Path, default=Path.cwd(), help="the course folder")
     parser.add_argument("tests", nargs="*", help="what pytest runs in each environment")
@@ -212,8 +253,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not (root / "uv.lock").is_file():
         print(f"compat: {root}/uv.lock is missing: run this in the course folder", file=sys.stderr)
         return 2
+    releases = list(args.jax or [JAX_FLOOR])
+    if args.ci:
+        middle, why = middle_release(root)
+        print(f"compat: the floor ({JAX_FLOOR}) and the middle release {middle} ({why})")
+        releases = [*dict.fromkeys([JAX_FLOOR, *(args.jax or []), middle])]
     results = []
-    for version in args.jax or [JAX_FLOOR]:
+    for version in releases:
         try:
             results.append(run_release(root, version, args.tests, max(1, args.jobs)))
         except CompatError as error:
