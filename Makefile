@@ -84,10 +84,10 @@ lint: $(STAMP)
 # notebook checks (executed, in sync, no removed APIs), the generator and the grader; then every
 # lesson and solution under strict nbval, with DeprecationWarnings as errors in their kernels (the
 # next JAX release must not be the one that tells us); then, side by side, the course on the
-# oldest JAX it supports and on one middle release (`make compat COMPAT_FLAGS=--ci`: 0.8.3 or 0.9.2
-# as the commit's hash says, see course_tools/authoring/compat.py) and the course in a real
-# browser, two JupyterLabs and Chromiums sharing the tests (skipped, with a message, when Chromium
-# is missing), which mostly wait on the pages. At the end, each stage's time
+# oldest JAX it supports and on one middle release (0.8.3 or 0.9.2 as the commit's hash says, see
+# course_tools/authoring/compat.py; there only the lessons, solutions and doctests) and the course
+# in a real browser, two JupyterLabs and Chromiums sharing the tests (skipped, with a message, when
+# Chromium is missing), which mostly wait on the pages. At the end, each stage's time
 # (build/stage-times.txt, written by .ci/stage).
 STAGES := build/stage-times.txt
 test: $(STAMP)
@@ -106,7 +106,8 @@ test: $(STAMP)
 	@echo "   JupyterLab and Chromium (which mostly waits on the pages; compat's output follows it)"
 	@mkdir -p build
 	@.ci/stage "4 the course on the floor and a middle JAX release" \
-	  $(MAKE) --no-print-directory compat COMPAT_FLAGS=--ci > build/compat.log 2>&1 & compat=$$!; \
+	  sh -c '$(COMPAT) $(COMPAT_PYTEST); floor=$$?; $(COMPAT) --middle $(COMPAT_MIDDLE_PYTEST) && exit $$floor' \
+	  > build/compat.log 2>&1 & compat=$$!; \
 	.ci/stage "5 the course in JupyterLab and Chromium" \
 	  $(BIN)/python -m pytest -p no:cacheprovider -n 2 -m browser tests/browser; browser=$$?; \
 	wait $$compat; compat=$$?; \
@@ -119,16 +120,20 @@ test: $(STAMP)
 # the course's floor, course_lib.JAX_FLOOR), each in build/compat/jax-VERSION/: uv.lock with only
 # jax and jaxlib replaced, reused while the lock is unchanged. Outputs are not compared; cells must
 # not raise unless tagged, and every self-check must pass. More releases: make compat
-# COMPAT_JAX="0.7.1 0.9.0"; the floor and the middle release whose turn it is: COMPAT_FLAGS=--ci.
+# COMPAT_JAX="0.7.1 0.9.0"; the middle release whose turn it is: COMPAT_FLAGS=--middle.
 # course_tools (grader, authoring), the room's client and the committed files are tested on the
 # course's own lock only: that is the only JAX they run on.
 COMPAT_JAX ?=
 COMPAT_FLAGS ?=
 COMPAT_TESTS := $(filter-out tests/checks/test_room_client.py, \
   $(filter tests/core/% tests/viz/% tests/checks/%, $(IN_PROCESS_TESTS)))
+COMPAT := $(BIN)/python -m course_tools.authoring.compat
+COMPAT_PYTEST := -- -n 2 --dist loadfile -m "not browser" --doctest-modules course_lib $(COMPAT_TESTS)
+# CI's middle release runs every lesson and solution, and course_lib's doctests; the unit tests run
+# on the floor (make compat COMPAT_FLAGS=--middle runs them on the middle release too).
+COMPAT_MIDDLE_PYTEST := -- -n 2 --doctest-modules course_lib
 compat: $(STAMP)
-	$(BIN)/python -m course_tools.authoring.compat $(foreach v,$(COMPAT_JAX),--jax $(v)) $(COMPAT_FLAGS) -- \
-	  -n 2 --dist loadfile -m "not browser" --doctest-modules course_lib $(COMPAT_TESTS)
+	$(COMPAT) $(foreach v,$(COMPAT_JAX),--jax $(v)) $(COMPAT_FLAGS) $(COMPAT_PYTEST)
 
 # Re-execute every lesson and solution in place, one kernel per notebook, with a cell timeout,
 # printing each notebook's time. Then regenerate exercises/: they copy the solutions' metadata.

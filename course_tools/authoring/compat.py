@@ -2,10 +2,10 @@
 
 ::
 
-    python -m course_tools.authoring.compat [--jax VERSION ...] [--ci] [--jobs N] [TEST ...]
+    python -m course_tools.authoring.compat [--jax VERSION ...] [--middle] [--jobs N] [TEST ...]
 
-For each JAX release (default: the course's floor, `course_lib.JAX_FLOOR`; with ``--ci``, the floor
-and one of :data:`MIDDLE_RELEASES` in turn, see :func:`middle_release`) it builds an
+For each JAX release (default: the course's floor, `course_lib.JAX_FLOOR`; ``--middle`` adds one of
+:data:`MIDDLE_RELEASES` in turn, see :func:`middle_release`) it builds an
 environment in ``build/compat/jax-VERSION/``: the course's lock (``uv.lock``, exported with
 ``uv export``) with only ``jax`` and ``jaxlib`` replaced, and the course installed from this
 checkout. An environment whose lock and release have not changed is reused. Then, in it:
@@ -52,8 +52,8 @@ __all__ = [
 
 LESSON_FOLDERS = ("notebooks", "solutions")
 MIDDLE_RELEASES = ("0.8.3", "0.9.2")
-"""The newest patch of each minor release between the floor and the lock's JAX. CI (``--ci``) runs
-one of them beside the floor, in turn (:func:`middle_release`)."""
+"""The newest patch of each minor release between the floor and the lock's JAX. CI runs one of them
+(``--middle``) beside the floor, in turn (:func:`middle_release`)."""
 _NOTEBOOK_LINE = re.compile(r"^(?:notebooks|solutions)/\S+\.ipynb: ")
 _CHECKS = re.compile(r"(\d+) self-checks passed")
 _PYTEST_TAIL = re.compile(r"^=*\s*(\d+ (?:passed|failed).*?)\s*=*$", re.MULTILINE)
@@ -241,9 +241,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         help=f"a JAX release to run on (repeatable; default: the floor, {JAX_FLOOR})",
     )
     parser.add_argument(
-        "--ci",
+        "--middle",
         action="store_true",
-        help="the floor and the middle release whose turn it is (what CI runs)",
+        help="the middle release whose turn it is (see middle_release) instead of the floor",
     )
     parser.add_argument("--jobs", type=int, default=2, help="notebooks run at once (default 2)")
     parser.add_argument("--root", type=Path, default=Path.cwd(), help="the course folder")
@@ -253,11 +253,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not (root / "uv.lock").is_file():
         print(f"compat: {root}/uv.lock is missing: run this in the course folder", file=sys.stderr)
         return 2
-    releases = list(args.jax or [JAX_FLOOR])
-    if args.ci:
+    releases = list(args.jax or ([] if args.middle else [JAX_FLOOR]))
+    if args.middle:
         middle, why = middle_release(root)
-        print(f"compat: the floor ({JAX_FLOOR}) and the middle release {middle} ({why})")
-        releases = [*dict.fromkeys([JAX_FLOOR, *(args.jax or []), middle])]
+        print(f"compat: the middle release {middle} ({why})", flush=True)
+        releases.append(middle)
     results = []
     for version in releases:
         try:
