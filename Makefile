@@ -83,12 +83,12 @@ lint: $(STAMP)
 # What CI runs, in order: lint, format and type checks; unit and property tests, doctests, the
 # notebook checks (executed, in sync, no removed APIs), the generator and the grader; then every
 # lesson and solution under strict nbval, with DeprecationWarnings as errors in their kernels (the
-# next JAX release must not be the one that tells us); then, side by side, the course on the
-# oldest JAX it supports and on one middle release (0.8.3 or 0.9.2 as the commit's hash says, see
-# course_tools/authoring/compat.py; there only the lessons, solutions and doctests) and the course
-# in a real browser, two JupyterLabs and Chromiums sharing the tests (skipped, with a message, when
-# Chromium is missing), which mostly wait on the pages. At the end, each stage's time
-# (build/stage-times.txt, written by .ci/stage).
+# next JAX release must not be the one that tells us), then the course in a real browser, two
+# JupyterLabs and Chromiums sharing the tests (skipped, with a message, when Chromium is missing),
+# which mostly wait on the pages. Meanwhile, in the background, the course on the oldest JAX it
+# supports and on one middle release (0.8.3 or 0.9.2 as the commit's hash says, see
+# course_tools/authoring/compat.py; there only the lessons, solutions and doctests). At the end,
+# each stage's time (build/stage-times.txt, written by .ci/stage).
 STAGES := build/stage-times.txt
 test: $(STAMP)
 	@rm -f $(STAGES)
@@ -99,22 +99,25 @@ test: $(STAMP)
 	  $(BIN)/python -m pytest -p no:cacheprovider -n 2 --dist loadfile --no-loadscope-reorder \
 	  -m "not browser" --durations=15 $(KERNEL_TESTS) \
 	  --doctest-modules course_lib course_tools $(IN_PROCESS_TESTS)
-	@echo ">> 3/5 notebooks under strict nbval"
-	@PYTHONWARNINGS=error::DeprecationWarning .ci/stage "3 notebooks under strict nbval" \
-	  $(BIN)/python -m pytest -p no:cacheprovider $(NBVAL) -n 2 --dist loadfile $(NOTEBOOKS) $(SOLUTIONS)
-	@echo ">> 4/5 and 5/5 side by side: the course on the floor and a middle JAX release, and in"
-	@echo "   JupyterLab and Chromium (which mostly waits on the pages; compat's output follows it)"
+	@echo ">> 3/5 and 4/5: notebooks under strict nbval, then in JupyterLab and Chromium; meanwhile,"
+	@echo "   the course on the floor and on a middle JAX release (logs in build/, shown at the end)"
 	@mkdir -p build
-	@.ci/stage "4 the course on the floor and a middle JAX release" \
-	  sh -c '$(COMPAT) $(COMPAT_PYTEST); floor=$$?; $(COMPAT) --middle $(COMPAT_MIDDLE_PYTEST) && exit $$floor' \
-	  > build/compat.log 2>&1 & compat=$$!; \
+	@.ci/stage "4a the course on the oldest JAX" \
+	  $(COMPAT) $(COMPAT_PYTEST) > build/compat-floor.log 2>&1 & floor=$$!; \
+	.ci/stage "4b the course on a middle JAX release" \
+	  $(COMPAT) --middle $(COMPAT_MIDDLE_PYTEST) > build/compat-middle.log 2>&1 & middle=$$!; \
+	PYTHONWARNINGS=error::DeprecationWarning .ci/stage "3 notebooks under strict nbval" \
+	  $(BIN)/python -m pytest -p no:cacheprovider $(NBVAL) -n 2 --dist loadfile $(NOTEBOOKS) \
+	  $(SOLUTIONS); nbval=$$?; \
+	echo ">> 5/5 the course in JupyterLab and Chromium"; \
 	.ci/stage "5 the course in JupyterLab and Chromium" \
 	  $(BIN)/python -m pytest -p no:cacheprovider -n 2 -m browser tests/browser; browser=$$?; \
-	wait $$compat; compat=$$?; \
-	echo ">> 4/5 the course on the floor and a middle JAX release (build/compat.log)"; \
-	cat build/compat.log; \
+	wait $$floor; floor=$$?; wait $$middle; middle=$$?; \
+	echo ">> 4/5 the course on the oldest JAX (build/compat-floor.log)"; cat build/compat-floor.log; \
+	echo ">> 4/5 the course on a middle JAX release (build/compat-middle.log)"; \
+	cat build/compat-middle.log; \
 	echo ">> stage times"; cat $(STAGES); \
-	[ $$browser -eq 0 ] && [ $$compat -eq 0 ]
+	[ $$nbval -eq 0 ] && [ $$browser -eq 0 ] && [ $$floor -eq 0 ] && [ $$middle -eq 0 ]
 
 # Every lesson, every solution and course_lib's tests and doctests on other JAX releases (default:
 # the course's floor, course_lib.JAX_FLOOR), each in build/compat/jax-VERSION/: uv.lock with only

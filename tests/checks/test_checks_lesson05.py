@@ -49,6 +49,11 @@ def make_step_static_lr():
     return jax.jit(sgd_tree, static_argnums=2)
 
 
+def make_step_numpy_lr():
+    sgd = jax.jit(sgd_tree)
+    return lambda params, grads, lr: sgd(params, grads, np.asarray(lr))
+
+
 def make_step_without_jit():
     return lambda params, grads, lr: sgd_tree(params, grads, np.float32(lr))
 
@@ -166,6 +171,10 @@ def init_without_velocity(params):
     state = init_state(params)
     del state["velocity"]
     return state
+
+
+def init_half_loss_avg(params):
+    return {**init_state(params), "loss_avg": jnp.zeros((), jnp.float16)}
 
 
 def init_float_step(params):
@@ -292,6 +301,7 @@ WRONG: list[tuple[str, Callable[..., Any], str]] = [
     ),
     ("05.make_step", make_step_static_lr, "lr is a static argument"),
     ("05.make_step", make_step_without_jit, "Nothing you jitted was compiled"),
+    ("05.make_step", make_step_numpy_lr, "lr = 1 arrived as int32[] weakly typed"),
     ("05.make_step", make_step_uphill, "step added lr * grads"),
     ("05.pad_to_bucket", pad_nothing, "compiled 15 times, expected 3"),
     (
@@ -321,6 +331,11 @@ WRONG: list[tuple[str, Callable[..., Any], str]] = [
         "At state['loss_avg'] the first state held a Python number",
     ),
     ("05.init_state", init_float_step, "leaf ['step'] has dtype float32, expected int32"),
+    (
+        "05.init_state",
+        init_half_loss_avg,
+        "At state['loss_avg'] the leaf was float16[] and train_step gave back float32[]",
+    ),
     ("05.make_scaled", make_scaled_fresh, "compiled 6 times, expected 2"),
     ("05.make_scaled", make_scaled_jit_per_call, "a new lambda, partial or def is a new cache key"),
     ("05.make_scaled", make_scaled_static_factor, "factor is a static argument"),
@@ -399,10 +414,12 @@ MEASURED: list[tuple[str, Callable[..., Any], str]] = [
     ("05.make_step", make_step_converting_inside, "Converting lr inside the jitted function"),
     ("05.make_step", make_step_static_lr, "lr is a static argument"),
     ("05.make_step", make_step_without_jit, "Nothing you jitted was compiled"),
+    ("05.make_step", make_step_numpy_lr, "lr = 1 arrived as int32[] weakly typed"),
     ("05.pad_to_bucket", pad_nothing, "compiled 15 times, expected 3"),
     ("05.init_state", init_params_only, "gained or lost the keys {'loss_avg', 'step', 'velocity'}"),
     ("05.init_state", init_without_velocity, "gained or lost the keys {'velocity'}"),
     ("05.init_state", init_python_numbers, "At state['loss_avg'] the first state held a Python"),
+    ("05.init_state", init_half_loss_avg, "At state['loss_avg'] the leaf was float16[]"),
     ("05.make_scaled", make_scaled_fresh, "a new lambda, partial or def is a new cache key"),
     ("05.make_scaled", make_scaled_jit_per_call, "a new lambda, partial or def is a new cache key"),
     ("05.make_scaled", make_scaled_static_factor, "factor is a static argument"),

@@ -51,6 +51,12 @@ def guarded_without_cast(params: Any, grads: Any, lr: Any) -> Any:
     return lax.cond(finite, step, lambda p: p, params), ~finite
 
 
+def guarded_branch_of_leaves(params: Any, grads: Any, lr: Any) -> Any:
+    finite = jnp.all(jnp.asarray([jnp.all(jnp.isfinite(g)) for g in jax.tree.leaves(grads)]))
+    step = lambda p: jax.tree.map(lambda a, g: (a - lr * g).astype(a.dtype), p, grads)
+    return lax.cond(finite, step, jax.tree.leaves, params), ~finite
+
+
 def guarded_always_steps(params: Any, grads: Any, lr: Any) -> Any:
     return jax.tree.map(lambda p, g: (p - lr * g).astype(p.dtype), params, grads), jnp.bool_(False)
 
@@ -235,6 +241,7 @@ class TestLesson08(LessonChecks):
     wrong = (
         ("08.guarded_step", guarded_with_python_if, "Python `if`"),
         ("08.guarded_step", guarded_without_cast, "Pitfall 21"),
+        ("08.guarded_step", guarded_branch_of_leaves, "return trees of different structures"),
         ("08.guarded_step", guarded_always_steps, "a gradient leaf holds a NaN or an inf"),
         ("08.scan_layers", scan_python_loop, "a Python loop unrolls every layer"),
         ("08.scan_layers", scan_with_one_bias, "stack each leaf over the layers"),
@@ -284,6 +291,7 @@ def test_the_reference_clip_leaves_the_values_and_clips_each_gradient_entry() ->
 REFUSED: list[tuple[str, Any, str]] = [
     ("08.guarded_step", guarded_with_python_if, "runs without jit and fails under it"),
     ("08.guarded_step", guarded_without_cast, "(Pitfall 21)"),
+    ("08.guarded_step", guarded_branch_of_leaves, "return trees of different structures"),
     ("08.scan_layers", scan_with_one_bias, "The leading sizes of xs are: [0] "),
     ("08.clip_per_leaf", clip_bare_tree, "Called on its own, yours returns a dict"),
     ("08.ensemble_predict", ensemble_mapping_everything, "yours maps the shared scale over"),

@@ -28,6 +28,7 @@ import os
 import queue
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -122,16 +123,15 @@ def kernel_transport(confinement: Confinement | None) -> str:
 
 class _ConfinedKernelManager(AsyncKernelManager):
     """A kernel manager whose kernel command goes through the launcher, with a policy per kernel:
-    ``python -m ipykernel_launcher`` becomes ``python _kernel_main.py``, which runs it on the
-    sockets the launcher made."""
+    ``python _kernel_main.py``, which runs ipykernel on the sockets the launcher made."""
 
     policy: Callable[[AsyncKernelManager], dict[str, Any]]
 
     def format_kernel_cmd(self, extra_arguments: list[str] | None = None) -> list[str]:
-        command = super().format_kernel_cmd(extra_arguments)
-        if command[1:3] == ["-m", "ipykernel_launcher"]:
-            command[1:3] = _kernel_main.KERNEL_COMMAND
-        return _launcher.launcher_command(self.policy(self), command)
+        # Built here, not read from the kernel spec: a spec that `ipykernel install` wrote may put
+        # interpreter options first, and only this command runs on the launcher's sockets.
+        command = [sys.executable, *_kernel_main.KERNEL_COMMAND, "-f", self.connection_file]
+        return _launcher.launcher_command(self.policy(self), command + (extra_arguments or []))
 
 
 class _ReadyClient(AsyncKernelClient):
@@ -320,7 +320,12 @@ class Sandbox:
         return os.path.join(self._connection.name, "kernel.json")
 
     async def _start(self) -> None:
-        connection_file = self._connection_file()  # first: it may fall back to TCP
+        try:
+            connection_file = self._connection_file()  # first: it may fall back to TCP
+        except OSError as error:
+            raise KernelStartError(
+                f"no folder for the kernel's connection file could be made ({error})"
+            ) from None
         options: dict[str, Any] = {
             "kernel_name": "python3",
             "log": _QUIET,

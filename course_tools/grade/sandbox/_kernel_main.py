@@ -26,6 +26,8 @@ def adopt_sockets() -> None:
     made: dict[str, int] = json.loads(os.environ.pop(SOCKETS_ENV, "{}"))
     if not made:
         return
+    for fd in made.values():
+        os.set_inheritable(fd, False)  # ZeroMQ's now: no process the notebook starts gets it
     import zmq
 
     bind = zmq.Socket.bind

@@ -3,12 +3,13 @@
 The grader starts every kernel through this file, run as a script before ``site`` (standard library
 only, so it starts in milliseconds)::
 
-    python -I -S _launcher.py POLICY_JSON -- python -m ipykernel_launcher -f CONNECTION_FILE
+    python -I -S _launcher.py POLICY_JSON -- python _kernel_main.py -f CONNECTION_FILE
 
 The launcher joins the kernel's pids cgroup when it has one, becomes a child subreaper, puts itself
 in a Landlock domain that only scopes signals and abstract sockets (so nothing inside the kernel's
-domain can signal or trace it), and forks. The child applies the kernel's own Landlock domain
-(files, TCP, signals), drops every capability and ``exec``\\ s the kernel. The launcher then reaps
+domain can signal or trace it), and forks. The child listens on the kernel's unix sockets
+(:func:`listen_on`), applies the kernel's own Landlock domain (files, TCP, signals) and socket
+filter, drops every capability and ``exec``\\ s the kernel. The launcher then reaps
 whatever is reparented to it and, when the kernel ends or it gets ``SIGTERM``, kills every process
 left under it (a ``setsid`` or double-forked child included) before it exits the way the kernel did.
 
@@ -208,16 +209,19 @@ def restrict(
 # Landlock governs TCP only. A seccomp filter closes the rest: a confined process may create TCP
 # stream sockets (which Landlock then keeps from connecting anywhere) and netlink sockets (the C
 # library reads the network interfaces through them), and nothing else: no UDP, no raw or packet
-# sockets, no unix sockets, named or abstract. Socket pairs (``socketpair``, never connected
-# outside) stay allowed, and so does ``accept``. io_uring, which can make sockets by itself, is
-# refused, and so is every system call made through another architecture's table.
+# sockets, no unix sockets, named or abstract. Stream socket pairs (``socketpair``, connected to
+# nothing outside) stay allowed, and so does ``accept``. io_uring, which can make sockets by
+# itself, is refused, and so is every system call made through another architecture's table or
+# x86-64's x32 numbers.
 
 _PR_SET_SECCOMP, _SECCOMP_MODE_FILTER = 22, 2
 _SECCOMP_RET_ALLOW, _SECCOMP_RET_ERRNO = 0x7FFF0000, 0x00050000
-_BPF_LD_W_ABS, _BPF_JEQ_K, _BPF_AND_K, _BPF_RET_K = 0x20, 0x15, 0x54, 0x06
-_AF_UNIX, _AF_INET, _AF_INET6, _AF_NETLINK, _SOCK_STREAM, _SOCK_TYPE_MASK = 1, 2, 10, 16, 1, 0xF
-# machine: (audit architecture, socket's number, io_uring_setup's number)
-_SYSCALLS = {"x86_64": (0xC000003E, 41, 425), "aarch64": (0xC00000B7, 198, 425)}
+_BPF_LD_W_ABS, _BPF_JEQ_K, _BPF_JGE_K, _BPF_AND_K, _BPF_RET_K = 0x20, 0x15, 0x35, 0x54, 0x06
+_AF_UNIX, _AF_INET, _AF_INET6, _AF_NETLINK = 1, 2, 10, 16
+_SOCK_STREAM, _SOCK_DGRAM, _SOCK_TYPE_MASK = 1, 2, 0xF
+_X32_SYSCALL_BIT = 0x40000000  # x86-64's x32 calls: the same architecture, numbers with this bit
+# machine: (audit architecture, socket's number, socketpair's, io_uring_setup's)
+_SYSCALLS = {"x86_64": (0xC000003E, 41, 53, 425), "aarch64": (0xC00000B7, 198, 199, 425)}
 
 
 class _SockFilter(ctypes.Structure):
@@ -237,29 +241,35 @@ def socket_filter(machine: str) -> list[tuple[int, int, int, int]]:
     """The seccomp program (BPF: code, jump if true, jump if false, constant) for ``machine``.
 
     Reads ``struct seccomp_data``: the number at offset 0, the architecture at 4, the low words of
-    the first two arguments at 16 and 24. Jumps count instructions from the next one.
+    the first two arguments at 16 and 24. Jumps count instructions from the next one. Datagram
+    socket pairs are refused too: one end can ``sendto`` any named datagram socket.
 
     >>> program = socket_filter("x86_64")
     >>> len(program), program[-1] == (_BPF_RET_K, 0, 0, _SECCOMP_RET_ERRNO | errno.EPERM)
-    (14, True)
+    (19, True)
     """
-    arch, socket_nr, io_uring_nr = _SYSCALLS[machine]
+    arch, socket_nr, socketpair_nr, io_uring_nr = _SYSCALLS[machine]
     deny = _SECCOMP_RET_ERRNO | errno.EPERM
     return [
         (_BPF_LD_W_ABS, 0, 0, 4),  # 0: the architecture
-        (_BPF_JEQ_K, 0, 11, arch),  # 1: another table: deny
+        (_BPF_JEQ_K, 0, 16, arch),  # 1: another table: deny
         (_BPF_LD_W_ABS, 0, 0, 0),  # 2: the system call
-        (_BPF_JEQ_K, 9, 0, io_uring_nr),  # 3: io_uring_setup: deny
-        (_BPF_JEQ_K, 0, 7, socket_nr),  # 4: not socket: allow
-        (_BPF_LD_W_ABS, 0, 0, 16),  # 5: the address family
-        (_BPF_JEQ_K, 2, 0, _AF_INET),  # 6: to 9
-        (_BPF_JEQ_K, 1, 0, _AF_INET6),  # 7: to 9
-        (_BPF_JEQ_K, 3, 4, _AF_NETLINK),  # 8: netlink: allow; any other family: deny
-        (_BPF_LD_W_ABS, 0, 0, 24),  # 9: the socket type
-        (_BPF_AND_K, 0, 0, _SOCK_TYPE_MASK),  # 10: without SOCK_NONBLOCK and SOCK_CLOEXEC
-        (_BPF_JEQ_K, 0, 1, _SOCK_STREAM),  # 11: TCP: allow; UDP, raw: deny
-        (_BPF_RET_K, 0, 0, _SECCOMP_RET_ALLOW),  # 12
-        (_BPF_RET_K, 0, 0, deny),  # 13
+        (_BPF_JGE_K, 14, 0, _X32_SYSCALL_BIT),  # 3: an x32 call: deny
+        (_BPF_JEQ_K, 13, 0, io_uring_nr),  # 4: io_uring_setup: deny
+        (_BPF_JEQ_K, 8, 0, socketpair_nr),  # 5: socketpair: to 14
+        (_BPF_JEQ_K, 0, 10, socket_nr),  # 6: not socket: allow
+        (_BPF_LD_W_ABS, 0, 0, 16),  # 7: the address family
+        (_BPF_JEQ_K, 2, 0, _AF_INET),  # 8: to 11
+        (_BPF_JEQ_K, 1, 0, _AF_INET6),  # 9: to 11
+        (_BPF_JEQ_K, 6, 7, _AF_NETLINK),  # 10: netlink: allow; any other family: deny
+        (_BPF_LD_W_ABS, 0, 0, 24),  # 11: the socket's type
+        (_BPF_AND_K, 0, 0, _SOCK_TYPE_MASK),  # 12: without SOCK_NONBLOCK and SOCK_CLOEXEC
+        (_BPF_JEQ_K, 3, 4, _SOCK_STREAM),  # 13: TCP: allow; UDP, raw: deny
+        (_BPF_LD_W_ABS, 0, 0, 24),  # 14: the pair's type
+        (_BPF_AND_K, 0, 0, _SOCK_TYPE_MASK),  # 15
+        (_BPF_JEQ_K, 1, 0, _SOCK_DGRAM),  # 16: datagrams: deny; streams, packets: allow
+        (_BPF_RET_K, 0, 0, _SECCOMP_RET_ALLOW),  # 17
+        (_BPF_RET_K, 0, 0, deny),  # 18
     ]
 
 
@@ -591,7 +601,13 @@ def _probe_child(abi: int, inside: str, outside: str, port: int) -> dict[str, ob
                 (socket.AF_UNIX, socket.SOCK_STREAM),
                 (socket.AF_UNIX, socket.SOCK_DGRAM),
             ]
-            closed = all(_refused(functools.partial(socket.socket, *kind)) for kind in kinds)
+            attempts: list[Callable[[], object]] = [
+                functools.partial(socket.socket, *kind) for kind in kinds
+            ]
+            attempts.append(lambda: socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM))
+            if os.uname().machine == "x86_64":  # an x32 call, refused even where x32 is off
+                attempts.append(lambda: _x32_socket(socket.AF_UNIX, socket.SOCK_STREAM))
+            closed = all(_refused(attempt) for attempt in attempts)
             enforced["network"] = "closed" if closed else "tcp"
     writes = not _refused(lambda: open(os.path.join(inside, "f"), "w"))
     enforced["filesystem"] = writes and _refused(lambda: open(os.path.join(outside, "f"), "w"))
@@ -601,6 +617,13 @@ def _probe_child(abi: int, inside: str, outside: str, port: int) -> dict[str, ob
         enforced["network"] = "open"
     enforced["signals"] = bool(enforced["signals"]) and _refused(lambda: os.kill(os.getppid(), 0))
     return {"sandbox": "landlock", **enforced}
+
+
+def _x32_socket(family: int, kind: int) -> int:
+    """``socket`` through x86-64's x32 numbers: a descriptor, or ``OSError``."""
+    fd = _syscall(_X32_SYSCALL_BIT | _SYSCALLS["x86_64"][1], family, kind, 0)
+    os.close(fd)
+    return fd
 
 
 def _refused(attempt: Callable[[], object]) -> bool:
@@ -618,10 +641,6 @@ def _refused(attempt: Callable[[], object]) -> bool:
 # --- the grader's side ---------------------------------------------------------------------------
 
 LAUNCHER = os.path.abspath(__file__)
-KERNEL_COMMAND = [
-    LAUNCHER,
-    "--kernel",
-]  # what follows the interpreter in a confined kernel's command
 DEVICES = ["/dev/null", "/dev/zero", "/dev/full"]
 # What a kernel may read beyond Python and course_lib: system libraries and tools, a few /etc files
 # (the loader's cache, time zone, users, hosts), /proc and the CPU and cgroup facts JAX reads in

@@ -33,6 +33,19 @@ needs_tcp_fence = pytest.mark.skipif(
     reason="needs Linux with Landlock ABI 4+ (TCP ports fenced)",
 )
 CHANNELS = ("shell_port", "iopub_port", "stdin_port", "hb_port", "control_port")
+# socket(AF_UNIX, SOCK_STREAM) through x86-64's x32 numbers (the same architecture, bit 30 set):
+# refused by the socket filter, whether or not this machine's kernel serves x32 calls.
+X32_SOCKET = """
+import ctypes, os, platform
+if platform.machine() == "x86_64":
+    libc = ctypes.CDLL(None, use_errno=True)
+    fd = libc.syscall(ctypes.c_long(0x40000000 | 41), 1, 1, 0)
+    if fd < 0:
+        raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()))
+    os.close(fd)
+else:
+    raise PermissionError("no x32 calls on this machine")
+"""
 
 
 @pytest.fixture(scope="module")
@@ -75,21 +88,24 @@ def test_a_confined_kernel_listens_on_unix_sockets_it_cannot_make_itself(
             seen = _seen_by_the_grader(sandbox)
             cells = [
                 await sandbox.run("import socket\nsocket.socket(socket.AF_UNIX)", 60),
-                await sandbox.run("print(sum(range(4)))", 60),
+                await sandbox.run(X32_SOCKET, 60),
+                await sandbox.run("socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)", 60),
+                await sandbox.run("a, b = socket.socketpair()\na.send(b'x')\nb.recv(1)", 60),
             ]
         finally:
             await sandbox.stop()
         return seen, cells, sandbox
 
-    seen, (make_one, plain), sandbox = asyncio.run(scenario())
+    seen, (make_one, x32, datagram_pair, stream_pair), sandbox = asyncio.run(scenario())
     assert sandbox.forked == warm and sandbox.start_retries == 0
     info = seen["info"]
     assert info["transport"] == "ipc"
     assert {f"{info['ip']}-{info[channel]}" for channel in CHANNELS} <= seen["unix"]
     assert Path(info["ip"]).parent == seen["folder"] and seen["folder mode"] == 0o700
     assert seen["tcp"] == [], "the kernel should listen on no TCP port"
-    assert (make_one.status, make_one.ename) == ("error", "PermissionError")
-    assert plain.status == "ok"
+    for refused in (make_one, x32, datagram_pair):
+        assert (refused.status, refused.ename) == ("error", "PermissionError"), refused
+    assert stream_pair.status == "ok", stream_pair
     assert not seen["folder"].exists(), "the kernel's folder should go with it"
 
 
