@@ -131,7 +131,9 @@ COMPAT_FLAGS ?=
 COMPAT_TESTS := $(filter-out tests/checks/test_room_client.py, \
   $(filter tests/core/% tests/viz/% tests/checks/%, $(IN_PROCESS_TESTS)))
 COMPAT := $(BIN)/python -m course_tools.authoring.compat
-COMPAT_PYTEST := -- -n 2 --dist loadfile -m "not browser" --doctest-modules course_lib $(COMPAT_TESTS)
+# Three pytest workers on two cores: compat runs beside the browser stage, which leaves the
+# processor idle while it waits on pages, and a third worker takes up that time.
+COMPAT_PYTEST := -- -n 3 --dist loadfile -m "not browser" --doctest-modules course_lib $(COMPAT_TESTS)
 # CI's middle release runs every lesson and solution, and course_lib's doctests; the unit tests run
 # on the floor (make compat COMPAT_FLAGS=--middle runs them on the middle release too).
 COMPAT_MIDDLE_PYTEST := -- -n 2 --doctest-modules course_lib
