@@ -31,6 +31,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -164,7 +165,8 @@ def middle_release(root: Path) -> tuple[str, str]:
 
 
 def run_release(root: Path, version: str, tests: Sequence[str], jobs: int = 2) -> ReleaseResult:
-    """Build (or reuse) the environment for ``version``, run the notebooks and ``tests`` there."""
+    """Build (or reuse) the environment for ``version``, then run the notebooks and ``tests``
+    there, side by side (pytest's output goes to a file until the notebooks are done)."""
     started = time.monotonic()
     print(f"== JAX {version} ==", flush=True)
     env, reused = build_environment(root, version)
@@ -183,6 +185,19 @@ def run_release(root: Path, version: str, tests: Sequence[str], jobs: int = 2) -
         )
         for chunk in _split([p.relative_to(root) for p in notebooks], jobs)
     ]
+    pytest_output = tempfile.TemporaryFile(mode="w+")
+    pytest_run = (
+        subprocess.Popen(
+            [python, "-m", "pytest", "-p", "no:cacheprovider", "-q", *tests],
+            cwd=root,
+            env=variables,
+            stdout=pytest_output,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        if tests
+        else None
+    )
     failed: list[str] = []
     checks_passed = 0
     details: list[str] = []
@@ -200,16 +215,16 @@ def run_release(root: Path, version: str, tests: Sequence[str], jobs: int = 2) -
     for text in details:
         print(text, file=sys.stderr, flush=True)
     tests_summary, tests_ok = "no tests asked for", True
-    if tests:
-        command = [python, "-m", "pytest", "-p", "no:cacheprovider", "-q", *tests]
-        result = subprocess.run(
-            command, cwd=root, env=variables, capture_output=True, text=True, check=False
-        )
-        tails = _PYTEST_TAIL.findall(result.stdout)
-        tests_summary = tails[-1] if tails else f"pytest exited {result.returncode}"
-        tests_ok = result.returncode == 0
-        if not tests_ok:
-            print(result.stdout[-20000:], result.stderr[-5000:], sep="\n", file=sys.stderr)
+    with pytest_output:
+        if pytest_run is not None:
+            code = pytest_run.wait()
+            pytest_output.seek(0)
+            text = pytest_output.read()
+            tails = _PYTEST_TAIL.findall(text)
+            tests_summary = tails[-1] if tails else f"pytest exited {code}"
+            tests_ok = code == 0
+            if not tests_ok:
+                print(text[-25000:], file=sys.stderr)
     result_ = ReleaseResult(
         version=version,
         notebooks=len(notebooks),
