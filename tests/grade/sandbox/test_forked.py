@@ -12,7 +12,6 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -70,14 +69,6 @@ def confinement() -> Confinement:
     """As the grader confines kernels here: its own sockets closed (so on unix sockets) where
     seccomp allows it."""
     return Confinement(landlock=landlock_abi() >= 1, sockets=LEVEL.get("network") == "closed")
-
-
-@pytest.fixture(scope="module")
-def forks(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ForkServer]:
-    folder = tmp_path_factory.mktemp("fork-server")
-    server = ForkServer(kernel_env(folder), folder)
-    yield server
-    server.close()
 
 
 async def look(base: Path, forks: ForkServer | None, **sandbox: Any) -> tuple[dict, Sandbox]:

@@ -10,7 +10,6 @@ import json
 import socket
 import stat
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -46,14 +45,6 @@ if platform.machine() == "x86_64":
 else:
     raise PermissionError("no x32 calls on this machine")
 """
-
-
-@pytest.fixture(scope="module")
-def forks(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ForkServer]:
-    folder = tmp_path_factory.mktemp("fork-server")
-    server = ForkServer(kernel_env(folder), folder)
-    yield server
-    server.close()
 
 
 def _seen_by_the_grader(sandbox: Sandbox) -> dict[str, Any]:
