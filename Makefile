@@ -72,52 +72,55 @@ KERNEL_TESTS := $(KERNEL_TESTS_LONGEST_FIRST) $(filter-out $(KERNEL_TESTS_LONGES
   tests/course/test_lab.py tests/course/test_code_health.py))
 IN_PROCESS_TESTS := $(filter-out $(KERNEL_TESTS),$(ALL_TESTS))
 
-# The first stage of `make test`, also on its own: ruff's lint rules (code and notebook cells) and
+# One stage of `make test`, also on its own: ruff's lint rules (code and notebook cells) and
 # its formatter, then mypy on course_lib, course_tools and tests; all three are configured in pyproject.toml.
+LINT := $(BIN)/ruff check . && $(BIN)/ruff format --check . && $(BIN)/mypy
 lint: $(STAMP)
 	@echo ">> 1/5 lint, format and types"
-	$(BIN)/ruff check .
-	$(BIN)/ruff format --check .
-	$(BIN)/mypy
+	$(LINT)
 
-# What CI runs, in order: lint, format and type checks; unit and property tests, doctests, the
-# notebook checks (executed, in sync, no removed APIs), the generator and the grader; then every
-# lesson and solution under strict nbval, with DeprecationWarnings as errors in their kernels (the
-# next JAX release must not be the one that tells us), then the course in a real browser, two
-# JupyterLabs and Chromiums sharing the tests (skipped, with a message, when Chromium is missing),
-# which mostly wait on the pages. Meanwhile, in the background, the course on the oldest JAX it
-# supports and on one middle release (0.8.3 or 0.9.2 as the commit's hash says, see
-# course_tools/authoring/compat.py; there only the lessons, solutions and doctests). At the end,
-# each stage's time (build/stage-times.txt, written by .ci/stage).
+# What CI runs, all at once: the unit and property tests, doctests, the notebook checks (executed,
+# in sync, no removed APIs), the generator and the grader, followed by every lesson and solution
+# under strict nbval, with DeprecationWarnings as errors in their kernels (the next JAX release must
+# not be the one that tells us); beside them lint, format and type checks; the course in a real
+# browser, two JupyterLabs and Chromiums sharing the tests (skipped, with a message, when Chromium
+# is missing), which mostly wait on pages; and the course on the oldest JAX it supports and on one
+# middle release (0.8.3 or 0.9.2 as the commit's hash says, see course_tools/authoring/compat.py;
+# there only the lessons, solutions and doctests). The processor is busy throughout, so the stages'
+# own times overlap. The background stages' logs are in build/ and shown at the end, then each
+# stage's time (build/stage-times.txt, written by .ci/stage).
 STAGES := build/stage-times.txt
 test: $(STAMP)
 	@rm -f $(STAGES)
 	@$(COMPILE_OURS)
-	@.ci/stage "1 lint, format and types" $(MAKE) --no-print-directory lint
-	@echo ">> 2/5 unit tests, doctests, exercises and grader"
-	@.ci/stage "2 unit tests, doctests, exercises and grader" \
-	  $(BIN)/python -m pytest -p no:cacheprovider -n 2 --dist loadfile --no-loadscope-reorder \
-	  -m "not browser" --durations=15 $(KERNEL_TESTS) \
-	  --doctest-modules course_lib course_tools $(IN_PROCESS_TESTS)
-	@echo ">> 3/5 and 4/5: notebooks under strict nbval, then in JupyterLab and Chromium; meanwhile,"
-	@echo "   the course on the floor and on a middle JAX release (logs in build/, shown at the end)"
 	@mkdir -p build
-	@.ci/stage "4a the course on the oldest JAX" \
+	@echo ">> 2/5 unit tests, doctests, exercises and grader, then 3/5 notebooks under strict nbval;"
+	@echo "   meanwhile 1/5 lint, 4/5 the course on the oldest and a middle JAX, 5/5 in JupyterLab"
+	@.ci/stage "1 lint, format and types" sh -c "$(LINT)" > build/lint.log 2>&1 & lint=$$!; \
+	.ci/stage "4a the course on the oldest JAX" \
 	  $(COMPAT) $(COMPAT_PYTEST) > build/compat-floor.log 2>&1 & floor=$$!; \
 	.ci/stage "4b the course on a middle JAX release" \
 	  $(COMPAT) --middle $(COMPAT_MIDDLE_PYTEST) > build/compat-middle.log 2>&1 & middle=$$!; \
+	.ci/stage "5 the course in JupyterLab and Chromium" \
+	  $(BIN)/python -m pytest -p no:cacheprovider -n 2 -m browser tests/browser \
+	  > build/browser.log 2>&1 & browser=$$!; \
+	.ci/stage "2 unit tests, doctests, exercises and grader" \
+	  $(BIN)/python -m pytest -p no:cacheprovider -n 2 --dist loadfile --no-loadscope-reorder \
+	  -m "not browser" --durations=15 $(KERNEL_TESTS) \
+	  --doctest-modules course_lib course_tools $(IN_PROCESS_TESTS); unit=$$?; \
 	PYTHONWARNINGS=error::DeprecationWarning .ci/stage "3 notebooks under strict nbval" \
 	  $(BIN)/python -m pytest -p no:cacheprovider $(NBVAL) -n 2 --dist loadfile $(NOTEBOOKS) \
 	  $(SOLUTIONS); nbval=$$?; \
-	echo ">> 5/5 the course in JupyterLab and Chromium"; \
-	.ci/stage "5 the course in JupyterLab and Chromium" \
-	  $(BIN)/python -m pytest -p no:cacheprovider -n 2 -m browser tests/browser; browser=$$?; \
-	wait $$floor; floor=$$?; wait $$middle; middle=$$?; \
+	wait $$lint; lint=$$?; wait $$browser; browser=$$?; wait $$floor; floor=$$?; \
+	wait $$middle; middle=$$?; \
+	echo ">> 1/5 lint, format and types (build/lint.log)"; cat build/lint.log; \
+	echo ">> 5/5 the course in JupyterLab and Chromium (build/browser.log)"; cat build/browser.log; \
 	echo ">> 4/5 the course on the oldest JAX (build/compat-floor.log)"; cat build/compat-floor.log; \
 	echo ">> 4/5 the course on a middle JAX release (build/compat-middle.log)"; \
 	cat build/compat-middle.log; \
 	echo ">> stage times"; cat $(STAGES); \
-	[ $$nbval -eq 0 ] && [ $$browser -eq 0 ] && [ $$floor -eq 0 ] && [ $$middle -eq 0 ]
+	[ $$lint -eq 0 ] && [ $$unit -eq 0 ] && [ $$nbval -eq 0 ] && [ $$browser -eq 0 ] && \
+	  [ $$floor -eq 0 ] && [ $$middle -eq 0 ]
 
 # Every lesson, every solution and course_lib's tests and doctests on other JAX releases (default:
 # the course's floor, course_lib.JAX_FLOOR), each in build/compat/jax-VERSION/: uv.lock with only
@@ -131,12 +134,10 @@ COMPAT_FLAGS ?=
 COMPAT_TESTS := $(filter-out tests/checks/test_room_client.py, \
   $(filter tests/core/% tests/viz/% tests/checks/%, $(IN_PROCESS_TESTS)))
 COMPAT := $(BIN)/python -m course_tools.authoring.compat
-# Three pytest workers on two cores: compat runs beside the browser stage, which leaves the
-# processor idle while it waits on pages, and a third worker takes up that time.
-COMPAT_PYTEST := -- -n 3 --dist loadfile -m "not browser" --doctest-modules course_lib $(COMPAT_TESTS)
+COMPAT_PYTEST := -- -n 2 --dist loadfile -m "not browser" --doctest-modules course_lib $(COMPAT_TESTS)
 # CI's middle release runs every lesson and solution, and course_lib's doctests; the unit tests run
 # on the floor (make compat COMPAT_FLAGS=--middle runs them on the middle release too).
-COMPAT_MIDDLE_PYTEST := -- -n 2 --doctest-modules course_lib
+COMPAT_MIDDLE_PYTEST := -- --doctest-modules course_lib
 compat: $(STAMP)
 	$(COMPAT) $(foreach v,$(COMPAT_JAX),--jax $(v)) $(COMPAT_FLAGS) $(COMPAT_PYTEST)
 

@@ -5,6 +5,7 @@ launch links to `TEST_REPOSITORY`, whatever pyproject.toml says."""
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import html.parser
 import json
@@ -72,17 +73,18 @@ def build_site() -> Path:
         cache.mkdir(parents=True, exist_ok=True)
         return build(ROOT, Path(tempfile.mkdtemp(dir=cache)), repository=TEST_REPOSITORY)
     done = cache / key
-    if not (done / "html" / "index.html").is_file():
-        cache.mkdir(parents=True, exist_ok=True)
-        for old in cache.iterdir():  # builds of earlier states of the checkout
-            if not old.name.startswith(key):
-                shutil.rmtree(old, ignore_errors=True)
-        building = Path(tempfile.mkdtemp(dir=cache, prefix=f"{key}-building-"))
-        build(ROOT, building, repository=TEST_REPOSITORY)
-        try:
+    cache.mkdir(parents=True, exist_ok=True)
+    # `make test` runs the site tests and the browser tests at the same time: the second to ask
+    # waits here for the first one's build instead of building the same site again.
+    with open(cache / "lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (done / "html" / "index.html").is_file():
+            for old in cache.iterdir():  # builds of earlier states of the checkout
+                if old.name != "lock" and not old.name.startswith(key):
+                    shutil.rmtree(old, ignore_errors=True)
+            building = Path(tempfile.mkdtemp(dir=cache, prefix=f"{key}-building-"))
+            build(ROOT, building, repository=TEST_REPOSITORY)
             building.rename(done)
-        except OSError:  # another process finished the same build first
-            shutil.rmtree(building, ignore_errors=True)
     return done / "html"
 
 

@@ -6,7 +6,9 @@ COURSE_REQUIRE_BROWSER=1 (set by .ci/run), where they fail instead.
 
 Screenshots go to test-artifacts/screenshots/ in the checkout (git-ignored, emptied at the start of
 each run), or to COURSE_SCREENSHOT_DIR; the folder and each notebook's Run All time are printed at
-the end of the run.
+the end of the run. Each shows a whole notebook or page, unless COURSE_SCREENSHOTS=first-screen (set
+by .ci/run, where nobody looks at them): a whole lesson makes JupyterLab lay out and Chromium paint
+a picture up to 30,000 pixels tall, several seconds of processor time each.
 
 Under pytest-xdist (`make test` runs two processes, which share out the tests one by one), each
 process has its own JupyterLab and Chromium, and hands its screenshots and Run All times to the main
@@ -33,6 +35,7 @@ from lab_browser import (
     chromium_main_process,
     copy_course,
     stop_process,
+    whole_screenshots,
 )
 
 _written: list[Path] = []
@@ -178,7 +181,7 @@ def save_screenshot(screenshots: Path) -> Callable[[Any, str], Path]:
     def save(target: Any, name: str) -> Path:
         path = screenshots / f"{name}.png"
         if isinstance(target, NotebookPage):
-            target.screenshot(path)
+            target.screenshot(path, whole=whole_screenshots())
         else:
             target.screenshot(path=str(path))
         _written.append(path)

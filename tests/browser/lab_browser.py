@@ -409,6 +409,17 @@ class LabPage:
             self.page.close()
 
 
+def whole_screenshots() -> bool:
+    """True unless COURSE_SCREENSHOTS=first-screen: screenshots of whole pages and notebooks
+    (tests/browser/conftest.py says why CI takes only the first screen)."""
+    setting = os.environ.get("COURSE_SCREENSHOTS", "whole").strip() or "whole"
+    if setting not in ("whole", "first-screen"):
+        raise ValueError(
+            f"COURSE_SCREENSHOTS={setting!r}: use 'whole' (the default) or 'first-screen'"
+        )
+    return setting == "whole"
+
+
 class NotebookPage:
     """One notebook open in the test process's JupyterLab page (``LabPage``), in its own tab."""
 
@@ -546,9 +557,13 @@ class NotebookPage:
         return missing
 
     # Pictures
-    def screenshot(self, path: Path) -> Path:
-        """The whole notebook in one picture: the viewport is stretched to the notebook's height."""
+    def screenshot(self, path: Path, whole: bool = True) -> Path:
+        """The whole notebook in one picture (the viewport is stretched to the notebook's height),
+        or with ``whole=False`` its first screen."""
         path.parent.mkdir(parents=True, exist_ok=True)
+        if not whole:
+            self.page.screenshot(path=str(path))
+            return path
         viewport = self.page.viewport_size
         extra = self.page.evaluate(
             """(sel) => { const outer = document.querySelector(sel + ' .jp-WindowedPanel-outer')

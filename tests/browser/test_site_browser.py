@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from lab_browser import ACTION_TIMEOUT_MS, parse_stats
+from lab_browser import ACTION_TIMEOUT_MS, parse_stats, whole_screenshots
 from site_support import ROOT, build_site, course_notebooks, leaks, reading_order, solution_secrets
 
 if TYPE_CHECKING:
@@ -165,7 +165,8 @@ def test_page_loads_and_shows_its_notebook(name: str, site: SiteServer, screensh
     opened = _open(site, name)
     page = opened.page
     try:
-        page.screenshot(path=str(screenshots / f"site-{_stem(name)}.png"), full_page=True)
+        shot = screenshots / f"site-{_stem(name)}.png"
+        page.screenshot(path=str(shot), full_page=whole_screenshots())
         assert not opened.problems, f"{name}:\n  " + "\n  ".join(opened.problems)
         assert page.evaluate(_BROKEN_IMAGES_JS) == [], f"{name}: images that did not load"
         leaked = leaks(page.evaluate("() => document.body.textContent"), solution_secrets())

@@ -43,7 +43,7 @@ def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The bundle for lesson 02, unzipped as Gradescope lays it out: source/ and run_autograder."""
     base = tmp_path_factory.mktemp("gradescope")
     target = base / "autograder.zip"
-    assert main(["--gradescope-autograder", str(target), "02", "--timeout", "10"]) == 0
+    assert main(["--gradescope-autograder", str(target), "02", "--timeout", "6"]) == 0
     with zipfile.ZipFile(target) as archive:
         names = archive.namelist()
         assert {"setup.sh", "run_autograder", "requirements.txt", "gradescope.json"} <= set(names)
@@ -113,7 +113,7 @@ def test_a_notebook_that_loops_and_floods_still_gets_results(bundle: Path, tmp_p
     notebook.cells.insert(4, nbformat.v4.new_code_cell("while True:\n    pass"))
     document = run_autograder(bundle, tmp_path, notebook)
     assert 0 < document["score"] <= 12
-    assert "ran past the 10 s limit" in document["output"]
+    assert "ran past the 6 s limit" in document["output"]
 
 
 def test_a_broken_grading_environment_is_told_to_the_instructor_only(
