@@ -384,12 +384,22 @@ def _replace_cases(rng: np.random.Generator) -> list[Case]:
             ]
         return Case((tree, values), label=label)
 
+    def odd_values(tree: Any, label: str) -> Case:
+        """New values that are trees themselves: each must land whole in one leaf's place."""
+        kinds: list[Any] = [(1, 2), [3.0, 4.0], None, "text", {"k": 5.0}, np.arange(2.0)]
+        n = len(jax.tree.leaves(tree))
+        return Case((tree, [kinds[i % len(kinds)] for i in range(n)]), label=label)
+
     leaf = lambda: random_leaf(rng)
     cases = [
         case(
             {"w": leaf(), "b": leaf(), "alpha": leaf()},
             "a dict whose keys are not in sorted order",
             True,
+        ),
+        odd_values(
+            {"w": leaf(), "b": leaf(), "c": [leaf(), leaf()], "d": (leaf(), leaf())},
+            "new values that are tuples, lists, dicts and None",
         ),
         case([leaf(), None, (leaf(), {"z": leaf(), "a": None})], "a list with None subtrees", True),
         case(Layer(w=leaf(), b=(leaf(), leaf())), "a namedtuple", False),
@@ -400,7 +410,8 @@ def _replace_cases(rng: np.random.Generator) -> list[Case]:
         tree = {"head": random_tree(rng, depth=3), "emb": random_tree(rng, depth=2), "b": leaf()}
         cases.append(case(tree, f"random tree {i + 1}, {describe(tree, 100)}", i % 2 == 0))
     dicts, other = "dicts and lists with None", "namedtuples, OrderedDicts and a single leaf"
-    return in_parts(cases, [dicts, dicts, other, other, other] + ["random trees"] * 3)
+    odd = "new values that are trees themselves"
+    return in_parts(cases, [dicts, odd, dicts, other, other, other] + ["random trees"] * 3)
 
 
 _tree_judge = tree_judge()

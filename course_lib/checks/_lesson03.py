@@ -412,11 +412,10 @@ def _judge_class(
             fields = ", ".join(f"layer.{field}" for field in spec.static)
             return (
                 f"the auxiliary data of a {name} is a {got['aux']}, which cannot be "
-                "hashed. Auxiliary data must be "
-                "hashable and compare by value (lesson 03): JAX 0.10.2 accepts it only "
-                "because a treedef's hash "
-                "leaves the metadata out, but JAX's documentation requires hashable "
-                f"metadata and other versions hash it. Return a tuple instead, ({fields})."
+                "hashed. JAX's documentation requires auxiliary data to be hashable and to "
+                "compare by value (lesson 03); JAX accepts this one only because a treedef's "
+                "hash leaves the metadata out, which it does not promise. Return a tuple "
+                f"instead, ({fields})."
             )
         # 3. Rebuilding: from its own leaves, through jax.tree.map, from placeholders.
         rebuilds = (

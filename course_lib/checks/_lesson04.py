@@ -240,7 +240,7 @@ DENSE = Exercise(
         "Ask of each field: does the forward only compute with it (data, a leaf), or does Python "
         "need its value while tracing, for an `if` or a dictionary lookup (configuration, static)?",
         "A registered dataclass: @jax.tree_util.register_dataclass on top of @dataclass; a static "
-        "field is field(default=..., metadata={'static': True}) (or, from JAX 0.10.0 on, "
+        "field is field(default=..., metadata={'static': True}) (or, from JAX 0.9.1 on, "
         "jax.tree.static(default=...)).",
         "Fields in this order: w, b, activation='tanh', use_bias=True. __call__(self, x) computes "
         "x @ w, adds b only when use_bias, then applies ACTIVATIONS[activation].",
@@ -570,7 +570,7 @@ class Linear:
 
 
 def _tree_static(**kwargs: Any) -> Any:
-    """``jax.tree.static(**kwargs)`` where JAX has it (0.10.0 and newer); before, the same field
+    """``jax.tree.static(**kwargs)`` where JAX has it (0.9.1 and newer); before, the same field
     spelled out: ``jax.tree.static`` is ``dataclasses.field`` with the static flag set."""
     tree_static = getattr(jax.tree, "static", None)
     if tree_static is not None:

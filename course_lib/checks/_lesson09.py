@@ -86,6 +86,16 @@ def _mask_cases(rng: np.random.Generator) -> list[Case]:
     ):
         params = _groups(rng, kind)
         cases.append(Case((params,), label=label, shown=f"params {describe(params, 120)}"))
+    f = functools.partial(random_array, rng)
+    # Names that end in "w" without their last part being "w".
+    params = {
+        "conv": {"w": f(3, 2), "dw": f(3, 2), "b": f(2)},
+        "shadow": f(2, 2),
+        "table": {"row": f(4), "w": f(4, 2)},
+        "extra": None,
+    }
+    label = "names that end in w: conv/dw, shadow, table/row"
+    cases.append(Case((params,), label=label, shown=f"params {describe(params, 120)}"))
     return cases
 
 
@@ -123,6 +133,11 @@ def _judge_mask(got: Any, expected: Any, case: Case) -> str | None:
             "matches; "
             "write the name with keystr(path, simple=True, separator='/').",
             lambda: _by_name(params, lambda name, leaf: name.split("/")[-1] == "w", _default_name),
+        ),
+        (
+            "a leaf whose name only ends in 'w' (such as 'conv/dw' or 'shadow') got True: its "
+            "last part is not 'w'.",
+            lambda: _by_name(params, lambda name, leaf: name.endswith("w")),
         ),
         (
             "a leaf whose name only contains a 'w' (such as 'w_mean') got True: compare the last "
@@ -472,6 +487,16 @@ def _count_cases(rng: np.random.Generator) -> list[Case]:
     ):
         params = _groups(rng, kind)
         cases.append(Case((params,), label=label, shown=f"params {describe(params, 120)}"))
+    f = functools.partial(random_array, rng)
+    # Names that end in "w" without their last part being "w".
+    params = {
+        "conv": {"w": f(3, 2), "dw": f(3, 2), "b": f(2)},
+        "shadow": f(2, 2),
+        "table": {"row": f(4), "w": f(4, 2)},
+        "extra": None,
+    }
+    label = "names that end in w: conv/dw, shadow, table/row"
+    cases.append(Case((params,), label=label, shown=f"params {describe(params, 120)}"))
     return cases
 
 

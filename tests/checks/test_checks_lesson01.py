@@ -138,6 +138,10 @@ def is_node_by_children(x):
     return treedef.num_nodes > 1 or treedef.num_leaves != 1  # type: ignore[attr-defined]  # jaxlib leaves PyTreeDef untyped
 
 
+def replace_by_flattening_values(tree, values):
+    return jax.tree.unflatten(jax.tree.structure(tree), jax.tree.leaves(values))
+
+
 def replace_by_tree_util_unflatten(tree, values):
     _, treedef = jax.tree_util.tree_flatten(tree)
     return jax.tree_util.tree_unflatten(treedef, list(values))
@@ -173,6 +177,11 @@ WRONG: list[tuple[str, Callable[..., Any], str]] = [
         "list in your result, dict in the expected result",
     ),
     ("01.replace_leaves", replace_in_insertion_order, "in another order"),
+    (
+        "01.replace_leaves",
+        replace_by_flattening_values,
+        "For new values that are tuples, lists, dicts and None: replace_leaves raised ValueError",
+    ),
     ("01.same_structure", same_leaf_count, "same_structure returned"),
     ("01.is_node", is_node_by_isinstance, "registered"),
     ("01.same_structure", same_if_map_succeeds, "jax.tree.map accepts this pair"),

@@ -259,7 +259,7 @@ ALSO_RIGHT: list[tuple[str, Callable[..., Any]]] = [
     ("04.static_and_traced", static_and_traced_by_registry),
 ]
 # Spellings from JAX releases newer than the course's floor: right answers wherever they exist.
-if jax_at_least("0.10.0"):
+if jax_at_least("0.9.1"):
     ALSO_RIGHT.append(("04.fixed_mlp", define_mlp_with_tree_static))
 if jax_at_least("0.10.2"):
     ALSO_RIGHT.append(("04.static_and_traced", static_and_traced_one_level))

@@ -61,6 +61,13 @@ def decay_mask_substring(params):
     return jax.tree.map_with_path(lambda path, leaf: "w" in _name(path).split("/")[-1], params)
 
 
+def decay_mask_endswith(params):
+    return jax.tree.map_with_path(
+        lambda path, leaf: jax.tree_util.keystr(path, simple=True, separator="/").endswith("w"),
+        params,
+    )
+
+
 def decay_mask_by_ndim(params):
     return jax.tree.map(lambda leaf: leaf.ndim >= 2, params)
 
@@ -237,6 +244,7 @@ RIGHT: dict[str, Callable[..., Any]] = {
 WRONG: list[tuple[str, Callable[..., Any], str]] = [
     ("09.decay_mask", decay_mask_default_keystr, "keystr(path, simple=True, separator='/')"),
     ("09.decay_mask", decay_mask_substring, "compare the last part of the name"),
+    ("09.decay_mask", decay_mask_endswith, "only ends in 'w' (such as 'conv/dw'"),
     ("09.decay_mask", decay_mask_by_ndim, "not the names"),
     ("09.decay_mask", decay_mask_dropping_none, "structure differs"),
     ("09.freeze_group", freeze_group_startswith, "not name.startswith(frozen)"),
