@@ -307,7 +307,8 @@ def multi_transform(
 ) -> Optimizer:
     """One optimizer per group of leaves: ``labels``, strings shaped like the params, say whose.
 
-    The meaning of ``optax.multi_transform(transforms, labels)``: each optimizer sees only its
+    The meaning of ``optax.partition(transforms, labels)`` (optax's ``multi_transform`` before
+    0.2.5, whose name this keeps): each optimizer sees only its
     group's leaves and keeps state for those only; build ``labels`` with
     :func:`~course_lib.tree_labels`. The whole step is one compiled program, and ``labels`` is
     fixed when the optimizer is built, so it never recompiles. ``apply_gradients(...,

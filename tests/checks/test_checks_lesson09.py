@@ -92,12 +92,20 @@ def freeze_group_by_dict(params, grads, lr, frozen):
     }
 
 
+def freeze_group_with_selective_transform(params, grads, lr, frozen):
+    # optax's freeze_mask is True where a leaf is frozen.
+    freeze_mask = {k: jax.tree.map(lambda _: k == frozen, v) for k, v in params.items()}  # noqa: B023
+    tx = optax.selective_transform(optax.sgd(lr), freeze_mask=freeze_mask)
+    updates, _ = tx.update(grads, tx.init(params), params)
+    return optax.apply_updates(params, updates)
+
+
 def freeze_group_with_optax(params, grads, lr, frozen):
     labels = {
         k: jax.tree.map(lambda _: "frozen" if k == frozen else "train", v)  # noqa: B023 (called at once)
         for k, v in params.items()
     }
-    tx = optax.multi_transform({"train": optax.sgd(lr), "frozen": optax.set_to_zero()}, labels)
+    tx = optax.partition({"train": optax.sgd(lr), "frozen": optax.set_to_zero()}, labels)
     updates, _ = tx.update(grads, tx.init(params), params)
     return optax.apply_updates(params, updates)
 
@@ -179,7 +187,7 @@ def group_sgd(params, grads, rates):
 
 def group_sgd_with_optax(params, grads, rates):
     labels = {k: jax.tree.map(lambda _, k=k: k, v) for k, v in params.items()}
-    tx = optax.multi_transform({k: optax.sgd(rate) for k, rate in rates.items()}, labels)
+    tx = optax.partition({k: optax.sgd(rate) for k, rate in rates.items()}, labels)
     updates, _ = tx.update(grads, tx.init(params), params)
     return optax.apply_updates(params, updates)
 
@@ -278,6 +286,7 @@ class TestLesson09(LessonChecks):
         ("09.decay_mask", decay_mask_by_flatten),
         ("09.freeze_group", freeze_group_by_dict),
         ("09.freeze_group", freeze_group_with_optax),
+        ("09.freeze_group", freeze_group_with_selective_transform),
         ("09.split_by_mask", split_by_mask_flatten),
         ("09.group_sgd", group_sgd_with_optax),
         ("09.count_by_group", count_by_group_with_paths),

@@ -221,7 +221,7 @@ def test_multi_transform_matches_optax() -> None:
     ours = cl.multi_transform(
         {"encoder": cl.adam(0.01), "head": cl.momentum(0.1, beta=0.9)}, labels
     )
-    theirs = optax.multi_transform(
+    theirs = optax.partition(
         {"encoder": optax.adam(0.01), "head": optax.sgd(0.1, momentum=0.9)}, labels
     )
     cl.assert_trees_close(
@@ -233,9 +233,7 @@ def test_masked_freezes_as_multi_transform_with_set_to_zero() -> None:
     params = _net(1)
     mask = cl.tree_mask(params, lambda name: name.startswith("head"))
     labels = jax.tree.map(lambda keep: "train" if keep else "freeze", mask)
-    theirs = optax.multi_transform(
-        {"train": optax.adam(0.05), "freeze": optax.set_to_zero()}, labels
-    )
+    theirs = optax.partition({"train": optax.adam(0.05), "freeze": optax.set_to_zero()}, labels)
     result = _course_run(cl.masked(cl.adam(0.05), mask), _net(1), 3)
     cl.assert_trees_close(result, _optax_run(theirs, params, 3), rtol=1e-5, atol=1e-6)
     assert np.array_equal(result["encoder"]["w"], params["encoder"]["w"])
