@@ -487,16 +487,6 @@ def _count_cases(rng: np.random.Generator) -> list[Case]:
     ):
         params = _groups(rng, kind)
         cases.append(Case((params,), label=label, shown=f"params {describe(params, 120)}"))
-    f = functools.partial(random_array, rng)
-    # Names that end in "w" without their last part being "w".
-    params = {
-        "conv": {"w": f(3, 2), "dw": f(3, 2), "b": f(2)},
-        "shadow": f(2, 2),
-        "table": {"row": f(4), "w": f(4, 2)},
-        "extra": None,
-    }
-    label = "names that end in w: conv/dw, shadow, table/row"
-    cases.append(Case((params,), label=label, shown=f"params {describe(params, 120)}"))
     return cases
 
 
