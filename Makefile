@@ -79,25 +79,27 @@ lint: $(STAMP)
 	@echo ">> 1/5 lint, format and types"
 	$(LINT)
 
-# What CI runs, all at once: the unit and property tests, doctests, the notebook checks (executed,
-# in sync, no removed APIs), the generator and the grader, followed by every lesson and solution
-# under strict nbval, with DeprecationWarnings as errors in their kernels (the next JAX release must
-# not be the one that tells us); beside them lint, format and type checks; the course in a real
-# browser, two JupyterLabs and Chromiums sharing the tests (skipped, with a message, when Chromium
-# is missing), which mostly wait on pages; and the course on the oldest JAX it supports and on one
-# middle release (0.8.3 or 0.9.2 as the commit's hash says, see course_tools/authoring/compat.py;
-# there only the lessons, solutions and doctests). The processor is busy throughout, so the stages'
-# own times overlap. The background stages' logs are in build/ and shown at the end, then each
-# stage's time (build/stage-times.txt, written by .ci/stage).
+# What CI runs. First lint, format and type checks (one core; a failure stops here). Then, at once:
+# the unit and property tests, doctests, the notebook checks (executed, in sync, no removed APIs),
+# the generator and the grader, followed by every lesson and solution under strict nbval, with
+# DeprecationWarnings as errors in their kernels (the next JAX release must not be the one that
+# tells us); beside them the course in a real browser, two JupyterLabs and Chromiums sharing the
+# tests (skipped, with a message, when Chromium is missing), which mostly wait on pages; and the
+# course on the oldest JAX it supports and on one middle release (0.8.3 or 0.9.2 as the commit's
+# hash says, see course_tools/authoring/compat.py; there only the lessons, solutions and doctests).
+# The processor is busy throughout, so the stages' own times overlap. The background stages' logs
+# are in build/ and shown at the end, then each stage's time (build/stage-times.txt, written by
+# .ci/stage).
 STAGES := build/stage-times.txt
 test: $(STAMP)
 	@rm -f $(STAGES)
 	@$(COMPILE_OURS)
 	@mkdir -p build
+	@echo ">> 1/5 lint, format and types"
+	@.ci/stage "1 lint, format and types" sh -c "$(LINT)"
 	@echo ">> 2/5 unit tests, doctests, exercises and grader, then 3/5 notebooks under strict nbval;"
-	@echo "   meanwhile 1/5 lint, 4/5 the course on the oldest and a middle JAX, 5/5 in JupyterLab"
-	@.ci/stage "1 lint, format and types" sh -c "$(LINT)" > build/lint.log 2>&1 & lint=$$!; \
-	.ci/stage "4a the course on the oldest JAX" \
+	@echo "   meanwhile 4/5 the course on the oldest and a middle JAX, 5/5 in JupyterLab and Chromium"
+	@.ci/stage "4a the course on the oldest JAX" \
 	  $(COMPAT) $(COMPAT_PYTEST) > build/compat-floor.log 2>&1 & floor=$$!; \
 	.ci/stage "4b the course on a middle JAX release" \
 	  $(COMPAT) --middle $(COMPAT_MIDDLE_PYTEST) > build/compat-middle.log 2>&1 & middle=$$!; \
@@ -111,16 +113,14 @@ test: $(STAMP)
 	PYTHONWARNINGS=error::DeprecationWarning .ci/stage "3 notebooks under strict nbval" \
 	  $(BIN)/python -m pytest -p no:cacheprovider $(NBVAL) -n 2 --dist loadfile $(NOTEBOOKS) \
 	  $(SOLUTIONS); nbval=$$?; \
-	wait $$lint; lint=$$?; wait $$browser; browser=$$?; wait $$floor; floor=$$?; \
-	wait $$middle; middle=$$?; \
-	echo ">> 1/5 lint, format and types (build/lint.log)"; cat build/lint.log; \
+	wait $$browser; browser=$$?; wait $$floor; floor=$$?; wait $$middle; middle=$$?; \
 	echo ">> 5/5 the course in JupyterLab and Chromium (build/browser.log)"; cat build/browser.log; \
 	echo ">> 4/5 the course on the oldest JAX (build/compat-floor.log)"; cat build/compat-floor.log; \
 	echo ">> 4/5 the course on a middle JAX release (build/compat-middle.log)"; \
 	cat build/compat-middle.log; \
 	echo ">> stage times"; cat $(STAGES); \
-	[ $$lint -eq 0 ] && [ $$unit -eq 0 ] && [ $$nbval -eq 0 ] && [ $$browser -eq 0 ] && \
-	  [ $$floor -eq 0 ] && [ $$middle -eq 0 ]
+	[ $$unit -eq 0 ] && [ $$nbval -eq 0 ] && [ $$browser -eq 0 ] && [ $$floor -eq 0 ] && \
+	  [ $$middle -eq 0 ]
 
 # Every lesson, every solution and course_lib's tests and doctests on other JAX releases (default:
 # the course's floor, course_lib.JAX_FLOOR), each in build/compat/jax-VERSION/: uv.lock with only

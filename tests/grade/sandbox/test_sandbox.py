@@ -665,3 +665,32 @@ def test_a_grader_killed_outright_takes_its_kernels_with_it(tmp_path: Path) -> N
             grader.wait(30)
         assert grader.stdout is not None
         grader.stdout.close()
+
+
+@pytest.mark.skipif(
+    not sys.platform.startswith("linux"), reason="/proc's children files are Linux's"
+)
+def test_the_watchdog_finds_grandchildren_as_psutil_does() -> None:
+    import psutil
+
+    from course_tools.grade.sandbox._kernel import descendants
+
+    starter = (
+        "import subprocess, sys, time\n"
+        "p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
+        "print(p.pid, flush=True)\n"
+        "time.sleep(60)\n"
+    )
+    with subprocess.Popen(
+        [sys.executable, "-c", starter], stdout=subprocess.PIPE, text=True
+    ) as child:
+        assert child.stdout is not None
+        grandchild = int(child.stdout.readline())
+        try:
+            found = descendants(child.pid)
+            assert found == [grandchild]
+            assert set(found) == {p.pid for p in psutil.Process(child.pid).children(recursive=True)}
+            assert {child.pid, grandchild} <= set(descendants(os.getpid()) or [])
+        finally:
+            for pid in (grandchild, child.pid):
+                psutil.Process(pid).kill()
