@@ -5,8 +5,6 @@ sockets."""
 
 import os
 import shutil
-import tempfile
-import weakref
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -52,17 +50,9 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def _nbval_kernels_on_unix_sockets() -> None:
     """Each nbval kernel listens on unix sockets in a new private folder, as the grader's and
-    ``make notebooks``' kernels do: a free TCP port can be taken by another process between the
-    manager's choosing it and the kernel's binding it, and the kernel then dies at start."""
+    ``make notebooks``' kernels do (tests/kernel_support.py says why)."""
     import nbval.kernel
-    from jupyter_client.manager import KernelManager
-
-    class UnixSocketKernelManager(KernelManager):
-        def __init__(self, **kwargs: object) -> None:
-            folder = tempfile.mkdtemp(prefix="nbval-kernel-")
-            weakref.finalize(self, shutil.rmtree, folder, ignore_errors=True)
-            connection = os.path.join(folder, "kernel.json")
-            super().__init__(transport="ipc", connection_file=connection, **kwargs)
+    from kernel_support import UnixSocketKernelManager
 
     nbval.kernel.KernelManager = UnixSocketKernelManager
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from jupyter_client.manager import KernelManager
+from kernel_support import UnixSocketKernelManager
 from lab_browser import ACTION_TIMEOUT_MS
 from room_support import ServedRoom, served_room
 
@@ -42,7 +42,7 @@ class Kernels:
     def __init__(self, names: list[str], config: Path) -> None:
         env = {k: v for k, v in os.environ.items() if k not in ("CI", "COURSE_STRICT_CHECKS")}
         env["XDG_CONFIG_HOME"] = str(config)  # where join_room keeps the join: not the user's
-        self.managers = {name: KernelManager(kernel_name="python3") for name in names}
+        self.managers = {name: UnixSocketKernelManager(kernel_name="python3") for name in names}
         for manager in self.managers.values():
             manager.start_kernel(env=env)
         self.clients = {name: manager.client() for name, manager in self.managers.items()}
@@ -120,6 +120,8 @@ def test_the_dashboard_follows_a_room_of_thirty(
     from playwright.sync_api import expect
 
     kernels = Kernels(list(KERNELS), tmp_path / "config")
+    if os.name == "posix":  # no TCP port for another process to take first (kernel_support.py)
+        assert {m.transport for m in kernels.managers.values()} == {"ipc"}
     try:
         simulated_events = simulate(room)
         context = browser.new_context(
