@@ -2,7 +2,8 @@
 
 ::
 
-    python -m course_tools.authoring.compat [--jax VERSION ...] [--middle] [--jobs N] [TEST ...]
+    python -m course_tools.authoring.compat [--jax VERSION ...] [--middle] [--lessons-only]
+        [--jobs N] [TEST ...]
 
 For each JAX release (default: the course's floor, `course_lib.JAX_FLOOR`; ``--middle`` adds one of
 :data:`MIDDLE_RELEASES` in turn, see :func:`middle_release`) it builds an
@@ -10,7 +11,7 @@ environment in ``build/compat/jax-VERSION/``: the course's lock (``uv.lock``, ex
 ``uv export``) with only ``jax`` and ``jaxlib`` replaced, and the course installed from this
 checkout. An environment whose lock and release have not changed is reused. Then, in it:
 
-1. every lesson and solution runs top to bottom in a fresh kernel, without writing anything back
+1. every lesson and solution (``--lessons-only``: every lesson) runs top to bottom in a fresh kernel, without writing anything back
    (`course_tools.authoring.execute` ``--no-write``): no cell may raise unless it is tagged
    ``raises-exception``, every tagged cell must raise, and every self-check must say "passed"
    (``COURSE_STRICT_CHECKS=1`` turns anything else into an error);
@@ -164,16 +165,22 @@ def middle_release(root: Path) -> tuple[str, str]:
     ], f"commit {commit[:12]}: its hash modulo {len(MIDDLE_RELEASES)} is {turn}"
 
 
-def run_release(root: Path, version: str, tests: Sequence[str], jobs: int = 2) -> ReleaseResult:
-    """Build (or reuse) the environment for ``version``, then run the notebooks and ``tests``
-    there, side by side (pytest's output goes to a file until the notebooks are done)."""
+def run_release(
+    root: Path,
+    version: str,
+    tests: Sequence[str],
+    jobs: int = 2,
+    folders: Sequence[str] = LESSON_FOLDERS,
+) -> ReleaseResult:
+    """Build (or reuse) the environment for ``version``, then run the notebooks of ``folders`` and
+    ``tests`` there, side by side (pytest's output goes to a file until the notebooks are done)."""
     started = time.monotonic()
     print(f"== JAX {version} ==", flush=True)
     env, reused = build_environment(root, version)
     print(f"environment: {env.relative_to(root)} ({'reused' if reused else 'built'})", flush=True)
     variables = _environment(env)
     python = str(env / "bin" / "python")
-    notebooks = sorted(p for folder in LESSON_FOLDERS for p in (root / folder).glob("*.ipynb"))
+    notebooks = sorted(p for folder in folders for p in (root / folder).glob("*.ipynb"))
     runs = [
         subprocess.Popen(
             [python, "-m", "course_tools.authoring.execute", "--no-write", *map(str, chunk)],
@@ -260,6 +267,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="the middle release whose turn it is (see middle_release) instead of the floor",
     )
+    parser.add_argument(
+        "--lessons-only",
+        action="store_true",
+        help="run the lessons, not the solutions (CI's middle release; the floor runs both)",
+    )
     parser.add_argument("--jobs", type=int, default=2, help="notebooks run at once (default 2)")
     parser.add_argument("--root", type=Path, default=Path.cwd(), help="the course folder")
     parser.add_argument("tests", nargs="*", help="what pytest runs in each environment")
@@ -276,7 +288,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     results = []
     for version in releases:
         try:
-            results.append(run_release(root, version, args.tests, max(1, args.jobs)))
+            folders = LESSON_FOLDERS[:1] if args.lessons_only else LESSON_FOLDERS
+            results.append(run_release(root, version, args.tests, max(1, args.jobs), folders))
         except CompatError as error:
             print(f"compat: JAX {version}: {error}", file=sys.stderr)
             return 2

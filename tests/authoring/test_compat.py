@@ -1,9 +1,13 @@
 """Which middle JAX release CI runs beside the floor (course_tools/authoring/compat.py): the same
-for a commit whatever the clone, and each of them for some commits."""
+for a commit whatever the clone, and each of them for some commits; and which notebooks a release
+runs."""
 
 import subprocess
 from pathlib import Path
 
+import pytest
+
+from course_tools.authoring import compat
 from course_tools.authoring.compat import MIDDLE_RELEASES, middle_release
 
 
@@ -28,3 +32,41 @@ def test_each_middle_release_has_its_commits_and_a_commit_keeps_its_release(tmp_
     shallow = tmp_path / "shallow"
     _git(tmp_path, "clone", "-q", "--depth", "1", f"file://{repo}", str(shallow))
     assert middle_release(shallow)[0] == chosen[head]
+
+
+def _fake_course(tmp_path: Path) -> tuple[Path, Path]:
+    """A course folder with three lessons and their solutions, and an environment in it whose
+    python, asked to execute notebooks, says that each one ran."""
+    root = tmp_path / "course"
+    for folder in ("notebooks", "solutions"):
+        (root / folder).mkdir(parents=True)
+        for name in ("00_a", "01_b", "02_c"):
+            (root / folder / f"{name}.ipynb").write_text("{}")
+    (root / "uv.lock").write_text("")
+    env = root / "build" / "compat" / "jax-0.7.1"
+    (env / "bin").mkdir(parents=True)
+    python = env / "bin" / "python"
+    python.write_text(
+        '#!/bin/sh\nfor a in "$@"; do case "$a" in *.ipynb) echo "$a: ran, 1 self-checks passed";;'
+        " esac; done\n"
+    )
+    python.chmod(0o755)
+    return root, env
+
+
+def _ran(out: str) -> list[str]:
+    return sorted(line.split(":")[0] for line in out.splitlines() if ": ran" in line)
+
+
+def test_lessons_only_runs_the_lessons_and_not_the_solutions(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root, env = _fake_course(tmp_path)
+    monkeypatch.setattr(compat, "build_environment", lambda root, version: (env, True))
+    lessons = ["notebooks/00_a.ipynb", "notebooks/01_b.ipynb", "notebooks/02_c.ipynb"]
+    assert compat.main(["--root", str(root), "--jax", "0.7.1", "--lessons-only"]) == 0
+    assert _ran(capsys.readouterr().out) == lessons
+    assert compat.main(["--root", str(root), "--jax", "0.7.1"]) == 0
+    assert _ran(capsys.readouterr().out) == lessons + [
+        n.replace("notebooks", "solutions") for n in lessons
+    ]

@@ -1,6 +1,7 @@
 """The course's website, as `make site` builds it: Sphinx warnings are errors, one page per
-notebook, no solution code anywhere, whole internal links, nothing loaded from outside the site,
-and the pitfall index, the instructor page and the widgets built from the course's own files.
+notebook, previous and next in reading order, no solution code anywhere, whole internal links,
+nothing loaded from outside the site, and the pitfall index, the instructor page and the widgets
+built from the course's own files.
 
 The site is built once for this module (about 10 s of CPU), with Binder and Colab links to
 site_support.TEST_REPOSITORY. tests/browser/test_site.py opens it in Chromium.
@@ -9,10 +10,13 @@ site_support.TEST_REPOSITORY. tests/browser/test_site.py opens it in Chromium.
 from __future__ import annotations
 
 import importlib.util
+import itertools
 import json
+import posixpath
 import re
 import shutil
 from collections.abc import Iterator
+from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
@@ -82,6 +86,33 @@ def test_each_notebook_page_has_its_title(html_dir: Path) -> None:
             " ".join(html_text(h).split()).removesuffix(" #").removesuffix("#") for h in headings
         ]
         assert title.replace("`", "") in texts, f"{name}: no h1 {title!r} among {texts}"
+
+
+def _prev_next(html_dir: Path, name: str) -> dict[str, str]:
+    """The pages that ``name``'s "previous" and "next" links open, as names like its own."""
+    links: dict[str, str] = {}
+
+    class Links(HTMLParser):
+        def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+            found = dict(attrs)
+            for side in ("left-prev", "right-next"):
+                if tag == "a" and side in (found.get("class") or "").split():
+                    target = posixpath.normpath(
+                        posixpath.join(posixpath.dirname(name), found["href"] or "")
+                    )
+                    links[side] = target.removesuffix(".html")
+
+    Links().feed(_page(html_dir, name))
+    return links
+
+
+def test_previous_and_next_walk_the_pages_in_order(html_dir: Path) -> None:
+    order = reading_order()
+    walked = {name: _prev_next(html_dir, name) for name in order}
+    assert "left-prev" not in walked[order[0]] and "right-next" not in walked[order[-1]]
+    for here, following in itertools.pairwise(order):
+        assert walked[here].get("right-next") == following, here
+        assert walked[following].get("left-prev") == here, following
 
 
 def test_top_index_leads_to_the_start_page(html_dir: Path) -> None:
