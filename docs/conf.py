@@ -64,6 +64,9 @@ nb_ipywidgets_js = {
 }
 mathjax_path = "vendor/mathjax/tex-mml-chtml.js"
 html_css_files = ["course.css"]
+# docs/_templates/search-button-field.html replaces the theme's search button: its
+# accessible name is the text it shows.
+templates_path = ["_templates"]
 
 # The API page: docstrings as reST with `name` as a code reference; the examples in them are the
 # doctests that `make test` runs.

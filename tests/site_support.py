@@ -9,6 +9,7 @@ import fcntl
 import hashlib
 import html.parser
 import json
+import re
 import shutil
 import subprocess
 import tempfile
@@ -193,3 +194,14 @@ def leaks(text: str, secrets: list[Secret]) -> list[Secret]:
     """The secrets that ``text`` contains, with all whitespace runs read as one space."""
     flat = _normal(text)
     return [secret for secret in secrets if secret.text in flat]
+
+
+def says_what_it_shows(alt: str | None) -> bool:
+    """Whether ``alt`` could tell a reader what a picture shows: not missing, not matplotlib's
+    ``<Figure size ...>``, not a file name, and a sentence long."""
+    return (
+        alt is not None
+        and not alt.startswith("<Figure")
+        and not re.search(r"\.(png|svg|jpe?g)\b", alt)
+        and len(alt.split()) >= 6
+    )

@@ -22,7 +22,8 @@ from matplotlib.figure import Figure
 
 from .. import PyTree, tree_diff
 from .._leaves import children, key_text, leaf_spec
-from ._draw import FONT, LINE, PAD, STYLES, sized_axes
+from ._draw import FONT, LINE, PAD, STYLES, describe_items, sized_axes
+from ._figure import DescribedFigure
 from ._labels import Totals, node_label, plural, totals, totals_text
 
 _FS = 9.0  # the rows' labels
@@ -234,7 +235,11 @@ def draw_diff(
     if _count(root) > max_rows:
         root = _fold(root)
     legend = _legend(root, (names[0], names[1]), bool(found), prefix)
-    return _render(root, sentences, ax, title, legend)
+    fig = _render(root, sentences, ax, title, legend)
+    if isinstance(fig, DescribedFigure):
+        what = f"Where {names[0]} and {names[1]} differ, as one outline"
+        fig.description = describe_items(root, what, title, [*found, *legend])
+    return fig
 
 
 def _kinds(row: _Row) -> set[str]:
@@ -245,9 +250,8 @@ def _legend(root: _Row, names: tuple[str, str], found: bool, prefix: bool) -> li
     """The key to the marks the picture uses, and only those."""
     kinds = _kinds(root)
     marks = [
-        f"red: differs (− {names[0]}, + {names[1]})" if "changed" in kinds else "",
-        f"dashed red: only in {names[0]}" if "only-a" in kinds else "",
-        f"dashed green: only in {names[1]}" if "only-b" in kinds else "",
+        f"thick box: differs (− {names[0]}, + {names[1]})" if "changed" in kinds else "",
+        "dashed box: only in the tree it names" if kinds & {"only-a", "only-b"} else "",
         "dashed grey: None, an empty subtree" if "none" in kinds else "",
         "dotted: the same in both, folded" if kinds & {"more", "summary"} else "",
     ]

@@ -9,17 +9,17 @@ intervals; a parent sits centred over its first and last child.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
-import matplotlib.pyplot as plt
 from matplotlib.axes import Axes
-from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.collections import LineCollection
 from matplotlib.figure import Figure
 
 from .. import PyTree
 from .._leaves import children, key_text, leaf_spec
+from ._figure import DescribedFigure, detached_figure
 from ._labels import Totals, leaf_totals, node_label, totals_text
 
 FONT = "DejaVu Sans Mono"
@@ -328,17 +328,12 @@ def sized_axes(ax: Axes | None, x0: float, x1: float, y0: float, y1: float) -> A
     """Axes that show the box from ``(x0, y0)`` to ``(x1, y1)``, one data unit to a point.
 
     Without ``ax``: a new figure of the box's size (at least 72 × 36 points, the box centred
-    across and at the top), made by pyplot, which loads the notebook's backend and with it the
-    formatter that shows figures as images, then closed, so that it is shown once, as the cell's
-    value, not a second time when the cell ends; it keeps an Agg canvas for saving and measuring.
-    With ``ax``: that axes, at an equal aspect. Both pictures of the course are drawn this way.
+    across and at the top; `detached_figure`). With ``ax``: that axes, at an equal aspect. Both
+    pictures of the course are drawn this way.
     """
     if ax is None:
         width, height = max(x1 - x0, 72.0), max(y1 - y0, 36.0)
-        fig = plt.figure(figsize=(width / 72, height / 72))
-        plt.close(fig)
-        FigureCanvasAgg(fig)
-        ax = fig.add_axes((0, 0, 1, 1))
+        ax = detached_figure((width / 72, height / 72)).add_axes((0, 0, 1, 1))
         x_pad = (width - (x1 - x0)) / 2
         x0, x1, y0 = x0 - x_pad, x1 + x_pad, y1 - height
     else:
@@ -416,4 +411,47 @@ def draw_tree(
             gid=gid,
             color="#222222" if gid == "tree-title" else "#666666",
         )
-    return ax.figure  # type: ignore[return-value]  # a top-level Axes: never a SubFigure
+    fig = ax.figure
+    if isinstance(fig, DescribedFigure):
+        fig.description = describe_items(root, "A tree, drawn top down", title, notes)
+    return fig  # type: ignore[return-value]  # a top-level Axes: never a SubFigure
+
+
+class Outlined(Protocol):
+    """A box of a drawing, as `describe_items` reads it (`draw_tree`'s and `draw_diff`'s)."""
+
+    @property
+    def text(self) -> str: ...
+    @property
+    def edge(self) -> str: ...
+    @property
+    def kids(self) -> Sequence[Outlined]: ...
+
+
+def describe_items(root: Outlined, what: str, title: str | None, notes: Sequence[str]) -> str:
+    """The drawing in words: ``what``, the title and notes, then one line per box, indented by
+    depth, each with the key on its edge.
+
+    >>> import matplotlib; matplotlib.use("Agg")
+    >>> print(draw_tree({"w": 1.0, "b": None}, title="t").description)
+    A tree, drawn top down: t.
+    dict
+      ['b'] None
+      ['w'] 1.0
+    """
+    head = (
+        what
+        + (f": {title}" if title else "")
+        + "."
+        + "".join(f" {n[0].upper()}{n[1:]}." for n in notes)
+    )
+    lines = [head]
+
+    def walk(item: Outlined, depth: int) -> None:
+        text = ", ".join(line.strip() for line in item.text.splitlines())
+        lines.append("  " * depth + (f"{item.edge} " if item.edge else "") + text)
+        for kid in item.kids:
+            walk(kid, depth + 1)
+
+    walk(root, 0)
+    return "\n".join(lines)

@@ -20,6 +20,7 @@ from .._leaves import (
     leaf_spec,
     path_text,
 )
+from ._focus import FOCUS_CLASS, focus_style
 from ._labels import Totals, node_label, totals, totals_text
 
 KeyPath = str | Sequence[Any]
@@ -76,6 +77,13 @@ class _Row:
         arrow = "▾" if self.expanded else "▸"
         return f"{arrow} {self.key}  {node_label(self.value)} · {totals_text(self.totals)}"
 
+    def tooltip(self) -> str:
+        """The row's key path, and for a node that opens, whether it is open (a screen reader reads
+        this after the label, so the arrow's meaning is said in words)."""
+        if self.is_leaf or not self.pairs:
+            return path_text(self.path)
+        return f"{path_text(self.path)} · {'expanded' if self.expanded else 'collapsed'}"
+
 
 class TreeExplorer:
     """Browse a large tree in a notebook: open and close nodes, click a leaf to see its details.
@@ -97,7 +105,9 @@ class TreeExplorer:
     open node's row), ``course-explorer-selected`` (the selected row), ``course-explorer-more``
     (the button that shows the next children), ``course-explorer-previous`` (the one that shows
     earlier children, after a jump into a long list), ``course-explorer-details`` (the details
-    pane). Each row's tooltip (its ``title`` attribute) is its key path, e.g. ``['encoder']['w']``.
+    pane). Each row's tooltip (its ``title`` attribute) is its key path, e.g. ``['encoder']['w']``,
+    and for a node that opens, `` · expanded`` or `` · collapsed`` after it. Every control shows a
+    3 px focus ring when reached by keyboard (`focus_style`).
 
     >>> explorer = TreeExplorer({"w": jnp.ones((3, 2)), "b": jnp.zeros(2)})
     >>> for path, label in explorer.visible_rows():
@@ -140,9 +150,10 @@ class TreeExplorer:
         )
         self._details.add_class("course-explorer-details")
         self.widget = widgets.HBox(
-            [self._tree_box, self._details], layout=widgets.Layout(width="100%")
+            [self._tree_box, self._details, focus_style()], layout=widgets.Layout(width="100%")
         )
         self.widget.add_class("course-explorer")
+        self.widget.add_class(FOCUS_CLASS)
         self._layouts: dict[int, widgets.Layout] = {}
         if not self._root.is_leaf:
             self._open(self._root)
@@ -208,12 +219,14 @@ class TreeExplorer:
         if row.button is not None:
             row.button.add_class("course-explorer-expanded")
             row.button.description = row.label()
+            row.button.tooltip = row.tooltip()
 
     def _close(self, row: _Row) -> None:
         row.expanded = False
         if row.button is not None:
             row.button.remove_class("course-explorer-expanded")
             row.button.description = row.label()
+            row.button.tooltip = row.tooltip()
 
     def _reveal(self, row: _Row) -> None:
         """Open every ancestor of ``row`` and turn to the page of children that holds its branch."""
@@ -296,7 +309,7 @@ class TreeExplorer:
                     button.close()
         for layout in self._layouts.values():
             layout.close()
-        for widget in (self._tree_box, self._details, self.widget):
+        for widget in (*self.widget.children, self.widget):
             widget.close()
 
     # Widgets.
@@ -337,7 +350,7 @@ class TreeExplorer:
                 style["font_weight"] = "bold"
             button = widgets.Button(
                 description=row.label(),
-                tooltip=path_text(row.path),
+                tooltip=row.tooltip(),
                 layout=self._layout(row.depth),
                 style=style,
             )

@@ -3,18 +3,23 @@
 from typing import Any
 
 import jax
-import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.axes import Axes
-from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure, SubFigure
 from matplotlib.patches import Rectangle
 
 from .. import PyTree
 from .._leaves import human_bytes, leaf_spec, path_text
 from .._sharding import leaf_shards, tree_bytes_per_device
+from ._figure import DescribedFigure, detached_figure
 
-_COLORS = ("#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860", "#da8bc3", "#8c8c8c")
+_COLORS = ("#1f4e8c", "#8c2d19", "#2d6b2d", "#6b3d8c", "#7a5a00", "#00666b", "#8c1f5a", "#4d4d4d")
+"""One colour per device id (mod 8), each dark enough for white labels at 6.3:1 or more."""
+DEVICE_COLORS = ListedColormap(_COLORS, name="course-devices")
+"""The same colours as a matplotlib colour map, for ``jax.debug.visualize_array_sharding(x,
+color_map=viz.DEVICE_COLORS)``: JAX writes white labels on them (its default map puts white text
+on pale pink, at 2.1:1)."""
 
 
 def device_ids_text(ids: list[int]) -> str:
@@ -43,15 +48,6 @@ def _layout_text(leaf: Any) -> str:
     return type(sharding).__name__
 
 
-def _detached_figure(size: tuple[float, float]) -> Figure:
-    # Made by pyplot, which loads the notebook's backend (and with it the formatter that shows
-    # figures as images), then closed, so that a notebook shows it once, as the cell's value.
-    fig = plt.figure(figsize=size, layout="constrained")
-    plt.close(fig)
-    FigureCanvasAgg(fig)
-    return fig
-
-
 def _blocks(leaf: Any) -> dict[tuple[int, int, int, int], list[int]]:
     """``{(row0, row1, col0, col1): [device ids]}``: the leaf as a matrix (a vector is one row)."""
     shape = leaf.shape
@@ -72,9 +68,7 @@ def _draw_leaf(ax: Axes, path: str, leaf: Any) -> None:
     for (r0, r1, c0, c1), ids in sorted(_blocks(leaf).items()):
         color = _COLORS[min(ids) % len(_COLORS)]
         ax.add_patch(
-            Rectangle(
-                (c0, r0), c1 - c0, r1 - r0, facecolor=color, edgecolor="white", lw=1.5, alpha=0.85
-            )
+            Rectangle((c0, r0), c1 - c0, r1 - r0, facecolor=color, edgecolor="white", lw=1.5)
         )
         ax.text(
             (c0 + c1) / 2,
@@ -93,7 +87,7 @@ def _draw_leaf(ax: Axes, path: str, leaf: Any) -> None:
     ax.set_title(f"{path}\n{leaf_spec(leaf)} {_layout_text(leaf)}", fontsize=8, family="monospace")
 
 
-def draw_shardings(tree: PyTree, columns: int = 4, max_leaves: int = 24) -> Figure:
+def draw_shardings(tree: PyTree, columns: int = 4, max_leaves: int = 24) -> DescribedFigure:
     """Draw how every leaf of ``tree`` is laid out over the devices, one small panel per leaf.
 
     A panel is the leaf as a matrix (a vector is one row, a scalar one cell; beyond two dimensions
@@ -121,15 +115,35 @@ def draw_shardings(tree: PyTree, columns: int = 4, max_leaves: int = 24) -> Figu
     shown = placed[:max_leaves]
     columns = max(1, min(columns, len(shown)))
     lines = -(-len(shown) // columns)
-    fig = _detached_figure((2.6 * columns, 2.1 * lines))
+    fig = detached_figure((2.6 * columns, 2.1 * lines), layout="constrained")
     axes = fig.subplots(lines, columns, squeeze=False)
     for ax, (path, leaf) in zip(axes.flat, shown, strict=False):  # the grid may have spare axes
         _draw_leaf(ax, path, leaf)
     for ax in list(axes.flat)[len(shown) :]:
         ax.set_axis_off()
+    head = "How each leaf is laid out over the devices, one panel per leaf"
     if len(placed) > len(shown):
         fig.suptitle(f"the first {len(shown)} of {len(placed)} leaves", fontsize=9)
+        head += f" (the first {len(shown)} of {len(placed)} leaves)"
+    fig.description = "\n".join([head + ":", *(_leaf_words(path, leaf) for path, leaf in shown)])
     return fig
+
+
+def _devices_words(ids: list[int]) -> str:
+    return ("device " if len(ids) == 1 else "devices ") + device_ids_text(ids)
+
+
+def _leaf_words(path: str, leaf: Any) -> str:
+    """One panel of `draw_shardings` in words: the leaf, then each block and who holds it."""
+    blocks = sorted(_blocks(leaf).items())
+    head = f"{path} {leaf_spec(leaf)} {_layout_text(leaf)}"
+    if len(blocks) == 1:
+        return f"{head}: whole on {_devices_words(blocks[0][1])}"
+    parts = [
+        f"rows {r0}-{r1 - 1}, columns {c0}-{c1 - 1} on {_devices_words(ids)}"
+        for (r0, r1, c0, c1), ids in blocks
+    ]
+    return f"{head}: {len(blocks)} blocks: " + "; ".join(parts)
 
 
 def draw_device_bytes(
@@ -150,7 +164,7 @@ def draw_device_bytes(
         )
     fig: Figure | SubFigure
     if ax is None:
-        fig = _detached_figure((max(3.0, 0.6 * len(totals) + 1.5), 2.6))
+        fig = detached_figure((max(3.0, 0.6 * len(totals) + 1.5), 2.6), layout="constrained")
         ax = fig.subplots()
     else:
         fig = ax.figure
@@ -162,4 +176,8 @@ def draw_device_bytes(
     ax.set_xticks(np.arange(len(ids)), [str(i) for i in ids])
     ax.set(xlabel="device id", ylabel="bytes", title=title)
     ax.margins(y=0.2)
+    if isinstance(fig, DescribedFigure):
+        fig.description = f"Bar chart, {title}: " + ", ".join(
+            f"device {device.id} {human_bytes(n)}" for device, n in totals.items()
+        )
     return fig

@@ -1,8 +1,9 @@
-"""A live training widget: move the learning rate or the step count, watch the loss curve redraw,
-and see whether that cost a compilation."""
+"""A live training widget: pick a learning rate or a step count, watch the loss curve redraw, and
+see whether that cost a compilation."""
 
 from __future__ import annotations
 
+import base64
 import html
 import io
 import math
@@ -17,43 +18,53 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from .. import count_compiles
+from ._focus import FOCUS_CLASS, focus_style
 
 RunFn = Callable[[jax.Array, int], Any]
 """``run(learning_rate, steps)``: train from the same start and return the loss at each step."""
 
 
 class TrainingPlayground:
-    """A learning-rate slider, a step-count slider and the loss curve they produce, redrawn live.
+    """A learning-rate box, a step-count box and the loss curve they produce, redrawn live.
 
     Each change calls ``run(learning_rate, steps)`` with the learning rate as a float32 JAX
     scalar and the step count as a Python ``int``, counts the XLA compilations it causes
     (:func:`course_lib.count_compiles`), and redraws the curve. Beside it: the final loss, the
     compilations this change caused and the running total, so a learner sees that a well-written
-    ``run`` compiles once, whatever the sliders say. Making ``run`` that way is the lesson's job:
+    ``run`` compiles once, whatever the controls say. Making ``run`` that way is the lesson's job:
     pass the learning rate through as an array, and loop over a traced step count (a
     ``fori_loop`` up to ``steps`` into a buffer of ``max_steps`` losses, returning the first
     ``steps`` of them as NumPy) rather than making ``steps`` static. An error in ``run`` is
     shown in the stats instead of the curve.
 
-    Display it by ending a cell with it; ``.widget`` is the ipywidgets box. From code (the tests
-    do this): set ``lr_slider.value`` or ``steps_slider.value``, then read :attr:`losses`,
-    :attr:`stats_text`, :attr:`compiles` or the curve itself, ``line.get_ydata()``.
+    The controls are two number boxes, the learning rate (within ``lr_range``) and the steps: a
+    new value counts when it is entered (Enter, or leaving the box) or stepped with the arrow keys.
+    They are native form controls, which a screen reader names by their labels and reads as shown,
+    and which JupyterLab leaves every key to (it takes the arrow keys from a menu or a slider in a
+    notebook, to move between cells). The curve is an image whose alt text says what it shows
+    (:attr:`plot_description`).
 
-    CSS classes, for browser tests: ``course-training`` (the whole widget), ``course-lr-slider``,
-    ``course-steps-slider``, ``course-loss-plot`` (the curve, a PNG image widget) and
+    Display it by ending a cell with it; ``.widget`` is the ipywidgets box. From code (the tests
+    do this): set ``lr_box.value`` or ``steps_box.value``, then read :attr:`losses`,
+    :attr:`stats_text`, :attr:`compiles`, :attr:`png` or the curve itself, ``line.get_ydata()``.
+
+    CSS classes, for browser tests: ``course-training`` (the whole widget), ``course-lr-box``,
+    ``course-steps-box``, ``course-loss-plot`` (the curve: an HTML widget holding one ``img``) and
     ``course-training-stats`` (the text beside it).
 
     >>> import numpy as np
     >>> def run(learning_rate, steps):  # gradient descent on x**2 from x = 1, in closed form
     ...     return (1 - 2 * float(learning_rate)) ** (2 * np.arange(steps))
     >>> playground = TrainingPlayground(run, learning_rate=0.1, steps=20, max_steps=50)
-    >>> playground.steps_slider.value = 30
+    >>> playground.steps_box.value = 30
     >>> len(playground.losses), len(playground.line.get_ydata())
     (30, 30)
     >>> print(playground.stats_text)
     learning rate 0.1 · 30 steps
     final loss 2.39e-06
     compilations: 0 for this change, 0 in all
+    >>> print(playground.plot_description)
+    Loss curve, learning rate 0.1, 30 steps: the loss falls from 1 to 2.39e-06.
     """
 
     def __init__(
@@ -84,41 +95,43 @@ class TrainingPlayground:
         self.stats_text = ""
         """The text beside the curve."""
 
-        self.lr_slider = widgets.FloatLogSlider(
+        self.lr_box = widgets.BoundedFloatText(
             value=learning_rate,
-            base=10,
-            min=math.log10(low),
-            max=math.log10(high),
-            step=0.05,
+            min=low,
+            max=high,
+            step=0.01,
             description="learning rate",
-            readout_format=".3g",
-            continuous_update=False,
             style={"description_width": "initial"},
-            layout=widgets.Layout(width="420px"),
+            layout=widgets.Layout(width="260px"),
         )
-        self.lr_slider.add_class("course-lr-slider")
-        self.steps_slider = widgets.IntSlider(
+        self.lr_box.add_class("course-lr-box")
+        self.steps_box = widgets.BoundedIntText(
             value=steps,
             min=1,
             max=max_steps,
             step=1,
             description="steps",
-            continuous_update=False,
             style={"description_width": "initial"},
-            layout=widgets.Layout(width="420px"),
+            layout=widgets.Layout(width="260px"),
         )
-        self.steps_slider.add_class("course-steps-slider")
-        self.plot = widgets.Image(format="png", layout=widgets.Layout(width="480px"))
+        self.steps_box.add_class("course-steps-box")
+        self.png = b""
+        """The curve as the latest redraw left it, a PNG."""
+        self.plot_description = ""
+        """The curve in words: the alt text of its image."""
+        self.plot = widgets.HTML(layout=widgets.Layout(width="480px"))
         self.plot.add_class("course-loss-plot")
         self.stats = widgets.HTML(layout=widgets.Layout(padding="0 0 0 12px"))
         self.stats.add_class("course-training-stats")
         self.widget = widgets.VBox(
             [
-                widgets.VBox([self.lr_slider, self.steps_slider]),
+                widgets.VBox([self.lr_box, self.steps_box]),
                 widgets.HBox([self.plot, self.stats]),
+                focus_style(),
             ]
         )
         self.widget.add_class("course-training")
+        self.widget.add_class(FOCUS_CLASS)
 
         self.figure = Figure(figsize=(4.8, 3.0), dpi=100, layout="constrained")
         FigureCanvasAgg(self.figure)
@@ -128,17 +141,17 @@ class TrainingPlayground:
         self.axes.grid(True, alpha=0.3)
         (self.line,) = self.axes.plot([], [], color="#3f6fa0", lw=1.5)
 
-        self.lr_slider.observe(self._changed, names="value")
-        self.steps_slider.observe(self._changed, names="value")
+        self.lr_box.observe(self._changed, names="value")
+        self.steps_box.observe(self._changed, names="value")
         self.update()
 
     def _changed(self, change: dict[str, Any]) -> None:
         self.update()
 
     def update(self) -> None:
-        """Run with the sliders' values and redraw (the sliders call this on every change)."""
-        learning_rate = jnp.asarray(self.lr_slider.value, dtype=jnp.float32)
-        steps = int(self.steps_slider.value)
+        """Run with the controls' values and redraw (the controls call this on every change)."""
+        learning_rate = jnp.asarray(self.lr_box.value, dtype=jnp.float32)
+        steps = int(self.steps_box.value)
         try:
             with count_compiles() as counter:
                 losses = np.asarray(self.run(learning_rate, steps))
@@ -176,13 +189,26 @@ class TrainingPlayground:
             else:
                 margin = (high - low) * 0.05 or 1.0
                 self.axes.set_ylim(low - margin, high + margin)
-        self.axes.set_title(f"learning rate {self.lr_slider.value:.3g}", fontsize=10)
+        self.axes.set_title(f"learning rate {self.lr_box.value:.3g}", fontsize=10)
         buffer = io.BytesIO()
         self.figure.savefig(buffer, format="png")
-        self.plot.value = buffer.getvalue()
+        self.png = buffer.getvalue()
+        self.plot_description = self._describe()
+        source = "data:image/png;base64," + base64.b64encode(self.png).decode()
+        alt = html.escape(self.plot_description, quote=True)
+        self.plot.value = f'<img src="{source}" alt="{alt}" style="max-width: 100%">'
+
+    def _describe(self) -> str:
+        losses = self.losses
+        head = f"Loss curve, learning rate {self.lr_box.value:.3g}, {len(losses)} steps: "
+        first, last = float(losses[0]), float(losses[-1])
+        if not math.isfinite(last):
+            return head + f"the loss starts at {first:.3g} and diverges."
+        trend = "falls" if last < first else "rises" if last > first else "stays"
+        return head + f"the loss {trend} from {first:.3g} to {last:.3g}."
 
     def _write_stats(self) -> None:
-        lines = [f"learning rate {self.lr_slider.value:.3g} · {self.steps_slider.value} steps"]
+        lines = [f"learning rate {self.lr_box.value:.3g} · {self.steps_box.value} steps"]
         if self.error is not None:
             lines.append(f"run failed: {self.error}")
         elif len(self.losses):
@@ -199,14 +225,14 @@ class TrainingPlayground:
         return {**bundle, "text/plain": repr(self)}
 
     def __repr__(self) -> str:
-        lr, steps = self.lr_slider.value, self.steps_slider.value
+        lr, steps = self.lr_box.value, self.steps_box.value
         return f"TrainingPlayground(learning_rate={lr:.3g}, steps={steps})"
 
     def close(self) -> None:
         """Close the widgets (they stop taking memory in the kernel)."""
         parts = (
-            self.lr_slider,
-            self.steps_slider,
+            self.lr_box,
+            self.steps_box,
             self.plot,
             self.stats,
             *self.widget.children,

@@ -48,6 +48,7 @@ import urllib.parse
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from .launch import LaunchSettingError, Repository, binder_url, colab_url, parse_repository
 from .launch import repository as pyproject_repository
@@ -62,6 +63,8 @@ __all__ = [
     "VendorPackage",
     "build",
     "check_links",
+    "fetch_packages",
+    "image_alt",
     "launch_links",
     "main",
     "readme_section",
@@ -232,14 +235,14 @@ VENDOR = (
 _MANIFEST = "vendor/VENDORED.txt"
 
 
-def _manifest() -> str:
+def _manifest(packages: Sequence[VendorPackage]) -> str:
     lines = [
-        "Served by this site instead of a CDN; fetched with `npm pack` and checked by hash.",
+        "Fetched with `npm pack` and checked against pinned hashes; used from here, not a CDN.",
         "",
     ]
     lines += [
         f"{p.spec}  licence {p.licence}  {', '.join(p.patterns)} from {p.source}/ in {p.target}/"
-        for p in VENDOR
+        for p in packages
     ]
     return "\n".join(lines) + "\n"
 
@@ -300,38 +303,73 @@ def _unpack(package: VendorPackage, tarball: Path, static: Path) -> None:
                 shutil.copy2(top / licence, target / "LICENSE")
 
 
-def vendor_static(root: Path) -> Path:
-    """The folder with the vendored files (``vendor/...``), fetched into ``build/site-vendor/``
-    under ``root`` the first time; Sphinx copies it into the site's ``_static/``.
+def fetch_packages(packages: Sequence[VendorPackage], folder: Path) -> Path:
+    """``folder/static``, holding the files of ``packages``: fetched with ``npm pack``, checked
+    against their pinned hashes and unpacked the first time, then reused while the list is the
+    same (``static/vendor/VENDORED.txt`` names them).
 
-    Raises `SiteError`, saying what to do, when npm is missing or cannot fetch them.
+    Raises `SiteError` when npm is missing or a package cannot be fetched or does not match.
     """
-    static = root / "build" / "site-vendor" / "static"
+    static = folder / "static"
     manifest = static / _MANIFEST
-    if manifest.is_file() and manifest.read_text(encoding="utf-8") == _manifest():
+    if manifest.is_file() and manifest.read_text(encoding="utf-8") == _manifest(packages):
         return static
-    static.parent.mkdir(parents=True, exist_ok=True)
-    print(f">> fetching {', '.join(p.spec for p in VENDOR)} with npm into {static.parent}/ (once)")
-    with tempfile.TemporaryDirectory(dir=static.parent) as scratch:
+    folder.mkdir(parents=True, exist_ok=True)
+    print(f">> fetching {', '.join(p.spec for p in packages)} with npm into {folder}/ (once)")
+    with tempfile.TemporaryDirectory(dir=folder) as scratch:
         fresh = Path(scratch) / "static"
-        try:
-            for index, package in enumerate(VENDOR):
-                folder = Path(scratch) / f"pack{index}"
-                folder.mkdir()
-                _unpack(package, _npm_pack(package, folder), fresh)
-        except SiteError as error:
-            raise SiteError(
-                "the site's JavaScript (require.js, the Jupyter widget manager, MathJax) could "
-                "not "
-                f"be fetched: {error}. `make site` needs npm (`apt-get install -y npm`) and the "
-                "npm "
-                f"registry once; after that it works offline from {static.parent}/."
-            ) from None
-        (fresh / _MANIFEST).write_text(_manifest(), encoding="utf-8")
+        for index, package in enumerate(packages):
+            pack = Path(scratch) / f"pack{index}"
+            pack.mkdir()
+            _unpack(package, _npm_pack(package, pack), fresh)
+        (fresh / _MANIFEST).parent.mkdir(parents=True, exist_ok=True)
+        (fresh / _MANIFEST).write_text(_manifest(packages), encoding="utf-8")
         if static.exists():
             shutil.rmtree(static)
         fresh.rename(static)
     return static
+
+
+def vendor_static(root: Path) -> Path:
+    """The folder with the vendored files (``vendor/...``), fetched into ``build/site-vendor/``
+    under ``root`` the first time (`fetch_packages`); Sphinx copies it into the site's
+    ``_static/``.
+
+    Raises `SiteError`, saying what to do, when npm is missing or cannot fetch them.
+    """
+    try:
+        return fetch_packages(VENDOR, root / "build" / "site-vendor")
+    except SiteError as error:
+        raise SiteError(
+            "the site's JavaScript (require.js, the Jupyter widget manager, MathJax) could not be "
+            f"fetched: {error}. `make site` needs npm (`apt-get install -y npm`) and the npm "
+            f"registry once; after that it works offline from {root / 'build' / 'site-vendor'}/."
+        ) from None
+
+
+def image_alt(cell: Any) -> str | None:
+    """The text alternative of the picture(s) a notebook ``cell`` (an ``nbformat`` node) shows: its
+    ``mystnb.image.alt``, else the ``alt`` that IPython keeps in its image outputs' metadata; None
+    when it has neither. The site gives it to the pictures' ``<img>``.
+
+    Raises `SiteError` when the cell's images have different alts: myst-nb gives every image of a
+    cell the same one, so such a cell must be split.
+    """
+    given = cell.metadata.get("mystnb", {}).get("image", {}).get("alt")
+    if given:
+        return str(given)
+    alts = {
+        str(output.metadata[mime]["alt"])
+        for output in cell.get("outputs", [])
+        for mime in output.get("data", {})
+        if mime.startswith("image/") and output.get("metadata", {}).get(mime, {}).get("alt")
+    }
+    if len(alts) > 1:
+        raise SiteError(
+            "a cell shows pictures with different alt texts, but the site can give a cell's "
+            f"pictures one alt: split it into one cell per picture ({sorted(alts)[0][:60]!r}...)"
+        )
+    return alts.pop() if alts else None
 
 
 def _html_files(html_dir: Path) -> list[Path]:

@@ -14,7 +14,11 @@ Only the copy that myst-nb renders is adjusted, by `site_notebook`:
   ``hide-input`` tag, myst-nb's equivalent (it ignores ``source_hidden``), or, when it shows
   nothing (the lessons' first cell, ``%%capture`` then ``%xmode minimal``), ``remove-cell``;
 * under each widget a line says that it is live in Jupyter: the page renders the widget from the
-  state saved in the notebook, and without a kernel nothing answers when it is moved.
+  state saved in the notebook, and without a kernel nothing answers when it is moved;
+* a picture's text alternative becomes its ``<img>``'s ``alt``: the ``alt`` that IPython keeps in
+  an image output's metadata (`course_lib.viz`'s drawings write their description there) goes to
+  the cell's ``mystnb.image.alt``, where myst-nb reads it; a plot drawn in the lesson's own code has
+  it in its cell's metadata already (`image_alt` says which one a cell gets).
 
 The launch links (`course_tools.authoring.site.launch_links`, which takes them from
 `course_tools.authoring.launch`) go into the theme's launch menu, the rocket at the top of the page,
@@ -44,7 +48,7 @@ from course_tools.authoring.navigation import (
     pitfall_headings,
     pitfall_table,
 )
-from course_tools.authoring.site import SiteError, launch_links, readme_section
+from course_tools.authoring.site import SiteError, image_alt, launch_links, readme_section
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 WIDGET_NOTE = (
@@ -85,6 +89,9 @@ def site_notebook(text: str) -> NotebookNode:
             if cell.metadata.get("jupyter", {}).get("source_hidden"):
                 tags = cell.metadata.setdefault("tags", [])
                 tags.append("hide-input" if cell.get("outputs") else "remove-cell")
+            alt = image_alt(cell)
+            if alt:
+                cell.metadata.setdefault("mystnb", {}).setdefault("image", {})["alt"] = alt
             outputs = []
             for output in cell.get("outputs", []):
                 outputs.append(output)

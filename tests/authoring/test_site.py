@@ -31,6 +31,7 @@ from site_support import (
     html_text,
     leaks,
     reading_order,
+    says_what_it_shows,
     solution_regions,
     solution_secrets,
 )
@@ -113,6 +114,40 @@ def test_previous_and_next_walk_the_pages_in_order(html_dir: Path) -> None:
     for here, following in itertools.pairwise(order):
         assert walked[here].get("right-next") == following, here
         assert walked[following].get("left-prev") == here, following
+
+
+def _images(page: str) -> list[dict[str, str | None]]:
+    """The attributes of every ``<img>`` in ``page``."""
+    found: list[dict[str, str | None]] = []
+
+    class Images(HTMLParser):
+        def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+            if tag == "img":
+                found.append(dict(attrs))
+
+    Images().feed(page)
+    return found
+
+
+def test_every_picture_on_the_site_says_what_it_shows(html_dir: Path) -> None:
+    """A notebook's pictures carry their text alternative (tests/course/test_notebooks.py) to the
+    page's ``<img alt>``; the theme's own images (the logos in the launch menu) name themselves."""
+    bad = [
+        f"{name}: {image.get('src')} alt={image.get('alt')!r}"
+        for name in reading_order()
+        for image in _images(_page(html_dir, name))
+        if not (
+            says_what_it_shows(image.get("alt"))
+            or (image.get("alt") or "").endswith(("logo", "logo image"))
+        )
+    ]
+    assert not bad, "pictures without a text alternative:\n" + "\n".join(bad)
+    pictures = sum(
+        "_images/" in (image.get("src") or "")
+        for name in course_notebooks()
+        for image in _images(_page(html_dir, name))
+    )
+    assert pictures >= 14  # the lessons' pictures, each with its alt
 
 
 def test_top_index_leads_to_the_start_page(html_dir: Path) -> None:

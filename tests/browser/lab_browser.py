@@ -420,6 +420,62 @@ def whole_screenshots() -> bool:
     return setting == "whole"
 
 
+# Where the focused element is (with a margin for a ring drawn outside it, clamped to the
+# viewport), what it is, and whether it is a stop already seen or outside `within`.
+_FOCUS_STOP_JS = """(within) => {
+    const el = document.activeElement;
+    if (!el || el === document.body) return {end: 'the focus left the page'};
+    if (within && !el.closest(within)) return {end: 'the focus left ' + within};
+    if (el.dataset.courseFocusSeen) return {end: 'back at a stop already seen'};
+    el.dataset.courseFocusSeen = '1';
+    // Where a transition moves it into view on focus (a skip link), measure where it ends.
+    for (const animation of document.getAnimations()) animation.finish();
+    const r = el.getBoundingClientRect(), m = 8;
+    const x = Math.max(0, r.left - m), y = Math.max(0, r.top - m);
+    const w = Math.min(innerWidth, r.right + m) - x, h = Math.min(innerHeight, r.bottom + m) - y;
+    const text = (el.getAttribute('aria-label') || el.textContent || el.title || '').trim();
+    return {what: el.tagName.toLowerCase() + (el.className && typeof el.className === 'string'
+                ? '.' + el.className.trim().split(/\\s+/).slice(0, 2).join('.') : '')
+                + ' "' + text.replace(/\\s+/g, ' ').slice(0, 40) + '"',
+            clip: w > 0 && h > 0 ? {x, y, width: w, height: h} : null};
+}"""
+_SETTLE_JS = "() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)))"
+
+
+def visible_focus_changes(
+    page: Any, limit: int, within: str | None = None
+) -> tuple[int, list[str]]:
+    """Press Tab up to ``limit`` times from where the focus is, until the focus leaves the page (or
+    the element ``within`` selects) or comes back to a stop it has seen. At each stop, compare a
+    picture of the focused element and what surrounds it with a picture of the same place after
+    the element loses the focus (WCAG 2.4.7: the focus must be visible).
+
+    Returns the number of stops and, for each stop where the two pictures are the same, what it is.
+    """
+    unseen: list[str] = []
+    stops = 0
+    for _ in range(limit):
+        page.keyboard.press("Tab")
+        stop = page.evaluate(_FOCUS_STOP_JS, within)
+        if "end" in stop:
+            break
+        stops += 1
+        if stop["clip"] is None:
+            unseen.append(f"{stop['what']} (outside the window)")
+            continue
+        focused = page.screenshot(clip=stop["clip"], animations="disabled")
+        page.evaluate(
+            "() => { window.__courseFocused = document.activeElement; "
+            "document.activeElement.blur(); }"
+        )
+        page.evaluate(_SETTLE_JS)
+        plain = page.screenshot(clip=stop["clip"], animations="disabled")
+        page.evaluate("() => window.__courseFocused.focus({preventScroll: true})")
+        if focused == plain:
+            unseen.append(stop["what"])
+    return stops, unseen
+
+
 class NotebookPage:
     """One notebook open in the test process's JupyterLab page (``LabPage``), in its own tab."""
 

@@ -1,5 +1,7 @@
 """The course's website in Chromium, served from a loopback HTTP server with every other host
-blocked: each page loads without errors and shows its headings, code cells, outputs and images;
+blocked: each page loads without errors, passes axe-core's WCAG 2.1 A and AA rules in the light and
+the dark scheme, and shows its headings, code cells, outputs and images; the keyboard focus shows
+at every stop of a lesson page;
 search finds lesson 04 for "static"; no solution code is on any page; the widgets render from
 their saved state with no kernel and no network; the launch menu of a lesson and of an exercise
 shows their Binder and Colab links. (Previous and next are checked in the built HTML, by
@@ -23,7 +25,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from lab_browser import ACTION_TIMEOUT_MS, parse_stats, whole_screenshots
+from axe import axe_problems
+from lab_browser import ACTION_TIMEOUT_MS, parse_stats, visible_focus_changes, whole_screenshots
 from site_support import ROOT, build_site, course_notebooks, leaks, reading_order, solution_secrets
 
 if TYPE_CHECKING:
@@ -168,6 +171,13 @@ def test_page_loads_and_shows_its_notebook(name: str, site: SiteServer, screensh
         shot = screenshots / f"site-{_stem(name)}.png"
         page.screenshot(path=str(shot), full_page=whole_screenshots())
         assert not opened.problems, f"{name}:\n  " + "\n  ".join(opened.problems)
+        for scheme in ("light", "dark"):  # the page follows the reader's system setting
+            page.emulate_media(color_scheme=scheme)
+            page.wait_for_function(f"document.documentElement.dataset.theme === '{scheme}'")
+            found = axe_problems(page)
+            assert not found, f"{name}, {scheme} scheme: axe (WCAG 2.1 AA):\n  " + "\n  ".join(
+                found
+            )
         assert page.evaluate(_BROKEN_IMAGES_JS) == [], f"{name}: images that did not load"
         leaked = leaks(page.evaluate("() => document.body.textContent"), solution_secrets())
         assert not leaked, f"{name} shows solution code: {[s.text for s in leaked]}"
@@ -197,6 +207,18 @@ def test_page_loads_and_shows_its_notebook(name: str, site: SiteServer, screensh
         )
     finally:
         page.close()
+
+
+def test_every_stop_of_a_lesson_page_shows_the_keyboard_focus(site: SiteServer) -> None:
+    """Tab from the top of lesson 02's page (math, a widget, a launch menu) to the end: at every
+    stop the focused element looks different from how it looks without the focus."""
+    opened = _open(site, "notebooks/02_mapping_and_sgd")
+    try:
+        stops, unseen = visible_focus_changes(opened.page, limit=400)
+        assert stops > 40, f"only {stops} stops: the walk did not get through the page"
+        assert not unseen, "focus not visible at:\n  " + "\n  ".join(unseen)
+    finally:
+        opened.page.close()
 
 
 def test_math_renders_offline(site: SiteServer) -> None:
@@ -257,9 +279,9 @@ def test_widgets_render_from_saved_state_offline(site: SiteServer, screenshots: 
     try:
         training = opened.page.locator(".course-training").first
         training.wait_for(state="visible", timeout=LOAD_TIMEOUT_MS)
-        assert training.locator(".course-lr-slider").is_visible()
+        assert training.locator(".course-lr-box input").is_visible()
         opened.page.wait_for_function(
-            "() => { const i = document.querySelector('img.course-loss-plot');"
+            "() => { const i = document.querySelector('.course-loss-plot img');"
             " return !!i && i.complete && i.naturalWidth > 0; }",
             timeout=LOAD_TIMEOUT_MS,
         )

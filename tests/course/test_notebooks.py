@@ -1,5 +1,6 @@
 """What nbval cannot see: every committed notebook was executed top to bottom, its outputs carry
-no machine paths, and no notebook or library file uses JAX APIs that were removed."""
+no machine paths, every picture has a text alternative, and no notebook or library file uses JAX
+APIs that were removed."""
 
 import json
 import re
@@ -7,6 +8,9 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from site_support import says_what_it_shows
+
+from course_tools.authoring.site import image_alt
 
 ROOT = Path(__file__).resolve().parents[2]
 EXECUTED = sorted((ROOT / "notebooks").glob("*.ipynb")) + sorted(
@@ -96,3 +100,37 @@ def test_removed_api_pattern_catches_the_old_names() -> None:
     assert not REMOVED_API.search("jax.tree.map(f, x)") and not REMOVED_API.search(
         "jax.tree_util.keystr(p)"
     )
+
+
+def _pictures(path: Path) -> list[tuple[int, str | None]]:
+    """(cell index, its text alternative) for each code cell of ``path`` that shows a picture."""
+    notebook = nbformat.read(path, as_version=4)
+    return [
+        (index, image_alt(cell))
+        for index, cell in enumerate(notebook.cells)
+        if any(
+            mime.startswith("image/")
+            for output in cell.get("outputs", [])
+            for mime in output.get("data", {})
+        )
+    ]
+
+
+@pytest.mark.parametrize("path", ALL_NOTEBOOKS, ids=_ids(ALL_NOTEBOOKS))
+def test_every_picturesays_what_it_shows(path: Path) -> None:
+    """WCAG 1.1.1: each picture's alt text (`course_tools.authoring.site.image_alt`: its cell's
+    ``mystnb.image.alt``, or the ``alt`` `course_lib.viz` writes into the output) says what it
+    shows; the site puts it on the ``<img>``."""
+    missing = [index for index, alt in _pictures(path) if not says_what_it_shows(alt)]
+    assert not missing, (
+        f"{path.name}: cells {missing} show a picture without a text alternative: give the cell "
+        "`mystnb: {image: {alt: ...}}` metadata that says what the picture shows"
+    )
+
+
+def test_the_alt_check_refuses_what_says_nothing() -> None:
+    assert not says_what_it_shows(None)
+    assert not says_what_it_shows("<Figure size 400x250 with 1 Axes>")
+    assert not says_what_it_shows("../_images/3f2a9c.png")
+    assert not says_what_it_shows("a plot")
+    assert says_what_it_shows("Line plot of y = x² for x from -2 to 2: a parabola.")

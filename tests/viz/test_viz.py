@@ -1,5 +1,6 @@
 """Tests for course_lib.viz: the tree drawing, the tree explorer and the training playground."""
 
+import base64
 import collections
 import dataclasses
 import itertools
@@ -416,8 +417,8 @@ def test_explorer_unknown_path() -> None:
 
 def _buttons(explorer: viz.TreeExplorer) -> dict[str, Any]:
     rows = explorer.widget.children[0].children
-    return {
-        button.tooltip: button
+    return {  # by key path: a node's tooltip adds " · expanded" or " · collapsed"
+        button.tooltip.split(" · ")[0]: button
         for button in rows
         if "course-explorer-more" not in button._dom_classes
     }
@@ -425,9 +426,12 @@ def _buttons(explorer: viz.TreeExplorer) -> dict[str, Any]:
 
 def test_explorer_clicks() -> None:
     explorer = viz.TreeExplorer(_model())
+    assert _buttons(explorer)["['encoder']"].tooltip == "['encoder'] · collapsed"
     _buttons(explorer)["['encoder']"].click()
     assert explorer.is_expanded("['encoder']")
     assert "course-explorer-expanded" in _buttons(explorer)["['encoder']"]._dom_classes
+    assert _buttons(explorer)["['encoder']"].tooltip == "['encoder'] · expanded"
+    assert _buttons(explorer)["['act']"].tooltip == "['act']"  # a leaf opens nothing
     _buttons(explorer)["['encoder']['scale']"].click()
     assert explorer.selected == "['encoder']['scale']"
     _buttons(explorer)["['encoder']"].click()
@@ -438,10 +442,11 @@ def test_explorer_clicks() -> None:
 def test_explorer_css_classes() -> None:
     explorer = viz.TreeExplorer(_model())
     assert "course-explorer" in explorer.widget._dom_classes
-    tree_box, details = explorer.widget.children
+    tree_box, details, style = explorer.widget.children
+    assert "course-focus" in explorer.widget._dom_classes and "<style>" in style.value
     assert "course-explorer-tree" in tree_box._dom_classes
     assert "course-explorer-details" in details._dom_classes
-    classes = {button.tooltip: button._dom_classes for button in tree_box.children}
+    classes = {button.tooltip.split(" · ")[0]: button._dom_classes for button in tree_box.children}
     assert (
         "course-explorer-node" in classes["['encoder']"]
         and "course-explorer-leaf" in classes["['act']"]
@@ -529,17 +534,24 @@ def test_training_first_run_compiles_once() -> None:
         f"final loss {float(playground.losses[-1]):.3g}",
         "compilations: 1 for this change, 1 in all",
     ]
-    assert bytes(playground.plot.value).startswith(b"\x89PNG")
+    assert playground.png.startswith(b"\x89PNG")
+    image = playground.plot.value
+    assert (
+        image.startswith('<img src="data:image/png;base64,')
+        and base64.b64encode(playground.png).decode() in image
+    )
+    assert f'alt="{playground.plot_description}"' in image
 
 
 def test_training_learning_rate_redraws_without_compiling() -> None:
     playground = viz.TrainingPlayground(_run, learning_rate=0.1, steps=40, max_steps=MAX_STEPS)
     compiles, stats = playground.compiles, playground.stats_text
-    curve, image = np.array(playground.line.get_ydata()), bytes(playground.plot.value)
-    playground.lr_slider.value = 0.5
+    curve, image = np.array(playground.line.get_ydata()), playground.png
+    playground.lr_box.value = 0.5
     assert not np.allclose(playground.line.get_ydata(), curve)
     np.testing.assert_allclose(np.asarray(playground.line.get_ydata()), _run(jnp.float32(0.5), 40))
-    assert playground.stats_text != stats and bytes(playground.plot.value) != image
+    assert playground.stats_text != stats and playground.png != image
+    assert playground.plot_description.startswith("Loss curve, learning rate 0.5, 40 steps: ")
     assert "learning rate 0.5" in playground.stats_text
     assert playground.compiles == compiles and playground.last_compiles == 0
     assert playground.stats_text.endswith(f"compilations: 0 for this change, {compiles} in all")
@@ -548,7 +560,7 @@ def test_training_learning_rate_redraws_without_compiling() -> None:
 def test_training_steps_change_the_number_of_points() -> None:
     playground = viz.TrainingPlayground(_run, learning_rate=0.1, steps=40, max_steps=MAX_STEPS)
     compiles = playground.compiles
-    playground.steps_slider.value = 17
+    playground.steps_box.value = 17
     line = playground.line
     assert len(np.asarray(line.get_xdata())) == len(np.asarray(line.get_ydata())) == 17
     assert "17 steps" in playground.stats_text
@@ -558,9 +570,9 @@ def test_training_steps_change_the_number_of_points() -> None:
 def test_training_counts_compilations_of_a_static_step_count() -> None:
     static = jax.jit(lambda lr, steps: jnp.full(steps, lr), static_argnums=1)
     playground = viz.TrainingPlayground(static, learning_rate=0.1, steps=5, max_steps=MAX_STEPS)
-    playground.steps_slider.value = 6
+    playground.steps_box.value = 6
     assert playground.last_compiles == 1 and playground.compiles == 2
-    playground.lr_slider.value = 0.2
+    playground.lr_box.value = 0.2
     assert playground.last_compiles == 0 and playground.compiles == 2
 
 
@@ -572,7 +584,7 @@ def test_training_shows_errors_instead_of_raising() -> None:
     assert playground.error == "TypeError: loss is not a scalar"
     assert "run failed: TypeError: loss is not a scalar" in playground.stats_text
     playground.run = _run
-    playground.steps_slider.value = 6
+    playground.steps_box.value = 6
     assert playground.error is None and len(playground.losses) == 6
 
 
@@ -599,8 +611,8 @@ def test_training_passes_a_float32_array_and_an_int() -> None:
 
 def test_training_css_classes_and_display() -> None:
     playground = viz.TrainingPlayground(_run, steps=5, max_steps=MAX_STEPS)
-    assert "course-lr-slider" in playground.lr_slider._dom_classes
-    assert "course-steps-slider" in playground.steps_slider._dom_classes
+    assert "course-lr-box" in playground.lr_box._dom_classes
+    assert "course-steps-box" in playground.steps_box._dom_classes
     assert "course-training-stats" in playground.stats._dom_classes
     assert "course-loss-plot" in playground.plot._dom_classes
     assert "course-training" in playground.widget._dom_classes
@@ -792,3 +804,58 @@ def test_draw_diff_prefix_reads_leaves_as_subtrees() -> None:
     ]
     # the same two trees compared leaf for leaf differ at every shared key as well
     assert len(cl.tree_diff(shardings, params)) == 3
+
+
+# ---------------------------------------------------------------------------------------------
+# Pictures in words: the plain text and alt text a notebook keeps
+
+
+def _displayed(fig: Figure) -> tuple[dict[str, Any], dict[str, Any]]:
+    """What IPython puts in a notebook for ``fig`` as a cell's value (the inline backend's PNG)."""
+    from IPython.core.formatters import DisplayFormatter
+    from IPython.core.pylabtools import select_figure_formats
+
+    formatter = DisplayFormatter()
+    select_figure_formats(_Shell(formatter), {"png"})
+    return formatter.format(fig)
+
+
+class _Shell:
+    def __init__(self, formatter: Any) -> None:
+        self.display_formatter = formatter
+
+
+def test_a_drawing_is_shown_with_its_description_as_plain_and_alt_text() -> None:
+    fig = viz.draw_tree({"w": jnp.ones((3, 2)), "b": jnp.zeros(2)}, title="params")
+    assert isinstance(fig, viz.DescribedFigure)
+    assert fig.description.splitlines() == [
+        "A tree, drawn top down: params.",
+        "dict",
+        "  ['b'] f32[2]",
+        "  ['w'] f32[3,2]",
+    ]
+    data, metadata = _displayed(fig)
+    assert data["text/plain"] == fig.description
+    assert base64.b64decode(data["image/png"]).startswith(b"\x89PNG")
+    assert metadata["image/png"]["alt"] == fig.description
+
+
+def test_a_figure_of_your_own_keeps_matplotlib_text() -> None:
+    fig, ax = plt.subplots()
+    assert viz.draw_tree({"a": 1.0}, ax=ax) is fig
+    data, metadata = _displayed(fig)
+    assert data["text/plain"].startswith("<Figure size") and "image/png" not in metadata
+    plt.close(fig)
+
+
+def test_draw_diff_says_the_differences_in_words() -> None:
+    fig = viz.draw_diff({"w": jnp.ones((3, 2)), "b": 0.0}, {"w": jnp.ones((2, 2))}, ("mine", "ref"))
+    assert isinstance(fig, viz.DescribedFigure)
+    lines = fig.description.splitlines()
+    assert lines[0] == (
+        "Where mine and ref differ, as one outline. At <root>: dict keys differ: ['b'] only in "
+        "mine. At ['w']: shape (3, 2) in mine, (2, 2) in ref. Thick box: differs (− mine, + ref) "
+        "· dashed box: only in the tree it names."
+    )
+    assert lines[1] == "dict" and "['b'] only in mine: 0.0" in lines[2]
+    assert "red" not in fig.description and "green" not in fig.description

@@ -58,6 +58,14 @@ def test_draw_shardings_labels_each_block_with_its_devices(mesh: Mesh) -> None:
     assert _labels(w_ax) == ["0,4", "1,5", "2,6", "3,7"]
     assert w_ax.get_title() == "['w']\nf32[8,8] P(None, 'model')"
     assert len(w_ax.patches) == 4 and {p.get_width() for p in _rectangles(w_ax)} == {2}
+    assert isinstance(fig, viz.DescribedFigure)
+    assert fig.description.splitlines() == [  # its words say what each block's label says
+        "How each leaf is laid out over the devices, one panel per leaf:",
+        "['norm'] f32[8] P(): whole on devices 0-7",
+        "['w'] f32[8,8] P(None, 'model'): 4 blocks: rows 0-7, columns 0-1 on devices 0,4; "
+        "rows 0-7, columns 2-3 on devices 1,5; rows 0-7, columns 4-5 on devices 2,6; "
+        "rows 0-7, columns 6-7 on devices 3,7",
+    ]
 
 
 def test_draw_shardings_draws_abstract_leaves_like_arrays(mesh: Mesh) -> None:
@@ -72,6 +80,10 @@ def test_draw_shardings_shows_at_most_max_leaves(mesh: Mesh) -> None:
     fig = viz.draw_shardings(tree, columns=2, max_leaves=3)
     assert sum(ax.axison for ax in fig.axes) == 3
     assert fig.get_suptitle() == "the first 3 of 5 leaves"
+    assert fig.description.startswith(
+        "How each leaf is laid out over the devices, one panel per leaf (the first 3 of 5 leaves):"
+    )
+    assert len(fig.description.splitlines()) == 1 + 3
 
 
 def test_drawing_a_tree_that_lives_nowhere_says_what_to_do() -> None:
@@ -92,6 +104,10 @@ def test_draw_device_bytes_has_one_bar_per_device(mesh: Mesh) -> None:
     assert heights == [32, 32, 44, 32, 32, 32, 32, 32]
     assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == [str(i) for i in range(8)]
     assert "44 B" in [t.get_text() for t in fig.axes[0].texts]
+    assert isinstance(fig, viz.DescribedFigure)
+    assert fig.description == "Bar chart, bytes per device: " + ", ".join(
+        f"device {i} {'44 B' if i == 2 else '32 B'}" for i in range(8)
+    )
 
 
 def test_draw_device_bytes_into_given_axes(mesh: Mesh) -> None:
