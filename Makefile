@@ -83,8 +83,9 @@ lint: $(STAMP)
 # the unit and property tests, doctests, the notebook checks (executed, in sync, no removed APIs),
 # the generator and the grader, followed by every lesson and solution under strict nbval, with
 # DeprecationWarnings as errors in their kernels (the next JAX release must not be the one that
-# tells us); beside them the course in a real browser, two JupyterLabs and Chromiums sharing the
-# tests (skipped, with a message, when Chromium is missing), which mostly wait on pages; and the
+# tells us); beside them the course in a real browser, two Chromiums sharing the tests, those that
+# need JupyterLab all in one of them, with one server (skipped, with a message, when Chromium is
+# missing), which mostly wait on pages; and the
 # course on the oldest JAX it supports and on one middle release (0.8.3 or 0.9.2 as the commit's
 # hash says, see course_tools/authoring/compat.py; there only the lessons and doctests).
 # The processor is busy throughout, so the stages' own times overlap. The background stages' logs
@@ -104,7 +105,7 @@ test: $(STAMP)
 	.ci/stage "4b the course on a middle JAX release" \
 	  $(COMPAT) --middle --lessons-only $(COMPAT_MIDDLE_PYTEST) > build/compat-middle.log 2>&1 & middle=$$!; \
 	.ci/stage "5 the course in JupyterLab and Chromium" \
-	  $(BIN)/python -m pytest -p no:cacheprovider -n 2 -m browser tests/browser \
+	  $(BIN)/python -m pytest -p no:cacheprovider -n 2 --dist loadgroup -m browser tests/browser \
 	  > build/browser.log 2>&1 & browser=$$!; \
 	.ci/stage "2 unit tests, doctests, exercises and grader" \
 	  $(BIN)/python -m pytest -p no:cacheprovider -n 2 --dist loadfile --no-loadscope-reorder \

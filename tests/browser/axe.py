@@ -39,6 +39,11 @@ def axe_source() -> str:
 
 
 _RUN_JS = """async ([context, tags]) => {
+    // Colours in the middle of a transition (the page has just changed scheme) are not the
+    // page's: end every finite animation first.
+    for (const animation of document.getAnimations()) {
+        try { animation.finish(); } catch (endless) { /* an infinite one: left running */ }
+    }
     const result = await axe.run(context || document, {runOnly: {type: 'tag', values: tags},
                                                        resultTypes: ['violations', 'incomplete']});
     const nodes = (rule) => rule.nodes.map(n => ({target: n.target.join(' '),

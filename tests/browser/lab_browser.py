@@ -429,7 +429,9 @@ _FOCUS_STOP_JS = """(within) => {
     if (el.dataset.courseFocusSeen) return {end: 'back at a stop already seen'};
     el.dataset.courseFocusSeen = '1';
     // Where a transition moves it into view on focus (a skip link), measure where it ends.
-    for (const animation of document.getAnimations()) animation.finish();
+    for (const animation of document.getAnimations()) {
+        try { animation.finish(); } catch (endless) { /* an infinite one: left running */ }
+    }
     const r = el.getBoundingClientRect(), m = 8;
     const x = Math.max(0, r.left - m), y = Math.max(0, r.top - m);
     const w = Math.min(innerWidth, r.right + m) - x, h = Math.min(innerHeight, r.bottom + m) - y;

@@ -14,7 +14,9 @@ import nbformat
 import pytest
 from lab_browser import WIDGET_TIMEOUT, LabServer, PlaywrightTimeout, editor_text, type_into_cell
 
-pytestmark = pytest.mark.browser
+# One JupyterLab serves every test that needs one: make test runs them all in one process
+# (--dist loadgroup), so that a second server and a second JupyterLab page are not started.
+pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("lab")]
 
 EXERCISES = "exercises/01_what_is_a_pytree.ipynb"
 SOLUTIONS = "solutions/01_what_is_a_pytree.ipynb"

@@ -24,7 +24,9 @@ from lab_browser import (
     visible_focus_changes,
 )
 
-pytestmark = pytest.mark.browser
+# One JupyterLab serves every test that needs one: make test runs them all in one process
+# (--dist loadgroup), so that a second server and a second JupyterLab page are not started.
+pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("lab")]
 
 LESSONS = sorted(
     p.relative_to(ROOT).as_posix() for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")

@@ -209,6 +209,20 @@ def test_page_loads_and_shows_its_notebook(name: str, site: SiteServer, screensh
         page.close()
 
 
+@pytest.mark.parametrize("name", ["search", "genindex", "py-modindex"])
+def test_sphinx_own_pages_pass_axe(name: str, site: SiteServer) -> None:
+    """The search page and the indexes, which are not in the reading order, pass axe too."""
+    opened = _open(site, name)
+    try:
+        for scheme in ("light", "dark"):
+            opened.page.emulate_media(color_scheme=scheme)
+            opened.page.wait_for_function(f"document.documentElement.dataset.theme === '{scheme}'")
+            found = axe_problems(opened.page)
+            assert not found, f"{name}, {scheme} scheme:\n  " + "\n  ".join(found)
+    finally:
+        opened.page.close()
+
+
 def test_every_stop_of_a_lesson_page_shows_the_keyboard_focus(site: SiteServer) -> None:
     """Tab from the top of lesson 02's page (math, a widget, a launch menu) to the end: at every
     stop the focused element looks different from how it looks without the focus."""
