@@ -116,8 +116,11 @@ def build_environment(root: Path, version: str, *, course: bool = True) -> tuple
     except RuntimeError as error:
         raise CompatError(str(error)) from None
     overrides.write_text(f"jax=={version}\njaxlib=={version}\n")
+    # Compiled where kernels and tests import JAX many times; a learner's bare Jupyter
+    # (course=False) runs one lesson, which costs less than compiling every package would.
+    compile_ = ("--compile-bytecode",) if course else ()
     _uv(
-        "pip", "install", "--quiet", "--no-config", "--python", str(python), "--compile-bytecode",
+        "pip", "install", "--quiet", "--no-config", "--python", str(python), *compile_,
         "-r", str(requirements), "--override", str(overrides), cwd=root,
     )  # fmt: skip
     if course:
@@ -270,7 +273,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--lessons-only",
         action="store_true",
-        help="run the lessons, not the solutions (CI's middle release; the floor runs both)",
+        help="run the lessons, not the solutions (as CI does: course_lib's unit tests run every "
+        "exercise's reference and right answers)",
     )
     parser.add_argument("--jobs", type=int, default=2, help="notebooks run at once (default 2)")
     parser.add_argument("--root", type=Path, default=Path.cwd(), help="the course folder")
