@@ -138,8 +138,8 @@ COMPAT_TESTS := $(filter-out tests/checks/test_room_client.py, \
   $(filter tests/core/% tests/viz/% tests/checks/%, $(IN_PROCESS_TESTS)))
 COMPAT := $(BIN)/python -m course_tools.authoring.compat
 COMPAT_PYTEST := -- -n 2 --dist loadfile -m "not browser" --doctest-modules course_lib $(COMPAT_TESTS)
-# CI's middle release runs every lesson and course_lib's doctests; the solutions and the unit tests
-# run on the floor (make compat COMPAT_FLAGS=--middle runs them on the middle release too).
+# CI's middle release runs every lesson and course_lib's doctests; the unit tests run on the floor
+# (make compat COMPAT_FLAGS=--middle runs them, and the solutions, on the middle release too).
 COMPAT_MIDDLE_PYTEST := -- --doctest-modules course_lib
 compat: $(STAMP)
 	$(COMPAT) $(foreach v,$(COMPAT_JAX),--jax $(v)) $(COMPAT_FLAGS) $(COMPAT_PYTEST)

@@ -164,6 +164,24 @@ def solution_secrets() -> list[Secret]:
     return secrets
 
 
+class _Tags(html.parser.HTMLParser):
+    def __init__(self, name: str) -> None:
+        super().__init__(convert_charrefs=True)
+        self.name = name
+        self.found: list[dict[str, str | None]] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == self.name:
+            self.found.append(dict(attrs))
+
+
+def start_tags(markup: str, name: str) -> list[dict[str, str | None]]:
+    """The attributes of every ``<name ...>`` tag in ``markup``, in order."""
+    parser = _Tags(name)
+    parser.feed(markup)
+    return parser.found
+
+
 class _Text(html.parser.HTMLParser):
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)

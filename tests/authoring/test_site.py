@@ -16,7 +16,6 @@ import posixpath
 import re
 import shutil
 from collections.abc import Iterator
-from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +33,7 @@ from site_support import (
     says_what_it_shows,
     solution_regions,
     solution_secrets,
+    start_tags,
 )
 
 from course_tools.authoring import site
@@ -91,20 +91,14 @@ def test_each_notebook_page_has_its_title(html_dir: Path) -> None:
 
 def _prev_next(html_dir: Path, name: str) -> dict[str, str]:
     """The pages that ``name``'s "previous" and "next" links open, as names like its own."""
-    links: dict[str, str] = {}
-
-    class Links(HTMLParser):
-        def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-            found = dict(attrs)
-            for side in ("left-prev", "right-next"):
-                if tag == "a" and side in (found.get("class") or "").split():
-                    target = posixpath.normpath(
-                        posixpath.join(posixpath.dirname(name), found["href"] or "")
-                    )
-                    links[side] = target.removesuffix(".html")
-
-    Links().feed(_page(html_dir, name))
-    return links
+    return {
+        side: posixpath.normpath(
+            posixpath.join(posixpath.dirname(name), link["href"] or "")
+        ).removesuffix(".html")
+        for link in start_tags(_page(html_dir, name), "a")
+        for side in ("left-prev", "right-next")
+        if side in (link.get("class") or "").split()
+    }
 
 
 def test_previous_and_next_walk_the_pages_in_order(html_dir: Path) -> None:
@@ -116,26 +110,13 @@ def test_previous_and_next_walk_the_pages_in_order(html_dir: Path) -> None:
         assert walked[following].get("left-prev") == here, following
 
 
-def _images(page: str) -> list[dict[str, str | None]]:
-    """The attributes of every ``<img>`` in ``page``."""
-    found: list[dict[str, str | None]] = []
-
-    class Images(HTMLParser):
-        def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-            if tag == "img":
-                found.append(dict(attrs))
-
-    Images().feed(page)
-    return found
-
-
 def test_every_picture_on_the_site_says_what_it_shows(html_dir: Path) -> None:
     """A notebook's pictures carry their text alternative (tests/course/test_notebooks.py) to the
     page's ``<img alt>``; the theme's own images (the logos in the launch menu) name themselves."""
     bad = [
         f"{name}: {image.get('src')} alt={image.get('alt')!r}"
         for name in reading_order()
-        for image in _images(_page(html_dir, name))
+        for image in start_tags(_page(html_dir, name), "img")
         if not (
             says_what_it_shows(image.get("alt"))
             or (image.get("alt") or "").endswith(("logo", "logo image"))
@@ -145,7 +126,7 @@ def test_every_picture_on_the_site_says_what_it_shows(html_dir: Path) -> None:
     pictures = sum(
         "_images/" in (image.get("src") or "")
         for name in course_notebooks()
-        for image in _images(_page(html_dir, name))
+        for image in start_tags(_page(html_dir, name), "img")
     )
     assert pictures >= 14  # the lessons' pictures, each with its alt
 

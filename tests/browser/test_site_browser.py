@@ -163,6 +163,16 @@ def _stem(name: str) -> str:
     return name.replace("/", "_")
 
 
+def _assert_axe_finds_nothing_in_either_scheme(page: Any, name: str) -> None:
+    """axe (WCAG 2.1 A and AA) on ``page`` in the light and the dark scheme, which the site takes
+    from the reader's system setting."""
+    for scheme in ("light", "dark"):
+        page.emulate_media(color_scheme=scheme)
+        page.wait_for_function(f"document.documentElement.dataset.theme === '{scheme}'")
+        found = axe_problems(page)
+        assert not found, f"{name}, {scheme} scheme: axe (WCAG 2.1 AA):\n  " + "\n  ".join(found)
+
+
 @pytest.mark.parametrize("name", reading_order(), ids=_stem)
 def test_page_loads_and_shows_its_notebook(name: str, site: SiteServer, screenshots: Path) -> None:
     opened = _open(site, name)
@@ -214,11 +224,7 @@ def test_sphinx_own_pages_pass_axe(name: str, site: SiteServer) -> None:
     """The search page and the indexes, which are not in the reading order, pass axe too."""
     opened = _open(site, name)
     try:
-        for scheme in ("light", "dark"):
-            opened.page.emulate_media(color_scheme=scheme)
-            opened.page.wait_for_function(f"document.documentElement.dataset.theme === '{scheme}'")
-            found = axe_problems(opened.page)
-            assert not found, f"{name}, {scheme} scheme:\n  " + "\n  ".join(found)
+        _assert_axe_finds_nothing_in_either_scheme(opened.page, name)
     finally:
         opened.page.close()
 
