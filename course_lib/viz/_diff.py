@@ -207,7 +207,8 @@ def draw_diff(
     Leaf values are not compared, as in ``tree_diff``. When the outline would have more than
     ``max_rows`` rows, what is the same in both folds into grey rows with their counts, so one
     wrong leaf of a big model stays in sight. Without ``ax`` the figure is sized to the outline
-    and shown once as a cell's value, as with `draw_tree`; with ``ax`` it is drawn into your axes.
+    and shown once as a cell's value, as with `draw_tree`, with the sentences and the outline in
+    words as its ``description``; with ``ax`` it is drawn into your axes.
     Every text is an artist of the axes whose gid names its role: ``diff-edge-*``,
     ``diff-<kind>-*`` for the boxes (kinds as above and as in `draw_tree`), ``diff-badge-*``,
     ``diff-sentence-*``, ``diff-title``, ``diff-note``.

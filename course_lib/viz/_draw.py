@@ -359,6 +359,8 @@ def draw_tree(
 
     Without ``ax`` the figure is sized to the tree and detached from pyplot, so a notebook
     shows it once, as the cell's value (``plt.show()`` does not see it; ``fig.savefig`` works).
+    It is then a `DescribedFigure` whose ``description`` gives the boxes in words, one line each,
+    indented by depth: the picture's plain text and alt text in a notebook and on the website.
     With ``ax`` the drawing is scaled into your axes, whose figure is returned; give it room,
     since labels keep their font size.
 

@@ -95,7 +95,8 @@ def draw_shardings(tree: PyTree, columns: int = 4, max_leaves: int = 24) -> Desc
     the ids of the devices that hold it (``0-3``: devices 0 to 3 hold copies). The title gives
     the key path, shape, dtype and ``PartitionSpec``. Leaves that live on no device (NumPy
     arrays, Python numbers, shapes without a sharding) are left out; abstract leaves with a
-    sharding are drawn as their arrays would be.
+    sharding are drawn as their arrays would be. The figure's ``description`` says each block and
+    the devices that hold it in words.
 
     >>> import matplotlib; matplotlib.use("Agg")
     >>> fig = draw_shardings({"w": jax.device_put(jnp.ones((4, 2)))})
