@@ -17,7 +17,9 @@ kernel runs, which the grading tests run in this process), and ``as_float32`` an
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import jax
@@ -29,6 +31,8 @@ from course_lib.checks import check, get_exercise, judge_outcomes, reference_res
 from course_lib.checks._evaluate import probe_all  # the kernel side of grading: no public name
 from course_lib.checks._kit import as_float32
 from course_lib.checks._plain import tree_plain
+
+ROOT = Path(__file__).resolve().parents[1]
 
 STUB_MESSAGE = "Write your solution here, then run the check below."
 """What the exercise notebooks' stubs raise."""
@@ -129,6 +133,26 @@ def fingerprint(case: checks.Case) -> str:
     return repr((case.label, case.shown, tree_plain(jax.tree.map(as_float32, inputs))))
 
 
+def _headings() -> set[str]:
+    """Every lesson section, as ``"NN Heading"`` (the heading's text after its ``#`` marks)."""
+    found = set()
+    for path in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
+        for cell in json.loads(path.read_text())["cells"]:
+            if cell["cell_type"] == "markdown":
+                for line in "".join(cell["source"]).splitlines():
+                    if line.startswith("#"):
+                        found.add(f"{path.name[:2]} {line.lstrip('#').strip()}")
+    return found
+
+
+HEADINGS = _headings()
+
+
+def assert_section_exists(reread: str) -> None:
+    """A hint's section to reread is a heading of its lesson, as written there."""
+    assert reread in HEADINGS, f"no lesson section {reread!r}"
+
+
 # --- the tests every lesson has -------------------------------------------------------------------
 
 
@@ -167,7 +191,8 @@ class LessonChecks:
         assert [e.id for e in listed] == list(self.ids)
         assert sum(e.points for e in listed) == self.points
         for exercise in listed:
-            assert len(exercise.hints) == 3
+            assert len(exercise.hints) == 2
+            assert_section_exists(exercise.reread)
             assert all(hasattr(cl, name) for name in exercise.forbidden)
         assert set(self.right) == set(self.ids)
         assert {exercise_id for exercise_id, _, _ in self.wrong} == set(self.ids)
@@ -214,16 +239,23 @@ class LessonChecks:
         hint: str,
         capsys: pytest.CaptureFixture[str],
     ) -> None:
-        out = check_output(exercise_id, answer, capsys)
+        """Three failed checks: what went wrong and on which input, then the idea and the section
+        to reread, then the fix; ``hint`` is somewhere in them."""
+        outs = [check_output(exercise_id, answer, capsys) for _ in range(3)]
+        verdict = checks.evaluate(get_exercise(exercise_id), answer)
         points = get_exercise(exercise_id).points
-        assert out.startswith(f"{exercise_id}: incorrect ("), out
-        assert not out.startswith(f"{exercise_id}: incorrect ({points}/"), (
-            out
-        )  # partial credit at most
-        assert hint in out, out
-        assert "input: " in out
-        assert "hint 1/3" in out and "hint 2/3" not in out
-        assert "0x" not in out
+        assert outs[0].startswith(f"{exercise_id}: incorrect ("), outs[0]
+        assert not outs[0].startswith(f"{exercise_id}: incorrect ({points}/"), outs[
+            0
+        ]  # partial credit at most
+        assert "input: " in outs[0]
+        assert "hint 1/2" not in outs[0] and verdict.idea not in outs[0], outs[0]
+        assert verdict.fix not in outs[0] + outs[1], outs[1]
+        assert f"hint 1/2, the idea: {verdict.idea}" in outs[1], outs[1]
+        assert f"hint 2/2, the fix: {verdict.fix}" in outs[2], outs[2]
+        assert_section_exists(verdict.reread)
+        assert hint in outs[2], outs[2]
+        assert "0x" not in outs[2]
 
     def test_cases_are_deterministic_and_grading_differs(self, exercise_id: str) -> None:
         exercise = get_exercise(exercise_id)

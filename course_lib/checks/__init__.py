@@ -56,8 +56,11 @@ Adding the exercises of a lesson (say 02):
    course's answer, a module-level function that may use ``course_lib``; keep it self-contained,
    since a helper it calls could be called by a learner unnoticed), ``probe`` (``call_value`` /
    ``call_tree`` or your own ``(fn, case) -> plain data``; call ``fn`` only through the argument,
-   so the guard sees it), ``judge`` (``(got, expected, case) -> None | hint``; start from a
-   ``_kit`` judge and add targeted hints), three progressive ``hints``, and ``forbidden``: the
+   so the guard sees it), ``judge`` (``(got, expected, case) -> None | str | Mistake``; start
+   from a ``_kit`` judge and return a ``Mistake`` for each typical wrong answer: what went wrong
+   and where, never the fix, then its idea and its fix), the exercise's own ``hints`` (its idea
+   and its fix, for the other failures) with ``reread``, the section behind them, and
+   ``forbidden``: the
    ``course_lib`` names that do the exercise's job (say so in the notebook's prompt). When an
    answer calls an earlier exercise's function, list it in ``uses`` and give that exercise a
    ``stand_in`` (a JAX version of its reference that works under ``jit``). Name in ``mistakes``,
@@ -95,6 +98,7 @@ from ._selfcheck import reset_hints as reset_hints
 from ._selfcheck import set_strict as set_strict
 from ._spec import Case as Case
 from ._spec import Exercise as Exercise
+from ._spec import Mistake as Mistake
 from ._spec import Outcome as Outcome
 from ._spec import Verdict as Verdict
 from ._spec import round_points as round_points

@@ -16,7 +16,16 @@ from . import _wire
 from ._guard import is_learner_file, is_the_learners_function, standing_in, stops_here, watch
 from ._plain import NotPlainError
 from ._registry import get_exercise
-from ._spec import Case, Exercise, Outcome, Status, Verdict, part_names, round_points
+from ._spec import (
+    Case,
+    Exercise,
+    Mistake,
+    Outcome,
+    Status,
+    Verdict,
+    part_names,
+    round_points,
+)
 
 _MESSAGE_LIMIT = 400
 
@@ -189,28 +198,45 @@ def _about(case: Case) -> str:
     return f"For {case.label}: " if case.label else ""
 
 
+Steps = tuple[str, str, str]
+"""A mistake's next steps: its idea, its fix and the section to reread (see ``Mistake``)."""
+
+
+def _steps(exercise: Exercise) -> Steps:
+    return exercise.hints[0], exercise.hints[1], exercise.reread
+
+
 def _case_problem(
     exercise: Exercise, outcome: Outcome, want: Any, case: Case
-) -> tuple[Status, str] | None:
-    """``None`` when the case is right, else the status it implies and the message."""
+) -> tuple[Status, str, Steps] | None:
+    """``None`` when the case is right, else the status it implies, what went wrong and the next
+    steps."""
     if outcome.status == "returned":
-        message = judge_value(exercise, outcome.value, want, case)
-        return None if message is None else ("failed", _about(case) + message)
+        found = judge_value(exercise, outcome.value, want, case)
+        if found is None:
+            return None
+        if isinstance(found, Mistake):
+            steps = (found.idea, found.fix, found.reread or exercise.reread)
+            return "failed", _about(case) + found.what, steps
+        return "failed", _about(case) + found, _steps(exercise)
     if outcome.status == "not_attempted":
         return (
             "failed",
             _about(case)
             + f"{exercise.name} raised NotImplementedError: is part of the stub still there?",
+            _steps(exercise),
         )
     if outcome.status == "raised":
         return (
             "error",
             _about(case) + f"{exercise.name} raised {outcome.error}: {outcome.message}",
+            _steps(exercise),
         )
     return (
         "failed",
         _about(case)
         + f"{exercise.name} returned {outcome.message}, which the check cannot compare.",
+        _steps(exercise),
     )
 
 
@@ -263,7 +289,7 @@ def judge_outcomes(
         _case_problem(exercise, o, want, case)
         for o, want, case in zip(outcomes, expected, cases, strict=False)  # stop_early: fewer
     ]
-    problems += [("error", f"{exercise.name} was not run on every case.")] * (
+    problems += [("error", f"{exercise.name} was not run on every case.", _steps(exercise))] * (
         len(cases) - len(problems)
     )
     right = tuple(problem is None for problem in problems)
@@ -297,7 +323,7 @@ def judge_outcomes(
     if not wrong:
         message = f"passed, {_points_text(total, total)}"
         return Verdict("passed", total, total, message, None, len(cases), right, shown_parts)
-    first, (status, message) = wrong[0]
+    first, (status, message, (idea, fix, reread)) = wrong[0]
     if earned:
         status = "failed"
         good = [part for part, ok in parts if ok]
@@ -306,10 +332,22 @@ def judge_outcomes(
             f"\nRight: {', '.join(good)} ({_points_text(earned, total)}); "
             f"not yet: {', '.join(bad)}."
         )
-    return Verdict(status, earned, total, message, first, len(cases), right, shown_parts)
+    return Verdict(
+        status,
+        earned,
+        total,
+        message,
+        first,
+        len(cases),
+        right,
+        shown_parts,
+        idea=idea,
+        fix=fix,
+        reread=reread,
+    )
 
 
-def judge_value(exercise: Exercise, got: Any, expected: Any, case: Case) -> str | None:
+def judge_value(exercise: Exercise, got: Any, expected: Any, case: Case) -> str | Mistake | None:
     """``exercise.judge`` with the hints every exercise shares (a missing ``return``) in front."""
     if got is None and expected is not None:
         return f"{exercise.name} returned None: missing `return`?"

@@ -26,11 +26,21 @@ from ._kit import (
     tree_judge,
 )
 from ._plain import describe, rebuild_tree
-from ._spec import Case, Exercise, Judge
+from ._spec import Case, Exercise, Judge, Mistake
 
 
 def _none_leaf(x: Any) -> bool:
     return x is None
+
+
+# The lesson's sections a hint sends the learner back to.
+_CONTAINERS = "01 Containers and leaves"
+_NODES = "01 Which objects are nodes?"
+_STRUCTURE = "01 The structure: a `PyTreeDef`"
+_APART = "01 Taking a tree apart and putting it back"
+_PITFALL_NONE = "01 Pitfall 1: `None` is an empty subtree, not a leaf"
+_PITFALL_SORTED = "01 Pitfall 4: dict keys come back sorted"
+_PITFALL_TYPES = "01 Pitfall 14: a list is not a tuple, and a namedtuple is not a tuple"
 
 
 # --- 01.count_params -------------------------------------------------------------------------
@@ -84,25 +94,34 @@ def _count_cases(rng: np.random.Generator) -> list[Case]:
     return in_parts(cases, [dicts, dicts, mixed, mixed, dicts, dicts] + ["random trees"] * 4)
 
 
-def _judge_count(got: Any, expected: Any, case: Case) -> str | None:
+def _judge_count(got: Any, expected: Any, case: Case) -> str | Mistake | None:
     problem = judge_number(got, expected, case)
     if problem is None or not isinstance(to_python(got), (int, float)):
         return problem
     value, want, info = to_python(got), to_python(expected), case.info
     if value == info["leaves"] != want:
-        return (
-            f"returned {value}, the number of leaves; count the elements in each leaf instead "
-            "(a (3, 2) array holds 6)."
+        return Mistake(
+            f"returned {value}, the number of leaves, where {want} was expected.",
+            "A parameter is one entry of an array: a leaf holds as many parameters as it has "
+            "elements.",
+            "Add up the element counts of the leaves instead of counting the leaves (a (3, 2) "
+            "array holds 6).",
         )
     if info["nones"] and value == want + info["nones"]:
-        return (
-            f"returned {value}, expected {want}: each None seems to count as a parameter. None "
-            "is an empty subtree: it holds no leaves."
+        return Mistake(
+            f"returned {value}, expected {want}: each None seems to count as a parameter.",
+            "None is an empty subtree: it holds no leaves, so it adds no parameters.",
+            "Count only what jax.tree.leaves(tree) lists: it already leaves None out.",
+            reread=_PITFALL_NONE,
         )
     if info["numbers"] and value == want - info["numbers"]:
-        return (
-            f"returned {value}, expected {want}: Python numbers are leaves too, and each "
-            "counts as one element."
+        n = info["numbers"]
+        return Mistake(
+            f"returned {value}, expected {want}: the input's {n} Python number"
+            f"{'s were' if n > 1 else ' was'} not counted.",
+            "Python numbers are leaves too, and each holds one element.",
+            "np.size(leaf) counts a Python number as 1, where leaf.size fails on it.",
+            reread=_NODES,
         )
     return problem
 
@@ -117,14 +136,21 @@ COUNT_PARAMS = Exercise(
     probe=call_value,
     judge=_judge_count,
     hints=(
-        "jax.tree.leaves(tree) lists every leaf; None subtrees are already left out.",
-        "np.size(leaf) counts the elements of a JAX array, a NumPy array or a Python number alike.",
-        "Add the counts of all leaves; a tree without leaves (or None) has 0 parameters.",
+        (
+            "A parameter is one entry of an array, so a leaf counts as many parameters as it has "
+            "elements, and a None subtree has none."
+        ),
+        (
+            "Add np.size(leaf) over jax.tree.leaves(tree): np.size counts the elements of a JAX "
+            "array, a NumPy array or a Python number alike, and a tree without leaves gives 0."
+        ),
     ),
+    reread=_CONTAINERS,
     forbidden=("tree_size", "tree_bytes", "tree_summary", "FlatTree"),
     mistakes=(
         "counts the leaves, not the elements in them",
         "counts each `None` as a parameter",
+        "leaves out the Python numbers, which have no `.size`",
         "forgets `return`",
     ),
 )
@@ -178,29 +204,49 @@ def _paths_cases(rng: np.random.Generator) -> list[Case]:
     return in_parts(cases, [dicts, dicts, nested, nested, nested] + ["random trees"] * 4)
 
 
-def _judge_paths(got: Any, expected: Any, case: Case) -> str | None:
+def _judge_paths(got: Any, expected: Any, case: Case) -> str | Mistake | None:
     if isinstance(got, tuple):
-        return "returned a tuple; return a list of strings."
+        return Mistake(
+            f"returned a tuple of {len(got)} paths, where a list was expected.",
+            "A tuple and a list are different types: Python tells them apart, and so does JAX, "
+            "for which they are different nodes.",
+            "Build the result as a list: a list comprehension over the (path, leaf) pairs, or "
+            "list(...) around what you have.",
+            reread=_PITFALL_TYPES,
+        )
     if not isinstance(got, list):
-        return f"returned {describe(got)}; return a list of strings."
+        return f"returned {describe(got)}, where a list of strings was expected."
     if not all(isinstance(p, str) for p in got):
         bad = next(p for p in got if not isinstance(p, str))
-        return (
-            f"the list holds {describe(bad)}, not a string: jax.tree_util.keystr(path) writes "
-            "a key path as a string."
+        return Mistake(
+            f"the list holds {describe(bad)}, where the text of a key path was expected.",
+            "A key path is a tuple of key objects, one per step from the root; the exercise asks "
+            "for the text JAX writes for it, such as \"['b'][0]\".",
+            "jax.tree_util.keystr(path) writes a key path as a string: apply it to each path.",
         )
     if got == expected:
         return None
     none_paths = case.info["none_paths"]
     if none_paths and got == [p for p in expected if p not in none_paths]:
-        return (
-            f"the paths of the None entries ({', '.join(none_paths)}) are missing: JAX "
-            "skips None, an empty subtree, unless is_leaf says it is a leaf."
+        return Mistake(
+            f"the paths of the None entries ({', '.join(none_paths)}) are missing; every other "
+            "path is there.",
+            "None is an empty subtree: JAX lists no leaf for it, so it has no path of its own "
+            "unless is_leaf says it is a leaf.",
+            "Give jax.tree_util.tree_leaves_with_path an is_leaf argument, a function that "
+            "returns True for None.",
+            reread=_PITFALL_NONE,
         )
     if sorted(got) == sorted(expected):
-        return (
-            "the right paths in the wrong order: JAX goes through a dict's keys in sorted order "
-            "(an OrderedDict keeps its own order), so follow the order jax.tree.leaves uses."
+        i = next(i for i, (a, b) in enumerate(zip(got, expected, strict=True)) if a != b)
+        return Mistake(
+            f"the right paths in another order: path {i + 1} is {got[i]!r}, expected "
+            f"{expected[i]!r}.",
+            "The leaves come in flatten order: a dict's keys sorted, whatever order they were "
+            "written in, and an OrderedDict's in its own order.",
+            "Keep the paths in the order jax.tree_util.tree_leaves_with_path gives them, "
+            "without sorting or walking the containers yourself.",
+            reread=_PITFALL_SORTED,
         )
     missing = [p for p in expected if p not in got]
     extra = [p for p in got if p not in expected]
@@ -223,17 +269,23 @@ LEAF_PATHS = Exercise(
     probe=call_value,
     judge=_judge_paths,
     hints=(
-        "jax.tree_util.tree_leaves_with_path(tree) gives (key path, leaf) pairs in flatten order.",
-        "Turn a key path into text with jax.tree_util.keystr(path).",
         (
-            "None is an empty subtree, so it has no path unless you say it is a leaf: "
-            "is_leaf=lambda x: x is None."
+            "JAX can hand you each leaf together with its key path, the keys that lead to it from "
+            "the root, in flatten order. None is an empty subtree, so it has a path only if you "
+            "declare it a leaf."
+        ),
+        (
+            "jax.tree_util.tree_leaves_with_path gives (path, leaf) pairs and takes is_leaf, a "
+            "function that says which objects count as leaves: one that is true for None. Write "
+            "each path as text with jax.tree_util.keystr(path)."
         ),
     ),
+    reread=_PITFALL_NONE,
     forbidden=("tree_summary", "FlatTree"),
     mistakes=(
         "leaves out the paths of the `None` entries",
         "returns a tuple instead of a list",
+        "sorts the paths as text, which breaks an `OrderedDict`'s own order",
     ),
 )
 
@@ -254,31 +306,82 @@ def _is_node(x: Any) -> bool:
     return not jax.tree_util.all_leaves([x])
 
 
+@dataclasses.dataclass(frozen=True)
+class _Why:
+    """Why one kind of input gets the answer it does: the idea a wrong True or False misses, a
+    fix close to the answer, the section to reread, and a fact about the input for the first
+    message (``""`` for none)."""
+
+    idea: str
+    fix: str
+    reread: str = ""
+    fact: str = ""
+
+
+# A wrong False for a node comes from counting leaves, treedef_is_leaf or isinstance; a wrong True
+# for a leaf from a test that every leaf passes too.
+_COUNT_FIX = (
+    "Look at the structure, not at the leaves: only a lone leaf has the structure "
+    "PyTreeDef(*), and jax.tree.structure(x) shows what x has."
+)
+_EMPTY_FIX = (
+    "Counting leaves and jax.tree_util.treedef_is_leaf both take None and empty containers for "
+    "leaves: compare jax.tree.structure(x) with PyTreeDef(*), the structure of a lone leaf."
+)
+_REGISTRY_FIX = (
+    "Ask JAX instead of listing types with isinstance: jax.tree.structure(x) knows every "
+    "registered class, and it is PyTreeDef(*) only for a lone leaf."
+)
+_LEAF_FIX = (
+    "A lone leaf, whatever it is, has the structure PyTreeDef(*): compare jax.tree.structure(x) "
+    "with the structure of a value you know is a leaf, such as 0."
+)
 _NODE_WHY = {
-    "none": (
-        "None is a node: an empty subtree with no children, which is why "
-        "jax.tree.leaves(None) is []."
+    "none": _Why(
+        "None is a node: an empty subtree with no children, which is why jax.tree.leaves(None) "
+        "is [].",
+        _EMPTY_FIX,
+        _PITFALL_NONE,
     ),
-    "empty": "an empty container is still a node; it just has no children.",
-    "single": "a container holding a single leaf is still a node.",
-    "container": "lists, tuples and dicts are nodes.",
-    "namedtuple": "a namedtuple is a node: each field is a child.",
-    "ordered": "an OrderedDict is a node (its children keep their insertion order).",
-    "shape": (
-        "x.shape is a plain tuple, so JAX sees a node with the dimensions as leaves (pitfall: "
-        "mapping over a shape)."
+    "empty": _Why(
+        "An empty container is still a node: it just has no children, so it holds no leaves.",
+        _EMPTY_FIX,
     ),
-    "array": "an array is one leaf, however many elements it holds.",
-    "number": "a Python number is a leaf.",
-    "string": "a string is a leaf: JAX does not look inside it.",
-    "set": "a set is not a registered pytree node, so it is a leaf.",
-    "opaque": "an instance of a class JAX does not know is a leaf.",
-    "registered": (
-        "a class registered with JAX (here with register_dataclass) is a node, though it is "
-        "no list, tuple or dict: ask JAX, not isinstance."
+    "single": _Why(
+        "A container holding a single leaf is still a node: [x] and x both have one leaf, but "
+        "not the same structure.",
+        _COUNT_FIX,
     ),
-    "partial": (
-        "jax.tree_util.Partial is registered as a node: its bound arguments are its children."
+    "container": _Why("Lists, tuples and dicts are nodes, whatever they hold.", _COUNT_FIX),
+    "namedtuple": _Why("A namedtuple is a node: each field is a child.", _COUNT_FIX),
+    "ordered": _Why(
+        "An OrderedDict is a node; its children keep their insertion order.", _COUNT_FIX
+    ),
+    "shape": _Why(
+        "x.shape is a plain tuple, and a tuple is a node whatever it means to you: JAX sees "
+        "the dimensions as its leaves.",
+        _COUNT_FIX,
+    ),
+    "registered": _Why(
+        "JAX decides what is a node from its registry: a class registered with JAX (here with "
+        "register_dataclass) is a node, though it is no list, tuple or dict.",
+        _REGISTRY_FIX,
+    ),
+    "partial": _Why(
+        "jax.tree_util.Partial is registered with JAX as a node: its bound arguments are its "
+        "children.",
+        _REGISTRY_FIX,
+    ),
+    "array": _Why(
+        "An array is one leaf, however many elements it holds: JAX does not look inside it.",
+        _LEAF_FIX,
+    ),
+    "number": _Why("A Python number is a leaf.", _LEAF_FIX),
+    "string": _Why("A string is a leaf: JAX does not look inside it.", _LEAF_FIX),
+    "set": _Why("A set is not a registered pytree node, so it is a leaf.", _LEAF_FIX),
+    "opaque": _Why(
+        "An instance of a class JAX has not been told about is a leaf, whatever it holds.",
+        _LEAF_FIX,
     ),
 }
 
@@ -321,14 +424,21 @@ def _node_cases(rng: np.random.Generator) -> list[Case]:
     return [Case((found[i][1],), label=found[i][0], info={"kind": found[i][2]}) for i in order]
 
 
-def _explained_bool(name: str, why: dict[str, str]) -> Judge:
-    """:func:`judge_bool`, and for a wrong True or False the reason its kind of input gives."""
+def _explained_bool(name: str, why: dict[str, _Why]) -> Judge:
+    """:func:`judge_bool`, and for a wrong True or False the mistake its kind of input reveals."""
 
-    def judge(got: Any, expected: Any, case: Case) -> str | None:
+    def judge(got: Any, expected: Any, case: Case) -> str | Mistake | None:
         problem = judge_bool(got, expected, case)
         if problem is None or not isinstance(to_python(got), bool):
             return problem
-        return f"{name} returned {to_python(got)}, expected {expected}: {why[case.info['kind']]}"
+        reason = why[case.info["kind"]]
+        fact = f", {reason.fact}" if reason.fact else ""
+        return Mistake(
+            f"{name} returned {to_python(got)}, expected {expected}{fact}.",
+            reason.idea,
+            reason.fix,
+            reason.reread,
+        )
 
     return judge
 
@@ -343,16 +453,17 @@ IS_NODE = Exercise(
     probe=call_value,
     judge=_explained_bool("is_node", _NODE_WHY),
     hints=(
-        "Ask JAX what it sees: jax.tree.structure(x).",
         (
-            "A leaf on its own has the structure PyTreeDef(*); compare with the structure of "
-            "something you know is a leaf."
+            "Whether something is a node is JAX's decision, made from its registry, not from the "
+            "type or the number of leaves: None and empty containers are nodes with no leaves, and "
+            "[x] is a node with one."
         ),
         (
-            "Counting leaves does not decide it: None and empty containers are nodes with no "
-            "leaves, and [x] is a node with one."
+            "Compare jax.tree.structure(x) with the structure of a lone leaf, PyTreeDef(*), for "
+            "example jax.tree.structure(0)."
         ),
     ),
+    reread=_NODES,
     mistakes=(
         "asks `treedef_is_leaf`, which calls `None` and empty containers leaves",
         "decides by counting leaves",
@@ -414,18 +525,42 @@ def _replace_cases(rng: np.random.Generator) -> list[Case]:
     return in_parts(cases, [dicts, odd, dicts, other, other, other] + ["random trees"] * 3)
 
 
-_tree_judge = tree_judge()
+_judge_tree = tree_judge()
 
 
-def _judge_replace(got: Any, expected: Any, case: Case) -> str | None:
+def _tree_judge(got: Any, expected: Any, case: Case) -> str | None:
+    """The tree judge's finding: a plain difference (structure or leaves), never a mistake."""
+    found = _judge_tree(got, expected, case)
+    return found.what if isinstance(found, Mistake) else found
+
+
+def _judge_replace(got: Any, expected: Any, case: Case) -> str | Mistake | None:
     problem = _tree_judge(got, expected, case)
-    if problem is None or problem.startswith("the structure"):
+    if problem is None:
+        return None
+    mine, theirs = rebuild_tree(got), rebuild_tree(expected)
+    values = case.args[1]
+    if problem.startswith("the structure"):
+        if isinstance(mine, list) and len(mine) == len(values) and not isinstance(theirs, list):
+            return Mistake(
+                f"returned a list of {len(mine)} items, as long as values, where a tree shaped "
+                f"like tree was expected; {problem}",
+                "The result takes its structure from tree: its containers, their keys and its "
+                "None subtrees. values only supplies the leaves that fill it.",
+                "Take the structure of tree with jax.tree.structure, a PyTreeDef, and fill it "
+                "with values using jax.tree.unflatten.",
+                reread=_STRUCTURE,
+            )
         return problem
-    mine, theirs = jax.tree.leaves(rebuild_tree(got)), jax.tree.leaves(rebuild_tree(expected))
-    if sorted(map(describe, mine)) == sorted(map(describe, theirs)):
-        return problem + (
-            " The values are all there but in another order: they go in the order "
-            "jax.tree.leaves lists leaves (dict keys sorted)."
+    mine_leaves, their_leaves = jax.tree.leaves(mine), jax.tree.leaves(theirs)
+    if sorted(map(describe, mine_leaves)) == sorted(map(describe, their_leaves)):
+        return Mistake(
+            problem + " The values are all there, but in another order.",
+            "The leaves are filled in flatten order, the order jax.tree.leaves lists them, which "
+            "sorts a dict's keys; the order the keys were written in does not count.",
+            "Let JAX place the values: jax.tree.unflatten fills a PyTreeDef in flatten order, so "
+            "there is no need to walk the containers yourself.",
+            reread=_PITFALL_SORTED,
         )
     return problem
 
@@ -440,13 +575,17 @@ REPLACE_LEAVES = Exercise(
     probe=call_tree,
     judge=_judge_replace,
     hints=(
-        "jax.tree.structure(tree) is the tree without its leaves: a PyTreeDef.",
         (
-            "A PyTreeDef can be filled with new leaves, taken in flatten order: look at "
-            "jax.tree.unflatten."
+            "A tree is its structure plus its leaves in flatten order; you can keep the structure "
+            "and put in new leaves. The new values are used as they are, even when a value is "
+            "itself a tuple, a list or None."
         ),
-        "None subtrees are part of the structure; they hold no leaves and take no values.",
+        (
+            "jax.tree.unflatten takes a PyTreeDef, here the one jax.tree.structure gives for "
+            "tree, and a list of leaves: pass values as it is, without flattening it first."
+        ),
     ),
+    reread=_APART,
     mistakes=(
         "returns the new values instead of a tree",
         "fills the leaves in insertion order, not in flatten order (dict keys sorted)",
@@ -456,27 +595,89 @@ REPLACE_LEAVES = Exercise(
 
 # --- 01.same_structure -----------------------------------------------------------------------
 
+# A wrong True comes from comparing too little (the leaf counts, or whether a map succeeds); a
+# wrong False from comparing too much (the leaves, or the keys as written).
+_TOO_LITTLE = (
+    "Compare the two PyTreeDefs that jax.tree.structure gives for a and for b, with ==: they "
+    "hold the node types, the keys and their order, which leaf counts and a trial "
+    "jax.tree.map do not check."
+)
+_TOO_MUCH = (
+    "Compare only what remains without the leaves: the PyTreeDefs that jax.tree.structure gives "
+    "for a and for b, with ==. It sorts dict keys and ignores every leaf for you."
+)
+_MAP_ACCEPTS = "though jax.tree.map accepts this pair"
 _SAME_WHY = {
-    "list_tuple": "a list and a tuple are different node types, even with the same leaves.",
-    "namedtuple_tuple": "a namedtuple is its own node type, not a tuple.",
-    "dict_order": "dict keys are sorted when flattened, so insertion order does not matter.",
-    "ordered_order": "an OrderedDict keeps its key order, and the order is part of its structure.",
-    "dict_ordered": "a dict and an OrderedDict are different node types.",
-    "shapes": "the structure ignores what the leaves are: shapes and dtypes do not matter.",
-    "leaf_kinds": "a Python number and an array are both leaves, so the structures are the same.",
-    "none_leaf": "None is an empty subtree, not a leaf, so it differs from a leaf in its place.",
-    "leaf_none": (
-        "None is an empty subtree, not a leaf, so it differs from a leaf in its place "
-        "(jax.tree.map accepts this pair: a None in the second tree is handed to f)."
+    "list_tuple": _Why(
+        "A list and a tuple are different node types, even with the same leaves: the node type "
+        "is part of the structure.",
+        _TOO_LITTLE,
+        _PITFALL_TYPES,
     ),
-    "deeper": (
-        "a leaf in one tree where the other has a tuple are different structures "
-        "(jax.tree.map accepts this pair: the second tree may go deeper)."
+    "namedtuple_tuple": _Why(
+        "A namedtuple is a node type of its own, recorded with its class in the structure: it is "
+        "not a tuple.",
+        _TOO_LITTLE,
+        _PITFALL_TYPES,
     ),
-    "extra_key": "a dict with an extra key has another structure.",
-    "same": "two copies of one tree have the same structure.",
-    "none_both": "None in the same place in both trees is the same structure.",
-    "length": "lists of different lengths are different structures.",
+    "dict_order": _Why(
+        "A dict is flattened in sorted key order, so the order its keys were inserted in is not "
+        "part of its structure.",
+        _TOO_MUCH,
+        _PITFALL_SORTED,
+    ),
+    "ordered_order": _Why(
+        "An OrderedDict keeps its key order, and that order is part of its structure.",
+        _TOO_LITTLE,
+        _PITFALL_SORTED,
+    ),
+    "dict_ordered": _Why(
+        "A dict and an OrderedDict are different node types, even with the same keys.",
+        _TOO_LITTLE,
+        _PITFALL_SORTED,
+    ),
+    "shapes": _Why(
+        "The structure is what remains once the leaves are taken away: their values, shapes and "
+        "dtypes do not count.",
+        _TOO_MUCH,
+    ),
+    "leaf_kinds": _Why(
+        "A Python number and an array are both leaves, so each leaves the same mark, *, in the "
+        "structure.",
+        _TOO_MUCH,
+    ),
+    "none_leaf": _Why(
+        "None is an empty subtree, not a leaf, so a None where the other tree has a leaf is "
+        "another structure.",
+        _TOO_LITTLE,
+        _PITFALL_NONE,
+    ),
+    "leaf_none": _Why(
+        "None is an empty subtree, not a leaf, so a None where the other tree has a leaf is "
+        "another structure, even where jax.tree.map hands that None to f as it is.",
+        _TOO_LITTLE,
+        _PITFALL_NONE,
+        _MAP_ACCEPTS,
+    ),
+    "deeper": _Why(
+        "A leaf where the other tree has a tuple is another structure. jax.tree.map asks less: "
+        "its later trees may go deeper than the first, so a map that succeeds does not prove "
+        "two structures equal.",
+        _TOO_LITTLE,
+        fact=_MAP_ACCEPTS,
+    ),
+    "extra_key": _Why("The keys of a dict are part of its structure.", _TOO_LITTLE),
+    "same": _Why("Two trees that differ only in their leaves have the same structure.", _TOO_MUCH),
+    "none_both": _Why(
+        "None in the same place in both trees is the same empty subtree: the structures match.",
+        _TOO_MUCH,
+        _PITFALL_NONE,
+    ),
+    "length": _Why(
+        "Lists of different lengths are different structures: the number of children is part "
+        "of a node.",
+        _TOO_LITTLE,
+    ),
 }
 
 
@@ -559,10 +760,14 @@ SAME_STRUCTURE = Exercise(
     probe=call_value,
     judge=_explained_bool("same_structure", _SAME_WHY),
     hints=(
-        "Compare what JAX sees once the leaves are taken away.",
+        (
+            "Two trees have the same structure when what remains after taking the leaves away is "
+            "the same: the node types, their keys and their order. The leaves' values, shapes and "
+            "types do not count."
+        ),
         "jax.tree.structure gives a PyTreeDef, and two PyTreeDefs compare with ==.",
-        "Leaves do not count: neither their values, nor their shapes, nor their types.",
     ),
+    reread=_STRUCTURE,
     forbidden=("tree_diff", "tree_allclose", "assert_trees_close"),
     mistakes=(
         "compares the numbers of leaves",

@@ -1,6 +1,7 @@
 """Exercises of lesson 02, mapping over trees: SGD, several trees at once, norms, stacking."""
 
 import collections
+import dataclasses
 import functools
 from collections.abc import Callable
 from typing import Any
@@ -23,15 +24,25 @@ from ._kit import (
     missing_return,
     random_array,
     random_like,
+    recompile_cause,
+    repeat_compiles,
     scaled,
     small_float_leaf,
     to_python,
     tree_judge,
 )
 from ._plain import describe, rebuild_tree, tree_plain
-from ._spec import Case, Exercise, Judge
+from ._spec import Case, Exercise, Judge, Mistake
 
 # --- shared helpers ----------------------------------------------------------------------------
+
+# The lesson's sections a hint sends the learner back to.
+_ONE_TREE = "02 One tree"
+_SEVERAL_TREES = "02 Several trees at once: the SGD update"
+_TRAINING = "02 Training a model"
+_TRY_RATES = "02 Try learning rates yourself"
+_WHOLE_TREE = "02 More whole-tree operations"
+
 
 # 0-d leaves are 0-d arrays here (``f32[]`` in the inputs a check shows), never NumPy scalars.
 _like = functools.partial(random_like, array=True)
@@ -60,22 +71,46 @@ def _copies_of_random_trees(rng: np.random.Generator, part: str) -> list[Case]:
     return cases
 
 
-def _first_mistake(mine: Any, variants: list[tuple[str, Callable[[], Any]]]) -> str | None:
-    """The message of the first typical wrong answer (built lazily) that ``mine`` matches."""
-    return matching_variant(mine, variants, rtol=1e-4, atol=1e-5)
+def _first_mistake(mine: Any, variants: list[tuple[Mistake, Callable[[], Any]]]) -> Mistake | None:
+    """The first typical wrong answer (built lazily) that ``mine`` matches: its mistake."""
+    by_what = {mistake.what: mistake for mistake, _ in variants}
+    found = matching_variant(
+        mine, [(mistake.what, build) for mistake, build in variants], rtol=1e-4, atol=1e-5
+    )
+    return None if found is None else by_what[found]
 
 
-def _flat_leaves_hint(mine: Any, reference_tree: Any, name: str) -> str | None:
-    """A hint when ``mine`` is a flat list of leaves, not a tree shaped like ``reference_tree``."""
+def _after(problem: str, mistake: Mistake | None) -> str | Mistake:
+    """``problem`` (what differs), followed by the mistake that explains it, if one does."""
+    if mistake is None:
+        return problem
+    return dataclasses.replace(mistake, what=f"{problem} {mistake.what}")
+
+
+def _prefixed(prefix: str, found: str | Mistake | None) -> str | Mistake | None:
+    """A judge's finding with ``prefix`` in front of what went wrong."""
+    if isinstance(found, Mistake):
+        return dataclasses.replace(found, what=prefix + found.what)
+    return None if found is None else prefix + found
+
+
+def _flat_leaves_hint(mine: Any, reference_tree: Any, name: str) -> Mistake | None:
+    """The mistake when ``mine`` is a flat list of leaves, not a tree shaped like
+    ``reference_tree``."""
     n = len(jax.tree.leaves(reference_tree))
     if (
         isinstance(mine, (list, tuple))
         and len(mine) == n
         and not isinstance(reference_tree, type(mine))
     ):
-        return (
-            f"returned a flat {type(mine).__name__} of {n} leaves; return a tree shaped "
-            f"like {name}. jax.tree.map builds the containers for you."
+        return Mistake(
+            f"returned a flat {type(mine).__name__} of {n} leaves, where a tree shaped like "
+            f"{name} was expected.",
+            "jax.tree.map rebuilds the containers of its first tree around the results, so what "
+            "it returns keeps the structure; a loop over jax.tree.leaves keeps only the leaves.",
+            f"Map over the trees with jax.tree.map instead of looping over their leaves: "
+            f"{name} goes first, and the result comes back shaped like it.",
+            reread=_ONE_TREE,
         )
     return None
 
@@ -85,10 +120,30 @@ def _one_per_input(mine: Any, theirs: Any, trees: list[Any]) -> bool:
     return isinstance(mine, list) and len(mine) == len(trees) and not isinstance(theirs, list)
 
 
-_tree_judge = tree_judge(rtol=1e-5, atol=1e-6)
+def _one_tree_per_input(k: int) -> Mistake:
+    """The mistake of returning one tree per input tree, where one tree was due."""
+    return Mistake(
+        f"returned a list of {k} trees, one per input, where one tree shaped like trees[0] was "
+        "expected.",
+        "Given several trees, jax.tree.map calls its function once per leaf position, with one "
+        "leaf from each tree, and returns a single tree: the trees must be separate arguments, "
+        "not one list.",
+        "Unpack the list into jax.tree.map's arguments, jax.tree.map(f, *trees), and write f to "
+        "take any number of leaves, *leaves.",
+        reread=_SEVERAL_TREES,
+    )
 
 
-def _tree_answer(name: str, explain: Callable[[str, Any, Any, Case], str]) -> Judge:
+_judge_tree = tree_judge(rtol=1e-5, atol=1e-6)
+
+
+def _tree_judge(got: Any, expected: Any, case: Case) -> str | None:
+    """The tree judge's finding: a plain difference (structure or leaves), never a mistake."""
+    found = _judge_tree(got, expected, case)
+    return found.what if isinstance(found, Mistake) else found
+
+
+def _tree_answer(name: str, explain: Callable[[str, Any, Any, Case], str | Mistake]) -> Judge:
     """A judge for an answer that is a tree (a :func:`call_tree` record).
 
     A bare ``None`` is a missing ``return``; otherwise the tree judge decides, and
@@ -96,10 +151,16 @@ def _tree_answer(name: str, explain: Callable[[str, Any, Any, Case], str]) -> Ju
     ``mine`` and ``theirs`` rebuilt).
     """
 
-    def judge(got: Any, expected: Any, case: Case) -> str | None:
+    def judge(got: Any, expected: Any, case: Case) -> str | Mistake | None:
         missing = missing_return(got, expected, name)
         if missing:
-            return missing
+            return Mistake(
+                missing,
+                "A Python function that reaches its end without a return statement gives back "
+                "None, whatever it computed on the way.",
+                "Put return in front of the expression that builds the result, or return the "
+                "name you stored it in.",
+            )
         problem = _tree_judge(got, expected, case)
         if problem is None:
             return None
@@ -177,7 +238,13 @@ def _sgd_stand_in(params: Any, grads: Any, lr: Any) -> Any:
     return jax.tree.map(lambda p, g: p - lr * g, params, grads)
 
 
-def _explain_sgd(problem: str, mine: Any, theirs: Any, case: Case) -> str:
+_NEW_PARAMS = (
+    "sgd_step returns the parameters after the step, each leaf p moved by -lr * g, not the step "
+    "itself."
+)
+
+
+def _explain_sgd(problem: str, mine: Any, theirs: Any, case: Case) -> str | Mistake:
     params, grads, lr = case.args
     if problem.startswith("the structure"):
         return _flat_leaves_hint(mine, params, "params") or problem
@@ -185,28 +252,56 @@ def _explain_sgd(problem: str, mine: Any, theirs: Any, case: Case) -> str:
         mine,
         [
             (
-                (
-                    "you added the step: p + lr * g climbs the loss; gradient descent "
-                    "subtracts, p - lr * g."
+                Mistake(
+                    "It looks like you added the step: your leaves are p + lr * g.",
+                    "The gradient points the way the loss grows fastest, so gradient descent "
+                    "moves each parameter against it; adding it climbs the loss.",
+                    "Subtract the step instead of adding it: each new leaf is p - lr * g.",
                 ),
                 lambda: jax.tree.map(lambda p, g: p + lr * g, params, grads),
             ),
             (
-                "the learning rate is missing: each leaf moved by the whole gradient, p - g.",
+                Mistake(
+                    "It looks like the learning rate is missing: each leaf moved by the whole "
+                    "gradient, p - g.",
+                    "The gradient gives the direction and the steepness; the learning rate sets "
+                    "how far one step goes along it.",
+                    "Scale each gradient leaf by lr before subtracting it from its parameter leaf.",
+                ),
                 lambda: jax.tree.map(lambda p, g: p - g, params, grads),
             ),
-            ("you returned params unchanged: the update must move every leaf.", lambda: params),
             (
-                "you returned the step -lr * g, not the new parameters p - lr * g.",
+                Mistake(
+                    "It looks like you returned params unchanged: no leaf moved.",
+                    "An SGD step moves every parameter leaf against the gradient leaf at the same "
+                    "place.",
+                    "Map over params and grads together, jax.tree.map(f, params, grads), so that f "
+                    "receives each parameter leaf with its gradient leaf.",
+                ),
+                lambda: params,
+            ),
+            (
+                Mistake(
+                    "It looks like you returned the step -lr * g, not the new parameters.",
+                    _NEW_PARAMS,
+                    "Add the step to the parameter leaf it belongs to: f receives p and g, and "
+                    "returns p - lr * g.",
+                ),
                 lambda: jax.tree.map(lambda g: -lr * g, grads),
             ),
             (
-                "you returned lr * g: the new parameters are p - lr * g.",
+                Mistake(
+                    "It looks like you returned lr * g, the size of the step, not the new "
+                    "parameters.",
+                    _NEW_PARAMS,
+                    "Subtract lr * g from the parameter leaf it belongs to: f receives p and g, "
+                    "and returns p - lr * g.",
+                ),
                 lambda: jax.tree.map(lambda g: lr * g, grads),
             ),
         ],
     )
-    return f"{problem} It looks like {mistake}" if mistake else problem
+    return _after(problem, mistake)
 
 
 SGD_STEP = Exercise(
@@ -219,19 +314,24 @@ SGD_STEP = Exercise(
     probe=call_tree,
     judge=_tree_answer("sgd_step", _explain_sgd),
     hints=(
-        "Each parameter leaf moves against its own gradient leaf: p - lr * g.",
         (
-            "jax.tree.map(f, params, grads) calls f with one leaf of params and the matching "
-            "leaf of grads."
+            "The update happens leaf by leaf: each parameter leaf moves against the gradient leaf "
+            "at the same place, and the result has the structure of params."
         ),
-        "None subtrees need nothing from you: jax.tree.map keeps them as None in its result.",
+        (
+            "Give jax.tree.map a function of two leaves, p and g, that returns the moved "
+            "parameter, then params and grads as the trees to walk together; None subtrees stay "
+            "None by themselves."
+        ),
     ),
+    reread=_SEVERAL_TREES,
     forbidden=("sgd", "momentum", "adam", "tree_add_scale", "tree_sub", "tree_scale", "tree_add"),
     stand_in=_sgd_stand_in,
     mistakes=(
         "adds the step instead of subtracting it",
         "returns a flat list of leaves",
         "leaves out the learning rate",
+        "returns the step `-lr * g` instead of the new parameters",
         "forgets `return`",
     ),
 )
@@ -281,35 +381,58 @@ def _average_cases(rng: np.random.Generator) -> list[Case]:
     return cases + _copies_of_random_trees(rng, part="random trees")
 
 
-def _explain_average(problem: str, mine: Any, theirs: Any, case: Case) -> str:
+_EVERY_TREE = Mistake(
+    "",
+    "Every tree of the list counts, equally, in the mean: each leaf of the result depends on the "
+    "matching leaf of every tree.",
+    "Pass all the trees to jax.tree.map, unpacked with *trees, so that its function receives one "
+    "leaf from each.",
+    reread=_SEVERAL_TREES,
+)
+
+
+def _explain_average(problem: str, mine: Any, theirs: Any, case: Case) -> str | Mistake:
     (trees,) = case.args
     k = len(trees)
     if problem.startswith("the structure"):
-        if _one_per_input(mine, theirs, trees):
-            return (
-                f"returned a list of {k} trees, one per input: the answer is one tree "
-                "shaped like trees[0]. "
-                "Pass the trees to jax.tree.map as separate arguments, jax.tree.map(f, "
-                "*trees), so that f receives one leaf from each tree."
-            )
-        return problem
+        return _one_tree_per_input(k) if _one_per_input(mine, theirs, trees) else problem
     if _shape_collapsed(mine, theirs):
-        return (
-            f"{problem} Each leaf of the result keeps its shape: average the matching "
-            "leaves across the trees, not the entries inside one leaf."
+        return Mistake(
+            f"{problem} The entries inside each leaf were averaged into one number.",
+            "The mean runs across the trees, leaf position by leaf position: each leaf of the "
+            "result keeps the shape of the leaves it averages.",
+            "Add the matching leaves of all the trees and divide by their number, with no "
+            "jnp.mean inside a leaf.",
+            reread=_SEVERAL_TREES,
         )
     mistake = _first_mistake(
         mine,
         [
             (
-                f"you returned the sum of the {k} trees: divide by len(trees).",
+                Mistake(
+                    f"It looks like you returned the sum of the {k} trees.",
+                    "A mean is a sum divided by the number of values added up, here the number "
+                    "of trees.",
+                    "Divide the sum of the matching leaves by len(trees), or by the number of "
+                    "leaves f receives.",
+                ),
                 lambda: jax.tree.map(lambda *xs: sum(xs), *trees),
             ),
-            ("you returned the first tree: every tree of the list must count.", lambda: trees[0]),
-            ("you returned the last tree: every tree of the list must count.", lambda: trees[-1]),
+            (
+                dataclasses.replace(
+                    _EVERY_TREE, what="It looks like you returned the first tree unchanged."
+                ),
+                lambda: trees[0],
+            ),
+            (
+                dataclasses.replace(
+                    _EVERY_TREE, what="It looks like you returned the last tree unchanged."
+                ),
+                lambda: trees[-1],
+            ),
         ],
     )
-    return f"{problem} It looks like {mistake}" if mistake else problem
+    return _after(problem, mistake)
 
 
 def _shape_collapsed(mine: Any, theirs: Any) -> bool:
@@ -329,17 +452,22 @@ AVERAGE_TREES = Exercise(
     probe=call_tree,
     judge=_tree_answer("average_trees", _explain_average),
     hints=(
-        "jax.tree.map accepts any number of trees after the function: jax.tree.map(f, t1, t2, t3).",
-        "With a list, unpack it: jax.tree.map(f, *trees); f then receives one leaf from each tree.",
         (
-            "Write f to take any number of leaves, lambda *leaves: ..., and divide their sum "
-            "by how many there are."
+            "jax.tree.map takes any number of trees and hands the function one leaf from each, at "
+            "the same place."
+        ),
+        (
+            "Unpack the list into jax.tree.map's arguments, *trees, so that each tree is its own "
+            "argument, and give it a function of any number of leaves, *leaves, that returns "
+            "their sum over their count."
         ),
     ),
+    reread=_SEVERAL_TREES,
     forbidden=("tree_add", "tree_scale", "tree_add_scale", "tree_sum"),
     mistakes=(
         "sums the trees instead of averaging them",
         "returns a list of scaled trees instead of one tree",
+        "returns one of the trees instead of their mean",
         "averages the entries inside each leaf",
     ),
 )
@@ -417,7 +545,10 @@ def _probe_train(fn: Callable[..., Any], case: Case) -> Any:
         "output": "",
     }
     if not callable(step):
-        return {**report, "output": f"make_sgd_step returned {describe(step, 60)}, not a function"}
+        return {
+            **report,
+            "output": f"make_sgd_step returned {describe(step, 60)}, where a function was expected",
+        }
     state: dict[str, Any] = {"params": params}
 
     def run() -> Any:
@@ -425,7 +556,8 @@ def _probe_train(fn: Callable[..., Any], case: Case) -> Any:
             out = step(state["params"], batch, lr)
             if not (isinstance(out, tuple) and len(out) == 2):
                 report["output"] = (
-                    f"step returned {describe(out, 80)}; it must return a pair (new_params, loss)"
+                    f"step returned {describe(out, 80)}, where a pair (new_params, loss) was "
+                    "expected"
                 )
                 return None
             state["params"], loss = out
@@ -434,42 +566,104 @@ def _probe_train(fn: Callable[..., Any], case: Case) -> Any:
 
     report.update(compile_report(run))
     report["params"] = tree_plain(state["params"]) if not report["output"] else None
+    if not report["output"] and report["compiles"] > 1:
+        # What makes a new cache key, measured: the first step's call, the same call again, then
+        # with the second learning rate (never read from JAX's explanation of the misses).
+        report["repeats"] = repeat_compiles(
+            lambda rate: step(params, batches[0], rate), lrs[0], lrs[1]
+        )
     return report
 
 
-def _judge_train(got: Any, expected: Any, case: Case) -> str | None:
+def _judge_output(output: str) -> str | Mistake:
+    """What the probe found wrong with the step's output, before any value was compared."""
+    if output.startswith("make_sgd_step returned"):
+        return Mistake(
+            output + ".",
+            "make_sgd_step builds a function: it defines the training step around loss_fn and "
+            "hands that step back, and the caller then calls it once per batch.",
+            "Define step(params, batch, lr) inside make_sgd_step, jit it, and end "
+            "make_sgd_step with return step.",
+        )
+    if output.startswith("step returned"):
+        return Mistake(
+            output + ".",
+            "A training step reports how training goes: it returns the loss it measured "
+            "alongside the parameters it produced.",
+            "jax.value_and_grad(loss_fn)(params, batch) gives the loss and the gradients "
+            "together: return the new parameters and that loss as a tuple.",
+            reread=_TRAINING,
+        )
+    return output + "."
+
+
+def _judge_train(got: Any, expected: Any, case: Case) -> str | Mistake | None:
     if got["output"]:
-        return got["output"] + "."
+        return _judge_output(got["output"])
     for i, (mine, want) in enumerate(zip(got["losses"], expected["losses"], strict=True)):
         if not np.isclose(mine, want, rtol=1e-4, atol=1e-6):
             if i == 0:
-                return (
+                return Mistake(
                     f"the first step returned the loss {round(float(mine), 5)}, expected "
-                    f"{round(float(want), 5)}: "
-                    "return loss_fn(params, batch) for the params the step received, "
-                    "before the update (jax.value_and_grad gives the loss and the "
-                    "gradient together)."
+                    f"{round(float(want), 5)}, the loss at the params the step received, before "
+                    "the update.",
+                    "The loss a step reports belongs to the parameters it was given: it is the "
+                    "value whose gradient the step follows, measured before the update.",
+                    "Take the loss from jax.value_and_grad(loss_fn)(params, batch), which gives "
+                    "it with the gradients, rather than calling loss_fn on the new parameters.",
+                    reread=_TRAINING,
                 )
-            going_up = float(got["losses"][i]) > float(got["losses"][0])
-            return (
-                f"after {i} step{'s' if i > 1 else ''} the loss is "
-                f"{round(float(mine), 5)}, expected {round(float(want), 5)}, so the update is wrong"
-                + (
-                    ": the loss went up, so the step climbs the gradient; subtract lr * g."
-                    if going_up
-                    else "."
-                )
+            text = (
+                f"after {i} step{'s' if i > 1 else ''} the loss is {round(float(mine), 5)}, "
+                f"expected {round(float(want), 5)}, so the update is wrong"
             )
+            if float(got["losses"][i]) > float(got["losses"][0]):
+                return Mistake(
+                    text + ": the loss went up.",
+                    "The gradient points the way the loss grows fastest, so a descent step moves "
+                    "the parameters the other way.",
+                    "Subtract lr times each gradient leaf from its parameter leaf, as sgd_step "
+                    "does.",
+                    reread=_SEVERAL_TREES,
+                )
+            return text + "."
     problem = _tree_judge(got["params"], expected["params"], case)
     if problem is not None:
         return "after three steps, " + problem
     if not got["jitted"]:
-        return (
-            "the values are right, but the function make_sgd_step returns is not jitted: "
-            "put @jax.jit on the whole step (gradient and update together), not only on a "
-            "part of it."
+        return Mistake(
+            "the values are right, but the function make_sgd_step returns is not jitted.",
+            "Jitting the whole step compiles the gradient and the update into one program; "
+            "jitting only a part leaves the rest to run operation by operation, in Python, on "
+            "every call.",
+            "Put @jax.jit on step itself, or return jax.jit(step), rather than jitting the "
+            "gradient alone.",
+            reread=_TRAINING,
         )
-    return judge_compiles(got, expected, case)
+    problem = judge_compiles(got, expected, case)
+    _, _, lrs = case.args
+    if problem is not None and recompile_cause(got.get("repeats", [])) == "value":
+        each = (
+            f", once for each of the {len(lrs)} learning rates"
+            if got["compiles"] == len(lrs)
+            else ""
+        )
+        return Mistake(
+            problem.replace(
+                ": see the cache-miss explanation below.",
+                f"{each}: the same call again compiled nothing, and another learning rate "
+                "compiled anew, so the value of lr is part of the cache key (JAX's explanation "
+                "is below).",
+                1,
+            ),
+            "A static argument is part of the key under which jit caches its compiled program, "
+            "so each new value compiles again. A traced argument is data: one program serves "
+            "every learning rate.",
+            "Leave lr an ordinary, traced argument of the jitted step: drop it from "
+            "static_argnums or static_argnames.",
+            reread=_TRY_RATES,
+        )
+    return problem
 
 
 MAKE_SGD_STEP = Exercise(
@@ -483,16 +677,17 @@ MAKE_SGD_STEP = Exercise(
     judge=_judge_train,
     hints=(
         (
-            "Inside make_sgd_step, define step(params, batch, lr) and return it; @jax.jit "
-            "goes on step itself."
+            "One jitted function holds the gradient and the update together, and everything that "
+            "changes from call to call (the params, the batch, the learning rate) is an ordinary "
+            "argument of it, so one program serves every call."
         ),
         (
-            "jax.value_and_grad(loss_fn)(params, batch) returns (loss, grads), and grads is "
-            "shaped like params."
+            "Inside make_sgd_step define step(params, batch, lr) with @jax.jit on it: loss, grads "
+            "= jax.value_and_grad(loss_fn)(params, batch), then the SGD map; return (new_params, "
+            "loss), and return step."
         ),
-        "The learning rate is an ordinary argument of step: a new value is new data for "
-        "the same program, so do not make it static.",
     ),
+    reread=_TRAINING,
     forbidden=_STEP_FORBIDDEN,
     uses=("02.sgd_step",),
     mistakes=(
@@ -587,24 +782,26 @@ def _probe_norm(fn: Callable[..., Any], case: Case) -> Any:
     return {"eager": eager, "jit": jitted}
 
 
-def _judge_norm_probe(got: Any, expected: Any, case: Case) -> str | None:
+def _judge_norm_probe(got: Any, expected: Any, case: Case) -> str | Mistake | None:
     if not case.info.get("jit"):
         return _judge_norm(got, expected, case)
     problem = _judge_norm(got["eager"], expected["eager"], case)
     if problem is not None or got["jit"] is None:
         return problem
     if isinstance(got["jit"], dict):
-        return (
-            f"right without jit, but under jax.jit it raised {got['jit'].get('error')}. "
-            "Inside jit the leaves are "
-            "tracers: float(), .item() or NumPy functions cannot turn them into Python "
-            "numbers. Keep to jnp functions and return the jnp value (clip_by_global_norm "
-            "calls global_norm under jit)."
+        return Mistake(
+            f"right without jit, but under jax.jit it raised {got['jit'].get('error')}, the "
+            "error that float(), .item() or a NumPy function gives on a traced leaf.",
+            "Inside jax.jit the leaves are tracers: they stand for arrays whose shape and dtype "
+            "are known but whose numbers are not, so nothing can turn them into Python numbers. "
+            "clip_by_global_norm calls global_norm under jit too.",
+            "Compute with jnp functions only and return the jnp value as it is, without float() "
+            "or .item().",
+            reread=_TRAINING,
         )
     # The reference computes in NumPy, which cannot run under jit: the jitted answer must match its
     # eager result.
-    problem = _judge_norm(got["jit"], expected["eager"], case)
-    return None if problem is None else "under jax.jit, " + problem
+    return _prefixed("under jax.jit, ", _judge_norm(got["jit"], expected["eager"], case))
 
 
 def _number(x: Any) -> float | None:
@@ -612,16 +809,25 @@ def _number(x: Any) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
-def _judge_norm(got: Any, expected: Any, case: Case) -> str | None:
+_ROOT_OF_ALL = (
+    "Add up the squares of every entry of every leaf, then take one square root of that total."
+)
+
+
+def _judge_norm(got: Any, expected: Any, case: Case) -> str | Mistake | None:
     want = float(to_python(expected))
     value = _number(got)
     if value is None:
         if isinstance(got, (list, tuple, dict)) or (
             isinstance(got, np.ndarray) and got.shape != ()
         ):
-            return (
-                f"returned {describe(got, 80)}, one value per leaf or entry: the global "
-                "norm is a single number for the whole tree."
+            return Mistake(
+                f"returned {describe(got, 80)}, one value per leaf or entry, where a single "
+                "number was expected.",
+                "The global norm is one number for the whole tree: all the entries of all the "
+                "leaves are taken as one long vector.",
+                "Reduce each leaf to one number, the sum of its squared entries, add those "
+                "numbers over jax.tree.leaves(tree), and take the square root at the end.",
             )
         return judge_number(got, expected, case)
     if np.isclose(value, want, rtol=1e-5, atol=1e-6):
@@ -631,18 +837,34 @@ def _judge_norm(got: Any, expected: Any, case: Case) -> str | None:
     leaves = [np.asarray(leaf, dtype=np.float64) for leaf in jax.tree.leaves(tree)]
     per_leaf = [float(np.sqrt(np.sum(leaf**2))) for leaf in leaves]
     if np.isclose(value, want**2, rtol=1e-4):
-        return f"{text}: that is the sum of squares; the norm is its square root."
+        return Mistake(
+            f"{text}: that is the sum of squares, the square of the expected norm.",
+            "A norm is the square root of a sum of squares, so it grows like the entries do: "
+            "doubling every entry doubles the norm.",
+            "Take jnp.sqrt of your sum of squares.",
+        )
     if per_leaf and np.isclose(value, sum(per_leaf), rtol=1e-4):
-        return (
-            f"{text}: that is the sum of the leaves' norms. The global norm is the square "
-            "root of the sum of the squares of every entry of every leaf."
+        return Mistake(
+            f"{text}: that is the sum of the leaves' norms.",
+            "Norms do not add up: two leaves with norms a and b have the global norm "
+            "sqrt(a ** 2 + b ** 2), not a + b.",
+            _ROOT_OF_ALL,
         )
     if per_leaf and np.isclose(value, max(per_leaf), rtol=1e-4):
-        return f"{text}: that is the largest norm of a single leaf; every leaf counts."
+        return Mistake(
+            f"{text}: that is the largest norm of a single leaf.",
+            "Every leaf counts in the global norm, not only the largest one.",
+            _ROOT_OF_ALL,
+        )
     if leaves and np.isclose(
         value, np.sqrt(sum(float(np.sum(leaf)) ** 2 for leaf in leaves)), rtol=1e-4
     ):
-        return f"{text}: square each entry before adding, not the sum of a leaf."
+        return Mistake(
+            f"{text}: that is what squaring the sum of each leaf gives.",
+            "Each entry is squared on its own before anything is added: squaring a sum lets "
+            "positive and negative entries cancel.",
+            "Square the entries first, jnp.square(leaf), then sum them.",
+        )
     return text + "."
 
 
@@ -657,21 +879,23 @@ GLOBAL_NORM = Exercise(
     judge=_judge_norm_probe,
     hints=(
         (
-            "Treat the whole tree as one long vector: square every entry of every leaf and "
-            "add them all up."
+            "The global norm treats the whole tree as one long vector: every entry of every leaf "
+            "counts once. It must work under jax.jit too, so stay with jnp functions."
         ),
         (
-            "jax.tree.leaves gives the leaves; jnp.sum(jnp.square(leaf)) is one leaf's part "
-            "(jax.tree.reduce works too)."
+            "Sum jnp.sum(jnp.square(leaf)) over jax.tree.leaves(tree) (start from 0.0, for a tree "
+            "without leaves) and take jnp.sqrt of the total."
         ),
-        "Finish with jnp.sqrt; a tree without leaves has norm 0.",
     ),
+    reread=_WHOLE_TREE,
     forbidden=("tree_norm", "tree_vdot", "tree_sum", "FlatTree"),
     stand_in=_global_norm_stand_in,
     mistakes=(
         "returns the sum of squares, without the square root",
         "returns one norm per leaf",
         "adds up the leaves' own norms",
+        "turns the norm into a Python `float`, which fails under `jit`",
+        "squares each leaf's sum instead of each entry",
     ),
 )
 
@@ -743,21 +967,29 @@ def _probe_clip(fn: Callable[..., Any], case: Case) -> Any:
     return {"eager": eager, "jit": jitted}
 
 
-def _explain_clip(problem: str, mine: Any, theirs: Any, case: Case) -> str:
+_ONE_FACTOR = (
+    "Clipping by the global norm scales the whole tree by one factor, max_norm / norm when norm "
+    "is above max_norm: the gradient keeps its direction, and its global norm becomes max_norm."
+)
+
+
+def _explain_clip(problem: str, mine: Any, theirs: Any, case: Case) -> str | Mistake:
     grads, max_norm = case.args
     if problem.startswith("the structure"):
         return _flat_leaves_hint(mine, grads, "grads") or problem
     norm = case.info["norm"]
-    if norm > 0 and any(
+    holds_nan = any(
         np.isnan(np.asarray(leaf, dtype=np.float64)).any() for leaf in jax.tree.leaves(mine)
-    ):
+    )
+    if norm > 0 and holds_nan:
         return f"{problem} Your result holds nan."
-    if norm == 0 and any(
-        np.isnan(np.asarray(leaf, dtype=np.float64)).any() for leaf in jax.tree.leaves(mine)
-    ):
-        return (
-            f"{problem} The norm is 0 here, and dividing by it gives nan: only divide when "
-            "clipping is needed."
+    if norm == 0 and holds_nan:
+        return Mistake(
+            f"{problem} The global norm is 0 here, and dividing by it gives nan.",
+            "A tree whose norm is at most max_norm comes back as it is, and a tree of zeros is "
+            "one: dividing its zeros by its zero norm gives 0 / 0, nan.",
+            "Keep the division away from a zero norm: divide by jnp.maximum(norm, a tiny "
+            "number), or choose the factor 1 with jnp.where when norm <= max_norm.",
         )
 
     def per_leaf() -> Any:
@@ -779,52 +1011,80 @@ def _explain_clip(problem: str, mine: Any, theirs: Any, case: Case) -> str:
         mine,
         [
             (
-                "you clipped each leaf by its own norm; the norm to compare with max_norm "
-                "is the global norm of the whole tree, and every leaf is scaled by the "
-                "same factor.",
+                Mistake(
+                    "It looks like you clipped each leaf by its own norm.",
+                    "The norm compared with max_norm is the global norm of the whole tree, and "
+                    "every leaf is scaled by the same factor, so the gradient keeps its "
+                    "direction.",
+                    "Compute the global norm once, with your global_norm, and multiply every "
+                    "leaf by the one factor it gives.",
+                ),
                 per_leaf,
             ),
             (
-                "you scaled even though the global norm is below max_norm: gradients that "
-                "are small enough must come back unchanged.",
+                Mistake(
+                    "It looks like you scaled even though the global norm is below max_norm.",
+                    "Clipping only ever shrinks: a tree whose global norm is at most max_norm "
+                    "comes back unchanged, with the factor 1.",
+                    "Use the factor jnp.minimum(1.0, max_norm / norm): 1 for a small tree, "
+                    "max_norm / norm for a large one.",
+                ),
                 lambda: jax.tree.map(lambda g: g * (max_norm / norm), grads),
             ),
             (
-                "you scaled by norm / max_norm; the factor is max_norm / norm.",
+                Mistake(
+                    "It looks like you scaled by norm / max_norm.",
+                    "Scaling every leaf by c multiplies the global norm by c; after clipping, the "
+                    "norm must be max_norm.",
+                    "Turn the factor upside down: max_norm / norm.",
+                ),
                 lambda: jax.tree.map(lambda g: g * (norm / max_norm), grads),
             ),
             (
-                "you used the sum of squares as the norm: the global norm is its square root, "
-                "sqrt(sum of every leaf's g ** 2), in the comparison and in the factor.",
+                Mistake(
+                    "It looks like you used the sum of squares as the norm.",
+                    "The global norm is the square root of the sum of squares of every entry; "
+                    "the sum itself is its square, and it is the norm that is compared with "
+                    "max_norm and divides it.",
+                    "Take the square root before comparing and dividing: your global_norm from "
+                    "exercise 4 does it.",
+                ),
                 without_sqrt,
             ),
             (
-                (
-                    "nothing was clipped: when the global norm is above max_norm, scale every "
-                    "leaf by max_norm / norm."
+                Mistake(
+                    "It looks like nothing was clipped: your result is grads, though its global "
+                    "norm is above max_norm.",
+                    _ONE_FACTOR,
+                    "Multiply every leaf by max_norm / norm when norm is above max_norm; "
+                    "jnp.minimum(1.0, max_norm / norm) gives the factor in both cases.",
                 ),
                 lambda: grads,
             ),
         ],
     )
-    return f"{problem} It looks like {mistake}" if mistake else problem
+    return _after(problem, mistake)
 
 
 _judge_clipped = _tree_answer("clip_by_global_norm", _explain_clip)
 
 
-def _judge_clip(got: Any, expected: Any, case: Case) -> str | None:
+def _judge_clip(got: Any, expected: Any, case: Case) -> str | Mistake | None:
     problem = _judge_clipped(got["eager"], expected["eager"], case)
     if problem is not None:
         return problem
     if got["jit"] is None:
         return None
     if "error" in got["jit"]:
-        return (
-            f"right without jit, but under jax.jit it raised {got['jit']['error']}. Inside "
-            "jit the norm is a "
-            "tracer: a Python `if` or min() on it cannot decide; compute the factor with "
-            "jnp.minimum or jnp.where."
+        return Mistake(
+            f"right without jit, but under jax.jit it raised {got['jit']['error']}, the error "
+            "a Python `if`, min() or float() gives on the traced norm.",
+            "Inside jax.jit the norm is a tracer, a value without a number yet: Python cannot "
+            "decide an `if` or a min() on it while the function is traced, so the choice has to "
+            "happen inside the compiled program.",
+            "Compute the factor with jnp.minimum or jnp.where, which choose inside the program, "
+            "and multiply every leaf by it.",
+            reread=_TRAINING,
         )
     # The reference computes in NumPy, which cannot run under jit: the jitted answer must match its
     # eager result.
@@ -842,14 +1102,17 @@ CLIP_BY_GLOBAL_NORM = Exercise(
     probe=_probe_clip,
     judge=_judge_clip,
     hints=(
-        "First the global norm of the whole tree (exercise 4), then one factor for every leaf.",
-        "The factor is max_norm / norm when norm > max_norm, and 1 otherwise; "
-        "jnp.minimum(1.0, max_norm / norm) says both, but mind a norm of 0.",
         (
-            "Under jax.jit the norm is a tracer: no Python `if` on it. jnp.where(cond, a, b) "
-            "chooses without Python."
+            "Clipping scales every leaf by one factor, computed once from the global norm of the "
+            "whole tree; under jax.jit that factor must be chosen without a Python `if`."
+        ),
+        (
+            "Take norm from your global_norm, then one factor, jnp.minimum(1.0, max_norm / norm), "
+            "with the division kept away from a zero norm (jnp.maximum or jnp.where), and "
+            "multiply every leaf by it with jax.tree.map."
         ),
     ),
+    reread=_WHOLE_TREE,
     forbidden=("tree_norm", "tree_vdot", "tree_sum", "tree_scale", "FlatTree"),
     uses=("02.global_norm",),
     mistakes=(
@@ -858,6 +1121,8 @@ CLIP_BY_GLOBAL_NORM = Exercise(
         "uses a Python `if` on a traced value, which fails under `jit`",
         "divides by a zero norm and gets `nan`",
         "uses the sum of squares as the norm",
+        "scales by `norm / max_norm`, upside down",
+        "returns `grads` without clipping them",
     ),
 )
 
@@ -905,24 +1170,29 @@ def _like_any(rng: np.random.Generator, tree: Any) -> Any:
     return jax.tree.map(fresh, tree)
 
 
-def _explain_stack(problem: str, mine: Any, theirs: Any, case: Case) -> str:
+_NEW_AXIS = (
+    "Stacking k arrays of one shape makes one array with a new first axis of length k, the "
+    "axis that counts the trees: result[i] is the leaf of trees[i]."
+)
+
+
+def _explain_stack(problem: str, mine: Any, theirs: Any, case: Case) -> str | Mistake:
     (trees,) = case.args
     k = len(trees)
     if problem.startswith("the structure"):
         if _one_per_input(mine, theirs, trees):
-            return (
-                f"returned a list of {k} trees: the answer is one tree shaped like "
-                "trees[0]. Unpack the list, jax.tree.map(f, *trees), so that f receives "
-                "the matching leaves of all the trees."
-            )
+            return _one_tree_per_input(k)
         try:
             pieces = jax.tree.structure(theirs).flatten_up_to(mine)  # type: ignore[attr-defined]  # jaxlib leaves PyTreeDef untyped
         except (ValueError, TypeError):
             return problem
         if pieces and all(isinstance(p, (list, tuple)) and len(p) == k for p in pieces):
-            return (
-                f"each leaf of your result is a {type(pieces[0]).__name__} of {k} arrays: "
-                "that is a transpose. Stack them into one array with a new first axis (jnp.stack)."
+            return Mistake(
+                f"each leaf of your result is a {type(pieces[0]).__name__} of {k} arrays, "
+                "where one array was expected: that is a transpose.",
+                _NEW_AXIS + " A list of the arrays is no array, and to JAX it is a node.",
+                "Turn the leaves the function receives into one array with jnp.stack.",
+                reread=_WHOLE_TREE,
             )
         return problem
     for a, b in zip(jax.tree.leaves(mine), jax.tree.leaves(theirs), strict=True):
@@ -934,14 +1204,18 @@ def _explain_stack(problem: str, mine: Any, theirs: Any, case: Case) -> str:
             and shape_a[:1] == (shape_b[0] * shape_b[1],)
             and shape_a[1:] == shape_b[2:]
         ):
-            return (
-                f"a leaf has shape {shape_a}, expected {shape_b}: jnp.concatenate joins "
-                "along an existing axis; jnp.stack adds a new first axis of length len(trees)."
+            return Mistake(
+                f"a leaf has shape {shape_a}, expected {shape_b}: the arrays were joined along "
+                "their existing first axis.",
+                _NEW_AXIS + " Concatenating joins along an axis the arrays already have.",
+                "Use jnp.stack, which adds the new axis, instead of jnp.concatenate.",
             )
         if sorted(shape_a) == sorted(shape_b):
-            return (
-                f"a leaf has shape {shape_a}, expected {shape_b}: stack along a new first axis "
-                "(axis 0)."
+            return Mistake(
+                f"a leaf has shape {shape_a}, expected {shape_b}: the right size, with the axes "
+                "in another order.",
+                _NEW_AXIS,
+                "Stack along axis 0, jnp.stack's default, so that the new axis comes first.",
             )
         return problem
     return problem
@@ -958,18 +1232,16 @@ STACK_TREES = Exercise(
     judge=_tree_answer("stack_trees", _explain_stack),
     hints=(
         (
-            "The result has the structure of trees[0]; each of its leaves gathers the "
-            "matching leaves of all the trees."
+            "The result has the structure of one tree; each of its leaves gathers the matching "
+            "leaves of all the trees along a new first axis."
         ),
         (
-            "jax.tree.map(f, *trees) hands f the matching leaves; jnp.stack turns a sequence "
-            "of arrays into one array."
-        ),
-        (
-            "jnp.stack adds a new first axis, so k arrays of shape (3,) become one of shape "
-            "(k, 3); 0-d leaves become (k,)."
+            "Unpack the list into jax.tree.map, *trees, and turn the leaves its function receives "
+            "into one array with jnp.stack, which adds the new first axis: k leaves of shape (3,) "
+            "become one of shape (k, 3)."
         ),
     ),
+    reread=_SEVERAL_TREES,
     forbidden=("FlatTree",),
     mistakes=(
         "transposes the list instead of stacking it",

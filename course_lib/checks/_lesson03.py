@@ -36,7 +36,7 @@ from ._kit import (
     tree_judge,
 )
 from ._plain import describe, rebuild_tree
-from ._spec import Case, Exercise
+from ._spec import Case, Exercise, Mistake
 
 # --- the reference classes ---------------------------------------------------------------------
 
@@ -251,10 +251,13 @@ def _class_probe(spec: _Spec) -> Callable[[Callable[..., Any], Case], Any]:
         )  # a stub's flatten raises NotImplementedError here: not attempted
         cls = type(layer)
         builtin = cls.__module__ == "builtins" or isinstance(layer, tuple)
+        # The layer is a leaf when it is its own only leaf (treedef_is_leaf would call a node
+        # without children a leaf too).
+        alone = jax.tree.leaves(layer)
         report: dict[str, Any] = {
             "defined": "class",
             "type": cls.__name__ if builtin else "class",
-            "node": not jax.tree_util.treedef_is_leaf(treedef),
+            "node": not (len(alone) == 1 and alone[0] is layer),
         }
         if not report["node"]:
             return report
@@ -313,16 +316,73 @@ def _class_probe(spec: _Spec) -> Callable[[Callable[..., Any], Case], Any]:
     return probe
 
 
+@dataclasses.dataclass(frozen=True)
+class _Steps:
+    """The next steps for one kind of mistake in a class exercise: its idea, its fix and the lesson
+    section behind them (the exercise's own when empty). ``{field}`` in the idea or the fix stands
+    for the field the mistake is about."""
+
+    idea: str
+    fix: str
+    reread: str = ""
+
+    def mistake(self, what: str, field: str = "") -> Mistake:
+        return Mistake(
+            what, self.idea.format(field=field), self.fix.format(field=field), self.reread
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class _Advice:
+    """A class exercise's own steps, one for each kind of mistake whose remedy depends on how the
+    class is registered: ``register`` (JAX sees the class as one leaf), ``static`` (configuration
+    among the leaves, or missing from the treedef), ``children`` (an array out of the leaves),
+    ``order`` (the children in another order) and ``rebuild`` (unflatten makes something else than
+    the object, or drops part of it)."""
+
+    register: _Steps
+    static: _Steps
+    children: _Steps
+    order: _Steps
+    rebuild: _Steps
+
+
+_DENSE_SECTION = "03 `register_dataclass`: the shortest way"
+_CONV_SECTION = "03 `register_pytree_node`: two functions of your own"
+_NORM_SECTION = "03 `register_pytree_node_class`: the two functions as methods"
+_PITFALL_3 = "03 Pitfall 3: unflatten must accept any leaves, not only arrays"
+_PITFALL_9 = "03 Pitfall 9: node metadata is part of the structure"
+
+
 def _judge_class(
-    spec: _Spec, name: str, register_hint: str, static_hint: str
-) -> Callable[[Any, Any, Case], str | None]:
-    """A judge for a class exercise: the first fact of the record that differs decides the hint."""
+    spec: _Spec, name: str, advice: _Advice
+) -> Callable[[Any, Any, Case], str | Mistake | None]:
+    """A judge for a class exercise: the first fact of the record that differs decides what went
+    wrong, and ``advice`` (or, for what every registration shares, the judge itself) the idea and
+    the fix."""
     define = f"define_{spec.kind}"
+    returning = _Steps(
+        f"{define} is a factory: it defines the class and hands the class itself back. The check "
+        "calls it for a fresh class, then calls that class with each input's arrays to make its "
+        "own layers.",
+        f"End {define} with `return {name}`, at the indentation of the function's body, below the "
+        f"class: the class object, not an instance {name}(...).",
+    )
+    placeholders = _Steps(
+        "Transformations rebuild your object from whatever they carry at its leaves: "
+        "placeholders, None, tracers, whole trees (Pitfall 3). Unflatten must store the children "
+        "it receives as they are, without converting or checking them, so it cannot go through a "
+        "constructor that does.",
+        f"Build the {name} in unflatten without a converting constructor: object.__new__(cls) "
+        "makes an empty instance, then set each attribute from the children and the auxiliary "
+        "data.",
+        _PITFALL_3,
+    )
 
     def error_of(x: Any) -> str | None:
         return x.get("error") if isinstance(x, dict) else None
 
-    def judge(got: Any, expected: Any, case: Case) -> str | None:
+    def judge(got: Any, expected: Any, case: Case) -> str | Mistake | None:
         if got["defined"] != "class":
             if got["defined"] == "reference":
                 return (
@@ -330,17 +390,16 @@ def _judge_class(
                     "that is the course's answer to this exercise, so it does not count. "
                     "Write the class yourself."
                 )
-            if got["defined"] == "None":
-                return f"{define} returned None: missing `return {name}` at its end?"
-            return f"{define} returned {got['defined']}, not a class: end it with `return {name}`."
+            return returning.mistake(f"{define} returned {got['defined']}, not a class.")
         if got["type"] != expected["type"]:
             return (
-                f"calling {name}(...) made {_article(got['type'])}: {name} must be a "
-                "class, and calling it makes an instance."
+                f"calling {name}(...) made {_article(got['type'])}, a built-in type, where an "
+                "instance of a class of your own was expected."
             )
         if not got["node"]:
-            return (
-                f"JAX sees a {name} as a single leaf: the class is not registered. {register_hint}"
+            return advice.register.mistake(
+                f"JAX sees a {name} as a single leaf: jax.tree.leaves(layer) is [layer], the "
+                "whole layer, so the class is not registered."
             )
         # 1. The leaves: the arrays, in order, and nothing else.
         configuration = [
@@ -350,41 +409,47 @@ def _judge_class(
         ]
         if configuration:
             value = configuration[0]
-            field = next((f for f in spec.static if case.kwargs.get(f) == value), "configuration")
-            return (
-                f"the leaves include {value!r}: {field} is configuration, and a leaf is "
-                f"something JAX traces and differentiates. {static_hint}"
+            field = next((f for f in spec.static if case.kwargs.get(f) == value), "")
+            whose = f"the value of its {field}" if field else "a Python value"
+            return advice.static.mistake(
+                f"the leaves of a {name} include {value!r}, {whose}, next to its arrays: JAX "
+                "would trace it under jit and differentiate it under grad.",
+                field or spec.static[0],
             )
         if len(got["leaves"]) < len(expected["leaves"]):
-            return (
-                f"{name} has {len(got['leaves'])} leaves, expected {len(expected['leaves'])}: "
-                f"the arrays ({', '.join(spec.children)}) must all be children."
+            count = len(got["leaves"])
+            return advice.children.mistake(
+                f"a {name} has {count} lea{'f' if count == 1 else 'ves'}, expected "
+                f"{len(expected['leaves'])}: one for each of {' and '.join(spec.children)} that "
+                "is not None."
             )
         problem = plain_difference(got["leaves"], expected["leaves"])
         if problem:
             if len(got["leaves"]) == len(expected["leaves"]) and sorted(
                 map(leaf_text, got["leaves"])
             ) == sorted(map(leaf_text, expected["leaves"])):
-                if spec.paths:
-                    return (
-                        "the leaves come in another order: declare the fields in the order "
-                        f"{', '.join(spec.fields)}."
-                    )
-                return (
-                    "the leaves come in another order: the children are "
-                    f"{', '.join(spec.children)}, in that order."
+                mine = [leaf_text(leaf) for leaf in got["leaves"]]
+                want = [leaf_text(leaf) for leaf in expected["leaves"]]
+                return advice.order.mistake(
+                    f"the leaves come in another order: {mine}, expected {want}."
                 )
             return f"the leaves differ from the expected ones ({problem})"
         if spec.paths and got["paths"] != expected["paths"]:
             if sorted(got["paths"]) == sorted(expected["paths"]):
-                return (
-                    f"the key paths are {got['paths']}, expected {expected['paths']}: "
-                    f"declare the fields in the order {', '.join(spec.fields)}."
+                return advice.order.mistake(
+                    f"the key paths are {got['paths']}, expected {expected['paths']}: the "
+                    "children come in another order."
                 )
-            return (
-                f"the key paths of the leaves are {got['paths']}, expected "
-                f"{expected['paths']}: register_dataclass names each child by its field. "
-                "Was the class registered another way?"
+            return Mistake(
+                f"the key paths of the leaves are {got['paths']}, expected {expected['paths']}.",
+                "A key path names each child by the key its registration gives it. "
+                "register_dataclass names each child by its field, so paths read .w and .b; a "
+                "registration by hand with register_pytree_node gives no names, and JAX only "
+                "numbers the children.",
+                "Register the dataclass with @jax.tree_util.register_dataclass rather than with "
+                "your own flatten and unflatten (or give each child a GetAttrKey with "
+                "register_pytree_with_keys).",
+                "03 Key paths: naming the children",
             )
         # 2. The treedef: static values are in it, arrays are not.
         for field, want in expected["static"].items():
@@ -395,27 +460,33 @@ def _judge_class(
                     f"{error_of(mine)}."
                 )
             if mine != want:
-                return (
-                    f"two {name}s that differ only in {field} have the same structure: "
-                    f"{field} must be part of the treedef's metadata. {static_hint}"
+                return Mistake(
+                    f"two {name}s that differ only in {field} have the same structure, and "
+                    f"{field} is not among the leaves either: flattening loses it.",
+                    "The treedef and the leaves together must hold everything needed to build "
+                    "the object again. Configuration belongs in the treedef, as node metadata, "
+                    "where it is part of the structure (Pitfall 9): two layers with another "
+                    f"{field} are two structures.",
+                    advice.static.fix.format(field=field),
+                    _PITFALL_9,
                 )
         if got["data"] is not True:
             why = (
                 f" (comparing them raised {error_of(got['data'])})" if error_of(got["data"]) else ""
             )
-            return (
+            return advice.children.mistake(
                 f"two {name}s that differ only in their arrays have different "
-                f"structures{why}: an array ended up in the metadata. Only configuration "
-                "belongs there; arrays are children."
+                f"structures{why}: an array ended up in the treedef's metadata."
             )
         if isinstance(got.get("aux"), str):
             fields = ", ".join(f"layer.{field}" for field in spec.static)
-            return (
-                f"the auxiliary data of a {name} is a {got['aux']}, which cannot be "
-                "hashed. JAX's documentation requires auxiliary data to be hashable and to "
-                "compare by value (lesson 03); JAX accepts this one only because a treedef's "
-                "hash leaves the metadata out, which it does not promise. Return a tuple "
-                f"instead, ({fields})."
+            return Mistake(
+                f"the auxiliary data of a {name} is a {got['aux']}, which cannot be hashed.",
+                "JAX's documentation requires auxiliary data to be hashable and to compare by "
+                "value. JAX accepts this one only because a treedef's hash leaves the metadata "
+                "out today, which it does not promise.",
+                f"Return the configuration as a tuple, ({fields}), and unpack it in unflatten.",
+                _CONV_SECTION,
             )
         # 3. Rebuilding: from its own leaves, through jax.tree.map, from placeholders.
         rebuilds = (
@@ -426,38 +497,48 @@ def _judge_class(
             mine = got[key]
             error = error_of(mine)
             if error:
-                stub = (
-                    " Is part of a stub still there?"
-                    if error.startswith("NotImplementedError")
-                    else ""
-                )
-                return f"{what} raised {error.rstrip('.')}.{stub}"
-            problem = _record_difference(mine, expected[key], name, spec.static)
-            if problem:
-                return f"{what} gave {problem}"
+                if error.startswith("NotImplementedError"):
+                    return Mistake(
+                        f"{what} raised {error.rstrip('.')}. That is the stub's error: "
+                        "unflatten still holds the stub.",
+                        "JAX calls unflatten whenever it builds the object back from a treedef "
+                        "and leaves: jax.tree.map, jit and grad all do. Flatten and unflatten "
+                        "must both work before the class is a usable node.",
+                        advice.rebuild.fix,
+                        advice.rebuild.reread,
+                    )
+                return f"{what} raised {error.rstrip('.')}."
+            rebuilt = _record_difference(mine, expected[key], name, spec.static, advice)
+            if rebuilt:
+                return _lead(f"{what} gave", rebuilt)
         if error_of(got["placeholders"]):
-            return (
+            return placeholders.mistake(
                 f"rebuilding a {name} from placeholder leaves raised "
-                f"{error_of(got['placeholders'])}. Transformations "
-                "pass placeholders, None and tracers through unflatten (Pitfall 3): "
-                "unflatten must store whatever children it receives, without converting "
-                "or checking them."
+                f"{error_of(got['placeholders'])}."
             )
         if got["placeholders"] != expected["placeholders"]:
-            return (
-                f"rebuilding a {name} from placeholder leaves gave {got['placeholders']}, expected "
-                f"{expected['placeholders']}: unflatten must put each child back where it "
-                "came from, unchanged."
+            return Mistake(
+                f"rebuilding a {name} from placeholder leaves gave {got['placeholders']}, "
+                f"expected {expected['placeholders']}.",
+                "Unflatten receives the children in the order flatten gave them, and must put "
+                "each one back where it came from, unchanged: transformations hand it "
+                "placeholders, tracers and None as well as arrays.",
+                "Assign the children to the attributes in flatten's order, as they are, without "
+                "converting or replacing them.",
+                _PITFALL_3,
             )
         # 4. Transformations over an instance.
         if "trained" not in expected:
             return None
         if error_of(got["trained"]):
-            return (
+            return Mistake(
                 f"jax.jit(jax.value_and_grad(loss)) over a {name} raised "
-                f"{error_of(got['trained'])}. Under jit, "
-                "children become tracers and the metadata stays Python: is everything in "
-                f"{', '.join(spec.static)} static, and is the metadata hashable?"
+                f"{error_of(got['trained'])}.",
+                "Under jit the children become tracers and the metadata stays Python: whatever "
+                f"Python must read while tracing ({', '.join(spec.static)}) has to be static, "
+                "and the metadata must be hashable.",
+                advice.static.fix.format(field=spec.static[0]),
+                advice.static.reread,
             )
         problem = plain_difference(got["trained"]["value"], expected["trained"]["value"])
         if problem:
@@ -465,19 +546,15 @@ def _judge_class(
                 f"the loss computed with your {name} under jit differs from the expected one: "
                 f"{problem}"
             )
-        problem = _record_difference(
-            got["trained"]["grads"], expected["trained"]["grads"], name, spec.static
+        grads = _record_difference(
+            got["trained"]["grads"], expected["trained"]["grads"], name, spec.static, advice
         )
-        if problem:
-            return f"jax.grad returned {problem}"
+        if grads:
+            return _lead("jax.grad returned", grads)
         if spec.jacobian:
             if error_of(got["jacobian"]):
-                return (
-                    f"jax.jacobian over a {name} raised {error_of(got['jacobian'])}. "
-                    "jacobian passes None and "
-                    "whole trees through unflatten (Pitfall 3): build the object without "
-                    "calling a constructor that converts its arguments, for example with "
-                    "object.__new__(cls)."
+                return placeholders.mistake(
+                    f"jax.jacobian over a {name} raised {error_of(got['jacobian'])}."
                 )
             if got["jacobian"] != expected["jacobian"]:
                 return (
@@ -489,27 +566,52 @@ def _judge_class(
     return judge
 
 
+def _lead(lead: str, problem: str | Mistake) -> str | Mistake:
+    """``problem`` (from :func:`_record_difference`) after ``lead``, which says what was done."""
+    if isinstance(problem, Mistake):
+        return dataclasses.replace(problem, what=f"{lead} {problem.what}")
+    return f"{lead} {problem}"
+
+
 def _record_difference(
-    mine: dict[str, Any], want: dict[str, Any], name: str, static: tuple[str, ...]
-) -> str | None:
+    mine: dict[str, Any],
+    want: dict[str, Any],
+    name: str,
+    static: tuple[str, ...],
+    advice: _Advice,
+) -> str | Mistake | None:
+    """How the object that was rebuilt (``mine``, a :func:`_record`) differs from ``want``."""
     if mine["type"] != want["type"]:
-        return f"{_article(mine['type'])}, not a {name}: unflatten must return a {name}."
+        return Mistake(
+            f"{_article(mine['type'])}, not a {name}.",
+            "Unflatten is how JAX builds your object back from a treedef and new leaves: every "
+            "result of jax.tree.map, jit or grad comes out of it. It must return an instance of "
+            "the class, not the parts it received.",
+            advice.rebuild.fix,
+            advice.rebuild.reread,
+        )
     for field, kind in want["kinds"].items():
         got_kind = mine["kinds"][field]
         if got_kind == "missing":
-            return f"a {name} without the attribute {field}."
+            return advice.rebuild.mistake(f"a {name} without the attribute {field}.", field)
         if got_kind != kind:
             if kind in ("str", "int", "float") and got_kind == "array":
-                return (
+                return advice.static.mistake(
                     f"a {name} whose {field} is an array, not a Python {kind}: {field} went "
-                    "through the leaves."
+                    "through the leaves.",
+                    field,
                 )
             return f"a {name} whose {field} is {_article(got_kind)}, expected {_article(kind)}."
         problem = plain_difference(mine["values"][field], want["values"][field])
         if problem:
             if field in static:
-                problem += (
-                    f" The auxiliary data carries {field} from flatten to unflatten: use it there."
+                return Mistake(
+                    f"a {name} whose {field} is wrong: {problem}",
+                    f"The auxiliary data carries {field} from flatten to unflatten, which "
+                    "receives it as its first argument: the children alone cannot rebuild the "
+                    "layer, and a default in the constructor hides the loss.",
+                    advice.rebuild.fix,
+                    advice.rebuild.reread,
                 )
             return f"a {name} whose {field} is wrong: {problem}"
     return None
@@ -521,16 +623,13 @@ def _class_exercise(
     title: str,
     cases: Callable[[np.random.Generator], list[Case]],
     reference: Callable[[], type],
-    register_hint: str,
-    static_hint: str,
-    hints: tuple[str, ...],
+    advice: _Advice,
+    hints: tuple[str, str],
+    reread: str,
     mistakes: tuple[str, ...],
 ) -> Exercise:
     """A class exercise of this lesson: ``define_<kind>()`` returns the class ``name``, probed and
-    judged as ``spec`` says.
-
-    ``register_hint`` says how to register the class, ``static_hint`` how to keep its configuration
-    static."""
+    judged as ``spec`` says, with ``advice`` for the mistakes that depend on the registration."""
     return Exercise(
         id=f"03.{spec.kind}",
         name=f"define_{spec.kind}",
@@ -539,8 +638,9 @@ def _class_exercise(
         cases=cases,
         reference=reference,
         probe=_class_probe(spec),
-        judge=_judge_class(spec, name, register_hint, static_hint),
+        judge=_judge_class(spec, name, advice),
         hints=hints,
+        reread=reread,
         mistakes=mistakes,
     )
 
@@ -591,18 +691,60 @@ DENSE = _class_exercise(
     "A dense layer as a registered dataclass",
     _dense_cases,
     _define_dense,
-    "Decorate it with @jax.tree_util.register_dataclass, above @dataclass.",
-    'Declare it with dataclasses.field(default="relu", metadata=dict(static=True)).',
-    hints=(
-        "Inside define_dense, write the class with two decorators, "
-        "@jax.tree_util.register_dataclass above @dataclass, and end with `return Dense`.",
-        "Fields are children unless their metadata says static=True: activation: str = "
-        "field(default=..., metadata=dict(static=True)).",
-        (
-            "Declare the fields in the order w, b, activation; b may be None, and None is an "
-            "empty subtree."
+    _Advice(
+        register=_Steps(
+            "JAX looks inside only the classes in its registry; an object of any other class is "
+            "one leaf, arrays and all. register_dataclass adds a dataclass to the registry, with "
+            "its fields as children.",
+            "Put @jax.tree_util.register_dataclass on the class, above @dataclass: decorators "
+            "apply from the bottom up, so the dataclass exists by the time JAX registers it.",
+            "03 A class JAX does not know is a leaf",
+        ),
+        static=_Steps(
+            "{field} is configuration: Python reads it while tracing to pick the nonlinearity, "
+            "and nothing should trace or differentiate it. register_dataclass makes every field "
+            "a child unless the field's metadata marks it static; a static field is kept in the "
+            "treedef instead.",
+            'Declare {field} with dataclasses.field(default="relu", metadata=dict(static=True)).',
+            _DENSE_SECTION,
+        ),
+        children=_Steps(
+            "Arrays are data: JAX traces, maps and differentiates only the children, so every "
+            "array must be one. Static metadata is for configuration, and an array there makes "
+            "every new array a new structure.",
+            "Declare w and b as ordinary fields, without static metadata: register_dataclass "
+            "then makes them children.",
+            _DENSE_SECTION,
+        ),
+        order=_Steps(
+            "register_dataclass takes the children in the order the fields are declared, and "
+            "everything that pairs leaves by position (unflatten, a map over two trees, an "
+            "optimizer's state) relies on that order.",
+            "Declare the fields in the order w, b, activation.",
+            _DENSE_SECTION,
+        ),
+        rebuild=_Steps(
+            "register_dataclass builds a Dense back by calling the class with one argument per "
+            "field: the children from the leaves, the static fields from the treedef.",
+            "Let @dataclass write __init__, one parameter per field, so that JAX can call "
+            "Dense(w=..., b=..., activation=...) to rebuild a layer.",
+            _DENSE_SECTION,
         ),
     ),
+    hints=(
+        (
+            "register_dataclass makes each field a child, in the order the fields are declared, "
+            "unless its metadata marks it static; configuration such as an activation name is "
+            "static."
+        ),
+        (
+            "Inside define_dense, decorate a dataclass with @jax.tree_util.register_dataclass "
+            "above @dataclass; declare w and b as plain fields, then activation with "
+            "dataclasses.field(default=..., metadata=dict(static=True)), and end with `return "
+            "Dense`."
+        ),
+    ),
+    reread=_DENSE_SECTION,
     mistakes=(
         "leaves the class unregistered, so JAX sees one leaf",
         "makes `activation` a child instead of static configuration",
@@ -653,22 +795,61 @@ CONV1D = _class_exercise(
     "A class registered with flatten and unflatten functions",
     _conv_cases,
     _define_conv1d,
-    "Register it with jax.tree_util.register_pytree_node(Conv1D, conv1d_flatten, "
-    "conv1d_unflatten) before `return Conv1D`.",
-    "conv1d_flatten returns it in the auxiliary data, the second item of its pair: "
-    "((kernel, bias), (stride, padding)).",
+    _Advice(
+        register=_Steps(
+            "JAX looks inside only the classes in its registry. Writing conv1d_flatten and "
+            "conv1d_unflatten does not register them: until they are, a Conv1D is one leaf.",
+            "Call jax.tree_util.register_pytree_node with the class and the two functions inside "
+            "define_conv1d, before `return Conv1D`.",
+            "03 A class JAX does not know is a leaf",
+        ),
+        static=_Steps(
+            "{field} is configuration: Python needs its value while tracing (a stride to slice "
+            "with, a padding to name a mode), so it must not be traced. Flatten returns a pair, "
+            "and only its first item holds children; the second, the auxiliary data, is kept in "
+            "the treedef and handed back to unflatten.",
+            "Return the arrays as the first item of conv1d_flatten's pair and a tuple of stride "
+            "and padding as the second; conv1d_unflatten receives that tuple back as aux_data.",
+            _CONV_SECTION,
+        ),
+        children=_Steps(
+            "Arrays are data: JAX traces, maps and differentiates only the children, the first "
+            "item of flatten's pair. The auxiliary data is for configuration, and an array there "
+            "makes every new array a new structure.",
+            "Put kernel and bias, in that order, in the first item of conv1d_flatten's pair, "
+            "bias too when it is None (None is an empty subtree).",
+            _CONV_SECTION,
+        ),
+        order=_Steps(
+            "Unflatten receives the children in the order flatten gives them, and JAX pairs "
+            "leaves by that order everywhere (a map over two trees, an optimizer's state).",
+            "Return the children as kernel, then bias, and unpack them in the same order in "
+            "conv1d_unflatten.",
+            _CONV_SECTION,
+        ),
+        rebuild=_Steps(
+            "Unflatten receives what flatten returned, the auxiliary data first and the children "
+            "second, and must return a whole Conv1D built from both: its arrays and its "
+            "configuration.",
+            "In conv1d_unflatten, unpack the children into kernel and bias and aux_data into "
+            "stride and padding, then return a Conv1D made with all four.",
+            _CONV_SECTION,
+        ),
+    ),
     hints=(
         (
-            "conv1d_flatten(layer) returns a pair: the children JAX should look inside, then "
-            "the auxiliary data."
+            "A flatten function splits an object into its children (the arrays JAX traces) and "
+            "its auxiliary data (the configuration, kept in the treedef, hashable and compared by "
+            "value); unflatten receives both back and builds the object again."
         ),
-        "The children are the arrays, (layer.kernel, layer.bias); the auxiliary data is "
-        "the configuration, (layer.stride, layer.padding), hashable.",
-        "conv1d_unflatten(aux_data, children) receives both back: return Conv1D(kernel, "
-        "bias, stride, padding). "
-        "Then register: jax.tree_util.register_pytree_node(Conv1D, conv1d_flatten, "
-        "conv1d_unflatten).",
+        (
+            "conv1d_flatten returns a pair: a tuple of the two arrays, then a tuple of stride and "
+            "padding. conv1d_unflatten unpacks both and makes a Conv1D from the four values. "
+            "Register the two functions with jax.tree_util.register_pytree_node before `return "
+            "Conv1D`."
+        ),
     ),
+    reread=_CONV_SECTION,
     mistakes=(
         "makes `stride` and `padding` children instead of auxiliary data",
         "drops the auxiliary data, and `stride` with it",
@@ -721,18 +902,58 @@ LAYER_NORM = _class_exercise(
     "A class registered with its own methods, whatever its constructor does",
     _norm_cases,
     _define_layer_norm,
-    "Keep the decorator @jax.tree_util.register_pytree_node_class on the class.",
-    "tree_flatten returns it as the auxiliary data: ((self.scale, self.offset), self.eps).",
-    hints=(
-        "tree_flatten(self) returns ((self.scale, self.offset), self.eps): the arrays are "
-        "children, eps is auxiliary data.",
-        "tree_unflatten(cls, aux_data, children) must not call cls(...): __init__ "
-        "converts its arguments, and transformations pass None and placeholders through unflatten.",
-        (
-            "Make the instance with object.__new__(cls), then set scale, offset and eps on it "
-            "directly."
+    _Advice(
+        register=_Steps(
+            "JAX looks inside only the classes in its registry. The decorator "
+            "register_pytree_node_class registers a class through its tree_flatten and "
+            "tree_unflatten methods; without it a LayerNorm is one leaf.",
+            "Keep @jax.tree_util.register_pytree_node_class on the class, directly above "
+            "`class LayerNorm`.",
+            "03 A class JAX does not know is a leaf",
+        ),
+        static=_Steps(
+            "{field} is configuration: a constant the formula reads, not a parameter to train "
+            "or differentiate. The second item of tree_flatten's pair, the auxiliary data, is "
+            "where such values go: it is kept in the treedef and handed back to tree_unflatten.",
+            "Return the two arrays as the children and self.eps as the auxiliary data, then set "
+            "eps from aux_data in tree_unflatten.",
+            _NORM_SECTION,
+        ),
+        children=_Steps(
+            "Arrays are data: JAX traces, maps and differentiates only the children, the first "
+            "item of tree_flatten's pair. The auxiliary data is for configuration, and an array "
+            "there makes every new array a new structure.",
+            "Return scale and offset, in that order, as the first item of tree_flatten's pair.",
+            _NORM_SECTION,
+        ),
+        order=_Steps(
+            "tree_unflatten receives the children in the order tree_flatten gives them, and JAX "
+            "pairs leaves by that order everywhere (a map over two trees, an optimizer's state).",
+            "Return the children as scale, then offset, and unpack them in the same order in "
+            "tree_unflatten.",
+            _NORM_SECTION,
+        ),
+        rebuild=_Steps(
+            "tree_unflatten receives the auxiliary data and the children, and must return a "
+            "whole LayerNorm: scale, offset and eps, each stored as it arrives.",
+            "In tree_unflatten, make the instance with object.__new__(cls), set scale and offset "
+            "from the children and eps from aux_data, and return it.",
+            _NORM_SECTION,
         ),
     ),
+    hints=(
+        (
+            "tree_flatten gives the arrays as children and eps as auxiliary data; tree_unflatten "
+            "receives whatever children a transformation passes (placeholders, None, tracers) and "
+            "must store them unchanged (Pitfall 3)."
+        ),
+        (
+            "tree_flatten returns the two arrays as the children and eps as the auxiliary data; "
+            "tree_unflatten makes the instance with object.__new__(cls) and sets scale, offset "
+            "and eps on it, so that __init__ and its conversions never run."
+        ),
+    ),
+    reread=_NORM_SECTION,
     mistakes=(
         "unflattens through `__init__`, which converts its children (Pitfall 3)",
         "makes `eps` a child instead of auxiliary data",
@@ -843,18 +1064,41 @@ def _decay_cases(rng: np.random.Generator) -> list[Case]:
 _tree_judge = tree_judge(rtol=1e-5, atol=1e-6)
 
 
-def _judge_decay(got: Any, expected: Any, case: Case) -> str | None:
-    missing = missing_return(got, expected, "decay_weights")
-    if missing:
-        return missing
+_KEY_PATHS = "03 Key paths: naming the children"
+_DECAY_SECTION = "03 Key paths at work: weight decay on the weights only"
+
+
+def _judge_decay(got: Any, expected: Any, case: Case) -> str | Mistake | None:
+    if missing_return(got, expected, "decay_weights"):
+        return Mistake(
+            "decay_weights returned None, where a tree like params was expected.",
+            "A Python function without a `return` statement returns None: the tree that "
+            "jax.tree.map_with_path builds is lost unless the function hands it back.",
+            "Return the result of jax.tree.map_with_path: `return jax.tree.map_with_path(...)`.",
+            _DECAY_SECTION,
+        )
     problem = _tree_judge(got, expected, case)
-    if problem is None or problem.startswith("the structure"):
+    if not isinstance(problem, str) or problem.startswith("the structure"):
         return problem
     params, rate = case.args
     mine = jax.tree_util.tree_leaves_with_path(rebuild_tree(got))
     want = jax.tree.leaves(rebuild_tree(expected))
     given = jax.tree.leaves(params)
     decayed = set(case.info["decayed"])
+    by_last_key = Mistake(
+        "",
+        "A weight is a leaf whose last key is named w, a dict key or an attribute. A key path "
+        "is a tuple of key objects, and its text depends on the nodes: a dict key prints as "
+        "['w'], an attribute as .w. Decide by the last key itself, not by the text of the whole "
+        "path.",
+        "Look at path[-1]: its .key (a DictKey) or its .name (a GetAttrKey) is 'w' for a weight; "
+        "a SequenceKey has .idx instead, and an empty path has no last key.",
+        _KEY_PATHS,
+    )
+    shrunk = [
+        np.allclose(np.asarray(a, np.float64), np.asarray(x, np.float64) * (1 - rate))
+        for (_, a), x in zip(mine, given, strict=True)
+    ]
     for (path, a), e, x in zip(mine, want, given, strict=True):
         if np.allclose(np.asarray(a, np.float64), np.asarray(e, np.float64), rtol=1e-5, atol=1e-6):
             continue
@@ -862,28 +1106,39 @@ def _judge_decay(got: Any, expected: Any, case: Case) -> str | None:
         a64, x64 = np.asarray(a, np.float64), np.asarray(x, np.float64)
         if where in decayed:
             if np.allclose(a64, x64):
-                text = f"leaf {where} is a weight (its last key is w) but was not decayed."
-                if where.endswith("['w']"):
-                    text += (
-                        " In a dict the key prints as ['w'], not .w: instead of reading "
-                        "the text of the path, "
-                        "look at its last key, path[-1], whose .key (DictKey) or .name "
-                        "(GetAttrKey) is 'w'."
-                    )
-                return text
+                what = f"leaf {where} is a weight (its last key is w) but was not decayed."
+                return dataclasses.replace(by_last_key, what=what)
             if np.allclose(a64, x64 * rate):
-                return f"leaf {where} was multiplied by rate; decay multiplies by (1 - rate)."
+                return Mistake(
+                    f"leaf {where} was multiplied by rate: it is {rate:g} times its value, where "
+                    f"{1 - rate:g} times was expected.",
+                    "Weight decay shrinks each weight by a small fraction of itself: the rate is "
+                    "the part taken away, not the part kept.",
+                    "Multiply each weight by (1 - rate).",
+                    _DECAY_SECTION,
+                )
             return f"leaf {where} should be {1 - rate:g} times its value; {problem}"
         if np.allclose(a64, x64 * (1 - rate)):
             if where == "<root>":
-                return (
-                    "a single array has an empty key path (no last key at all), so it is no "
-                    "weight: leave it unchanged."
+                return Mistake(
+                    "the input is a single array, and it was decayed.",
+                    "A tree that is one leaf has the empty key path (): there is no last key, so "
+                    "the leaf is no weight.",
+                    "Check that path is not empty before reading path[-1], and leave the leaf "
+                    "unchanged when it is.",
+                    _KEY_PATHS,
                 )
-            return (
-                f"leaf {where} was decayed, but its last key is not w. Only a leaf whose "
-                "last key is exactly 'w' is a weight (compare the key itself, not the "
-                "text of the whole path)."
+            if all(shrunk):
+                return Mistake(
+                    f"every leaf was decayed, {where} too, although its last key is not w.",
+                    "Weight decay is for the weights only, and what makes a leaf a weight is its "
+                    "key path: jax.tree.map hands your function the leaves alone.",
+                    "Use jax.tree.map_with_path(f, params): f receives (path, leaf) and decays "
+                    "the leaf only when the last key of path is w.",
+                    _DECAY_SECTION,
+                )
+            return dataclasses.replace(
+                by_last_key, what=f"leaf {where} was decayed, but its last key is not w."
             )
         return f"leaf {where} is no weight and must stay unchanged; {problem}"
     return problem
@@ -900,17 +1155,18 @@ DECAY_WEIGHTS = Exercise(
     judge=_judge_decay,
     hints=(
         (
-            "jax.tree.map_with_path(f, params) calls f(path, leaf) for every leaf and "
-            "rebuilds the tree."
+            "A weight is a leaf whose last key is named w, whether that key is a dict key or an "
+            "attribute. A key path is a tuple of key objects, and the text of a whole path differs "
+            "between the two; a tree that is a single leaf has the empty path, with no last key."
         ),
-        "path is a tuple of keys; the last one, path[-1], is a DictKey (its .key), a "
-        "GetAttrKey (its .name) or a SequenceKey (its .idx). A leaf on its own has the "
-        "empty path ().",
         (
-            "Return leaf * (1 - rate) when the last key is named 'w', and the leaf unchanged "
-            "otherwise."
+            "Use jax.tree.map_with_path(f, params). In f(path, leaf), leave the leaf unchanged "
+            "when path is empty; otherwise read the last key's name, path[-1].key for a DictKey "
+            "or path[-1].name for a GetAttrKey, and multiply the leaf by (1 - rate) when it is "
+            "'w'."
         ),
     ),
+    reread=_KEY_PATHS,
     mistakes=(
         "looks for the text `.w`, which a dict key prints as `['w']`",
         "decays leaves whose last key is not `w`",

@@ -24,10 +24,9 @@ from ._kit import (
     judge_compiles_with_advice,
     leaf_text,
     random_f32,
-    returned_instead,
 )
 from ._plain import describe
-from ._spec import Case, Exercise
+from ._spec import Case, Exercise, Mistake
 
 
 def _attempt(run: Callable[[], Any]) -> tuple[Any, str | None]:
@@ -138,7 +137,7 @@ def _dense_cases(rng: np.random.Generator) -> list[Case]:
 def _dense_probe(fn: Callable[..., Any], case: Case) -> dict[str, Any] | str | None:
     cls = fn()
     if not isinstance(cls, type):
-        return returned_instead(cls, "a class")
+        return _not_a_class(cls)
     info = case.info
     layers = []
     for index, activation, use_bias in info["layers"]:
@@ -153,42 +152,98 @@ def _dense_probe(fn: Callable[..., Any], case: Case) -> dict[str, Any] | str | N
     return _forward_report(report, lambda: [forward(layer, x) for layer in layers])
 
 
-def _leaves_problem(got: list[str], expected: list[str], names: dict[str, str]) -> str | None:
-    """A hint when the leaves are not the expected ones (``names``: a leaf's text to its field)."""
+_PITFALL_8 = "04 Pitfall 8: an array in static metadata fails, sometimes only on a later call"
+
+
+def _not_a_class(value: Any) -> str | None:
+    """What a probe records when ``define_...()`` returned ``value``, not a class: its type, as
+    ``"returned an instance of Dense, not a class"`` (``None`` stays ``None``: the framework then
+    asks about a missing ``return``).
+
+    >>> _not_a_class(3), _not_a_class(None)
+    ('returned an int, not a class', None)
+    """
+    if value is None:
+        return None
+    kind = type(value).__name__
+    if type(value).__module__ != "builtins":
+        return f"returned an instance of {kind}, not a class"
+    return f"returned {'an' if kind[0] in 'aeiou' else 'a'} {kind}, not a class"
+
+
+def _returned_instead(define: str, got: str, name: str) -> Mistake:
+    """The mistake of a ``define_...()`` that returned something else than a class (``got``, from
+    :func:`_not_a_class`)."""
+    return Mistake(
+        f"{define}() {got}.",
+        f"{define} is a factory: it defines the class and hands the class itself back. The check "
+        "calls it for a fresh class, with an empty compilation cache, then makes its own "
+        "instances with it.",
+        f"End {define} with `return {name}`, the class object, not an instance {name}(...).",
+    )
+
+
+def _leaves_problem(
+    got: list[str], expected: list[str], names: dict[str, str], default: bool
+) -> str | Mistake | None:
+    """What is wrong when the leaves are not the expected ones (``names``: a leaf's text to its
+    field; ``default``: whether the fields that hold configuration have a default value)."""
     if got == expected:
         return None
     if len(got) == 1 and got[0].startswith("<"):
-        return (
-            f"jax.tree.leaves(layer) is [layer]: JAX sees a {got[0][1:-1]} as one opaque leaf. "
-            "Register the class (jax.tree_util.register_dataclass) so that its fields are children."
+        return Mistake(
+            f"jax.tree.leaves(layer) is [layer]: JAX sees a {got[0][1:-1]} as one opaque leaf.",
+            "JAX looks inside only the classes in its registry; an object of any other class is "
+            "a single leaf, so none of its fields can be traced or static on its own.",
+            "Register the class: put @jax.tree_util.register_dataclass above @dataclass, so that "
+            "its fields become children unless marked static.",
+            "03 A class JAX does not know is a leaf",
         )
+    declare = (
+        "field(default=..., metadata={'static': True})"
+        if default
+        else "field(metadata={'static': True})"
+    )
     for text, name in names.items():
         if text in got and text.startswith("'"):
-            return (
+            return Mistake(
                 f"{text} is a leaf, so the field {name} is traced, and jit cannot trace a "
-                "string: it fails "
-                f"with a TypeError before tracing starts. {name} is configuration: mark "
-                "the field static."
+                "string: it fails with a TypeError before tracing starts.",
+                f"{name} is configuration: Python looks a function up by its value while "
+                "tracing. Configuration must be static: kept in the treedef, out of the leaves, "
+                "and part of the key of the compiled program.",
+                f"Declare {name} with {declare}; register_dataclass then keeps it out of the "
+                "leaves.",
+                "04 Pitfall 24: a string stored as a leaf",
             )
         if text in got:
-            return (
+            return Mistake(
                 f"{text} is a leaf, so the field {name} is traced: under jit it becomes a "
-                "tracer, and "
-                f"Python's `if` or a slice cannot use a tracer. {name} is configuration: "
-                "mark the field static."
+                "tracer, and Python's `if` or a slice cannot use a tracer.",
+                f"{name} is configuration: Python needs its value while tracing, to choose a "
+                "branch or to slice, and a tracer has no value yet, only a shape and a dtype. "
+                "Configuration must be static.",
+                f"Declare {name} with {declare}; register_dataclass then keeps it out of the "
+                "leaves.",
+                "04 Pitfall 25: an int stored as a leaf becomes a tracer",
             )
     arrays = [t for t in expected if t not in got]
     if arrays and len(got) < len(expected):
-        return (
-            f"the leaves are {got}, expected {expected}: an array field is static. Arrays "
-            "are data, never static metadata (Pitfall 8): leave them as ordinary fields."
+        return Mistake(
+            f"the leaves are {got}, expected {expected}: an array field is static.",
+            "Arrays are data, never static metadata (Pitfall 8): JAX compares metadata with ==, "
+            "which fails on an array of several elements, and a static array would make every "
+            "new array a new compilation.",
+            "Leave the array fields ordinary fields, without static metadata: they become traced "
+            "leaves.",
+            _PITFALL_8,
         )
     return f"the leaves are {got}, expected {expected} (in the order the fields are declared)."
 
 
-def _judge_dense(got: Any, expected: Any, case: Case) -> str | None:
+def _judge_dense(got: Any, expected: Any, case: Case) -> str | Mistake | None:
     if isinstance(got, str):
-        return f"define_dense() {got}: return the class Dense."
+        return _returned_instead("define_dense", got, "Dense")
     names = {
         "'tanh'": "activation",
         "'relu'": "activation",
@@ -196,7 +251,7 @@ def _judge_dense(got: Any, expected: Any, case: Case) -> str | None:
         "True": "use_bias",
         "False": "use_bias",
     }
-    problem = _leaves_problem(got["leaves"], expected["leaves"], names)
+    problem = _leaves_problem(got["leaves"], expected["leaves"], names, default=True)
     if problem:
         return problem
     if not got.get("error"):
@@ -210,20 +265,31 @@ def _judge_dense(got: Any, expected: Any, case: Case) -> str | None:
     return _forward_problem(got, expected, case, "calling the jitted forward", advice)
 
 
-def _bias_problem(outputs: list[Any], want: list[Any], case: Case) -> str | None:
-    """A hint when use_bias=False kept the bias, or when the default use_bias left it out."""
+def _bias_problem(outputs: list[Any], want: list[Any], case: Case) -> Mistake | None:
+    """The mistake when use_bias=False kept the bias, or when the default use_bias left it out."""
     what = case.info["what"]
     if (
         len(outputs) > 3
         and np.allclose(outputs[3], want[2], atol=1e-5)
         and not np.allclose(want[3], want[2], atol=1e-5)
     ):
-        return f"{what[3]} gave the same result as with the bias: use_bias=False must leave b out."
+        return Mistake(
+            f"{what[3]} gave the same result as with the bias: b was added all the same.",
+            "use_bias is a switch Python reads while tracing: with use_bias=False the forward "
+            "leaves b out altogether, whatever b holds. Being static, it may decide an `if`.",
+            "In __call__, add self.b only inside `if self.use_bias:`.",
+        )
     without_bias = np.tanh(case.info["x"] @ case.info["weights"][1][0])
     if np.shape(outputs[1]) == without_bias.shape and np.allclose(
         outputs[1], without_bias, atol=1e-5
     ):
-        return f"{what[1]} left the bias out: the defaults are activation='tanh' and use_bias=True."
+        return Mistake(
+            f"{what[1]}, built without options, left the bias out.",
+            "A field's default is what a layer gets when the caller leaves the field out; the "
+            "exercise asks for a layer that adds its bias and applies tanh unless told otherwise.",
+            "Give use_bias the default True and activation the default 'tanh' in their field(...) "
+            "declarations.",
+        )
     return None
 
 
@@ -237,14 +303,18 @@ DENSE = Exercise(
     probe=_dense_probe,
     judge=_judge_dense,
     hints=(
-        "Ask of each field: does the forward only compute with it (data, a leaf), or does Python "
-        "need its value while tracing, for an `if` or a dictionary lookup (configuration, static)?",
-        "A registered dataclass: @jax.tree_util.register_dataclass on top of @dataclass; a static "
-        "field is field(default=..., metadata={'static': True}) (or, from JAX 0.9.1 on, "
-        "jax.tree.static(default=...)).",
-        "Fields in this order: w, b, activation='tanh', use_bias=True. __call__(self, x) computes "
-        "x @ w, adds b only when use_bias, then applies ACTIVATIONS[activation].",
+        (
+            "Ask of each field whether the forward only computes with it (data, a leaf) or whether "
+            "Python needs its value while tracing, for an `if` or a dictionary lookup "
+            "(configuration, static)."
+        ),
+        (
+            "A registered dataclass with fields w, b, activation='tanh', use_bias=True, the last "
+            "two static: field(default=..., metadata={'static': True}). __call__ computes x @ w, "
+            "adds b only when use_bias, then applies ACTIVATIONS[activation]."
+        ),
     ),
+    reread="04 Data or configuration?",
     mistakes=(
         "stores `activation` as a leaf, and `jit` cannot trace a string",
         "stores `use_bias` as a leaf, so it is traced",
@@ -327,7 +397,7 @@ def _mlp_cases(rng: np.random.Generator) -> list[Case]:
 def _mlp_probe(fn: Callable[..., Any], case: Case) -> dict[str, Any] | str | None:
     cls = fn()
     if not isinstance(cls, type):
-        return returned_instead(cls, "a class")
+        return _not_a_class(cls)
     info = case.info
     models = [
         cls(layers=info["layers"][i], depth=depth, act=act, scale=scale)
@@ -339,9 +409,9 @@ def _mlp_probe(fn: Callable[..., Any], case: Case) -> dict[str, Any] | str | Non
     return _forward_report(report, lambda: [forward(model, x) for model in models])
 
 
-def _judge_mlp(got: Any, expected: Any, case: Case) -> str | None:
+def _judge_mlp(got: Any, expected: Any, case: Case) -> str | Mistake | None:
     if isinstance(got, str):
-        return f"define_mlp() {got}: return the class MLP."
+        return _returned_instead("define_mlp", got, "MLP")
     mine, theirs = got["leaves"], expected["leaves"]
     scale = case.info["plans"][2][3]
     if mine != theirs:
@@ -350,14 +420,17 @@ def _judge_mlp(got: Any, expected: Any, case: Case) -> str | None:
             and all(t in mine for t in theirs if t != describe(scale))
             and len(mine) == len(theirs) - 1
         ):
-            return (
-                "scale is not a leaf: it is static, so every new scale compiles a new "
-                "program, although the forward only multiplies by it. Leave scale an "
-                "ordinary field: a traced leaf."
+            return Mistake(
+                "scale is not a leaf: it is static, so every new scale compiles a new program.",
+                "A value the forward only computes with is data: as a leaf it is traced, and one "
+                "compiled program serves every scale. Static is for what Python must read while "
+                "tracing, and each new static value costs a compilation.",
+                "Leave scale an ordinary field with its default, 1.0, without static metadata.",
+                "04 Every new static value is a new compilation",
             )
         names = {f"'{a}'": "act" for a in ACTIVATIONS}
         names.update({str(d): "depth" for d in (2, 3)})
-        return _leaves_problem(mine, theirs, names)
+        return _leaves_problem(mine, theirs, names, default=False)
     advice = (
         "New weights and a new scale reuse the program; only a new depth or a new act "
         "compiles again."
@@ -375,14 +448,19 @@ FIXED_MLP = Exercise(
     probe=_mlp_probe,
     judge=_judge_mlp,
     hints=(
-        "Run the broken LeafyMLP under jit and read both errors: which field is a string "
-        "leaf, which int becomes a tracer?",
-        "Python needs depth (to slice the list of layers) and act (to look up a function) while "
-        "tracing: those two are static. layers holds arrays and scale is only multiplied: leaves.",
-        "Mark a field static with field(metadata={'static': True}); a field without a "
-        "default cannot follow one with a default, so keep the order layers, depth, act, "
-        "scale=1.0.",
+        (
+            "A field Python needs while tracing (the length of a slice, a key to look a function "
+            "up) is configuration and must be static; a field the forward only multiplies by is "
+            "data and stays a leaf, so a new value costs no compilation. Running the broken model "
+            "under jit shows the first culprit."
+        ),
+        (
+            "Mark depth and act static with field(metadata={'static': True}) and leave layers and "
+            "scale ordinary fields. A field without a default cannot follow one with a default, "
+            "so keep the order layers, depth, act, scale=1.0."
+        ),
     ),
+    reread="04 Data or configuration?",
     mistakes=(
         "makes `scale` static, so every new scale compiles again",
         "leaves `depth` a leaf, so it is traced",
@@ -459,7 +537,7 @@ def _unhashable_fields(config: Any) -> list[list[str]]:
 def _config_probe(fn: Callable[..., Any], case: Case) -> dict[str, Any] | str | None:
     cls = fn()
     if not isinstance(cls, type):
-        return returned_instead(cls, "a class")
+        return _not_a_class(cls)
     configs = []
     for kind, hidden, act in case.info["calls"]:
         value = list(hidden) if kind == "list" else tuple(hidden)
@@ -468,7 +546,8 @@ def _config_probe(fn: Callable[..., Any], case: Case) -> dict[str, Any] | str | 
     _, report["hash_error"] = _attempt(lambda: hash(configs[0]))
     report["unhashable"] = _unhashable_fields(configs[0]) if report["hash_error"] else []
     report["hash_off"] = type(configs[0]).__hash__ is None
-    report["equal"] = bool(configs[0] == configs[1] == configs[2]) and configs[0] != configs[3]
+    report["equal"] = bool(configs[0] == configs[1] == configs[2])
+    report["distinct"] = bool(configs[0] != configs[3])
     report["same_hash"] = report["hash_error"] is None and hash(configs[0]) == hash(
         configs[1]
     ) == hash(configs[2])
@@ -480,48 +559,93 @@ def _config_probe(fn: Callable[..., Any], case: Case) -> dict[str, Any] | str | 
     return _forward_report(report, lambda: [program(x, config) for config in configs])
 
 
-def _judge_config(got: Any, expected: Any, case: Case) -> str | None:
+_CACHE_KEY = "04 A static value is a cache key"
+
+
+def _judge_config(got: Any, expected: Any, case: Case) -> str | Mistake | None:
     if isinstance(got, str):
-        return f"define_config() {got}: return the class TrainConfig."
+        return _returned_instead("define_config", got, "TrainConfig")
+    what = case.info["what"]
     error = got["hash_error"]
     if error and got["hash_off"]:
-        return (
-            f"hash(config) fails ({error}): a plain @dataclass sets __hash__ to None "
-            "(Pitfall 7), so jit refuses it as a static argument. Make the dataclass frozen."
+        return Mistake(
+            f"hash(config) fails ({error}): the class's __hash__ is None, so jit refuses a "
+            "config as a static argument.",
+            "A plain @dataclass sets __hash__ to None (Pitfall 7): it compares by field values, "
+            "and fields that can change would change the hash. A static value must be hashable, "
+            "compare by value, and never change.",
+            "Make the dataclass frozen, @dataclass(frozen=True): it writes __eq__ and __hash__ "
+            "from the fields and refuses assignments.",
+            "04 Pitfall 7: a plain dataclass is unhashable",
         )
     if error and got["unhashable"]:
         name, kind = got["unhashable"][0]
+        idea = (
+            "A dataclass hashes its fields, so a config is hashable only if every field is, "
+            "frozen or not. A tuple holds the same items as a list, and hashes and compares by "
+            "value."
+        )
         if kind == "list":
-            return (
+            return Mistake(
                 f"hash(config) fails: the field {name} holds a list, which cannot be hashed: "
-                f"{name} was given as a list and kept as one. Frozen or not, a config is "
-                f"hashable only if every field is: turn {name} into a tuple when the config "
-                "is made (in __post_init__)."
+                f"{name} was given as a list and kept as one.",
+                idea,
+                f"Turn {name} into a tuple when the config is made, in __post_init__. A frozen "
+                f"dataclass refuses self.{name} = ..., even there: store the tuple with "
+                f"object.__setattr__(self, {name!r}, ...).",
+                _CACHE_KEY,
             )
-        return (
-            f"hash(config) fails: the field {name} holds a {kind}, which cannot be hashed. A "
-            "config is hashable only if every field is."
+        return Mistake(
+            f"hash(config) fails: the field {name} holds a {kind}, which cannot be hashed.",
+            idea,
+            f"Keep {name} hashable: store a tuple, a frozenset, a string or a number in it, "
+            "converted in __post_init__ with object.__setattr__ if callers give something else.",
+            _CACHE_KEY,
         )
     if error:
         return f"hash(config) fails ({error}): a static argument must be hashable."
     if not got["frozen"]:
-        return (
-            "config.activation = 'tanh' worked: the config can change after jit has used "
-            "it as a cache key, and then serves stale programs (Pitfall 6). Make the "
-            "dataclass frozen."
+        return Mistake(
+            "config.activation = 'tanh' worked: the config can change after jit has used it as "
+            "a cache key.",
+            "jit keeps a static value as part of the key of the program it compiled. A config "
+            "changed in place changes that key, and later calls get the program compiled for the "
+            "old values, with no error (Pitfall 6): a static value must never change.",
+            "Use @dataclass(frozen=True): like unsafe_hash=True it writes __hash__ from the "
+            "fields, and it also refuses assignments.",
+            "04 Pitfall 6: unhashable static arguments are refused, mutable ones serve stale code",
         )
     if not got["equal"]:
-        return (
-            "configs with the same fields must be equal (==), and configs with other "
-            "fields not: equal configs built separately must share one compiled program."
+        return Mistake(
+            f"{what[0]} and {what[1]}, built separately, are not equal (==).",
+            "jit finds a compiled program by comparing static values with ==. Configs that "
+            "compare by identity never match a config built anew, so each new config compiles "
+            "again.",
+            "Let the dataclass write __eq__ from the fields: keep eq=True, the default, together "
+            "with frozen=True.",
+            _CACHE_KEY,
+        )
+    if not got["distinct"]:
+        return Mistake(
+            f"{what[0]} and {what[3]} are equal (==), although their hidden sizes differ.",
+            "jit reuses a compiled program for a static value equal to one it has seen: configs "
+            "with other fields must compare unequal, or they get a program compiled for another "
+            "configuration.",
+            "Let the dataclass write __eq__ from all its fields (eq=True, the default) instead of "
+            "writing your own.",
+            _CACHE_KEY,
         )
     if not got["same_hash"]:
-        return (
-            "equal configs must have equal hashes: let the dataclass write __hash__ "
-            "(frozen=True) instead of writing your own."
+        return Mistake(
+            "configs that compare equal have different hashes.",
+            "jit's cache finds a key by its hash first, then compares with ==: equal configs must "
+            "hash alike, or an equal config misses the program compiled for it.",
+            "Let the dataclass write __hash__ from the fields (frozen=True) instead of writing "
+            "your own.",
+            _CACHE_KEY,
         )
     if got["hidden_type"] != "tuple":
-        return f"config.hidden is a {got['hidden_type']}; store it as a tuple."
+        return f"config.hidden is a {got['hidden_type']}, where a tuple was expected."
     advice = "Configs equal to one seen before must reuse its program: equal configs, equal hashes."
     return _forward_problem(
         got, expected, case, "a jitted function with the config as a static argument", advice
@@ -538,15 +662,18 @@ FROZEN_CONFIG = Exercise(
     probe=_config_probe,
     judge=_judge_config,
     hints=(
-        "A static value is a cache key: it must be hashable, compare by value, and never change.",
         (
-            "@dataclass(frozen=True) writes __eq__ and __hash__ from the fields and refuses "
-            "assignments."
+            "A static value is a cache key: it must be hashable, compare by value, and never "
+            "change. Every field counts, so a list field breaks the hash even in a frozen "
+            "dataclass."
         ),
-        "A list field makes the hash fail even in a frozen dataclass: in __post_init__, store "
-        "tuple(self.hidden) with object.__setattr__(self, 'hidden', ...) (a frozen "
-        "dataclass refuses self.hidden = ...).",
+        (
+            "Use @dataclass(frozen=True), and turn hidden into a tuple in __post_init__. A frozen "
+            "dataclass refuses self.hidden = ..., even there: store the tuple with "
+            "object.__setattr__(self, name, value)."
+        ),
     ),
+    reread="04 A static value is a cache key",
     mistakes=(
         "uses a plain `@dataclass`, which cannot be hashed (Pitfall 7)",
         "keeps `hidden` as the list it was given",
@@ -678,13 +805,23 @@ def _split_cases(rng: np.random.Generator) -> list[Case]:
     ]
 
 
-def _judge_split(got: Any, expected: Any, case: Case) -> str | None:
+_THREE_WAYS = (
+    "04 Three ways to mark a field static, one for a whole class, and one for whole arguments"
+)
+_ONE_LEVEL = (
+    "Flatten one level only: jax.tree_util.tree_flatten_with_path(obj, is_leaf=lambda n: n is "
+    "not obj) gives one (path, child) pair per traced field, and path[0].name is its field's "
+    "name."
+)
+
+
+def _judge_split(got: Any, expected: Any, case: Case) -> str | Mistake | None:
     if not (
         isinstance(got, tuple) and len(got) == 2 and all(isinstance(part, list) for part in got)
     ):
         return (
-            f"returned {describe(got, 80)}; return a pair of lists of field names: (traced, "
-            "static)."
+            f"returned {describe(got, 80)}, where a pair of lists of field names, (traced, "
+            "static), was expected."
         )
     if got == expected:
         return None
@@ -692,35 +829,63 @@ def _judge_split(got: Any, expected: Any, case: Case) -> str | None:
     kind = case.info["kind"]
     paths = [name for name in traced + static if not name.isidentifier()]
     if paths and paths[0].startswith(".") and paths[0][1:].isidentifier():
-        return (
-            f"{paths[0]!r} is a key written out; the field's name is {paths[0][1:]!r} (a "
-            "GetAttrKey's .name)."
+        return Mistake(
+            f"the result holds {paths[0]!r}, a key path written out as text, where the field's "
+            f"name, {paths[0][1:]!r}, was expected.",
+            "keystr writes a key path as text for people to read. The path itself is a tuple of "
+            "key objects, and a dataclass field's key is a GetAttrKey, whose .name is the "
+            "field's name.",
+            "Take the name from the key object, path[0].name, instead of writing the path out "
+            "with keystr.",
+            "03 Key paths: naming the children",
         )
     if paths:
-        return (
-            f"{paths[0]!r} is not a field name: count each field once, at the top level of "
-            "the object, even when it holds a whole tree (look one level deep, not at every leaf)."
+        return Mistake(
+            f"the result holds {paths[0]!r}, which is not a field name: it names a leaf below a "
+            "field.",
+            "A field counts once, at the top level of the object, even when it holds a whole "
+            "tree: look one level deep, not at every leaf.",
+            _ONE_LEVEL,
+            _THREE_WAYS,
         )
     if kind == "named" and set(traced) >= {"eps", "axis"}:
-        return (
-            "this class was registered with data_fields=[...] and meta_fields=[...]: its "
-            "fields carry no "
-            "metadata, so reading dataclasses.fields(...).metadata cannot tell. Ask JAX "
-            "how it flattens the object."
+        return Mistake(
+            f"returned ({traced}, {static}): eps and axis, static in this class, are listed as "
+            "traced. This class was registered with data_fields=[...] and meta_fields=[...], so "
+            "its fields carry no metadata.",
+            "Field metadata is only one way to make a field static: meta_fields= and "
+            "register_static leave none. Only JAX's own flattening tells every case apart: its "
+            "children are the traced fields.",
+            _ONE_LEVEL + " The other fields, from dataclasses.fields(obj), are static.",
+            _THREE_WAYS,
         )
     if kind == "register_static" and traced:
-        return "register_static makes the whole object static: no field of it is traced."
+        return Mistake(
+            f"returned ({traced}, {static}) for an instance of a class made static with "
+            "register_static: its fields are listed as traced.",
+            "register_static makes the whole object static: JAX keeps the object itself in the "
+            "treedef, and it has no children at all.",
+            "Decide from JAX's one-level flatten: here its list of children is empty, so every "
+            "field is static.",
+            _THREE_WAYS,
+        )
     obj = case.args[0]
     empty = [name for name in want_traced if name not in traced and getattr(obj, name) is None]
     if empty:
-        return (
-            f"{empty[0]!r} holds None and is missing from the traced fields: a field that "
-            "holds None has no leaves, yet it is traced (a child of the object), not static."
+        return Mistake(
+            f"{empty[0]!r} holds None and is missing from the traced fields.",
+            "None is an empty subtree: a field that holds None has no leaves, yet JAX flattens it "
+            "as a child of the object, so it is traced, not static. The leaves cannot show it.",
+            _ONE_LEVEL + " A None child is among them.",
+            "01 Pitfall 1: `None` is an empty subtree, not a leaf",
         )
     if sorted(traced) == sorted(want_traced) and sorted(static) == sorted(want_static):
-        return (
-            "the right names in another order: list them in the order the dataclass declares "
-            "its fields."
+        return Mistake(
+            f"returned ({traced}, {static}): the right names, in another order.",
+            "Both lists follow the order in which the dataclass declares its fields, which is "
+            "also the order JAX flattens a registered dataclass in; sorting the names loses it.",
+            "Go through dataclasses.fields(obj), which lists every field in declaration order, "
+            "and put each name in traced or static.",
         )
     wrong = [name for name in traced if name in want_static] + [
         name for name in static if name in want_traced
@@ -756,14 +921,19 @@ STATIC_AND_TRACED = Exercise(
     probe=lambda fn, case: _plain_pair(fn(*case.args)),
     judge=_judge_split,
     hints=(
-        "Field metadata is only one of the ways to make a field static: register_dataclass(cls, "
-        "data_fields=..., meta_fields=...) and register_static leave no metadata. Ask JAX instead.",
-        "Flatten only one level: jax.tree_util.tree_flatten_with_path(obj, is_leaf=lambda n: n "
-        "is not obj) treats every node below obj as a leaf, so it returns one (path, child) pair "
-        "per traced field, None included; path[0].name is the field's name. (From JAX 0.10.2 on, "
-        "jax.tree_util.flatten_one_level_with_keys(obj) gives the same pairs.)",
-        "dataclasses.fields(obj) lists every field in declaration order: the ones JAX did "
-        "not give as children are static.",
+        (
+            "Field metadata is only one way to make a field static (register_dataclass's "
+            "data_fields/meta_fields leave none), so ask JAX how it flattens the object one level: "
+            "its children are the traced fields, None included."
+        ),
+        (
+            "jax.tree_util.tree_flatten_with_path(obj, is_leaf=lambda n: n is not obj) gives one "
+            "(path, child) pair per traced field, path[0].name its name; the other names of "
+            "dataclasses.fields(obj), in declaration order, are static."
+        ),
+    ),
+    reread=(
+        "04 Three ways to mark a field static, one for a whole class, and one for whole arguments"
     ),
     mistakes=(
         "reads field metadata that some registered classes do not carry",

@@ -15,6 +15,7 @@ below the hint as supporting detail.
 """
 
 import collections
+import dataclasses
 import functools
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -41,9 +42,10 @@ from ._kit import (
     repeat_compiles,
     returned_instead,
     tree_judge,
+    trees_close,
 )
 from ._plain import describe, rebuild_tree, tree_plain
-from ._spec import Case, Exercise
+from ._spec import Case, Exercise, Mistake
 
 
 def _float_leaf(rng: np.random.Generator) -> Any:
@@ -69,11 +71,12 @@ def _param_tree(rng: np.random.Generator, kind: int) -> Any:
     return {"layer": Layer(w=leaf(), b=leaf()), "extra": extra}
 
 
-Advice = tuple[str | None, int | None]
-"""What a cache miss means for the exercise, and which explanation to quote (the arguments
-``advice`` and ``about`` of ``judge_compiles_with_advice``). The advice comes from the probes'
-measurements (counts of repeated calls, what changed in the inputs of the call that compiled
-again), never from the wording of JAX's explanation, which is only quoted."""
+Advice = tuple[str | Mistake | None, int | None]
+"""What a cache miss means for the exercise, and which explanation to quote. The advice comes from
+the probes' measurements (counts of repeated calls, what changed in the inputs of the call that
+compiled again), never from the wording of JAX's explanation, which is only quoted. A
+:class:`Mistake`'s ``what`` says what was measured; a plain string says what was measured when the
+probes found no cause they can name."""
 
 
 def _same_inputs(call: str) -> str:
@@ -84,14 +87,29 @@ def _same_inputs(call: str) -> str:
     )
 
 
-def _no_miss_advice(got: dict[str, Any], expected: dict[str, Any]) -> Advice:
+def _no_miss_advice(got: dict[str, Any], expected: dict[str, Any], fix: str) -> Advice:
     if got["compiles"] or not expected["compiles"]:
         return None, None
-    return (
+    return Mistake(
         "Nothing you jitted was compiled: the computation ran operation by operation outside jit "
-        "(each operation compiled on its own). Put the whole computation inside one "
-        "jitted function."
+        "(each operation compiled on its own).",
+        "jax.jit traces a function into one program and runs that program on every later call; "
+        "code outside any jitted function runs one operation at a time, and the whole "
+        "computation is never one program.",
+        fix,
     ), None
+
+
+def _compiles_problem(
+    got: dict[str, Any], expected: dict[str, Any], case: Case, advice: Advice
+) -> str | Mistake | None:
+    """:func:`judge_compiles_with_advice` with ``advice``: for a :class:`Mistake`, its ``what``
+    goes between the compile count and JAX's explanation, and the idea and the fix follow."""
+    found, about = advice
+    if isinstance(found, Mistake):
+        what = judge_compiles_with_advice(got, expected, case, found.what, about)
+        return None if what is None else dataclasses.replace(found, what=what)
+    return judge_compiles_with_advice(got, expected, case, found, about)
 
 
 _tree = tree_judge()
@@ -101,17 +119,28 @@ def _calls_problem(
     got: dict[str, Any],
     expected: dict[str, Any],
     case: Case,
-    explain: Callable[[int, Any, Any, str], str],
+    explain: Callable[[int, Any, Any, str], str | Mistake],
     advice: Callable[[dict[str, Any], dict[str, Any]], Advice],
-) -> str | None:
+) -> str | Mistake | None:
     """The first call whose result differs from the reference's, as ``explain(i, mine, theirs,
     problem)`` says; when all are right, the compile count, with what ``advice`` says a miss
     means."""
     for i, (mine, theirs) in enumerate(zip(got["results"], expected["results"], strict=True)):
         problem = _tree(mine, theirs, case)
-        if problem:
+        if isinstance(problem, str):
             return explain(i, mine, theirs, problem)
-    return judge_compiles_with_advice(got, expected, case, *advice(got, expected))
+    return _compiles_problem(got, expected, case, advice(got, expected))
+
+
+def _not_a_function(call: str, got: str, builds: str) -> Mistake:
+    """An answer whose factory returned something else than a function."""
+    return Mistake(
+        f"{call} {got}.",
+        f"{call.split('(')[0]} is a factory: it builds {builds} once and hands back that "
+        "function, which the check then calls again and again.",
+        "Define the function inside, then end with `return` followed by its name, without "
+        "calling it.",
+    )
 
 
 # --- 05.make_step ----------------------------------------------------------------------------
@@ -212,26 +241,46 @@ def _step_probe(fn: Callable[..., Any], case: Case) -> dict[str, Any] | str | No
     return record
 
 
-_STATIC_LR = (
-    "lr is a static argument, so every new learning rate compiles a new program, and a JAX array "
-    "cannot be static at all (it is not hashable). A learning rate is data: pass it as an array."
+_PITFALL_11 = "05 Pitfall 11: a Python scalar then a JAX scalar are two compilations (weak types)"
+_PITFALL_12 = (
+    "05 Pitfall 12: a fresh lambda, `functools.partial` or bound method per call defeats the cache"
 )
-_NEW_STEP_FUNCTION = (
-    "The same call, repeated, compiled again: step jits a function that is new on every call (a "
-    "lambda or jax.jit made inside step), and a new function is a new cache key (Pitfall 12). "
-    "Jit once, in make_step, and let step call that one jitted function."
+
+
+def _static_lr(what: str) -> Mistake:
+    return Mistake(
+        what + "Called with Python floats, the same lr twice compiled once and a new lr "
+        "compiled again: lr is a static argument.",
+        "A static argument's value is part of the cache key, so every new learning rate "
+        "compiles a new program, and a JAX array cannot be static at all (it is not hashable). "
+        "A learning rate is data: it changes while the program stays the same.",
+        "Leave lr out of static_argnums and static_argnames: pass it to the jitted function as "
+        "an ordinary argument, an array with an explicit dtype.",
+        reread="04 Every new static value is a new compilation",
+    )
+
+
+_NEW_STEP_FUNCTION = Mistake(
+    "The same call, repeated, compiled again: what step jits is a function JAX has not seen "
+    "before, every time.",
+    "The function object is part of the cache key: a lambda or a jax.jit made inside step is a "
+    "new function on each call, and a new function is a new cache key (Pitfall 12).",
+    "Jit once, in make_step, and let step call that one jitted function.",
+    reread=_PITFALL_12,
 )
 
 
 def _step_advice(got: dict[str, Any], expected: dict[str, Any], rates: Sequence[Any]) -> Advice:
     again = got.get("again", [])
     if not again:
-        return _no_miss_advice(got, expected)
+        return _no_miss_advice(
+            got, expected, "Jit the update once, in make_step, and have step call that function."
+        )
     row = again[0]
     quote = miss_of(got, row["call"])
     cause = recompile_cause(got.get("repeats", []))
     if cause == "value":
-        return _STATIC_LR, quote
+        return _static_lr(""), quote
     if cause == "function":
         return _NEW_STEP_FUNCTION, quote
     call = f"step(params, grads, {_rate_text(rates[row['call']])})"
@@ -246,28 +295,39 @@ def _step_advice(got: dict[str, Any], expected: dict[str, Any], rates: Sequence[
             f"{call} compiled again. Its lr was {leaf['now']}, the lr of an earlier call "
             f"{leaf['before']}, but that change alone, tried on its own, compiled nothing new."
         ), quote
-    if leaf["change"] == "weak_type":
-        return (
-            "A Python float is weakly typed, a NumPy or JAX float32 is not: two kinds of "
-            "input, two "
-            "programs (Pitfall 11). Converting lr inside the jitted function comes too "
-            "late, because the cache key is made from the arguments as they arrive: turn "
-            "lr into a float32 array before it reaches the jitted function."
-        ), quote
-    return (
+    what = (
         f"lr = {_rate_text(rates[row['call']])} arrived as {leaf['now']}, where an earlier lr "
-        f"was {leaf['before']}, and that change alone compiles a new program. Convert lr with "
-        "an explicit dtype, float32, before it reaches the jitted function."
+        f"was {leaf['before']}, and that change alone compiles a new program."
+    )
+    if leaf["change"] == "weak_type":
+        return Mistake(
+            what,
+            "A Python float is weakly typed, a NumPy or JAX float32 is not: two kinds of input, "
+            "two programs (Pitfall 11). Converting lr inside the jitted function comes too late, "
+            "because the cache key is made from the arguments as they arrive.",
+            "Turn lr into a float32 array, jnp.asarray(lr, jnp.float32), in the plain function "
+            "step, before it calls the jitted one.",
+            reread=_PITFALL_11,
+        ), quote
+    return Mistake(
+        what,
+        "The cache key holds the dtype, shape and weak type of each argument as it arrives. "
+        "However the caller writes lr (an int, a Python float, a NumPy or JAX float32), it "
+        "must reach the jitted function as one kind of input, and a conversion that names no "
+        "dtype keeps the kinds apart.",
+        "Convert lr with an explicit dtype before the jitted function sees it: "
+        "jnp.asarray(lr, jnp.float32).",
+        reread=_PITFALL_11,
     ), quote
 
 
-def _judge_step(got: Any, expected: Any, case: Case) -> str | None:
+def _judge_step(got: Any, expected: Any, case: Case) -> str | Mistake | None:
     params, grads, rates = case.args
     if isinstance(got, str):
-        return f"make_step() {got}: return the function step."
+        return _not_a_function("make_step()", got, "the training step")
     if isinstance(got, dict) and "error" in got:
         if recompile_cause(got.get("repeats", [])) == "value":
-            return f"step raised {got['error']}\n{_STATIC_LR}"
+            return _static_lr(f"step raised {got['error']}\n")
         return f"step raised {got['error']}"
     results = got.get("results") if isinstance(got, dict) else None
     if not isinstance(results, list) or len(results) != len(expected["results"]):
@@ -276,22 +336,38 @@ def _judge_step(got: Any, expected: Any, case: Case) -> str | None:
             "new params."
         )
 
-    def explain(i: int, mine: Any, theirs: Any, problem: str) -> str:
+    def explain(i: int, mine: Any, theirs: Any, problem: str) -> str | Mistake:
         rate = rates[i]
         if rebuild_tree(mine) is None and rebuild_tree(theirs) is not None:
-            return f"with lr = {_rate_text(rate)}, step returned None: missing `return`?"
+            return Mistake(
+                f"with lr = {_rate_text(rate)}, step returned None.",
+                "A Python function that ends without a return statement returns None: step "
+                "must hand back the new params, which the next step takes in.",
+                "End step with `return`, followed by the result of the jitted function.",
+            )
         if not problem.startswith("the structure"):
             uphill = jax.tree.map(
                 lambda p, g: np.asarray(p) + float(rate) * np.asarray(g), params, grads
             )
             no_rate = jax.tree.map(lambda p, g: np.asarray(p) - np.asarray(g), params, grads)
             if _tree(mine, tree_plain(uphill), case) is None:
-                return (
-                    f"with lr = {_rate_text(rate)}, step added lr * grads: SGD goes downhill, "
-                    "params - lr * grads."
+                return Mistake(
+                    f"with lr = {_rate_text(rate)}, step added lr * grads to the params.",
+                    "The gradient points where the loss grows fastest: SGD moves each parameter "
+                    "against it, downhill.",
+                    "Subtract: each new leaf is p - lr * g.",
+                    reread="02 Several trees at once: the SGD update",
                 )
             if _tree(mine, tree_plain(no_rate), case) is None:
-                return f"with lr = {_rate_text(rate)}, step returned params - grads: it ignores lr."
+                return Mistake(
+                    f"with lr = {_rate_text(rate)}, step returned params - grads: the result "
+                    "does not change with lr.",
+                    "The learning rate scales every step. Passed in as an argument, a new value "
+                    "is new data for the same program, and it must change the result.",
+                    "Multiply each gradient leaf by the lr the jitted function receives: "
+                    "p - lr * g.",
+                    reread="02 Several trees at once: the SGD update",
+                )
         return f"with lr = {_rate_text(rate)}, {problem}"
 
     return _calls_problem(
@@ -309,13 +385,17 @@ MAKE_STEP = Exercise(
     probe=_step_probe,
     judge=_judge_step,
     hints=(
-        "The cache key holds each argument's shape, dtype and weak type: 0.1, np.float32(0.1) and "
-        "jnp.float32(0.1) are not all the same kind of input.",
-        "Inside a jitted function it is too late to change what the cache key saw; "
-        "convert lr where it enters, before calling the jitted part (jnp.asarray with a dtype).",
-        "Write the update as one jax.tree.map over params and grads (p - lr * g) inside jax.jit; "
-        "make_step returns a small function that converts lr and calls it.",
+        (
+            "The cache key holds each argument's shape, dtype and weak type, taken as the argument "
+            "arrives: a Python float, a NumPy float32 and a JAX float32 are different inputs, and "
+            "so is a static value that changes."
+        ),
+        (
+            "Keep the update in one jitted function of (params, grads, lr) and have make_step "
+            "return a small function that calls it with jnp.asarray(lr, jnp.float32)."
+        ),
     ),
+    reread="05 The cache key",
     forbidden=("sgd", "momentum", "adam", "tree_add_scale", "tree_scale", "tree_sub", "tree_add"),
     mistakes=(
         "a plain `jax.jit`: Python and JAX learning rates compile separately (Pitfall 11)",
@@ -423,37 +503,67 @@ def _pad_probe(fn: Callable[..., Any], case: Case) -> dict[str, Any]:
     return {"results": plain, "too_big": too_big, **report}
 
 
-def _judge_padded(n: int, buckets: Sequence[int], mine: Any, theirs: Any, case: Case) -> str | None:
+def _dtype_change(padded: Any, want: Any) -> tuple[str, Any, Any] | None:
+    """The first leaf of ``padded`` whose dtype differs from the same leaf of ``want`` (the two of
+    one structure), as ``(key path, dtype, expected dtype)``."""
+    pairs = zip(jax.tree_util.tree_leaves_with_path(padded), jax.tree.leaves(want), strict=True)
+    for (path, leaf), other in pairs:
+        if np.asarray(leaf).dtype != np.asarray(other).dtype:
+            return jax.tree_util.keystr(path), np.asarray(leaf).dtype, np.asarray(other).dtype
+    return None
+
+
+def _judge_padded(
+    n: int, buckets: Sequence[int], mine: Any, theirs: Any, case: Case
+) -> str | Mistake | None:
     got, want = rebuild_tree(mine), rebuild_tree(theirs)
+    at = f"for a batch of {n} rows"
     if not (isinstance(got, tuple) and len(got) == 2):
-        return (
-            f"for a batch of {n} rows, pad_to_bucket returned {describe(got, 80)}; return a "
-            "pair (padded batch, mask)."
+        return Mistake(
+            f"{at}, pad_to_bucket returned {describe(got, 80)}, not a pair.",
+            "A padded batch alone cannot tell its real rows from the padding: the function "
+            "hands back both, the padded batch and the mask that marks the real rows.",
+            "Return a tuple of two, the padded batch first and the mask second.",
         )
     (padded, mask), (want_padded, want_mask) = got, want
     size = len(want_mask)
     rows = {np.shape(leaf)[0] if np.ndim(leaf) else None for leaf in jax.tree.leaves(padded)}
     if len(rows) == 1 and (got_rows := rows.pop()) != size:
-        at = f"for a batch of {n} rows"
         if got_rows == n:
-            return (
-                f"{at}, the padded batch still has {n} rows: pad it to the smallest bucket "
-                f"that holds it, {size}."
+            return Mistake(
+                f"{at}, the padded batch still has {n} rows; the smallest bucket that holds it "
+                f"is {size}.",
+                "Padding is what turns many batch shapes into a few: every batch must come out "
+                "with a bucket's number of rows, whatever it came in with.",
+                "Add size - n zero rows at the end of each leaf's first axis, with one "
+                "jax.tree.map over the batch (np.pad takes one (before, after) pair per axis).",
             )
         if got_rows is not None and got_rows in buckets and got_rows > size and n == size:
-            return (
+            return Mistake(
                 f"{at}, you padded to {got_rows}: a batch of exactly {n} rows already fits the "
-                f"bucket of {n}."
+                f"bucket of {n}.",
+                "A batch fits a bucket when it has at most that many rows, so the bucket of its "
+                "own size holds it with no padding at all.",
+                "Choose among the buckets b with b >= n (not b > n), and take the smallest.",
             )
         if got_rows is not None and got_rows in buckets and got_rows > size:
-            order = (
-                ""
-                if list(buckets) == sorted(buckets)
-                else f" (the buckets {list(buckets)} are not sorted)"
-            )
-            return (
+            if list(buckets) == sorted(buckets):
+                return Mistake(
+                    f"{at}, you padded to {got_rows}, but {size} is the smallest bucket that "
+                    f"holds {n} rows.",
+                    "Each padded row is work spent on nothing, so a batch goes to the smallest "
+                    "bucket that holds it; the number of programs stays the number of buckets "
+                    "either way.",
+                    "Take the minimum over the buckets that are at least n: min(b for b in "
+                    "buckets if b >= n).",
+                )
+            return Mistake(
                 f"{at}, you padded to {got_rows}, but {size} is the smallest bucket that holds "
-                f"{n} rows{order}."
+                f"{n} rows (the buckets {list(buckets)} are not sorted).",
+                "The buckets may come in any order, so the first bucket that fits is not always "
+                "the smallest one.",
+                "Take the minimum over all the buckets that are at least n, not the first one "
+                "found: min(b for b in buckets if b >= n).",
             )
         return f"{at}, the padded leaves have {got_rows} rows, expected {size}."
     if (
@@ -462,47 +572,90 @@ def _judge_padded(n: int, buckets: Sequence[int], mine: Any, theirs: Any, case: 
         and np.array_equal(mask, want_mask[::-1])
         and n < size
     ):
-        return (
-            f"for a batch of {n} rows, the padding comes first: keep the {n} real rows first "
-            "and add the zero rows after them."
+        return Mistake(
+            f"{at}, the padding comes first: the {n} real rows sit at the end.",
+            "The real rows keep their places, 0 to n - 1, and the padding follows them, so that "
+            "row i of the padded batch is row i of the batch.",
+            "Pad the first axis with (0, size - n), nothing before, and make the mask True for "
+            "the first n rows.",
         )
     problem = _tree(tree_plain(padded), tree_plain(want_padded), case)
     if problem is not None:
-        if problem.startswith("the structure") and case.info["nones"]:
-            problem += "\n(None subtrees stay None: jax.tree.map keeps them.)"
-        return f"for a batch of {n} rows, the padded batch: {problem}"
+        if jax.tree.structure(padded) != jax.tree.structure(want_padded):  # type: ignore[operator]  # jaxlib leaves PyTreeDef untyped
+            if case.info["nones"]:
+                return Mistake(
+                    f"{at}, the padded batch: {problem}",
+                    "None subtrees are empty: they hold no rows to pad, and stay None.",
+                    "Pad with one jax.tree.map over the batch: it passes the leaves to your "
+                    "function and keeps every None subtree as it is.",
+                    reread="01 Pitfall 1: `None` is an empty subtree, not a leaf",
+                )
+        elif trees_close(padded, want_padded) and (change := _dtype_change(padded, want_padded)):
+            path, dtype, wanted = change
+            return Mistake(
+                f"{at}, the padded batch holds the right values, but its leaf {path} has dtype "
+                f"{dtype}, expected {wanted}.",
+                "Padding adds rows and changes nothing else: each leaf keeps its dtype. Zeros "
+                "made without a dtype are float64, and joined to a leaf they make the whole "
+                "leaf float64.",
+                "Pad with np.pad or jnp.pad, which keep the leaf's dtype, or make the zero rows "
+                "with the leaf's own dtype (np.zeros(shape, leaf.dtype)).",
+            )
+        return f"{at}, the padded batch: {problem}"
     if not isinstance(mask, np.ndarray) or mask.shape != want_mask.shape:
         return (
-            f"for a batch of {n} rows, the mask is {describe(mask, 60)}; expected a boolean "
-            f"array of shape {want_mask.shape}."
+            f"{at}, the mask is {describe(mask, 60)}; expected a boolean array of shape "
+            f"{want_mask.shape}."
         )
     if mask.dtype != np.bool_:
-        return (
-            f"for a batch of {n} rows, the mask has dtype {mask.dtype}: make it a boolean "
-            "array (True for real rows)."
+        return Mistake(
+            f"{at}, the mask has dtype {mask.dtype}.",
+            "The mask answers a yes-or-no question per row, is it real?, so it is a boolean "
+            "array: a condition that jnp.where and indexing take as it is.",
+            "Compare instead of converting: np.arange(size) < n is a boolean array, True for "
+            "the real rows.",
         )
     if np.array_equal(mask, ~want_mask):
-        return (
-            f"for a batch of {n} rows, the mask is inverted: True marks the {n} real rows, "
-            "False the padding."
+        return Mistake(
+            f"{at}, the mask is inverted: it is True on the padding and False on the {n} real "
+            "rows.",
+            "True marks the rows that hold data, so that a masked sum keeps them and drops the "
+            "padding.",
+            "Make it True for the first n rows: np.arange(size) < n.",
         )
     if not np.array_equal(mask, want_mask):
         return (
-            f"for a batch of {n} rows, the mask should be True for the first {n} rows and "
-            "False for the padding after them."
+            f"{at}, the mask should be True for the first {n} rows and False for the padding "
+            "after them."
         )
     return None
 
 
-def _judge_pad(got: Any, expected: Any, case: Case) -> str | None:
+def _judge_pad(got: Any, expected: Any, case: Case) -> str | Mistake | None:
     batch, buckets = case.args
     if got["compiles"] > expected["compiles"]:
-        advice = (
-            f"Each new batch shape is a new program. Padded to {case.info['buckets_used']} "
-            f"bucket sizes, 3 to 17 rows need only {expected['compiles']} compilations of "
-            "a jitted step."
+        measured = (
+            f"A jitted function of (padded batch, mask) compiled {got['compiles']} times for "
+            f"your {len(_SIZES)} results, the batches of 3 to 17 rows; padded to the "
+            f"{case.info['buckets_used']} bucket sizes they fit, they need "
+            f"{expected['compiles']}."
         )
-        return judge_compiles_with_advice(got, expected, case, advice)
+        return _compiles_problem(
+            got,
+            expected,
+            case,
+            (
+                Mistake(
+                    measured,
+                    "Each new batch shape is a new program. Padding every batch up to the "
+                    "smallest bucket that holds it leaves as many shapes as buckets used, and a "
+                    "mask tells the real rows from the padding.",
+                    "Pad each leaf's first axis with zero rows up to that bucket's size, and "
+                    "return the mask with the padded batch.",
+                ),
+                None,
+            ),
+        )
     for n, mine, theirs in zip(_SIZES, got["results"], expected["results"], strict=True):
         problem = _judge_padded(n, buckets, mine, theirs, case)
         if problem:
@@ -511,9 +664,13 @@ def _judge_pad(got: Any, expected: Any, case: Case) -> str | None:
         return f"a jitted function of (padded batch, mask) raised {got['error']} on your results."
     if got["too_big"] != "ValueError":
         what = "returned" if got["too_big"] == "returned" else f"raised {got['too_big']}"
-        return (
+        return Mistake(
             f"a batch of {max(buckets) + 1} rows fits no bucket: pad_to_bucket {what}, "
-            "expected it to raise ValueError."
+            "expected it to raise ValueError.",
+            "A batch larger than every bucket cannot be padded to any of them. Handing it on "
+            "would compile a new program for its shape, silently, so the function refuses it.",
+            "When no bucket is at least n, raise ValueError (min() of an empty sequence raises "
+            "one as well).",
         )
     return judge_compiles_with_advice(got, expected, case)
 
@@ -528,12 +685,18 @@ PAD_TO_BUCKET = Exercise(
     probe=_pad_probe,
     judge=_judge_pad,
     hints=(
-        "The batch size n is the first dimension of any leaf; the target size is the "
-        "smallest bucket that is at least n (the buckets may come in any order).",
-        "Pad every leaf with the same jax.tree.map: zero rows at the end of the first axis only "
-        "(np.pad or jnp.pad with one (before, after) pair per axis); the dtype stays.",
-        "The mask is np.arange(size) < n; raise ValueError when no bucket is large enough.",
+        (
+            "Every new batch shape is a new program; padding each batch up to the smallest bucket "
+            "that holds it leaves only as many shapes as buckets, and a mask tells the real rows "
+            "from the padding."
+        ),
+        (
+            "size = min(b for b in buckets if b >= n) (ValueError when none); pad each leaf's "
+            "first axis with zero rows via jax.tree.map and np.pad/jnp.pad, keeping the dtype; the "
+            "mask is np.arange(size) < n."
+        ),
     ),
+    reread="05 Shape changes: every new shape is a new program",
     mistakes=(
         "does not pad, so every batch size compiles",
         "pads to the largest bucket instead of the smallest that fits",
@@ -620,54 +783,86 @@ def _keys_text(keys: Sequence[str]) -> str:
     return "{" + ", ".join(repr(key) for key in keys) + "}"
 
 
+_PITFALL_5 = "05 Pitfall 5: a new dict key is a new structure and a retrace"
+
+
 def _state_advice(got: dict[str, Any], expected: dict[str, Any]) -> Advice:
     again = got.get("again", [])
     if not again:
-        return _no_miss_advice(got, expected)
+        return _no_miss_advice(got, expected, "Jit the step once and reuse it for every state.")
     row = again[0]
     changes, quote = row["changes"], miss_of(got, row["call"])
     after = "after the first step" if row["call"] == 1 else f"after step {row['call']}"
     if changes["keys"]:
-        return (
-            f"The state gained or lost the keys {_keys_text(changes['keys'])} {after}: a new "
-            "dict key is a new "
-            "structure, and a new structure a new program (Pitfall 5). Start with "
-            "every key train_step returns."
+        return Mistake(
+            f"The state gained or lost the keys {_keys_text(changes['keys'])} {after}.",
+            "The set of dict keys is part of the tree structure, and the structure is part of "
+            "the cache key: a new dict key is a new structure, and a new structure a new "
+            "program (Pitfall 5).",
+            "Start with every key train_step returns: params, velocity, loss_avg and step.",
+            reread=_PITFALL_5,
         ), quote
     if changes["structure"]:
         lines = "\n".join(f"  {line}" for line in changes["structure"])
-        return (
-            f"The state's structure changed {after}: compare jax.tree.structure of your "
-            "state with that of the state train_step returns.\n" + lines
+        return Mistake(
+            f"The state's structure changed {after}:\n" + lines,
+            "The structure of the state (its containers, None subtrees and node types) is part "
+            "of the cache key: the first state must have the structure train_step gives back.",
+            "Compare jax.tree.structure of your state with that of the state train_step "
+            "returns, and build each part as train_step does (the velocity with jax.tree.map "
+            "over the params).",
+            reread=_PITFALL_5,
         ), quote
     weak = [leaf for leaf in changes["leaves"] if leaf["change"] == "weak_type"]
     if weak:
         paths = ", ".join(f"state{leaf['path']}" for leaf in weak)
         numbers = all(leaf["was"] in ("float", "int", "bool", "complex") for leaf in weak)
         held = "a Python number" if numbers else "a weakly typed value"
-        return (
-            f"At {paths} the first state held {held}, which is weakly typed, and "
-            f"train_step gave back {weak[0]['now']} there: two kinds of input, two programs "
-            "(Pitfall 11). Start with arrays of the dtypes train_step returns."
+        return Mistake(
+            f"At {paths} the first state held {held}, and train_step gave back "
+            f"{weak[0]['now']} there.",
+            "A Python number is weakly typed, an array of the same dtype is not: two kinds of "
+            "input, two programs (Pitfall 11).",
+            "Start with arrays of the dtypes train_step returns, each with an explicit dtype: "
+            "jnp.zeros((), jnp.float32) for a float, jnp.zeros((), jnp.int32) for a count.",
+            reread=_PITFALL_11,
         ), quote
     if changes["leaves"]:
         leaf = changes["leaves"][0]
-        return (
+        return Mistake(
             f"At state{leaf['path']} the leaf was {leaf['before']} and train_step gave back "
-            f"{leaf['now']} {after}: start with what train_step returns there."
+            f"{leaf['now']} {after}.",
+            "Each leaf's dtype and shape are part of the cache key: a step that hands back "
+            "another dtype or shape than it got makes the next step compile again.",
+            "Start that leaf as train_step returns it: an array of the same shape and dtype "
+            "(jnp.zeros(shape, dtype)).",
         ), quote
     call = f"Step {row['call'] + 1}, with the state step {row['call']} returned,"
     return _same_inputs(call), quote
 
 
-def _judge_state(got: Any, expected: Any, case: Case) -> str | None:
-    problem = judge_compiles_with_advice(got, expected, case, *_state_advice(got, expected))
+def _judge_state(got: Any, expected: Any, case: Case) -> str | Mistake | None:
+    problem = _compiles_problem(got, expected, case, _state_advice(got, expected))
     if problem:
         return problem
     problem = _tree(got["final"], expected["final"], case)
-    if problem:
-        return f"after {_STEPS} steps of train_step from your state, {problem}"
-    return None
+    if problem is None:
+        return None
+    what = f"after {_STEPS} steps of train_step from your state, {problem}"
+    mine, theirs = rebuild_tree(got["final"]), rebuild_tree(expected["final"])
+    same = jax.tree.structure(mine) == jax.tree.structure(theirs)  # type: ignore[operator]  # jaxlib leaves PyTreeDef untyped
+    if same and trees_close(mine, theirs):
+        if _dtype_change(mine, theirs):
+            return Mistake(
+                what,
+                "train_step keeps the dtype of what it is given (a count of 0.0 plus 1 is 1.0), "
+                "so the dtypes of your first state last all along, and they must be those of "
+                "the state train_step itself builds.",
+                "Give each starting array the dtype train_step returns there, explicitly: "
+                "jnp.zeros((), jnp.int32) for the step count, jnp.zeros((), jnp.float32) for "
+                "loss_avg.",
+            )
+    return what
 
 
 INIT_STATE = Exercise(
@@ -680,14 +875,18 @@ INIT_STATE = Exercise(
     probe=_state_probe,
     judge=_judge_state,
     hints=(
-        "Look at what train_step returns: the state you build must be the same tree (the "
-        "same keys, the same structure inside each key, the same dtypes), or the second "
-        "step compiles again.",
-        "The velocity has the structure of the params, None subtrees included: one "
-        "jax.tree.map over the params with jnp.zeros_like.",
-        "Python numbers are weakly typed; train_step returns float32 and int32 arrays: start "
-        "loss_avg as jnp.zeros((), jnp.float32) and step as jnp.zeros((), jnp.int32).",
+        (
+            "The state you build must be the tree train_step returns: the same keys, structure, "
+            "dtypes and weak types (arrays, where a Python number would be weakly typed), or the "
+            "second step compiles again."
+        ),
+        (
+            "Return all four keys: the params, a velocity of zeros shaped like them "
+            "(jax.tree.map with jnp.zeros_like), and loss_avg and step as scalar arrays of the "
+            "dtypes train_step returns, float32 and int32 (jnp.zeros((), dtype))."
+        ),
     ),
+    reread="05 The cache key",
     forbidden=("tree_zeros_like", "tree_full_like", "momentum", "adam"),
     mistakes=(
         "starts with the parameters only, so later states gain keys (Pitfall 5)",
@@ -772,38 +971,52 @@ def _scaled_advice(
     again = got.get("again", [])
     quote = miss_of(got, again[0]["call"]) if again else None
     cause = recompile_cause(got.get("repeats", []))
+    name, factor = plan[0]
     if cause == "value":
-        return (
-            "factor is a static argument, so every new factor compiles anew. It is data: "
-            "pass it as an ordinary argument."
+        return Mistake(
+            f"Repeated, the call make_scaled({name})(x, {factor}) compiled nothing new, and a "
+            "new factor compiled again: factor is a static argument.",
+            "A static argument's value is part of the cache key, so every new factor compiles "
+            "anew; factor is data that changes on every call.",
+            "Pass factor to the jitted function as an ordinary argument, left out of "
+            "static_argnums and static_argnames.",
+            reread="04 Every new static value is a new compilation",
         ), quote
     if cause == "function":
-        return (
-            "The same call, repeated, compiled again: each call of make_scaled jits a function "
-            "JAX has never seen: a new lambda, partial or "
-            "def is a new cache key (Pitfall 12). Build the jitted function once per f, "
-            "keep it, and return the same one whenever make_scaled gets that f again."
+        return Mistake(
+            f"The same call, make_scaled({name})(x, {factor}), repeated, compiled again: each "
+            "time, what it jits is a function JAX has not seen before.",
+            "The function object is part of the cache key: a new lambda, partial or def is a "
+            "new cache key (Pitfall 12), even with the same code, and so is every jax.jit "
+            "wrapped around one.",
+            "Build the jitted function once per f, keep it (a dict keyed by f), and return the "
+            "same one whenever make_scaled gets that f again; nothing in it jits anew.",
+            reread=_PITFALL_12,
         ), quote
     if again:
         name, factor = plan[again[0]["call"]]
         return _same_inputs(f"make_scaled({name})(x, {factor})"), quote
-    return _no_miss_advice(got, expected)
+    return _no_miss_advice(
+        got, expected, "Jit one function of (x, factor) per f, keep it, and return it."
+    )
 
 
-def _judge_scaled(got: Any, expected: Any, case: Case) -> str | None:
+def _judge_scaled(got: Any, expected: Any, case: Case) -> str | Mistake | None:
     x, plan = case.args
     if isinstance(got, str):
-        return f"make_scaled(f) {got}: return the function scaled."
+        return _not_a_function("make_scaled(f)", got, "a function that scales f's result")
 
-    def explain(i: int, mine: Any, theirs: Any, problem: str) -> str:
+    def explain(i: int, mine: Any, theirs: Any, problem: str) -> str | Mistake:
         (name, factor), first = plan[i], plan[0][0]
         if (
             name != first
             and _tree(mine, tree_plain(_make_scaled(_FUNCTIONS[first])(x, factor)), case) is None
         ):
-            return (
-                f"make_scaled({name}) gave the results of make_scaled({first}): keep one jitted "
-                "function per f, and look it up by f."
+            return Mistake(
+                f"make_scaled({name}) gave the results of make_scaled({first}).",
+                "Each f has a program of its own: a single jitted function, kept for every f, "
+                "computes the first f's results for all of them.",
+                "Keep one jitted function per f, in a dict keyed by f, and look it up by f.",
             )
         return f"make_scaled({name})(x, {factor}): {problem}"
 
@@ -822,13 +1035,18 @@ MAKE_SCALED = Exercise(
     probe=_scaled_probe,
     judge=_judge_scaled,
     hints=(
-        "The function object is part of the cache key: a lambda or partial made inside make_scaled "
-        "is new at every call.",
-        "Keep what you jit: the first make_scaled(f) builds jax.jit(...) and stores it "
-        "under f; later calls with the same f return the stored one.",
-        "factor changes on every call: make it an argument of the jitted function, not a static "
-        "argument and not a value captured when the function is built.",
+        (
+            "The function object is part of the cache key, so a function built anew at every call "
+            "compiles anew; a value that changes on every call must be a traced argument, not "
+            "static and not captured."
+        ),
+        (
+            "Once per f, jit a function of (x, factor) that multiplies every leaf of f(x) by "
+            "factor (jax.tree.map), keep it in a dict under f, and return the stored one whenever "
+            "make_scaled gets f again."
+        ),
     ),
+    reread="05 The cache key",
     forbidden=("tree_scale",),
     mistakes=(
         "jits a fresh function every time `make_scaled` is called",

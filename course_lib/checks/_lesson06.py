@@ -6,12 +6,13 @@ from the case's own inputs and say which one the answer matches.
 """
 
 import collections
+import dataclasses
 import functools
 import os
 import shutil
 import tempfile
 import zipfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -42,7 +43,7 @@ from ._kit import (
     trees_close,
 )
 from ._plain import describe, rebuild_tree, tree_plain
-from ._spec import Case, Exercise
+from ._spec import Case, Exercise, Mistake
 
 
 class AdamState(NamedTuple):
@@ -87,6 +88,28 @@ _leaf_judge = tree_judge()
 def _leaf_problem(mine: Any, theirs: Any, what: str) -> str | None:
     problem = _leaf_judge(tree_plain(mine), tree_plain(theirs), Case(()))
     return None if problem is None else f"{what}: {problem}"
+
+
+def _prefixed(at: str, problem: str | Mistake) -> str | Mistake:
+    """``problem`` with ``at`` in front of what it says went wrong."""
+    if isinstance(problem, Mistake):
+        return dataclasses.replace(problem, what=at + problem.what)
+    return at + problem
+
+
+def _matching_mistake(
+    mine: Any, variants: Sequence[tuple[Mistake, Callable[[], Any]]]
+) -> Mistake | None:
+    """The mistake of the first wrong answer ``mine`` matches (``matching_variant``)."""
+    found = matching_variant(
+        mine, [(str(i), build) for i, (_, build) in enumerate(variants)], rebuilt=True
+    )
+    return None if found is None else variants[int(found)][0]
+
+
+_PITFALL_14 = "01 Pitfall 14: a list is not a tuple, and a namedtuple is not a tuple"
+_PITFALL_15 = "06 Pitfall 15: a `lax.scan` or `while_loop` carry must keep its structure exactly"
+_SGD = "02 Several trees at once: the SGD update"
 
 
 # --- 06.momentum_step ------------------------------------------------------------------------
@@ -168,8 +191,8 @@ def _momentum_cases(rng: np.random.Generator) -> list[Case]:
     )
 
 
-def _momentum_variants(case: Case) -> list[tuple[str, Callable[[], Any]]]:
-    """The usual wrong momentum steps, as ``(hint, build)`` pairs for ``matching_variant``."""
+def _momentum_variants(case: Case) -> list[tuple[Mistake, Callable[[], Any]]]:
+    """The usual wrong momentum steps, as ``(mistake, build)`` pairs."""
     params, grads, velocity, lr, beta = case.args
     tmap = jax.tree.map
 
@@ -205,64 +228,112 @@ def _momentum_variants(case: Case) -> list[tuple[str, Callable[[], Any]]]:
         new_params, v = _momentum_step(params, grads, velocity, lr, beta)
         return v, new_params
 
+    def lr_inside(sign: str) -> Mistake:
+        return Mistake(
+            f"your velocity has the learning rate inside (v = beta * v {sign} lr * g).",
+            "The velocity is a running sum of gradients alone, as optax keeps it; the learning "
+            "rate applies only when the params move, so that a new lr does not rescale the "
+            "velocity built up so far.",
+            "v = beta * v + g for the velocity, then p - lr * v for the params.",
+        )
+
     return [
-        ("the two results are swapped: return (new_params, new_velocity), in that order.", swapped),
         (
-            "the new params were moved with the old velocity. Update the velocity first, "
-            "then move the params with the new one: the gradient of this step counts at once.",
+            Mistake(
+                "the two results are swapped: the first is the new velocity, the second the new "
+                "params.",
+                "The order of a returned tuple is part of the function's contract: the caller "
+                "unpacks it by position, new_params, new_velocity = momentum_step(...).",
+                "Return (new_params, new_velocity), in that order.",
+            ),
+            swapped,
+        ),
+        (
+            Mistake(
+                "the new params were moved with the old velocity, the one that came in.",
+                "Momentum first folds this step's gradient into the velocity and then moves "
+                "along the result, so the gradient of this step counts at once (as in "
+                "optax.sgd(momentum=beta)).",
+                "Compute the new velocity first, then p - lr * v with that new velocity.",
+            ),
             old_velocity,
         ),
         (
-            "the params are right, but the velocity returned is the one that came in: "
-            "return the new velocity, or the next step starts from the old one.",
+            Mistake(
+                "the params are right, but the velocity returned is the one that came in.",
+                "The velocity is state carried from step to step: each step hands the updated "
+                "one on, or the next step starts from the old one.",
+                "Return the velocity you computed in this step as the second result.",
+            ),
             stale_velocity,
         ),
         (
-            "your velocity averages the gradients, beta * v + (1 - beta) * g. Momentum here (as in "
-            "optax.sgd(momentum=beta)) adds the whole gradient: v = beta * v + g.",
+            Mistake(
+                "your velocity averages the gradients, beta * v + (1 - beta) * g.",
+                "Momentum here, as in optax.sgd(momentum=beta), adds the whole gradient to the "
+                "decayed velocity; the factor (1 - beta) belongs to other variants, and to "
+                "Adam's moments.",
+                "v = beta * v + g.",
+            ),
             dampened,
         ),
+        (lr_inside("-"), lr_in_velocity),
+        (lr_inside("+"), lr_in_velocity_plus),
         (
-            "your velocity has the learning rate inside (v = beta * v - lr * g). Keep the "
-            "velocity a running sum of gradients, v = beta * v + g, and apply lr when you "
-            "move the params.",
-            lr_in_velocity,
+            Mistake(
+                "the params moved uphill: lr * v was added to them.",
+                "The velocity sums gradients, which point where the loss grows: a descent step "
+                "moves against it.",
+                "p - lr * v.",
+                reread=_SGD,
+            ),
+            uphill,
         ),
         (
-            "your velocity has the learning rate inside (v = beta * v + lr * g). Keep the "
-            "velocity a running sum of gradients, v = beta * v + g, and apply lr when you "
-            "move the params.",
-            lr_in_velocity_plus,
-        ),
-        ("the params moved uphill: subtract lr * v, do not add it.", uphill),
-        (
-            (
-                "that is the Nesterov step (p - lr * (g + beta * v)); this exercise asks for "
-                "plain momentum, p - lr * v."
+            Mistake(
+                "that is the Nesterov step, p - lr * (g + beta * v).",
+                "This exercise asks for plain momentum, optax.sgd(momentum=beta) without "
+                "nesterov=True: the params move along the new velocity itself.",
+                "p - lr * v, with the new v.",
             ),
             nesterov,
         ),
     ]
 
 
-def _judge_momentum(got: Any, expected: Any, case: Case) -> str | None:
+def _judge_momentum(got: Any, expected: Any, case: Case) -> str | Mistake | None:
     mine, theirs = rebuild_tree(got), rebuild_tree(expected)
     if not (type(mine) is tuple and len(mine) == 2):
-        kind = "a list" if isinstance(mine, list) else describe(mine, 80)
-        return f"returned {kind}; return a tuple of two trees, (new_params, new_velocity)."
-    problem = _structure_problem(mine[0], theirs[0], "new_params")
-    if problem is None:
-        problem = _structure_problem(mine[1], theirs[1], "the new velocity")
-        if problem is not None:
-            problem += (
-                "\n  The velocity must keep the structure of params (None subtrees, "
-                "containers and all): build it with jax.tree.map."
+        if isinstance(mine, list):
+            return Mistake(
+                "returned a list, not a tuple.",
+                "The step returns two trees in a tuple, and the container around them counts: "
+                "a list is another node type than a tuple, so [a, b] and (a, b) are different "
+                "trees (Pitfall 14).",
+                "Return new_params, new_velocity: a comma between the two makes a tuple.",
+                reread=_PITFALL_14,
             )
+        return Mistake(
+            f"returned {describe(mine, 80)}, not a tuple of two trees.",
+            "A momentum step changes two trees, the params and the velocity, and hands both "
+            "back: the next step takes the velocity in again.",
+            "Return (new_params, new_velocity).",
+        )
+    problem = _structure_problem(mine[0], theirs[0], "new_params")
     if problem is not None:
         return problem
+    problem = _structure_problem(mine[1], theirs[1], "the new velocity")
+    if problem is not None:
+        return Mistake(
+            problem,
+            "The velocity is a tree shaped like the params, None subtrees, containers and all, "
+            "so that the next step can map over params, grads and velocity together.",
+            "Build the new velocity with jax.tree.map over velocity and grads: it keeps every "
+            "container and None subtree.",
+        )
     if trees_close(mine, theirs):
         return _leaf_problem(mine, theirs, "the result")
-    return matching_variant(mine, _momentum_variants(case), rebuilt=True) or _leaf_problem(
+    return _matching_mistake(mine, _momentum_variants(case)) or _leaf_problem(
         mine, theirs, "the result"
     )
 
@@ -277,13 +348,16 @@ MOMENTUM_STEP = Exercise(
     probe=lambda fn, case: tree_plain(fn(*case.args, **case.kwargs)),
     judge=_judge_momentum,
     hints=(
-        "Two jax.tree.map calls: first the new velocity from velocity and grads, then the "
-        "new params from params and that new velocity.",
-        "The velocity adds the whole gradient, v = beta * v + g (as "
-        "optax.sgd(momentum=beta) does); the params move by p - lr * v, with the new v.",
-        "jax.tree.map keeps None subtrees and every container, so both results come out "
-        "shaped like params. Return them as a tuple: (new_params, new_velocity).",
+        (
+            "Momentum keeps a velocity tree shaped like the params: first the new velocity from "
+            "the old one and the gradient, then the params move along that new velocity."
+        ),
+        (
+            "v = beta * v + g and p - lr * v with the new v, each one jax.tree.map; return "
+            "(new_params, new_velocity)."
+        ),
     ),
+    reread="06 Momentum: a velocity tree shaped like the parameters",
     forbidden=("momentum", "tree_add", "tree_add_scale", "tree_scale", "tree_sub"),
     mistakes=(
         "moves the parameters with the old velocity",
@@ -346,59 +420,102 @@ def _init_cases(rng: np.random.Generator) -> list[Case]:
     return in_parts(cases, [layers, layers, named, named] + ["random trees"] * (len(cases) - 4))
 
 
-def _state_problem(state: Any, what: str) -> str | None:
+_THE_CLASS = "Return AdamState(count=..., mu=..., nu=...), the class defined above the exercise."
+
+
+def _state_problem(state: Any, what: str) -> Mistake | None:
     """What is wrong with an Adam state's form (its type, fields, count), or ``None``."""
     if type(state) is tuple:
-        return (
-            f"{what} is a plain tuple; return an AdamState(count=..., mu=..., nu=...), the "
-            "class defined above."
+        return Mistake(
+            f"{what} is a plain tuple, not an AdamState.",
+            "The state is a namedtuple, AdamState: a node type of its own with the fields "
+            "count, mu and nu, which a plain tuple of the same values is not (Pitfall 14).",
+            _THE_CLASS,
+            reread=_PITFALL_14,
         )
     if not is_namedtuple(state):
-        return (
-            f"{what} is {describe(state, 80)}; return an AdamState(count=..., mu=..., nu=...), "
-            "the class defined above."
+        return Mistake(
+            f"{what} is {describe(state, 80)}, not an AdamState.",
+            "Adam's state is one tree, an AdamState that holds the count and the two moment "
+            "trees; the optimizer hands it from step to step.",
+            _THE_CLASS,
         )
     fields = tuple(type(state)._fields)
     if type(state).__name__ != "AdamState" or fields != AdamState._fields:
-        return (
+        return Mistake(
             f"{what} is a namedtuple {type(state).__name__} with the fields "
-            f"{', '.join(fields)}; expected the AdamState class defined above, with the "
-            "fields count, mu, nu."
+            f"{', '.join(fields)}, not the AdamState defined above, whose fields are count, "
+            "mu, nu.",
+            "A namedtuple's class and fields are part of the tree structure: cl.AdamState, "
+            "with its learning_rate field, is another node type than the exercise's AdamState.",
+            "Use the AdamState of the notebook cell above the exercise, with exactly the fields "
+            "count, mu and nu.",
+            reread=_PITFALL_14,
         )
     count = state.count
     if not isinstance(count, np.ndarray):
-        return (
-            f"the count in {what} is {describe(count, 40)}, a Python "
-            f"{type(count).__name__}; keep the count an int32 array (jnp.zeros((), "
-            "jnp.int32) to start), as optax does."
+        return Mistake(
+            f"the count in {what} is {describe(count, 40)}, a Python {type(count).__name__}.",
+            "The count is data that changes every step: as a Python number it is weakly "
+            "typed, and a jitted step that gets it first as a number, then as the int32 array "
+            "a step returns, compiles twice (lesson 05, Pitfall 11). optax keeps it an int32 "
+            "array.",
+            "Start the count as an int32 scalar array, jnp.zeros((), jnp.int32).",
+            reread="05 Pitfall 11: a Python scalar then a JAX scalar are two compilations "
+            "(weak types)",
         )
     if count.shape != () or count.dtype != np.int32:
-        return (
-            f"the count in {what} is an array of dtype {count.dtype} and shape "
-            f"{count.shape}; keep it an int32 scalar, shape ()."
+        return Mistake(
+            f"the count in {what} is an array of dtype {count.dtype} and shape {count.shape}.",
+            "The count is one whole number per state, the steps taken: an int32 scalar, shape "
+            "(), as optax keeps it.",
+            "Start it as jnp.zeros((), jnp.int32); adding 1 keeps that dtype and shape.",
         )
     return None
 
 
-def _judge_init(got: Any, expected: Any, case: Case) -> str | None:
+def _moments_mistake(problem: str, fix: str) -> Mistake:
+    return Mistake(
+        problem,
+        "mu and nu hold one moment per parameter, in trees shaped like params (the same "
+        "containers and None subtrees), so that one jax.tree.map can walk params, grads, mu "
+        "and nu together.",
+        fix,
+    )
+
+
+def _judge_init(got: Any, expected: Any, case: Case) -> str | Mistake | None:
     mine, theirs = rebuild_tree(got), rebuild_tree(expected)
     problem = _state_problem(mine, "the state")
     if problem is not None:
         return problem
     if int(mine.count) != 0:
-        return f"the count starts at {int(mine.count)}; a state before the first step has count 0."
+        return Mistake(
+            f"the count starts at {int(mine.count)}.",
+            "The state before the first step has taken no step yet: its count is 0, and the "
+            "first step makes it 1.",
+            "Start the count as jnp.zeros((), jnp.int32).",
+        )
     for field in ("mu", "nu"):
-        problem = _structure_problem(
+        text = _structure_problem(
             getattr(mine, field), getattr(theirs, field), f"the state's {field}"
         )
-        if problem is not None:
-            return problem + (
-                "\n  It must have the structure of params: build it with jax.tree.map over params."
+        if text is not None:
+            return _moments_mistake(
+                text,
+                f"Build {field} with jax.tree.map over params, not from jax.tree.leaves: "
+                "jax.tree.map keeps every container and None subtree.",
             )
-    problem = _leaf_problem(mine, theirs, "the state")
-    if problem is not None and "has dtype" in problem:
-        problem += " jnp.zeros_like(leaf) keeps each leaf's dtype (and shape)."
-    return problem
+    text = _leaf_problem(mine, theirs, "the state")
+    if text is not None and trees_close(mine, theirs):
+        return Mistake(
+            text,
+            "Each moment has the dtype of its parameter, as optax's moments do: a float16 "
+            "parameter gets float16 moments, and its shape too.",
+            "jnp.zeros_like(leaf) keeps each leaf's dtype and shape, where jnp.zeros(shape) "
+            "makes float32.",
+        )
+    return text
 
 
 ADAM_INIT = Exercise(
@@ -411,17 +528,16 @@ ADAM_INIT = Exercise(
     probe=lambda fn, case: tree_plain(fn(*case.args)),
     judge=_judge_init,
     hints=(
-        "mu and nu are trees shaped like params (the same structure, shapes and dtypes), "
-        "filled with zeros; jax.tree.map builds one tree from another.",
         (
-            "jnp.zeros_like(leaf) keeps a leaf's shape and dtype; jax.tree.map keeps the None "
-            "subtrees and containers."
+            "Adam's state is a step count and two trees shaped like the params (the same "
+            "structure, shapes and dtypes), all starting at zero."
         ),
         (
-            "The count starts at 0 as an int32 scalar array, jnp.zeros((), jnp.int32). Return "
-            "AdamState(count=..., mu=..., nu=...)."
+            "AdamState(count=jnp.zeros((), jnp.int32), mu=jax.tree.map(jnp.zeros_like, params), "
+            "nu=jax.tree.map(jnp.zeros_like, params))."
         ),
     ),
+    reread="06 Adam: one map over four trees",
     forbidden=("adam", "tree_zeros_like", "tree_full_like"),
     mistakes=(
         "returns a plain tuple instead of the state class",
@@ -491,41 +607,71 @@ def _adam_variant(
     return new, AdamState(np.asarray(count, np.int32), mu, nu)
 
 
-_ADAM_VARIANTS: tuple[tuple[dict[str, Any], str], ...] = (
+_ADAM_VARIANTS: tuple[tuple[dict[str, Any], Mistake], ...] = (
     (
         {"bias": False},
-        "this is Adam without bias correction. Divide mu by (1 - b1**count) and nu by (1 "
-        "- b2**count), with the count of this step, before using them.",
+        Mistake(
+            "this is Adam without bias correction: the params moved with mu and nu as they are.",
+            "mu and nu start at zero, so in the first steps they are too small; dividing by "
+            "1 - b1**count and 1 - b2**count, with the count of this step, undoes that bias "
+            "(most at step 1).",
+            "mu_hat = mu / (1 - b1**count) and nu_hat = nu / (1 - b2**count), with the new "
+            "count, then move the params with mu_hat and nu_hat.",
+        ),
     ),
     (
         {"shift": -1},
-        "the bias correction used the count from before this step (off by one): on a "
-        "fresh state that divides "
-        "by 1 - b1**0 = 0. Add 1 to the count first and correct with the new count: the "
-        "first step is step 1.",
+        Mistake(
+            "the bias correction used the count from before this step (off by one).",
+            "The count goes up first: the first step is step 1, and on a fresh state the old "
+            "count would divide by 1 - b1**0 = 0.",
+            "Compute count = state.count + 1 first, and correct with that count.",
+        ),
     ),
     (
         {"shift": 1},
-        "the bias correction used count + 1 after the count was already increased (off by "
-        "one): the first step is step 1, so correct with the new count itself.",
+        Mistake(
+            "the bias correction used count + 1 after the count was already increased (off by "
+            "one).",
+            "The first step is step 1: once increased, the count is this step's own number, "
+            "the one the bias correction uses.",
+            "Increase the count once, count = state.count + 1, and correct with that count itself.",
+        ),
     ),
     (
         {"eps_inside": True},
-        "eps went inside the square root; Adam adds it outside: m_hat / (sqrt(v_hat) + eps).",
+        Mistake(
+            "eps went inside the square root: the params moved by m_hat / sqrt(v_hat + eps).",
+            "Adam adds eps to the square root, outside it. With small gradients the two differ "
+            "a lot: sqrt(eps) is 1e-4 for eps = 1e-8.",
+            "m_hat / (sqrt(v_hat) + eps).",
+        ),
     ),
-    ({"square": False}, "nu must average the squared gradients: b2 * nu + (1 - b2) * g**2."),
+    (
+        {"square": False},
+        Mistake(
+            "nu averages the gradients themselves, not their squares.",
+            "nu estimates the mean of g**2, the second moment, whose square root scales each "
+            "parameter's step.",
+            "nu = b2 * nu + (1 - b2) * g**2.",
+        ),
+    ),
     (
         {"old_moments": True},
-        (
-            "the params moved with the old mu and nu; update the moments first, then move the "
-            "params with the new ones."
+        Mistake(
+            "the params moved with the old mu and nu, those from before this step.",
+            "Adam first updates both moments with this step's gradient, then moves the params "
+            "with the new moments.",
+            "Compute the new mu and nu first, then map over params and the new mu and nu.",
         ),
     ),
     (
         {"undamped": True},
-        (
-            "the moments add the whole gradient; Adam's are averages: b1 * mu + (1 - b1) * g, "
-            "b2 * nu + (1 - b2) * g**2."
+        Mistake(
+            "the moments add the whole gradient: b1 * mu + g, b2 * nu + g**2.",
+            "Adam's moments are running averages: the new gradient enters with the weight "
+            "1 - b1 (and 1 - b2), so that the moments stay on the scale of the gradients.",
+            "mu = b1 * mu + (1 - b1) * g and nu = b2 * nu + (1 - b2) * g**2.",
         ),
     ),
 )
@@ -549,7 +695,7 @@ def _adam_probe(fn: Callable[..., Any], case: Case) -> list[Any]:
     return records
 
 
-def _judge_adam(got: Any, expected: Any, case: Case) -> str | None:
+def _judge_adam(got: Any, expected: Any, case: Case) -> str | Mistake | None:
     params, grads_seq, state, lr = case.args
     # The wrong variants are computed on rebuilt trees, the containers the learner's results come
     # back in.
@@ -560,42 +706,57 @@ def _judge_adam(got: Any, expected: Any, case: Case) -> str | None:
         at = f"at step {i + 1} of {len(expected)}: " if len(expected) > 1 else ""
         mine, theirs = rebuild_tree(record), rebuild_tree(want)
         if not (isinstance(mine, tuple) and not is_namedtuple(mine) and len(mine) == 2):
-            return f"{at}returned {describe(mine, 80)}; return a pair (new_params, new_state)."
-        problem = _structure_problem(mine[0], theirs[0], "new_params") or _state_problem(
-            mine[1], "the new state"
-        )
+            return Mistake(
+                f"{at}returned {describe(mine, 80)}, not a pair.",
+                "An Adam step changes the params and the state, and hands both back: the next "
+                "step takes the state in again.",
+                "Return (new_params, new_state), the new state an AdamState.",
+            )
+        problem: str | Mistake | None = _structure_problem(mine[0], theirs[0], "new_params")
+        problem = problem or _state_problem(mine[1], "the new state")
         if problem is None:
             for field in ("mu", "nu"):
-                problem = _structure_problem(
+                text = _structure_problem(
                     getattr(mine[1], field), getattr(theirs[1], field), f"the new state's {field}"
                 )
-                if problem:
+                if text:
+                    problem = _moments_mistake(
+                        text,
+                        f"Compute the new {field} with jax.tree.map over state.{field} and "
+                        "grads: it keeps every container and None subtree.",
+                    )
                     break
         if problem is not None:
-            return at + problem
+            return _prefixed(at, problem)
         count, want_count = int(mine[1].count), int(theirs[1].count)
         if trees_close(mine, theirs):
-            problem = _leaf_problem(mine, theirs, "the result")
-            if problem is not None:
-                return at + problem
+            text = _leaf_problem(mine, theirs, "the result")
+            if text is not None:
+                return at + text
             params, state = theirs[0], AdamState(*theirs[1])
             continue
         if count == want_count - 1 and trees_close(mine[0], theirs[0]):
-            return at + (
-                f"the new state's count is {count}, expected {want_count}: return the "
-                "increased count."
+            return Mistake(
+                f"{at}the params are right, but the new state's count is {count}, expected "
+                f"{want_count}.",
+                "The count is state: the step that corrects with count + 1 must also return it, "
+                "or the next step corrects its bias with the same count again.",
+                "Put the increased count into the new state: AdamState(count=state.count + 1, "
+                "...).",
             )
         grads = as_judged(grads_seq[i])
         variants = [
-            (hint, functools.partial(_adam_variant, params, grads, state, lr, **kwargs, **flags))
-            for flags, hint in _ADAM_VARIANTS
+            (mistake, functools.partial(_adam_variant, params, grads, state, lr, **kwargs, **flags))
+            for flags, mistake in _ADAM_VARIANTS
         ]
-        hint = matching_variant(mine, variants, rebuilt=True)
-        if hint:
-            return at + hint
+        found = _matching_mistake(mine, variants)
+        if found:
+            return _prefixed(at, found)
         if count != want_count:
-            return (
-                at + f"the new state's count is {count}, expected {want_count}: each step adds 1."
+            return Mistake(
+                f"{at}the new state's count is {count}, expected {want_count}.",
+                "The count numbers the steps taken: each step adds exactly 1.",
+                "count = state.count + 1, returned in the new state.",
             )
         return at + (
             _leaf_problem(mine, theirs, "the result") or "the result differs from the expected one."
@@ -696,15 +857,18 @@ ADAM_STEP = Exercise(
     probe=_adam_probe,
     judge=_judge_adam,
     hints=(
-        "One step: count + 1; then mu = b1 * mu + (1 - b1) * g and nu = b2 * nu + (1 - "
-        "b2) * g**2; then the params. jax.tree.map takes several trees at once: "
-        "jax.tree.map(f, params, mu, nu).",
-        "Bias correction uses the new count: mu_hat = mu / (1 - b1**count), nu_hat = nu / "
-        "(1 - b2**count). The params move by lr * mu_hat / (sqrt(nu_hat) + eps), eps "
-        "outside the square root.",
-        "Return (new_params, AdamState(count=..., mu=..., nu=...)), the count still an "
-        "int32 array and mu, nu shaped like params (None subtrees stay None).",
+        (
+            "One Adam step: the count goes up first, both moments update from the gradient, and "
+            "the bias correction uses the new count; one jax.tree.map can take params, mu and nu "
+            "together."
+        ),
+        (
+            "mu = b1*mu + (1-b1)*g, nu = b2*nu + (1-b2)*g**2, mu_hat = mu / (1 - b1**count), "
+            "nu_hat = nu / (1 - b2**count), p - lr * mu_hat / (sqrt(nu_hat) + eps); return "
+            "(new_params, AdamState(count, mu, nu))."
+        ),
     ),
+    reread="06 Adam: one map over four trees",
     forbidden=("adam",),
     mistakes=(
         "leaves out the bias correction",
@@ -778,27 +942,54 @@ def _spec_text(array: Any) -> str:
     return describe(np.asarray(array))
 
 
-def _judge_save(got: Any, expected: Any, case: Case) -> str | None:
-    name = case.args[0]
+def _none_paths(tree: Any) -> set[str]:
+    """The key paths of the ``None`` subtrees of ``tree``, as ``keystr`` writes them."""
+    pairs = jax.tree_util.tree_leaves_with_path(tree, is_leaf=lambda x: x is None)
+    return {keystr(path) for path, leaf in pairs if leaf is None}
+
+
+def _judge_save(got: Any, expected: Any, case: Case) -> str | Mistake | None:
+    name, tree = case.args
     if not isinstance(got, dict) or "files" not in got:
         return "the check could not read what save_checkpoint wrote."
     if "entries" not in got and "unreadable" not in got:
         if got["files"]:
-            return (
-                f"nothing was written at the path you were given ({name}); the folder "
-                f"holds {got['files']}. Write to `path` itself."
+            return Mistake(
+                f"nothing was written at the path you were given ({name}); the folder holds "
+                f"{got['files']}.",
+                "The caller chooses the file, its suffix included: restore_checkpoint(path, "
+                "...) looks for it at that very path.",
+                "Call np.savez(path, ...) with path as given, adding nothing to it (np.savez "
+                "adds .npz only to a name that lacks it).",
             )
-        return (
-            "nothing was written: save_checkpoint must write a file at `path` (np.savez(path, "
-            "...))."
+        return Mistake(
+            "nothing was written: the folder stayed empty.",
+            "Saving has one effect, a file at `path`, and the check reads that file back.",
+            "Write the arrays with np.savez(path, **arrays).",
         )
     if "unreadable" in got:
-        if got.get("objects"):
-            return (
-                f"the file holds pickled Python objects, not plain arrays (in the entries "
-                f"{', '.join(got['objects'][:3])}). Save only the "
-                "leaves, each as np.asarray(leaf): None subtrees hold no leaves, so they "
-                "write nothing."
+        objects = got.get("objects")
+        if objects:
+            what = (
+                "the file holds pickled Python objects, not plain arrays (in the entries "
+                f"{', '.join(objects[:3])})."
+            )
+            if set(objects) <= _none_paths(tree):
+                return Mistake(
+                    what,
+                    "None subtrees hold no leaves, so they write nothing. An entry for None is "
+                    "stored as a pickled Python object, which np.load refuses unless told to "
+                    "unpickle.",
+                    "Save only the leaves, the pairs jax.tree_util.tree_leaves_with_path(tree) "
+                    "gives without is_leaf, each as np.asarray(leaf).",
+                    reread="01 Pitfall 1: `None` is an empty subtree, not a leaf",
+                )
+            return Mistake(
+                what,
+                "A checkpoint holds plain arrays, which np.load reads without unpickling "
+                "anything; anything else is stored as a pickled Python object, which np.load "
+                "refuses by default.",
+                "Save each leaf as np.asarray(leaf), and nothing but the leaves.",
             )
         return f"the file is not an .npz archive NumPy can read ({got['unreadable']})."
     mine, theirs = got["entries"], expected["entries"]
@@ -806,31 +997,43 @@ def _judge_save(got: Any, expected: Any, case: Case) -> str | None:
         for key in theirs:
             a, e = np.asarray(mine[key]), np.asarray(theirs[key])
             if a.shape != e.shape or a.dtype != e.dtype:
-                return (
-                    f"the entry {key} holds {_spec_text(a)}, expected {_spec_text(e)}: "
-                    "save each leaf as it is, np.asarray(leaf)."
+                return Mistake(
+                    f"the entry {key} holds {_spec_text(a)}, expected {_spec_text(e)}.",
+                    "A checkpoint stores each leaf unchanged, its shape and dtype included, so "
+                    "that restoring gives back the same arrays.",
+                    "Store np.asarray(leaf) for each leaf, with no cast and no reshape.",
                 )
             if not np.array_equal(a, e):
                 return f"the entry {key} holds other values than the leaf at {key}."
         return None
+    example = next(iter(theirs), "")
     if theirs and all(k.startswith("arr_") for k in mine) and len(mine) == len(theirs):
-        return (
+        return Mistake(
             "the entries are named "
-            f"{', '.join(sorted(mine)[:3])}{', ...' if len(mine) > 3 else ''}: that is "
-            "what "
-            "np.savez does with positional arrays. Name each one by its key path, as "
-            f"jax.tree_util.keystr writes it: {next(iter(theirs))}."
+            f"{', '.join(sorted(mine)[:3])}{', ...' if len(mine) > 3 else ''}: np.savez got the "
+            "arrays by position.",
+            "A checkpoint must say which array is which: named by its key path, an entry can be "
+            "found again whatever the order, and a misfit can be reported by name.",
+            "Pass the arrays as keywords, np.savez(path, **arrays), with arrays a dict from "
+            f"jax.tree_util.keystr(key_path) to the leaf (such as {example}).",
         )
     missing = [k for k in theirs if k not in mine]
     extra = [k for k in mine if k not in theirs]
     if extra:
-        return (
-            f"the file has an entry named {extra[0]!r}, which is not the key path of a "
-            "leaf. Name each entry "
-            "as jax.tree_util.keystr writes the key path, for example "
-            f"{missing[0] if missing else next(iter(theirs))}."
+        return Mistake(
+            f"the file has an entry named {extra[0]!r}, which is not the key path of a leaf as "
+            f"jax.tree_util.keystr writes it (such as {missing[0] if missing else example}).",
+            "The entries are named in one agreed spelling, keystr's, so that restore_checkpoint "
+            "can compute the same names from its template.",
+            "Name each entry jax.tree_util.keystr(key_path), with the key paths of "
+            "jax.tree_util.tree_leaves_with_path(tree).",
         )
-    return f"the entry {missing[0]} is missing: every leaf gets one entry, named by its key path."
+    return Mistake(
+        f"the entry {missing[0]} is missing.",
+        "Every leaf gets one entry, named by its key path; only None subtrees, which hold no "
+        "leaves, write nothing.",
+        "Write one entry for each pair of jax.tree_util.tree_leaves_with_path(tree).",
+    )
 
 
 def _training_state(rng: np.random.Generator) -> dict[str, Any]:
@@ -890,12 +1093,16 @@ SAVE_CHECKPOINT = Exercise(
     probe=_save_probe,
     judge=_judge_save,
     hints=(
-        "jax.tree_util.tree_leaves_with_path(tree) gives (key path, leaf) pairs; "
-        "jax.tree_util.keystr(path) writes a key path as text, like ['params']['w'].",
-        "np.savez(path, **arrays) stores each array under the name of its keyword; "
-        "np.asarray(leaf) turns a JAX array into a NumPy one.",
-        "None subtrees have no leaves and so no entries; write nothing else to the file.",
+        (
+            "A checkpoint names each array by its key path, so that it can be read back by name; "
+            "None subtrees have no leaves and so no entries, and nothing else belongs in the file."
+        ),
+        (
+            "np.savez(path, **{jax.tree_util.keystr(p): np.asarray(leaf) for p, leaf in "
+            "jax.tree_util.tree_leaves_with_path(tree)})."
+        ),
     ),
+    reread="06 Saving and restoring a training state",
     forbidden=("save_tree", "load_tree"),
     mistakes=(
         "names the entries `arr_0`, `arr_1`, ... by position",
@@ -959,28 +1166,35 @@ _MISFIT = {
 }
 
 
-def _judge_restore(got: Any, expected: Any, case: Case) -> str | None:
+def _judge_restore(got: Any, expected: Any, case: Case) -> str | Mistake | None:
     if not isinstance(got, dict):
         return "the check could not read what restore_checkpoint did."
     kind, offending = case.info["kind"], list(case.info["offending"])
     if "raised" in expected:
         why = _MISFIT[kind].format(path=offending[0])
         if "returned" in got:
-            return (
-                f"returned a tree, but {why}. Compare the key paths (and shapes) first, "
-                "and raise ValueError naming the path."
+            return Mistake(
+                f"returned a tree, but {why}.",
+                "A checkpoint that does not fit must not load halfway: compare the file with "
+                "`like`, names and shapes, before building anything, and refuse a misfit.",
+                "Before unflattening, compare the set of entry names and each entry's shape "
+                "with those of like, and raise ValueError naming the first misfit's key path.",
             )
         if not got["value_error"]:
-            return (
-                f"raised {got['raised']} ({got['message'][:120]}), but the exception must "
-                f"be a ValueError: {why}. "
-                "Check every key path and shape before reading, and raise ValueError "
-                "naming the path."
+            return Mistake(
+                f"raised {got['raised']} ({got['message'][:120]}), not a ValueError: {why}.",
+                "A misfit is an error of its own, found by comparing the file with `like` "
+                "before reading anything; a KeyError or a shape error from halfway through the "
+                "loading is an accident that says little.",
+                "Check every key path and shape first, and raise ValueError naming the path.",
             )
         if not any(path in got["message"] for path in offending):
-            return (
-                f"the ValueError says {got['message'][:160]!r}, but not where: {why}. Name "
-                "the key path in the message, written as jax.tree_util.keystr writes it."
+            return Mistake(
+                f"the ValueError says {got['message'][:160]!r}, but not where: {why}.",
+                "A refused checkpoint must say which leaf does not fit, or its user cannot tell "
+                "what changed since it was written.",
+                "Put the offending key path in the message, written as jax.tree_util.keystr "
+                f"writes it (here {offending[0]}).",
             )
         return None
     if "raised" in got:
@@ -991,9 +1205,12 @@ def _judge_restore(got: Any, expected: Any, case: Case) -> str | None:
     mine, theirs = rebuild_tree(got["returned"]), rebuild_tree(expected["returned"])
     problem = _structure_problem(mine, theirs, "the restored tree")
     if problem is not None:
-        return (
-            problem
-            + "\n  Rebuild the structure of `like`: jax.tree.unflatten with the treedef of `like`."
+        return Mistake(
+            problem,
+            "The restored tree takes its structure from `like`, not from the file: a file holds "
+            "names only, and the same names can belong to a list or to a tuple.",
+            "Rebuild with jax.tree.unflatten(treedef, leaves), the treedef of "
+            "jax.tree_util.tree_flatten_with_path(like).",
         )
     problem = _leaf_problem(mine, theirs, "the restored tree")
     if problem is None:
@@ -1005,9 +1222,12 @@ def _judge_restore(got: Any, expected: Any, case: Case) -> str | None:
         describe(leaf) + str(np.asarray(leaf).tolist()) for leaf in jax.tree.leaves(theirs)
     )
     if mine_leaves == their_leaves:
-        return problem + (
-            " The arrays are all there, in the wrong places: take them in the order of "
-            "like's leaves, by key path."
+        return Mistake(
+            problem + " The arrays are all there, in the wrong places.",
+            "The file's entries come in an order of their own, and like's leaves in flatten "
+            "order, where a namedtuple keeps the order of its fields: arrays and leaves are "
+            "matched by key path, never by position.",
+            "Take the arrays in the order of like's leaves, each by the keystr of its key path.",
         )
     return problem
 
@@ -1127,14 +1347,17 @@ RESTORE_CHECKPOINT = Exercise(
     probe=_restore_probe,
     judge=_judge_restore,
     hints=(
-        "np.load(path) opens the file and .files lists its entry names; the names to "
-        "expect are the key paths of `like`, from "
-        "jax.tree_util.tree_flatten_with_path(like) and jax.tree_util.keystr.",
-        "Before building anything, compare the two sets of names and each shape; raise "
-        "ValueError with the offending key path in its message.",
-        "Rebuild with jax.tree.unflatten(treedef, arrays), the treedef of `like` and the "
-        "arrays in the order of its leaves; None subtrees have no entries.",
+        (
+            "Restoring reads by name into the structure of `like`, and checks before it builds "
+            "anything: a missing, extra or misshapen entry is an error that names its key path."
+        ),
+        (
+            "Compare np.load(path).files and each shape with the keystr names of "
+            "jax.tree_util.tree_flatten_with_path(like) (ValueError naming the path), then "
+            "jax.tree.unflatten(treedef, arrays in leaf order)."
+        ),
     ),
+    reread="06 Saving and restoring a training state",
     forbidden=("save_tree", "load_tree"),
     mistakes=(
         "does not check the structure, and fails with `KeyError`",
@@ -1235,46 +1458,67 @@ def _train_probe(fn: Callable[..., Any], case: Case) -> dict[str, Any]:
     }
 
 
-def _carry_hint(carry: dict[str, Any] | None) -> str:
-    """The hint for what :func:`_carry_change` measured, or ``""`` when it measured nothing."""
+def _carry_mistake(carry: dict[str, Any] | None) -> Mistake | None:
+    """The mistake :func:`_carry_change` measured, or ``None`` when it measured nothing."""
     if not carry:
-        return ""
+        return None
     if carry["structure"]:
         lines = "".join(
             f"\n  {line.replace('at [', 'at carry[', 1) if line.startswith('at [') else line}"
             for line in carry["structure"]
         )
-        return (
-            "Pitfall 15: the carry of lax.scan came out with another structure than it went in "
-            "with:" + lines + "\n  Build the whole carry before the loop: the velocity is "
-            "jax.tree.map(jnp.zeros_like, params), with the structure of params, never "
-            "None or a list of leaves."
+        return Mistake(
+            "the carry of lax.scan came out with another structure than it went in with:" + lines,
+            "Pitfall 15: a compiled loop has one fixed type for its carry, so the body must "
+            "return exactly the structure it received. Python code that creates the state on "
+            "the first step (an `if ... is None` in the body) runs once, at trace time, and "
+            "cannot change the carry's type.",
+            "Build the whole carry before the loop: the velocity is jax.tree.map(jnp.zeros_like, "
+            "params), with the structure of params, never None or a list of leaves.",
+            reread=_PITFALL_15,
         )
     changed = {leaf["change"]: leaf for leaf in reversed(carry["leaves"])}
     where = "at carry{path}, {before} went in and {now} came out"
     if "dtype" in changed:
-        return (
-            "Pitfall 15: a leaf of the carry changed dtype inside the loop: "
+        return Mistake(
+            "a leaf of the carry changed dtype inside the loop: "
             + where.format(**changed["dtype"])
-            + ".\n  With lr a float32 array, lr * v is float32 even when v is bfloat16: cast "
-            "each new leaf back, "
-            ".astype(p.dtype), and build the velocity with jnp.zeros_like(p) so it has "
-            "the dtype of p."
+            + ".",
+            "Pitfall 15: every leaf of a scan carry keeps its dtype. With lr a float32 array, "
+            "lr * v is float32 even when v is bfloat16, and so is p - lr * v.",
+            "Cast each new parameter back, (p - lr * v).astype(p.dtype), and build the velocity "
+            "with jnp.zeros_like(p), so that it has the dtype of p.",
+            reread=_PITFALL_15,
         )
     if "shape" in changed:
-        return (
-            "Pitfall 15: a leaf of the carry changed shape inside the loop: "
+        return Mistake(
+            "a leaf of the carry changed shape inside the loop: "
             + where.format(**changed["shape"])
-            + ".\n  Each velocity leaf must have the shape of its parameter from the start: "
-            "jnp.zeros_like(p), not 0.0."
+            + ".",
+            "Pitfall 15: every leaf of a scan carry keeps its shape. A velocity leaf that "
+            "starts as a scalar comes out of the first step with the shape of its parameter.",
+            "Start each velocity leaf with the shape of its parameter: jnp.zeros_like(p), not 0.0.",
+            reread=_PITFALL_15,
         )
     if "kind" in changed:
-        return (
-            "Pitfall 15: a leaf of the carry changed kind inside the loop: "
+        return Mistake(
+            "a leaf of the carry changed kind inside the loop: "
             + where.format(**changed["kind"])
-            + ". Every leaf of the carry must come out as it went in."
+            + ".",
+            "Pitfall 15: every leaf of the carry must come out of the body as it went in, an "
+            "array of the same shape and dtype.",
+            "Start the carry with arrays like those the body returns: the params as they are, "
+            "and the velocity jax.tree.map(jnp.zeros_like, params).",
+            reread=_PITFALL_15,
         )
-    return ""
+    return None
+
+
+_JIT_ONLY = (
+    "The check runs train_loop under jax.jit, and scan traces its body the same way: there, "
+    "values computed from params or batches are tracers, with no number inside for float(), "
+    ".item() or NumPy to read."
+)
 
 
 def _train_tolerance(*dtypes: str) -> tuple[float, float]:
@@ -1286,24 +1530,34 @@ def _train_tolerance(*dtypes: str) -> tuple[float, float]:
 
 def _compare_record(
     mine: dict[str, Any], theirs: dict[str, Any], what: str, computed_from: tuple[str, ...] = ()
-) -> str | None:
-    """Compare one output with the reference's; ``computed_from`` names the dtypes it was computed
-    from (the losses come from the params: bfloat16 params give float32 losses with bfloat16
-    rounding)."""
+) -> tuple[str, str | Mistake] | None:
+    """Compare one output with the reference's: ``None``, or what kind of difference it is
+    (``"structure"``, ``"dtype"``, ``"shape"``, ``"values"``) with what to say. ``computed_from``
+    names the dtypes the output was computed from (the losses come from the params: bfloat16
+    params give float32 losses with bfloat16 rounding)."""
     a, e = rebuild_tree(mine["tree"]), rebuild_tree(theirs["tree"])
     problem = _structure_problem(a, e, what)
     if problem is not None:
-        return problem
+        return "structure", problem
     for (path, dtype), (_, want) in zip(mine["dtypes"], theirs["dtypes"], strict=True):
         if dtype != want:
-            fix = (
-                "build it with jnp.zeros_like(p), which keeps the dtype of p"
-                if what == "the velocity"
-                else "cast each new leaf back with .astype(p.dtype)"
-            )
-            return (
-                f"{what}: the leaf {path} is {dtype}, expected {want}: every leaf of a "
-                f"scan carry keeps its dtype (Pitfall 15), so {fix}."
+            said = f"{what}: the leaf {path} is {dtype}, expected {want}."
+            if what == "the velocity":
+                return "dtype", Mistake(
+                    said,
+                    "The velocity has the dtype of its parameter, as optax's does. A scan carry "
+                    "keeps the dtype it starts with (Pitfall 15), so that dtype is decided where "
+                    "the velocity is created.",
+                    "Build it with jnp.zeros_like(p), which keeps the dtype of p, where "
+                    "jnp.zeros(p.shape) makes float32.",
+                    reread=_PITFALL_15,
+                )
+            return "dtype", Mistake(
+                said,
+                "Every leaf of a scan carry keeps its dtype (Pitfall 15), and each parameter "
+                "keeps its own through training, as optax's do.",
+                "Cast each new leaf back with .astype(p.dtype).",
+                reread=_PITFALL_15,
             )
     for (path, dtype), x, y in zip(
         theirs["dtypes"], jax.tree.leaves(a), jax.tree.leaves(e), strict=True
@@ -1312,51 +1566,80 @@ def _compare_record(
         rtol, atol = _train_tolerance(dtype, *computed_from)
         x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
         if x.shape != y.shape:
-            return f"{where} has shape {x.shape}, expected {y.shape}."
+            return "shape", f"{where} has shape {x.shape}, expected {y.shape}."
         if not np.allclose(x, y, rtol=rtol, atol=atol, equal_nan=True):
             worst = float(np.nanmax(np.abs(x - y))) if x.size else 0.0
             verb = "differ" if where == "losses" else "differs"
-            return f"{where} {verb} from the expected values (largest difference {worst:.3g})."
+            return (
+                "values",
+                f"{where} {verb} from the expected values (largest difference {worst:.3g}).",
+            )
     return None
 
 
-def _judge_train(got: Any, expected: Any, case: Case) -> str | None:
+def _judge_train(got: Any, expected: Any, case: Case) -> str | Mistake | None:
     if "raised" in got:
-        hint = _carry_hint(got.get("carry")) or f"train_loop raised {got['message']}"
-        if got.get("eager"):
-            hint += (
-                "\n  train_loop runs without jit and fails under it. The check runs "
-                "train_loop under jax.jit, and scan traces its body "
-                "the same way: no float(), .item() or NumPy calls on values computed from "
-                "params or batches."
-            )
-        return hint
+        found = _carry_mistake(got.get("carry"))
+        if not got.get("eager"):
+            return found or f"train_loop raised {got['message']}"
+        jit_only = "\n  train_loop runs without jit and fails under it."
+        if found:
+            return dataclasses.replace(found, what=found.what + jit_only)
+        return Mistake(
+            f"train_loop raised {got['message']}" + jit_only,
+            _JIT_ONLY,
+            "Keep every value a JAX array: return the losses as scan stacks them, with no "
+            "float(), .item() or NumPy call on anything computed from params or batches.",
+            reread="04 What `jit` sees",
+        )
     if "shape" in got:
-        return f"returned {got['shape']}; return a tuple of three: (params, velocity, losses)."
+        return Mistake(
+            f"returned {got['shape']}, not a tuple of three.",
+            "train_loop hands back the trained params, the final velocity (to resume from) and "
+            "the losses, one per step.",
+            "Return (params, velocity, losses): the first two from scan's final carry, the "
+            "losses from its stacked outputs.",
+        )
     steps = int(np.shape(case.args[2]["target"])[0])
     losses, want = rebuild_tree(got["losses"]["tree"]), rebuild_tree(expected["losses"]["tree"])
     if not isinstance(losses, np.ndarray) or losses.shape != want.shape:
-        return (
-            f"losses is {describe(losses, 60)}; expected one loss per step, an array of "
-            f"shape ({steps},): the second output of the scan body, which scan stacks for you."
+        return Mistake(
+            f"losses is {describe(losses, 60)}, not an array of shape ({steps},), one loss per "
+            "step.",
+            "scan stacks the second output of the body along a new leading axis: a body that "
+            "returns its step's loss there gives one loss per batch.",
+            "Return (new_carry, loss) from the body, and the stacked losses scan gives back as "
+            "they are.",
+            reread=_PITFALL_15,
         )
     param_dtypes = tuple(dtype for _, dtype in expected["params"]["dtypes"])
     for what, key in (("params", "params"), ("the velocity", "velocity"), ("losses", "losses")):
-        problem = _compare_record(
+        compared = _compare_record(
             got[key], expected[key], what, param_dtypes if key == "losses" else ()
         )
-        if problem is not None:
-            if key == "losses" and "differ" in problem:
-                problem += (
-                    " Record the loss at the params each step starts from: jax.value_and_grad "
-                    "gives it with the gradients."
-                )
-            return problem
+        if compared is None:
+            continue
+        kind, problem = compared
+        if key == "losses" and kind == "values" and isinstance(problem, str):
+            return Mistake(
+                problem.removesuffix(".") + ", though the params and the velocity are right.",
+                "losses holds the loss before each step: at the params the step starts from, "
+                "the same evaluation that gives the gradients.",
+                "Take loss, grads = jax.value_and_grad(loss_fn)(params, batch) at the start of "
+                "the body, and return that loss as the body's second output.",
+                reread="02 Training a model",
+            )
+        return problem
     if not got["loop"]:
-        return (
+        return Mistake(
             "the results are right, but the traced program holds no loop: Python unrolled "
-            f"{steps} copies of the step. Write the step as a body function and run it "
-            "with jax.lax.scan."
+            f"{steps} copies of the step.",
+            "Under jit a Python for loop runs at trace time, and the program holds one copy of "
+            "the step per batch, which takes longer to compile the more batches there are. "
+            "lax.scan compiles the step once, as a loop.",
+            "Write the step as body(carry, batch) -> (new_carry, loss) and run it with "
+            "jax.lax.scan(body, carry, batches).",
+            reread=_PITFALL_15,
         )
     return None
 
@@ -1418,19 +1701,18 @@ TRAIN_LOOP = Exercise(
     probe=_train_probe,
     judge=_judge_train,
     hints=(
-        "Write the step as body(carry, batch) -> (new_carry, loss) with carry = (params, "
-        "velocity), and run it with "
-        "jax.lax.scan(body, carry, batches): scan hands the body one batch at a time, "
-        "sliced off the leading axis.",
-        "Pitfall 15: the carry must come out with exactly the structure, shapes and "
-        "dtypes it went in with. Create "
-        "the velocity before the loop, jax.tree.map(jnp.zeros_like, params), never inside "
-        "the body.",
-        "With lr a float32 array, lr * v is float32 even for a bfloat16 v: cast each new "
-        "leaf back with "
-        ".astype(p.dtype). jax.value_and_grad(loss_fn)(params, batch) gives the loss and "
-        "the gradients at once.",
+        (
+            "lax.scan runs a body over the batches, one slice of the leading axis at a time, and "
+            "the carry must come out with exactly the structure, shapes and dtypes it went in with "
+            "(Pitfall 15)."
+        ),
+        (
+            "body(carry, batch) with carry = (params, velocity) returns (new_carry, loss); create "
+            "the velocity before the loop with jax.tree.map(jnp.zeros_like, params), cast each new "
+            "leaf with .astype(p.dtype), and call jax.lax.scan(body, carry, batches)."
+        ),
     ),
+    reread=_PITFALL_15,
     forbidden=(
         "momentum",
         "tree_zeros_like",

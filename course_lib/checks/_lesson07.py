@@ -35,7 +35,7 @@ from .._leaves import leaf_nbytes, leaf_size
 from .._paths import leaf_name
 from ._kit import Layer, Point, as_float32, random_array
 from ._plain import describe
-from ._spec import Case, Exercise
+from ._spec import Case, Exercise, Mistake
 
 # --- meshes: real where the devices exist, a stand-in where they do not ------------------------
 
@@ -260,74 +260,141 @@ def _rules_variant(
     return specs
 
 
-_RULE_MISTAKES: tuple[tuple[str, dict[str, Any]], ...] = (
-    (
-        "the last matching rule decided; the first rule that matches a leaf decides, so "
-        "put specific rules first and stop at the first match.",
-        {"last": True},
-    ),
-    (
-        "a rule whose spec has more entries than the leaf has dimensions was applied; "
-        "such a rule does not apply to that leaf (a 2-entry spec cannot lay out a "
-        "vector): try the next rule.",
-        {"ndim": False},
-    ),
-    (
-        "no rule matched where the path ends with the pattern: re.match (and "
-        "re.fullmatch) only match at the start of the name; use re.search, which finds "
-        "the pattern anywhere in it.",
-        {"search": re.match},
-    ),
-    (
-        "no rule matched: the rules are written for names like 'layers/0/attn/wq'. Write "
-        "each key path with jax.tree_util.keystr(path, simple=True, separator='/').",
-        {"name": keystr},
-    ),
+def _rule_deciding(case: Case, index: int) -> tuple[str, int, str | None]:
+    """For leaf ``index`` of a case's params: its name, its number of dimensions, and the pattern
+    of the rule that decides it (``None`` when no rule does, and the leaf is replicated)."""
+    params, rules = case.args
+    path, leaf = jax.tree_util.tree_leaves_with_path(params)[index]
+    name = leaf_name(path)
+    deciding = next(
+        (
+            pattern
+            for pattern, spec in rules
+            if re.search(pattern, name) and len(spec) <= np.ndim(leaf)
+        ),
+        None,
+    )
+    return name, int(np.ndim(leaf)), deciding
+
+
+def _rule_mistake(kind: str, case: Case, index: int, mine: list[Any], theirs: list[Any]) -> Mistake:
+    """The mistake ``kind`` (a key of :data:`_RULE_VARIANTS`), told at leaf ``index``, the first
+    leaf whose spec differs from the expected one."""
+    _, rules = case.args
+    name, ndim, deciding = _rule_deciding(case, index)
+    got = f"the leaf {name!r} got {spec_text(mine)}, expected {spec_text(theirs)}"
+    if kind == "last":
+        matching = [repr(pattern) for pattern, _ in rules if re.search(pattern, name)]
+        return Mistake(
+            f"{got}: the rules {', '.join(matching[:-1])} and {matching[-1]} match it, and the "
+            "last matching rule decided.",
+            "The rules are read in order: specific rules come first, and the first rule that "
+            "matches a leaf (and fits its rank) decides it; the rules after it are never "
+            "consulted.",
+            "Stop at the first (pattern, spec) that matches and fits, for example by returning "
+            "from inside the loop over the rules; fall back to P() only when the loop ends "
+            "without one.",
+        )
+    if kind == "ndim":
+        dimensions = f"{ndim} dimension" + ("" if ndim == 1 else "s")
+        return Mistake(
+            f"{got}: {spec_text(mine)} has more entries than the leaf has dimensions "
+            f"({dimensions}).",
+            "A spec may be shorter than the array, never longer: a 2-entry spec cannot lay out a "
+            "vector. A rule whose spec is too long says nothing about that leaf, and the next "
+            "rules are tried.",
+            "Make the rank part of the test that picks a rule: a rule applies when its pattern "
+            "matches and len(spec) <= np.ndim(leaf).",
+            reread="07 A sharding tree",
+        )
+    if kind == "match":
+        return Mistake(
+            f"{got}: the pattern {deciding!r}, the rule that decides it, occurs inside the name "
+            "but not at its start.",
+            "re.match and re.fullmatch find a pattern only at the start of the string; the rules "
+            "are written to be found anywhere in the name, as with grep.",
+            "Test each rule with re.search(pattern, name).",
+        )
+    decides = (
+        f"the rule {deciding!r}, written for its name, did not match it"
+        if deciding
+        else "no rule is written for its name, yet one matched what you compared"
+    )
+    return Mistake(
+        f"{got}: {decides}.",
+        "The rules are written for names such as 'layers/0/attn/wq'. keystr's default format "
+        "writes the same path as \"['layers'][0]['attn']['wq']\", with brackets and quotes, so "
+        "the rules are matched against a text they were not written for.",
+        "Write each key path as the rules expect it: jax.tree_util.keystr(path, simple=True, "
+        "separator='/').",
+    )
+
+
+_RULE_VARIANTS: tuple[tuple[str, dict[str, Any]], ...] = (
+    ("last", {"last": True}),
+    ("ndim", {"ndim": False}),
+    ("match", {"search": re.match}),
+    ("keystr", {"name": keystr}),
 )
+"""Typical wrong readings of the rules, each a change to the right reading."""
 
 
-def _judge_rules(got: Any, expected: Any, case: Case) -> str | None:
+def _judge_rules(got: Any, expected: Any, case: Case) -> str | Mistake | None:
     if not isinstance(got, dict) or "records" not in got:
         return (
-            f"returned {describe(got, 80)}; return a tree of NamedSharding with the structure "
-            "of params."
+            f"returned {describe(got, 80)}, where a tree of NamedSharding with the structure of "
+            "params was expected."
         )
     problem = _structure_hint(got, expected, "the sharding tree")
     if problem:
-        return problem + (
-            "\n  Build it with jax.tree.map_with_path over params: it keeps the "
-            "structure, None subtrees included."
+        return Mistake(
+            problem,
+            "A sharding tree pairs one sharding with each leaf, so it must have the structure of "
+            "params exactly: the same containers and keys, and None where params has None.",
+            "Build it from params itself with jax.tree.map_with_path, which keeps every container "
+            "and None subtree, instead of assembling a new dict or list.",
+            reread="07 Pitfall 17: a sharding tree must match the tree, or be a prefix of it",
         )
-    shape, names = case.info["mesh"]
     specs = [r.get("spec") for r in got["records"]]
     for path, mine, theirs in zip(got["paths"], got["records"], expected["records"], strict=True):
         if mine["kind"] == "PartitionSpec":
-            return (
-                f"the leaf at {path} is the PartitionSpec {spec_text(mine['spec'])}; wrap each "
-                "spec in NamedSharding(mesh, spec)."
+            return Mistake(
+                f"the leaf at {path} is the PartitionSpec {spec_text(mine['spec'])}, not a "
+                "NamedSharding.",
+                "A PartitionSpec only names mesh axes; it does not say which devices. A "
+                "NamedSharding pairs it with a mesh, and that is what device_put and jit take "
+                "outside a mesh context.",
+                "Wrap each spec the rules give: NamedSharding(mesh, spec), with the mesh passed "
+                "in.",
+                reread="07 A sharding tree",
             )
         if mine["kind"] != "NamedSharding":
             return (
-                f"the leaf at {path} is a {mine['kind']}; every leaf of the result must be a "
-                "NamedSharding(mesh, spec)."
+                f"the leaf at {path} is of type {mine['kind']}, where a NamedSharding was expected."
             )
         if (mine["axes"], mine["sizes"]) != (theirs["axes"], theirs["sizes"]):
-            return (
+            return Mistake(
                 f"the sharding at {path} is on another mesh ({mine['axes']}, sizes "
-                f"{mine['sizes']}); use the mesh passed in."
+                f"{mine['sizes']}) than the one passed in ({theirs['axes']}, sizes "
+                f"{theirs['sizes']}).",
+                "A NamedSharding is tied to its mesh: the rules' specs name the axes of the mesh "
+                "the caller gives, and a sharding on another mesh places the leaf on other "
+                "devices, or on axes the specs do not name.",
+                "Build every sharding on the mesh argument, NamedSharding(mesh, spec); make no "
+                "mesh of your own.",
+                reread="07 A sharding tree",
             )
-    for hint, change in _RULE_MISTAKES:
+    wanted = [r["spec"] for r in expected["records"]]
+    first = next((i for i, (a, b) in enumerate(zip(specs, wanted, strict=True)) if a != b), None)
+    if first is None:
+        return None
+    for kind, change in _RULE_VARIANTS:
         options = {"name": leaf_name, "search": re.search, "last": False, "ndim": True, **change}
         variant = _rules_variant(case, **options)
-        if specs == variant and variant != [r["spec"] for r in expected["records"]]:
-            return hint
-    for path, mine, theirs in zip(got["paths"], got["records"], expected["records"], strict=True):
-        if mine["spec"] != theirs["spec"]:
-            return (
-                f"the leaf at {path} got {spec_text(mine['spec'])}, expected "
-                f"{spec_text(theirs['spec'])}."
-            )
-    return None
+        if specs == variant and variant != wanted:
+            return _rule_mistake(kind, case, first, specs[first], wanted[first])
+    path = got["paths"][first]
+    return f"the leaf at {path} got {spec_text(specs[first])}, expected {spec_text(wanted[first])}."
 
 
 SHARDINGS_FROM_RULES = Exercise(
@@ -340,14 +407,18 @@ SHARDINGS_FROM_RULES = Exercise(
     probe=_rules_probe,
     judge=_judge_rules,
     hints=(
-        "jax.tree.map_with_path(f, params) calls f(path, leaf) for every leaf and keeps "
-        "the structure of params, None subtrees included.",
-        "The name of a leaf is jax.tree_util.keystr(path, simple=True, separator='/'); "
-        "re.search(pattern, name) tells whether a rule matches.",
-        "Try the rules in order and stop at the first that matches and whose spec has no "
-        "more entries than leaf.ndim; no such rule means P(). Return NamedSharding(mesh, "
-        "spec) for every leaf.",
+        (
+            "Each leaf's name is its key path as text; the first rule whose pattern matches the "
+            "name and whose spec fits the leaf's rank decides its sharding, and no rule means "
+            "replicated."
+        ),
+        (
+            "jax.tree.map_with_path over params: name = keystr(path, simple=True, separator='/'); "
+            "the first (pattern, spec) with re.search(pattern, name) and "
+            "len(spec) <= np.ndim(leaf), else P(); return NamedSharding(mesh, spec)."
+        ),
     ),
+    reread="07 Rules by key path",
     mistakes=(
         "lets the last matching rule decide instead of the first",
         "gives a leaf a spec with more entries than it has dimensions",
@@ -486,31 +557,20 @@ def _split(leaf: LeafPlan, sizes: dict[str, int]) -> int:
 
 
 def _bytes_variants(case: Case) -> list[tuple[str, int]]:
+    """What typical wrong counts give on a case: ``(kind, bytes)`` pairs."""
     (plan,) = case.args
     shape, names = case.info["mesh"]
     sizes, devices = dict(zip(names, shape, strict=True)), math.prod(shape)
     full = lambda leaf, s: math.prod(leaf.shape) * jnp.dtype(leaf.dtype_name).itemsize
     return [
+        ("whole", _plan_bytes(plan, sizes, full)),
+        ("divided", _plan_bytes(plan, sizes, lambda leaf, s: full(leaf, s) // devices)),
         (
-            "that is the bytes of the whole tree: each device holds only its block of each leaf "
-            "(leaf.sharding.shard_shape(leaf.shape) is the block's shape).",
-            _plan_bytes(plan, sizes, full),
-        ),
-        (
-            f"you divided every leaf by the {devices} devices. A leaf is split only over "
-            "the mesh axes its spec "
-            "names: a replicated leaf (P()) is held whole by every device, and P('model') "
-            "splits over 'model' alone.",
-            _plan_bytes(plan, sizes, lambda leaf, s: full(leaf, s) // devices),
-        ),
-        (
-            "your count assumes 4 bytes per element; use each leaf's own dtype "
-            "(np.dtype(leaf.dtype).itemsize: bfloat16 is 2 bytes, int8 is 1).",
+            "four",
             _plan_bytes(plan, sizes, lambda leaf, s: 4 * math.prod(leaf.shape) // _split(leaf, s)),
         ),
         (
-            "only the placed arrays were counted: ShapeDtypeStruct leaves with a sharding "
-            "count too, since their sharding says which block each device would hold.",
+            "placed",
             _plan_bytes(
                 plan, sizes, lambda leaf, s: full(leaf, s) // _split(leaf, s) if leaf.placed else 0
             ),
@@ -518,14 +578,67 @@ def _bytes_variants(case: Case) -> list[tuple[str, int]]:
     ]
 
 
-def _judge_bytes(got: Any, expected: Any, case: Case) -> str | None:
+def _bytes_mistake(kind: str, got: int, expected: int, case: Case) -> Mistake:
+    """The mistake ``kind`` of :func:`_bytes_variants`, told for a count of ``got`` bytes."""
+    (plan,) = case.args
+    shape, _ = case.info["mesh"]
+    devices = math.prod(shape)
+    leaves = jax.tree.leaves(plan, is_leaf=_is_plan)
+    holds = f"where each device holds {expected}"
+    if kind == "whole":
+        return Mistake(
+            f"returned {got}, the bytes of the whole tree, {holds}.",
+            "A sharded leaf is cut into blocks: a device holds only its block of each leaf, and "
+            "a replicated leaf whole.",
+            "Count each leaf's block, not the leaf: leaf.sharding.shard_shape(leaf.shape) is the "
+            "shape of the block one device holds.",
+        )
+    if kind == "divided":
+        return Mistake(
+            f"returned {got}, the bytes of the whole tree divided by the {devices} devices, "
+            f"{holds}.",
+            "A leaf is split only over the mesh axes its spec names: a replicated leaf (P()) is "
+            "held whole by every device, and P('model') splits over 'model' alone, the 'data' "
+            "axis holding copies.",
+            "Let each leaf's sharding say what one device holds: "
+            "leaf.sharding.shard_shape(leaf.shape), instead of dividing by the number of devices.",
+        )
+    if kind == "four":
+        dtypes = sorted({leaf.dtype_name for leaf in leaves})
+        return Mistake(
+            f"returned {got}, which counts 4 bytes per element of each block, {holds}; the "
+            f"leaves' dtypes are {', '.join(dtypes)}.",
+            "An element takes as many bytes as its dtype says: 4 for float32 and int32, 2 for "
+            "bfloat16 and float16, 1 for int8.",
+            "Multiply each block's number of elements by np.dtype(leaf.dtype).itemsize.",
+        )
+    structs = sum(not leaf.placed for leaf in leaves)
+    return Mistake(
+        f"returned {got}, the bytes of the placed arrays alone, {holds}: the {structs} "
+        "ShapeDtypeStruct leaves were not counted.",
+        "A ShapeDtypeStruct with a sharding describes an array that does not exist yet, block by "
+        "block: its sharding says what each device would hold, and it counts like a placed "
+        "array.",
+        "Treat every leaf alike: arrays and ShapeDtypeStructs both have .shape, .dtype and "
+        ".sharding, so leaf.sharding.shard_shape(leaf.shape) works on each.",
+        reread="07 Trees without data",
+    )
+
+
+def _judge_bytes(got: Any, expected: Any, case: Case) -> str | Mistake | None:
     if isinstance(got, dict):
-        return f"returned {got['returned']}; return the number of bytes, an int."
+        return Mistake(
+            f"returned {got['returned']}, not a number: the result must be the number of "
+            "bytes, an int.",
+            "The function answers with a number that other code adds up and compares, not with "
+            "a sentence for a reader.",
+            "Return the sum itself, as an int, and leave the formatting to whoever prints it.",
+        )
     if got == expected:
         return None
-    for hint, value in _bytes_variants(case):
+    for kind, value in _bytes_variants(case):
         if got == value and value != expected:
-            return hint
+            return _bytes_mistake(kind, got, expected, case)
     return f"returned {got}, expected {expected} bytes per device."
 
 
@@ -539,15 +652,16 @@ BYTES_PER_DEVICE = Exercise(
     probe=_bytes_probe,
     judge=_judge_bytes,
     hints=(
-        "Every leaf, array or ShapeDtypeStruct, has a .sharding; "
-        "leaf.sharding.shard_shape(leaf.shape) is the shape of the block one device holds.",
-        "A replicated dimension keeps its whole length in the block; a dimension split "
-        "over the mesh axis 'model' of size 4 keeps a quarter.",
         (
-            "Add up, over jax.tree.leaves(tree), the elements of each block times "
-            "np.dtype(leaf.dtype).itemsize."
+            "A device holds one block of each leaf; the block's shape comes from the leaf's "
+            "sharding, and arrays and ShapeDtypeStructs both carry one."
+        ),
+        (
+            "Sum math.prod(leaf.sharding.shard_shape(leaf.shape)) * np.dtype(leaf.dtype).itemsize "
+            "over jax.tree.leaves(tree)."
         ),
     ),
+    reread="07 Per-device memory",
     forbidden=("tree_bytes_per_device",),
     mistakes=(
         "counts the bytes of the whole tree",
@@ -699,34 +813,53 @@ def _size_probe(fn: Callable[..., Any], case: Case) -> Any:
     return {"ran": ran, "size": describe(result, 80)}
 
 
-def _judge_size(got: Any, expected: Any, case: Case) -> str | None:
+def _judge_size(got: Any, expected: Any, case: Case) -> str | Mistake | None:
     if got["ran"]:
-        return (
-            "init ran for real: it created every array of the model (an answer that runs "
-            "init allocates the whole "
-            "model). jax.eval_shape(init, key) traces init without running it and "
-            "allocates nothing."
+        return Mistake(
+            "init ran for real: the check saw its program run, and running it allocates every "
+            "array of the model.",
+            "jax.eval_shape traces a function on abstract values: it returns the shapes and "
+            "dtypes of what the function would build, and runs and allocates nothing. Calling "
+            "init, jitted or not, builds the arrays.",
+            "Get the abstract tree with jax.eval_shape(init, key) and count from its "
+            "ShapeDtypeStruct leaves, which have .shape and .dtype.",
         )
     size, want = got["size"], expected["size"]
     if not isinstance(size, list):
-        return f"returned {size}; return a pair of ints, (number of parameters, number of bytes)."
+        return (
+            f"returned {size}, where a pair of ints (number of parameters, number of bytes) was "
+            "expected."
+        )
     if size == want:
         return None
     (model,) = case.args
     shapes = jax.eval_shape(make_init(model), jax.random.key(0))
     leaves = jax.tree.leaves(shapes)
     if size[0] == len(leaves):
-        return (
-            f"{size[0]} is the number of leaves; count the elements of each leaf, "
-            "math.prod(leaf.shape)."
+        return Mistake(
+            f"the first number, {size[0]}, is the number of leaves of the tree, which holds "
+            f"{want[0]:,} parameters.",
+            "A parameter is one element of a leaf: a (vocab, d) embedding table alone holds "
+            "vocab × d of them.",
+            "Add up the number of elements of each leaf, math.prod(s.shape), instead of counting "
+            "the leaves.",
+            reread="01 Containers and leaves",
         )
     if size[0] == want[0] and size[1] == 4 * want[0] and want[1] != size[1]:
-        return (
-            "the parameter count is right, but the bytes assume 4 per element: use each "
-            "leaf's dtype (bfloat16 is 2 bytes)."
+        return Mistake(
+            f"the parameter count is right, but the bytes assume 4 per element: {size[1]:,}, "
+            f"where the leaves' own dtypes give {want[1]:,}.",
+            "Each element takes as many bytes as its leaf's dtype says: bfloat16 is 2, float32 "
+            "is 4.",
+            "Multiply each leaf's number of elements by np.dtype(s.dtype).itemsize.",
         )
     if size == want[::-1]:
-        return "the two numbers are swapped: return (parameters, bytes)."
+        return Mistake(
+            f"returned ({size[0]:,}, {size[1]:,}): the two numbers are swapped.",
+            "The order of a returned pair is part of the answer: the exercise asks for "
+            "(parameters, bytes).",
+            "Return the number of parameters first and the number of bytes second.",
+        )
     if size[0] != want[0]:
         return f"counted {size[0]:,} parameters, expected {want[0]:,}."
     return f"counted {size[1]:,} bytes, expected {want[1]:,}."
@@ -742,17 +875,16 @@ ABSTRACT_SIZE = Exercise(
     probe=_size_probe,
     judge=_judge_size,
     hints=(
-        "jax.eval_shape(init, key) returns the tree init would build, with a "
-        "jax.ShapeDtypeStruct at each leaf, and allocates nothing.",
         (
-            "A ShapeDtypeStruct has .shape and .dtype: math.prod(s.shape) elements, "
-            "np.dtype(s.dtype).itemsize bytes each."
+            "jax.eval_shape runs init abstractly: it returns the tree init would build, with "
+            "shapes and dtypes at the leaves, and allocates nothing."
         ),
         (
-            "Sum both over jax.tree.leaves of the abstract tree (None subtrees hold no "
-            "leaves) and return the pair of ints."
+            "abstract = jax.eval_shape(init, key); sum math.prod(s.shape) and math.prod(s.shape) * "
+            "np.dtype(s.dtype).itemsize over jax.tree.leaves(abstract); return the pair of ints."
         ),
     ),
+    reread="07 Trees without data",
     forbidden=("tree_size", "tree_bytes", "tree_summary"),
     mistakes=(
         "runs `init` for real instead of with `jax.eval_shape`",
@@ -842,10 +974,12 @@ def _init_probe(fn: Callable[..., Any], case: Case) -> Any:
         if not isinstance(leaf, jax.Array):
             records.append({"kind": type(leaf).__name__})
             continue
+        layout = _sharding_record(leaf.sharding)
         records.append(
             {
-                **_sharding_record(leaf.sharding),
+                **layout,
                 "kind": "Array",
+                "layout": layout["kind"],
                 "value": np.asarray(as_float32(leaf)),
                 "dtype": str(leaf.dtype),
             }
@@ -868,40 +1002,57 @@ def _init_probe(fn: Callable[..., Any], case: Case) -> Any:
     return {**_structure_record(result), "records": records, "in_place": in_place}
 
 
-def _layout_problem(path: str, mine: dict[str, Any], theirs: dict[str, Any]) -> str | None:
+def _layout_problem(
+    path: str, mine: dict[str, Any], theirs: dict[str, Any]
+) -> str | Mistake | None:
     if mine["kind"] != "Array":
-        return (
-            f"the leaf at {path} is a {mine['kind']}, not an array: return the arrays init creates."
-        )
+        return f"the leaf at {path} is of type {mine['kind']}, where init creates an array."
     if mine.get("spec") != theirs["spec"] or mine.get("axes") != theirs["axes"]:
-        got = spec_text(mine["spec"]) if "spec" in mine else f"a {mine['kind']}"
-        return (
-            f"the leaf at {path} is laid out as {got}, expected {spec_text(theirs['spec'])}: "
-            "every leaf must have its sharding from the tree given."
+        if "spec" in mine:
+            got = spec_text(mine["spec"])
+        else:
+            got = f"a {mine.get('layout', 'sharding')} (not on the mesh)"
+        return Mistake(
+            f"the leaf at {path} is laid out as {got}, where the tree given says "
+            f"{spec_text(theirs['spec'])}.",
+            "jit puts its outputs where out_shardings says; without it, they land where XLA "
+            "chooses, usually whole on one device.",
+            "Pass shardings to jax.jit as out_shardings, the layout of what init returns: a "
+            "prefix tree is fine there, as it is for device_put.",
+            reread="07 Shardings in `jit`",
         )
     if mine["dtype"] != theirs["dtype"]:
         return f"the leaf at {path} has dtype {mine['dtype']}, expected {theirs['dtype']}."
     if not np.allclose(mine["value"], theirs["value"], rtol=1e-5, atol=1e-6):
-        return f"the values at {path} are not those init(key) gives: call init with the key given."
+        return Mistake(
+            f"the values at {path} are not those init(key) gives for the key passed in.",
+            "init is a function of its key: the same key gives the same parameters, another key "
+            "other ones.",
+            "Call init with the key argument itself, not with a key of your own.",
+        )
     return None
 
 
-def _judge_init(got: Any, expected: Any, case: Case) -> str | None:
+def _judge_init(got: Any, expected: Any, case: Case) -> str | Mistake | None:
     if not isinstance(got, dict) or "records" not in got:
-        return f"returned {describe(got, 80)}; return the parameter tree."
+        return f"returned {describe(got, 80)}, where the parameter tree was expected."
     problem = _structure_hint(got, expected, "the result")
     if problem:
         return problem
     for path, mine, theirs in zip(got["paths"], got["records"], expected["records"], strict=True):
-        problem = _layout_problem(path, mine, theirs)
-        if problem:
-            return problem
+        found = _layout_problem(path, mine, theirs)
+        if found:
+            return found
     if not got["in_place"]:
-        return (
-            "the values and shardings are right, but init created the whole tree first "
-            "(on one device, or replicated) "
-            "and it was moved into the shards afterwards. jax.jit(init, "
-            "out_shardings=shardings) makes each device compute only its own blocks."
+        return Mistake(
+            "the values and shardings are right, but init created the whole tree first (on one "
+            "device, or replicated) and it was moved into the shards afterwards: in the program "
+            "that computes them, the arrays are laid out otherwise.",
+            "Placing the result of init, with device_put or a jit without out_shardings, builds "
+            "every array whole before cutting it up. Compiled with its output shardings, init "
+            "computes on each device only that device's blocks.",
+            "Give jax.jit the shardings when you compile init, as out_shardings, and call the "
+            "compiled function on key; no device_put afterwards.",
         )
     return None
 
@@ -916,17 +1067,17 @@ SHARDED_INIT = Exercise(
     probe=_init_probe,
     judge=_judge_init,
     hints=(
-        "jax.device_put(init(key), shardings) builds the whole tree on one device before "
-        "cutting it up: for a large model that is already too much.",
         (
-            "jax.jit takes out_shardings: a tree of shardings for the outputs, which may be a "
-            "prefix of the output tree."
+            "Building the whole tree and cutting it up afterwards needs the whole model on one "
+            "device; jit can instead compile init so that each device computes only its own "
+            "blocks, laid out as the shardings say."
         ),
         (
-            "jax.jit(init, out_shardings=shardings)(key) compiles init so that each device "
-            "computes only its own blocks."
+            "jax.jit takes out_shardings, a tree of shardings (a prefix is fine) for what the "
+            "function returns: compile init with shardings there and call the result on key."
         ),
     ),
+    reread="07 Trees without data",
     mistakes=(
         "creates the whole tree first, then moves it into shards",
         "leaves the parameters unsharded",
@@ -1038,25 +1189,51 @@ def _restore_probe(fn: Callable[..., Any], case: Case) -> Any:
     return {**_structure_record(result), "records": records}
 
 
-def _judge_restore(got: Any, expected: Any, case: Case) -> str | None:
+def _saved_specs(case: Case) -> dict[str, list[Any]]:
+    """The spec each leaf of a case's checkpoint was saved with, by key path (plain entries)."""
+    (tree,) = case.args
+    is_spec = lambda x: isinstance(x, P)
+    specs = jax.tree.broadcast(
+        _RESTORE_PLANS[case.info["plan"]][3](lambda spec: spec), tree, is_leaf=is_spec
+    )
+    return {
+        keystr(path): spec_entries(spec)
+        for path, spec in jax.tree_util.tree_leaves_with_path(specs, is_leaf=is_spec)
+    }
+
+
+def _judge_restore(got: Any, expected: Any, case: Case) -> str | Mistake | None:
     if not isinstance(got, dict) or "records" not in got:
-        return f"returned {describe(got, 80)}; return the restored tree."
+        return f"returned {describe(got, 80)}, where the restored tree was expected."
     problem = _structure_hint(got, expected, "the restored tree")
     if problem:
         return problem
     for path, mine, theirs in zip(got["paths"], got["records"], expected["records"], strict=True):
         if mine["kind"] != "Array":
-            return (
-                f"the leaf at {path} is a {mine['kind']}, not a jax.Array: restore into a "
-                "target whose leaves carry the shardings."
+            return Mistake(
+                f"the leaf at {path} is of type {mine['kind']}, not a jax.Array.",
+                "A restored leaf is to live on the new mesh: a jax.Array laid out by its "
+                "sharding. A NumPy array sits in the host's memory and has no sharding.",
+                "Restore into a target whose leaves are jax.ShapeDtypeStruct with the new "
+                "shardings, and return what restore gives without converting it.",
             )
         if mine.get("spec") != theirs["spec"] or mine.get("axes") != theirs["axes"]:
-            got_layout = spec_text(mine["spec"]) if "spec" in mine else f"a {mine['kind']}"
-            return (
+            got_layout = spec_text(mine["spec"]) if "spec" in mine else "another layout"
+            problem = (
                 f"the leaf at {path} came back as {got_layout}, expected "
-                f"{spec_text(theirs['spec'])}: restore into a target "
-                "of jax.ShapeDtypeStruct(shape, dtype, sharding=...) with the new "
-                "shardings, not into the layout it was saved with."
+                f"{spec_text(theirs['spec'])}"
+            )
+            if mine.get("spec") != _saved_specs(case).get(path):
+                return problem + "."
+            return Mistake(
+                f"{problem}: the layout it was saved with, not the one shardings gives it.",
+                "Without a target, Orbax restores each array as it was saved. A target tree of "
+                "jax.ShapeDtypeStruct says the shape, dtype and sharding each leaf is to come "
+                "back in; shardings may be a prefix, and a target needs one sharding per leaf.",
+                "Spread shardings over abstract (jax.tree.broadcast, or jax.tree.map(f, "
+                "shardings, abstract) with f mapping over the subtree it is handed), make "
+                "jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=...) for each leaf, and pass "
+                "that tree to StandardCheckpointer().restore.",
             )
         if not np.allclose(mine["value"], theirs["value"]):
             return f"the values at {path} are not those saved."
@@ -1073,13 +1250,19 @@ RESTORE_RESHARDED = Exercise(
     probe=_restore_probe,
     judge=_judge_restore,
     hints=(
-        "ocp.StandardCheckpointer().restore(path, target) reads a checkpoint into target, "
-        "a tree of jax.ShapeDtypeStruct that says the shape, dtype and sharding of every leaf.",
-        "shardings may be a prefix of abstract: jax.tree.map(f, shardings, abstract) "
-        "calls f(sharding, subtree) with the whole subtree that one sharding covers.",
-        "Inside f, jax.tree.map over the subtree makes jax.ShapeDtypeStruct(s.shape, "
-        "s.dtype, sharding=sharding) for each leaf s; restore into the tree that builds.",
+        (
+            "Orbax restores into a target tree of jax.ShapeDtypeStruct that carries each leaf's "
+            "shape, dtype and sharding. shardings may be a prefix of abstract, so each of its "
+            "shardings must first be spread over the leaves of the subtree it covers."
+        ),
+        (
+            "jax.tree.broadcast(shardings, abstract) gives one sharding per leaf (or "
+            "jax.tree.map(f, shardings, abstract) hands f each sharding with its subtree); pair "
+            "each leaf s with its sharding as jax.ShapeDtypeStruct(s.shape, s.dtype, "
+            "sharding=...), then ocp.StandardCheckpointer().restore(path, target)."
+        ),
     ),
+    reread="07 Checkpoints of sharded trees",
     mistakes=(
         "restores into the layout the checkpoint was saved with",
         "returns NumPy arrays instead of `jax.Array`s",

@@ -33,7 +33,7 @@ from ._kit import (
     tree_judge,
 )
 from ._plain import describe, rebuild_tree
-from ._spec import Case, Exercise
+from ._spec import Case, Exercise, Mistake
 
 _close = tree_judge(rtol=1e-4, atol=1e-5, dtypes=False)
 _close_bf16 = tree_judge(rtol=2e-2, atol=2e-2, dtypes=False)
@@ -57,14 +57,24 @@ def _raised(run: Callable[[], Any]) -> Any:
         return {"raised": error_text(error, 400)}
 
 
+def _dtype_difference(got: Any, expected: Any) -> tuple[str, str, str] | None:
+    """The first leaf whose dtype differs in two :func:`dtyped_plain` records: its key path, its
+    dtype and the expected one."""
+    for (path, mine), (_, theirs) in zip(got["dtypes"], expected["dtypes"], strict=False):
+        if mine != theirs:
+            return path or "<root>", mine, theirs
+    return None
+
+
 def _judge_trees(got: Any, expected: Any, case: Case, bf16: bool = False) -> str | None:
     """Structure, then values, then dtypes of two :func:`dtyped_plain` records."""
     problem = (_close_bf16 if bf16 else _close)(got["tree"], expected["tree"], case)
     if problem:
-        return problem
-    for (path, mine), (_, theirs) in zip(got["dtypes"], expected["dtypes"], strict=False):
-        if mine != theirs:
-            return f"the leaf at {path or '<root>'} has dtype {mine}, expected {theirs}."
+        return problem.what if isinstance(problem, Mistake) else problem
+    difference = _dtype_difference(got, expected)
+    if difference:
+        path, mine, theirs = difference
+        return f"the leaf at {path} has dtype {mine}, expected {theirs}."
     return None
 
 
@@ -154,15 +164,27 @@ def _guarded_probe(fn: Callable[..., Any], case: Case) -> Any:
     return {**dtyped_plain(new), "skipped": flag}
 
 
-def _branches_hint(branches: dict[str, Any] | None, text: str) -> str | None:
+_COND_PITFALL = (
+    "08 Pitfall 21: `cond`/`switch` branches returning different structures or dtypes, a "
+    "literal's included"
+)
+
+
+def _branches_hint(branches: dict[str, Any] | None, text: str) -> str | Mistake | None:
     """The hint for what :func:`_branch_outputs` measured, or ``None`` when it measured nothing."""
     if not branches:
         return None
     if branches["structure"]:
         lines = "".join(f"\n  {line}" for line in branches["structure"])
-        return (
-            "the two branches of the cond return trees of different structures; both must "
-            f"return params' structure:{lines}\n  ({text[:240]})"
+        return Mistake(
+            f"the two branches of the cond return trees of different structures:{lines}\n  "
+            f"({text[:240]})",
+            "lax.cond compiles both branches into one program that returns one tree, so both "
+            "must return the same structure: the same containers, keys and None subtrees, with "
+            "the same shapes and dtypes at the leaves.",
+            "Let each branch return a tree built from params: the skipping branch params itself, "
+            "the stepping branch a jax.tree.map over params and grads.",
+            reread=_COND_PITFALL,
         )
     if not branches["leaves"]:
         return None
@@ -172,35 +194,55 @@ def _branches_hint(branches: dict[str, Any] | None, text: str) -> str | None:
         f"{leaf['before']}"
     )
     if leaf["change"] == "dtype":
-        return (
-            "the two branches of the cond return different dtypes: with lr a float32 array, p "
-            "- lr * g of a "
-            "bfloat16 p is float32 (Pitfall 21). Cast each new leaf back: (p - lr * "
-            f"g).astype(p.dtype).\n  ({where}.)"
+        return Mistake(
+            f"the two branches of the cond return different dtypes: {where}.\n  ({text[:200]})",
+            "With lr a float32 array, p - lr * g of a bfloat16 p is promoted to float32, while "
+            "the branch that skips returns the bfloat16 p; cond needs one dtype per leaf from "
+            "both branches (Pitfall 21).",
+            "Cast each stepped leaf back to its parameter's dtype: (p - lr * g).astype(p.dtype).",
+            reread=_COND_PITFALL,
         )
-    return f"the two branches of the cond must return the same types, but {where}."
+    return f"the two branches of the cond return different types: {where}."
 
 
-def _judge_guarded(got: Any, expected: Any, case: Case) -> str | None:
+def _non_finite_path(grads: Any) -> str:
+    """The key path of the first gradient leaf that holds a NaN or an inf."""
+    for path, leaf in jax.tree_util.tree_leaves_with_path(grads):
+        if not np.all(np.isfinite(np.asarray(leaf, np.float64))):
+            return jax.tree_util.keystr(path)
+    return "<none>"
+
+
+def _judge_guarded(got: Any, expected: Any, case: Case) -> str | Mistake | None:
     if "raised" in got:
         text = got["raised"]
         hint = _branches_hint(got.get("branches"), text)
         if hint:
             return hint
         if got.get("eager"):
-            return (
-                "guarded_step runs without jit and fails under it: a Python `if` (or `and`, "
-                "`all`, float()) on a traced value. Under jit the gradients have no values yet. "
-                f"Decide with jax.lax.cond(finite, step, keep, params).\n  ({text[:200]})"
+            return Mistake(
+                "guarded_step runs without jit and fails under it: it asks for the value of a "
+                "traced array, as a Python `if`, `and`, `all()` or float() on the gradients "
+                f"does.\n  ({text[:200]})",
+                "Under jit the gradients are tracers, with shapes and dtypes but no values yet: a "
+                "decision on their values has to be part of the compiled program, where lax.cond "
+                "picks a branch at run time.",
+                "Compute one boolean array for 'every leaf is finite' with jnp (jnp.isfinite, "
+                "jnp.all), and let lax.cond(finite, step_branch, skip_branch, params) choose.",
             )
         return f"raised {text}"
     if "returned" in got:
-        return f"returned {got['returned']}; return a pair (new_params, skipped)."
+        return f"returned {got['returned']}, where a pair (new_params, skipped) was expected."
     if got["skipped"] != expected["skipped"]:
         if expected["skipped"]:
-            return (
-                "skipped is False, but a gradient leaf holds a NaN or an inf: check every leaf, "
-                "with jnp.isfinite."
+            (_, grads, _) = case.args
+            return Mistake(
+                "skipped is False, but a gradient leaf holds a NaN or an inf (at "
+                f"{_non_finite_path(grads)}).",
+                "The step is safe only when every entry of every gradient leaf is finite: one "
+                "NaN or inf anywhere, in any leaf, means skip.",
+                "Reduce jnp.all(jnp.isfinite(g)) over every leaf g of jax.tree.leaves(grads) to "
+                "one boolean, and let skipped be its negation.",
             )
         return "skipped is True, but every gradient is finite."
     if expected["skipped"]:
@@ -211,7 +253,14 @@ def _judge_guarded(got: Any, expected: Any, case: Case) -> str | None:
             grads,
         )
         if matching_variant(rebuild_tree(got["tree"]), [("", lambda: stepped)]) is not None:
-            return "the step was taken although a gradient is not finite: return params unchanged."
+            return Mistake(
+                "skipped is True, but the parameters moved: the step was taken although the "
+                f"gradient at {_non_finite_path(grads)} is not finite.",
+                "Skipping means the parameters come back exactly as they were; a step with a NaN "
+                "gradient would turn them into NaN.",
+                "Let the same condition choose the new parameters: the branch taken for "
+                "non-finite gradients returns params unchanged.",
+            )
     return _judge_trees(got, expected, case, bf16=case.info["bf16"])
 
 
@@ -225,16 +274,18 @@ GUARDED_STEP = Exercise(
     probe=_guarded_probe,
     judge=_judge_guarded,
     hints=(
-        "Under jit there is no Python `if` on the gradients: jax.lax.cond(pred, true_fun, "
-        "false_fun, params) "
-        "compiles both branches and picks one at run time.",
-        "pred is one boolean: jnp.all(jnp.isfinite(g)) for each leaf g of jax.tree.leaves(grads), "
-        "combined with "
-        "jnp.all or &.",
-        "Both branches must return params' structure and dtypes: the step branch maps "
-        "(p - lr * g).astype(p.dtype) over params and grads, the other returns params. skipped is "
-        "jnp.logical_not(pred).",
+        (
+            "Under jit no Python `if` can read the gradients; lax.cond compiles both branches and "
+            "picks one at run time, and both must return the same tree with the same dtypes."
+        ),
+        (
+            "finite = one boolean, jnp.all(jnp.isfinite(g)) combined over jax.tree.leaves(grads); "
+            "jax.lax.cond(finite, step, keep, params), where step maps (p - lr * "
+            "g).astype(p.dtype) over params and grads and keep returns params; skipped = "
+            "jnp.logical_not(finite)."
+        ),
     ),
+    reread="08 `cond` and `switch`: every branch returns the same tree",
     mistakes=(
         "uses a Python `if` on a traced value",
         "has `lax.cond` branches whose dtypes differ (Pitfall 21)",
@@ -267,8 +318,9 @@ def _scan_cases(rng: np.random.Generator) -> list[Case]:
             for _ in range(depth)
         ]
         h = random_array(rng, batch, width)
-        shown = f"{depth} layers, each {describe(layers[0], 60)}; h {describe(h, 60)}"
-        cases.append(Case((layers, h), label=f"{depth} layers", info={"depth": depth}, shown=shown))
+        label = f"{depth} layer" + ("" if depth == 1 else "s")
+        shown = f"{label}, each {describe(layers[0], 60)}; h {describe(h, 60)}"
+        cases.append(Case((layers, h), label=label, info={"depth": depth}, shown=shown))
     return cases
 
 
@@ -314,33 +366,56 @@ def _scan_probe(fn: Callable[..., Any], case: Case) -> Any:
     return {**dtyped_plain(value), "scans": lengths, "outside": outside}
 
 
-def _judge_scan(got: Any, expected: Any, case: Case) -> str | None:
+_SCAN_SECTION = "08 `scan` over a tree of `xs`: layers as one loop"
+
+
+def _judge_scan(got: Any, expected: Any, case: Case) -> str | Mistake | None:
     if "raised" in got:
         text = got["raised"]
         sizes = got.get("xs") or []
         if len({size for _, size in sizes}) > 1:
             shown = ", ".join(f"{path or 'xs'} {size}" for path, size in sizes[:4])
-            return (
-                "the leaves of xs must all have the same leading axis, the layer axis: stack each "
-                f"leaf over the layers. The leading sizes of xs are: {shown}.\n  ({text[:200]})"
+            return Mistake(
+                "lax.scan was handed xs whose leaves differ in their leading axis. The leading "
+                f"sizes of xs are: {shown}.\n  ({text[:200]})",
+                "scan slices every leaf of xs along its leading axis, one slice per step, so "
+                "every leaf needs that axis, with one entry per layer: the weights and the "
+                "biases alike.",
+                "Stack each leaf over the layers, the biases too: jax.tree.map with jnp.stack "
+                "over the list of layers gives one tree whose every leaf starts with the layer "
+                "axis.",
+                reread=_SCAN_SECTION,
             )
         return f"raised {text}"
     layers, h = case.args
     depth = case.info["depth"]
     problem = _close(got["tree"], expected["tree"], case)
     if problem:
-        if np.shape(rebuild_tree(got["tree"])) == (depth, *np.shape(h)):
-            return (
-                "returned the stacked per-layer outputs (scan's ys); return the final carry, the "
-                "output of the last layer."
+        shape = np.shape(rebuild_tree(got["tree"]))
+        if shape == (depth, *np.shape(h)):
+            return Mistake(
+                f"returned an array of shape {shape}: the output of every layer, stacked (scan's "
+                "ys), where the output of the last layer was expected.",
+                "lax.scan returns a pair, the final carry and the stacked per-step outputs ys; the "
+                "carry after the last step is the last layer's output.",
+                "Return the first item of what lax.scan returns; the body may return None as its "
+                "per-step output.",
+                reread=_SCAN_SECTION,
             )
         return problem
     if depth not in got["scans"] or got["outside"]:
-        return (
-            f"the layers do not run in one lax.scan (scans of lengths {got['scans']}, "
-            f"{got['outside']} tanh outside any scan): "
-            "a Python loop unrolls every layer into the program. Stack the layers and scan over "
-            "them."
+        scans = got["scans"]
+        found = f"scans of lengths {scans}" if scans else "no scan"
+        return Mistake(
+            f"the layers do not run as one loop of {depth} step{'s' if depth != 1 else ''} in the "
+            "program: it holds "
+            f"{found}, and {got['outside']} tanh outside any scan.",
+            "A Python loop unrolls every layer: it runs while jit traces, so each layer becomes "
+            "its own copy in the program, which grows with the depth, and so does the compile "
+            "time. A scan traces its body once, whatever the number of layers.",
+            "Stack the layers into one tree with a leading layer axis, and run the layer "
+            "computation as the body of lax.scan over it, the activations as the carry.",
+            reread=_SCAN_SECTION,
         )
     return None
 
@@ -355,15 +430,17 @@ SCAN_LAYERS = Exercise(
     probe=_scan_probe,
     judge=_judge_scan,
     hints=(
-        "jax.tree.map(lambda *leaves: jnp.stack(leaves), *layers) turns the list of layer dicts "
-        "into one dict "
-        "whose leaves have a leading layer axis.",
-        "lax.scan(body, h, stacked) calls body(h, p) with p the slice of every leaf for one "
-        "layer, in order.",
-        "body returns (new_h, None): the new carry and no per-layer output. scan returns "
-        "(final_h, None); "
-        "return final_h.",
+        (
+            "scan walks a leading axis: stack the layers into one tree whose leaves have a layer "
+            "axis, and the body sees one layer's slice at a time, carrying the activations."
+        ),
+        (
+            "stacked = jax.tree.map(lambda *leaves: jnp.stack(leaves), *layers); a body (h, p) "
+            "that returns (the layer's output, None); final_h, _ = jax.lax.scan(body, h, "
+            "stacked)."
+        ),
     ),
+    reread="08 `scan` over a tree of `xs`: layers as one loop",
     mistakes=(
         "loops over the layers in Python, unrolling every one",
         "returns the stacked outputs instead of the final carry",
@@ -477,7 +554,23 @@ def _clip_bwd(limit: float, g: Any) -> tuple[Any, None]:
 _clip_per_leaf.defvjp(_clip_fwd, _clip_bwd)
 
 
-def _judge_clip(got: Any, expected: Any, case: Case) -> str | None:
+_VJP_PITFALL = (
+    "08 Pitfall 22: a `custom_vjp` backward rule returning a bare tree instead of a tuple of one "
+    "cotangent tree per primal argument"
+)
+_VJP_SECTION = "08 `custom_vjp` with tree arguments"
+
+
+def _clip_variants(raw: Any, limit: float) -> list[tuple[str, Callable[[], Any]]]:
+    """Typical wrong gradients, from the unclipped ones ``raw`` (float64): ``(kind, build)``."""
+    norm = float(np.sqrt(sum(np.sum(g**2) for g in jax.tree.leaves(raw))))
+    return [
+        ("raw", lambda: raw),
+        ("norm", lambda: jax.tree.map(lambda g: g * min(1.0, limit / norm), raw)),
+    ]
+
+
+def _judge_clip(got: Any, expected: Any, case: Case) -> str | Mistake | None:
     if "raised" in got:
         text = got["raised"]
         backward = got.get("backward")
@@ -487,17 +580,26 @@ def _judge_clip(got: Any, expected: Any, case: Case) -> str | None:
                 if backward["length"] is not None
                 else f"a {backward['kind']}"
             )
-            return (
-                "the backward rule must return a tuple with one cotangent per argument of the "
-                "primal function "
-                f"(Pitfall 22): (clipped_tree, None), None for limit. Called on its own, yours "
-                f"returns {what}.\n  ({text[:260]})"
+            return Mistake(
+                "jax.grad refused what the backward rule gave it. Called on its own, yours "
+                f"returns {what}, not a tuple of {backward['wanted']} cotangents.\n  "
+                f"({text[:260]})",
+                "A backward rule returns a tuple with one cotangent per argument of the primal "
+                "function, in order, even for an argument that gets no gradient (Pitfall 22).",
+                "Return a pair from the backward rule: the clipped tree for params, and None for "
+                "limit.",
+                reread=_VJP_PITFALL,
             )
         if backward and backward.get("params"):
             lines = "".join(f"\n  {line}" for line in backward["params"])
-            return (
-                "the backward rule's cotangent for params must have the structure of params:"
-                f"{lines}\n  ({text[:200]})"
+            return Mistake(
+                "the backward rule's cotangent for params does not have the structure of "
+                f"params:{lines}\n  ({text[:200]})",
+                "The cotangent for an argument is a tree with that argument's structure: one "
+                "leaf of gradient per leaf of params, None subtrees included.",
+                "Build the cotangent with jax.tree.map over g, which keeps its structure, rather "
+                "than assembling a new container.",
+                reread=_VJP_SECTION,
             )
         return f"raised {text}"
     if "forward" not in got:
@@ -505,33 +607,45 @@ def _judge_clip(got: Any, expected: Any, case: Case) -> str | None:
     bf16 = case.info["bf16"]
     problem = _judge_trees(got["forward"], expected["forward"], case, bf16=bf16)
     if problem:
-        return (
-            "the forward value must be params unchanged (only the gradient is clipped): " + problem
+        return Mistake(
+            "the forward value is not params unchanged: " + problem,
+            "A custom_vjp changes the derivative only: callers compute with the primal "
+            "function's output, which here is params as given; the clipping belongs to the "
+            "backward pass.",
+            "Return params from the primal function, and params as the output of the forward "
+            "rule; clip only the cotangent g, in the backward rule.",
+            reread=_VJP_SECTION,
         )
     params, limit = case.args
     raw = jax.grad(_clip_loss(case.info["weights"]))(params)
     raw64 = jax.tree.map(lambda g: np.asarray(g, np.float64), raw)
     mine = rebuild_tree(got["grads"]["tree"])
-    norm = float(np.sqrt(sum(np.sum(g**2) for g in jax.tree.leaves(raw64))))
-    variant = matching_variant(
+    kind = matching_variant(
         mine,
-        [
-            (
-                "the gradients are not clipped: the backward rule must clip each cotangent leaf "
-                "with jnp.clip(g, -limit, limit).",
-                lambda: raw64,
-            ),
-            (
-                "the gradients were scaled by the norm of the whole tree; clip each leaf on its "
-                "own, elementwise, to [-limit, limit].",
-                lambda: jax.tree.map(lambda g: g * min(1.0, limit / norm), raw64),
-            ),
-        ],
+        _clip_variants(raw64, limit),
         rtol=2e-2 if bf16 else 1e-4,
         atol=2e-2 if bf16 else 1e-5,
     )
-    if variant and _close(got["grads"]["tree"], expected["grads"]["tree"], case) is not None:
-        return variant
+    if kind and _close(got["grads"]["tree"], expected["grads"]["tree"], case) is not None:
+        if kind == "raw":
+            return Mistake(
+                "the gradients are not clipped: they are the plain gradients of the loss.",
+                "What the backward rule returns is the gradient that flows back to params: it "
+                "receives the cotangent g of the output and may change it.",
+                "In the backward rule, clip each leaf of g with jnp.clip(leaf, -limit, limit), "
+                "mapped over the tree.",
+                reread=_VJP_SECTION,
+            )
+        return Mistake(
+            "the gradients were scaled by one factor, computed from the norm of the whole tree, "
+            f"where each entry was to be clipped to [-{limit}, {limit}] on its own.",
+            "Clipping per leaf, elementwise, bounds every entry independently; clipping by the "
+            "global norm rescales every entry by one common factor, and is another operation "
+            "(lesson 02).",
+            "In the backward rule, map jnp.clip(leaf, -limit, limit) over the leaves of g, and "
+            "compute no norm.",
+            reread=_VJP_SECTION,
+        )
     return _judge_trees(got["grads"], expected["grads"], case, bf16=bf16)
 
 
@@ -545,15 +659,18 @@ CLIP_PER_LEAF = Exercise(
     probe=_clip_probe,
     judge=_judge_clip,
     hints=(
-        "Decorate clip_per_leaf(params, limit) with @jax.custom_vjp; it returns params unchanged, "
-        "and "
-        "clip_per_leaf.defvjp(fwd, bwd) gives it its backward rule.",
-        "fwd(params, limit) returns (output, residuals): (params, limit). bwd(limit, g) receives "
-        "g with the "
-        "structure of params.",
-        "bwd returns a tuple, one entry per argument: (jax.tree.map(lambda x: jnp.clip(x, -limit, "
-        "limit), g), None).",
+        (
+            "A custom_vjp function gets a forward rule that saves residuals and a backward rule "
+            "that returns one cotangent per primal argument, as a tuple (Pitfall 22)."
+        ),
+        (
+            "clip_per_leaf returns params; fwd(params, limit) returns (params, limit), the output "
+            "and limit as residual; bwd(limit, g) returns a pair, the tree of jnp.clip(leaf, "
+            "-limit, limit) over g and None for limit; connect them with "
+            "clip_per_leaf.defvjp(fwd, bwd)."
+        ),
     ),
+    reread="08 `custom_vjp` with tree arguments",
     mistakes=(
         "returns a bare tree from the backward rule (Pitfall 22)",
         "changes the forward value instead of passing `params` through",
@@ -632,17 +749,24 @@ def _ensemble_probe(fn: Callable[..., Any], case: Case) -> Any:
     return dtyped_plain(result)
 
 
-def _judge_ensemble(got: Any, expected: Any, case: Case) -> str | None:
+_VMAP_SECTION = "08 `vmap` over an ensemble, with `in_axes` and `out_axes` trees"
+
+
+def _judge_ensemble(got: Any, expected: Any, case: Case) -> str | Mistake | None:
     if "raised" in got:
         text = got["raised"]
         if got.get("mapped"):
-            return (
-                "in_axes does not fit the arguments: the member weights have the member axis, the "
-                "shared scale and "
-                "x do not. in_axes=({'member': 0, 'shared': None}, None) is a prefix of (params, "
-                f"x). With {_SQUARE} members, {_SQUARE} outputs and {_SQUARE} rows of x, where "
-                f"that mapping runs, yours maps {got['mapped']} over the members too.\n  "
-                f"({text[:200]})"
+            return Mistake(
+                f"ensemble_predict raised ({text[:200]}). Its in_axes maps {got['mapped']} over "
+                "the member axis too: called again on inputs where the members, the outputs and "
+                f"the rows of x all number {_SQUARE}, so that such a mapping runs, it gives "
+                "what that mapping gives.",
+                "in_axes is a prefix of the tuple of arguments (params, x): a 0 maps every leaf "
+                "below it over its leading axis, a None passes it whole. Only the member "
+                "weights have a member axis; the shared scale and x do not (Pitfall 13).",
+                "Give in_axes a tree that marks params['member'] with 0, and params['shared'] and "
+                "x with None: ({'member': 0, 'shared': None}, None).",
+                reread=_VMAP_SECTION,
             )
         return f"raised {text}"
     mine, theirs = rebuild_tree(got["tree"]), rebuild_tree(expected["tree"])
@@ -650,9 +774,14 @@ def _judge_ensemble(got: Any, expected: Any, case: Case) -> str | None:
         if np.shape(mine) == np.shape(np.moveaxis(theirs, 0, -1)) or np.shape(mine) == np.shape(
             np.moveaxis(theirs, 0, 1)
         ):
-            return (
-                f"the result has shape {np.shape(mine)}, expected {np.shape(theirs)}: the member "
-                "axis goes first (out_axes=0)."
+            return Mistake(
+                f"the result has shape {np.shape(mine)}, expected {np.shape(theirs)} (members, "
+                "batch, width): the member axis is not first.",
+                "vmap puts the mapped axis of its result where out_axes says: 0, the default, "
+                "makes it the leading axis.",
+                "Leave out_axes at 0 (and transpose nothing afterwards), so that the result is "
+                "(members, batch, width).",
+                reread=_VMAP_SECTION,
             )
         wanted = np.shape(theirs)
         return f"the result has shape {np.shape(mine)}, expected (members, batch, width) {wanted}."
@@ -669,11 +798,17 @@ ENSEMBLE_PREDICT = Exercise(
     probe=_ensemble_probe,
     judge=_judge_ensemble,
     hints=(
-        "Write the prediction of one member first: scale * (x @ w + b), with w of shape (d, k).",
-        "jax.vmap(predict, in_axes=...) maps the leaves whose in_axes entry is 0 and passes those "
-        "with None whole.",
-        "in_axes is a prefix of (params, x): ({'member': 0, 'shared': None}, None).",
+        (
+            "vmap maps the leaves whose in_axes entry is 0 and passes those marked None whole; "
+            "in_axes is a prefix of the tuple of arguments (Pitfall 13)."
+        ),
+        (
+            "Write predict(p, x) for one member, scale * (x @ w + b) read from p, then "
+            "jax.vmap(predict, in_axes=...) with in_axes a tree that gives params['member'] 0, "
+            "and params['shared'] and x None."
+        ),
     ),
+    reread="08 `vmap` over an ensemble, with `in_axes` and `out_axes` trees",
     mistakes=(
         "maps over the shared parameters too",
         "puts the member axis last instead of first",
@@ -747,16 +882,23 @@ def _updates_probe(fn: Callable[..., Any], case: Case) -> Any:
     return dtyped_plain(result)
 
 
-def _judge_updates(got: Any, expected: Any, case: Case) -> str | None:
+_TOOLS_SECTION = "08 The tree tools not shown yet"
+
+
+def _judge_updates(got: Any, expected: Any, case: Case) -> str | Mistake | None:
     if "raised" in got:
         text = got["raised"]
         if got.get("full_rates_run"):
-            return (
-                "lrs is a prefix of grads, so it must be the first tree of jax.tree.map: the "
-                "first tree decides where f "
-                "is called, and f then gets the whole subtree of grads under each learning "
-                "rate. Given one learning rate per gradient leaf, your function runs; given the "
-                f"prefix, it raised.\n  ({text[:200]})"
+            return Mistake(
+                "your function raised given the prefix lrs, and runs given one learning rate per "
+                f"gradient leaf.\n  ({text[:200]})",
+                "jax.tree.map walks its first tree and expects each other tree to have that "
+                "structure, or a subtree below each of its leaves. A prefix must come first: f "
+                "then gets the whole subtree of grads under each learning rate.",
+                "Map over lrs first, jax.tree.map(f, lrs, grads), with f(lr, subtree) mapping "
+                "the update over the subtree; or spread lrs with jax.tree.broadcast(lrs, grads) "
+                "first.",
+                reread=_TOOLS_SECTION,
             )
         return f"raised {text}"
     lrs, grads = case.args
@@ -765,15 +907,28 @@ def _judge_updates(got: Any, expected: Any, case: Case) -> str | None:
         lambda lr, sub: jax.tree.map(lambda g: lr * np.asarray(g, np.float64), sub), lrs, grads
     )
     tol = 2e-2 if case.info["bf16"] else 1e-5
-    hint = matching_variant(
-        mine,
-        [("the updates point uphill: an update is -lr * g.", lambda: wrong_sign)],
-        rtol=tol,
-        atol=tol,
-    )
-    if hint and _close(got["tree"], expected["tree"], case) is not None:
-        return hint
-    return _judge_trees(got, expected, case, bf16=case.info["bf16"])
+    uphill = matching_variant(mine, [("uphill", lambda: wrong_sign)], rtol=tol, atol=tol)
+    if uphill and _close(got["tree"], expected["tree"], case) is not None:
+        return Mistake(
+            "the updates point uphill: each is lr * g, the opposite of a step that lowers the "
+            "loss.",
+            "An update is what gets added to the parameters; to lower the loss it moves against "
+            "the gradient.",
+            "Negate it: each update is -lr * g.",
+            reread="02 Several trees at once: the SGD update",
+        )
+    problem = _judge_trees(got, expected, case, bf16=case.info["bf16"])
+    difference = _dtype_difference(got, expected)
+    if problem and difference and difference[1] == "float32" and difference[2] != "float32":
+        path, mine_dtype, theirs_dtype = difference
+        return Mistake(
+            f"the leaf at {path} has dtype {mine_dtype}, expected {theirs_dtype}, its gradient's.",
+            f"A {theirs_dtype} array times a Python float stays {theirs_dtype}, but times a "
+            "float32 scalar or array it is promoted to float32, as in Pitfall 21.",
+            "Cast each update back to its gradient's dtype: (-lr * g).astype(g.dtype).",
+            reread=_COND_PITFALL,
+        )
+    return problem
 
 
 SCALED_UPDATES = Exercise(
@@ -786,12 +941,17 @@ SCALED_UPDATES = Exercise(
     probe=_updates_probe,
     judge=_judge_updates,
     hints=(
-        "lrs is a prefix of grads: one learning rate stands for a whole subtree of gradients.",
-        "jax.tree.broadcast(lrs, grads) repeats each learning rate over its subtree; or "
-        "jax.tree.map(f, lrs, grads) "
-        "calls f(lr, subtree) once per learning rate.",
-        "Each update is (-lr * g).astype(g.dtype); None subtrees of grads stay None.",
+        (
+            "lrs is a prefix of grads: one learning rate stands for a whole subtree of gradients, "
+            "and the prefix must be spread over that subtree."
+        ),
+        (
+            "jax.tree.map(f, lrs, grads), lrs first, hands f(lr, subtree) each learning rate with "
+            "the subtree of grads it covers; f maps (-lr * g).astype(g.dtype) over that subtree. "
+            "Or jax.tree.broadcast(lrs, grads) first, then one map over both."
+        ),
     ),
+    reread="08 The tree tools not shown yet",
     mistakes=(
         "maps over the gradients first, so the prefix tree of rates is not the first tree",
         "climbs: the update is `-lr * g`",

@@ -24,10 +24,11 @@ from ._kit import (
     matching_variant,
     missing_return,
     random_array,
+    structure_difference,
     tree_judge,
 )
 from ._plain import describe, rebuild_tree, tree_plain
-from ._spec import Case, Exercise
+from ._spec import Case, Exercise, Mistake
 
 
 def _groups(rng: np.random.Generator, kind: int) -> dict[str, Any]:
@@ -99,15 +100,72 @@ def _mask_cases(rng: np.random.Generator) -> list[Case]:
     return cases
 
 
+_MASK_SECTION = "09 Masks: a tree of bools from a rule on names"
+_KEYSTR_PITFALL = "09 Pitfall 26: a rule written against `keystr`'s default format matches nothing"
+
+
+def _mask_mistake(kind: str, name: str, value: Any, ndim: int) -> Mistake:
+    """The mistake ``kind`` of :func:`_judge_mask`'s variants, told at the first wrong leaf: its
+    name, what the answer put there, and the parameter's number of dimensions."""
+    last = name.split("/")[-1]
+    if kind == "keystr":
+        return Mistake(
+            f"no leaf is True, not even {name!r}, whose last key is 'w'.",
+            "keystr's default format writes a key path as \"['encoder'][0]['w']\", with brackets "
+            "and quotes and no slashes, so a rule written for names such as 'encoder/0/w' "
+            "matches nothing (Pitfall 26).",
+            "Write the name with keystr(path, simple=True, separator='/') before the rule reads "
+            "it.",
+            reread=_KEYSTR_PITFALL,
+        )
+    if kind == "endswith":
+        return Mistake(
+            f"the leaf {name!r} got True, but its name only ends in 'w': its last part is "
+            f"{last!r}.",
+            "The rule is about the last key of the path, compared whole: 'dw', 'shadow' and "
+            "'row' end in the letter w, but none of them is the key 'w'.",
+            "Split the name on '/' and compare its last part with ==: name.split('/')[-1] == 'w'.",
+            reread=_MASK_SECTION,
+        )
+    if kind == "substring":
+        return Mistake(
+            f"the leaf {name!r} got True, but 'w' only occurs in its last part, {last!r}.",
+            "A substring test accepts every key that contains the letter, such as 'w_mean'; "
+            "the rule asks for the key 'w' exactly.",
+            "Compare the last part of the name with == rather than testing with in: "
+            "name.split('/')[-1] == 'w'.",
+            reread=_MASK_SECTION,
+        )
+    return Mistake(
+        f"the leaf {name!r}, with {ndim} dimension{'' if ndim == 1 else 's'}, got "
+        f"{describe(value)}: the mask follows the number of dimensions, not the names.",
+        "Weight decay here is a rule on names: the leaves whose last key is 'w' take it, and a "
+        "matrix with another name, such as the positional table 'pos', does not.",
+        "Decide from the key path, not the leaf: map_with_path hands f the path, and the last "
+        "part of the name decides.",
+        reread=_MASK_SECTION,
+    )
+
+
 def _judge_bool_tree(
-    got: Any, expected: Any, case: Case, variants: list[tuple[str, Callable[[], Any]]]
-) -> str | None:
+    got: Any,
+    expected: Any,
+    case: Case,
+    variants: list[tuple[str, Callable[[], Any]]],
+) -> str | Mistake | None:
     problem = missing_return(got, expected, "the function")
     if problem:
         return problem
     mine, theirs = rebuild_tree(got), rebuild_tree(expected)
     if not same_structure(mine, theirs):
-        return tree_judge(dtypes=False)(got, expected, case)
+        return Mistake(
+            str(tree_judge(dtypes=False)(got, expected, case)),
+            "A mask must have the structure of params exactly, None subtrees included: optax "
+            "pairs it with the params leaf by leaf, and refuses a tree that differs (Pitfall 23).",
+            "Build the mask from params with jax.tree.map_with_path, which keeps every container "
+            "and None subtree, rather than assembling a new dict.",
+            reread="09 Pitfall 23: a mask whose structure does not match the params",
+        )
     wrong = [
         (leaf_name(path), leaf)
         for (path, leaf), want in zip(
@@ -117,40 +175,28 @@ def _judge_bool_tree(
     ]
     if not wrong:
         return None
-    hint = matching_variant(mine, variants, rebuilt=True)
-    if hint:
-        return hint
+    kind = matching_variant(mine, variants, rebuilt=True)
     name, leaf = wrong[0]
+    if kind:
+        (params,) = case.args
+        ndims = {
+            leaf_name(path): np.ndim(x) for path, x in jax.tree_util.tree_leaves_with_path(params)
+        }
+        return _mask_mistake(kind, name, leaf, ndims.get(name, 0))
     wanted = not leaf if isinstance(leaf, bool) else "True or False"
     return f"the leaf at {name!r} is {describe(leaf)}, expected {wanted}."
 
 
-def _judge_mask(got: Any, expected: Any, case: Case) -> str | None:
+def _judge_mask(got: Any, expected: Any, case: Case) -> str | Mistake | None:
     (params,) = case.args
-    variants = [
+    variants: list[tuple[str, Callable[[], Any]]] = [
         (
-            "no leaf is True: keystr(path) writes \"['encoder'][0]['w']\", which no name rule "
-            "matches; "
-            "write the name with keystr(path, simple=True, separator='/').",
+            "keystr",
             lambda: _by_name(params, lambda name, leaf: name.split("/")[-1] == "w", _default_name),
         ),
-        (
-            "a leaf whose name only ends in 'w' (such as 'conv/dw' or 'shadow') got True: its "
-            "last part is not 'w'.",
-            lambda: _by_name(params, lambda name, leaf: name.endswith("w")),
-        ),
-        (
-            "a leaf whose name only contains a 'w' (such as 'w_mean') got True: compare the last "
-            "part of the name, "
-            "name.split('/')[-1] == 'w'.",
-            lambda: _by_name(params, lambda name, leaf: "w" in name.split("/")[-1]),
-        ),
-        (
-            "the mask follows the number of dimensions, not the names: a positional table ('pos') "
-            "is a matrix "
-            "that takes no decay here. Decide by the last key of the path.",
-            lambda: _by_name(params, lambda name, leaf: np.ndim(leaf) >= 2),
-        ),
+        ("endswith", lambda: _by_name(params, lambda name, leaf: name.endswith("w"))),
+        ("substring", lambda: _by_name(params, lambda name, leaf: "w" in name.split("/")[-1])),
+        ("ndim", lambda: _by_name(params, lambda name, leaf: np.ndim(leaf) >= 2)),
     ]
     return _judge_bool_tree(got, expected, case, variants)
 
@@ -165,12 +211,17 @@ DECAY_MASK = Exercise(
     probe=call_tree,
     judge=_judge_mask,
     hints=(
-        "jax.tree.map_with_path(f, params) calls f(path, leaf) for every leaf and keeps the "
-        "structure, None included.",
-        "jax.tree_util.keystr(path, simple=True, separator='/') gives names such as 'encoder/0/w'.",
-        "A leaf takes decay when the last part of its name is exactly 'w': name.split('/')[-1] == "
-        "'w'.",
+        (
+            "A mask is a tree of bools shaped like the params, made by a rule on each leaf's name; "
+            "the rule reads the last part of the name exactly, not its ending."
+        ),
+        (
+            "jax.tree.map_with_path(f, params) hands f each leaf's path: write it with "
+            "keystr(path, simple=True, separator='/') and compare its last part, "
+            "name.split('/')[-1], with 'w'."
+        ),
     ),
+    reread="09 Masks: a tree of bools from a rule on names",
     forbidden=("tree_mask", "tree_labels"),
     mistakes=(
         "writes the rule against `keystr`'s default format (Pitfall 26)",
@@ -210,7 +261,7 @@ def _freeze_cases(rng: np.random.Generator) -> list[Case]:
     return cases
 
 
-def _judge_freeze(got: Any, expected: Any, case: Case) -> str | None:
+def _judge_freeze(got: Any, expected: Any, case: Case) -> str | Mistake | None:
     problem = missing_return(got, expected, "freeze_group") or tree_judge()(got, expected, case)
     if problem is None:
         return None
@@ -221,32 +272,44 @@ def _judge_freeze(got: Any, expected: Any, case: Case) -> str | None:
             lambda path, p, g: p if frozen_if(leaf_name(path)) else p - lr * g, params, grads
         )
 
-    hint = matching_variant(
+    kind = matching_variant(
         rebuild_tree(got),
         [
-            (
-                "every leaf moved: the frozen group must come back unchanged. If you compared "
-                "names, note that "
-                "keystr(path) writes \"['encoder'][0]['w']\"; write it with keystr(path, "
-                "simple=True, separator='/').",
-                lambda: stepped(lambda name: False),
-            ),
-            (
-                "the wrong group stayed still: the group named by `frozen` keeps its values, "
-                "every other leaf takes p - lr * g.",
-                lambda: stepped(lambda name: name.split("/")[0] != frozen),
-            ),
-            (
-                f"a group whose name only starts with {frozen!r} (such as {frozen + '_norm'!r}) "
-                "was frozen too: compare the "
-                "first part of the name, name.split('/')[0] == frozen, not "
-                "name.startswith(frozen).",
-                lambda: stepped(lambda name: name.startswith(frozen)),
-            ),
+            ("nothing", lambda: stepped(lambda name: False)),
+            ("inverted", lambda: stepped(lambda name: name.split("/")[0] != frozen)),
+            ("startswith", lambda: stepped(lambda name: name.startswith(frozen))),
         ],
         rebuilt=True,
     )
-    return hint or problem
+    if kind == "nothing":
+        return Mistake(
+            f"every leaf moved, those of the frozen group {frozen!r} too.",
+            "The step must tell each leaf's group, the first part of its name, to leave the "
+            "frozen one alone. A name written in keystr's default format, "
+            "\"['encoder'][0]['w']\", never has a group as its first part (Pitfall 26).",
+            "In jax.tree.map_with_path, write the name with keystr(path, simple=True, "
+            "separator='/') and return p unchanged when its first part equals frozen.",
+            reread=_KEYSTR_PITFALL,
+        )
+    if kind == "inverted":
+        return Mistake(
+            f"the wrong group stayed still: the leaves of {frozen!r} moved, and every other leaf "
+            "kept its value.",
+            "The group named by frozen is the one that keeps its values; every other leaf takes "
+            "the SGD step.",
+            "Swap the two outcomes of your test: p where the group is frozen, p - lr * g "
+            "elsewhere.",
+        )
+    if kind == "startswith":
+        others = [group for group in params if group != frozen and group.startswith(frozen)]
+        return Mistake(
+            f"the group {others[0]!r} was frozen too: its name only starts with {frozen!r}.",
+            f"A group is the first part of the name, compared whole: {others[0]!r} starts with "
+            f"{frozen!r} but is another group.",
+            "Compare the first part of the name with ==, name.split('/')[0] == frozen, rather "
+            "than testing name.startswith(frozen).",
+        )
+    return problem
 
 
 FREEZE_GROUP = Exercise(
@@ -259,11 +322,16 @@ FREEZE_GROUP = Exercise(
     probe=call_tree,
     judge=_judge_freeze,
     hints=(
-        "jax.tree.map_with_path(f, params, grads) calls f(path, p, g) for each pair of leaves.",
-        "The group of a leaf is the first part of its name: keystr(path, simple=True, "
-        "separator='/').split('/')[0].",
-        "Return p unchanged in the frozen group and p - lr * g everywhere else.",
+        (
+            "A leaf's group is the first part of its name; leaves in the frozen group keep their "
+            "values and the others take an SGD step."
+        ),
+        (
+            "jax.tree.map_with_path(f, params, grads) with f(path, p, g) returning p when "
+            "keystr(path, simple=True, separator='/').split('/')[0] == frozen, else p - lr * g."
+        ),
     ),
+    reread="09 Freezing a subtree, two ways",
     forbidden=(
         "masked",
         "multi_transform",
@@ -321,37 +389,58 @@ def _split_probe(fn: Callable[..., Any], case: Case) -> Any:
     return {"selected": tree_plain(result[0]), "rest": tree_plain(result[1])}
 
 
-def _judge_split(got: Any, expected: Any, case: Case) -> str | None:
+def _judge_split(got: Any, expected: Any, case: Case) -> str | Mistake | None:
     if "not_a_pair" in got:
-        return f"returned {got['not_a_pair']}; return a pair (selected, rest)."
+        return Mistake(
+            f"returned {got['not_a_pair']}, one tree, where a pair (selected, rest) was expected.",
+            "A partition makes two trees from one: the leaves the mask selects, and the rest, "
+            "each half with None where the other holds a leaf.",
+            "Build both halves and return them together, as the tuple (selected, rest).",
+        )
     tree, mask = case.args
     selected, rest = rebuild_tree(got["selected"]), rebuild_tree(got["rest"])
     theirs = rebuild_tree(expected["selected"]), rebuild_tree(expected["rest"])
     if matching_variant((selected, rest), [("", lambda: theirs[::-1])], rebuilt=True) == "":
-        return (
-            "the two halves are swapped: selected holds the leaves where the mask is True, "
-            "rest the others."
+        return Mistake(
+            "the two halves are swapped: the first tree returned holds the leaves where the "
+            "mask is False.",
+            "The order of the pair is part of the answer: selected, the leaves where the mask is "
+            "True, comes first, and rest second.",
+            "Return (selected, rest), selected keeping each leaf whose mask entry is True.",
         )
     zeros = [
         leaf is not None and np.size(leaf) > 0 and not np.any(leaf)
         for leaf in jax.tree.leaves(selected) + jax.tree.leaves(rest)
     ]
     if not same_structure(selected, theirs[0]) and any(zeros):
-        return (
-            "some placeholders are zeros: a zero is a leaf, which jax.grad would differentiate "
-            "and jit would carry. "
-            "Put None where the other half has the leaf: None is an empty subtree, no leaf at all."
+        paths = [
+            jax.tree_util.keystr(path)
+            for path, leaf in jax.tree_util.tree_leaves_with_path(selected)
+            if np.size(leaf) > 0 and not np.any(leaf)
+        ]
+        where = f" (in selected at {paths[0]})" if paths else ""
+        return Mistake(
+            "some placeholders are zeros: where the other half holds a leaf, yours holds an "
+            f"array of zeros{where}.",
+            "A zero array is a leaf, which jax.grad would differentiate and jit would carry. "
+            "None is an empty subtree, no leaf at all, and that is what a placeholder must be.",
+            "Put None in place of each leaf that the other half holds.",
         )
     for half, want in zip((selected, rest), theirs, strict=True):
         same_leaves = [np.shape(a) for a in jax.tree.leaves(half)] == [
             np.shape(b) for b in jax.tree.leaves(want)
         ]
         if not same_structure(half, want) and same_leaves:
-            return (
-                "the leaves are right but a container lost its keys: keep every container of the "
-                "tree in both halves, "
-                "with None in place of each leaf the other half holds, so that the halves can be "
-                "combined leaf by leaf."
+            lines = structure_difference(half, want)
+            return Mistake(
+                "the leaves are right but a container lost its keys: "
+                + (lines[0] if lines else "the structures differ")
+                + ".",
+                "Both halves keep every container of the tree, so that they can be combined "
+                "leaf by leaf; a None placeholder keeps the key that a dropped entry loses.",
+                "Keep the tree's structure in both halves: fill its treedef with the leaves, "
+                "None in place of each leaf the other half holds, instead of filtering the "
+                "containers.",
             )
     for part, name in (("selected", "selected"), ("rest", "rest")):
         problem = tree_judge()(got[part], expected[part], case)
@@ -370,13 +459,17 @@ SPLIT_BY_MASK = Exercise(
     probe=_split_probe,
     judge=_judge_split,
     hints=(
-        "jax.tree.flatten(tree) gives the leaves and the treedef; jax.tree.leaves(mask) the "
-        "bools, in the same order.",
-        "Each half is jax.tree.unflatten(treedef, new_leaves), with None in place of each leaf it "
-        "does not hold.",
-        "selected keeps leaf where the mask is True (None elsewhere), rest the opposite; return "
-        "(selected, rest).",
+        (
+            "Partitioning keeps the structure of the tree in both halves: each half holds the "
+            "leaves it selects and None in place of the others."
+        ),
+        (
+            "leaves, treedef = jax.tree.flatten(tree); bools = jax.tree.leaves(mask); selected = "
+            "jax.tree.unflatten(treedef, [x if m else None ...]); rest the opposite; return "
+            "(selected, rest)."
+        ),
     ),
+    reread="09 Partition and combine",
     forbidden=("partition", "combine"),
     mistakes=(
         "swaps the two halves",
@@ -410,28 +503,19 @@ def _rates_cases(rng: np.random.Generator) -> list[Case]:
     return cases
 
 
-def _judge_rates(got: Any, expected: Any, case: Case) -> str | None:
+def _judge_rates(got: Any, expected: Any, case: Case) -> str | Mistake | None:
     problem = missing_return(got, expected, "group_sgd") or tree_judge()(got, expected, case)
     if problem is None:
         return None
     params, grads, rates = case.args
-    first = next(iter(rates.values()))
-    hint = matching_variant(
+    first_group, first = next(iter(rates.items()))
+    kind = matching_variant(
         rebuild_tree(got),
         [
+            ("first", lambda: jax.tree.map(lambda p, g: p - first * g, params, grads)),
+            ("uphill", lambda: _group_sgd(params, jax.tree.map(lambda g: -g, grads), rates)),
             (
-                "every leaf took the first group's rate: look the rate up by each leaf's own "
-                "group, rates[group].",
-                lambda: jax.tree.map(lambda p, g: p - first * g, params, grads),
-            ),
-            (
-                "the steps go uphill: p - rate * g, not p + rate * g.",
-                lambda: _group_sgd(params, jax.tree.map(lambda g: -g, grads), rates),
-            ),
-            (
-                "the rates were looked up by the wrong part of the name: the group is the first "
-                "part, "
-                "keystr(path, simple=True, separator='/').split('/')[0], the top-level key.",
+                "second",
                 lambda: jax.tree.map_with_path(
                     lambda path, p, g: p - rates.get(leaf_name(path).split("/")[1], 0.0) * g,
                     params,
@@ -441,7 +525,30 @@ def _judge_rates(got: Any, expected: Any, case: Case) -> str | None:
         ],
         rebuilt=True,
     )
-    return hint or problem
+    if kind == "first":
+        return Mistake(
+            f"every leaf took the first group's rate, {first} (that of {first_group!r}).",
+            "Each leaf belongs to the group named by the first part of its name, and moves by "
+            "that group's entry in rates.",
+            "Inside jax.tree.map_with_path, look the rate up by the leaf's own group: "
+            "rates[name.split('/')[0]].",
+        )
+    if kind == "uphill":
+        return Mistake(
+            "the steps go uphill: each leaf moved by +rate * g.",
+            "SGD moves against the gradient, the direction in which the loss falls.",
+            "Subtract the step: p - rates[group] * g.",
+            reread="02 Several trees at once: the SGD update",
+        )
+    if kind == "second":
+        return Mistake(
+            "the rates were looked up by the wrong part of the name: the leaves moved by the "
+            "rate of their second key, not of their group.",
+            "A leaf's group is its top-level key, the first part of its name; the parts after it "
+            "name the layers and the leaves inside the group.",
+            "Take the first part: keystr(path, simple=True, separator='/').split('/')[0].",
+        )
+    return problem
 
 
 GROUP_SGD = Exercise(
@@ -454,11 +561,17 @@ GROUP_SGD = Exercise(
     probe=call_tree,
     judge=_judge_rates,
     hints=(
-        "jax.tree.map_with_path(f, params, grads) calls f(path, p, g) for each pair of leaves.",
-        "The group of a leaf is its top-level key, the first part of keystr(path, simple=True, "
-        "separator='/').",
-        "Each leaf becomes p - rates[group] * g.",
+        (
+            "Each leaf belongs to the group named by the first part of its name, and moves by that "
+            "group's learning rate."
+        ),
+        (
+            "jax.tree.map_with_path(f, params, grads): f(path, p, g) reads the group, the first "
+            "part of keystr(path, simple=True, separator='/'), and steps p by that group's rate "
+            "in rates."
+        ),
     ),
+    reread="09 A learning rate per group",
     forbidden=("multi_transform", "masked", "sgd", "tree_labels", "tree_add_scale"),
     mistakes=(
         "gives every leaf the first group's rate",
@@ -490,30 +603,41 @@ def _count_cases(rng: np.random.Generator) -> list[Case]:
     return cases
 
 
-def _judge_count(got: Any, expected: Any, case: Case) -> str | None:
+def _judge_count(got: Any, expected: Any, case: Case) -> str | Mistake | None:
     if got == expected:
         return None
     (params,) = case.args
     if isinstance(got, dict) and isinstance(expected, dict):
         missing = [k for k in expected if k not in got]
         if missing and all(expected[k] == 0 for k in missing):
-            return (
-                f"the groups {missing} are missing: a group without leaves (None) has 0 "
-                "parameters, and it is still a "
-                "group. Loop over params.items(), not over the leaves' paths."
+            return Mistake(
+                f"the groups {missing}, which hold no leaves, are missing from the result.",
+                "Every top-level key is a group, also one without leaves (None): it has 0 "
+                "parameters and still gets an entry. Walking the leaves' paths never meets such "
+                "a group.",
+                "Loop over params.items() and count the leaves of each subtree, which gives 0 "
+                "for a None subtree.",
             )
         leaves = {k: len(jax.tree.leaves(v)) for k, v in params.items()}
         if got == leaves:
-            return (
-                "those are the numbers of leaves (arrays); count the numbers in them: "
-                "sum of leaf.size."
+            return Mistake(
+                f"those are the numbers of leaves (arrays) of the groups, {got}, not of "
+                "parameters.",
+                "A parameter is one element of an array: a (3, 4) matrix holds 12.",
+                "Add up leaf.size over each group's leaves instead of counting the leaves.",
+                reread="01 Containers and leaves",
             )
         if all(isinstance(v, (int, np.integer)) for v in got.values()) and sum(got.values()) == sum(
             expected.values()
         ):
-            return (
-                "the total is right but it is shared out wrongly: a leaf's group is its "
-                "top-level key."
+            group = next(k for k in expected if got.get(k) != expected[k])
+            return Mistake(
+                f"the total is right but it is shared out wrongly: {group!r} got "
+                f"{got.get(group)}, expected {expected[group]}.",
+                "A leaf counts toward the group at the top of its key path, the first part of "
+                "its name, and toward no other.",
+                "Count each group's own subtree, params[group], or group the leaves by the first "
+                "key of their paths.",
             )
     return judge_equal(got, expected, case)
 
@@ -528,12 +652,17 @@ COUNT_BY_GROUP = Exercise(
     probe=call_value,
     judge=_judge_count,
     hints=(
-        "The groups are the top-level keys of params; each value is a subtree.",
-        "jax.tree.leaves(subtree) lists a group's arrays (none for a None subtree); leaf.size is "
-        "the count of one.",
-        "Return {group: sum(leaf.size for leaf in jax.tree.leaves(sub)) for group, sub in "
-        "params.items()}.",
+        (
+            "The groups are the top-level keys; a group's count adds the elements of every leaf in "
+            "its subtree, and a None subtree counts 0."
+        ),
+        (
+            "Loop over params.items(): a group's count is the sum of leaf.size over "
+            "jax.tree.leaves of its subtree, which lists nothing for None; return one entry per "
+            "group, in params' order."
+        ),
     ),
+    reread="09 Key paths and names",
     forbidden=("tree_size", "tree_summary", "tree_bytes"),
     mistakes=(
         "leaves out a group without leaves, which has 0 parameters",

@@ -17,7 +17,9 @@ from ._room import OUTCOMES, send_event
 from ._spec import Exercise, Status, Verdict, round_points
 
 _strict_override: bool | None = None
-_hints_shown: dict[str, int] = {}
+# Per exercise: the mistake the last failed check was about (its idea) and how many of its two
+# hints were shown then.
+_hints_shown: dict[str, tuple[str, int]] = {}
 _references: dict[str, list[Any]] = {}
 
 
@@ -80,7 +82,9 @@ def _points(verdict: Verdict) -> str:
 
 
 def _report(exercise: Exercise, verdict: Verdict) -> tuple[str, int]:
-    """What the check prints, and the number of hints it shows (0 when it shows none)."""
+    """What the check prints, and the number of hints it shows (0 when it shows none): the first
+    failure with a mistake says what went wrong and where, the second adds the idea and the
+    lesson section behind it, the third the fix."""
     head = exercise.id
     if verdict.status == "passed":
         return (
@@ -100,16 +104,24 @@ def _report(exercise: Exercise, verdict: Verdict) -> tuple[str, int]:
         case = exercise.make_cases("check")[verdict.case]
         shown = case.shown or ", ".join(describe(arg, 200) for arg in case.args)
         lines.append(f"  input: {shown}")
-    level = min(_hints_shown.get(exercise.id, 0) + 1, len(exercise.hints))
-    _hints_shown[exercise.id] = level
-    for i in range(level):
-        lines.append(f"  hint {i + 1}/{len(exercise.hints)}: {exercise.hints[i]}")
-    if level < len(exercise.hints):
-        lines.append("  (run this check again for another hint)")
-    elif exercise.hints:
-        lines.append(
-            "  (no more hints: the lesson notebook of the same number shows each idea used here)"
-        )
+    if not verdict.idea:
+        return "\n".join(lines), 0
+    # The first failure with a mistake says what went wrong; each further one, with the same
+    # mistake, adds a step: the idea, then the fix. Another mistake starts again at what.
+    mistake, seen = _hints_shown.get(exercise.id, ("", -1))
+    level = min(seen + 1, 2) if mistake == verdict.idea else 0
+    _hints_shown[exercise.id] = (verdict.idea, level)
+    if level >= 1:
+        lines.append(f"  hint 1/2, the idea: {verdict.idea_text()}")
+    if level == 2:
+        lines.append(f"  hint 2/2, the fix: {verdict.fix}")
+    lines.append(
+        [
+            "  (run this check again for a hint: the idea behind it)",
+            "  (run this check again for the last hint: how to fix it)",
+            "  (no more hints: the lesson notebook of the same number shows each idea used here)",
+        ][level]
+    )
     return "\n".join(lines), level
 
 
@@ -117,8 +129,9 @@ def check(exercise_id: str, fn: Callable[..., Any], *, strict: bool | None = Non
     """Check the learner's answer to one exercise and print what to do next.
 
     Prints "passed" with the points, "not attempted yet" while the stub still raises
-    ``NotImplementedError``, or "incorrect" with a hint aimed at the first failing case; each
-    further failing call reveals one more general hint. Never prints the solution. In a notebook,
+    ``NotImplementedError``, or "incorrect" with what went wrong on the first failing case; each
+    further failing call with the same mistake reveals one more hint, the idea and then the fix,
+    chosen for that mistake. Never prints the solution. In a notebook,
     a result whose structure differs from the expected one is also drawn against it, structure
     only (``viz.draw_diff``; see ``_picture``). When checks are
     strict (``strict=True``, ``COURSE_STRICT_CHECKS=1`` or ``CI`` set), anything but "passed"

@@ -42,8 +42,30 @@ class Case:
 Probe = Callable[[Callable[..., Any], Case], Any]
 """Runs in the learner's process: call the function on a case, reduce what it did to plain data."""
 
-Judge = Callable[[Any, Any, Case], str | None]
-"""Runs anywhere: ``judge(got, expected, case)`` is ``None`` when ``got`` is right, else a hint."""
+
+@dataclass(frozen=True)
+class Mistake:
+    """A typical wrong answer a judge recognised, told in three steps, one more per failed check.
+
+    ``what`` says what went wrong and where (the value, the key path, the count) and never the
+    fix; ``idea`` names the idea the answer misses; ``fix`` comes close to the answer. ``reread``
+    is the lesson section behind the idea, as ``"NN Heading"`` (the exercise's own by default).
+
+    >>> Mistake("returned 2, the number of leaves", "a parameter is an entry of a leaf",
+    ...         "add up leaf.size").what
+    'returned 2, the number of leaves'
+    """
+
+    what: str
+    idea: str
+    fix: str
+    reread: str = ""
+
+
+Judge = Callable[[Any, Any, Case], "str | Mistake | None"]
+"""Runs anywhere: ``judge(got, expected, case)`` is ``None`` when ``got`` is right, else what is
+wrong: a :class:`Mistake`, or a string that says only what went wrong (the exercise's own idea
+and fix follow it)."""
 
 
 @dataclass(frozen=True)
@@ -55,7 +77,10 @@ class Exercise:
     ``cases(rng)`` makes a deterministic list of :class:`Case` from a NumPy generator; the
     self-check and the grader draw from different seeds. ``reference`` is the course's own answer.
     ``probe(fn, case)`` calls ``fn`` (learner's or reference) and returns plain data; ``judge(got,
-    expected, case)`` compares two probe results. ``hints`` are revealed one per failed self-check.
+    expected, case)`` compares two probe results. ``hints`` are the exercise's own idea and fix,
+    which follow a judge's message that is not a :class:`Mistake` (the second and the third
+    failed self-check reveal one each); ``reread`` names the lesson section behind them, as
+    ``"NN Heading"``.
     ``forbidden`` names ``course_lib`` functions or classes that must not be used to answer (the
     very thing the exercise asks to write); ``forbidden_modules`` names whole packages (``"optax"``)
     this exercise may not call. Both are detected at run time, by what is called, never by name.
@@ -75,7 +100,8 @@ class Exercise:
     reference: Callable[..., Any]
     probe: Probe
     judge: Judge
-    hints: tuple[str, ...] = ()
+    hints: tuple[str, str] = ("", "")
+    reread: str = ""
     forbidden: tuple[str, ...] = ()
     forbidden_modules: tuple[str, ...] = ()
     uses: tuple[str, ...] = ()
@@ -90,6 +116,10 @@ class Exercise:
             raise ValueError(f"exercise {self.id}: name {self.name!r} is not a Python identifier")
         if self.points <= 0:
             raise ValueError(f"exercise {self.id}: points must be positive")
+        if len(self.hints) != 2 or not all(self.hints):
+            raise ValueError(f"exercise {self.id}: hints must be two texts, the idea and the fix")
+        if not _is_section(self.reread):
+            raise ValueError(f"exercise {self.id}: reread must name a section as 'NN Heading'")
         for used in self.uses:
             if used.split(".", 1)[0] != self.lesson or used == self.id:
                 raise ValueError(
@@ -111,6 +141,15 @@ class Exercise:
         if any(case.part for case in cases) and not all(case.part for case in cases):
             raise ValueError(f"exercise {self.id}: some cases name a part and some do not")
         return cases
+
+
+def _is_section(text: str) -> bool:
+    """Whether ``text`` names a lesson section as ``"NN Heading"``.
+
+    >>> _is_section("03 Key paths: naming the children"), _is_section("Key paths")
+    (True, False)
+    """
+    return len(text) > 3 and text[:2].isdigit() and text[2] == " " and not text[3].isspace()
 
 
 def part_names(cases: Sequence[Case]) -> list[str]:
@@ -210,7 +249,9 @@ class Verdict:
     ``case`` is the index of the case the message is about (``None`` when it is about no case).
     ``passed_cases`` says which cases were right, ``parts`` which named parts were (every case of
     the part right), in order. A ``flagged`` verdict (a forbidden call) scores 0; ``flags`` holds
-    the calls and ``points_if_allowed`` what the answer would score without that rule.
+    the calls and ``points_if_allowed`` what the answer would score without that rule. ``idea``,
+    ``fix`` and ``reread`` are the next steps for the mistake the message is about (see
+    :class:`Mistake`), empty when there is none to give.
     """
 
     status: Status
@@ -223,3 +264,18 @@ class Verdict:
     parts: tuple[tuple[str, bool], ...] = ()
     flags: tuple[dict[str, Any], ...] = ()
     points_if_allowed: int | float | None = None
+    idea: str = ""
+    fix: str = ""
+    reread: str = ""
+
+    def idea_text(self) -> str:
+        """The idea, with the section to reread (``""`` when there is none).
+
+        >>> Verdict("failed", 0, 1, "returned 2", idea="Count elements.",
+        ...         reread="01 Containers and leaves").idea_text()
+        'Count elements. (reread lesson 01, "Containers and leaves")'
+        """
+        if not self.idea:
+            return ""
+        lesson, _, heading = self.reread.partition(" ")
+        return f'{self.idea} (reread lesson {lesson}, "{heading}")'

@@ -156,7 +156,7 @@ def test_the_dashboard_follows_a_room_of_thirty(
     expect(page.locator("#needs-help")).to_contain_text(
         "Kernel Stuck · 01.count_params: 3 incorrect tries in a row"
     )
-    assert "incorrect, 3 tries, hint 3" in cell_text(page, "Kernel Stuck", 0)
+    assert "incorrect, 3 tries, hint 2" in cell_text(page, "Kernel Stuck", 0)
     assert "not attempted, 3 tries" in cell_text(page, "Kernel Starts", 0)
     expect(page.locator("#ready-count")).to_have_text("(27 of 30)")
     ready_row = page.locator("#ready tbody tr").filter(has_text="Kernel Stuck")

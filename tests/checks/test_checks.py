@@ -15,6 +15,7 @@ from test_checks_lesson01 import (
     WRONG,
     count_leaves,
     count_params,
+    count_with_none,
     is_node,
     is_node_by_leaf_count,
     is_node_by_treedef_is_leaf,
@@ -39,22 +40,37 @@ pytestmark = pytest.mark.usefixtures("fresh_checks")
 
 
 def test_hints_are_revealed_one_per_failed_check(capsys: pytest.CaptureFixture[str]) -> None:
+    """What went wrong, then the idea with the section to reread, then the fix, then no more."""
     outputs = []
     for _ in range(4):
         check("01.count_params", count_leaves)
         outputs.append(capsys.readouterr().out)
-    assert (
-        "hint 1/3" in outputs[0]
-        and "hint 2/3" not in outputs[0]
-        and "run this check again" in outputs[0]
+    assert "returned 2, the number of leaves" in outputs[0] and "hint" not in outputs[0].replace(
+        "for a hint", ""
     )
-    assert "hint 2/3" in outputs[1] and "hint 3/3" not in outputs[1]
-    assert "hint 3/3" in outputs[2] and "no more hints" in outputs[2]
+    assert "run this check again for a hint: the idea behind it" in outputs[0]
+    assert "hint 1/2, the idea: " in outputs[1] and "hint 2/2" not in outputs[1]
+    assert '(reread lesson 01, "' in outputs[1]
+    assert "hint 2/2, the fix: " in outputs[2] and "no more hints" in outputs[2]
     assert outputs[3] == outputs[2]
     for out in outputs:
-        assert (
-            "jax.tree.leaves(tree)" not in out.split("hint 1/3")[0]
-        )  # the targeted part names no solution
+        assert "np.size" not in out.split("hint 2/2")[0]  # the fix comes last
+
+
+def test_another_mistake_starts_again_at_what_went_wrong(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The hints follow the mistake the check found: after two failures of one kind, the first
+    failure of another kind says what went wrong, and the hints start again from there."""
+    for _ in range(2):
+        check("01.count_params", count_leaves)
+    capsys.readouterr()
+    check("01.count_params", count_with_none)
+    out = capsys.readouterr().out
+    assert "each None seems to count" in out and "hint 1/2" not in out, out
+    check("01.count_params", count_with_none)
+    out = capsys.readouterr().out
+    assert "hint 1/2" in out and "hint 2/2" not in out, out
 
 
 def test_check_output_is_deterministic(capsys: pytest.CaptureFixture[str]) -> None:
@@ -164,11 +180,17 @@ def test_exercise_spec_is_validated() -> None:
         "reference": len,
         "probe": lambda fn, case: fn(*case.args),
         "judge": lambda g, e, c: None,
+        "hints": ("the idea", "the fix"),
+        "reread": "01 Containers and leaves",
     }
     with pytest.raises(ValueError, match="must look like"):
         Exercise(id="1.f", **good)
     with pytest.raises(ValueError, match="points"):
         Exercise(id="01.f", **{**good, "points": 0})
+    with pytest.raises(ValueError, match="the idea and the fix"):
+        Exercise(id="01.f", **{**good, "hints": ("one", "two", "three")})
+    with pytest.raises(ValueError, match="must name a section as 'NN Heading'"):
+        Exercise(id="01.f", **{**good, "reread": "Containers and leaves"})
     with pytest.raises(ValueError, match="no cases"):
         Exercise(id="01.f", **good).make_cases("check")
 

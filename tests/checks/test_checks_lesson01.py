@@ -42,6 +42,10 @@ def count_with_none(tree):
     return sum(int(np.size(leaf)) for leaf in jax.tree.leaves(tree, is_leaf=lambda x: x is None))
 
 
+def count_skipping_numbers(tree):
+    return sum(leaf.size for leaf in jax.tree.leaves(tree) if hasattr(leaf, "size"))
+
+
 def count_forgetting_return(tree):
     sum(int(np.size(leaf)) for leaf in jax.tree.leaves(tree))
 
@@ -57,6 +61,10 @@ def leaf_paths_without_none(tree):
 
 def leaf_paths_as_tuple(tree):
     return tuple(leaf_paths(tree))
+
+
+def leaf_paths_sorted(tree):
+    return sorted(leaf_paths(tree))
 
 
 def is_node(x):
@@ -166,9 +174,15 @@ RIGHT: dict[str, Callable[..., Any]] = {
 WRONG: list[tuple[str, Callable[..., Any], str]] = [
     ("01.count_params", count_leaves, "the number of leaves"),
     ("01.count_params", count_with_none, "each None seems to count as a parameter"),
+    ("01.count_params", count_skipping_numbers, "Python numbers were not counted"),
     ("01.count_params", count_forgetting_return, "returned None: missing `return`?"),
     ("01.leaf_paths", leaf_paths_without_none, "the paths of the None entries"),
-    ("01.leaf_paths", leaf_paths_as_tuple, "returned a tuple; return a list of strings"),
+    (
+        "01.leaf_paths",
+        leaf_paths_as_tuple,
+        "returned a tuple of 4 paths, where a list was expected",
+    ),
+    ("01.leaf_paths", leaf_paths_sorted, "the right paths in another order"),
     ("01.is_node", is_node_by_treedef_is_leaf, "is_node returned False, expected True"),
     ("01.is_node", is_node_by_leaf_count, "is_node returned"),
     (

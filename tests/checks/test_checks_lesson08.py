@@ -240,23 +240,23 @@ class TestLesson08(LessonChecks):
     )
     wrong = (
         ("08.guarded_step", guarded_with_python_if, "Python `if`"),
-        ("08.guarded_step", guarded_without_cast, "Pitfall 21"),
+        ("08.guarded_step", guarded_without_cast, "return different dtypes"),
         ("08.guarded_step", guarded_branch_of_leaves, "return trees of different structures"),
         ("08.guarded_step", guarded_always_steps, "a gradient leaf holds a NaN or an inf"),
-        ("08.scan_layers", scan_python_loop, "a Python loop unrolls every layer"),
-        ("08.scan_layers", scan_with_one_bias, "stack each leaf over the layers"),
-        ("08.scan_layers", scan_returning_ys, "return the final carry"),
-        ("08.clip_per_leaf", clip_bare_tree, "Pitfall 22"),
-        ("08.clip_per_leaf", clip_forward_values, "the forward value must be params unchanged"),
-        ("08.clip_per_leaf", clip_by_global_norm, "clip each leaf on its own"),
+        ("08.scan_layers", scan_python_loop, "tanh outside any scan"),
+        ("08.scan_layers", scan_with_one_bias, "differ in their leading axis"),
+        ("08.scan_layers", scan_returning_ys, "(scan's ys)"),
+        ("08.clip_per_leaf", clip_bare_tree, "Called on its own, yours returns a dict"),
+        ("08.clip_per_leaf", clip_forward_values, "the forward value is not params unchanged"),
+        ("08.clip_per_leaf", clip_by_global_norm, "computed from the norm of the whole tree"),
         (
             "08.ensemble_predict",
             ensemble_mapping_everything,
-            "in_axes=({'member': 0, 'shared': None}, None)",
+            "Its in_axes maps the shared scale over the member axis too",
         ),
-        ("08.ensemble_predict", ensemble_members_last, "the member axis goes first"),
-        ("08.scaled_updates", updates_grads_first, "it must be the first tree of jax.tree.map"),
-        ("08.scaled_updates", updates_uphill, "an update is -lr * g"),
+        ("08.ensemble_predict", ensemble_members_last, "the member axis is not first"),
+        ("08.scaled_updates", updates_grads_first, "raised given the prefix lrs"),
+        ("08.scaled_updates", updates_uphill, "the updates point uphill"),
         ("08.scaled_updates", updates_in_float32, "has dtype float32, expected bfloat16"),
     )
 
@@ -290,12 +290,12 @@ def test_the_reference_clip_leaves_the_values_and_clips_each_gradient_entry() ->
 # (without jit; on square ensemble inputs; with one learning rate per gradient leaf).
 REFUSED: list[tuple[str, Any, str]] = [
     ("08.guarded_step", guarded_with_python_if, "runs without jit and fails under it"),
-    ("08.guarded_step", guarded_without_cast, "(Pitfall 21)"),
+    ("08.guarded_step", guarded_without_cast, "the first branch returns float32"),
     ("08.guarded_step", guarded_branch_of_leaves, "return trees of different structures"),
     ("08.scan_layers", scan_with_one_bias, "The leading sizes of xs are: [0] "),
     ("08.clip_per_leaf", clip_bare_tree, "Called on its own, yours returns a dict"),
-    ("08.ensemble_predict", ensemble_mapping_everything, "yours maps the shared scale over"),
-    ("08.scaled_updates", updates_grads_first, "Given one learning rate per gradient leaf"),
+    ("08.ensemble_predict", ensemble_mapping_everything, "maps the shared scale over the member"),
+    ("08.scaled_updates", updates_grads_first, "runs given one learning rate per gradient leaf"),
 ]
 
 
@@ -327,4 +327,4 @@ def test_a_refusal_the_probes_cannot_explain_gets_the_error_only(
         return jax.vmap(predict, in_axes=({"member": 0, "shared": None}, 2))(params, x)
 
     out = check_output("08.ensemble_predict", ensemble_mapping_x_twice, capsys)
-    assert "raised ValueError" in out and "in_axes does not fit" not in out, out
+    assert "raised ValueError" in out and "over the member axis too" not in out, out

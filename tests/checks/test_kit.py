@@ -53,7 +53,8 @@ COMPILES = Exercise(
     reference=_jit_once,
     probe=_compile_probe,
     judge=judge_compiles,
-    hints=("Compile once.",),
+    hints=("One program serves every call.", "Compile once."),
+    reread="05 The cache key",
 )
 
 

@@ -384,12 +384,22 @@ def _result(exercise: Exercise, plan: Plan, run: _Run, ctx: Context) -> Exercise
         verdict.status,
         verdict.points,
         exercise.points,
-        "" if verdict.status == "passed" else verdict.message,
+        _feedback(verdict),
         parts=[{"name": name, "passed": ok} for name, ok in verdict.parts],
         cases=list(verdict.passed_cases),
         flags=[_flag_record(plan, flag) for flag in verdict.flags],
         points_if_allowed=verdict.points_if_allowed,
     )
+
+
+def _feedback(verdict: Verdict) -> str:
+    """What a student reads about an exercise: what went wrong and, after a submission as after a
+    second failed self-check, the idea behind it; never the fix, since many courses let students
+    submit again."""
+    if verdict.status == "passed":
+        return ""
+    idea = verdict.idea_text()
+    return f"{verdict.message}\nThe idea: {idea}" if idea else verdict.message
 
 
 def _verdict(exercise: Exercise, plan: Plan, run: _Run, ctx: Context) -> Verdict:

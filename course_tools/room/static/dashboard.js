@@ -131,7 +131,12 @@ function renderExercises(exercises, learners) {
       row.append(element("th", `${e.id} (${e.points} ${e.points === 1 ? "point" : "points"}): ${e.title}`, { scope: "row" }));
       row.append(element("td", `${stats.passed} of ${learners}`));
       const stuck = stats.stuck;
-      row.append(element("td", stuck ? `hint ${stuck.hint}, ${stuck.count} ${stuck.count === 1 ? "learner" : "learners"}: ${stuck.text}` : "nobody failing"));
+      let said = "nobody failing";
+      if (stuck) {
+        const who = `${stuck.count} ${stuck.count === 1 ? "learner" : "learners"}`;
+        said = stuck.hint ? `hint ${stuck.hint}, ${who}: ${stuck.text}` : `no hint yet, ${who}: they have seen what went wrong`;
+      }
+      row.append(element("td", said));
       return row;
     })
   );
