@@ -31,6 +31,7 @@ from course_lib.checks import check, get_exercise, judge_outcomes, reference_res
 from course_lib.checks._evaluate import probe_all  # the kernel side of grading: no public name
 from course_lib.checks._kit import as_float32
 from course_lib.checks._plain import tree_plain
+from course_lib.checks._selfcheck import _report  # what check prints for a verdict: no public name
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -55,6 +56,18 @@ def check_output(
     """What ``check(exercise_id, answer)`` prints."""
     check(exercise_id, answer)
     return capsys.readouterr().out
+
+
+def successive_reports(
+    exercise_id: str, answer: Callable[..., Any], times: int = 3
+) -> tuple[checks.Verdict, list[str]]:
+    """The verdict on ``answer``, and what ``check(exercise_id, answer)`` prints the first ``times``
+    times from fresh hints: the answer is judged once (the verdict is deterministic) and reported
+    ``times`` times."""
+    exercise = get_exercise(exercise_id)
+    verdict = checks.evaluate(exercise, answer)
+    checks.reset_hints()
+    return verdict, [_report(exercise, verdict)[0] for _ in range(times)]
 
 
 def repeated_check_output(
@@ -237,17 +250,16 @@ class LessonChecks:
         exercise_id: str,
         answer: Callable[..., Any],
         hint: str,
-        capsys: pytest.CaptureFixture[str],
     ) -> None:
         """Three failed checks: what went wrong and on which input, then the idea and the section
-        to reread, then the fix; ``hint`` is somewhere in them."""
-        outs = [check_output(exercise_id, answer, capsys) for _ in range(3)]
-        verdict = checks.evaluate(get_exercise(exercise_id), answer)
-        points = get_exercise(exercise_id).points
+        to reread, then the fix; ``hint`` is somewhere in them. The answer is judged once, and the
+        three reports are what ``check`` prints for that verdict the first, second and third time
+        (tests/checks/test_checks.py runs ``check`` itself three times over)."""
+        exercise = get_exercise(exercise_id)
+        verdict, outs = successive_reports(exercise_id, answer)
         assert outs[0].startswith(f"{exercise_id}: incorrect ("), outs[0]
-        assert not outs[0].startswith(f"{exercise_id}: incorrect ({points}/"), outs[
-            0
-        ]  # partial credit at most
+        partial = outs[0].startswith(f"{exercise_id}: incorrect ({exercise.points}/")
+        assert not partial, outs[0]  # partial credit at most
         assert "input: " in outs[0]
         assert "hint 1/2" not in outs[0] and verdict.idea not in outs[0], outs[0]
         assert verdict.fix not in outs[0] + outs[1], outs[1]

@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 from exercise_support import (
     LessonChecks,
-    check_output,
     has_none,
     nodes,
     repeated_check_output,
+    successive_reports,
 )
 from jax_wording import WORDINGS, withhold_jax_wording
 
@@ -437,12 +437,12 @@ def test_self_check_output_is_deterministic(capsys: pytest.CaptureFixture[str]) 
 
 @pytest.mark.parametrize("wording", WORDINGS)
 def test_a_static_lr_is_found_whatever_jax_says(
-    wording: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    wording: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A static learning rate is found by calling the step again (the same call compiles nothing,
     another rate compiles anew), never by reading JAX's explanation of the miss, which JAX 0.11
     gave as "cache miss explanation unavailable"."""
     withhold_jax_wording(monkeypatch, wording)
-    first, second = (check_output("02.make_sgd_step", make_step_static_lr, capsys) for _ in "12")
+    _, (first, second) = successive_reports("02.make_sgd_step", make_step_static_lr, 2)
     assert "so the value of lr is part of the cache key" in first, first
     assert "A static argument is part of the key" in second, second

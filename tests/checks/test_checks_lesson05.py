@@ -11,7 +11,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from exercise_support import LessonChecks, answer_id, check_output, has_none, nodes
+from exercise_support import (
+    LessonChecks,
+    answer_id,
+    check_output,
+    has_none,
+    nodes,
+    successive_reports,
+)
 from jax_wording import WORDINGS, raising_withheld, withhold_jax_wording
 
 from course_lib.checks import _lesson05, check, get_exercise
@@ -510,16 +517,14 @@ def test_hint_survives_jax_wording(
     idea: str,
     wording: str,
     monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
 ) -> None:
     """JAX 0.11 wrote "cache miss explanation unavailable" for a static factor: what went wrong,
     and then the idea, come from the probes (repeated calls, compile counts, the inputs that
     changed) whatever JAX writes."""
     withhold_jax_wording(monkeypatch, wording, _lesson05)
-    out = check_output(exercise_id, answer, capsys)
+    _, (out, again) = successive_reports(exercise_id, answer, 2)
     assert what in out, out
     assert "not seen before" not in out or answer in (make_scaled_fresh, make_scaled_jit_per_call)
-    again = check_output(exercise_id, answer, capsys)
     assert "hint 1/2, the idea: " in again and idea in again, again
     assert idea not in out
 

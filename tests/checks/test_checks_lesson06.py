@@ -25,6 +25,7 @@ from exercise_support import (
     has_none,
     nodes,
     repeated_check_output,
+    successive_reports,
 )
 from jax_wording import WORDINGS, raising_withheld, withhold_jax_wording
 
@@ -746,30 +747,27 @@ def test_train_loop_hints_come_from_the_carry_not_the_message(
     idea: str,
     wording: str,
     monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
 ) -> None:
     """JAX's message withheld or reworded where it is raised (inside the answer) and where the
     check reads it: the first check still names the change of the carry, or the jit-only failure,
     and the second adds the idea that goes with it."""
     withhold_jax_wording(monkeypatch, wording, lesson)
     quiet = raising_withheld(answer, wording)
-    out = check_output("06.train_loop", quiet, capsys)
+    _, (out, again) = successive_reports("06.train_loop", quiet, 2)
     assert what in out and idea not in out, out
-    again = check_output("06.train_loop", quiet, capsys)
     assert "hint 1/2, the idea: " in again and idea in again, again
 
 
 @pytest.mark.parametrize("wording", WORDINGS)
 def test_pickled_checkpoint_is_found_from_the_file_not_the_message(
-    wording: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    wording: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """NumPy's "Object arrays cannot be loaded when allow_pickle=False", withheld or reworded: the
     check reads the entries' headers and names the ones that hold Python objects."""
     monkeypatch.setattr(np, "load", raising_withheld(np.load, wording))
     withhold_jax_wording(monkeypatch, wording, lesson)
-    out = check_output("06.save_checkpoint", save_none_too, capsys)
+    _, (out, again) = successive_reports("06.save_checkpoint", save_none_too, 2)
     assert "the file holds pickled Python objects, not plain arrays (in the entries" in out, out
-    again = check_output("06.save_checkpoint", save_none_too, capsys)
     assert "the idea: None subtrees hold no leaves, so they write nothing" in again, again
 
 
