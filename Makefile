@@ -81,9 +81,10 @@ lint: $(STAMP)
 
 # What CI runs. First lint, format and type checks (one core; a failure stops here). Then, at once:
 # the unit and property tests, doctests, the notebook checks (executed, in sync, no removed APIs),
-# the generator and the grader, followed by every lesson and solution under strict nbval, with
+# the generator and the grader; beside them every lesson and solution under strict nbval, with
 # DeprecationWarnings as errors in their kernels (the next JAX release must not be the one that
-# tells us); beside them the course in a real browser, two Chromiums sharing the tests, those that
+# tells us), started at once rather than after the unit tests, so that its kernels fill the cores
+# the unit tests leave idle while they wait on kernels and graders; the course in a real browser, two Chromiums sharing the tests, those that
 # need JupyterLab all in one of them, with one server (skipped, with a message, when Chromium is
 # missing), which mostly wait on pages; and the course on the oldest JAX it supports (its lessons,
 # unit tests and doctests) and on one middle release (0.8.3 or 0.9.2 as the commit's hash says,
@@ -100,9 +101,12 @@ test: $(STAMP)
 	@mkdir -p build
 	@echo ">> 1/5 lint, format and types"
 	@.ci/stage "1 lint, format and types" sh -c "$(LINT)"
-	@echo ">> 2/5 unit tests, doctests, exercises and grader, then 3/5 notebooks under strict nbval;"
-	@echo "   meanwhile 4/5 the course on the oldest and a middle JAX, 5/5 in JupyterLab and Chromium"
-	@.ci/stage "4a the course on the oldest JAX" \
+	@echo ">> 2/5 unit tests, doctests, exercises and grader; meanwhile 3/5 notebooks under strict"
+	@echo "   nbval, 4/5 the course on the oldest and a middle JAX, 5/5 in JupyterLab and Chromium"
+	@PYTHONWARNINGS=error::DeprecationWarning .ci/stage "3 notebooks under strict nbval" \
+	  $(BIN)/python -m pytest -p no:cacheprovider $(NBVAL) -n 2 --dist loadfile $(NOTEBOOKS) \
+	  $(SOLUTIONS) > build/nbval.log 2>&1 & nbval=$$!; \
+	.ci/stage "4a the course on the oldest JAX" \
 	  $(COMPAT) --lessons-only $(COMPAT_PYTEST) > build/compat-floor.log 2>&1 & floor=$$!; \
 	.ci/stage "4b the course on a middle JAX release" \
 	  $(COMPAT) --middle --lessons-only $(COMPAT_MIDDLE_PYTEST) > build/compat-middle.log 2>&1 & middle=$$!; \
@@ -113,10 +117,9 @@ test: $(STAMP)
 	  $(BIN)/python -m pytest -p no:cacheprovider -n 2 --dist loadfile --no-loadscope-reorder \
 	  -m "not browser" --durations=15 $(KERNEL_TESTS) \
 	  --doctest-modules course_lib course_tools $(IN_PROCESS_TESTS); unit=$$?; \
-	PYTHONWARNINGS=error::DeprecationWarning .ci/stage "3 notebooks under strict nbval" \
-	  $(BIN)/python -m pytest -p no:cacheprovider $(NBVAL) -n 2 --dist loadfile $(NOTEBOOKS) \
-	  $(SOLUTIONS); nbval=$$?; \
-	wait $$browser; browser=$$?; wait $$floor; floor=$$?; wait $$middle; middle=$$?; \
+	wait $$nbval; nbval=$$?; wait $$browser; browser=$$?; wait $$floor; floor=$$?; \
+	wait $$middle; middle=$$?; \
+	echo ">> 3/5 notebooks under strict nbval (build/nbval.log)"; cat build/nbval.log; \
 	echo ">> 5/5 the course in JupyterLab and Chromium (build/browser.log)"; cat build/browser.log; \
 	echo ">> 4/5 the course on the oldest JAX (build/compat-floor.log)"; cat build/compat-floor.log; \
 	echo ">> 4/5 the course on a middle JAX release (build/compat-middle.log)"; \
