@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,6 +31,7 @@ __all__ = [
     "course_metadata",
     "display_path",
     "has_cell_ids",
+    "markdown_headings",
     "notebook_text",
     "read_notebook",
 ]
@@ -234,6 +236,18 @@ def _validate(nb: NotebookNode, where: str) -> None:
         except (nbformat.ValidationError, MissingIDFieldWarning, DuplicateCellId) as error:
             first_line = str(error).strip().splitlines()[0]
             raise _problem(where, f"not a valid notebook: {first_line}") from None
+
+
+_HEADING = re.compile(r"#{1,6} \S")  # a markdown heading: 1 to 6 marks, a space, text
+
+
+def markdown_headings(markdown: str) -> list[str]:
+    """The headings of a markdown cell's text, in order, without their ``#`` marks.
+
+    >>> markdown_headings("# 01 Leaves\\n\\nText\\n## Counting leaves\\n#hashtag")
+    ['01 Leaves', 'Counting leaves']
+    """
+    return [line.lstrip("#").strip() for line in markdown.splitlines() if _HEADING.match(line)]
 
 
 def notebook_text(nb: NotebookNode, where: str = "notebook") -> str:

@@ -10,14 +10,14 @@ module imports this one by name, as test_properties.py imports strategies.py.
 * :func:`grading_verdict`: an answer judged on a seed's grading cases as the grader judges it, the
   reference's results worked out once per test process (:func:`grading_references`).
 
-Three private names are imported, for want of public ones: ``probe_all`` (what a submission's
-kernel runs, which the grading tests run in this process), and ``as_float32`` and ``tree_plain``
-(how a case is written down, for :func:`fingerprint`).
+Four private names are imported, for want of public ones: ``probe_all`` (what a submission's
+kernel runs, which the grading tests run in this process), ``_report`` (what a failed self-check
+prints, for :func:`successive_reports`), and ``as_float32`` and ``tree_plain`` (how a case is
+written down, for :func:`fingerprint`).
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -32,6 +32,7 @@ from course_lib.checks._evaluate import probe_all  # the kernel side of grading:
 from course_lib.checks._kit import as_float32
 from course_lib.checks._plain import tree_plain
 from course_lib.checks._selfcheck import _report  # what check prints for a verdict: no public name
+from course_tools._notebook_files import markdown_headings, read_notebook
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -148,13 +149,11 @@ def fingerprint(case: checks.Case) -> str:
 
 def _headings() -> set[str]:
     """Every lesson section, as ``"NN Heading"`` (the heading's text after its ``#`` marks)."""
-    found = set()
+    found: set[str] = set()
     for path in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
-        for cell in json.loads(path.read_text())["cells"]:
-            if cell["cell_type"] == "markdown":
-                for line in "".join(cell["source"]).splitlines():
-                    if line.startswith("#"):
-                        found.add(f"{path.name[:2]} {line.lstrip('#').strip()}")
+        for cell in read_notebook(path).cells:
+            if cell.cell_type == "markdown":
+                found.update(f"{path.name[:2]} {h}" for h in markdown_headings(cell.source))
     return found
 
 

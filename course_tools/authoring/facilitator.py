@@ -42,7 +42,7 @@ from nbformat import NotebookNode
 
 from course_lib.checks import Exercise, exercises
 
-from .._notebook_files import NotebookError, cell_label, course_metadata
+from .._notebook_files import NotebookError, cell_label, course_metadata, markdown_headings
 
 __all__ = [
     "BREAK_AFTER",
@@ -250,12 +250,6 @@ class Demo:
     shows: str
 
 
-def _headings(markdown: str) -> list[str]:
-    return [
-        line.lstrip("#").strip() for line in markdown.splitlines() if re.match(r"#{1,6} \S", line)
-    ]
-
-
 def demo_cells(nb: NotebookNode) -> tuple[Demo, ...]:
     """The notebook's demonstration cells, in order: code cells whose cell metadata is
     ``{"course": {"demo": "what it shows"}}``.
@@ -285,7 +279,7 @@ def demo_cells(nb: NotebookNode) -> tuple[Demo, ...]:
                 )
             demos.append(Demo(code_cells, heading, " ".join(shows.split())))
         if cell.cell_type == "markdown":
-            heading = (_headings(cell.source) or [heading])[-1]
+            heading = (markdown_headings(cell.source) or [heading])[-1]
     return tuple(demos)
 
 
