@@ -206,6 +206,10 @@ def _steps(exercise: Exercise) -> Steps:
     return exercise.hints[0], exercise.hints[1], exercise.reread
 
 
+def _mistake_steps(exercise: Exercise, mistake: Mistake) -> Steps:
+    return mistake.idea, mistake.fix, mistake.reread or exercise.reread
+
+
 def _case_problem(
     exercise: Exercise, outcome: Outcome, want: Any, case: Case
 ) -> tuple[Status, str, Steps] | None:
@@ -216,8 +220,7 @@ def _case_problem(
         if found is None:
             return None
         if isinstance(found, Mistake):
-            steps = (found.idea, found.fix, found.reread or exercise.reread)
-            return "failed", _about(case) + found.what, steps
+            return "failed", _about(case) + found.what, _mistake_steps(exercise, found)
         return "failed", _about(case) + found, _steps(exercise)
     if outcome.status == "not_attempted":
         return (
@@ -227,11 +230,11 @@ def _case_problem(
             _steps(exercise),
         )
     if outcome.status == "raised":
-        return (
-            "error",
-            _about(case) + f"{exercise.name} raised {outcome.error}: {outcome.message}",
-            _steps(exercise),
-        )
+        text = _about(case) + f"{exercise.name} raised {outcome.error}: {outcome.message}"
+        behind = exercise.judge_raise and exercise.judge_raise(outcome.error, outcome.message, case)
+        if behind:
+            return "error", f"{text}\n{behind.what}", _mistake_steps(exercise, behind)
+        return "error", text, _steps(exercise)
     return (
         "failed",
         _about(case)

@@ -531,8 +531,7 @@ def _judge_padded(
     if len(rows) == 1 and (got_rows := rows.pop()) != size:
         if got_rows == n:
             return Mistake(
-                f"{at}, the padded batch still has {n} rows; the smallest bucket that holds it "
-                f"is {size}.",
+                f"{at}, the padded batch still has {n} rows, none of the buckets {list(buckets)}.",
                 "Padding is what turns many batch shapes into a few: every batch must come out "
                 "with a bucket's number of rows, whatever it came in with.",
                 "Add size - n zero rows at the end of each leaf's first axis, with one "
@@ -540,8 +539,8 @@ def _judge_padded(
             )
         if got_rows is not None and got_rows in buckets and got_rows > size and n == size:
             return Mistake(
-                f"{at}, you padded to {got_rows}: a batch of exactly {n} rows already fits the "
-                f"bucket of {n}.",
+                f"{at}, you padded to {got_rows}, but a smaller bucket of {list(buckets)} also "
+                f"holds {n} rows.",
                 "A batch fits a bucket when it has at most that many rows, so the bucket of its "
                 "own size holds it with no padding at all.",
                 "Choose among the buckets b with b >= n (not b > n), and take the smallest.",
@@ -549,8 +548,8 @@ def _judge_padded(
         if got_rows is not None and got_rows in buckets and got_rows > size:
             if list(buckets) == sorted(buckets):
                 return Mistake(
-                    f"{at}, you padded to {got_rows}, but {size} is the smallest bucket that "
-                    f"holds {n} rows.",
+                    f"{at}, you padded to {got_rows}, but a smaller bucket of {list(buckets)} "
+                    f"also holds {n} rows.",
                     "Each padded row is work spent on nothing, so a batch goes to the smallest "
                     "bucket that holds it; the number of programs stays the number of buckets "
                     "either way.",
@@ -558,8 +557,8 @@ def _judge_padded(
                     "buckets if b >= n).",
                 )
             return Mistake(
-                f"{at}, you padded to {got_rows}, but {size} is the smallest bucket that holds "
-                f"{n} rows (the buckets {list(buckets)} are not sorted).",
+                f"{at}, you padded to {got_rows}, but a smaller bucket of {list(buckets)} also "
+                f"holds {n} rows (the buckets are not sorted).",
                 "The buckets may come in any order, so the first bucket that fits is not always "
                 "the smallest one.",
                 "Take the minimum over all the buckets that are at least n, not the first one "

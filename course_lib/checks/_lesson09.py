@@ -551,6 +551,30 @@ def _judge_rates(got: Any, expected: Any, case: Case) -> str | Mistake | None:
     return problem
 
 
+def _judge_rates_raise(error: str, message: str, case: Case) -> Mistake | None:
+    if error != "KeyError":
+        return None
+    _, _, rates = case.args
+    what = f"rates has the keys {list(rates)}, and the key looked up was not one of them."
+    if "[" in message or "." in message:  # keystr's default format: ['group']['w'] or .group.w
+        return Mistake(
+            what,
+            "keystr(path) writes a path as Python code that would index the tree, brackets, "
+            "quotes and all, such as ['group']['w']; the groups in rates are plain names.",
+            "Take the group from keystr(path, simple=True, separator='/').split('/')[0], or "
+            "from the first key of the path itself.",
+            reread="09 Pitfall 26: a rule written against `keystr`'s default format matches "
+            "nothing",
+        )
+    return Mistake(
+        what,
+        "A leaf's group is its top-level key, the first part of its name; each group has an "
+        "entry in rates.",
+        "Look the rate up by the first part: keystr(path, simple=True, separator='/')"
+        ".split('/')[0].",
+    )
+
+
 GROUP_SGD = Exercise(
     id="09.group_sgd",
     name="group_sgd",
@@ -572,11 +596,13 @@ GROUP_SGD = Exercise(
         ),
     ),
     reread="09 A learning rate per group",
+    judge_raise=_judge_rates_raise,
     forbidden=("multi_transform", "masked", "sgd", "tree_labels", "tree_add_scale"),
     mistakes=(
         "gives every leaf the first group's rate",
         "steps uphill",
         "reads the group from the wrong part of the name",
+        "looks the rate up by the whole path in `keystr`'s default format (a `KeyError`)",
     ),
 )
 

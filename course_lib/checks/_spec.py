@@ -67,6 +67,12 @@ Judge = Callable[[Any, Any, Case], "str | Mistake | None"]
 wrong: a :class:`Mistake`, or a string that says only what went wrong (the exercise's own idea
 and fix follow it)."""
 
+RaiseJudge = Callable[[str, str, Case], "Mistake | None"]
+"""Runs anywhere: ``judge_raise(error, message, case)`` names the mistake behind an exception an
+answer raised (``error`` is its type's name, ``message`` its text), or is ``None`` when the
+exception says nothing the exercise's own idea and fix do not cover. It reads Python's own
+exceptions (a ``KeyError``'s key), never JAX's wording, which changes between releases."""
+
 
 @dataclass(frozen=True)
 class Exercise:
@@ -77,10 +83,11 @@ class Exercise:
     ``cases(rng)`` makes a deterministic list of :class:`Case` from a NumPy generator; the
     self-check and the grader draw from different seeds. ``reference`` is the course's own answer.
     ``probe(fn, case)`` calls ``fn`` (learner's or reference) and returns plain data; ``judge(got,
-    expected, case)`` compares two probe results. ``hints`` are the exercise's own idea and fix,
-    which follow a judge's message that is not a :class:`Mistake` (the second and the third
-    failed self-check reveal one each); ``reread`` names the lesson section behind them, as
-    ``"NN Heading"``.
+    expected, case)`` compares two probe results; ``judge_raise``, where given, reads an
+    exception an answer raised for a typical mistake behind it. ``hints`` are the exercise's own
+    idea and fix, which follow a judge's message that is not a :class:`Mistake` (the second and
+    the third failed self-check reveal one each); ``reread`` names the lesson section behind
+    them, as ``"NN Heading"``.
     ``forbidden`` names ``course_lib`` functions or classes that must not be used to answer (the
     very thing the exercise asks to write); ``forbidden_modules`` names whole packages (``"optax"``)
     this exercise may not call. Both are detected at run time, by what is called, never by name.
@@ -102,6 +109,7 @@ class Exercise:
     judge: Judge
     hints: tuple[str, str] = ("", "")
     reread: str = ""
+    judge_raise: RaiseJudge | None = None
     forbidden: tuple[str, ...] = ()
     forbidden_modules: tuple[str, ...] = ()
     uses: tuple[str, ...] = ()

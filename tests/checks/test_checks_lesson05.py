@@ -314,13 +314,13 @@ WRONG: list[tuple[str, Callable[..., Any], str]] = [
     (
         "05.pad_to_bucket",
         pad_to_largest,
-        "you padded to 32, but 8 is the smallest bucket that holds 3 rows",
+        "for a batch of 3 rows, you padded to 32, but a smaller bucket of [8, 16, 32] also holds",
     ),
     ("05.pad_to_bucket", pad_to_first_fit, "are not sorted"),
     (
         "05.pad_to_bucket",
         pad_strictly_larger,
-        "a batch of exactly 8 rows already fits the bucket of 8",
+        "for a batch of 8 rows, you padded to 16, but a smaller bucket of [8, 16, 32]",
     ),
     ("05.pad_to_bucket", pad_float_mask, "the mask has dtype float32"),
     ("05.pad_to_bucket", pad_with_float64_zeros, "has dtype float64, expected int32"),

@@ -10,6 +10,7 @@ import numpy as np
 import optax
 import pytest
 from exercise_support import LessonChecks, has_none
+from jax.tree_util import keystr
 
 from course_lib.checks import get_exercise
 
@@ -201,6 +202,12 @@ def group_sgd_uphill(params, grads, rates):
     return jax.tree.map_with_path(lambda path, p, g: p + rates[_key(path[0])] * g, params, grads)
 
 
+def group_sgd_by_default_keystr(params, grads, rates):
+    return jax.tree.map_with_path(
+        lambda path, p, g: p - rates[keystr(path).split("/")[0]] * g, params, grads
+    )
+
+
 def group_sgd_second_key(params, grads, rates):
     return jax.tree.map_with_path(
         lambda path, p, g: p - rates.get(_name(path).split("/")[1], 0.0) * g, params, grads
@@ -266,6 +273,11 @@ WRONG: list[tuple[str, Callable[..., Any], str]] = [
     ("09.group_sgd", group_sgd_first_rate, "every leaf took the first group's rate"),
     ("09.group_sgd", group_sgd_uphill, "the steps go uphill"),
     ("09.group_sgd", group_sgd_second_key, "the wrong part of the name"),
+    (
+        "09.group_sgd",
+        group_sgd_by_default_keystr,
+        "rates has the keys ['embed', 'encoder', 'encoder_norm', 'head', 'extra'], and the key",
+    ),
     (
         "09.count_by_group",
         count_by_group_from_paths_only,
