@@ -18,6 +18,7 @@ import nbformat
 import pytest
 from test_grade import (
     NAME,
+    NO_CANARY,
     exercise_version,
     grade,
     replace_body,
@@ -341,7 +342,7 @@ def named(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     base = tmp_path_factory.mktemp("named")
     for student, nb in NAMES.items():
         write(base / "class", student, nb)
-    result = grade([base / "class"], base / "out", *FAST)
+    result = grade([base / "class"], base / "out", *FAST, NO_CANARY)
     assert result.returncode == 0, result.stderr[-3000:]
     return {"base": base, "class": base / "class", "out": base / "out"}
 
@@ -386,7 +387,7 @@ def test_regrading_one_student_keeps_the_others(named: dict[str, Path], tmp_path
         notebook_bytes(solution())
     )  # he resubmitted
     try:
-        result = grade([named["class"]], out, *FAST, "--only", "Jörgen Schmidt")
+        result = grade([named["class"]], out, *FAST, NO_CANARY, "--only", "Jörgen Schmidt")
     finally:
         (named["class"] / "Jörgen Schmidt" / NAME).write_bytes(
             notebook_bytes(NAMES["Jörgen Schmidt"])
@@ -410,7 +411,7 @@ def test_overrides_are_applied_and_shown(named: dict[str, Path], tmp_path: Path)
         "student,exercise,points,comment\nann,01.leaf_paths,1.5,None entries were asked for late\n"
     )
     result = grade(
-        [named["class"]], out, *FAST[:-1], "--overrides", str(tmp_path / "overrides.csv")
+        [named["class"]], out, *FAST[:-1], NO_CANARY, "--overrides", str(tmp_path / "overrides.csv")
     )  # not --quiet
     assert result.returncode == 0, result.stderr[-3000:]
     assert (
@@ -491,7 +492,7 @@ def test_interrupted_run_resumes_to_the_same_gradebook(tmp_path: Path) -> None:
     folder = tmp_path / "class"
     for i, nb in enumerate([solution(), WRONG, exercise_version()]):
         write(folder, f"student{i}", nb)
-    args = [str(folder), "--timeout", "20", "--notebook-timeout", "120", "--jobs", "1"]
+    args = [str(folder), "--timeout", "20", "--notebook-timeout", "120", "--jobs", "1", NO_CANARY]
     whole = grade([folder], tmp_path / "whole", *args[1:], "--quiet")
     assert whole.returncode == 0, whole.stderr[-3000:]
     out = tmp_path / "out"

@@ -17,7 +17,7 @@ from typing import Any
 
 import psutil
 import pytest
-from test_grade import add_cell, exercise_version, grade, replace_body, solution, write
+from test_grade import NO_CANARY, add_cell, exercise_version, grade, replace_body, solution, write
 
 from course_tools.grade.sandbox import KernelCache, kernel_env
 from course_tools.grade.sandbox._forked import ForkServer
@@ -211,7 +211,7 @@ def test_grades_and_feedback_are_the_same_warm_or_fresh(tmp_path: Path) -> None:
     outputs = {}
     for warm in ("on", "off"):
         out = tmp_path / f"out-{warm}"
-        done = grade([folder], out, "--quiet", "--jobs", "2", "--warm-kernels", warm)
+        done = grade([folder], out, "--quiet", "--jobs", "2", "--warm-kernels", warm, NO_CANARY)
         assert done.returncode == 0, done.stderr
         outputs[warm] = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
     assert outputs["on"] == outputs["off"]
