@@ -242,12 +242,19 @@ _HEADING = re.compile(r"#{1,6} \S")  # a markdown heading: 1 to 6 marks, a space
 
 
 def markdown_headings(markdown: str) -> list[str]:
-    """The headings of a markdown cell's text, in order, without their ``#`` marks.
+    """The headings of a markdown cell's text, in order, without their ``#`` marks; a ``#`` line
+    inside a fenced code block is code, not a heading.
 
-    >>> markdown_headings("# 01 Leaves\\n\\nText\\n## Counting leaves\\n#hashtag")
-    ['01 Leaves', 'Counting leaves']
+    >>> markdown_headings("# 01 Leaves\\n#hashtag\\n```python\\n# a comment\\n```\\n## Counting")
+    ['01 Leaves', 'Counting']
     """
-    return [line.lstrip("#").strip() for line in markdown.splitlines() if _HEADING.match(line)]
+    headings, fenced = [], False
+    for line in markdown.splitlines():
+        if line.startswith("```"):
+            fenced = not fenced
+        elif not fenced and _HEADING.match(line):
+            headings.append(line.lstrip("#").strip())
+    return headings
 
 
 def notebook_text(nb: NotebookNode, where: str = "notebook") -> str:

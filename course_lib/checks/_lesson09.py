@@ -556,7 +556,7 @@ def _judge_rates_raise(error: str, message: str, case: Case) -> Mistake | None:
         return None
     _, _, rates = case.args
     what = f"rates has the keys {list(rates)}, and the key looked up was not one of them."
-    if "[" in message or "." in message:  # keystr's default format: ['group']['w'] or .group.w
+    if "['" in message:  # keystr's default format, ['group']['w'], for these dicts of groups
         return Mistake(
             what,
             "keystr(path) writes a path as Python code that would index the tree, brackets, "
