@@ -108,7 +108,7 @@ test: $(STAMP)
 	  $(BIN)/python -m pytest -p no:cacheprovider $(NBVAL) -n 2 --dist loadfile $(NOTEBOOKS) \
 	  $(SOLUTIONS) > build/nbval.log 2>&1 & nbval=$$!; \
 	.ci/stage "4a the course on the oldest JAX" \
-	  $(COMPAT) --lessons-only $(COMPAT_PYTEST) > build/compat-floor.log 2>&1 & floor=$$!; \
+	  $(COMPAT) --lessons-only $(COMPAT_FLOOR_PYTEST) > build/compat-floor.log 2>&1 & floor=$$!; \
 	.ci/stage "4b the course on a middle JAX release" \
 	  $(COMPAT) --middle --lessons-only > build/compat-middle.log 2>&1 & middle=$$!; \
 	.ci/stage "5 the course in JupyterLab and Chromium" \
@@ -142,6 +142,11 @@ COMPAT_TESTS := $(filter-out tests/checks/test_room_client.py, \
   $(filter tests/core/% tests/viz/% tests/checks/%, $(IN_PROCESS_TESTS)))
 COMPAT := $(BIN)/python -m course_tools.authoring.compat
 COMPAT_PYTEST := -- -n 2 --dist loadfile -m "not browser" --doctest-modules course_lib $(COMPAT_TESTS)
+# CI's floor leaves out the tests that swap JAX's wording for made-up text (tests/checks/
+# jax_wording.py): they show that a hint does not read JAX's words, which no release changes, and
+# the probes behind those hints run on the floor all the same, in every lesson's table of wrong
+# answers.
+COMPAT_FLOOR_PYTEST := $(COMPAT_PYTEST) -k "not test_hint_survives_jax_wording"
 # CI's middle release runs every lesson; the unit tests and doctests run on the floor and the lock
 # (make compat COMPAT_FLAGS=--middle runs them, and the solutions, on the middle release too).
 compat: $(STAMP)
