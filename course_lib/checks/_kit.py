@@ -44,7 +44,7 @@ import course_lib as cl
 
 from .._leaves import close_elements, same_structure, shorten
 from ._plain import describe, rebuild_tree, to_plain, tree_plain
-from ._spec import Case, Judge
+from ._spec import Case
 
 __all__ = [
     "ACTIVATIONS",
@@ -599,11 +599,15 @@ def structure_difference(
     return [f"{first}: {jax.tree.structure(actual)}", f"{second}: {jax.tree.structure(expected)}"]
 
 
-def tree_judge(rtol: float = JUDGE_RTOL, atol: float = JUDGE_ATOL, dtypes: bool = True) -> Judge:
+def tree_judge(
+    rtol: float = JUDGE_RTOL, atol: float = JUDGE_ATOL, dtypes: bool = True
+) -> Callable[[Any, Any, Case], str | None]:
     """A judge for :func:`call_tree` results: structure first (by key path), then each leaf.
 
     Structure differences are told by the core's ``cl.tree_diff``; leaf values by
-    ``cl.assert_trees_close``; with ``dtypes`` a leaf of the wrong dtype is a difference too.
+    ``cl.assert_trees_close``; with ``dtypes`` a leaf of the wrong dtype is a difference too. It
+    names a plain difference, never a :class:`Mistake`: a lesson's judge reads what it found and
+    says which mistake that is.
     """
 
     def judge(got: Any, expected: Any, case: Case) -> str | None:

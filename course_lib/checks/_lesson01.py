@@ -528,14 +528,8 @@ def _replace_cases(rng: np.random.Generator) -> list[Case]:
 _judge_tree = tree_judge()
 
 
-def _tree_judge(got: Any, expected: Any, case: Case) -> str | None:
-    """The tree judge's finding: a plain difference (structure or leaves), never a mistake."""
-    found = _judge_tree(got, expected, case)
-    return found.what if isinstance(found, Mistake) else found
-
-
 def _judge_replace(got: Any, expected: Any, case: Case) -> str | Mistake | None:
-    problem = _tree_judge(got, expected, case)
+    problem = _judge_tree(got, expected, case)
     if problem is None:
         return None
     mine, theirs = rebuild_tree(got), rebuild_tree(expected)

@@ -137,12 +137,6 @@ def _one_tree_per_input(k: int) -> Mistake:
 _judge_tree = tree_judge(rtol=1e-5, atol=1e-6)
 
 
-def _tree_judge(got: Any, expected: Any, case: Case) -> str | None:
-    """The tree judge's finding: a plain difference (structure or leaves), never a mistake."""
-    found = _judge_tree(got, expected, case)
-    return found.what if isinstance(found, Mistake) else found
-
-
 def _tree_answer(name: str, explain: Callable[[str, Any, Any, Case], str | Mistake]) -> Judge:
     """A judge for an answer that is a tree (a :func:`call_tree` record).
 
@@ -161,7 +155,7 @@ def _tree_answer(name: str, explain: Callable[[str, Any, Any, Case], str | Mista
                 "Put return in front of the expression that builds the result, or return the "
                 "name you stored it in.",
             )
-        problem = _tree_judge(got, expected, case)
+        problem = _judge_tree(got, expected, case)
         if problem is None:
             return None
         return explain(problem, rebuild_tree(got), rebuild_tree(expected), case)
@@ -627,7 +621,7 @@ def _judge_train(got: Any, expected: Any, case: Case) -> str | Mistake | None:
                     reread=_SEVERAL_TREES,
                 )
             return text + "."
-    problem = _tree_judge(got["params"], expected["params"], case)
+    problem = _judge_tree(got["params"], expected["params"], case)
     if problem is not None:
         return "after three steps, " + problem
     if not got["jitted"]:
@@ -1088,7 +1082,7 @@ def _judge_clip(got: Any, expected: Any, case: Case) -> str | Mistake | None:
         )
     # The reference computes in NumPy, which cannot run under jit: the jitted answer must match its
     # eager result.
-    problem = _tree_judge(got["jit"], expected["eager"], case)
+    problem = _judge_tree(got["jit"], expected["eager"], case)
     return None if problem is None else "under jax.jit, " + problem
 
 
