@@ -24,6 +24,7 @@ class ServedRoom:
     dashboard: str
     code: str
     token: str
+    helper_token: str
     process: subprocess.Popen[str]
     path: Path
 
@@ -54,17 +55,32 @@ class ServedRoom:
         except urllib.error.HTTPError as error:
             return error.code, error.read(), error.headers
 
-    def export_rows(self) -> list[str]:
+    def export_csv_lines(self) -> list[str]:
+        """The export's lines, its header first."""
         status, body, _ = self.get(f"export.csv?token={self.token}")
         assert status == 200
-        return body.decode().splitlines()[1:]
+        return body.decode().splitlines()
+
+    def export_rows(self) -> list[str]:
+        return self.export_csv_lines()[1:]
 
 
-def start_room(path: Path, *args: str) -> ServedRoom:
-    """Start ``course-room serve path`` on a free port and wait until it listens."""
+def start_room(path: Path, *args: str, open_files: int | None = None) -> ServedRoom:
+    """Start ``course-room serve path`` on a free port and wait until it listens; with
+    ``open_files``, as a process that may open no more files than that."""
     info = path.with_name(path.name + ".info.json")
     info.unlink(missing_ok=True)
-    command = [sys.executable, "-m", "course_tools.room", "serve", str(path), "--port", "0"]
+    # The limit is set by the new interpreter itself, before the room starts: a preexec_fn would
+    # make this process fork, and JAX, imported here by other tests, warns against forking.
+    launcher = (
+        "import resource, runpy, sys\n"
+        "if sys.argv[1] != 'unlimited':\n"
+        "    resource.setrlimit(resource.RLIMIT_NOFILE, (int(sys.argv[1]),) * 2)\n"
+        "sys.argv = ['course-room', *sys.argv[2:]]\n"
+        "runpy.run_module('course_tools.room', run_name='__main__')"
+    )
+    limit = "unlimited" if open_files is None else str(open_files)
+    command = [sys.executable, "-c", launcher, limit, "serve", str(path), "--port", "0"]
     process = subprocess.Popen(
         [*command, "--info", str(info), *args],
         cwd=ROOT,
@@ -80,7 +96,15 @@ def start_room(path: Path, *args: str) -> ServedRoom:
             raise RuntimeError(f"course-room serve did not start:\n{output}")
         time.sleep(0.05)
     data = json.loads(info.read_text())
-    return ServedRoom(data["url"], data["dashboard"], data["code"], data["token"], process, path)
+    return ServedRoom(
+        data["url"],
+        data["dashboard"],
+        data["code"],
+        data["token"],
+        data["helper_token"],
+        process,
+        path,
+    )
 
 
 def stop_room(room: ServedRoom, kill: bool = False) -> str:

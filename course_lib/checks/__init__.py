@@ -85,6 +85,9 @@ from ._registry import exercises as exercises
 from ._registry import get_exercise as get_exercise
 from ._registry import lessons as lessons
 from ._room import ROOM_OUTCOMES as ROOM_OUTCOMES
+from ._room import ROOM_TEXT_LIMITS as ROOM_TEXT_LIMITS
+from ._room import done as done
+from ._room import help_me as help_me
 from ._room import join_room as join_room
 from ._room import leave_room as leave_room
 from ._room import valid_name as valid_name
@@ -96,6 +99,7 @@ from ._selfcheck import progress as progress
 from ._selfcheck import ready as ready
 from ._selfcheck import reset_hints as reset_hints
 from ._selfcheck import set_strict as set_strict
+from ._spec import MINUTES_PER_POINT as MINUTES_PER_POINT
 from ._spec import Case as Case
 from ._spec import Exercise as Exercise
 from ._spec import Mistake as Mistake

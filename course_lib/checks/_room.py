@@ -9,10 +9,13 @@ or, before starting Jupyter, one environment variable::
 
     COURSE_ROOM="http://192.168.1.20:8765?code=K7PX-3MQD&name=Ada" jupyter lab
 
-A join made in one notebook holds for the kernels the learner starts in the next 12 hours (it is
-kept in the learner's configuration folder), so every lesson and exercise notebook is in the room.
-From then on every ``check`` sends one small event: the room's code, the learner's name, the
-exercise, its outcome, the hint number shown and the time. Never code, outputs or values.
+A join made in one notebook holds for every kernel of the learner's, those already running
+included, for 12 hours (it is kept in the learner's configuration folder, which each check looks
+at with one ``stat``), so every lesson and exercise notebook is in the room; ``leave_room()``
+ends it for all of them the same way. From then on every ``check`` sends one small event: the
+room's code, the learner's name, the exercise, its outcome, the hint number shown, the typical
+mistake the check recognised (its id and the course's idea for it) and the time. Never code,
+outputs or values. ``help_me()`` and ``done()`` raise and lower the learner's hand.
 
 A check never waits on the room: events go to a queue that one background thread empties, with a
 short timeout, retrying while the room does not answer. Nothing here raises into a check; when the
@@ -39,6 +42,8 @@ ROOM_ENV = "COURSE_ROOM"
 ``off`` joins none, not even one joined earlier."""
 
 NAME_LIMIT = 64
+_PLACEHOLDERS = {"your name", "yourname", "name", "<name>", "your name here", "first last"}
+"""Names that are the join line's placeholder (compared in lower case, spaces squeezed)."""
 OUTCOMES = {
     "passed": "passed",
     "failed": "incorrect",
@@ -49,10 +54,14 @@ OUTCOMES = {
 """A check's verdict status, as the room names the outcome."""
 ROOM_OUTCOMES = tuple(dict.fromkeys(OUTCOMES.values()))
 """The outcomes an event may carry, as the room names them (the room's server checks them)."""
+ROOM_TEXT_LIMITS = {"idea": 300, "reason": 300, "text": 100}
+"""The most characters of each text an event may carry: a check's idea for the mistake it
+recognised, a failed setup's reason, a raised hand's words (the room's server checks them)."""
 
 _SENT = (
     "each check now sends the room your name, the exercise, its outcome (passed, incorrect, "
-    "not attempted or error), the hint number shown and the time; never your code or its values"
+    "not attempted or error), the hint number shown, the typical mistake it recognised (in the "
+    "course's words) and the time; never your code or its values"
 )
 _CLOUD_ADVICE = (
     "If this notebook runs on Colab or Binder, it runs on a server in the cloud that cannot see "
@@ -120,11 +129,12 @@ class RoomClient:
             return None, str(reason) or type(error).__name__
 
     def send(self, event: dict[str, Any]) -> None:
-        """Queue one event (the time is added here) and return at once."""
+        """Queue one event (the time is added here, its texts fitted to the room's limits) and
+        return at once."""
         if self._closed.is_set():
             return
         with self._wake:
-            self._queue.append({**event, "sent_at": round(time.time(), 3)})
+            self._queue.append({**fit_texts(event), "sent_at": round(time.time(), 3)})
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="course-room", daemon=True)
                 self._thread.start()
@@ -180,6 +190,22 @@ class RoomClient:
             self._notice = text
 
 
+def fit_texts(event: dict[str, Any]) -> dict[str, Any]:
+    """The event with each of its texts on one line and within :data:`ROOM_TEXT_LIMITS`, so that
+    the room takes it (a longer idea is cut, not the check lost).
+
+    >>> fit_texts({"kind": "ready", "reason": "KeyError: 'a'\\n  more"})
+    {'kind': 'ready', 'reason': "KeyError: 'a' more"}
+    """
+    fitted = dict(event)
+    for key, limit in ROOM_TEXT_LIMITS.items():
+        if isinstance(fitted.get(key), str):
+            text = " ".join(fitted[key].split())
+            text = "".join(c for c in text if not unicodedata.category(c).startswith("C"))
+            fitted[key] = text if len(text) <= limit else text[: limit - 1] + "…"
+    return fitted
+
+
 def _error_message(error: urllib.error.HTTPError) -> str:
     try:
         data = json.loads(error.read() or b"{}")
@@ -197,12 +223,18 @@ def valid_name(name: Any) -> str:
     Traceback (most recent call last):
     ...
     ValueError: a name must be 1 to 64 printable characters, got 'a\\nb'
+    >>> valid_name("YOUR NAME")
+    Traceback (most recent call last):
+    ...
+    ValueError: 'YOUR NAME' is the join line's placeholder: put your own name in its place
     """
     text = name.strip() if isinstance(name, str) else ""
     if not 1 <= len(text) <= NAME_LIMIT or any(
         unicodedata.category(c).startswith("C") for c in text
     ):
         raise ValueError(f"a name must be 1 to {NAME_LIMIT} printable characters, got {name!r}")
+    if " ".join(text.lower().split()) in _PLACEHOLDERS:
+        raise ValueError(f"{text!r} is the join line's placeholder: put your own name in its place")
     return text
 
 
@@ -225,54 +257,84 @@ def parse_room(value: str) -> tuple[str, str, str]:
 
 
 SAVED_HOURS = 12
-"""How long a join lasts for the kernels started after it (a workshop's day)."""
+"""How long a join (or a leave) lasts for the learner's kernels (a workshop's day)."""
 
 _room: RoomClient | None = None
-_env_read = False
+_said_stamp: tuple[int, int] | None | bool = False  # the kept file as last read; False: never
+_joined_here = False  # whether join_room ran in this kernel (it holds even under COURSE_ROOM=off)
 _lock = threading.Lock()
 
 
 def saved_join_path() -> Path:
-    """Where a join is kept for the learner's next kernels: ``pytree-course/room.json`` under
-    ``XDG_CONFIG_HOME`` (``~/.config`` by default)."""
+    """Where a join (or a leave) is kept for all of the learner's kernels:
+    ``pytree-course/room.json`` under ``XDG_CONFIG_HOME`` (``~/.config`` by default)."""
     base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
     return Path(base) / "pytree-course" / "room.json"
 
 
-def _save_join(client: RoomClient) -> None:
+def _keep(record: dict[str, Any]) -> None:
+    """Keep a join or a leave for every kernel of this learner (a new file, replacing the old in
+    one step, so that a kernel reading it never sees half of it)."""
+    global _said_stamp
     path = saved_join_path()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        text = json.dumps(
-            {"url": client.url, "code": client.code, "name": client.name, "at": time.time()}
-        )
-        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        fresh = path.with_name(f".room-{os.getpid()}-{threading.get_ident()}.json")
+        descriptor = os.open(fresh, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(descriptor, "w") as file:
-            file.write(text)
+            file.write(json.dumps({**record, "at": time.time()}))
+        os.replace(fresh, path)
     except OSError:
-        pass  # the join still holds in this kernel; later kernels just do not find it
+        return  # it still holds in this kernel; the others just do not hear of it
+    _said_stamp = _stamp()
 
 
-def _saved_join() -> tuple[str, str, str, float] | None:
-    """The join kept by an earlier kernel, if any and less than :data:`SAVED_HOURS` old."""
+def _stamp() -> tuple[int, int] | None:
+    """Which version of the kept file there is (``None``: none); a stat, cheap for each check."""
+    try:
+        status = os.stat(saved_join_path())
+    except OSError:
+        return None
+    return status.st_ino, status.st_mtime_ns
+
+
+def _kept() -> dict[str, Any] | None:
+    """The join or leave kept by any kernel, if less than :data:`SAVED_HOURS` old: a join has
+    ``url``, ``code`` and ``name``; a leave has ``left``."""
     try:
         data = json.loads(saved_join_path().read_text())
-        saved = (str(data["url"]), str(data["code"]), valid_name(data["name"]), float(data["at"]))
-    except (OSError, ValueError, KeyError, TypeError):
+        at = float(data["at"])
+        if not data.get("left"):
+            data.update(url=str(data["url"]), code=str(data["code"]), name=valid_name(data["name"]))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
-    return saved if 0 <= time.time() - saved[3] < SAVED_HOURS * 3600 else None
+    return data if 0 <= time.time() - at < SAVED_HOURS * 3600 else None
+
+
+def post_within(
+    client: RoomClient, event: dict[str, Any], seconds: float
+) -> tuple[int | None, str]:
+    """:meth:`RoomClient.post` that gives up after ``seconds`` in all, however slowly the room
+    answers (a socket's timeout starts again with each byte received)."""
+    answer: list[tuple[int | None, str]] = []
+    poster = threading.Thread(
+        target=lambda: answer.append(client.post(event, seconds)), daemon=True
+    )
+    poster.start()
+    poster.join(seconds)
+    return answer[0] if answer else (None, f"no whole answer within {seconds:g} s")
 
 
 def join_room(url: str, *, code: str, name: str, timeout: float = 3.0) -> None:
     """Join a workshop's room: from now on each self-check tells the instructor how it went.
 
-    Asks the room once, waiting at most ``timeout`` seconds, and says in one sentence what will be
-    sent, or why the room could not be reached (checks then still work, and events are sent if the
-    room answers later). A code the room refuses joins nothing. The join also holds for the
-    kernels this learner starts in the next 12 hours on this machine (every lesson and exercise
-    notebook), until :func:`leave_room`.
+    Asks the room once, waiting at most ``timeout`` seconds in all, and says in one sentence what
+    will be sent, or why the room could not be reached (checks then still work, and events are
+    sent if the room answers later). A code the room refuses joins nothing. The join holds for
+    every kernel of this learner on this machine from its next check, those already running
+    included, for 12 hours or until :func:`leave_room`.
     """
-    global _room
+    global _room, _joined_here
     parts = urllib.parse.urlsplit(url.strip())
     if parts.scheme not in ("http", "https") or not parts.netloc:
         raise ValueError(
@@ -280,21 +342,23 @@ def join_room(url: str, *, code: str, name: str, timeout: float = 3.0) -> None:
             "the join line your instructor gave"
         )
     client = RoomClient(url.strip(), code=str(code).strip(), name=valid_name(name))
-    status, message = client.post({"kind": "join"}, timeout=timeout)
+    status, message = post_within(client, {"kind": "join"}, timeout)
     if status is not None and 400 <= status < 500:
         print(
             f"Not joined: the room at {client.url} refused you ({message}). Check the code and "
             "name against your instructor's join line, then run this cell again."
         )
         return
-    _leave(forget=False)
     with _lock:
-        _room = client
-    _save_join(client)
+        old, _room, _joined_here = _room, client, True
+        _keep({"url": client.url, "code": client.code, "name": client.name})
+    if old is not None:
+        old.close()
     if status is not None and status < 300:
         print(
             f"Joined the room at {client.url} as {client.name!r}: {_SENT}. Your other "
-            f"notebooks join too, for {SAVED_HOURS} hours (leave_room() stops it)."
+            f"notebooks join too, open ones included, for {SAVED_HOURS} hours (leave_room() "
+            "stops it)."
         )
         return
     why = f"it answered {status}" if status else f"it did not answer ({message})"
@@ -307,39 +371,57 @@ def join_room(url: str, *, code: str, name: str, timeout: float = 3.0) -> None:
 
 
 def leave_room() -> None:
-    """Stop sending checks to a room, from this kernel and from the ones started later."""
-    _leave(forget=True)
-
-
-def _leave(forget: bool) -> None:
+    """Leave the workshop's room: no kernel of this learner sends to it from its next check, those
+    already open and one started with ``COURSE_ROOM`` included, for 12 hours or until
+    :func:`join_room`."""
     global _room
     with _lock:
         room, _room = _room, None
+        kept = _kept() or {}
+        env = os.environ.get(ROOM_ENV, "").strip().lower() not in ("", "off")
+        url = room.url if room else kept.get("url", ROOM_ENV if env else None)
+        if kept.get("left"):
+            url = room.url if room else None
+        _keep({"left": True, "url": url})
     if room is not None:
         room.close()
-    if forget:
-        saved_join_path().unlink(missing_ok=True)
+    if url is None:
+        print("You were not in a workshop room: nothing was being sent.")
+    else:
+        print(
+            f"Left the room at {url}: none of your notebooks sends checks to it now, open ones "
+            f"and {ROOM_ENV} included, for {SAVED_HOURS} hours. join_room(...) joins again."
+        )
 
 
 def current_room() -> RoomClient | None:
-    """The room this kernel sends to: the one joined here, else the one ``COURSE_ROOM`` names,
-    else one joined from another kernel in the last 12 hours, else ``None``. ``COURSE_ROOM=off``
-    joins none (the course's own runs of its notebooks set it). Joining here waits for nothing."""
-    global _room, _env_read
+    """The room this kernel sends to, worked out again whenever another kernel joined or left:
+    ``None`` under ``COURSE_ROOM=off`` (the course's own runs of its notebooks set it); else the
+    room of the latest join or leave of this learner's, in any kernel in the last 12 hours; else
+    the one ``COURSE_ROOM`` names. Under ``off``, only a join made in this kernel holds. Waits for
+    nothing: one ``stat`` when nothing changed."""
+    global _room, _said_stamp
+    value = os.environ.get(ROOM_ENV, "").strip()
+    if value.lower() == "off":
+        return _room if _joined_here else None
+    stamp = _stamp()
     with _lock:
-        if _room is not None or _env_read:
+        if stamp == _said_stamp:
             return _room
-        _env_read = True
-        value = os.environ.get(ROOM_ENV, "").strip()
-        if value.lower() == "off":
-            return None
-        saved = None if value else _saved_join()
-        if saved is not None:
-            url, code, name, at = saved
-            since = time.strftime("%H:%M", time.localtime(at))
+        first, _said_stamp = _said_stamp is False, stamp
+        kept = _kept()
+        said = None
+        if kept is not None and kept.get("left"):
+            url, code, name = None, "", ""
+            since = time.strftime("%H:%M", time.localtime(kept["at"]))
+            if _room is not None or (first and value):
+                said = f"(not in the workshop room: you left it at {since}; join_room joins again)"
+        elif kept is not None:
+            url, code, name = kept["url"], kept["code"], kept["name"]
+            since = time.strftime("%H:%M", time.localtime(kept["at"]))
             said = f"(in the workshop room at {url} as {name!r}, joined at {since}: {_SENT}; "
             said += "leave_room() stops it)"
-        elif value:
+        elif first and value:
             try:
                 url, code, name = parse_room(value)
             except ValueError as error:
@@ -347,10 +429,17 @@ def current_room() -> RoomClient | None:
                 return None
             said = f"(joined the workshop room at {url} as {name!r} from {ROOM_ENV}: {_SENT})"
         else:
-            return None
-        _room = RoomClient(url, code=code, name=name)
-    print(said)
-    _room.send({"kind": "join"})
+            return _room
+        old = _room
+        if old is not None and (old.url, old.code, old.name) == (url, code, name):
+            return old
+        _room = None if url is None else RoomClient(url, code=code, name=name)
+    if old is not None:
+        old.close()
+    if said:
+        print(said)
+    if _room is not None:
+        _room.send({"kind": "join"})
     return _room
 
 
@@ -367,3 +456,41 @@ def send_event(event: dict[str, Any]) -> None:
             print(notice)
     except Exception:  # noqa: BLE001 (the room must never break a check)
         return
+
+
+def help_me(text: str = "") -> None:
+    """Raise your hand in the workshop room, the red sticky note: the instructor and helpers see
+    it first on their dashboard, with ``text`` (a few words: what you are stuck on; nobody else
+    sees it). It stays up until you pass the exercise you were on, a helper marks you helped, or
+    you run :func:`done`."""
+    limit = ROOM_TEXT_LIMITS["text"]
+    if (
+        not isinstance(text, str)
+        or len(text.strip()) > limit
+        or any(unicodedata.category(c).startswith("C") for c in text.strip())
+    ):
+        raise ValueError(
+            f"help_me takes a few words on one line, at most {limit} characters, got {text!r}"
+        )
+    room = current_room()
+    if room is None:
+        print(
+            "You are not in a workshop room, so nobody sees a hand raised here: put up your "
+            "sticky note, or join with the line your instructor gave and run help_me() again."
+        )
+        return
+    room.send({"kind": "hand", **({"text": text.strip()} if text.strip() else {})})
+    print(
+        "Your hand is up on the instructor's dashboard: a helper will come to you. It stays up "
+        "until you pass the exercise, a helper marks you helped, or you run done()."
+    )
+
+
+def done() -> None:
+    """Lower your hand in the workshop room (the green sticky note): you are fine again."""
+    room = current_room()
+    if room is None:
+        print("You are not in a workshop room: there is no hand to lower.")
+        return
+    room.send({"kind": "done"})
+    print("Your hand is down. help_me() raises it again.")

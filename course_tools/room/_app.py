@@ -6,8 +6,10 @@ Routes, under an optional path prefix (``base_path``, for a reverse proxy):
 * ``POST api/events``: one event as JSON, with the join code. 201 when stored; 4xx with
   ``{"error": "..."}`` and nothing stored otherwise.
 * ``GET dashboard?token=…``: the dashboard page. ``GET api/stream?token=…``: its server-sent
-  events, a snapshot first and then updates. ``POST api/settings`` (header ``X-Room-Token``):
-  the minutes of silence that count as stuck. ``GET export.csv?token=…``: every event.
+  events, a snapshot first and then updates. ``POST api/actions`` (header ``X-Room-Token``):
+  helped, rename, merge or remove a learner. These take the instructor's token or the helpers'.
+* With the instructor's token only: ``POST api/settings``, the minutes without a check after
+  which the room counts as paused; ``GET export.csv?token=…``, every event.
 * ``GET /`` (the prefix itself): the page to project, with the join line and no secret of the
   instructor's.
 * ``GET static/…``: the page's script and style; nothing is loaded from elsewhere.
@@ -21,35 +23,50 @@ import hmac
 import html
 import io
 import json
+import logging
 import math
 import re
 import time
+import unicodedata
+from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import tornado.httpserver
 import tornado.web
-from tornado.iostream import StreamClosedError
+from tornado.iostream import IOStream, StreamClosedError
 
-from course_lib.checks import ROOM_OUTCOMES, valid_name
+from course_lib.checks import ROOM_OUTCOMES, ROOM_TEXT_LIMITS, valid_name
 
 from ._state import RoomState
 from ._store import EVENT_COLUMNS, Event, RoomStore
 
 STATIC = Path(__file__).parent / "static"
-KINDS = ("join", "check", "ready")
+KINDS = ("join", "check", "ready", "hand", "done")
+"""What a learner's kernel sends."""
+ACTIONS = ("helped", "rename", "remove")
+"""What the dashboard does to a learner (a rename into a name in the room merges, and is stored
+as ``merge``); ``helped`` alone is open to the helpers' link."""
 _FIELDS = {
     "join": {"code", "name", "kind", "sent_at"},
-    "check": {"code", "name", "kind", "sent_at", "exercise", "outcome", "hint"},
-    "ready": {"code", "name", "kind", "sent_at", "outcome", "jax", "backend"},
+    "check": {"code", "name", "kind", "sent_at", "exercise", "outcome", "hint", "mistake", "idea"},
+    "ready": {"code", "name", "kind", "sent_at", "outcome", "jax", "backend", "reason"},
+    "hand": {"code", "name", "kind", "sent_at", "text"},
+    "done": {"code", "name", "kind", "sent_at"},
 }
-_VERSION = re.compile(r"[0-9A-Za-z.+\-]{1,40}")
-_BACKEND = re.compile(r"[A-Za-z0-9_\-]{1,20}")
+_MISTAKE = re.compile(r"[A-Za-z0-9_.:/\-]{1,40}")
+_VERSION = re.compile(r"[0-9A-Za-z.+\-]{0,40}")
+_BACKEND = re.compile(r"[A-Za-z0-9_\-]{0,20}")
 _YEARS = (946_684_800, 4_102_444_800)  # 2000-01-01 and 2100-01-01, in seconds since 1970
+MAX_BODY_BYTES = 1024 * 1024
+"""The most of a request's body the server reads (it answers 413 as soon as the headers show
+more than an event's size, and drops what follows)."""
 HEARTBEAT_S = 5.0
 PUSH_EVERY_MS = 100
+log = logging.getLogger("course_tools.room")
 SECURITY_HEADERS = {
     "Content-Security-Policy": (
         "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
@@ -134,7 +151,7 @@ def validate(data: Any, code: str, known: Mapping[str, Any]) -> dict[str, Any]:
         raise Refused(400, "an event is a JSON object")
     sent_code = data.get("code")
     if not isinstance(sent_code, str) or not hmac.compare_digest(
-        plain_code(sent_code).encode(), plain_code(code).encode()
+        plain_code(sent_code).encode(errors="surrogatepass"), plain_code(code).encode()
     ):
         raise Refused(403, "wrong join code: copy the join line your instructor's room printed")
     kind = data.get("kind")
@@ -160,15 +177,63 @@ def validate(data: Any, code: str, known: Mapping[str, Any]) -> dict[str, Any]:
         hint = data.get("hint")
         if not isinstance(hint, int) or isinstance(hint, bool) or not 0 <= hint <= 9:
             raise Refused(400, "hint must be a whole number from 0 to 9")
+        if "mistake" in data and not (
+            isinstance(data["mistake"], str) and _MISTAKE.fullmatch(data["mistake"])
+        ):
+            raise Refused(400, "mistake must be an id of 1 to 40 letters, digits or ._:/-")
+        if "idea" in data:
+            if "mistake" not in data:
+                raise Refused(400, "an idea comes with the mistake it is for")
+            data["detail"] = one_line(data.pop("idea"), "idea")
     if kind == "ready":
         if data.get("outcome") not in ("passed", "error"):
             raise Refused(400, "a ready event's outcome is passed or error")
         if not (isinstance(data.get("jax"), str) and _VERSION.fullmatch(data["jax"])):
-            raise Refused(400, "jax must be a version like 0.10.2")
+            raise Refused(400, "jax must be a version like 0.10.2, or empty")
         if not (isinstance(data.get("backend"), str) and _BACKEND.fullmatch(data["backend"])):
-            raise Refused(400, "backend must be a name like cpu, gpu or tpu")
+            raise Refused(400, "backend must be a name like cpu, gpu or tpu, or empty")
         data["backend"] = data["backend"].lower()
+        if data["outcome"] == "error":
+            data["detail"] = one_line(data.pop("reason", None), "reason")
+        elif data.pop("reason", ""):
+            raise Refused(400, "only a failed setup has a reason")
+    if kind == "hand" and "text" in data:
+        data["detail"] = one_line(data.pop("text"), "text", empty=True)
     return data
+
+
+def one_line(text: Any, field: str, empty: bool = False) -> str:
+    """A short text a learner's kernel sent, checked: one line of printable characters, at most
+    ``ROOM_TEXT_LIMITS[field]`` of them.
+
+    >>> one_line("Type\\nError", "reason")
+    Traceback (most recent call last):
+    ...
+    course_tools.room._app.Refused: reason must be one line of at most 300 printable characters
+    """
+    limit = ROOM_TEXT_LIMITS[field]
+    if not (
+        isinstance(text, str)
+        and (empty or text.strip())
+        and len(text) <= limit
+        and not any(unicodedata.category(c).startswith("C") for c in text)
+    ):
+        raise Refused(400, f"{field} must be one line of at most {limit} printable characters")
+    return text.strip()
+
+
+def read_json(body: bytes) -> Any:
+    """A request's body as JSON; ``ValueError`` when it is not JSON or too deep to read.
+
+    >>> read_json(b"[" * 5000 + b"]" * 5000)
+    Traceback (most recent call last):
+    ...
+    ValueError: too deeply nested to read
+    """
+    try:
+        return json.loads(body)
+    except RecursionError:
+        raise ValueError("too deeply nested to read") from None
 
 
 def plain_code(code: str) -> str:
@@ -202,6 +267,7 @@ class Room:
         self.name_buckets = TokenBuckets(limits.new_names_rate, limits.new_names_burst)
         self.listeners: set[asyncio.Queue[bytes | None]] = set()
         self.public_url = ""  # the address learners use, when the command line gave one
+        self.addresses: list[str] = []  # else the addresses it listens on that others can reach
         self.base = ""
         self._last_push = 0.0
         for event in store.events():
@@ -215,7 +281,7 @@ class Room:
         wait = max(self.host_buckets.take(host), self.learner_buckets.take((host, name)))
         if wait:
             raise Refused(429, f"too many events: wait {wait:.1f} s", retry_after=wait)
-        if name not in self.state.learners:
+        if self.state.resolve(name) not in self.state.learners:
             if len(self.state.learners) >= self.limits.max_learners:
                 raise Refused(
                     403,
@@ -229,13 +295,42 @@ class Room:
         self.state.apply(event)
         return event
 
+    def act(self, data: Any, instructor: bool) -> Event:
+        """Store one action of the dashboard's on a learner (see :data:`ACTIONS`); the helpers'
+        link may only mark a learner helped. :class:`Refused` says what is wrong."""
+        if not isinstance(data, dict) or data.get("kind") not in ACTIONS:
+            raise Refused(
+                400, f"an action is a JSON object whose kind is one of {', '.join(ACTIONS)}"
+            )
+        kind = data["kind"]
+        if kind != "helped" and not instructor:
+            raise Refused(403, "the helpers' link can mark learners helped; ask the instructor")
+        name = data.get("name")
+        if not isinstance(name, str) or name not in self.state.learners:
+            raise Refused(404, f"no learner named {name!r} in the room")
+        fields: dict[str, Any] = {"name": name, "kind": kind}
+        if kind == "rename":
+            try:
+                new = valid_name(data.get("to"))
+            except ValueError as error:
+                raise Refused(400, str(error)) from None
+            if new == name:
+                raise Refused(400, "the new name is the name it has")
+            fields.update(kind="merge" if new in self.state.learners else "rename", detail=new)
+        event = self.store.add(self.clock(), fields)
+        self.state.apply(event)
+        self._last_push = 0.0  # the dashboards show it at the next push
+        return event
+
     def set_idle_minutes(self, minutes: float) -> None:
         self.state.idle_minutes = minutes
         self.store.set("idle_minutes", str(minutes))
         self._last_push = 0.0  # the needs-help list changes now
 
-    def snapshot(self) -> bytes:
-        return sse("snapshot", self.state.snapshot(self.clock()), self.state.last_event)
+    def snapshot(self, role: str) -> bytes:
+        """The whole room for a dashboard that just connected, with the role its token gives."""
+        data = {**self.state.snapshot(self.clock()), "role": role}
+        return sse("snapshot", data, self.state.last_event)
 
     def push(self) -> None:
         """Send the changes since the last push to every dashboard (a heartbeat when idle)."""
@@ -296,27 +391,67 @@ class _Handler(tornado.web.RequestHandler):
     def write_error(self, status_code: int, **kwargs: Any) -> None:
         self.finish({"error": self._reason})
 
-    def instructor(self) -> bool:
-        """Whether the request holds the instructor's token (else it is answered 401 here)."""
+    def role(self) -> str:
+        """``"instructor"`` or ``"helper"``, by the token the request holds, else ``""``."""
         token = self.request.headers.get("X-Room-Token") or self.get_query_argument("token", "")
-        if token and hmac.compare_digest(token.encode(), self.room.store.token.encode()):
+        store = self.room.store
+        for role, secret in (("instructor", store.token), ("helper", store.helper_token)):
+            if token and hmac.compare_digest(token.encode(errors="surrogatepass"), secret.encode()):
+                return role
+        return ""
+
+    def authorised(self, helpers_too: bool = False) -> bool:
+        """Whether the request holds the instructor's token (or, with ``helpers_too``, the
+        helpers'); else it is answered here, 401 or 403."""
+        role = self.role()
+        if role == "instructor" or (role == "helper" and helpers_too):
             return True
-        self.refuse(
-            401,
-            "this page needs the instructor's token: open the dashboard address "
-            "that course-room serve printed",
-        )
+        if role == "helper":
+            self.refuse(403, "the helpers' link cannot export or change settings")
+        else:
+            self.refuse(
+                401,
+                "this page needs the instructor's token: open the dashboard address "
+                "that course-room serve printed",
+            )
         return False
 
 
-class EventsHandler(_Handler):
+@tornado.web.stream_request_body
+class _BodyHandler(_Handler):
+    """A POST whose body is at most ``limits.event_bytes``: a longer one is answered 413 with a
+    message as soon as its headers arrive, and what follows of it (up to the server's
+    ``MAX_BODY_BYTES``) is read and dropped."""
+
+    def prepare(self) -> None:
+        self.chunks: list[bytes] = []
+        self.size = 0
+        self.refused = False
+        length = self.request.headers.get("Content-Length", "0")
+        if not length.isdigit() or int(length) > self.room.limits.event_bytes:
+            self.too_long()
+
+    def data_received(self, chunk: bytes) -> None:
+        self.size += len(chunk)
+        if self.size <= self.room.limits.event_bytes:
+            self.chunks.append(chunk)
+        elif not self.refused:
+            self.too_long()
+
+    def too_long(self) -> None:
+        self.refused = True
+        self.refuse(413, f"a request is at most {self.room.limits.event_bytes} bytes")
+
+    def body_json(self) -> Any:
+        """The body as JSON (``ValueError`` when it is not)."""
+        return read_json(b"".join(self.chunks))
+
+
+class EventsHandler(_BodyHandler):
     def post(self) -> None:
-        body = self.request.body
-        if len(body) > self.room.limits.event_bytes:
-            return self.refuse(413, f"an event is at most {self.room.limits.event_bytes} bytes")
         try:
-            data = json.loads(body)
-        except (ValueError, RecursionError):
+            data = self.body_json()
+        except ValueError:
             return self.refuse(400, "the body must be one JSON object")
         try:
             event = self.room.add(data, self.request.remote_ip or "")
@@ -328,25 +463,71 @@ class EventsHandler(_Handler):
         self.finish({"id": event.id})
 
 
+class ActionsHandler(_BodyHandler):
+    """``POST api/actions``: helped, rename (merge) or remove a learner, from the dashboard."""
+
+    def post(self) -> None:
+        if not self.authorised(helpers_too=True):
+            return
+        try:
+            event = self.room.act(self.body_json(), self.role() == "instructor")
+        except ValueError:
+            return self.refuse(400, "the body must be one JSON object")
+        except Refused as refused:
+            return self.refuse(refused.status, refused.message)
+        self.set_status(201)
+        self.finish({"id": event.id})
+
+
+def is_loopback(host: str) -> bool:
+    """Whether a host name or address is this machine's own (``localhost``, ``127.x``, ``::1``).
+
+    >>> [is_loopback(h) for h in ("localhost", "127.0.0.1", "[::1]", "192.168.1.20")]
+    [True, True, True, False]
+    """
+    host = host.strip("[]").lower()
+    return host in ("localhost", "::1") or host.startswith("127.") or host.endswith(".localhost")
+
+
 class JoinPageHandler(_Handler):
-    """The page to project: the join line and nothing else (no token, no learner's data)."""
+    """The page to project: the join line and nothing else (no token, no learner's data). Opened
+    on the room's own machine (``localhost``), it never shows a join line with that address,
+    which reaches nobody else: it shows the addresses learners can use, with a warning."""
 
     def get(self) -> None:
-        url = (
-            self.room.public_url or f"{self.request.protocol}://{self.request.host}{self.room.base}"
-        )
+        urls = [self.room.public_url] if self.room.public_url else []
+        warning = ""
+        if not urls and is_loopback(self.request.host_name):
+            urls = self.room.addresses
+            warning = (
+                "This page was opened on the room's own machine: its address (localhost) "
+                "reaches nobody else. "
+                + (
+                    "Learners use the address below."
+                    if urls
+                    else "The room listens on this machine only: restart it with --host 0.0.0.0 "
+                    "(or --public-url) so that learners can reach it."
+                )
+            )
+        elif not urls:
+            urls = [f"{self.request.protocol}://{self.request.host}{self.room.base}"]
         code = self.room.store.code
-        line = f'join_room("{url}", code="{code}", name="YOUR NAME")'
+        lines = "\n".join(f'join_room("{url}", code="{code}", name="YOUR NAME")' for url in urls)
         page = (STATIC / "join.html").read_text(encoding="utf-8")
-        for key, value in (("CODE", code), ("LINE", line), ("URL", url)):
+        for key, value in (
+            ("CODE", code),
+            ("LINES", lines or "# no address learners can reach: see above"),
+            ("URL", " or ".join(urls) or "none reachable yet"),
+        ):
             page = page.replace("{{" + key + "}}", html.escape(value))
+        shown = f'<p class="warning" role="alert">{html.escape(warning)}</p>' if warning else ""
         self.set_header("Content-Type", "text/html; charset=utf-8")
-        self.finish(page)
+        self.finish(page.replace("{{WARNING}}", shown))
 
 
 class DashboardHandler(_Handler):
     def get(self) -> None:
-        if self.instructor():
+        if self.authorised(helpers_too=True):
             self.set_header("Content-Type", "text/html; charset=utf-8")
             self.finish((STATIC / "dashboard.html").read_bytes())
 
@@ -357,13 +538,13 @@ class StreamHandler(_Handler):
         self.queue: asyncio.Queue[bytes | None] = asyncio.Queue(maxsize=256)
 
     async def get(self) -> None:
-        if not self.instructor():
+        if not self.authorised(helpers_too=True):
             return
         self.set_header("Content-Type", "text/event-stream")
         self.set_header("X-Accel-Buffering", "no")  # a proxy must pass each event on at once
         self.room.listeners.add(self.queue)
         try:
-            self.write(b"retry: 2000\n\n" + self.room.snapshot())
+            self.write(b"retry: 2000\n\n" + self.room.snapshot(self.role()))
             await self.flush()
             while (message := await self.queue.get()) is not None:
                 self.write(message)
@@ -380,12 +561,12 @@ class StreamHandler(_Handler):
         self.queue.put_nowait(None)
 
 
-class SettingsHandler(_Handler):
+class SettingsHandler(_BodyHandler):
     def post(self) -> None:
-        if not self.instructor():
+        if not self.authorised():
             return
         try:
-            minutes = float(json.loads(self.request.body)["idle_minutes"])
+            minutes = float(self.body_json()["idle_minutes"])
         except (ValueError, KeyError, TypeError):
             return self.refuse(400, 'send {"idle_minutes": N}')
         if not 1 <= minutes <= 120:
@@ -396,7 +577,7 @@ class SettingsHandler(_Handler):
 
 class ExportHandler(_Handler):
     def get(self) -> None:
-        if self.instructor():
+        if self.authorised():
             name = re.sub(r"[^A-Za-z0-9_.-]", "_", self.room.store.path.stem)
             self.set_header("Content-Type", "text/csv; charset=utf-8")
             self.set_header("Content-Disposition", f'attachment; filename="{name}-events.csv"')
@@ -407,6 +588,67 @@ class StaticHandler(tornado.web.StaticFileHandler):
     def set_default_headers(self) -> None:
         for header, value in SECURITY_HEADERS.items():
             self.set_header(header, value)
+
+    def parse_url_path(self, url_path: str) -> str:
+        if "\x00" in url_path:  # no file has one; the operating system refuses to look
+            raise tornado.web.HTTPError(404)
+        return super().parse_url_path(url_path)
+
+
+class BoundedServer(tornado.httpserver.HTTPServer):
+    """An HTTP server that keeps at most ``per_address`` connections from one address and
+    ``total`` in all, closing the others as they come, so that one machine holding connections
+    open cannot use up the room's open files. (Behind ``--behind-proxy`` every learner comes
+    through the proxy's address: the proxy bounds its clients.)"""
+
+    per_address = 64
+    total = 900
+    _open: Counter[str]
+
+    def handle_stream(self, stream: IOStream, address: Any) -> None:
+        if not hasattr(self, "_open"):
+            self._open = Counter()
+        host = str(address[0]) if isinstance(address, tuple) else ""
+        if self._open[host] >= self.per_address or self._open.total() >= self.total:
+            log.warning("too many connections (from %s): closing the newest", host)
+            stream.close()
+            return
+        self._open[host] += 1
+        super().handle_stream(stream, address)
+
+    def on_close(self, server_conn: object) -> None:
+        address = server_conn.context.address  # type: ignore[attr-defined]  # HTTP1ServerConnection's
+        host = str(address[0]) if isinstance(address, tuple) else ""
+        self._open[host] -= 1
+        super().on_close(server_conn)
+
+
+class OnceEvery(logging.Filter):
+    """Lets a log message through once per ``seconds``, so that an error repeated as fast as a
+    loop can go (say, ``Too many open files``) is said once, not thousands of times.
+
+    >>> once = OnceEvery(60.0, clock=iter([0.0, 1.0, 61.0]).__next__)
+    >>> [once.filter(logging.makeLogRecord({"msg": f"fd {n} full"})) for n in range(3)]
+    [True, False, True]
+    """
+
+    def __init__(self, seconds: float, clock: Callable[[], float] = time.monotonic) -> None:
+        super().__init__()
+        self.seconds, self.clock = seconds, clock
+        self._said: dict[str, float] = {}
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        now = self.clock()
+        text = record.getMessage()
+        if record.exc_info and record.exc_info[1] is not None:
+            text += repr(record.exc_info[1])
+        text = re.sub(r"\d+", "#", text)  # the same error, whatever its counts, times or ports
+        if now - self._said.get(text, -math.inf) < self.seconds:
+            return False
+        if len(self._said) > 1000:
+            self._said.clear()
+        self._said[text] = now
+        return True
 
 
 def make_app(room: Room, base_path: str = "") -> tornado.web.Application:
@@ -421,6 +663,7 @@ def make_app(room: Room, base_path: str = "") -> tornado.web.Application:
             (f"{base}/dashboard", DashboardHandler, args),
             (f"{base}/api/stream", StreamHandler, args),
             (f"{base}/api/settings", SettingsHandler, args),
+            (f"{base}/api/actions", ActionsHandler, args),
             (f"{base}/export.csv", ExportHandler, args),
             (f"{base}/static/(.*)", StaticHandler, {"path": str(STATIC)}),
         ],

@@ -5,22 +5,33 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
+import logging
+import resource
 import signal
 import socket
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-import tornado.httpserver
 import tornado.ioloop
 import tornado.netutil
 
-from ._app import PUSH_EVERY_MS, Limits, Room, make_app
+from ._app import (
+    MAX_BODY_BYTES,
+    PUSH_EVERY_MS,
+    BoundedServer,
+    Limits,
+    OnceEvery,
+    Room,
+    is_loopback,
+    log,
+    make_app,
+)
 from ._state import RoomState, exercise_infos
-from ._store import RoomStore
+from ._store import PrivateFileError, RoomStore, make_private, write_private
 
-_LOOPBACK = ("127.0.0.1", "::1", "localhost")
+REQUEST_TIMEOUT_S = 20.0
+"""How long a request may take to arrive whole, and an idle connection is kept."""
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -61,8 +72,8 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--idle-minutes",
         type=float,
-        help="minutes without a check, while others go on, that put a learner on the needs-help "
-        "list (default 5; the dashboard can change it)",
+        help="minutes without any check in the room after which it counts as paused (a lesson "
+        "being taught): nobody is listed for silence then (default 5; the dashboard can change it)",
     )
     serve.add_argument(
         "--rate",
@@ -85,6 +96,21 @@ def _parser() -> argparse.ArgumentParser:
         help=f"names the room takes (default {Limits.max_learners})",
     )
     serve.add_argument(
+        "--connections-per-address",
+        type=int,
+        default=BoundedServer.per_address,
+        help="open connections one address may hold (default %(default)s); it counts the "
+        "socket's own address, so raise it when a whole room comes through one address: a "
+        "shared NAT, or the proxy of --behind-proxy",
+    )
+    serve.add_argument(
+        "--request-timeout",
+        type=float,
+        default=REQUEST_TIMEOUT_S,
+        help="seconds a request may take to arrive whole, and an idle connection stays open "
+        "(default %(default)g)",
+    )
+    serve.add_argument(
         "--info", type=Path, help="also write the addresses, code and token to this JSON file"
     )
     return parser
@@ -101,8 +127,37 @@ def _guess_address() -> str:
             return socket.gethostname()
 
 
+def _open_files_limit() -> int:
+    """Raise this process's limit on open files to the most allowed; the limit then."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY or soft < hard:
+        wanted = 65536 if hard == resource.RLIM_INFINITY else hard
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
+            soft = wanted
+        except (ValueError, OSError):
+            pass
+    return int(soft)
+
+
+def _quiet_repeats() -> None:
+    """Say an error that repeats as fast as a loop runs once a minute, not thousands of times."""
+    logging.basicConfig(format="course-room: %(message)s")
+    logging.getLogger("tornado.access").setLevel(logging.ERROR)  # the room's file is its log
+    once = OnceEvery(60.0)
+    for name in ("asyncio", "tornado.access", "tornado.application", "tornado.general", log.name):
+        logging.getLogger(name).addFilter(once)
+
+
 def serve(args: argparse.Namespace) -> int:
-    store = RoomStore(args.room if args.room.suffix else args.room.with_suffix(".sqlite"))
+    path = args.room if args.room.suffix else args.room.with_suffix(".sqlite")
+    try:
+        if args.info:
+            make_private(args.info)
+        store = RoomStore(path)
+    except PrivateFileError as error:
+        print(f"course-room: {error}", file=sys.stderr)
+        return 2
     if args.idle_minutes is not None:
         store.set("idle_minutes", str(args.idle_minutes))
     from course_lib.checks import all_exercises
@@ -125,16 +180,18 @@ def serve(args: argparse.Namespace) -> int:
         return 2
     port = sockets[0].getsockname()[1]
     host = _guess_address() if args.host in ("0.0.0.0", "::", "") else args.host
+    reachable = not is_loopback(host)
     shown = f"[{host}]" if ":" in host else host
     base = "/" + args.base_path.strip("/") if args.base_path.strip("/") else ""
     url = (args.public_url or f"http://{shown}:{port}{base}").rstrip("/")
-    dashboard = f"http://{shown}:{port}{base}/dashboard?token={store.token}"
-    if args.public_url:
-        dashboard = f"{url}/dashboard?token={store.token}"
+    room.addresses = [f"http://{shown}:{port}{base}"] if reachable else []
+    dashboard_at = url if args.public_url else f"http://{shown}:{port}{base}"
+    dashboard = f"{dashboard_at}/dashboard?token={store.token}"
+    helpers = f"{dashboard_at}/dashboard?token={store.helper_token}"
     learners = len(state.learners)
     opened = "new room" if store.new else f"reopened, {learners} learners and their events kept"
     print(f"Room {store.path} ({opened}). Join code: {store.code}")
-    if args.host in _LOOPBACK:
+    if is_loopback(args.host):
         print(
             f"Listening on {args.host}:{port}, this machine only: learners elsewhere cannot reach "
             "it. Add --host 0.0.0.0 (or this machine's address) to open it to the room's network."
@@ -142,7 +199,10 @@ def serve(args: argparse.Namespace) -> int:
     else:
         print(f"Listening on {args.host}:{port}.")
     print(f"Put this page on the projector (the join line, no secret of yours): {url}/")
-    print("Learners run, in a cell of any course notebook (their other notebooks join too):")
+    print(
+        "Learners run, in a cell of any course notebook (their other notebooks join too, open ones"
+    )
+    print("included; help_me() raises a hand on your dashboard, done() lowers it):")
     print(
         f'    from course_lib.checks import join_room; join_room("{url}", '
         f'code="{store.code}", name="YOUR NAME")'
@@ -150,18 +210,38 @@ def serve(args: argparse.Namespace) -> int:
     print("or start Jupyter with:")
     print(f'    COURSE_ROOM="{url}?code={store.code}&name=YOUR NAME" jupyter lab')
     print()
-    print(f"Your dashboard (keep this address to yourself, off the projector): {dashboard}")
+    print(
+        "Your dashboard, for your own screen (it shows names; its projector view hides them): "
+        f"{dashboard}"
+    )
+    print(
+        "Your helpers' dashboard (they can mark learners helped; not export, rename or change "
+        f"settings): {helpers}"
+    )
     if args.info:
-        info = {"url": url, "dashboard": dashboard, "code": store.code, "token": store.token}
-        descriptor = os.open(args.info, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(descriptor, "w") as file:  # it holds the token
-            file.write(json.dumps(info))
+        info = {
+            "url": url,
+            "dashboard": dashboard,
+            "helpers": helpers,
+            "code": store.code,
+            "token": store.token,
+            "helper_token": store.helper_token,
+        }
+        write_private(args.info, json.dumps(info))
     sys.stdout.flush()
+    _quiet_repeats()
+    total = max(16, _open_files_limit() - 64)  # some kept for the file and the dashboards
 
     async def main() -> None:
-        server = tornado.httpserver.HTTPServer(
-            app, xheaders=args.behind_proxy, max_body_size=64 * 1024
+        server = BoundedServer(
+            app,
+            xheaders=args.behind_proxy,
+            max_body_size=MAX_BODY_BYTES,
+            idle_connection_timeout=args.request_timeout,
+            body_timeout=args.request_timeout,
         )
+        server.per_address = args.connections_per_address
+        server.total = total
         server.add_sockets(sockets)
         pusher = tornado.ioloop.PeriodicCallback(room.push, PUSH_EVERY_MS)
         pusher.start()

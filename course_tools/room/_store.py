@@ -6,6 +6,7 @@ killed and started again on the same file keeps every event it acknowledged.
 
 from __future__ import annotations
 
+import os
 import secrets
 import sqlite3
 from collections.abc import Iterator, Mapping
@@ -25,9 +26,12 @@ CREATE TABLE IF NOT EXISTS events (
     outcome TEXT,
     hint INTEGER,
     jax TEXT,
-    backend TEXT
+    backend TEXT,
+    mistake TEXT,
+    detail TEXT
 );
 """
+_ADDED_COLUMNS = ("mistake", "detail")  # a room file from before them gets them added
 EVENT_COLUMNS = (
     "id",
     "received",
@@ -39,6 +43,8 @@ EVENT_COLUMNS = (
     "hint",
     "jax",
     "backend",
+    "mistake",
+    "detail",
 )
 # Letters and digits that cannot be misread for one another when read off a projector.
 _CODE_ALPHABET = "ACDEFGHJKLMNPQRTUVWXY34679"
@@ -57,7 +63,10 @@ def new_join_code() -> str:
 
 @dataclass(frozen=True)
 class Event:
-    """One stored event: ``received`` is the server's time, ``sent`` the learner's clock."""
+    """One stored event: ``received`` is the server's time, ``sent`` the learner's clock.
+    ``mistake`` is the id of the typical mistake a check recognised; ``detail`` the text that
+    goes with the kind: a check's idea for its mistake, a failed setup's reason, a raised hand's
+    words, a rename's new name."""
 
     id: int
     received: float
@@ -69,6 +78,43 @@ class Event:
     hint: int | None = None
     jax: str | None = None
     backend: str | None = None
+    mistake: str | None = None
+    detail: str | None = None
+
+
+class PrivateFileError(Exception):
+    """A file that holds the instructor's token is a link: it is not written through."""
+
+
+def make_private(path: Path) -> None:
+    """Make an existing file readable by its owner only; refuse a symbolic link (it could point
+    anywhere). A missing file is left missing."""
+    if path.is_symlink():
+        raise PrivateFileError(
+            f"{path} is a symbolic link: the room writes its token only to a plain file; "
+            "remove the link or choose another path"
+        )
+    if path.exists():
+        path.chmod(0o600)
+
+
+def write_private(path: Path, text: str) -> None:
+    """Write ``text`` to a file only its owner can read, whatever was at ``path`` before: a new
+    file replaces the old one (a hard link's other names keep the old text), a link is refused.
+
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     target = Path(folder) / "info.json"
+    ...     write_private(target, "{}")
+    ...     oct(target.stat().st_mode & 0o777)
+    '0o600'
+    """
+    make_private(path)
+    fresh = path.with_name(f".{path.name}.{secrets.token_hex(4)}")
+    descriptor = os.open(fresh, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(descriptor, "w") as file:
+        file.write(text)
+    os.replace(fresh, path)
 
 
 class RoomStore:
@@ -87,14 +133,27 @@ class RoomStore:
         self.path = path
         self.new = not path.exists()
         path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        # The instructor's token is in the file, and in its write-ahead log: only the owner
+        # reads them, whatever their permissions were (SQLite gives new logs the file's own).
+        for private in (
+            path,
+            path.with_name(path.name + "-wal"),
+            path.with_name(path.name + "-shm"),
+        ):
+            make_private(private)
         if self.new:
-            path.chmod(0o600)  # the instructor's token is in it
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600))
+        self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(_SCHEMA)
+        columns = {row[1] for row in self._db.execute("PRAGMA table_info(events)")}
+        for column in _ADDED_COLUMNS:
+            if column not in columns:
+                self._db.execute(f"ALTER TABLE events ADD COLUMN {column} TEXT")
         self.code = self._setting("code", new_join_code)
         self.token = self._setting("token", lambda: secrets.token_urlsafe(24))
+        self.helper_token = self._setting("helper_token", lambda: secrets.token_urlsafe(24))
 
     def _setting(self, key: str, make: Any) -> str:
         row = self._db.execute("SELECT value FROM settings WHERE key = ?", (key,)).fetchone()
@@ -128,10 +187,12 @@ class RoomStore:
             fields.get("hint"),
             fields.get("jax"),
             fields.get("backend"),
+            fields.get("mistake"),
+            fields.get("detail"),
         )
         cursor = self._db.execute(
-            "INSERT INTO events (received, sent, learner, kind, exercise, outcome, hint, jax, "
-            "backend) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            f"INSERT INTO events ({', '.join(EVENT_COLUMNS[1:])}) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             values,
         )
         assert cursor.lastrowid is not None

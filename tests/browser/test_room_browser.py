@@ -1,33 +1,52 @@
-"""The workshop room's dashboard in Chromium, as an instructor uses it: 30 learners join (27 posting
-events as the learner's side does, 3 in real kernels through ``join_room``, ``ready`` and the real
-``check``); the grid, the needs-help list and the ready list follow live; the CSV export downloads
-every event; the page works from the keyboard; a hostile name is shown as text and never run."""
+"""The workshop room's dashboard in Chromium, as an instructor and a helper use it with the class of
+issue 47: 14 learners, 3 of them real learner processes (Python importing ``course_lib``, running
+``join_room``, ``ready``, the real ``check`` and ``help_me``; far cheaper than kernels), two stuck
+on one exercise with the same recognised mistake, one with a broken setup, one silent, one ahead of
+the room and failing, one hand raised, one learner twice under two names. The stuck and the hand
+lead the needs-help list and nobody merely working is on it; "Helped" clears an entry; a rename
+merges the duplicate; the stuck exercise's top mistake shows with its count and idea; the
+projector view shows no name. Screenshots at 1280x720 (projector view) and 1600 wide, light and
+dark. A hostile name is shown as text and never run."""
 
 from __future__ import annotations
 
 import csv
 import os
-import time
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from kernel_support import UnixSocketKernelManager
 from lab_browser import ACTION_TIMEOUT_MS
-from room_support import ServedRoom, served_room
+from room_support import ROOT, ServedRoom, served_room
 
 pytestmark = pytest.mark.browser
 
-HOSTILE = "<script>alert(1)</script>"
-HOSTILE_IMAGE = '<img src=x onerror="alert(2)">'
-SIMULATED = [f"Learner {i:02d}" for i in range(25)] + [HOSTILE, HOSTILE_IMAGE]
-KERNELS = {
-    # name: the answer its kernel defines, checked three times
-    "Kernel Passes": "def count_params(t):\n    return sum(np.size(x) for x in jax.tree.leaves(t))",
-    "Kernel Stuck": "def count_params(tree):\n    return len(jax.tree.leaves(tree))",
-    "Kernel Starts": "def count_params(tree):\n    raise NotImplementedError",
+HOSTILE = "<img src=x onerror=alert(2)>"
+LEARNER = """
+import sys, time
+from course_lib.checks import check, help_me, join_room, ready
+join_room(sys.argv[1], code=sys.argv[2], name=sys.argv[3])
+{body}
+time.sleep(1.5)  # the room's thread sends the last event
+"""
+PROCESSES = {
+    # name: (what the learner does, the environment's additions)
+    "Pat Passes": (
+        "import jax, numpy as np\nready()\n"
+        "check('01.count_params', lambda t: sum(np.size(x) for x in jax.tree.leaves(t)))",
+        {},
+    ),
+    "Sam Stuck": (
+        "import jax\nready()\n"
+        "for _ in range(4):\n    check('01.count_params', lambda t: len(jax.tree.leaves(t)))",
+        {},
+    ),
+    "Bo Broken": ("ready()", {"JAX_PLATFORMS": "cuda"}),  # a backend this machine lacks
 }
+WORKING = ["Lee", "Max", "Noa", "Ola", HOSTILE]
 
 
 @pytest.fixture(scope="module")
@@ -36,163 +55,172 @@ def room(chromium_path: str, tmp_path_factory: pytest.TempPathFactory) -> Iterat
         yield r
 
 
-class Kernels:
-    """Fresh kernels, one per learner, started side by side; each runs one cell at a time."""
-
-    def __init__(self, names: list[str], config: Path) -> None:
+def run_learners(room: ServedRoom, config: Path) -> dict[str, str]:
+    """The real learners, side by side, each in its own process and configuration folder; what
+    each printed."""
+    started = {}
+    for name, (body, extra) in PROCESSES.items():
         env = {k: v for k, v in os.environ.items() if k not in ("CI", "COURSE_STRICT_CHECKS")}
-        env["XDG_CONFIG_HOME"] = str(config)  # where join_room keeps the join: not the user's
-        self.managers = {name: UnixSocketKernelManager(kernel_name="python3") for name in names}
-        for manager in self.managers.values():
-            manager.start_kernel(env=env)
-        self.clients = {name: manager.client() for name, manager in self.managers.items()}
-        for client in self.clients.values():
-            client.start_channels()
-            client.wait_for_ready(timeout=120)
-
-    def execute(self, cells: dict[str, str], timeout: float = 120) -> dict[str, str]:
-        """Run each learner's cell in its kernel, all at once; what each printed."""
-        sent = {name: self.clients[name].execute(code) for name, code in cells.items()}
-        return {name: self._printed(name, msg_id, timeout) for name, msg_id in sent.items()}
-
-    def _printed(self, name: str, msg_id: str, timeout: float) -> str:
-        printed = []
-        deadline = time.monotonic() + timeout
-        while True:
-            message = self.clients[name].get_iopub_msg(timeout=deadline - time.monotonic())
-            if message["parent_header"].get("msg_id") != msg_id:
-                continue
-            kind, content = message["msg_type"], message["content"]
-            if kind == "stream":
-                printed.append(content["text"])
-            elif kind == "error":
-                printed.append(f"ERROR {content['ename']}: {content['evalue']}")
-            elif kind == "status" and content["execution_state"] == "idle":
-                return "".join(printed)
-
-    def shutdown(self) -> None:
-        for name, client in self.clients.items():
-            client.stop_channels()
-            self.managers[name].shutdown_kernel(now=True)
+        env.update(extra, XDG_CONFIG_HOME=str(config / name.split()[0]))
+        script = LEARNER.format(body=body)
+        started[name] = subprocess.Popen(
+            [sys.executable, "-c", script, room.url, room.code, name],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+    return {name: process.communicate(timeout=120)[0] for name, process in started.items()}
 
 
-def learner_cell(room: ServedRoom, name: str, answer: str) -> str:
-    """What a learner runs: join the room, lesson 00's ready(), an answer and three checks."""
-    return "\n".join(
-        [
-            "import jax, numpy as np",
-            "from course_lib.checks import check, join_room, ready",
-            f'join_room("{room.url}", code="{room.code}", name="{name}")',
-            "ready()",
-            answer,
-            *['check("01.count_params", count_params)'] * 3,
-            "import time; time.sleep(1)  # the room's thread sends the last event",
-        ]
-    )
+def simulate(room: ServedRoom, mistake: dict[str, str]) -> None:
+    """The other 11, as the learner's side sends: Sue stuck like Sam, Ana ahead and failing, Hal
+    with a hand up, Sid silent, Kim also joined as "Kim L", and five merely working."""
+    check = "01.count_params"
+    events = [
+        room.event("Sue", exercise=check, outcome="incorrect", hint=h, **mistake) for h in (0, 1, 2)
+    ]
+    events += [
+        room.event("Ana", exercise="03.conv1d", outcome="incorrect", hint=h % 3) for h in range(7)
+    ]
+    events += [
+        room.event("Hal", exercise=check, outcome="incorrect", hint=0),
+        room.event("Hal", "hand", text="lost in tree.map"),
+    ]
+    events += [
+        room.event("Sid", "join"),
+        room.event("Sid", exercise=check, outcome="not_attempted", hint=0),
+    ]
+    events += [
+        room.event("Kim", "join"),
+        room.event("Kim L", exercise=check, outcome="passed", hint=0),
+    ]
+    for i, name in enumerate(WORKING):
+        if i % 2:
+            events.append(room.event(name, exercise=check, outcome="incorrect", hint=0))
+        events.append(room.event(name, exercise=check, outcome="passed", hint=0))
+    for name in ("Sue", "Hal", "Sid", "Kim", "Kim L", *WORKING[:-1]):
+        events.append(room.event(name, "ready", outcome="passed", jax="0.10.2", backend="cpu"))
+    for event in events:
+        assert room.post(event)[0] == 201, event
 
 
-def simulate(room: ServedRoom) -> int:
-    """27 learners as the learner's side would send; returns the number of events."""
-    sent = 0
-    for i, name in enumerate(SIMULATED):
-        events: list[dict[str, Any]] = [room.event(name, "join")]
-        if i % 9 != 8:  # three learners have not run lesson 00's check
-            events.append(room.event(name, "ready", outcome="passed", jax="0.10.2", backend="cpu"))
-        for exercise in ("01.count_params", "01.leaf_paths")[: 1 + i % 2]:
-            events.append(room.event(name, exercise=exercise, outcome="incorrect", hint=1))
-            events.append(room.event(name, exercise=exercise, outcome="passed", hint=0))
-        for event in events:
-            assert room.post(event)[0] == 201
-        sent += len(events)
-    return sent
+def help_names(page: Any) -> list[str]:
+    return [str(name) for name in page.locator("#needs-help li strong").all_inner_texts()]
 
 
-def cell_text(page: Any, learner: str, column: int) -> str:
-    row = page.locator("#grid tbody tr").filter(
-        has=page.get_by_role("rowheader", name=learner, exact=True)
-    )
-    return str(row.locator("td").nth(column).inner_text())
-
-
-def test_the_dashboard_follows_a_room_of_thirty(
+def test_the_class_of_fourteen_on_the_dashboard(
     room: ServedRoom, browser: Any, screenshots: Path, tmp_path: Path
 ) -> None:
     from playwright.sync_api import expect
 
-    kernels = Kernels(list(KERNELS), tmp_path / "config")
-    if os.name == "posix":  # no TCP port for another process to take first (kernel_support.py)
-        assert {m.transport for m in kernels.managers.values()} == {"ipc"}
-    try:
-        simulated_events = simulate(room)
-        context = browser.new_context(
-            accept_downloads=True, viewport={"width": 1200, "height": 900}
-        )
-        page = context.new_page()
-        page.set_default_timeout(ACTION_TIMEOUT_MS)
-        dialogs: list[str] = []
-
-        def refuse(dialog: Any) -> None:
-            dialogs.append(dialog.message)
-            dialog.dismiss()
-
-        page.on("dialog", refuse)
-        errors: list[str] = []
-        page.on("pageerror", lambda error: errors.append(str(error)))
-        page.goto(room.dashboard)
-        expect(page.locator("#connection")).to_have_text("Live: updates as learners check.")
-        expect(page.locator("#grid tbody tr")).to_have_count(len(SIMULATED))
-
-        cells = {name: learner_cell(room, name, answer) for name, answer in KERNELS.items()}
-        printed = kernels.execute(cells)
-    finally:
-        kernels.shutdown()
+    printed = run_learners(room, tmp_path / "config")
     for name, text in printed.items():
         assert f"Joined the room at {room.url} as '{name}'" in text, text
-        assert "ERROR" not in text, text
+        assert "Traceback" not in text, text
+    sam = [row for row in csv.DictReader(room.export_csv_lines()) if row["learner"] == "Sam Stuck"]
+    assert [row["outcome"] for row in sam if row["kind"] == "check"] == ["incorrect"] * 4
+    assert sam[-1]["mistake"] and sam[-1]["detail"], "the check names the mistake it recognised"
+    simulate(room, {"mistake": sam[-1]["mistake"], "idea": sam[-1]["detail"]})
 
-    # The kernels' checks arrive live, without a reload.
-    expect(page.locator("#grid tbody tr")).to_have_count(30)
-    assert "passed, 3 tries" in cell_text(page, "Kernel Passes", 0)
-    expect(page.locator("#needs-help")).to_contain_text(
-        "Kernel Stuck · 01.count_params: 3 incorrect tries in a row"
+    context = browser.new_context(viewport={"width": 1280, "height": 720})
+    page = context.new_page()
+    page.set_default_timeout(ACTION_TIMEOUT_MS)
+    dialogs: list[str] = []
+
+    def refuse(dialog: Any) -> None:
+        dialogs.append(dialog.message)
+        dialog.dismiss()
+
+    page.on("dialog", refuse)
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.goto(room.dashboard)
+    expect(page.locator("#connection")).to_have_text("Live: updates as learners check.")
+    expect(page.locator("#grid tbody tr")).to_have_count(14)
+
+    # The hand, then the stuck (Sam, Sue, and Ana ahead of the room), longest first; nobody
+    # merely working, nobody silent for less than the guide's minutes.
+    expect(page.locator("#needs-help li")).to_have_count(4)
+    assert help_names(page) == ["Hal", "Sam Stuck", "Sue", "Ana"]
+    expect(page.locator("#needs-help li").first).to_contain_text("raised a hand “lost in tree.map”")
+    expect(page.locator("#needs-help li").nth(1)).to_contain_text(
+        "01.count_params: 4 incorrect tries in a row"
     )
-    assert "incorrect, 3 tries, hint 2" in cell_text(page, "Kernel Stuck", 0)
-    assert "not attempted, 3 tries" in cell_text(page, "Kernel Starts", 0)
-    expect(page.locator("#ready-count")).to_have_text("(27 of 30)")
-    ready_row = page.locator("#ready tbody tr").filter(has_text="Kernel Stuck")
-    expect(ready_row).to_contain_text("✓ ready")
-    import jax
-
-    expect(ready_row).to_contain_text(jax.__version__)
-
-    # An event shows within a second of being stored.
-    start = time.monotonic()
-    room.post(room.event("Learner 00", exercise="01.is_node", outcome="incorrect", hint=2))
-    learner_00 = page.locator("#grid tbody tr").filter(
-        has=page.get_by_role("rowheader", name="Learner 00", exact=True)
+    expect(page.locator("#needs-help li").nth(3)).to_contain_text(
+        "03.conv1d: 7 incorrect tries in a row"
     )
-    expect(learner_00.locator("td").nth(2)).to_contain_text("✗ 1 h2", timeout=2_000)
-    assert time.monotonic() - start < 1.5
+    # The stuck exercise's common mistake, its count and the idea to explain.
+    row = page.locator("#exercises tbody tr").filter(has_text="01.count_params")
+    expect(row).to_contain_text(f"2 learners — idea to explain: {sam[-1]['detail'][:40]}")
+    # A broken setup is not an absent learner.
+    expect(page.locator("#ready-count")).to_have_text("(11 of 14 ready, 1 setup failed)")
+    expect(page.locator("#not-ready li").first).to_contain_text("Bo Broken · ✗ setup failed: ")
+    # Needs help and ready are above the fold of a 1280x720 projector.
+    for selector in ("#needs-help", "#not-ready"):
+        box = page.locator(selector).bounding_box()
+        assert box["y"] + box["height"] <= 720, (selector, box)
+    # A hostile name is text: no dialog, no element made from it.
+    expect(page.get_by_role("rowheader", name=HOSTILE, exact=True).first).to_be_visible()
+    assert page.locator("main img, main script").count() == 0
 
-    # The hostile names are text: no dialog, no element made from them.
-    for name in (HOSTILE, HOSTILE_IMAGE):
-        expect(page.get_by_role("rowheader", name=name, exact=True).first).to_be_visible()
-    assert page.locator("main script, main img").count() == 0
+    # "Helped" takes Sue off the list; a rename into a name in the room merges the two.
+    page.get_by_role("button", name="Mark Sue helped").click()
+    expect(page.locator("#needs-help li")).to_have_count(3)
+    page.select_option("#learner", "Kim")
+    page.fill("#new-name", "Kim L")
+    page.get_by_role("button", name="Rename or merge").click()
+    expect(page.locator("#grid tbody tr")).to_have_count(13)
+    expect(page.locator("#ready-count")).to_have_text("(10 of 13 ready, 1 setup failed)")
+
+    page.evaluate("window.scrollTo(0, 0)")
+    for scheme in ("light", "dark"):
+        page.emulate_media(color_scheme=scheme)
+        page.set_viewport_size({"width": 1600, "height": 900})
+        page.screenshot(path=str(screenshots / f"room-dashboard-1600-{scheme}.png"), full_page=True)
+        page.set_viewport_size({"width": 1280, "height": 720})
+        page.screenshot(path=str(screenshots / f"room-dashboard-1280x720-{scheme}.png"))
+
+    # The projector view: per exercise, passed and the room's mistake; the ready count; the
+    # block's clock; no name and no learner's words anywhere on it.
+    page.get_by_role("button", name="Projector view (no names)").click()
+    shown = page.locator("body").inner_text()
+    for name in ["Hal", "Sam Stuck", "Ana", "Bo Broken", "Kim L", *WORKING]:
+        assert name not in shown, name
+    assert "lost in tree.map" not in shown
+    assert "2 learners — idea to explain" in shown and "Exercise block:" in shown
+    expect(page.locator("#ready-count")).to_be_visible()
+    for scheme in ("light", "dark"):
+        page.emulate_media(color_scheme=scheme)
+        page.screenshot(path=str(screenshots / f"room-projector-1280x720-{scheme}.png"))
     assert dialogs == [] and errors == []
-    page.screenshot(path=str(screenshots / "room-dashboard.png"), full_page=True)
 
-    # The export holds every event: the 27 learners', the kernels' (join, ready, 3 checks each),
-    # and the one above.
-    with page.expect_download() as download:
-        page.get_by_role("link", name="Export every event (CSV)").click()
-    saved = tmp_path / "events.csv"
-    download.value.save_as(saved)
-    with saved.open(newline="") as file:
-        rows = list(csv.DictReader(file))
-    assert len(rows) == simulated_events + 3 * 5 + 1
-    assert {row["learner"] for row in rows} == set(SIMULATED) | set(KERNELS) | {"Learner 00"}
-    assert any(row["learner"] == HOSTILE for row in rows)
+    # Every action is an event in the export; nothing was deleted.
+    rows = list(csv.DictReader(room.export_csv_lines()))
+    actions = [
+        (row["learner"], row["kind"], row["detail"])
+        for row in rows
+        if row["kind"] in ("helped", "merge")
+    ]
+    assert actions == [("Sue", "helped", ""), ("Kim", "merge", "Kim L")]
+    assert any(row["learner"] == "Kim" and row["kind"] == "join" for row in rows)
     context.close()
+
+
+def test_the_helpers_link_marks_helped_and_nothing_more(room: ServedRoom, browser: Any) -> None:
+    from playwright.sync_api import expect
+
+    room.post(room.event("Hugo", "hand"))
+    page = browser.new_page()
+    page.set_default_timeout(ACTION_TIMEOUT_MS)
+    page.goto(room.dashboard.replace(room.token, room.helper_token))
+    expect(page.locator("#role")).to_have_text("(helpers' view)")
+    expect(page.get_by_role("link", name="Export every event (CSV)")).to_be_hidden()
+    expect(page.get_by_role("button", name="Rename or merge")).to_be_hidden()
+    page.get_by_role("button", name="Mark Hugo helped").click()
+    expect(page.get_by_role("button", name="Mark Hugo helped")).to_have_count(0)
+    page.close()
 
 
 def test_the_dashboard_works_from_the_keyboard(room: ServedRoom, browser: Any) -> None:
@@ -204,7 +232,7 @@ def test_the_dashboard_works_from_the_keyboard(room: ServedRoom, browser: Any) -
     page.goto(room.dashboard)
     expect(page.locator("#grid tbody tr").first).to_be_visible()
     stops = []
-    for _ in range(5):
+    for _ in range(2):
         page.keyboard.press("Tab")
         stops.append(
             page.evaluate(
@@ -215,12 +243,11 @@ def test_the_dashboard_works_from_the_keyboard(room: ServedRoom, browser: Any) -
                 }"""
             )
         )
-    assert [stop[0] for stop in stops] == ["skip", "lesson", "idle", "export", "scroll"]
+    assert [stop[0] for stop in stops] == ["skip", "projector"]
     for name, outline, width in stops:
         assert outline == "solid" and width == "3px", (name, outline, width)
     # Back to the skip link; Enter on it lands on the needs-help heading.
-    for _ in range(4):
-        page.keyboard.press("Shift+Tab")
+    page.keyboard.press("Shift+Tab")
     page.keyboard.press("Enter")
     assert page.evaluate("document.activeElement.id") == "help-heading"
     # Choosing a lesson by keyboard shows its exercises.
@@ -228,4 +255,34 @@ def test_the_dashboard_works_from_the_keyboard(room: ServedRoom, browser: Any) -
     page.select_option("#lesson", "02")
     expect(page.locator("#lesson-name")).to_have_text("lesson 02")
     expect(page.locator("#grid thead th").nth(1)).to_have_text("sgd_step")
+    # The projector view's button says whether it is on.
+    page.focus("#projector")
+    page.keyboard.press("Enter")
+    expect(page.locator("#projector")).to_have_attribute("aria-pressed", "true")
     page.close()
+
+
+def test_the_dashboard_and_join_page_pass_axe_in_both_schemes(
+    room: ServedRoom, browser: Any
+) -> None:
+    from axe import axe_problems
+    from playwright.sync_api import expect
+
+    room.post(room.event("Axel", exercise="01.count_params", outcome="incorrect", hint=1))
+    room.post(room.event("Axel", "hand", text="help"))
+    room.post(room.event("Rea", "ready", outcome="error", jax="", backend="", reason="E: x"))
+    context = browser.new_context(bypass_csp=True)  # axe is injected as a script of the page's
+    page = context.new_page()
+    page.set_default_timeout(ACTION_TIMEOUT_MS)
+    found = {}
+    for scheme in ("light", "dark"):
+        page.emulate_media(color_scheme=scheme)
+        page.goto(room.dashboard)
+        expect(page.locator("#needs-help li strong").first).to_be_visible()
+        found[f"dashboard, {scheme}"] = axe_problems(page)
+        page.get_by_role("button", name="Projector view (no names)").click()
+        found[f"projector view, {scheme}"] = axe_problems(page)
+        page.goto(room.url + "/")
+        found[f"join page, {scheme}"] = axe_problems(page)
+    assert {view: problems for view, problems in found.items() if problems} == {}
+    context.close()

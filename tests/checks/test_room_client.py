@@ -19,7 +19,16 @@ from typing import Any
 
 import pytest
 
-from course_lib.checks import CheckFailedError, _room, check, join_room, leave_room, ready
+from course_lib.checks import (
+    CheckFailedError,
+    _room,
+    check,
+    done,
+    help_me,
+    join_room,
+    leave_room,
+    ready,
+)
 
 pytestmark = pytest.mark.usefixtures("fresh_checks")
 
@@ -41,10 +50,10 @@ def no_room(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
     a join kept between kernels."""
     monkeypatch.delenv(_room.ROOM_ENV, raising=False)
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
-    leave_room()
-    monkeypatch.setattr(_room, "_env_read", False)
+    new_kernel(monkeypatch)
     yield
-    leave_room()
+    if _room._room is not None:
+        _room._room.close()
 
 
 class StandIn:
@@ -244,7 +253,8 @@ def test_the_environment_variable_joins_at_the_first_check_without_waiting(
 def new_kernel(monkeypatch: pytest.MonkeyPatch) -> None:
     """What a fresh kernel starts with: no room joined in it yet, the environment not read."""
     monkeypatch.setattr(_room, "_room", None)
-    monkeypatch.setattr(_room, "_env_read", False)
+    monkeypatch.setattr(_room, "_said_stamp", False)
+    monkeypatch.setattr(_room, "_joined_here", False)
 
 
 def test_a_join_holds_for_the_learners_next_kernels_until_they_leave(
@@ -252,7 +262,9 @@ def test_a_join_holds_for_the_learners_next_kernels_until_they_leave(
 ) -> None:
     with stand_in() as room:
         join_room(room.url, code="K7PX", name="Kim")
-        assert "Your other notebooks join too, for 12 hours" in capsys.readouterr().out
+        assert (
+            "Your other notebooks join too, open ones included, for 12" in capsys.readouterr().out
+        )
         assert _room.saved_join_path().stat().st_mode & 0o077 == 0  # it holds the join code
         new_kernel(monkeypatch)
         check("01.count_params", count_params_right)
@@ -335,3 +347,128 @@ def test_events_sent_while_the_room_fails_arrive_once_it_answers() -> None:
         client.close()
     assert [e["hint"] for e in events] == [0, 1, 2, 3, 4]
     assert room.requests == 8
+
+
+def test_joining_a_room_that_answers_a_byte_at_a_time_waits_the_timeout_in_all(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    listener = socket.create_server(("127.0.0.1", 0))
+    stop = threading.Event()
+
+    def trickle() -> None:
+        connection, _ = listener.accept()
+        with connection:
+            connection.recv(4096)
+            for byte in b"HTTP/1.1 201 Created\r\nContent-Length: 2\r\n\r\n{}":
+                if stop.wait(0.3):
+                    return
+                connection.sendall(bytes([byte]))
+
+    threading.Thread(target=trickle, daemon=True).start()
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}"
+    started = time.monotonic()
+    join_room(url, code="K7PX", name="Tess", timeout=1.0)
+    waited = time.monotonic() - started
+    stop.set()
+    listener.close()
+    assert waited < 2.0
+    assert "no whole answer within 1 s" in capsys.readouterr().out
+
+
+class Kernel:
+    """One of the learner's kernels, as far as the room goes: what ``_room`` holds in it. The
+    kernels share only the kept join, as real ones do."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.monkeypatch = monkeypatch
+        self.state: tuple[Any, Any, bool] = (None, False, False)
+
+    def __enter__(self) -> None:
+        self.monkeypatch.setattr(_room, "_room", self.state[0])
+        self.monkeypatch.setattr(_room, "_said_stamp", self.state[1])
+        self.monkeypatch.setattr(_room, "_joined_here", self.state[2])
+
+    def __exit__(self, *exc: object) -> None:
+        self.state = (_room._room, _room._said_stamp, _room._joined_here)
+
+
+def test_a_join_anywhere_reaches_every_open_kernel_and_a_leave_anywhere_ends_it(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    lesson, exercises = Kernel(monkeypatch), Kernel(monkeypatch)
+    with stand_in() as room:
+        with lesson:
+            check("01.count_params", count_params_right)  # before any join: nothing sent
+        with exercises:
+            join_room(room.url, code="K7PX", name="Noor")
+        with lesson:
+            check("01.count_params", count_params_wrong)
+        assert "(in the workshop room at" in capsys.readouterr().out
+        events = room.wait_for(3)
+        assert [(e["kind"], e.get("outcome")) for e in events] == [
+            ("join", None), ("join", None), ("check", "incorrect")
+        ]  # fmt: skip
+        with lesson:
+            leave_room()
+        said = capsys.readouterr().out
+        assert said.startswith(f"Left the room at {room.url}: none of your notebooks sends")
+        with exercises:
+            check("01.count_params", count_params_right)
+        assert "(not in the workshop room: you left it at" in capsys.readouterr().out
+        time.sleep(0.2)
+        assert len(room.events) == 3
+
+
+def test_a_leave_holds_against_course_room_in_a_kernel_started_after_it(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with stand_in() as room:
+        monkeypatch.setenv(_room.ROOM_ENV, f"{room.url}?code=K7PX&name=Ola")
+        check("01.count_params", count_params_right)
+        room.wait_for(2)
+        leave_room()
+        assert "COURSE_ROOM included" in capsys.readouterr().out
+        new_kernel(monkeypatch)
+        check("01.count_params", count_params_right)
+        assert "you left it at" in capsys.readouterr().out
+        time.sleep(0.2)
+        assert [e["kind"] for e in room.events] == ["join", "check"]
+    new_kernel(monkeypatch)
+    leave_room()
+    assert "You were not in a workshop room" in capsys.readouterr().out
+
+
+def test_a_raised_hand_and_a_lowered_one_reach_the_room(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    help_me("lost in tree.map")
+    assert "You are not in a workshop room" in capsys.readouterr().out
+    with stand_in() as room:
+        join_room(room.url, code="K7PX", name="Pia")
+        help_me("  lost in tree.map ")
+        done()
+        help_me()
+        events = room.wait_for(4)
+    assert [(e["kind"], e.get("text")) for e in events] == [
+        ("join", None), ("hand", "lost in tree.map"), ("done", None), ("hand", None)
+    ]  # fmt: skip
+    said = capsys.readouterr().out
+    assert "Your hand is up" in said and "Your hand is down" in said
+    with pytest.raises(ValueError, match="at most 100 characters"):
+        help_me("x" * 101)
+
+
+@pytest.mark.parametrize("placeholder", ["YOUR NAME", "your  name", "Name"])
+def test_the_placeholder_name_is_refused_saying_what_to_put(placeholder: str) -> None:
+    with pytest.raises(ValueError, match="placeholder: put your own name in its place"):
+        join_room("http://127.0.0.1:9", code="C", name=placeholder)
+
+
+def test_under_course_room_off_a_join_made_in_this_kernel_still_sends(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv(_room.ROOM_ENV, "off")
+    with stand_in() as room:
+        join_room(room.url, code="K7PX", name="Uma")
+        check("01.count_params", count_params_right)
+        assert [e["kind"] for e in room.wait_for(2)] == ["join", "check"]

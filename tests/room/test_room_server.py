@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import json
 import re
+import socket
 import threading
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -32,7 +34,7 @@ def test_a_check_event_is_stored_and_exported(room: ServedRoom) -> None:
     assert status == 201 and isinstance(reply["id"], int)
     rows = [row for row in room.export_rows() if ",Grace," in row]
     assert len(rows) == 1
-    assert rows[0].endswith(",Grace,check,01.count_params,incorrect,1,,")
+    assert rows[0].endswith(",Grace,check,01.count_params,incorrect,1,,,,")
     assert ",2027-01-15T08:00:00.500+00:00," in rows[0]
 
 
@@ -78,8 +80,10 @@ def test_the_join_code_may_be_typed_in_lower_case_or_without_its_dash(room: Serv
 def test_a_ready_event_takes_a_version_and_a_backend_only(room: ServedRoom) -> None:
     ready = room.event("Lin", "ready", outcome="passed", jax="0.10.2", backend="cpu")
     assert room.post(ready)[0] == 201
+    assert room.post({**ready, "reason": ""})[0] == 201
+    assert room.post({**ready, "reason": "but why"})[0] == 400
     assert room.post({**ready, "name": "Mac", "backend": "METAL"})[0] == 201
-    assert room.export_rows()[-1].endswith(",Mac,ready,,passed,,0.10.2,metal")
+    assert room.export_rows()[-1].endswith(",Mac,ready,,passed,,0.10.2,metal,,")
     assert room.post({**ready, "jax": "<b>0.10</b>"})[0] == 400
     assert room.post({**ready, "backend": "CPU; DROP TABLE"})[0] == 400
     assert room.post({**ready, "exercise": "01.count_params"})[0] == 400
@@ -99,14 +103,26 @@ def test_oversize_and_malformed_bodies_are_refused(room: ServedRoom) -> None:
     assert len(room.export_rows()) == before
 
 
-def test_the_projector_page_shows_the_join_line_and_no_secret_of_the_instructors(
+def test_the_join_page_opened_on_the_rooms_machine_shows_no_dead_join_line(
     room: ServedRoom,
 ) -> None:
     status, body, _ = room.get("")
     page = body.decode()
     assert status == 200
-    assert f"join_room(&quot;{room.url}&quot;, code=&quot;{room.code}&quot;" in page
+    # The room listens on loopback only: no line with its address, and what to do instead.
+    assert "join_room(&quot;http://127.0.0.1" not in page
+    assert "restart it with --host 0.0.0.0" in page
     assert room.token not in page and "Grace" not in page
+
+
+def test_the_join_page_reached_from_outside_shows_the_address_used(room: ServedRoom) -> None:
+    port = room.url.rsplit(":", 1)[1]
+    request = urllib.request.Request(f"{room.url}/", headers={"Host": f"192.168.1.20:{port}"})
+    with urllib.request.urlopen(request, timeout=10) as reply:
+        page = reply.read().decode()
+    line = f"join_room(&quot;http://192.168.1.20:{port}&quot;, code=&quot;{room.code}&quot;"
+    assert line in page and 'class="warning"' not in page
+    assert room.token not in page and room.helper_token not in page
 
 
 @pytest.mark.parametrize("path", ["dashboard", "api/stream", "export.csv"])
@@ -190,7 +206,7 @@ def test_a_server_killed_and_started_again_keeps_every_event_code_and_token(
         assert len(second.export_rows()) == 50
         snapshot = read_stream(second, lambda kind, data: kind == "snapshot")
         assert sorted(snapshot["learners"]) == sorted(f"L{i}" for i in range(50))
-        assert snapshot["exercises"]["01.count_params"]["stuck"]["count"] == 50
+        assert snapshot["exercises"]["01.count_params"]["incorrect"] == 50
     finally:
         output = stop_room(second)
     assert "reopened, 50 learners and their events kept" in output
@@ -247,3 +263,220 @@ def test_every_exercise_of_the_course_is_accepted(room: ServedRoom) -> None:
     for exercise in all_exercises():
         event = room.event("Everyone", exercise=exercise.id, outcome="passed", hint=0)
         assert room.post(event)[0] == 201, exercise.id
+
+
+# Hardening: each of these once answered 500, or took the room down, or leaked the token.
+
+
+def test_a_lone_surrogate_in_the_code_or_name_is_a_4xx(room: ServedRoom) -> None:
+    for field, status in (("code", 403), ("name", 400)):
+        event = room.event("Sur", "join")
+        body = json.dumps({**event, field: "SURROGATE"}).replace("SURROGATE", "\\ud800")
+        got, reply = room.post(body.encode())
+        assert got == status and reply["error"], (field, reply)
+
+
+def test_a_nul_byte_in_a_static_path_is_a_404(room: ServedRoom) -> None:
+    for path in ("static/%00", "static/dashboard.js%00", "static/a%00b.css"):
+        assert room.get(path)[0] == 404, path
+
+
+def test_settings_too_deep_to_read_are_a_400(room: ServedRoom) -> None:
+    request = urllib.request.Request(
+        f"{room.url}/api/settings",
+        data=b"[" * 1000 + b"]" * 1000,
+        headers={"X-Room-Token": room.token},
+    )
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(request, timeout=10)
+    assert refused.value.code == 400
+    assert b"idle_minutes" in refused.value.read()
+
+
+def test_a_body_over_64_kib_gets_a_413_saying_the_limit(room: ServedRoom) -> None:
+    status, reply = room.post(b" " * 70_000)
+    assert status == 413 and "at most 2048 bytes" in reply["error"]
+
+
+def half_sent_requests(room: ServedRoom, count: int, source: str = "") -> list[socket.socket]:
+    """``count`` connections from ``source`` (on Linux any 127.x address is this machine's; by
+    default the system's choice), each with a request begun and never finished."""
+    host, port = room.url.split("//")[1].rsplit(":", 1)
+    opened: list[socket.socket] = []
+    for _ in range(count):
+        try:
+            connection = socket.create_connection(
+                (host, int(port)), timeout=5, source_address=(source, 0) if source else None
+            )
+        except OSError as error:
+            if opened or not source:
+                raise
+            pytest.skip(f"this system cannot send from {source}: {error}")
+        connection.sendall(b"POST /api/events HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n")
+        opened.append(connection)
+    return opened
+
+
+def closed_by_server(connection: socket.socket, within: float) -> bool:
+    connection.settimeout(within)
+    try:
+        return connection.recv(1) == b""
+    except TimeoutError:
+        return False
+    except ConnectionResetError:
+        return True
+
+
+def test_idle_half_sent_requests_from_one_address_cannot_take_the_room_down(
+    room: ServedRoom,
+) -> None:
+    hoarded = half_sent_requests(room, 80, "127.0.0.2")
+    try:
+        # Past 64 connections from one address, the next ones are closed at once ...
+        assert sum(closed_by_server(c, 0.2) for c in hoarded[64:]) == 16
+        # ... and learners elsewhere are still answered.
+        assert room.post(room.event("Elsewhere", "join"))[0] == 201
+    finally:
+        for connection in hoarded:
+            connection.close()
+
+
+def answered_soon(attempt: Callable[[], bool], within: float = 5.0) -> bool:
+    """Whether ``attempt()`` comes true within ``within`` seconds (the server notices closed
+    connections a moment after the client closes them)."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            if attempt():
+                return True
+        except OSError:
+            pass
+        time.sleep(0.1)
+    return False
+
+
+def test_a_room_short_of_open_files_refuses_connections_says_so_once_and_stays_up(
+    tmp_path: Path,
+) -> None:
+    room = start_room(tmp_path / "few.sqlite", open_files=100)
+    try:
+        hoarded = []
+        for block in range(3):  # 150 half-sent requests, 50 from each of three addresses
+            hoarded += half_sent_requests(room, 50, f"127.0.{block}.{2 + block}")
+        held = sum(not closed_by_server(c, 0.05) for c in hoarded)
+        assert held < 100
+        for connection in hoarded:
+            connection.close()
+        assert answered_soon(lambda: room.post(room.event("After", "join"))[0] == 201)
+    finally:
+        said = stop_room(room)
+    assert said.count("too many connections") == 1, said
+    assert "Too many open files" not in said
+
+
+@pytest.fixture(scope="module")
+def open_room(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServedRoom]:
+    """A room open to the network (every interface), with a one-second request timeout."""
+    path = tmp_path_factory.mktemp("open") / "open.sqlite"
+    with served_room(path, "--host", "0.0.0.0", "--request-timeout", "1") as served:
+        yield served
+
+
+def test_a_request_that_never_finishes_is_closed_after_the_request_timeout(
+    open_room: ServedRoom,
+) -> None:
+    started = time.monotonic()
+    [trickle] = half_sent_requests(open_room, 1)
+    assert closed_by_server(trickle, 5)
+    assert time.monotonic() - started < 3
+    trickle.close()
+
+
+def test_the_join_page_opened_on_localhost_shows_the_address_learners_use(
+    open_room: ServedRoom,
+) -> None:
+    port = open_room.url.rsplit(":", 1)[1]
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=10) as reply:
+        page = reply.read().decode()
+    assert "reaches nobody else" in page and "Learners use the address below" in page
+    assert f"join_room(&quot;{open_room.url}&quot;" in page
+    assert "join_room(&quot;http://127.0.0.1" not in page
+
+
+@pytest.mark.parametrize(
+    ("fields", "said"),
+    [
+        ({"mistake": "x" * 41}, "mistake must be an id"),
+        ({"mistake": "adds step"}, "mistake must be an id"),
+        ({"mistake": "adds_step", "idea": "y" * 301}, "idea must be one line of at most 300"),
+        ({"mistake": "adds_step", "idea": "a\nb"}, "idea must be one line"),
+        ({"idea": "no mistake"}, "an idea comes with the mistake it is for"),
+    ],
+)
+def test_a_checks_mistake_and_idea_are_checked(
+    room: ServedRoom, fields: dict[str, Any], said: str
+) -> None:
+    status, reply = room.post(room.event("Mia", **CHECK, **fields))
+    assert status == 400 and said in reply["error"]
+
+
+def test_a_check_sends_its_mistake_a_setup_its_failure_and_a_hand_its_words(
+    room: ServedRoom,
+) -> None:
+    check = room.event("Nia", **CHECK, mistake="adds_step", idea="subtract the step")
+    assert room.post(check)[0] == 201
+    assert room.export_rows()[-1].endswith(
+        ",Nia,check,01.count_params,incorrect,1,,,adds_step,subtract the step"
+    )
+    broken = room.event("Nia", "ready", outcome="error", jax="", backend="")
+    assert "reason must be one line" in room.post(broken)[1]["error"]
+    assert (
+        room.post({**broken, "reason": "RuntimeError: Unable to initialize backend 'cuda'"})[0]
+        == 201
+    )
+    assert room.export_rows()[-1].endswith(
+        ",ready,,error,,,,,RuntimeError: Unable to initialize backend 'cuda'"
+    )
+    assert room.post(room.event("Nia", "hand", text="x" * 101))[0] == 400
+    assert room.post(room.event("Nia", "hand", text="stuck on tree.map"))[0] == 201
+    assert room.post(room.event("Nia", "done"))[0] == 201
+
+
+def test_the_placeholder_name_is_refused_with_what_to_do(room: ServedRoom) -> None:
+    status, reply = room.post(room.event("YOUR NAME", "join"))
+    assert status == 400 and "placeholder: put your own name" in reply["error"]
+
+
+def action(room: ServedRoom, token: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    request = urllib.request.Request(
+        f"{room.url}/api/actions", data=json.dumps(body).encode(), headers={"X-Room-Token": token}
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=10) as reply:
+            return reply.status, json.loads(reply.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())
+
+
+def test_helpers_mark_helped_and_only_the_instructor_tidies_names_or_exports(
+    room: ServedRoom,
+) -> None:
+    for name in ("Omar", "Omar K"):
+        room.post(room.event(name, **CHECK))
+    helper = room.helper_token
+    assert action(room, helper, {"kind": "helped", "name": "Omar"})[0] == 201
+    status, reply = action(room, helper, {"kind": "rename", "name": "Omar", "to": "Omar K"})
+    assert status == 403 and "helpers' link can mark learners helped" in reply["error"]
+    assert room.get(f"export.csv?token={helper}")[0] == 403
+    assert room.get(f"dashboard?token={helper}")[0] == 200
+    assert action(room, room.code, {"kind": "helped", "name": "Omar"})[0] == 401
+    assert action(room, helper, {"kind": "helped", "name": "Nobody"})[0] == 404
+    assert action(room, room.token, {"kind": "rename", "name": "Omar", "to": "YOUR NAME"})[0] == 400
+    assert action(room, room.token, {"kind": "rename", "name": "Omar", "to": "Omar K"})[0] == 201
+    rows = room.export_rows()
+    assert rows[-2].endswith(",Omar,helped,,,,,,,") and rows[-1].endswith(
+        ",Omar,merge,,,,,,,Omar K"
+    )
+    snapshot = read_stream(room, lambda kind, data: kind == "snapshot")
+    assert "Omar" not in snapshot["learners"]
+    assert snapshot["learners"]["Omar K"]["cells"]["01.count_params"][1] == 2

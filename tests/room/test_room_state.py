@@ -5,57 +5,76 @@ from __future__ import annotations
 
 import itertools
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from course_tools.room import Room, RoomState, RoomStore
+from course_tools.room import main as room_main
 from course_tools.room._app import Limits, Refused
 from course_tools.room._state import ExerciseInfo
-from course_tools.room._store import Event
+from course_tools.room._store import Event, PrivateFileError, write_private
 
 EXERCISES = {
     e.id: e
     for e in (
-        ExerciseInfo("01.a", "A", 2, ("where", "the idea", "near the fix")),
-        ExerciseInfo("01.b", "B", 1, ("b1", "b2", "b3")),
-        ExerciseInfo("02.c", "C", 3, ("c1", "c2", "c3")),
+        ExerciseInfo("01.a", "A", 2, minutes=10),
+        ExerciseInfo("01.b", "B", 1, minutes=15),
+        ExerciseInfo("02.c", "C", 3, minutes=10),
     )
 }
 _ids = itertools.count(1)
+MINUTE = 60.0
 
 
-def check(name: str, exercise: str, outcome: str, at: float, hint: int = 0) -> Event:
-    return Event(next(_ids), at, None, name, "check", exercise, outcome, hint)
+def check(
+    name: str, exercise: str, outcome: str, at: float, hint: int = 0, mistake: str | None = None
+) -> Event:
+    idea = f"the idea behind {mistake}" if mistake else None
+    return Event(
+        next(_ids), at, None, name, "check", exercise, outcome, hint, None, None, mistake, idea
+    )
+
+
+def event(name: str, kind: str, at: float, detail: str | None = None) -> Event:
+    return Event(next(_ids), at, None, name, kind, detail=detail)
 
 
 def state_of(*events: Event, idle_minutes: float = 5) -> RoomState:
     state = RoomState(EXERCISES, idle_minutes)
-    for event in events:
-        state.apply(event)
+    for one in events:
+        state.apply(one)
     return state
 
 
-def test_a_cell_holds_the_latest_outcome_its_tries_and_the_hint_shown() -> None:
+def listed(state: RoomState, now: float) -> list[tuple[str, str]]:
+    return [(row["name"], row["kind"]) for row in state.needs_help(now)]
+
+
+def test_a_cell_holds_the_latest_outcome_its_tries_the_hint_seen_and_the_mistake() -> None:
     state = state_of(
-        check("Ada", "01.a", "incorrect", 10, hint=1),
-        check("Ada", "01.a", "incorrect", 20, hint=2),
+        check("Ada", "01.a", "incorrect", 10, hint=1, mistake="adds_step"),
+        check("Ada", "01.a", "incorrect", 20, hint=2, mistake="adds_step"),
         check("Ada", "01.b", "not_attempted", 25),
-        check("Ada", "01.a", "passed", 30),
+        check("Ada", "01.b", "error", 26, hint=0),
     )
     cells = state.learners["Ada"].view()["cells"]
-    assert cells == {"01.a": ["passed", 3, 0], "01.b": ["not_attempted", 1, 0]}
+    assert cells == {"01.a": ["incorrect", 2, 2, "adds_step"], "01.b": ["error", 2, 0, None]}
+    state.apply(check("Ada", "01.a", "passed", 30))
+    assert state.learners["Ada"].view()["cells"]["01.a"] == ["passed", 3, 0, None]
     assert state.lesson == "01"
 
 
-def test_three_incorrect_in_a_row_needs_help_and_a_pass_ends_it() -> None:
+def test_three_failed_in_a_row_needs_help_and_a_pass_ends_it() -> None:
     two = [check("Ada", "01.a", "incorrect", t, hint=1) for t in (10, 20)]
     assert state_of(*two).needs_help(now=30) == []
     three = [*two, check("Ada", "01.a", "error", 30, hint=2)]
     assert state_of(*three).needs_help(now=40) == [
         {
             "name": "Ada",
+            "kind": "streak",
             "exercise": "01.a",
             "why": "3 failed tries (incorrect or error) in a row",
             "since": 10,
@@ -68,94 +87,138 @@ def test_three_incorrect_in_a_row_needs_help_and_a_pass_ends_it() -> None:
     assert state_of(*broken).needs_help(now=40) == []
 
 
-def test_silence_needs_help_only_while_others_go_on_and_until_the_lesson_is_done() -> None:
-    minute = 60.0
-    events = [
-        check("Ada", "01.a", "incorrect", 0, hint=1),
-        check("Bob", "01.a", "passed", 0),
-        check("Bob", "01.b", "passed", 1 * minute),
-        check("Cy", "01.a", "passed", 0),
-        check("Cy", "01.b", "passed", 0),
-        check("Dee", "01.a", "passed", 7 * minute),
-    ]
-    state = state_of(*events, idle_minutes=5)
-    # At 8 minutes, Dee checked a minute ago: Ada and Bob have been silent for over 5 minutes, but
-    # Bob has passed all of lesson 01, as has Cy.
-    rows = state.needs_help(now=8 * minute)
-    assert [(r["name"], r["why"]) for r in rows] == [
-        ("Ada", "no check for 8 minutes while others went on")
-    ]
-    # Nobody checked in the last 5 minutes: a break, not a stuck learner.
-    assert state.needs_help(now=20 * minute) == []
-    state.idle_minutes = 10
-    assert state.needs_help(now=8 * minute) == []
-
-
-def test_teaching_time_is_not_silence_and_a_lesson_left_behind_is_not_help() -> None:
-    minute = 60.0
-    joined = [Event(next(_ids), 0.0, None, name, "join") for name in ("Ada", "Bob", "Cy")]
-    # Lesson 01 taught for 45 minutes, then its exercises: silence counts from the first check.
+def test_a_learner_ahead_of_the_room_and_failing_is_listed() -> None:
     state = state_of(
-        *joined,
-        check("Ada", "01.a", "incorrect", 0, hint=1),
-        check("Ada", "01.a", "incorrect", 1, hint=2),
-        check("Ada", "01.a", "incorrect", 2, hint=3),
-        check("Bob", "01.a", "passed", 45 * minute),
-        check("Cy", "01.a", "incorrect", 46 * minute, hint=1),
-    )
-    # Ada's streak was in lesson 01 too; no one is silent yet 2 minutes into the exercises.
-    assert [r["name"] for r in state.needs_help(now=47 * minute)] == ["Ada"]
-    # Then the room moves to lesson 02 (two learners there): Ada's old streak no longer counts,
-    # and Cy, who last checked in lesson 01, has not checked in lesson 02 since it began.
-    state.apply(check("Ada", "02.c", "passed", 50 * minute))
-    state.apply(check("Bob", "02.c", "incorrect", 51 * minute, hint=1))
-    assert state.lesson == "02"
-    assert state.needs_help(now=52 * minute) == []
-    rows = state.needs_help(now=55 * minute + 1)
-    assert [(r["name"], r["exercise"], r["why"]) for r in rows] == [
-        ("Cy", None, "no check for 5 minutes while others went on"),
-    ]
-
-
-def test_one_learner_running_ahead_does_not_move_the_room() -> None:
-    state = state_of(
-        check("Ada", "01.a", "passed", 1),
-        check("Bob", "01.b", "incorrect", 2, hint=1),
-        check("Cy", "02.c", "not_attempted", 3),
+        *[check(name, "01.a", "incorrect", 1) for name in ("Bob", "Cy", "Dee")],
+        *[check("Ada", "02.c", "incorrect", t) for t in range(2, 9)],
     )
     assert state.lesson == "01"
-    state.apply(check("Ada", "02.c", "passed", 4))
-    assert state.lesson == "02"  # two and one: the room follows the two
+    assert listed(state, now=10) == [("Ada", "streak")]
+    assert state.needs_help(now=10)[0]["why"] == "7 incorrect tries in a row"
 
 
-def test_where_the_room_is_stuck_is_the_most_common_hint_among_those_failing() -> None:
+def test_working_is_not_silence_and_over_time_counts_from_the_learners_own_start() -> None:
     state = state_of(
-        check("Ada", "01.a", "incorrect", 1, hint=2),
-        check("Bob", "01.a", "incorrect", 2, hint=2),
-        check("Cy", "01.a", "incorrect", 3, hint=1),
-        check("Dee", "01.a", "passed", 4),
-        check("Eve", "01.a", "incorrect", 5, hint=3),
+        check("Ada", "01.a", "passed", 0),  # the room's first check
+        check("Cy", "01.a", "passed", 1 * MINUTE),
+        check("Cy", "01.b", "passed", 2 * MINUTE),  # Cy has done lesson 01
+        check("Bob", "01.a", "incorrect", 8 * MINUTE),  # Bob began 01 later, on his own time
+        check("Dee", "01.a", "passed", 14 * MINUTE),
+        idle_minutes=10,  # with a check at least every 10 minutes the room is at work
+    )
+    # At 15 minutes: Ada has been on 01.b for 15 (the guide gives it 15): not yet. Bob has been
+    # on 01.a for 7 of its 10. Nobody merely working is listed.
+    assert listed(state, now=15 * MINUTE) == []
+    # At 18.5 minutes: Bob is past 10 minutes from his first check on 01.a; Ada past 15 on 01.b.
+    rows = state.needs_help(now=18.5 * MINUTE)
+    assert [(r["name"], r["exercise"], r["why"]) for r in rows] == [
+        ("Ada", "01.b", "past the guide's 15 minutes for it"),
+        ("Bob", "01.a", "past the guide's 10 minutes for it"),
+    ]
+    # Nobody checked in the last 10 minutes: a lesson being taught, not stuck learners.
+    assert state.needs_help(now=30 * MINUTE) == []
+
+
+def test_after_a_pause_over_time_counts_from_the_rooms_return_to_work() -> None:
+    state = state_of(
+        check("Ada", "01.a", "passed", 0),
+        check("Bob", "01.a", "passed", 0),
+        check("Bob", "01.b", "passed", 45 * MINUTE),  # 45 minutes of teaching, then exercises
+    )
+    assert listed(state, now=46 * MINUTE) == []
+    assert listed(state, now=(45 + 16) * MINUTE) == []  # nobody checked for 5 minutes
+    for minute in range(60, 76, 3):  # the room at work again from minute 60
+        state.apply(check("Bob", "02.c", "passed", minute * MINUTE))
+    assert listed(state, now=74 * MINUTE) == []  # Ada: 14 of 01.b's 15 since the room came back
+    assert listed(state, now=75.5 * MINUTE) == [("Ada", "over_time")]
+
+
+def test_a_raised_hand_leads_and_stays_until_lowered_passed_or_helped() -> None:
+    state = state_of(
+        *[check("Bob", "01.a", "incorrect", t) for t in (1, 2, 3)],
+        check("Ada", "01.b", "incorrect", 4),
+        event("Ada", "hand", 5, "lost in tree.map"),
+    )
+    rows = state.needs_help(now=6)
+    assert [(r["name"], r["kind"], r["exercise"]) for r in rows] == [
+        ("Ada", "hand", "01.b"),
+        ("Bob", "streak", "01.a"),
+    ]
+    assert rows[0]["text"] == "lost in tree.map" and rows[0]["why"] == "raised a hand"
+    state.apply(event("Ada", "done", 7))
+    assert listed(state, now=8) == [("Bob", "streak")]
+    state.apply(event("Ada", "hand", 9))
+    state.apply(check("Ada", "01.a", "passed", 10))  # another exercise: the hand stays
+    assert listed(state, now=11)[0] == ("Ada", "hand")
+    state.apply(check("Ada", "01.b", "passed", 12))
+    assert listed(state, now=13) == [("Bob", "streak")]
+
+
+def test_helped_clears_an_entry_until_the_next_failure_or_hand() -> None:
+    state = state_of(
+        *[check("Bob", "01.a", "incorrect", t) for t in (1, 2, 3)],
+        event("Ada", "hand", 4),
+    )
+    state.apply(event("Bob", "helped", 5))
+    state.apply(event("Ada", "helped", 5))
+    assert listed(state, now=6) == []
+    state.apply(check("Bob", "01.a", "incorrect", 7))
+    state.apply(event("Ada", "hand", 8))
+    assert listed(state, now=9) == [("Ada", "hand"), ("Bob", "streak")]
+
+
+def test_a_rename_into_a_name_in_the_room_merges_and_later_events_follow_it() -> None:
+    state = state_of(
+        check("YourName", "01.a", "incorrect", 1),
+        check("Ada L", "01.b", "passed", 2),
+        check("Ada L", "01.a", "incorrect", 3),
+        event("YourName", "merge", 4, "Ada L"),
+    )
+    assert sorted(state.learners) == ["Ada L"]
+    assert state.learners["Ada L"].view()["cells"]["01.a"] == ["incorrect", 2, 0, None]
+    assert state.take_changed() == {"Ada L": state.learners["Ada L"].view(), "YourName": None}
+    state.apply(check("YourName", "01.a", "passed", 5))  # her open kernel still says YourName
+    assert state.learners["Ada L"].cells["01.a"].outcome == "passed"
+    state.apply(event("Ada L", "rename", 6, "Ada Lovelace"))
+    state.apply(event("Ghost", "join", 7))
+    state.apply(event("Ghost", "remove", 8))
+    assert sorted(state.learners) == ["Ada Lovelace"]
+
+
+def test_the_rooms_common_mistakes_are_counted_with_their_idea_and_errors_apart() -> None:
+    state = state_of(
+        check("Ada", "01.a", "incorrect", 1, hint=2, mistake="adds_step"),
+        check("Bob", "01.a", "incorrect", 2, hint=1, mistake="adds_step"),
+        check("Cy", "01.a", "incorrect", 3, hint=1, mistake="drops_none"),
+        check("Dee", "01.a", "error", 4, hint=0),
+        check("Eve", "01.a", "incorrect", 5, hint=3, mistake="adds_step"),
         check("Eve", "01.a", "passed", 6),
     )
     summary = state.exercise_summary()
     assert summary["01.a"] == {
-        "passed": 2,
+        "passed": 1,
         "tried": 5,
-        "stuck": {"hint": 2, "count": 2, "text": "the idea"},
+        "incorrect": 3,
+        "error": 1,
+        "hints": [(0, 1), (1, 2), (2, 1)],
+        "mistakes": [
+            {"id": "adds_step", "count": 2, "idea": "the idea behind adds_step"},
+            {"id": "drops_none", "count": 1, "idea": "the idea behind drops_none"},
+        ],
     }
-    assert summary["01.b"] == {"passed": 0, "tried": 0, "stuck": None}
+    assert summary["01.b"]["mistakes"] == [] and summary["01.b"]["tried"] == 0
 
 
-def test_ready_keeps_the_version_and_backend_and_whether_it_worked() -> None:
+def test_ready_keeps_the_version_and_backend_or_why_the_setup_failed() -> None:
     state = state_of(
         Event(1, 1.0, None, "Ada", "ready", None, "passed", None, "0.10.2", "gpu"),
-        Event(2, 2.0, None, "Bob", "ready", None, "error", None, "0.7.1", "cpu"),
+        Event(2, 2.0, None, "Bob", "ready", None, "error", None, "", "", None, "RuntimeError: no"),
         Event(3, 3.0, None, "Cy", "join"),
     )
     ready = {name: learner.ready for name, learner in state.learners.items()}
     assert ready == {
-        "Ada": {"jax": "0.10.2", "backend": "gpu", "ok": True},
-        "Bob": {"jax": "0.7.1", "backend": "cpu", "ok": False},
+        "Ada": {"jax": "0.10.2", "backend": "gpu", "ok": True, "reason": ""},
+        "Bob": {"jax": "", "backend": "", "ok": False, "reason": "RuntimeError: no"},
         "Cy": None,
     }
 
@@ -214,3 +277,88 @@ def test_the_export_defuses_spreadsheet_formulas(tmp_path: Path) -> None:
     room = Room(RoomStore(tmp_path / "csv.sqlite"), RoomState(EXERCISES))
     room.add({"code": room.store.code, "kind": "join", "name": "=HYPERLINK(1)"}, "h")
     assert "'=HYPERLINK(1)" in room.export_csv()
+
+
+def test_a_room_file_and_its_log_become_private_whatever_they_were(tmp_path: Path) -> None:
+    path = tmp_path / "shared.sqlite"
+    RoomStore(path).close()
+    for leftover in (path, path.with_name("shared.sqlite-wal")):
+        leftover.touch()
+        leftover.chmod(0o644)
+    store = RoomStore(path)
+    store.add(1.0, {"name": "Ada", "kind": "join"})
+    for private in (path, path.with_name("shared.sqlite-wal"), path.with_name("shared.sqlite-shm")):
+        assert private.stat().st_mode & 0o077 == 0, private
+    store.close()
+
+
+def test_the_info_file_is_private_and_a_planted_link_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    target = tmp_path / "victim.txt"
+    target.write_text("keep me")
+    link = tmp_path / "info.json"
+    link.symlink_to(target)
+    assert room_main(["serve", str(tmp_path / "r.sqlite"), "--info", str(link)]) == 2
+    assert "info.json is a symbolic link" in capsys.readouterr().err
+    assert target.read_text() == "keep me"
+
+    shared = tmp_path / "shared.json"
+    shared.write_text("old")
+    shared.chmod(0o644)
+    write_private(shared, "{}")
+    assert (shared.read_text(), shared.stat().st_mode & 0o777) == ("{}", 0o600)
+
+
+def test_a_room_file_that_is_a_link_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "elsewhere.sqlite").touch()
+    (tmp_path / "room.sqlite").symlink_to(tmp_path / "elsewhere.sqlite")
+    with pytest.raises(PrivateFileError, match="room.sqlite is a symbolic link"):
+        RoomStore(tmp_path / "room.sqlite")
+
+
+def test_actions_are_events_and_a_rebuilt_room_shows_them_as_the_live_one_did(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "tidy.sqlite"
+    live = Room(RoomStore(path), RoomState(EXERCISES), Limits(learner_burst=100))
+    code = live.store.code
+    events: list[tuple[str, str, dict[str, Any]]] = [
+        ("Ada", "check", {"exercise": "01.a", "outcome": "incorrect", "hint": 0}),
+        ("Ada L", "check", {"exercise": "01.b", "outcome": "passed", "hint": 0}),
+        ("Bob", "hand", {"text": "lost"}),
+        ("Ghost", "join", {}),
+    ]
+    for name, kind, extra in events:
+        live.add({"code": code, "name": name, "kind": kind, **extra}, "h")
+    live.act({"kind": "helped", "name": "Bob"}, instructor=False)
+    live.act({"kind": "rename", "name": "Ada", "to": "Ada L"}, instructor=True)
+    live.act({"kind": "remove", "name": "Ghost"}, instructor=True)
+    with pytest.raises(Refused, match="helpers' link can mark learners helped"):
+        live.act({"kind": "remove", "name": "Bob"}, instructor=False)
+    assert sorted(live.state.learners) == ["Ada L", "Bob"]
+    kinds = [(e.learner, e.kind, e.detail) for e in live.store.events()][4:]
+    assert kinds == [("Bob", "helped", None), ("Ada", "merge", "Ada L"), ("Ghost", "remove", None)]
+    rebuilt = Room(RoomStore(path), RoomState(EXERCISES))
+    assert rebuilt.state.snapshot(10**10) == live.state.snapshot(10**10)
+    live.store.close()
+    rebuilt.store.close()
+
+
+def test_a_room_file_from_before_mistakes_gets_their_columns(tmp_path: Path) -> None:
+    import sqlite3
+
+    path = tmp_path / "old.sqlite"
+    old = sqlite3.connect(path)
+    old.executescript(
+        "CREATE TABLE events (id INTEGER PRIMARY KEY, received REAL NOT NULL, sent REAL, "
+        "learner TEXT NOT NULL, kind TEXT NOT NULL, exercise TEXT, outcome TEXT, hint INTEGER, "
+        "jax TEXT, backend TEXT);"
+        "INSERT INTO events (received, learner, kind) VALUES (1.0, 'Ada', 'join');"
+    )
+    old.commit()
+    old.close()
+    store = RoomStore(path)
+    store.add(2.0, {"name": "Bob", "kind": "check", "mistake": "m", "detail": "idea"})
+    assert [(e.learner, e.mistake) for e in store.events()] == [("Ada", None), ("Bob", "m")]
+    store.close()

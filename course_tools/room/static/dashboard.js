@@ -1,9 +1,10 @@
 // The room's dashboard: a snapshot of the room, then updates, over server-sent events. Everything a
-// learner sent is written with textContent, never as HTML.
+// learner sent is written with textContent, never as HTML. The projector view hides every name and
+// every learner's own words; it shows a mistake's idea only when several learners share it.
 "use strict";
 
 const token = new URLSearchParams(location.search).get("token") || "";
-const room = { catalogue: [], learners: {}, summary: null, clockOffset: 0 };
+const room = { catalogue: [], learners: {}, summary: null, clockOffset: 0, role: "" };
 const $ = (id) => document.getElementById(id);
 const WORDS = { passed: "passed", incorrect: "incorrect", error: "error", not_attempted: "not attempted" };
 const MARKS = { passed: "✓", incorrect: "✗", error: "!", not_attempted: "–" };
@@ -19,9 +20,17 @@ function hidden(text) {
   return element("span", text, { class: "visually-hidden" });
 }
 
+function minutesSince(seconds) {
+  return Math.max(0, Math.floor((Date.now() / 1000 + room.clockOffset - seconds) / 60));
+}
+
 function ago(seconds) {
-  const minutes = Math.max(0, Math.floor((Date.now() / 1000 + room.clockOffset - seconds) / 60));
-  return minutes < 1 ? "under a minute" : minutes === 1 ? "1 minute" : `${minutes} minutes`;
+  const minutes = minutesSince(seconds);
+  return minutes < 1 ? "under a minute" : minutes === 1 ? "1 min" : `${minutes} min`;
+}
+
+function projecting() {
+  return document.body.classList.contains("projector");
 }
 
 function shownLesson() {
@@ -33,13 +42,19 @@ function take(message, whole) {
   if (whole) {
     room.catalogue = message.catalogue;
     room.learners = message.learners;
+    room.role = message.role;
+    document.body.classList.toggle("helper", room.role !== "instructor");
+    $("role").textContent = room.role === "instructor" ? "" : "(helpers' view)";
     const select = $("lesson");
     const lessons = [...new Set(room.catalogue.map((e) => e.lesson))];
     if (select.options.length === 1) {
       for (const lesson of lessons) select.append(element("option", `Lesson ${lesson}`, { value: lesson }));
     }
   } else {
-    Object.assign(room.learners, message.learners);
+    for (const [name, learner] of Object.entries(message.learners)) {
+      if (learner === null) delete room.learners[name];
+      else room.learners[name] = learner;
+    }
   }
   room.summary = message;
   if (document.activeElement !== $("idle")) $("idle").value = message.idle_minutes;
@@ -61,10 +76,28 @@ function render() {
   const exercises = room.catalogue.filter((e) => e.lesson === lesson);
   const names = Object.keys(room.learners).sort((a, b) => a.localeCompare(b));
   $("lesson-name").textContent = lesson ? `lesson ${lesson}` : "the room's lesson";
+  $("grid-lesson").textContent = $("lesson-name").textContent;
+  renderClock();
   renderHelp();
-  renderGrid(exercises, names);
-  renderExercises(exercises, names.length);
   renderReady(names);
+  renderExercises(exercises, names.length);
+  renderGrid(exercises, names);
+  renderNames(names);
+}
+
+function renderClock() {
+  const since = room.summary.block_since;
+  $("block").textContent = since ? `Exercise block: ${ago(since)}` : "Between exercise blocks";
+}
+
+async function act(body) {
+  const reply = await fetch("api/actions", {
+    method: "POST",
+    headers: { "Content-Type": "application/json", "X-Room-Token": token },
+    body: JSON.stringify(body),
+  }).catch(() => null);
+  $("action-said").textContent = reply && reply.ok ? "" : `Not done: ${reply ? (await reply.json()).error : "the room did not answer"}.`;
+  return reply && reply.ok;
 }
 
 function renderHelp() {
@@ -73,42 +106,78 @@ function renderHelp() {
   $("help-count").textContent = `(${rows.length})`;
   list.replaceChildren(
     ...rows.map((row) => {
-      const item = element("li");
+      const item = element("li", null, { class: row.kind });
       item.append(element("strong", row.name), ` · ${row.exercise || "no exercise yet"}: ${row.why}`);
-      item.append(element("span", ` (for ${ago(row.since)})`, { class: "since" }));
+      if (row.text) item.append(" “", element("span", row.text), "”");
+      item.append(element("span", ` · ${ago(row.since)}`, { class: "since" }));
+      const button = element("button", "Helped", { type: "button", "aria-label": `Mark ${row.name} helped` });
+      button.addEventListener("click", () => act({ kind: "helped", name: row.name }));
+      item.append(" ", button);
       return item;
     })
   );
   if (!rows.length) list.append(element("li", "Nobody right now.", { class: "quiet" }));
 }
 
+function mistakeWords(mistake) {
+  // A mistake's id is a stable name, not words: the idea the course gives for it is what to say.
+  const who = `${mistake.count} ${mistake.count === 1 ? "learner" : "learners"}`;
+  return mistake.idea ? `${who} — idea to explain: ${mistake.idea}` : `${who}: mistake ${mistake.id}`;
+}
+
+function renderExercises(exercises, learners) {
+  const body = $("exercises").tBodies[0];
+  body.replaceChildren(
+    ...exercises.map((e) => {
+      const stats = room.summary.exercises[e.id];
+      const row = element("tr");
+      row.append(element("th", `${e.id}: ${e.title} (${e.minutes} min)`, { scope: "row" }));
+      row.append(element("td", `${stats.passed} of ${learners}`));
+      const failing = [];
+      if (stats.incorrect) failing.push(`${stats.incorrect} incorrect`);
+      if (stats.error) failing.push(`${stats.error} raised an error`);
+      const hints = stats.hints.map(([hint, count]) => (hint ? `hint ${hint} ×${count}` : `no hint yet ×${count}`));
+      row.append(element("td", failing.length ? `${failing.join(", ")} · seen: ${hints.join(", ")}` : "nobody failing"));
+      const shared = stats.mistakes.filter((m) => !projecting() || m.count >= room.summary.shared_by);
+      const cell = element("td");
+      if (shared.length) {
+        const list = element("ul", null, { class: "mistakes" });
+        for (const mistake of shared) list.append(element("li", mistakeWords(mistake)));
+        cell.append(list);
+      } else {
+        cell.textContent = "none recognised";
+      }
+      row.append(cell);
+      return row;
+    })
+  );
+}
+
 function renderGrid(exercises, names) {
   const head = element("tr");
   head.append(element("th", "Learner", { scope: "col" }));
-  for (const e of exercises) {
-    const th = element("th", e.id.split(".")[1], { scope: "col", title: `${e.id}: ${e.title}` });
-    head.append(th);
-  }
+  for (const e of exercises) head.append(element("th", e.id.split(".")[1], { scope: "col", title: `${e.id}: ${e.title}` }));
   $("grid").tHead.replaceChildren(head);
   const body = $("grid").tBodies[0];
   body.replaceChildren(
     ...names.map((name) => {
       const learner = room.learners[name];
       const row = element("tr");
-      row.append(element("th", name, { scope: "row", title: name }));
+      const header = element("th", name, { scope: "row", title: name });
+      if (learner.hand) header.append(element("span", " · hand up", { class: "hand" }));
+      row.append(header);
       for (const e of exercises) {
-        const [outcome, tries, hint] = learner.cells[e.id] || ["not_attempted", 0, 0];
-        const cell = element("td", null, { class: `outcome ${outcome}` });
+        const [outcome, tries, hint, mistake] = learner.cells[e.id] || ["not_attempted", 0, 0, null];
+        const cell = element("td", null, { class: `outcome ${outcome}`, title: mistake || "" });
         let shown = MARKS[outcome];
         let said = WORDS[outcome];
         if (tries) said += `, ${tries} ${tries === 1 ? "try" : "tries"}`;
         if (outcome !== "passed" && tries) shown += ` ${tries}`;
-        if (outcome === "incorrect" || outcome === "error") {
-          if (hint) {
-            shown += ` h${hint}`;
-            said += `, hint ${hint}`;
-          }
+        if ((outcome === "incorrect" || outcome === "error") && hint) {
+          shown += ` h${hint}`;
+          said += `, saw hint ${hint}`;
         }
+        if (mistake) said += ", a recognised mistake";
         cell.append(element("span", shown, { "aria-hidden": "true" }), hidden(said));
         row.append(cell);
       }
@@ -122,46 +191,50 @@ function renderGrid(exercises, names) {
   }
 }
 
-function renderExercises(exercises, learners) {
-  const body = $("exercises").tBodies[0];
-  body.replaceChildren(
-    ...exercises.map((e) => {
-      const stats = room.summary.exercises[e.id];
-      const row = element("tr");
-      row.append(element("th", `${e.id} (${e.points} ${e.points === 1 ? "point" : "points"}): ${e.title}`, { scope: "row" }));
-      row.append(element("td", `${stats.passed} of ${learners}`));
-      const stuck = stats.stuck;
-      let said = "nobody failing";
-      if (stuck) {
-        const who = `${stuck.count} ${stuck.count === 1 ? "learner" : "learners"}`;
-        said = stuck.hint ? `hint ${stuck.hint}, ${who}: ${stuck.text}` : `no hint yet, ${who}: they have seen what went wrong`;
-      }
-      row.append(element("td", said));
-      return row;
-    })
-  );
+function setupWords(info) {
+  if (!info) return "– not yet";
+  return info.ok ? "✓ ready" : `✗ setup failed: ${info.reason || "no reason sent"}`;
 }
 
 function renderReady(names) {
-  // Those who need you first: a failed check, then not yet run, then ready.
+  // Those who need you first: a failed setup, then not yet run, then ready.
   const rank = (name) => {
     const info = room.learners[name].ready;
     return info ? (info.ok ? 2 : 0) : 1;
   };
   const ready = names.filter((name) => rank(name) === 2);
-  $("ready-count").textContent = `(${ready.length} of ${names.length})`;
+  const failed = names.filter((name) => rank(name) === 0);
+  let count = `(${ready.length} of ${names.length} ready`;
+  if (failed.length) count += `, ${failed.length} setup failed`;
+  $("ready-count").textContent = `${count})`;
+  const waiting = [...names].filter((name) => rank(name) < 2).sort((a, b) => rank(a) - rank(b) || a.localeCompare(b));
+  $("not-ready").replaceChildren(
+    ...waiting.map((name) => {
+      const item = element("li");
+      item.append(element("strong", name), ` · ${setupWords(room.learners[name].ready)}`);
+      return item;
+    })
+  );
   const body = $("ready").tBodies[0];
   body.replaceChildren(
     ...[...names].sort((a, b) => rank(a) - rank(b) || a.localeCompare(b)).map((name) => {
       const info = room.learners[name].ready;
       const row = element("tr");
       row.append(element("th", name, { scope: "row" }));
-      row.append(element("td", info ? (info.ok ? "✓ ready" : "✗ check failed") : "– not yet"));
+      row.append(element("td", setupWords(info)));
       row.append(element("td", info ? info.jax : ""));
       row.append(element("td", info ? info.backend : ""));
       return row;
     })
   );
+}
+
+function renderNames(names) {
+  const select = $("learner");
+  if (document.activeElement === select) return; // never rebuilt under the instructor's hand
+  const chosen = select.value;
+  select.replaceChildren(...names.map((name) => element("option", name, { value: name })));
+  if (names.includes(chosen)) select.value = chosen;
 }
 
 function connect() {
@@ -180,16 +253,26 @@ let idleTimer = null;
 $("idle").addEventListener("change", () => {
   clearTimeout(idleTimer);
   idleTimer = setTimeout(async () => {
-    const said = $("idle-problem");
     const reply = await fetch("api/settings", {
       method: "POST",
       headers: { "Content-Type": "application/json", "X-Room-Token": token },
       body: JSON.stringify({ idle_minutes: Number($("idle").value) }),
     }).catch(() => null);
-    said.textContent = reply && reply.ok ? "" : `Not changed: ${reply ? (await reply.json()).error : "the room did not answer"}.`;
+    $("action-said").textContent = reply && reply.ok ? "" : `Not changed: ${reply ? (await reply.json()).error : "the room did not answer"}.`;
   }, 300);
+});
+$("rename").addEventListener("click", async () => {
+  if (await act({ kind: "rename", name: $("learner").value, to: $("new-name").value })) $("new-name").value = "";
+});
+$("remove").addEventListener("click", () => act({ kind: "remove", name: $("learner").value }));
+$("projector").addEventListener("click", () => {
+  const on = !projecting();
+  document.body.classList.toggle("projector", on);
+  $("projector").setAttribute("aria-pressed", String(on));
+  $("projector").textContent = on ? "Back to the full view" : "Projector view (no names)";
+  if (room.summary) render();
 });
 $("lesson").addEventListener("change", render);
 $("export").href = `export.csv?token=${encodeURIComponent(token)}`;
-setInterval(() => room.summary && renderHelp(), 15000);
+setInterval(() => room.summary && render(), 15000);
 connect();
