@@ -303,6 +303,6 @@ largest difference 0.5 at index (1,): actual 1.0, expected 1.5
             index = tuple(int(i) for i in worst)
             raise AssertionError(
                 f"leaf {where} differs: {int((~close).sum())} of {a.size} elements not close "
-                f"(rtol={rtol:g}, atol={atol:g}); largest difference {gap[worst]:.3g} at index "
+                f"(rtol={rtol:.3g}, atol={atol:.3g}); largest difference {gap[worst]:.3g} at index "
                 f"{index}: actual {a[worst].item()!r}, expected {e[worst].item()!r}"
             )

@@ -13,11 +13,14 @@ module imports this one by name, as test_properties.py imports strategies.py.
 Four private names are imported, for want of public ones: ``probe_all`` (what a submission's
 kernel runs, which the grading tests run in this process), ``_report`` (what a failed self-check
 prints, for :func:`successive_reports`), and ``as_float32`` and ``tree_plain`` (how a case is
-written down, for :func:`fingerprint`).
+written down, for :func:`fingerprint`). The private names of the lesson modules, ``_kit`` and
+``_evaluate`` are read so that no report may show one (:func:`assert_no_internals`).
 """
 
 from __future__ import annotations
 
+import importlib
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -27,7 +30,14 @@ import pytest
 
 import course_lib as cl
 from course_lib import checks
-from course_lib.checks import check, get_exercise, judge_outcomes, reference_results
+from course_lib.checks import (
+    _evaluate,
+    _kit,
+    check,
+    get_exercise,
+    judge_outcomes,
+    reference_results,
+)
 from course_lib.checks._evaluate import probe_all  # the kernel side of grading: no public name
 from course_lib.checks._kit import as_float32
 from course_lib.checks._plain import tree_plain
@@ -87,6 +97,8 @@ def repeated_check_output(
 
 
 _references: dict[tuple[str, int], list[Any]] = {}
+_fixed_verdicts: dict[tuple[str, Callable[..., Any]], checks.Verdict] = {}
+"""The verdict on each answer that a wrong answer becomes with its fix applied, judged once."""
 
 
 def grading_references(exercise_id: str, seed: int) -> list[Any]:
@@ -147,6 +159,61 @@ def fingerprint(case: checks.Case) -> str:
     return repr((case.label, case.shown, tree_plain(jax.tree.map(as_float32, inputs))))
 
 
+NEXT_STEPS = (
+    "run the check again for a hint",
+    "run the check again for the fix",
+    "that was the last hint",
+)
+"""How the header of a failed check's first, second and third report ends."""
+
+
+SEVERAL_MISTAKES = {
+    ("04.static_and_traced", "split_by_key_paths"),
+    ("06.restore_checkpoint", "restore_sorted_names"),
+    ("07.shardings_from_rules", "shardings_dropping_none"),
+    ("08.guarded_step", "guarded_with_python_if"),
+}
+"""Wrong answers with more than one mistake: the fix of the first leads to the next hint, not to a
+pass, so they have no entry in ``fixed``."""
+
+
+def screen_lines(text: str, width: int = 100) -> int:
+    """How many lines ``text`` takes on a screen ``width`` columns wide, long lines wrapped.
+
+    >>> screen_lines("one\\n" + "x" * 150)
+    3
+    """
+    return sum(max(1, -(-len(line) // width)) for line in text.splitlines())
+
+
+def _course_private_names() -> set[str]:
+    """The private functions and classes of the course's check modules (``_probe_train``)."""
+    modules = [_kit, _evaluate] + [
+        importlib.import_module(f"course_lib.checks._lesson{lesson}") for lesson in checks.lessons()
+    ]
+    return {
+        name
+        for module in modules
+        for name in vars(module)
+        if name.startswith("_") and not name.startswith("__") and len(name) > 2
+    }
+
+
+_INTERNAL = re.compile(
+    r"\.py\b|<locals>|jax\._src|jaxlib|\bStatic\(|\bPlaceholder\b|ArrayImpl|Tracer\b"
+)
+_PRIVATE_NAMES = _course_private_names()
+
+
+def assert_no_internals(report: str) -> None:
+    """A report names no course file or line, no private name of the course's checks and no class
+    internal to JAX."""
+    found = _INTERNAL.search(report)
+    assert found is None, (found[0], report)
+    words = set(re.findall(r"\b_\w+", report))
+    assert not words & _PRIVATE_NAMES, (words & _PRIVATE_NAMES, report)
+
+
 def _headings() -> set[str]:
     """Every lesson section, as ``"NN Heading"`` (the heading's text after its ``#`` marks)."""
     found: set[str] = set()
@@ -176,6 +243,8 @@ class LessonChecks:
     default); ``wrong`` lists ``(id, typical wrong answer, text its hint must hold)``;
     ``also_right`` lists ``(id, right answer)`` pairs written differently from the reference
     (tree_util loops, flatten/unflatten, casts as optax writes them, NumPy): each must pass.
+    ``fixed`` lists ``(id, wrong answer, the same answer with its last hint, the fix, applied
+    exactly as written)``: each must pass, or the fix does not work as written.
     ``grading_seeds`` are the grader's seeds the right answers are judged on.
     Tests that take ``exercise_id`` run once per exercise, the hint test once per wrong answer.
     Each exercise's ``mistakes`` (what the facilitator's guide says its check recognises) may name
@@ -188,11 +257,14 @@ class LessonChecks:
     stubs: Mapping[str, Callable[..., Any]] = {}
     wrong: Sequence[tuple[str, Callable[..., Any], str]] = ()
     also_right: Sequence[tuple[str, Callable[..., Any]]] = ()
+    fixed: Sequence[tuple[str, Callable[..., Any], Callable[..., Any]]] = ()
     grading_seeds: tuple[int, ...] = (0, 1)
 
     def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:
         if "hint" in metafunc.fixturenames:
             metafunc.parametrize(("exercise_id", "answer", "hint"), self.wrong, ids=answer_id)
+        elif "fixed" in metafunc.fixturenames:
+            metafunc.parametrize(("exercise_id", "answer", "fixed"), self.fixed, ids=answer_id)
         elif "other_right" in metafunc.fixturenames:
             metafunc.parametrize(("exercise_id", "other_right"), self.also_right, ids=answer_id)
         elif "exercise_id" in metafunc.fixturenames:
@@ -250,23 +322,56 @@ class LessonChecks:
         answer: Callable[..., Any],
         hint: str,
     ) -> None:
-        """Three failed checks: what went wrong and on which input, then the idea and the section
-        to reread, then the fix; ``hint`` is somewhere in them. The answer is judged once, and the
-        three reports are what ``check`` prints for that verdict the first, second and third time
+        """Three failed checks: what went wrong and on which input, then the idea alone and the
+        section to reread, then the fix alone, each under a one-line header; ``hint`` is in one of
+        them. The first fits 6 lines of 100 columns, and none names a course file, a line of it, a
+        private name or a class internal to JAX. The answer is judged once, and the three reports
+        are what ``check`` prints for that verdict the first, second and third time
         (tests/checks/test_checks.py runs ``check`` itself three times over)."""
         exercise = get_exercise(exercise_id)
         verdict, outs = successive_reports(exercise_id, answer)
         assert outs[0].startswith(f"{exercise_id}: incorrect ("), outs[0]
         partial = outs[0].startswith(f"{exercise_id}: incorrect ({exercise.points}/")
         assert not partial, outs[0]  # partial credit at most
-        assert "input: " in outs[0]
-        assert "hint 1/2" not in outs[0] and verdict.idea not in outs[0], outs[0]
-        assert verdict.fix not in outs[0] + outs[1], outs[1]
-        assert f"hint 1/2, the idea: {verdict.idea}" in outs[1], outs[1]
-        assert f"hint 2/2, the fix: {verdict.fix}" in outs[2], outs[2]
+        assert "\n  input: " in outs[0]
+        assert verdict.idea not in outs[0] and verdict.fix not in outs[0] + outs[1], outs[:2]
+        assert outs[1].splitlines()[1:] == [f"  hint 1/2, the idea: {verdict.idea_text()}"]
+        assert outs[2].splitlines()[1:] == [f"  hint 2/2, the fix: {verdict.fix}"], outs[2]
+        assert [out.splitlines()[0].rsplit("; ", 1)[1] for out in outs] == list(NEXT_STEPS)
         assert_section_exists(verdict.reread)
-        assert hint in outs[2], outs[2]
-        assert "0x" not in outs[2]
+        assert hint in "\n".join(outs), outs
+        assert screen_lines(outs[0]) <= 6, outs[0]
+        for out in outs:
+            assert_no_internals(out)
+            assert "0x" not in out, out
+
+    def test_every_wrong_answer_has_its_fix_applied(self) -> None:
+        """Each wrong answer of the table is in ``fixed`` too, apart from the few that hold more
+        than one mistake, whose fix leads to the next mistake (``SEVERAL_MISTAKES``)."""
+        lesson = self.ids[0][:2]
+        fixed = {(exercise_id, answer) for exercise_id, answer, _ in self.fixed}
+        missing = {
+            (exercise_id, answer.__qualname__)
+            for exercise_id, answer, _ in self.wrong
+            if (exercise_id, answer) not in fixed
+        }
+        assert missing == {m for m in SEVERAL_MISTAKES if m[0][:2] == lesson}, missing
+
+    def test_a_fix_applied_as_written_passes(
+        self,
+        exercise_id: str,
+        answer: Callable[..., Any],
+        fixed: Callable[..., Any],
+    ) -> None:
+        """Checked once per fixed answer: one that is the lesson's right answer passes in
+        ``test_check_correct``."""
+        assert any(entry[:2] == (exercise_id, answer) for entry in self.wrong), answer
+        if fixed is self.right[exercise_id]:
+            return
+        if (exercise_id, fixed) not in _fixed_verdicts:
+            _fixed_verdicts[exercise_id, fixed] = checks.evaluate(get_exercise(exercise_id), fixed)
+        verdict = _fixed_verdicts[exercise_id, fixed]
+        assert verdict.status == "passed", verdict.message
 
     def test_cases_are_deterministic_and_grading_differs(self, exercise_id: str) -> None:
         exercise = get_exercise(exercise_id)

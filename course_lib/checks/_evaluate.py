@@ -6,6 +6,7 @@ runs it in the kernel, the grader in its own process against references it compu
 """
 
 import os
+import re
 import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -44,9 +45,12 @@ def _exception_text(error: BaseException) -> str:
 
 
 def _where(error: BaseException) -> str:
-    """`` (line 3 of count_params)``: the innermost frame of the learner's own code."""
+    """`` (line 3 of count_params)``: the innermost frame of the learner's own code, never of code
+    Python generated (a dataclass's ``__setattr__``, whose file is ``<string>``)."""
     for frame in reversed(traceback.extract_tb(error.__traceback__)):
         filename = frame.filename
+        if filename == "<string>":
+            continue
         if filename.startswith("<") or is_learner_file(filename):
             return f" (line {frame.lineno} of {frame.name})"
     return ""
@@ -198,16 +202,17 @@ def _about(case: Case) -> str:
     return f"For {case.label}: " if case.label else ""
 
 
-Steps = tuple[str, str, str]
-"""A mistake's next steps: its idea, its fix and the section to reread (see ``Mistake``)."""
+Steps = tuple[str, str, str, bool]
+"""A mistake's next steps: its idea, its fix, the section to reread (see ``Mistake``), and whether
+they are a recognised :class:`Mistake`'s rather than the exercise's own hints."""
 
 
 def _steps(exercise: Exercise) -> Steps:
-    return exercise.hints[0], exercise.hints[1], exercise.reread
+    return exercise.hints[0], exercise.hints[1], exercise.reread, False
 
 
 def _mistake_steps(exercise: Exercise, mistake: Mistake) -> Steps:
-    return mistake.idea, mistake.fix, mistake.reread or exercise.reread
+    return mistake.idea, mistake.fix, mistake.reread or exercise.reread, True
 
 
 def _case_problem(
@@ -241,6 +246,83 @@ def _case_problem(
         + f"{exercise.name} returned {outcome.message}, which the check cannot compare.",
         _steps(exercise),
     )
+
+
+_CACHE_MISS = re.compile(r"^\s*TRACING CACHE MISS\b|^\S.* at [^\s:]+\.py:\d+ \(.+\):$")
+"""The first line of a cache-miss explanation: JAX's words, or any line that names where the
+function was called from, as another release may word it."""
+_LOCATION = re.compile(r",? (?:defined )?at [^\s:]+\.py:\d+|\s*see https?://\S+")
+_STATIC = re.compile(
+    r"<class '[\w.]*\bStatic'> with pytree metadata Static\(val=(.*?)\)(?= and|,|$)"
+)
+_CLASS = re.compile(r"<class '(?:[\w.]*\.)?(\w+)'>")
+_PRIVATE_PATH = re.compile(r"\bjax(?:lib)?\.(?:\w+\.)*_\w+\.(\w+)")
+_LINE = 98
+"""The longest line of a message, indented by two spaces in a report of 100 columns."""
+_PUBLIC = {"ArrayImpl": "jax.Array"}
+"""JAX's internal classes that a message may name, by their public names."""
+
+
+def learners_view(message: str) -> str:
+    r"""``message`` as a learner should read it: each of JAX's cache-miss explanations cut to the
+    line about the learner's own inputs, and no course file, line or JAX-internal class in it.
+
+    >>> print(learners_view("compiled 2 times, expected 1: see the cache-miss explanation below.\n"
+    ...     "TRACING CACHE MISS at _kit.py:196 (jit_compile_calls):\n"
+    ...     "  for step defined at cells.py:3\n"
+    ...     "  all previously seen cache keys differ. For the closest previous key:\n"
+    ...     "  different input types:\n"
+    ...     "  * at lr, now f32[] and before i32[]\n"
+    ...     "  * at x, now f32[3] and before f32[2]"))
+    compiled 2 times, expected 1: see the cache-miss explanation below.
+    JAX's cache miss explanation: at lr, now f32[] and before i32[]
+    >>> learners_view("hashing an object of type <class 'jaxlib._jax.ArrayImpl'> failed")
+    'hashing an object of type jax.Array failed'
+    """
+    kept: list[str] = []
+    block: list[str] | None = None
+    for line in [*message.splitlines(), ""]:
+        if block is not None and line[:1].isspace() and line.strip():
+            block.append(line.strip())
+            continue
+        if block is not None:
+            said = _public_names(_explanation(block))
+            kept.append(shorten(f"JAX's cache miss explanation: {said}", _LINE))
+            block = None
+        if _CACHE_MISS.match(line):
+            block = []
+        else:
+            kept.append(line)
+    return _public_names("\n".join(kept[:-1]))
+
+
+def _explanation(block: list[str]) -> str:
+    """The line of a cache-miss explanation that is about the learner's inputs: the first
+    difference at an input (``* at lr, now …``), else the first difference it lists, with the
+    line under it where the difference is only a heading (JAX up to 0.8 nests ``now 0.2 and
+    before 0.1`` under ``* key with different value of static args:``), else what it says about
+    the function."""
+    marked = [i for i, line in enumerate(block) if line.startswith("* ")]
+    at_input = [i for i in marked if block[i].startswith("* at ")]
+    if marked:
+        first = (at_input or marked)[0]
+        said = block[first][2:]
+        if said.endswith(":") and first + 1 < len(block):
+            said = f"{said} {block[first + 1]}"
+        return _LOCATION.sub("", said)
+    said_lines = [
+        line for line in block if not line.startswith(("for ", "all previously", "different"))
+    ]
+    return _LOCATION.sub("", " ".join(said_lines)) or "none given"
+
+
+def _public_names(text: str) -> str:
+    """``text`` with JAX's static markers and internal classes by the names a learner knows."""
+    text = _STATIC.sub(r"the static value \1", text).replace("before the static value", "before")
+    text = text.replace(", so the pytree node metadata does not match", "")
+    text = _CLASS.sub(lambda m: _PUBLIC.get(m[1], m[1]), text)
+    text = _PRIVATE_PATH.sub(lambda m: _PUBLIC.get(m[1], m[1]), text)
+    return re.sub(r"\bArrayImpl\b", _PUBLIC["ArrayImpl"], text)
 
 
 def _points_text(points: int | float, total: int) -> str:
@@ -326,7 +408,8 @@ def judge_outcomes(
     if not wrong:
         message = f"passed, {_points_text(total, total)}"
         return Verdict("passed", total, total, message, None, len(cases), right, shown_parts)
-    first, (status, message, (idea, fix, reread)) = wrong[0]
+    first, (status, message, (idea, fix, reread, recognised)) = wrong[0]
+    message = learners_view(message)
     if earned:
         status = "failed"
         good = [part for part, ok in parts if ok]
@@ -347,6 +430,7 @@ def judge_outcomes(
         idea=idea,
         fix=fix,
         reread=reread,
+        mistake=recognised,
     )
 
 

@@ -90,7 +90,7 @@ def _count_cases(rng: np.random.Generator) -> list[Case]:
         cases.append(_count_case(tree, f"random tree {i + 1}, {describe(tree, 100)}"))
     # The trees without leaves (0 parameters) share a part with layers, so a constant 0 earns
     # nothing.
-    dicts, mixed = "dicts, None and empty trees", "numbers, lists and namedtuples"
+    dicts, mixed = "dicts and None", "numbers, lists, namedtuples"
     return in_parts(cases, [dicts, dicts, mixed, mixed, dicts, dicts] + ["random trees"] * 4)
 
 
@@ -116,14 +116,34 @@ def _judge_count(got: Any, expected: Any, case: Case) -> str | Mistake | None:
         )
     if info["numbers"] and value == want - info["numbers"]:
         n = info["numbers"]
-        return Mistake(
+        return _numbers_are_leaves(
             f"returned {value}, expected {want}: the input's {n} Python number"
-            f"{'s were' if n > 1 else ' was'} not counted.",
-            "Python numbers are leaves too, and each holds one element.",
-            "np.size(leaf) counts a Python number as 1, where leaf.size fails on it.",
-            reread=_NODES,
+            f"{'s were' if n > 1 else ' was'} not counted."
         )
     return problem
+
+
+def _numbers_are_leaves(what: str) -> Mistake:
+    """The mistake of an answer that leaves out, or fails on, the Python numbers among the
+    leaves."""
+    return Mistake(
+        what,
+        "Python numbers are leaves too, and each holds one element.",
+        "np.size(leaf) counts a Python number as 1, where leaf.size fails on it.",
+        reread=_NODES,
+    )
+
+
+def _judge_count_raise(error: str, message: str, case: Case) -> Mistake | None:
+    """``leaf.size`` on a Python number: Python's own AttributeError names the number's type."""
+    number = next(
+        (t for t in ("float", "int") if f"'{t}' object has no attribute 'size'" in message), None
+    )
+    if error != "AttributeError" or number is None:
+        return None
+    return _numbers_are_leaves(
+        f"leaf.size fails on a Python {number}: this input has Python numbers among its leaves."
+    )
 
 
 COUNT_PARAMS = Exercise(
@@ -135,6 +155,7 @@ COUNT_PARAMS = Exercise(
     reference=_count_params,
     probe=call_value,
     judge=_judge_count,
+    judge_raise=_judge_count_raise,
     hints=(
         (
             "A parameter is one entry of an array, so a leaf counts as many parameters as it has "
@@ -151,6 +172,7 @@ COUNT_PARAMS = Exercise(
         "counts the leaves, not the elements in them",
         "counts each `None` as a parameter",
         "leaves out the Python numbers, which have no `.size`",
+        "calls `.size` on a Python number",
         "forgets `return`",
     ),
 )

@@ -22,6 +22,8 @@ from jax.tree_util import keystr
 
 from ._kit import (
     ACTIVATIONS,
+    JUDGE_ATOL,
+    JUDGE_RTOL,
     Layer,
     call_tree,
     error_text,
@@ -214,6 +216,19 @@ def _attempt(action: Callable[[], Any]) -> Any:
         return action()
     except Exception as error:  # noqa: BLE001 (NotImplementedError too: a half-written class is incorrect, not unattempted)
         return {"error": error_text(error, limit=160)}
+
+
+def _as_a_leaf(value: Any) -> str:
+    """What JAX does with a Python value that a class hands it as a leaf.
+
+    >>> _as_a_leaf(2)
+    'jit would trace it, and grad refuses an integer leaf with a TypeError.'
+    """
+    if isinstance(value, str):
+        return "jit refuses a string leaf with a TypeError."
+    if isinstance(value, (bool, int)):
+        return "jit would trace it, and grad refuses an integer leaf with a TypeError."
+    return "JAX would trace it under jit and differentiate it under grad."
 
 
 @dataclasses.dataclass(frozen=True)
@@ -412,8 +427,8 @@ def _judge_class(
             field = next((f for f in spec.static if case.kwargs.get(f) == value), "")
             whose = f"the value of its {field}" if field else "a Python value"
             return advice.static.mistake(
-                f"the leaves of a {name} include {value!r}, {whose}, next to its arrays: JAX "
-                "would trace it under jit and differentiate it under grad.",
+                f"the leaves of a {name} include {value!r}, {whose}, next to its arrays: "
+                + _as_a_leaf(value),
                 field or spec.static[0],
             )
         if len(got["leaves"]) < len(expected["leaves"]):
@@ -511,10 +526,12 @@ def _judge_class(
             rebuilt = _record_difference(mine, expected[key], name, spec.static, advice)
             if rebuilt:
                 return _lead(f"{what} gave", rebuilt)
-        if error_of(got["placeholders"]):
+        placeholder_error = error_of(got["placeholders"])
+        if placeholder_error:
+            # The placeholders are the check's own objects: the learner reads "a placeholder".
+            error = placeholder_error.replace(f"'{Placeholder.__name__}'", "a placeholder")
             return placeholders.mistake(
-                f"rebuilding a {name} from placeholder leaves raised "
-                f"{error_of(got['placeholders'])}."
+                f"rebuilding a {name} from placeholder leaves raised {error}."
             )
         if got["placeholders"] != expected["placeholders"]:
             return Mistake(
@@ -705,7 +722,8 @@ DENSE = _class_exercise(
             "and nothing should trace or differentiate it. register_dataclass makes every field "
             "a child unless the field's metadata marks it static; a static field is kept in the "
             "treedef instead.",
-            'Declare {field} with dataclasses.field(default="relu", metadata=dict(static=True)).',
+            'Declare {field} with field(default="relu", metadata=dict(static=True)), the field '
+            "that the notebook imports from dataclasses.",
             _DENSE_SECTION,
         ),
         children=_Steps(
@@ -740,8 +758,7 @@ DENSE = _class_exercise(
         (
             "Inside define_dense, decorate a dataclass with @jax.tree_util.register_dataclass "
             "above @dataclass; declare w and b as plain fields, then activation with "
-            "dataclasses.field(default=..., metadata=dict(static=True)), and end with `return "
-            "Dense`."
+            "field(default=..., metadata=dict(static=True)), and end with `return Dense`."
         ),
     ),
     reread=_DENSE_SECTION,
@@ -1061,7 +1078,7 @@ def _decay_cases(rng: np.random.Generator) -> list[Case]:
     )
 
 
-_tree_judge = tree_judge(rtol=1e-5, atol=1e-6)
+_tree_judge = tree_judge()
 
 
 _KEY_PATHS = "03 Key paths: naming the children"
@@ -1095,20 +1112,21 @@ def _judge_decay(got: Any, expected: Any, case: Case) -> str | Mistake | None:
         "a SequenceKey has .idx instead, and an empty path has no last key.",
         _KEY_PATHS,
     )
+    close = functools.partial(np.allclose, rtol=JUDGE_RTOL, atol=JUDGE_ATOL)
     shrunk = [
-        np.allclose(np.asarray(a, np.float64), np.asarray(x, np.float64) * (1 - rate))
+        close(np.asarray(a, np.float64), np.asarray(x, np.float64) * (1 - rate))
         for (_, a), x in zip(mine, given, strict=True)
     ]
     for (path, a), e, x in zip(mine, want, given, strict=True):
-        if np.allclose(np.asarray(a, np.float64), np.asarray(e, np.float64), rtol=1e-5, atol=1e-6):
+        if close(np.asarray(a, np.float64), np.asarray(e, np.float64)):
             continue
         where = keystr(path) or "<root>"
         a64, x64 = np.asarray(a, np.float64), np.asarray(x, np.float64)
         if where in decayed:
-            if np.allclose(a64, x64):
+            if close(a64, x64):
                 what = f"leaf {where} is a weight (its last key is w) but was not decayed."
                 return dataclasses.replace(by_last_key, what=what)
-            if np.allclose(a64, x64 * rate):
+            if close(a64, x64 * rate):
                 return Mistake(
                     f"leaf {where} was multiplied by rate: it is {rate:g} times its value, where "
                     f"{1 - rate:g} times was expected.",
@@ -1118,7 +1136,7 @@ def _judge_decay(got: Any, expected: Any, case: Case) -> str | Mistake | None:
                     _DECAY_SECTION,
                 )
             return f"leaf {where} should be {1 - rate:g} times its value; {problem}"
-        if np.allclose(a64, x64 * (1 - rate)):
+        if close(a64, x64 * (1 - rate)):
             if where == "<root>":
                 return Mistake(
                     "the input is a single array, and it was decayed.",

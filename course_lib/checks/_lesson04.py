@@ -20,6 +20,7 @@ from .._leaves import children
 from ._kit import (
     ACTIVATIONS,
     error_text,
+    float_tolerance,
     jit_compile_report,
     judge_compiles_with_advice,
     leaf_text,
@@ -68,13 +69,19 @@ def _forward_problem(
     )
 
 
+def _close(mine: Any, theirs: Any) -> bool:
+    """Whether two outputs of a layer's forward are equal by the course's rule: float32 values of
+    size 1, computed with JAX's product on both sides."""
+    return bool(np.allclose(mine, theirs, *float_tolerance(scale=1.0)))
+
+
 def _outputs_problem(got: list[Any], expected: list[Any], what: list[str]) -> str | None:
     for i, (mine, theirs) in enumerate(zip(got, expected, strict=True)):
         if not isinstance(mine, np.ndarray) or mine.shape != theirs.shape:
             return (
                 f"{what[i]} gave {describe(mine, 60)}, expected an array of shape {theirs.shape}."
             )
-        if not np.allclose(mine, theirs, rtol=1e-5, atol=1e-5):
+        if not _close(mine, theirs):
             return f"{what[i]} gave other values than expected."
     return None
 
@@ -204,6 +211,12 @@ def _leaves_problem(
         if default
         else "field(metadata={'static': True})"
     )
+    leaking = [name for text, name in names.items() if text in got]
+    them = "them" if len(leaking) > 1 else "it"
+    fix = (
+        f"Declare {' and '.join(leaking)} with {declare}; register_dataclass then keeps {them} "
+        "out of the leaves."
+    )
     for text, name in names.items():
         if text in got and text.startswith("'"):
             return Mistake(
@@ -212,8 +225,7 @@ def _leaves_problem(
                 f"{name} is configuration: Python looks a function up by its value while "
                 "tracing. Configuration must be static: kept in the treedef, out of the leaves, "
                 "and part of the key of the compiled program.",
-                f"Declare {name} with {declare}; register_dataclass then keeps it out of the "
-                "leaves.",
+                fix,
                 "04 Pitfall 24: a string stored as a leaf",
             )
         if text in got:
@@ -223,8 +235,7 @@ def _leaves_problem(
                 f"{name} is configuration: Python needs its value while tracing, to choose a "
                 "branch or to slice, and a tracer has no value yet, only a shape and a dtype. "
                 "Configuration must be static.",
-                f"Declare {name} with {declare}; register_dataclass then keeps it out of the "
-                "leaves.",
+                fix,
                 "04 Pitfall 25: an int stored as a leaf becomes a tracer",
             )
     arrays = [t for t in expected if t not in got]
@@ -268,20 +279,20 @@ def _judge_dense(got: Any, expected: Any, case: Case) -> str | Mistake | None:
 def _bias_problem(outputs: list[Any], want: list[Any], case: Case) -> Mistake | None:
     """The mistake when use_bias=False kept the bias, or when the default use_bias left it out."""
     what = case.info["what"]
-    if (
-        len(outputs) > 3
-        and np.allclose(outputs[3], want[2], atol=1e-5)
-        and not np.allclose(want[3], want[2], atol=1e-5)
-    ):
+    if len(outputs) > 3 and _close(outputs[3], want[2]) and not _close(want[3], want[2]):
         return Mistake(
             f"{what[3]} gave the same result as with the bias: b was added all the same.",
             "use_bias is a switch Python reads while tracing: with use_bias=False the forward "
             "leaves b out altogether, whatever b holds. Being static, it may decide an `if`.",
             "In __call__, add self.b only inside `if self.use_bias:`.",
         )
-    without_bias = np.tanh(case.info["x"] @ case.info["weights"][1][0])
-    if np.shape(outputs[1]) == without_bias.shape and np.allclose(
-        outputs[1], without_bias, atol=1e-5
+    # Computed as the learner's layer computes it, with JAX's product, so that the two round alike
+    # on every backend; and only a mistake where the bias changes the reference's output.
+    without_bias = np.asarray(jnp.tanh(jnp.asarray(case.info["x"]) @ case.info["weights"][1][0]))
+    if (
+        np.shape(outputs[1]) == without_bias.shape
+        and _close(outputs[1], without_bias)
+        and not _close(want[1], without_bias)
     ):
         return Mistake(
             f"{what[1]}, built without options, left the bias out.",
@@ -575,7 +586,8 @@ def _judge_config(got: Any, expected: Any, case: Case) -> str | Mistake | None:
             "and fields that can change would change the hash. A static value must be hashable, "
             "compare by value, and never change.",
             "Make the dataclass frozen, @dataclass(frozen=True): it writes __eq__ and __hash__ "
-            "from the fields and refuses assignments.",
+            "from the fields and refuses assignments, even in __post_init__, where a field is "
+            "then set with object.__setattr__(self, name, value).",
             "04 Pitfall 7: a plain dataclass is unhashable",
         )
     if error and got["unhashable"]:
@@ -612,7 +624,8 @@ def _judge_config(got: Any, expected: Any, case: Case) -> str | Mistake | None:
             "changed in place changes that key, and later calls get the program compiled for the "
             "old values, with no error (Pitfall 6): a static value must never change.",
             "Use @dataclass(frozen=True): like unsafe_hash=True it writes __hash__ from the "
-            "fields, and it also refuses assignments.",
+            "fields, and it also refuses assignments, even in __post_init__, where a field is "
+            "then set with object.__setattr__(self, name, value).",
             "04 Pitfall 6: unhashable static arguments are refused, mutable ones serve stale code",
         )
     if not got["equal"]:
@@ -811,7 +824,8 @@ _THREE_WAYS = (
 _ONE_LEVEL = (
     "Flatten one level only: jax.tree_util.tree_flatten_with_path(obj, is_leaf=lambda n: n is "
     "not obj) gives one (path, child) pair per traced field, and path[0].name is its field's "
-    "name."
+    "name. It lists them in the order JAX flattens them, so build both lists by going through "
+    "dataclasses.fields(obj), in declaration order, each name traced if it is among those."
 )
 
 
@@ -856,7 +870,7 @@ def _judge_split(got: Any, expected: Any, case: Case) -> str | Mistake | None:
             "Field metadata is only one way to make a field static: meta_fields= and "
             "register_static leave none. Only JAX's own flattening tells every case apart: its "
             "children are the traced fields.",
-            _ONE_LEVEL + " The other fields, from dataclasses.fields(obj), are static.",
+            _ONE_LEVEL,
             _THREE_WAYS,
         )
     if kind == "register_static" and traced:
@@ -882,8 +896,9 @@ def _judge_split(got: Any, expected: Any, case: Case) -> str | Mistake | None:
     if sorted(traced) == sorted(want_traced) and sorted(static) == sorted(want_static):
         return Mistake(
             f"returned ({traced}, {static}): the right names, in another order.",
-            "Both lists follow the order in which the dataclass declares its fields, which is "
-            "also the order JAX flattens a registered dataclass in; sorting the names loses it.",
+            "Both lists follow the order in which the dataclass declares its fields, the order "
+            "dataclasses.fields lists them in. JAX may flatten in another (data_fields= sets its "
+            "own), and sorting the names loses it too.",
             "Go through dataclasses.fields(obj), which lists every field in declaration order, "
             "and put each name in traced or static.",
         )
@@ -928,8 +943,9 @@ STATIC_AND_TRACED = Exercise(
         ),
         (
             "jax.tree_util.tree_flatten_with_path(obj, is_leaf=lambda n: n is not obj) gives one "
-            "(path, child) pair per traced field, path[0].name its name; the other names of "
-            "dataclasses.fields(obj), in declaration order, are static."
+            "(path, child) pair per traced field, path[0].name its name; then go through "
+            "dataclasses.fields(obj), in declaration order: each name is traced if it is among "
+            "those, else static."
         ),
     ),
     reread=(

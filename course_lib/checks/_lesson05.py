@@ -158,11 +158,11 @@ def _make_step() -> Callable[[Any, Any, Any], Any]:
 
 
 _RATE_KINDS = {
-    "python": ("a Python float", lambda v: float(v)),
-    "numpy": ("a NumPy float32", lambda v: np.float32(v)),
-    "jax": ("a JAX float32", lambda v: jax.device_put(np.float32(v))),
-    "weak_jax": ("a weakly typed JAX scalar", lambda v: jax.device_put(float(v))),
-    "int": ("the Python int 1", lambda v: 1),
+    "python": lambda v: float(v),
+    "numpy": lambda v: np.float32(v),
+    "jax": lambda v: jax.device_put(np.float32(v)),
+    "weak_jax": lambda v: jax.device_put(float(v)),
+    "int": lambda v: 1,
 }
 
 _RATE_PLANS = (
@@ -184,10 +184,10 @@ def _step_cases(rng: np.random.Generator) -> list[Case]:
     for kind, plan in zip(rng.permutation(4), _RATE_PLANS, strict=False):
         params = _param_tree(rng, int(kind))
         grads = _like(rng, params)
-        rates = [_RATE_KINDS[k][1](round(float(rng.uniform(0.01, 0.5)), 3)) for k in plan]
-        label = "learning rates given as " + ", ".join(_RATE_KINDS[k][0] for k in plan)
+        rates = [_RATE_KINDS[k](round(float(rng.uniform(0.01, 0.5)), 3)) for k in plan]
+        label = "lr of several kinds"
         shown = (
-            f"params {describe(params, 110)}; lr in turn {', '.join(_rate_text(r) for r in rates)}"
+            f"lr in turn {', '.join(_rate_text(r) for r in rates)}; params {describe(params, 110)}"
         )
         cases.append(
             Case((params, grads, rates), label=label, info={"plan": list(plan)}, shown=shown)
@@ -228,14 +228,14 @@ def _step_probe(fn: Callable[..., Any], case: Case) -> dict[str, Any] | str | No
     except NotImplementedError:
         raise
     except Exception as error:  # noqa: BLE001 (the judge turns a static lr's error into a hint)
-        text = " ".join(error_text(error, 300, lines=2).splitlines())
+        text = error_text(error, 300)
         return {"error": text, "repeats": _step_repeats(step, params, grads, 0.125, 0.25)}
     inputs = [_step_inputs(params, grads, rate) for rate in rates]
     again = recompiled_calls(inputs, report["per_call"])
     record = {"results": [tree_plain(result) for result in results], **report, "again": again}
     if again:
         plan = case.info["plan"]
-        before, now = (_RATE_KINDS[plan[again[0][key]]][1] for key in ("before", "call"))
+        before, now = (_RATE_KINDS[plan[again[0][key]]] for key in ("before", "call"))
         record["repeats"] = _step_repeats(step, params, grads, 0.125, 0.25)
         record["kinds"] = _step_repeats(step, params, grads, before(0.125), now(0.125))
     return record
@@ -453,14 +453,13 @@ def _pad_cases(rng: np.random.Generator) -> list[Case]:
         rng.permutation(4), _BUCKET_PLANS, strict=False
     ):  # three of four layouts
         batch = _batch(rng, int(kind), max(buckets) + 1)
-        used = len({min(b for b in buckets if b >= n) for n in _SIZES})
         shown = f"batches {describe(_rows(batch, 3), 90)} with 3 to 17 rows, buckets {buckets!r}"
-        label = f"batches of 3 to 17 rows and buckets {buckets!r}"
+        label = "batches of 3 to 17 rows"
         cases.append(
             Case(
                 (batch, buckets),
                 label=label,
-                info={"nones": count_none(batch), "buckets_used": used},
+                info={"nones": count_none(batch)},
                 shown=shown,
             )
         )
@@ -634,9 +633,8 @@ def _judge_pad(got: Any, expected: Any, case: Case) -> str | Mistake | None:
     batch, buckets = case.args
     if got["compiles"] > expected["compiles"]:
         measured = (
-            f"A jitted function of (padded batch, mask) compiled {got['compiles']} times for "
-            f"your {len(_SIZES)} results, the batches of 3 to 17 rows; padded to the "
-            f"{case.info['buckets_used']} bucket sizes they fit, they need "
+            f"A function jitted over your {len(_SIZES)} results compiled {got['compiles']} "
+            "times; padded to the smallest bucket that fits, they would need "
             f"{expected['compiles']}."
         )
         return _compiles_problem(
@@ -749,7 +747,7 @@ def _state_cases(rng: np.random.Generator) -> list[Case]:
         cases.append(
             Case(
                 (params,),
-                label=f"params {describe(params, 60)}",
+                label="the params shown below",
                 info={"grads": grads, "losses": losses},
                 shown=shown,
             )
@@ -934,7 +932,7 @@ def _scaled_cases(rng: np.random.Generator) -> list[Case]:
         plan = [(name, round(float(rng.uniform(-3, 3)), 2)) for name in order]
         calls = ", ".join(f"make_scaled({name})(x, {factor})" for name, factor in plan)
         shown = f"x = {describe(x, 100)}; in turn {calls}"
-        label = f"make_scaled called {len(plan)} times with {first} and {second}"
+        label = f"{len(plan)} calls of make_scaled"
         cases.append(Case((x, plan), label=label, info={"functions": 2}, shown=shown))
     return cases
 

@@ -1,15 +1,20 @@
 """The calls a learner makes: ``check`` after each exercise, ``progress`` at the end of an
 exercise notebook, and ``ready`` at the end of lesson 00's self-test.
 
-In a workshop room (``_room``), ``check`` and ``ready`` also send the instructor one event each.
+In a workshop room (``_room``), ``check`` and ``ready`` also send the instructor one event each:
+a check's outcome, the hint step the learner saw and, when the check recognised a mistake, its id
+and its idea; ``ready``'s outcome, JAX's version and backend, and what failed.
 """
 
 import os
 import sys
+import zlib
 from collections.abc import Callable
 from typing import Any
 
+from .._leaves import shorten
 from ._evaluate import judge_outcomes, probe_all, reference_results
+from ._kit import error_text
 from ._picture import in_notebook, structure_picture
 from ._plain import describe
 from ._registry import exercises, get_exercise
@@ -81,10 +86,21 @@ def _points(verdict: Verdict) -> str:
     return f"{verdict.points}/{verdict.max_points} point{'s' if verdict.max_points != 1 else ''}"
 
 
+INPUT_WIDTH = 100 - len("  input: ")
+"""How much of a case's input a report shows: its one line fits 100 columns."""
+
+_NEXT = (
+    "run the check again for a hint",
+    "run the check again for the fix",
+    "that was the last hint",
+)
+"""How the header of a failed check's report ends, by the hint step it shows."""
+
+
 def _report(exercise: Exercise, verdict: Verdict) -> tuple[str, int]:
-    """What the check prints, and the number of hints it shows (0 when it shows none): the first
-    failure with a mistake says what went wrong and where, the second adds the idea and the
-    lesson section behind it, the third the fix."""
+    """What the check prints, and the hint step it shows (0 when it shows none): the first failure
+    with a mistake says what went wrong and where, the second only the idea and the lesson section
+    behind it, the third only the fix, each under a one-line header."""
     head = exercise.id
     if verdict.status == "passed":
         return (
@@ -98,31 +114,55 @@ def _report(exercise: Exercise, verdict: Verdict) -> tuple[str, int]:
             "your code, run the cell, then run this check again."
         ), 0
     word = "flagged, it does not count" if verdict.status == "flagged" else "incorrect"
-    lines = [f"{head}: {word} ({_points(verdict)})"]
-    lines += [f"  {line}" for line in verdict.message.splitlines()]
-    if verdict.case is not None:
-        case = exercise.make_cases("check")[verdict.case]
-        shown = case.shown or ", ".join(describe(arg, 200) for arg in case.args)
-        lines.append(f"  input: {shown}")
+    header = f"{head}: {word} ({_points(verdict)})"
     if not verdict.idea:
-        return "\n".join(lines), 0
+        return "\n".join([header, *_indented(verdict.message)]), 0
     # The first failure with a mistake says what went wrong; each further one, with the same
-    # mistake, adds a step: the idea, then the fix. Another mistake starts again at what.
+    # mistake, shows the next step alone: the idea, then the fix. Another mistake starts again.
     mistake, seen = _hints_shown.get(exercise.id, ("", -1))
     level = min(seen + 1, 2) if mistake == verdict.idea else 0
     _hints_shown[exercise.id] = (verdict.idea, level)
-    if level >= 1:
+    lines = [f"{header}; {_NEXT[level]}"]
+    if level == 0:
+        lines += _indented(verdict.message)
+        if verdict.case is not None:
+            case = exercise.make_cases("check")[verdict.case]
+            shown = case.shown or ", ".join(describe(arg, 200) for arg in case.args)
+            lines.append(f"  input: {shorten(shown, INPUT_WIDTH)}")
+    elif level == 1:
         lines.append(f"  hint 1/2, the idea: {verdict.idea_text()}")
-    if level == 2:
+    else:
         lines.append(f"  hint 2/2, the fix: {verdict.fix}")
-    lines.append(
-        [
-            "  (run this check again for a hint: the idea behind it)",
-            "  (run this check again for the last hint: how to fix it)",
-            "  (no more hints: the lesson notebook of the same number shows each idea used here)",
-        ][level]
-    )
     return "\n".join(lines), level
+
+
+def _indented(message: str) -> list[str]:
+    return [f"  {line}" for line in message.splitlines()]
+
+
+IDEA_LIMIT = 300
+"""The most characters of a mistake's idea that a room's event carries."""
+
+
+def mistake_id(exercise_id: str, idea: str) -> str:
+    """A short name for a mistake of an exercise, the same on every run: the exercise's id and a
+    hash of the mistake's idea (32 ASCII characters at most, for ids as long as the longest).
+
+    >>> mistake_id("01.count_params", "A parameter is one entry of an array.")
+    '01.count_params/c77fa636'
+    """
+    return f"{exercise_id}/{zlib.crc32(idea.encode()):08x}"
+
+
+def _check_event(exercise_id: str, verdict: Verdict | None, step: int) -> dict[str, Any]:
+    """The room's event for one check: its outcome, the hint step shown and, when the check
+    recognised a mistake, which one and its idea."""
+    outcome = "error" if verdict is None else OUTCOMES.get(verdict.status, "error")
+    event = {"kind": "check", "exercise": exercise_id, "outcome": outcome, "hint": step}
+    if verdict is not None and verdict.mistake:
+        event["mistake"] = mistake_id(exercise_id, verdict.idea)
+        event["idea"] = shorten(verdict.idea, IDEA_LIMIT)
+    return event
 
 
 def check(exercise_id: str, fn: Callable[..., Any], *, strict: bool | None = None) -> None:
@@ -130,21 +170,26 @@ def check(exercise_id: str, fn: Callable[..., Any], *, strict: bool | None = Non
 
     Prints "passed" with the points, "not attempted yet" while the stub still raises
     ``NotImplementedError``, or "incorrect" with what went wrong on the first failing case; each
-    further failing call with the same mistake reveals one more hint, the idea and then the fix,
+    further failing call with the same mistake shows one more hint, the idea and then the fix,
     chosen for that mistake. Never prints the solution. In a notebook,
     a result whose structure differs from the expected one is also drawn against it, structure
-    only (``viz.draw_diff``; see ``_picture``). When checks are
-    strict (``strict=True``, ``COURSE_STRICT_CHECKS=1`` or ``CI`` set), anything but "passed"
-    raises :class:`CheckFailedError` with the same text instead of printing it.
+    only (``viz.draw_diff``; see ``_picture``), under the report that says what went wrong. When
+    checks are strict (``strict=True``, ``COURSE_STRICT_CHECKS=1`` or ``CI`` set), anything but
+    "passed" raises :class:`CheckFailedError` with the same text instead of printing it. A check
+    that fails before it can judge (an unknown id, a broken case) tells the room so, then raises.
     """
-    exercise = get_exercise(exercise_id)
-    verdict, results = _evaluate(exercise, fn)
-    text, hints = _report(exercise, verdict)
-    outcome = OUTCOMES.get(verdict.status, "error")
-    send_event({"kind": "check", "exercise": exercise.id, "outcome": outcome, "hint": hints})
+    try:
+        exercise = get_exercise(exercise_id)
+        verdict, results = _evaluate(exercise, fn)
+    except Exception:
+        send_event(_check_event(str(exercise_id), None, 0))
+        raise
+    text, step = _report(exercise, verdict)
+    send_event(_check_event(exercise.id, verdict, step))
     if verdict.status != "passed" and (is_strict() if strict is None else strict):
         raise CheckFailedError(text)
-    picture = structure_picture(*results) if results and in_notebook() else None
+    shows_what = step == 0 and in_notebook()
+    picture = structure_picture(*results) if results and shows_what else None
     if picture is not None:
         text += "\n  (the picture below marks where your result's structure differs)"
     print(text)
@@ -200,25 +245,40 @@ def ready() -> None:
     """Lesson 00's last self-test: JAX compiles and differentiates here. Prints the JAX version and
     backend, and in a workshop room tells the instructor that this learner is set up.
 
-    Never raises: what failed is printed, and sent to the room as an error.
+    Never raises: what failed is printed, and sent to the room as an error with its reason.
     """
     import jax
+
+    problem, backend = "", ""
+    try:
+        backend = jax.default_backend()
+        problem = _computes_with(jax)
+    except Exception as error:  # noqa: BLE001 (reported, never raised: this is the diagnosis)
+        problem = error_text(error)
+    send_event(
+        {
+            "kind": "ready",
+            "outcome": "error" if problem else "passed",
+            "jax": jax.__version__,
+            "backend": backend,
+            "reason": problem,
+        }
+    )
+    on = f"on {backend}" if backend else "here"
+    if problem:
+        print(f"Not ready: JAX {jax.__version__} {on} failed: {problem}")
+    else:
+        print(f"Ready: JAX {jax.__version__} compiles and differentiates on the {backend} backend.")
+
+
+def _computes_with(jax: Any) -> str:
+    """``""`` when ``jax`` jits and differentiates a small sum right, else what it got instead."""
     import jax.numpy as jnp
     import numpy as np
 
-    problem = ""
-    try:
-        x = jnp.arange(6.0)
-        total = float(jax.jit(lambda a: (a**2).sum())(x))
-        slope = np.asarray(jax.grad(lambda a: (a**2).sum())(x))
-        if total != 55.0 or not np.allclose(slope, 2 * np.arange(6.0)):
-            problem = f"jit gave {total} (expected 55.0) and grad gave {slope} (expected 2x)"
-    except Exception as error:  # noqa: BLE001 (reported, never raised: this is the diagnosis)
-        problem = f"{type(error).__name__}: {error}"
-    backend = jax.default_backend()
-    event = {"kind": "ready", "outcome": "error" if problem else "passed", "jax": jax.__version__}
-    send_event({**event, "backend": backend})
-    if problem:
-        print(f"Not ready: JAX {jax.__version__} on {backend} failed: {problem}")
-    else:
-        print(f"Ready: JAX {jax.__version__} compiles and differentiates on the {backend} backend.")
+    x = jnp.arange(6.0)
+    total = float(jax.jit(lambda a: (a**2).sum())(x))
+    slope = np.asarray(jax.grad(lambda a: (a**2).sum())(x))
+    if total != 55.0 or not np.allclose(slope, 2 * np.arange(6.0)):
+        return f"jit gave {total} (expected 55.0) and grad gave {slope} (expected 2x)"
+    return ""

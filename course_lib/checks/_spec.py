@@ -74,6 +74,10 @@ exception says nothing the exercise's own idea and fix do not cover. It reads Py
 exceptions (a ``KeyError``'s key), never JAX's wording, which changes between releases."""
 
 
+MINUTES_PER_POINT = 4
+"""Minutes of an exercise per point it is worth: reading it, writing, checking, the hints."""
+
+
 @dataclass(frozen=True)
 class Exercise:
     """One graded exercise.
@@ -134,6 +138,13 @@ class Exercise:
                     f"exercise {self.id}: uses {used!r}, which is not another exercise of "
                     f"lesson {self.lesson}"
                 )
+
+    @property
+    def minutes(self) -> int:
+        """The minutes a learner is expected to spend on it: `MINUTES_PER_POINT` per point. The
+        facilitator's guide plans sessions with them, and the workshop room counts a learner as
+        silent only past them."""
+        return MINUTES_PER_POINT * self.points
 
     @property
     def lesson(self) -> str:
@@ -259,7 +270,8 @@ class Verdict:
     the part right), in order. A ``flagged`` verdict (a forbidden call) scores 0; ``flags`` holds
     the calls and ``points_if_allowed`` what the answer would score without that rule. ``idea``,
     ``fix`` and ``reread`` are the next steps for the mistake the message is about (see
-    :class:`Mistake`), empty when there is none to give.
+    :class:`Mistake`), empty when there is none to give; ``mistake`` says whether they are a
+    :class:`Mistake`'s that the judge recognised rather than the exercise's own hints.
     """
 
     status: Status
@@ -275,6 +287,7 @@ class Verdict:
     idea: str = ""
     fix: str = ""
     reread: str = ""
+    mistake: bool = False
 
     def idea_text(self) -> str:
         """The idea, with the section to reread (``""`` when there is none).

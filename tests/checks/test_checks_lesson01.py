@@ -46,6 +46,10 @@ def count_skipping_numbers(tree):
     return sum(leaf.size for leaf in jax.tree.leaves(tree) if hasattr(leaf, "size"))
 
 
+def count_by_dot_size(tree):
+    return sum(leaf.size for leaf in jax.tree.leaves(tree))
+
+
 def count_forgetting_return(tree):
     sum(int(np.size(leaf)) for leaf in jax.tree.leaves(tree))
 
@@ -176,6 +180,7 @@ WRONG: list[tuple[str, Callable[..., Any], str]] = [
     ("01.count_params", count_with_none, "each None seems to count as a parameter"),
     ("01.count_params", count_skipping_numbers, "Python numbers were not counted"),
     ("01.count_params", count_forgetting_return, "returned None: missing `return`?"),
+    ("01.count_params", count_by_dot_size, "leaf.size fails on a Python float"),
     ("01.leaf_paths", leaf_paths_without_none, "the paths of the None entries"),
     (
         "01.leaf_paths",
@@ -201,6 +206,36 @@ WRONG: list[tuple[str, Callable[..., Any], str]] = [
     ("01.same_structure", same_if_map_succeeds, "jax.tree.map accepts this pair"),
 ]
 
+# Each wrong answer with the fix its last hint gives, applied as written.
+
+
+def count_elements(tree):
+    return sum(np.size(leaf) for leaf in jax.tree.leaves(tree))
+
+
+def leaf_paths_as_list(tree):
+    return list(tuple(leaf_paths(tree)))
+
+
+FIXED: list[tuple[str, Callable[..., Any], Callable[..., Any]]] = [
+    ("01.count_params", count_leaves, count_elements),
+    ("01.count_params", count_with_none, count_params),
+    ("01.count_params", count_skipping_numbers, count_elements),
+    ("01.count_params", count_by_dot_size, count_elements),
+    ("01.count_params", count_forgetting_return, count_params),
+    ("01.leaf_paths", leaf_paths_without_none, leaf_paths),
+    ("01.leaf_paths", leaf_paths_as_tuple, leaf_paths_as_list),
+    ("01.leaf_paths", leaf_paths_sorted, leaf_paths),
+    ("01.is_node", is_node_by_treedef_is_leaf, is_node),
+    ("01.is_node", is_node_by_leaf_count, is_node),
+    ("01.is_node", is_node_by_isinstance, is_node),
+    ("01.replace_leaves", replace_returning_values, replace_leaves),
+    ("01.replace_leaves", replace_in_insertion_order, replace_leaves),
+    ("01.replace_leaves", replace_by_flattening_values, replace_leaves),
+    ("01.same_structure", same_leaf_count, same_structure),
+    ("01.same_structure", same_if_map_succeeds, same_structure),
+]
+
 ALSO_RIGHT: list[tuple[str, Callable[..., Any]]] = [
     ("01.count_params", count_params_by_flatten),
     ("01.leaf_paths", leaf_paths_by_flatten_with_path),
@@ -221,6 +256,7 @@ class TestLesson01(LessonChecks):
     right = RIGHT
     wrong = WRONG
     also_right = ALSO_RIGHT
+    fixed = FIXED
     grading_seeds = (0, 1, 2)
 
 

@@ -14,12 +14,19 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from exercise_support import STUB_MESSAGE, LessonChecks, has_none, repeated_check_output
+from exercise_support import (
+    ROOT,
+    STUB_MESSAGE,
+    LessonChecks,
+    has_none,
+    repeated_check_output,
+)
 from jax.tree_util import DictKey, GetAttrKey, keystr
 
 from course_lib import checks
 from course_lib.checks import check, evaluate, get_exercise
 from course_lib.checks._lesson03 import Block
+from course_tools._notebook_files import read_notebook
 
 pytestmark = pytest.mark.usefixtures("fresh_checks")
 
@@ -419,7 +426,12 @@ def decay_forgetting_return(params, rate):
 
 WRONG: list[tuple[str, Callable[..., Any], str]] = [
     ("03.dense", dense_unregistered, "JAX sees a Dense as a single leaf"),
-    ("03.dense", dense_activation_as_leaf, "include 'tanh', the value of its activation"),
+    (
+        "03.dense",
+        dense_activation_as_leaf,
+        "include 'tanh', the value of its activation, next to its arrays: jit refuses a string "
+        "leaf with a TypeError",
+    ),
     ("03.dense", dense_fields_reordered, "the leaves come in another order"),
     (
         "03.dense",
@@ -428,7 +440,12 @@ WRONG: list[tuple[str, Callable[..., Any], str]] = [
     ),
     ("03.dense", dense_without_return, "define_dense returned None, not a class"),
     ("03.dense", dense_returning_an_instance, "define_dense returned a Dense, not a class"),
-    ("03.conv1d", conv_everything_a_child, "include 2, the value of its stride"),
+    (
+        "03.conv1d",
+        conv_everything_a_child,
+        "include 2, the value of its stride, next to its arrays: jit would trace it, and grad "
+        "refuses an integer leaf",
+    ),
     ("03.conv1d", conv_forgetting_aux, "gave a Conv1D whose stride is wrong"),
     ("03.conv1d", conv_returning_tuple, "gave a tuple, not a Conv1D"),
     ("03.conv1d", conv_half_done, "That is the stub's error: unflatten still holds the stub"),
@@ -437,7 +454,7 @@ WRONG: list[tuple[str, Callable[..., Any], str]] = [
         conv_dict_aux,
         "the auxiliary data of a Conv1D is a dict, which cannot be hashed",
     ),
-    ("03.layer_norm", norm_calling_init, "placeholder leaves raised TypeError"),
+    ("03.layer_norm", norm_calling_init, "a real number, not a placeholder"),
     ("03.layer_norm", norm_eps_as_child, "include 0.1, the value of its eps"),
     ("03.layer_norm", norm_losing_eps, "differ only in eps have the same structure"),
     (
@@ -453,6 +470,92 @@ WRONG: list[tuple[str, Callable[..., Any], str]] = [
 ]
 
 
+# --- each wrong answer with the fix its last hint gives, applied as written -----------------------
+
+
+def dense_registered():
+    return _dense(register=True)
+
+
+def dense_activation_declared_static():
+    """dense_activation_as_leaf with its fix: the field that the exercise notebook imports."""
+    return _dense(static=True)
+
+
+def dense_fields_in_order():
+    @jax.tree_util.register_dataclass
+    @dataclass
+    class Dense:
+        w: jax.Array
+        b: jax.Array
+        activation: str = field(default="relu", metadata=dict(static=True))
+
+        def __init__(self, w, b, activation="relu"):
+            self.w, self.b, self.activation = w, b, activation
+
+    return Dense
+
+
+def conv_aux_as_tuple():
+    return _conv(
+        lambda c: ((c.kernel, c.bias), (c.stride, c.padding)),
+        lambda cls, aux, ch: cls(*ch, *aux),
+    )
+
+
+def conv_unpacking_all_four():
+    def unflatten(cls, aux_data, children):
+        kernel, bias = children
+        stride, padding = aux_data
+        return cls(kernel, bias, stride, padding)
+
+    return _conv(lambda c: ((c.kernel, c.bias), (c.stride, c.padding)), unflatten)
+
+
+def norm_without_init():
+    def unflatten(cls, aux, children):
+        layer = object.__new__(cls)
+        layer.scale, layer.offset = children
+        layer.eps = aux
+        return layer
+
+    return _norm(lambda n: ((n.scale, n.offset), n.eps), unflatten)
+
+
+def _last_key_name(path):
+    return getattr(path[-1], "key", getattr(path[-1], "name", None)) if path else None
+
+
+def decay_by_last_key(params, rate):
+    return jax.tree.map_with_path(
+        lambda path, leaf: leaf * (1 - rate) if _last_key_name(path) == "w" else leaf, params
+    )
+
+
+FIXED: list[tuple[str, Callable[..., Any], Callable[..., Any]]] = [
+    ("03.dense", dense_unregistered, dense_registered),
+    ("03.dense", dense_activation_as_leaf, dense_activation_declared_static),
+    ("03.dense", dense_fields_reordered, dense_fields_in_order),
+    ("03.dense", dense_by_hand, define_dense),
+    ("03.dense", dense_without_return, define_dense),
+    ("03.dense", dense_returning_an_instance, define_dense),
+    ("03.conv1d", conv_everything_a_child, conv_aux_as_tuple),
+    ("03.conv1d", conv_forgetting_aux, conv_unpacking_all_four),
+    ("03.conv1d", conv_returning_tuple, conv_unpacking_all_four),
+    ("03.conv1d", conv_half_done, conv_unpacking_all_four),
+    ("03.conv1d", conv_dict_aux, conv_aux_as_tuple),
+    ("03.layer_norm", norm_calling_init, norm_without_init),
+    ("03.layer_norm", norm_eps_as_child, norm_without_init),
+    ("03.layer_norm", norm_losing_eps, norm_without_init),
+    ("03.decay_weights", decay_by_text_ending, decay_by_last_key),
+    ("03.decay_weights", decay_by_text_containing, decay_by_last_key),
+    ("03.decay_weights", decay_by_rate, decay_by_last_key),
+    ("03.decay_weights", decay_empty_path_crash, decay_by_last_key),
+    ("03.decay_weights", decay_everything, decay_by_last_key),
+    ("03.decay_weights", decay_forgetting_return, decay_by_last_key),
+]
+
+
 # --- the tests ------------------------------------------------------------------------------------
 
 
@@ -463,6 +566,17 @@ class TestLesson03(LessonChecks):
     stubs = STUBS
     wrong = WRONG
     also_right = ALSO_RIGHT
+    fixed = FIXED
+
+
+def test_the_dense_fix_uses_the_name_the_exercise_imports() -> None:
+    """The exercise notebook imports ``field`` from dataclasses, not ``dataclasses``."""
+    verdict = evaluate(get_exercise("03.dense"), dense_activation_as_leaf)
+    assert "field(default=" in verdict.fix and "dataclasses.field" not in verdict.fix
+    notebook = read_notebook(ROOT / "solutions" / "03_registering_classes.ipynb")
+    imports = "".join(cell.source for cell in notebook.cells if cell.cell_type == "code")
+    assert "from dataclasses import dataclass, field" in imports
+    assert "import dataclasses\n" not in imports
 
 
 def test_the_exercises_define_classes_then_decay() -> None:

@@ -154,6 +154,48 @@ def config_by_identity():
     return config_class(frozen=True, eq=False)
 
 
+def config_plain_assigning():
+    """A plain dataclass whose __post_init__ assigns, as a learner writes it first."""
+
+    @dataclass
+    class TrainConfig:
+        hidden: tuple
+        activation: str = "relu"
+
+        def __post_init__(self):
+            self.hidden = tuple(self.hidden)
+
+    return TrainConfig
+
+
+def config_frozen_still_assigning():
+    """config_plain_assigning made frozen, the rest of the fix left out."""
+
+    @dataclass(frozen=True)
+    class TrainConfig:
+        hidden: tuple
+        activation: str = "relu"
+
+        def __post_init__(self):
+            self.hidden = tuple(self.hidden)  # type: ignore[misc]  # the mistake under test
+
+    return TrainConfig
+
+
+def config_frozen_fixed():
+    """config_plain_assigning with its fix applied as written: frozen, object.__setattr__."""
+
+    @dataclass(frozen=True)
+    class TrainConfig:
+        hidden: tuple
+        activation: str = "relu"
+
+        def __post_init__(self):
+            object.__setattr__(self, "hidden", tuple(self.hidden))
+
+    return TrainConfig
+
+
 # --- 04.static_and_traced ------------------------------------------------------------------------
 
 
@@ -204,6 +246,32 @@ def split_by_key_paths(obj):
 def split_sorted(obj):
     traced, static = static_and_traced(obj)
     return sorted(traced), sorted(static)
+
+
+def split_in_flatten_order(obj):
+    """The fix the metadata and leaves mistakes once gave, as written: the traced fields in the
+    order JAX flattens them, which data_fields= may set apart from the declaration order."""
+    children, _ = jax.tree_util.tree_flatten_with_path(obj, is_leaf=lambda n: n is not obj)
+    traced = [path[0].name for path, _ in children]
+    return traced, [f.name for f in dataclasses.fields(obj) if f.name not in traced]
+
+
+def split_one_level_by_declaration(obj):
+    """The fix of the metadata, leaves and flatten-order mistakes, applied as written."""
+    children, _ = jax.tree_util.tree_flatten_with_path(obj, is_leaf=lambda n: n is not obj)
+    traced = [path[0].name for path, _ in children]
+    names = [f.name for f in dataclasses.fields(obj)]
+    return [n for n in names if n in traced], [n for n in names if n not in traced]
+
+
+def split_sorted_fixed(obj):
+    """split_sorted with its fix applied: the fields gone through in declaration order."""
+    traced = set(split_in_flatten_order(obj)[0])
+    traced_names: list[str] = []
+    static_names: list[str] = []
+    for f in dataclasses.fields(obj):
+        (traced_names if f.name in traced else static_names).append(f.name)
+    return traced_names, static_names
 
 
 # Right answers written differently from the references.
@@ -299,6 +367,7 @@ WRONG: list[tuple[str, Callable[..., Any], str]] = [
     ("04.fixed_mlp", mlp_depth_leaf, "2 is a leaf, so the field depth is traced"),
     ("04.fixed_mlp", mlp_unchanged, "so the field act is traced, and jit cannot trace a string"),
     ("04.frozen_config", config_plain, "the class's __hash__ is None"),
+    ("04.frozen_config", config_plain_assigning, "the class's __hash__ is None"),
     ("04.frozen_config", config_keeps_list, "hidden was given as a list and kept as one"),
     (
         "04.frozen_config",
@@ -314,6 +383,28 @@ WRONG: list[tuple[str, Callable[..., Any], str]] = [
         "'.scale', a key path written out as text, where the field's name",
     ),
     ("04.static_and_traced", split_sorted, "the right names, in another order"),
+    ("04.static_and_traced", split_in_flatten_order, "JAX may flatten in another"),
+]
+
+FIXED: list[tuple[str, Callable[..., Any], Callable[..., Any]]] = [
+    ("04.dense", dense_activation_leaf, define_dense),
+    ("04.dense", dense_use_bias_leaf, define_dense),
+    ("04.dense", dense_unregistered, define_dense),
+    ("04.dense", dense_weights_static, define_dense),
+    ("04.dense", dense_bias_always, define_dense),
+    ("04.dense", dense_returning_an_instance, define_dense),
+    ("04.fixed_mlp", mlp_scale_static, define_mlp),
+    ("04.fixed_mlp", mlp_depth_leaf, define_mlp),
+    ("04.fixed_mlp", mlp_unchanged, define_mlp),
+    ("04.frozen_config", config_keeps_list, define_config),
+    ("04.frozen_config", config_by_identity, define_config),
+    ("04.frozen_config", config_plain, define_config),
+    ("04.frozen_config", config_plain_assigning, config_frozen_fixed),
+    ("04.frozen_config", config_unsafe_hash, config_frozen_fixed),
+    ("04.static_and_traced", split_by_metadata, split_one_level_by_declaration),
+    ("04.static_and_traced", split_by_leaves, split_one_level_by_declaration),
+    ("04.static_and_traced", split_in_flatten_order, split_one_level_by_declaration),
+    ("04.static_and_traced", split_sorted, split_sorted_fixed),
 ]
 
 
@@ -323,6 +414,7 @@ class TestLesson04(LessonChecks):
     right = RIGHT
     wrong = WRONG
     also_right = ALSO_RIGHT
+    fixed = FIXED
 
 
 def test_dense_counts_a_compilation_per_configuration() -> None:
@@ -372,6 +464,16 @@ def test_jit_errors_are_reported_without_addresses_or_locations() -> None:
     assert verdict.status == "failed"
     assert "calling the jitted forward raised TracerBoolConversionError" in verdict.message
     assert "0x" not in verdict.message and ".py:" not in verdict.message
+
+
+def test_a_frozen_config_that_still_assigns_is_told_where(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Half the fix (frozen, the assignment left in __post_init__) is told at the learner's own
+    line, never at the line of the __setattr__ that dataclasses generates."""
+    out = check_output("04.frozen_config", config_frozen_still_assigning, capsys)
+    assert "raised FrozenInstanceError: cannot assign to field 'hidden'" in out, out
+    assert "of __post_init__)" in out and "__setattr__" not in out, out
 
 
 def test_grading_cases_hold_other_inputs() -> None:

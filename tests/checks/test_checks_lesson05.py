@@ -358,12 +358,79 @@ WRONG: list[tuple[str, Callable[..., Any], str]] = [
 ]
 
 
+# Each wrong answer with the fix its last hint gives, applied as written.
+
+
+def make_step_jitted_once():
+    sgd = jax.jit(sgd_tree)
+    return lambda params, grads, lr: sgd(params, grads, np.float32(lr))
+
+
+def make_step_downhill():
+    step = jax.jit(lambda params, grads, lr: jax.tree.map(lambda p, g: p - lr * g, params, grads))
+    return lambda params, grads, lr: step(params, grads, np.float32(lr))
+
+
+def pad_to_smallest_bucket(batch, buckets):
+    n = batch_rows(batch)
+    size = min(b for b in buckets if b >= n)
+    return padded_to(batch, size, n), np.arange(size) < n
+
+
+def pad_with_zeros_of_the_leaf_dtype(batch, buckets):
+    n = batch_rows(batch)
+    if n > max(buckets):
+        raise ValueError("too big")
+    size = min(b for b in buckets if b >= n)
+    padded = jax.tree.map(
+        lambda a: np.concatenate([a, np.zeros((size - n, *a.shape[1:]), a.dtype)]), batch
+    )
+    return padded, np.arange(size) < n
+
+
+_traced_factor_for: dict = {}
+
+
+def make_scaled_traced_factor(f):
+    if f not in _traced_factor_for:
+        _traced_factor_for[f] = jax.jit(functools.partial(_apply_scaled, f))
+    return _traced_factor_for[f]
+
+
+FIXED: list[tuple[str, Callable[..., Any], Callable[..., Any]]] = [
+    ("05.make_step", make_step_plain_jit, make_step),
+    ("05.make_step", make_step_converting_inside, make_step),
+    ("05.make_step", make_step_static_lr, make_step),
+    ("05.make_step", make_step_without_jit, make_step_jitted_once),
+    ("05.make_step", make_step_numpy_lr, make_step),
+    ("05.make_step", make_step_uphill, make_step_downhill),
+    ("05.pad_to_bucket", pad_nothing, pad_to_smallest_bucket),
+    ("05.pad_to_bucket", pad_to_largest, pad_to_smallest_bucket),
+    ("05.pad_to_bucket", pad_to_first_fit, pad_to_smallest_bucket),
+    ("05.pad_to_bucket", pad_strictly_larger, pad_to_smallest_bucket),
+    ("05.pad_to_bucket", pad_float_mask, pad_to_bucket),
+    ("05.pad_to_bucket", pad_with_float64_zeros, pad_with_zeros_of_the_leaf_dtype),
+    ("05.pad_to_bucket", pad_in_front, pad_to_bucket),
+    ("05.pad_to_bucket", pad_too_big_anyway, pad_to_bucket),
+    ("05.init_state", init_params_only, init_state),
+    ("05.init_state", init_without_velocity, init_state),
+    ("05.init_state", init_python_numbers, init_state),
+    ("05.init_state", init_float_step, init_state),
+    ("05.init_state", init_half_loss_avg, init_state),
+    ("05.make_scaled", make_scaled_fresh, make_scaled),
+    ("05.make_scaled", make_scaled_jit_per_call, make_scaled),
+    ("05.make_scaled", make_scaled_static_factor, make_scaled_traced_factor),
+    ("05.make_scaled", make_scaled_ignoring_f, make_scaled),
+]
+
+
 class TestLesson05(LessonChecks):
     ids = LESSON_05
     points = 10
     right = RIGHT
     wrong = WRONG
     also_right = ALSO_RIGHT
+    fixed = FIXED
     grading_seeds = (1,)
 
 

@@ -288,11 +288,54 @@ WRONG: list[tuple[str, Callable[..., Any], str]] = [
 ]
 
 
+# --- each wrong answer with the fix its last hint gives, applied as written -----------------------
+
+
+def decay_mask_simple_keystr(params):
+    return jax.tree.map_with_path(
+        lambda path, leaf: (
+            jax.tree_util.keystr(path, simple=True, separator="/").split("/")[-1] == "w"
+        ),
+        params,
+    )
+
+
+def group_sgd_by_group(params, grads, rates):
+    return jax.tree.map_with_path(
+        lambda path, p, g: p - rates[_name(path).split("/")[0]] * g, params, grads
+    )
+
+
+FIXED: list[tuple[str, Callable[..., Any], Callable[..., Any]]] = [
+    ("09.decay_mask", decay_mask_default_keystr, decay_mask_simple_keystr),
+    ("09.decay_mask", decay_mask_substring, decay_mask),
+    ("09.decay_mask", decay_mask_endswith, decay_mask_simple_keystr),
+    ("09.decay_mask", decay_mask_by_ndim, decay_mask),
+    ("09.decay_mask", decay_mask_dropping_none, decay_mask),
+    ("09.freeze_group", freeze_group_startswith, freeze_group),
+    ("09.freeze_group", freeze_group_nothing, freeze_group),
+    ("09.freeze_group", freeze_group_inverted, freeze_group),
+    ("09.freeze_group", freeze_group_default_keystr, freeze_group),
+    ("09.split_by_mask", split_by_mask_swapped, split_by_mask),
+    ("09.split_by_mask", split_by_mask_zeros, split_by_mask),
+    ("09.split_by_mask", split_by_mask_dropping, split_by_mask),
+    ("09.split_by_mask", split_by_mask_one, split_by_mask),
+    ("09.group_sgd", group_sgd_first_rate, group_sgd_by_group),
+    ("09.group_sgd", group_sgd_uphill, group_sgd),
+    ("09.group_sgd", group_sgd_second_key, group_sgd_by_group),
+    ("09.group_sgd", group_sgd_by_default_keystr, group_sgd_by_group),
+    ("09.count_by_group", count_by_group_from_paths_only, count_by_group),
+    ("09.count_by_group", count_by_group_leaves, count_by_group),
+    ("09.count_by_group", count_by_group_last_key, count_by_group),
+]
+
+
 class TestLesson09(LessonChecks):
     ids = LESSON_09
     points = 11
     right = RIGHT
     wrong = WRONG
+    fixed = FIXED
     # Written differently (flatten/unflatten, the key classes, optax): fair grading accepts them.
     also_right = [
         ("09.decay_mask", decay_mask_by_flatten),

@@ -1,0 +1,112 @@
+"""What a check and ``ready`` tell a workshop room: the events, captured where they are sent (no
+room needed; tests/checks/test_room_client.py sends them to a stand-in room)."""
+
+from __future__ import annotations
+
+import zlib
+from typing import Any
+
+import jax
+import pytest
+from test_checks_lesson01 import (
+    count_forgetting_return,
+    count_leaves,
+    count_params,
+    count_with_none,
+)
+
+from course_lib.checks import _selfcheck, check, ready
+
+pytestmark = pytest.mark.usefixtures("fresh_checks")
+
+
+@pytest.fixture
+def sent(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
+    """The events checks hand to the room, in order."""
+    events: list[dict[str, Any]] = []
+    monkeypatch.setattr(_selfcheck, "send_event", events.append)
+    return events
+
+
+def test_a_recognised_mistake_is_sent_with_its_id_its_idea_and_the_step_shown(
+    sent: list[dict[str, Any]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    for _ in range(3):
+        check("01.count_params", count_leaves)
+    check("01.count_params", count_with_none)
+    capsys.readouterr()
+    assert [(e["kind"], e["exercise"], e["outcome"], e["hint"]) for e in sent] == [
+        ("check", "01.count_params", "incorrect", step) for step in (0, 1, 2, 0)
+    ]
+    ids = [event["mistake"] for event in sent]
+    assert ids[0] == ids[1] == ids[2] != ids[3]
+    for event in sent:
+        assert event["mistake"].isascii() and len(event["mistake"]) <= 40
+        assert 0 < len(event["idea"]) <= 300
+    assert sent[0]["idea"].startswith("A parameter is one entry of an array")
+    assert sent[3]["idea"].startswith("None is an empty subtree")
+
+
+def test_a_mistake_has_the_same_id_in_every_run(sent: list[dict[str, Any]]) -> None:
+    """The id comes from the exercise and the mistake's idea, never from the process."""
+    check("01.count_params", count_leaves)
+    assert sent[0]["mistake"] == f"01.count_params/{zlib.crc32(sent[0]['idea'].encode()):08x}"
+
+
+def test_no_mistake_is_named_where_none_was_recognised(sent: list[dict[str, Any]]) -> None:
+    """A missing ``return`` gets the exercise's own hints, and a right answer none."""
+    check("01.count_params", count_forgetting_return)
+    check("01.count_params", count_params)
+    assert [set(event) for event in sent] == [{"kind", "exercise", "outcome", "hint"}] * 2
+    assert [event["outcome"] for event in sent] == ["incorrect", "passed"]
+
+
+def test_a_check_that_cannot_judge_sends_an_error_then_raises(
+    sent: list[dict[str, Any]],
+) -> None:
+    with pytest.raises(KeyError, match="no exercise '01.count_parameters'"):
+        check("01.count_parameters", count_params)
+    assert sent == [
+        {"kind": "check", "exercise": "01.count_parameters", "outcome": "error", "hint": 0}
+    ]
+
+
+def test_ready_sends_the_version_the_backend_and_no_reason(
+    sent: list[dict[str, Any]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    ready()
+    assert sent == [
+        {
+            "kind": "ready",
+            "outcome": "passed",
+            "jax": jax.__version__,
+            "backend": jax.default_backend(),
+            "reason": "",
+        }
+    ]
+    assert capsys.readouterr().out.startswith(f"Ready: JAX {jax.__version__}")
+
+
+def test_ready_never_raises_when_jax_has_no_backend(
+    sent: list[dict[str, Any]],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """As with JAX_PLATFORMS=cuda on a machine without CUDA: asking for the backend raises."""
+
+    def no_backend() -> str:
+        raise RuntimeError("Unknown backend: 'cuda' requested, but no platforms are found.\nmore")
+
+    monkeypatch.setattr(jax, "default_backend", no_backend)
+    ready()
+    reason = "RuntimeError: Unknown backend: 'cuda' requested, but no platforms are found."
+    assert sent == [
+        {
+            "kind": "ready",
+            "outcome": "error",
+            "jax": jax.__version__,
+            "backend": "",
+            "reason": reason,
+        }
+    ]
+    assert capsys.readouterr().out == f"Not ready: JAX {jax.__version__} here failed: {reason}\n"
