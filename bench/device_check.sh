@@ -1,24 +1,38 @@
 #!/usr/bin/env bash
-# The course on a GPU machine with its own (newer) JAX and no package index: the course's only
-# check on the newest JAX. One call of the device tool, well inside its 10 minutes:
+# The course on a device machine with its own JAX and no package index of ours: the course's only
+# check on an accelerator and on the newest JAX. One call of the device tool, well inside its 10
+# minutes:
 #
-#   here:   bash bench/device_wheels.sh                  # the Jupyter wheels, into .whl/
+#   here:   bash bench/device_wheels.sh                  # a GPU machine's wheels, into .whl/
+#           bash bench/device_wheels.sh tpu              # a TPU machine's (Python 3.11)
 #   device: run  command="bash bench/device_check.sh"  carry=[".whl"]  timeout_s=590
 #
-# 1. Says what the machine has (GPU, Python, JAX) and installs the wheels of .whl/ and the course
-#    into a folder of their own on PYTHONPATH (pip --target, --no-deps, --no-index): the machine's
-#    own packages, JAX first, are never touched, and the script checks that JAX is the same after.
-# 2. Runs course_lib's in-process tests and doctests (what `make compat` runs on other JAX
-#    releases), on all the machine's cores.
-# 3. Runs every lesson and solution from a fresh kernel each, with COURSE_STRICT_CHECKS=1 (any cell
-#    that raises unless tagged, or any self-check that does not pass, is a failure), timed by
-#    bench/bench_lessons.py on the GPU: the cells' seconds against the 8 s goal, and the slowest.
-#    With DEVICE_CHECK_CPU=1 the same again on the machine's CPU backend, for comparison.
+# 1. Says what the machine has (accelerator, Python, JAX) and installs the wheels of .whl/ into a
+#    folder of their own on PYTHONPATH (pip --target, --no-deps, --no-index), the course being this
+#    checkout: the machine's own packages, JAX first, are never touched, and the script checks that
+#    JAX is the same after.
+# 2. Runs every lesson and solution with COURSE_STRICT_CHECKS=1 (any cell that raises unless
+#    tagged, or any self-check that does not pass, is a failure), timed by bench/bench_lessons.py:
+#    the cells' seconds against the 8 s goal, and the slowest. On a GPU each runs in a fresh
+#    kernel; on a TPU, whose machine allows no inet socket and so starts no kernel, all run in one
+#    IPython shell (--in-process), the backend's start timed apart. With DEVICE_CHECK_CPU=1 the
+#    same again on the machine's CPU backend, for comparison.
+# 3. The SGD bench (bench/bench_sgd.py, without its training step): FlatTree's update against
+#    one buffer's, on the accelerator.
+# 4. Runs course_lib's in-process tests (what `make compat` runs on other JAX releases), the
+#    tables of right and wrong answers among them: on a GPU all of them and the doctests, on all
+#    the machine's cores; on a TPU the self-checks' and the core's, in one process, since one
+#    program at a time may hold the chip, for what is left of the call (a test's line each).
+#    Each step has its own limit, DEVICE_CHECK_{LESSONS,BENCH,TESTS}_S (150, 130, 240 s), so that
+#    the call ends inside its ten minutes with the logs of every step. On the TPU v5e the lessons
+#    took 120 s (the chip's start 10 s of it) and the self-checks' tests about 0.6 s each, so the
+#    tests of lessons 06 to 08, judging, the kit and the guard (295) fit, not all 900.
 #
 # Logs go to $OUT (the device tool's folder that comes back): device_check.log, tests.log,
-# lessons-BACKEND.md (lessons-gpu.md, and lessons-cpu.md). Elsewhere, OUT defaults to build/device-check/. Without a
-# GPU the same steps run on the CPU backend (a review of the script, not a GPU check), and with
-# DEVICE_CHECK_WHEELS=none they use the Python given as PYTHON with what it already has.
+# lessons-BACKEND.md (lessons-tpu.md, and lessons-cpu.md), bench_sgd.json. Elsewhere, OUT defaults
+# to build/device-check/. Without an accelerator the same steps run on the CPU backend (a review of
+# the script, not a device check); DEVICE_CHECK_IN_PROCESS=1 runs them the TPU's way there, and
+# with DEVICE_CHECK_WHEELS=none they use the Python given as PYTHON with what it already has.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-build/device-check}
@@ -31,24 +45,30 @@ jax_version() { "$PYTHON" -c 'import jax, jaxlib; print(jax.__version__, jaxlib.
 
 step "the machine"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null \
-    || echo "no NVIDIA GPU: the steps below run on the CPU backend"
+    || echo "no NVIDIA GPU"
 "$PYTHON" --version
 before=$(jax_version) || { echo "device_check: $PYTHON cannot import JAX"; exit 2; }
 echo "jax, jaxlib: $before"
-"$PYTHON" -c 'import jax; print("backend:", jax.default_backend(), jax.devices())'
+"$PYTHON" -c 'import jax; print("backend:", jax.default_backend(), jax.devices())' 2>&1 \
+    | grep -v hugepages | tee "$OUT/backend.txt"
+backend=$(sed -n 's/^backend: \([a-z]*\).*/\1/p' "$OUT/backend.txt")
+# A TPU chip admits one program at a time and its machine no kernel: one process, no kernels.
+in_process=${DEVICE_CHECK_IN_PROCESS:-$([ "$backend" = tpu ] && echo 1 || echo 0)}
+echo "the steps below run on the $backend backend$([ "$in_process" = 1 ] && echo ', in one process each, no kernels')"
 
 step "install the Jupyter wheels and the course, beside the machine's packages"
 if [ "${DEVICE_CHECK_WHEELS:-carried}" != none ]; then
     ls .whl/*.whl >/dev/null 2>&1 || { echo "device_check: no .whl/: run bench/device_wheels.sh here first and carry .whl"; exit 2; }
     site=${TMPDIR:-/tmp}/course-device-site
     rm -rf "$site"
-    "$PYTHON" -m pip install --quiet --no-index --no-deps --no-compile --no-cache-dir \
+    PIP_CONFIG_FILE=/dev/null "$PYTHON" -m pip install --isolated --quiet --no-index --no-deps --no-compile --no-cache-dir \
         --target "$site" .whl/*.whl || { echo "device_check: the wheels did not install"; exit 2; }
     # The course itself is this checkout, on the path (no build: no setuptools from an index).
     export PYTHONPATH="$site:$PWD${PYTHONPATH:+:$PYTHONPATH}"
 fi
 export JUPYTER_PLATFORM_DIRS=1 XLA_PYTHON_CLIENT_PREALLOCATE=false
-"$PYTHON" -c 'import course_lib, course_tools, ipykernel, nbclient; print("course_lib from", course_lib.__file__)' \
+needs=$([ "$in_process" = 1 ] && echo IPython, nbformat, optax, orbax.checkpoint || echo ipykernel, nbclient)
+"$PYTHON" -c "import course_lib, course_tools, $needs; print('course_lib from', course_lib.__file__)" \
     || { echo "device_check: the course does not import"; exit 2; }
 after=$(jax_version)
 if [ "$after" != "$before" ]; then
@@ -57,23 +77,42 @@ if [ "$after" != "$before" ]; then
 fi
 echo "JAX unchanged: $after"
 
-step "course_lib's in-process tests and doctests"
-# pytest-benchmark, on that image, warns under xdist; the tests turn warnings into errors.
-tests=$(find tests/core tests/viz tests/checks -name 'test_*.py' | sort)
-# shellcheck disable=SC2086
-"$PYTHON" -m pytest -p no:cacheprovider -p no:benchmark -q -n "$(nproc)" --dist loadfile \
-    -m "not browser" --doctest-modules course_lib $tests tests/test_layers.py \
-    >"$OUT/tests.log" 2>&1 || status=1
-tail -n 15 "$OUT/tests.log"
-
 run_lessons() {  # $1: the backend, as JAX names it
     step "every lesson and solution, strict checks, timed ($1)"
-    COURSE_STRICT_CHECKS=1 "$PYTHON" bench/bench_lessons.py | tee "$OUT/lessons-$1.md" || status=1
+    how=()
+    [ "$in_process" = 1 ] && how=(--in-process)
+    COURSE_STRICT_CHECKS=1 timeout "${DEVICE_CHECK_LESSONS_S:-150}" "$PYTHON" bench/bench_lessons.py \
+        "${how[@]}" 2>&1 | grep -v hugepages | tee "$OUT/lessons-$1.md" || status=1
 }
-run_lessons "$("$PYTHON" -c 'import jax; print(jax.default_backend())')"
+run_lessons "$backend"
 if [ "${DEVICE_CHECK_CPU:-0}" = 1 ]; then
     JAX_PLATFORMS=cpu run_lessons cpu
 fi
+
+step "the SGD bench ($backend)"
+timeout "${DEVICE_CHECK_BENCH_S:-130}" "$PYTHON" bench/bench_sgd.py --skip-train --budget 0.2 --min-calls 5 \
+    --json "$OUT/bench_sgd.json" 2>&1 | grep -v hugepages || status=1
+
+step "course_lib's in-process tests and doctests"
+if [ "$in_process" = 1 ]; then
+    # One process, which holds the chip: the self-checks' tests (the tables of right and wrong
+    # answers, judging, the kit and the guard) and course_lib's core, as many as the call's ten
+    # minutes hold; each test's line is logged as it ends, so a cut run still says what passed.
+    # Those an accelerator's arithmetic or devices have broken come first.
+    tests=$(ls tests/checks/test_checks_lesson0{6,7,8}.py tests/checks/test_judging.py \
+        tests/checks/test_guard.py tests/checks/test_kit.py \
+        tests/checks/test_checks_lesson0{1,2,3,4,5,9}.py tests/core/test_*.py)
+    how=(-v --durations=10)
+else
+    # pytest-benchmark, on the GPU image, warns under xdist; the tests turn warnings into errors.
+    tests="--doctest-modules course_lib $(find tests/core tests/viz tests/checks -name 'test_*.py' | sort) tests/test_layers.py"
+    how=(-q -n "$(nproc)" --dist loadfile)
+fi
+# shellcheck disable=SC2086
+timeout "${DEVICE_CHECK_TESTS_S:-240}" "$PYTHON" -m pytest -p no:cacheprovider -p no:benchmark \
+    -rfE "${how[@]}" -m "not browser" $tests >"$OUT/tests.log" 2>&1 || status=1
+grep -E "FAILED|ERROR|passed|failed" "$OUT/tests.log" | tail -n 25
+echo "tests logged: $(grep -c ' PASSED' "$OUT/tests.log") passed, $(grep -c ' FAILED' "$OUT/tests.log") failed"
 
 step "done: $([ $status = 0 ] && echo 'everything passed' || echo 'FAILURES above')"
 exit $status

@@ -43,15 +43,33 @@ from .._leaves import shorten
 MAX_FLAGS = 5
 _LINE_LIMIT = 120
 
-_LIBRARY_DIRS = tuple(
-    os.path.join(os.path.realpath(path), "")
-    for path in {
-        sys.prefix,
-        sys.base_prefix,
-        sys.exec_prefix,
-        os.path.dirname(os.path.dirname(__file__)),
-    }
-)
+
+def library_dirs(path: Iterable[str]) -> tuple[str, ...]:
+    """The folders whose code is a library's, not the learner's: Python's own prefixes,
+    ``course_lib``, and each folder of ``path`` that holds installed distributions (a
+    ``*.dist-info``), such as a machine's own JAX on ``PYTHONPATH``, outside ``sys.prefix``.
+
+    >>> os.path.join(os.path.realpath(sys.prefix), "") in library_dirs([])
+    True
+    """
+    installed = []
+    for folder in path:
+        with contextlib.suppress(OSError):  # "" is the current folder, the learner's own
+            if folder and any(name.endswith(".dist-info") for name in os.listdir(folder)):
+                installed.append(folder)
+    return tuple(
+        os.path.join(os.path.realpath(folder), "")
+        for folder in {
+            sys.prefix,
+            sys.base_prefix,
+            sys.exec_prefix,
+            os.path.dirname(os.path.dirname(__file__)),
+            *installed,
+        }
+    )
+
+
+_LIBRARY_DIRS = library_dirs(sys.path)
 # Cells of a kernel are files under ipykernel_<pid>/; code typed at a prompt or in a doctest is the
 # learner's too.
 _NOTEBOOK_FILES = (

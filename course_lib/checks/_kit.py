@@ -499,7 +499,7 @@ def judge_number(got: Any, expected: Any, case: Case) -> str | None:
             f"{describe(expected)}."
         )
     a, e = complex(np.asarray(got).item()), complex(np.asarray(expected).item())
-    if not np.isclose(a, e, rtol=1e-6, atol=1e-9):
+    if not np.isclose(a, e, rtol=JUDGE_RTOL, atol=JUDGE_ATOL):
         return f"returned {describe(to_python(got))}, expected {describe(to_python(expected))}."
     return None
 
@@ -531,7 +531,7 @@ def plain_difference(got: Any, expected: Any, where: str = "") -> str | None:
             return f"got {describe(got)}{at}, expected {describe(expected)}."
         if got.shape != expected.shape:
             return f"got shape {got.shape}{at}, expected {expected.shape}."
-        if not np.allclose(got, expected, rtol=1e-5, atol=1e-6, equal_nan=True):
+        if not np.allclose(got, expected, rtol=JUDGE_RTOL, atol=JUDGE_ATOL, equal_nan=True):
             return f"the values{at} differ from the expected ones."
         return None
     if type(got) is not type(expected):
@@ -565,13 +565,55 @@ def judge_equal(got: Any, expected: Any, case: Case) -> str | None:
     return plain_difference(got, expected)
 
 
-JUDGE_RTOL = 1e-5
-"""Relative tolerance of the self-checks' tree comparisons: ``cl.tree_allclose``'s own."""
-JUDGE_ATOL = 1e-6
-"""Absolute tolerance of the self-checks' tree comparisons, looser than the core's 1e-8: a
-learner's float32 code that sums in another order than the NumPy reference can differ by
-1e-7 near zero, and that is no mistake. NaN counts as equal to NaN there too: a NaN the
-reference also gives is not the learner's fault."""
+ROUNDINGS = {16: 2**2, 32: 2**7}
+"""Units in the last place a right answer's float may differ from the reference's, by the bits of
+its dtype. 32 bits (and 64: JAX computes in float32 unless x64 is on, so a float64 reference is
+met at float32's precision): another order of sums over a few thousand elements, and a dozen
+correctly rounded operations. 16 bits: XLA computes their arithmetic in float32 on every backend,
+so the difference is a few roundings to 16 bits."""
+APPROXIMATE_ULPS = 2**2
+"""Float32 units in the last place of one approximate operation: a TPU divides, takes square roots
+and powers and computes transcendentals to within a few ulps, not correctly rounded."""
+
+
+def float_tolerance(
+    *dtypes: Any, matmul: bool = False, amplification: float = 1.0, scale: float = 0.1
+) -> tuple[float, float]:
+    """``(rtol, atol)`` within which every right answer's floats match the reference's on every
+    backend: the course's one tolerance rule (CONTRIBUTING.md, "Comparing floats").
+
+    ``rtol`` is :data:`ROUNDINGS` ulps of the least precise float among ``dtypes`` (float32 when
+    none is given), plus ``amplification`` times :data:`APPROXIMATE_ULPS` float32 ulps: the
+    approximate operations, magnified by how much the computation magnifies a relative error of
+    its inputs (its condition number; ``1 / (1 - b2)`` for Adam's bias correction
+    ``1 - b2**count``). With ``matmul`` the answer went through a matrix product at JAX's default
+    precision where the reference did not (NumPy): a TPU multiplies float32 in one bfloat16 pass,
+    so the roundings are bfloat16's. ``atol`` is ``rtol * scale``, ``scale`` being the size of the
+    values the result is computed from: a result that cancels to near zero keeps their rounding.
+
+    >>> rtol, atol = float_tolerance()
+    >>> f"{rtol:.3g} {atol:.3g}", float_tolerance("float64") == (rtol, atol)
+    ('1.57e-05 1.57e-06', True)
+    >>> [f"{t:.3g}" for t in float_tolerance("bfloat16", scale=1.0)]
+    ['0.0313', '0.0313']
+    >>> f"{float_tolerance(matmul=True)[0]:.3g}"
+    '0.0313'
+    """
+    floats = [d for d in dtypes if jnp.issubdtype(d, jnp.floating)] or [np.float32]
+    if matmul:
+        floats.append(jnp.bfloat16)
+    f32 = float(jnp.finfo(np.float32).eps)
+    rounding = max(
+        ROUNDINGS[16] * float(jnp.finfo(d).eps) if jnp.finfo(d).bits == 16 else ROUNDINGS[32] * f32
+        for d in floats
+    )
+    rtol = rounding + amplification * APPROXIMATE_ULPS * f32
+    return rtol, rtol * scale
+
+
+JUDGE_RTOL, JUDGE_ATOL = float_tolerance()
+"""The self-checks' tolerances for float32 results (:func:`float_tolerance`'s rule). NaN counts as
+equal to NaN there: a NaN the reference also gives is not the learner's fault."""
 
 
 def structure_difference(

@@ -23,11 +23,14 @@ from jax.tree_util import keystr
 
 from .._leaves import is_namedtuple
 from ._kit import (
+    JUDGE_ATOL,
+    JUDGE_RTOL,
     Layer,
     Point,
     as_judged,
     dtyped_plain,
     error_text,
+    float_tolerance,
     float_tree,
     in_parts,
     input_changes,
@@ -85,8 +88,11 @@ def _structure_problem(mine: Any, theirs: Any, what: str) -> str | None:
 _leaf_judge = tree_judge()
 
 
-def _leaf_problem(mine: Any, theirs: Any, what: str) -> str | None:
-    problem = _leaf_judge(tree_plain(mine), tree_plain(theirs), Case(()))
+def _leaf_problem(
+    mine: Any, theirs: Any, what: str, tolerance: tuple[float, float] | None = None
+) -> str | None:
+    judge = _leaf_judge if tolerance is None else tree_judge(*tolerance)
+    problem = judge(tree_plain(mine), tree_plain(theirs), Case(()))
     return None if problem is None else f"{what}: {problem}"
 
 
@@ -98,11 +104,13 @@ def _prefixed(at: str, problem: str | Mistake) -> str | Mistake:
 
 
 def _matching_mistake(
-    mine: Any, variants: Sequence[tuple[Mistake, Callable[[], Any]]]
+    mine: Any,
+    variants: Sequence[tuple[Mistake, Callable[[], Any]]],
+    tolerance: tuple[float, float] = (JUDGE_RTOL, JUDGE_ATOL),
 ) -> Mistake | None:
     """The mistake of the first wrong answer ``mine`` matches (``matching_variant``)."""
     found = matching_variant(
-        mine, [(str(i), build) for i, (_, build) in enumerate(variants)], rebuilt=True
+        mine, [(str(i), build) for i, (_, build) in enumerate(variants)], *tolerance, rebuilt=True
     )
     return None if found is None else variants[int(found)][0]
 
@@ -569,6 +577,16 @@ def _adam_step(
     return new, AdamState(count, mu, nu)
 
 
+def adam_tolerance(lr: Any, b1: float = 0.9, b2: float = 0.999) -> tuple[float, float]:
+    """The tolerance rule (:func:`float_tolerance`) for an Adam step's result: float32's, plus
+    ``lr`` times the error of the step ``m_hat / (sqrt(v_hat) + eps)``, of size about 1, whose bias
+    corrections ``1 - b**count`` magnify the error of an approximate power by up to
+    ``1 / (1 - b)`` (a TPU's power is a few ulps off: 3e-5 at ``lr=0.1``)."""
+    rtol, atol = float_tolerance()
+    step_rtol, _ = float_tolerance(amplification=1 / (1 - max(b1, b2)))
+    return rtol, atol + abs(float(lr)) * step_rtol
+
+
 def _adam_variant(
     params: Any,
     grads: Any,
@@ -729,13 +747,14 @@ def _judge_adam(got: Any, expected: Any, case: Case) -> str | Mistake | None:
         if problem is not None:
             return _prefixed(at, problem)
         count, want_count = int(mine[1].count), int(theirs[1].count)
-        if trees_close(mine, theirs):
-            text = _leaf_problem(mine, theirs, "the result")
+        tolerance = adam_tolerance(lr, kwargs.get("b1", 0.9), kwargs.get("b2", 0.999))
+        if trees_close(mine, theirs, *tolerance):
+            text = _leaf_problem(mine, theirs, "the result", tolerance)
             if text is not None:
                 return at + text
             params, state = theirs[0], AdamState(*theirs[1])
             continue
-        if count == want_count - 1 and trees_close(mine[0], theirs[0]):
+        if count == want_count - 1 and trees_close(mine[0], theirs[0], *tolerance):
             return Mistake(
                 f"{at}the params are right, but the new state's count is {count}, expected "
                 f"{want_count}.",
@@ -749,7 +768,7 @@ def _judge_adam(got: Any, expected: Any, case: Case) -> str | Mistake | None:
             (mistake, functools.partial(_adam_variant, params, grads, state, lr, **kwargs, **flags))
             for flags, mistake in _ADAM_VARIANTS
         ]
-        found = _matching_mistake(mine, variants)
+        found = _matching_mistake(mine, variants, tolerance)
         if found:
             return _prefixed(at, found)
         if count != want_count:
@@ -759,7 +778,8 @@ def _judge_adam(got: Any, expected: Any, case: Case) -> str | Mistake | None:
                 "count = state.count + 1, returned in the new state.",
             )
         return at + (
-            _leaf_problem(mine, theirs, "the result") or "the result differs from the expected one."
+            _leaf_problem(mine, theirs, "the result", tolerance)
+            or "the result differs from the expected one."
         )
     if len(got) < len(expected):
         return f"stopped after step {len(got)} of {len(expected)}."
@@ -1521,18 +1541,24 @@ _JIT_ONLY = (
 )
 
 
-def _train_tolerance(*dtypes: str) -> tuple[float, float]:
-    """How close a value must come, set by the least precise dtype among those that produced it."""
-    return (
-        (5e-2, 5e-2) if any(dtype in ("bfloat16", "float16") for dtype in dtypes) else (1e-4, 1e-5)
-    )
+def _train_tolerance(steps: int, beta: float, *dtypes: str) -> tuple[float, float]:
+    """The tolerance rule (:func:`float_tolerance`) for a training loop's outputs, set by the least
+    precise dtype among those that produced them: each of the ``steps`` steps rounds, and the
+    velocity carries each step's error into the later ones with a weight of up to
+    ``1 / (1 - beta)``. Params and losses are of size about 1."""
+    return float_tolerance(*dtypes, amplification=steps / (1 - beta), scale=1.0)
 
 
 def _compare_record(
-    mine: dict[str, Any], theirs: dict[str, Any], what: str, computed_from: tuple[str, ...] = ()
+    mine: dict[str, Any],
+    theirs: dict[str, Any],
+    what: str,
+    loop: tuple[int, float],
+    computed_from: tuple[str, ...] = (),
 ) -> tuple[str, str | Mistake] | None:
     """Compare one output with the reference's: ``None``, or what kind of difference it is
-    (``"structure"``, ``"dtype"``, ``"shape"``, ``"values"``) with what to say. ``computed_from``
+    (``"structure"``, ``"dtype"``, ``"shape"``, ``"values"``) with what to say. ``loop`` is the
+    training loop's steps and beta (:func:`_train_tolerance`); ``computed_from``
     names the dtypes the output was computed from (the losses come from the params: bfloat16
     params give float32 losses with bfloat16 rounding)."""
     a, e = rebuild_tree(mine["tree"]), rebuild_tree(theirs["tree"])
@@ -1563,7 +1589,7 @@ def _compare_record(
         theirs["dtypes"], jax.tree.leaves(a), jax.tree.leaves(e), strict=True
     ):
         where = f"{what}: the leaf {path}" if path else what
-        rtol, atol = _train_tolerance(dtype, *computed_from)
+        rtol, atol = _train_tolerance(*loop, dtype, *computed_from)
         x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
         if x.shape != y.shape:
             return "shape", f"{where} has shape {x.shape}, expected {y.shape}."
@@ -1615,7 +1641,11 @@ def _judge_train(got: Any, expected: Any, case: Case) -> str | Mistake | None:
     param_dtypes = tuple(dtype for _, dtype in expected["params"]["dtypes"])
     for what, key in (("params", "params"), ("the velocity", "velocity"), ("losses", "losses")):
         compared = _compare_record(
-            got[key], expected[key], what, param_dtypes if key == "losses" else ()
+            got[key],
+            expected[key],
+            what,
+            (steps, float(case.args[4])),
+            param_dtypes if key == "losses" else (),
         )
         if compared is None:
             continue

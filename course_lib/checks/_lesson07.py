@@ -13,13 +13,14 @@ its stand-in, so the grader needs no devices of its own:
   (a sharded init, a checkpoint restore); those probes record specs and axis names, never sizes.
 """
 
+import contextlib
 import functools
 import logging
 import math
 import re
 import shutil
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,7 +34,7 @@ from jax.tree_util import keystr
 
 from .._leaves import leaf_nbytes, leaf_size
 from .._paths import leaf_name
-from ._kit import Layer, Point, as_float32, random_array
+from ._kit import JUDGE_ATOL, JUDGE_RTOL, Layer, Point, as_float32, random_array
 from ._plain import describe
 from ._spec import Case, Exercise, Mistake
 
@@ -100,22 +101,26 @@ def _paths(tree: Any) -> list[str]:
 
 
 def _structure_hint(got: dict[str, Any], expected: dict[str, Any], what: str) -> str | None:
-    """When the trees' structures differ: the key paths only one of them has, or both structures."""
+    """When the trees' structures differ: at most two key paths that only one of them has, one a
+    line, with how many more there are; or else both structures."""
     if got["structure"] == expected["structure"]:
         return None
     mine, theirs = got["paths"], expected["paths"]
-    missing = [p for p in theirs if p not in mine]
-    extra = [p for p in mine if p not in theirs]
+    differing = [
+        (kind, paths)
+        for kind, paths in (
+            ("missing", [p for p in theirs if p not in mine]),
+            ("unexpected", [p for p in mine if p not in theirs]),
+        )
+        if paths
+    ]
     lines = [f"{what} does not have the structure of the input tree:"]
-    if missing:
-        lines.append(
-            f"  missing leaves at {', '.join(missing[:4])}" + (" ..." if len(missing) > 4 else "")
-        )
-    if extra:
-        lines.append(
-            f"  unexpected leaves at {', '.join(extra[:4])}" + (" ..." if len(extra) > 4 else "")
-        )
-    if not (missing or extra):
+    for kind, paths in differing:
+        shown = 2 // len(differing)
+        lines += [f"  {kind} leaf at {path}" for path in paths[:shown]]
+        if len(paths) > shown:
+            lines[-1] += f" (and {len(paths) - shown} more {kind})"
+    if not differing:
         lines += [f"  yours:    {got['structure']}", f"  expected: {expected['structure']}"]
     return "\n".join(lines)
 
@@ -1023,7 +1028,7 @@ def _layout_problem(
         )
     if mine["dtype"] != theirs["dtype"]:
         return f"the leaf at {path} has dtype {mine['dtype']}, expected {theirs['dtype']}."
-    if not np.allclose(mine["value"], theirs["value"], rtol=1e-5, atol=1e-6):
+    if not np.allclose(mine["value"], theirs["value"], rtol=JUDGE_RTOL, atol=JUDGE_ATOL):
         return Mistake(
             f"the values at {path} are not those init(key) gives for the key passed in.",
             "init is a function of its key: the same key gives the same parameters, another key "
@@ -1149,6 +1154,29 @@ def _restore_cases(rng: np.random.Generator) -> list[Case]:
     return cases
 
 
+@contextlib.contextmanager
+def devices_default_to_cpu() -> Iterator[None]:
+    """While it lasts, ``jax.devices()`` and ``jax.local_devices()`` name the CPU's devices, those
+    of the lesson's meshes, whatever the default backend.
+
+    Orbax rebuilds a checkpoint's saved layout from ``jax.devices()``: on a TPU, a restore without
+    a target would look for the 8 CPU devices of the lesson's mesh among the chip's one and stop
+    with "Topology mismatch" instead of restoring as it does on a CPU.
+    """
+    if jax.default_backend() == "cpu":
+        yield
+        return
+    devices, local_devices = jax.devices, jax.local_devices
+    jax.devices = lambda backend=None: devices(backend or "cpu")
+    jax.local_devices = lambda process_index=None, backend=None, host_id=None: local_devices(
+        process_index, backend or "cpu", host_id
+    )
+    try:
+        yield
+    finally:
+        jax.devices, jax.local_devices = devices, local_devices
+
+
 def _restore_probe(fn: Callable[..., Any], case: Case) -> Any:
     import orbax.checkpoint as ocp
 
@@ -1167,7 +1195,8 @@ def _restore_probe(fn: Callable[..., Any], case: Case) -> Any:
         checkpointer.save(folder / "checkpoint", placed)
         checkpointer.wait_until_finished()
         absl.setLevel(logging.CRITICAL)  # Orbax logs pages of errors before it raises
-        result = fn(str(folder / "checkpoint"), abstract, shardings)
+        with devices_default_to_cpu():
+            result = fn(str(folder / "checkpoint"), abstract, shardings)
     finally:
         absl.setLevel(level)
         shutil.rmtree(folder, ignore_errors=True)
@@ -1235,7 +1264,7 @@ def _judge_restore(got: Any, expected: Any, case: Case) -> str | Mistake | None:
                 "jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=...) for each leaf, and pass "
                 "that tree to StandardCheckpointer().restore.",
             )
-        if not np.allclose(mine["value"], theirs["value"]):
+        if not np.allclose(mine["value"], theirs["value"], rtol=JUDGE_RTOL, atol=JUDGE_ATOL):
             return f"the values at {path} are not those saved."
     return None
 
@@ -1262,7 +1291,7 @@ RESTORE_RESHARDED = Exercise(
             "sharding=...), then ocp.StandardCheckpointer().restore(path, target)."
         ),
     ),
-    reread="07 Checkpoints of sharded trees",
+    reread="07 Pitfall 17: a sharding tree must match the tree, or be a prefix of it",
     mistakes=(
         "restores into the layout the checkpoint was saved with",
         "returns NumPy arrays instead of `jax.Array`s",

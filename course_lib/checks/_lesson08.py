@@ -24,6 +24,7 @@ from ._kit import (
     Point,
     dtyped_plain,
     error_text,
+    float_tolerance,
     in_parts,
     input_changes,
     matching_variant,
@@ -35,8 +36,11 @@ from ._kit import (
 from ._plain import describe, rebuild_tree
 from ._spec import Case, Exercise, Mistake
 
-_close = tree_judge(rtol=1e-4, atol=1e-5, dtypes=False)
-_close_bf16 = tree_judge(rtol=2e-2, atol=2e-2, dtypes=False)
+_FLOAT32 = float_tolerance()
+_BFLOAT16 = float_tolerance("bfloat16", scale=1.0)
+"""The tolerance rule for this lesson's bfloat16 results, computed from values of size about 1."""
+_close = tree_judge(*_FLOAT32, dtypes=False)
+_close_bf16 = tree_judge(*_BFLOAT16, dtypes=False)
 
 
 def _fails(result: Any) -> bool:
@@ -242,7 +246,8 @@ def _judge_guarded(got: Any, expected: Any, case: Case) -> str | Mistake | None:
                 "The step is safe only when every entry of every gradient leaf is finite: one "
                 "NaN or inf anywhere, in any leaf, means skip.",
                 "Reduce jnp.all(jnp.isfinite(g)) over every leaf g of jax.tree.leaves(grads) to "
-                "one boolean, and let skipped be its negation.",
+                "one boolean, finite; let lax.cond(finite, step_branch, skip_branch, params) give "
+                "the new params, and return ~finite as skipped.",
             )
         return "skipped is True, but every gradient is finite."
     if expected["skipped"]:
@@ -581,9 +586,9 @@ def _judge_clip(got: Any, expected: Any, case: Case) -> str | Mistake | None:
                 else f"a {backward['kind']}"
             )
             return Mistake(
-                "jax.grad refused what the backward rule gave it. Called on its own, yours "
-                f"returns {what}, not a tuple of {backward['wanted']} cotangents.\n  "
-                f"({text[:260]})",
+                f"jax.grad raised {text.split(':', 1)[0]}, refusing what the backward rule gave "
+                f"it. Called on its own, yours returns {what}, not a tuple of "
+                f"{backward['wanted']} cotangents.",
                 "A backward rule returns a tuple with one cotangent per argument of the primal "
                 "function, in order, even for an argument that gets no gradient (Pitfall 22).",
                 "Return a pair from the backward rule: the clipped tree for params, and None for "
@@ -623,8 +628,7 @@ def _judge_clip(got: Any, expected: Any, case: Case) -> str | Mistake | None:
     kind = matching_variant(
         mine,
         _clip_variants(raw64, limit),
-        rtol=2e-2 if bf16 else 1e-4,
-        atol=2e-2 if bf16 else 1e-5,
+        *(_BFLOAT16 if bf16 else _FLOAT32),
     )
     if kind and _close(got["grads"]["tree"], expected["grads"]["tree"], case) is not None:
         if kind == "raw":
@@ -742,7 +746,13 @@ def _ensemble_probe(fn: Callable[..., Any], case: Case) -> Any:
         mine = _raised(lambda: fn(*square))
         mapped = None
         if not _fails(mine):
-            mapped = matching_variant(np.asarray(mine, np.float64), _square_variants(*square))
+            # NumPy's products against the learner's, at JAX's default precision (a TPU's is
+            # bfloat16's): the tolerance rule for a matrix product.
+            mapped = matching_variant(
+                np.asarray(mine, np.float64),
+                _square_variants(*square),
+                *float_tolerance(matmul=True, scale=1.0),
+            )
         return {**result, "mapped": mapped}
     if result is None:
         return result
@@ -906,8 +916,9 @@ def _judge_updates(got: Any, expected: Any, case: Case) -> str | Mistake | None:
     wrong_sign = jax.tree.map(
         lambda lr, sub: jax.tree.map(lambda g: lr * np.asarray(g, np.float64), sub), lrs, grads
     )
-    tol = 2e-2 if case.info["bf16"] else 1e-5
-    uphill = matching_variant(mine, [("uphill", lambda: wrong_sign)], rtol=tol, atol=tol)
+    uphill = matching_variant(
+        mine, [("uphill", lambda: wrong_sign)], *(_BFLOAT16 if case.info["bf16"] else _FLOAT32)
+    )
     if uphill and _close(got["tree"], expected["tree"], case) is not None:
         return Mistake(
             "the updates point uphill: each is lr * g, the opposite of a step that lowers the "

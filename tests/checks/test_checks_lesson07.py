@@ -19,7 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 import orbax.checkpoint as ocp
 import pytest
-from exercise_support import LessonChecks, has_none
+from exercise_support import LessonChecks, check_output, has_none
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
@@ -119,15 +119,16 @@ def shardings_as_specs(params, rules, mesh):
 
 
 def shardings_on_own_mesh(params, rules, mesh):
-    own = jax.make_mesh(
-        (8,), ("x",), devices=jax.devices("cpu"), axis_types=(jax.sharding.AxisType.Explicit,)
-    )
-    return jax.tree.map(lambda leaf: NamedSharding(own, P()), params)
+    own = jax.make_mesh((2, 4), ("data", "model"), devices=jax.devices("cpu"))
+    return _rules_with(_first)(params, rules, own)
 
 
 def shardings_dropping_none(params, rules, mesh):
     leaves = jax.tree_util.tree_leaves_with_path(params)
     return {jax.tree_util.keystr(path): NamedSharding(mesh, P()) for path, _ in leaves}
+
+
+shardings_by_first_fitting_rule = _rules_with(_first)
 
 
 # --- 07.bytes_per_device --------------------------------------------------------------------------
@@ -170,6 +171,13 @@ def bytes_as_text(tree):
     return f"{bytes_from_devices_map(tree)} bytes"
 
 
+def bytes_of_blocks(tree):
+    return sum(
+        math.prod(leaf.sharding.shard_shape(leaf.shape)) * np.dtype(leaf.dtype).itemsize
+        for leaf in jax.tree.leaves(tree)
+    )
+
+
 # --- 07.abstract_size -----------------------------------------------------------------------------
 
 
@@ -205,7 +213,19 @@ def abstract_size_swapped(init, key):
     return abstract_size_by_trace(init, key)[::-1]
 
 
+def abstract_size_by_eval_shape(init, key):
+    leaves = jax.tree.leaves(jax.eval_shape(init, key))
+    return (
+        sum(math.prod(s.shape) for s in leaves),
+        sum(math.prod(s.shape) * np.dtype(s.dtype).itemsize for s in leaves),
+    )
+
+
 # --- 07.sharded_init ------------------------------------------------------------------------------
+
+
+def sharded_init_with_out_shardings(init, key, shardings):
+    return jax.jit(init, out_shardings=shardings)(key)
 
 
 def sharded_init_wrapped(init, key, shardings):
@@ -270,11 +290,21 @@ def restore_as_numpy(path, abstract, shardings):
     return jax.tree.map(np.asarray, restore_by_flatten(path, abstract, shardings))
 
 
+def restore_into_a_target(path, abstract, shardings):
+    full = jax.tree.broadcast(shardings, abstract, is_leaf=lambda x: isinstance(x, NamedSharding))
+    target = jax.tree.map(
+        lambda s, sharding: jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=sharding),
+        abstract,
+        full,
+    )
+    return ocp.StandardCheckpointer().restore(path, target)
+
+
 RIGHT: dict[str, Callable[..., Any]] = {
     "07.shardings_from_rules": shardings_by_flatten,
     "07.bytes_per_device": bytes_from_devices_map,
     "07.abstract_size": abstract_size_by_trace,
-    "07.sharded_init": sharded_init_wrapped,
+    "07.sharded_init": sharded_init_with_out_shardings,
     "07.restore_resharded": restore_by_flatten,
 }
 
@@ -329,14 +359,44 @@ WRONG: list[tuple[str, Callable[..., Any], str]] = [
 ]
 
 
+# Each wrong answer with the fix its last hint gives, applied as written. shardings_dropping_none
+# holds two mistakes (SEVERAL_MISTAKES).
+FIXED: list[tuple[str, Callable[..., Any], Callable[..., Any]]] = [
+    ("07.shardings_from_rules", shardings_last_rule, shardings_by_first_fitting_rule),
+    ("07.shardings_from_rules", shardings_ignoring_rank, shardings_by_first_fitting_rule),
+    ("07.shardings_from_rules", shardings_with_match, shardings_by_first_fitting_rule),
+    ("07.shardings_from_rules", shardings_default_keystr, shardings_by_first_fitting_rule),
+    ("07.shardings_from_rules", shardings_as_specs, shardings_by_first_fitting_rule),
+    ("07.shardings_from_rules", shardings_on_own_mesh, shardings_by_first_fitting_rule),
+    ("07.bytes_per_device", bytes_of_whole_tree, bytes_of_blocks),
+    ("07.bytes_per_device", bytes_divided_by_devices, bytes_of_blocks),
+    ("07.bytes_per_device", bytes_at_four_per_element, bytes_of_blocks),
+    ("07.bytes_per_device", bytes_of_arrays_only, bytes_of_blocks),
+    ("07.bytes_per_device", bytes_as_text, bytes_from_devices_map),
+    ("07.abstract_size", abstract_size_by_running, abstract_size_by_eval_shape),
+    ("07.abstract_size", abstract_size_by_jit, abstract_size_by_eval_shape),
+    ("07.abstract_size", abstract_size_four_bytes, abstract_size_by_eval_shape),
+    ("07.abstract_size", abstract_size_leaves, abstract_size_by_eval_shape),
+    ("07.abstract_size", abstract_size_swapped, abstract_size_by_trace),
+    ("07.sharded_init", sharded_init_eager_then_put, sharded_init_with_out_shardings),
+    ("07.sharded_init", sharded_init_jit_then_put, sharded_init_with_out_shardings),
+    ("07.sharded_init", sharded_init_unsharded, sharded_init_with_out_shardings),
+    ("07.sharded_init", sharded_init_other_key, sharded_init_with_out_shardings),
+    ("07.restore_resharded", restore_saved_layout, restore_into_a_target),
+    ("07.restore_resharded", restore_as_numpy, restore_by_flatten),
+]
+
+
 class TestLesson07(LessonChecks):
     ids = LESSON_07
     points = 13
     right = RIGHT
     wrong = WRONG
+    fixed = FIXED
     # Roundabout answers that still give the right tree in the right shardings: fair grading accepts
     # them.
     also_right = [
+        ("07.sharded_init", sharded_init_wrapped),
         ("07.sharded_init", sharded_init_after_eval_shape),
         ("07.restore_resharded", restore_then_put),
     ]
@@ -405,3 +465,28 @@ def test_stand_ins_are_used_only_without_the_devices(monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(_lesson07, "enough_devices", lambda count: count <= 1)
     assert isinstance(_lesson07.plan_mesh((2, 4), ("data", "model")), jax.sharding.AbstractMesh)
     assert dict(_lesson07.run_mesh((2, 4), ("data", "model")).shape) == {"data": 1, "model": 1}
+
+
+@pytest.mark.parametrize(
+    ("answer", "said"),
+    [
+        (restore_then_put, "07.restore_resharded: passed"),
+        (restore_saved_layout, "the layout it was saved with"),
+    ],
+)
+def test_restore_is_judged_on_the_cpu_mesh_when_an_accelerator_is_the_default(
+    answer: Callable[..., Any],
+    said: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """With a TPU as JAX's default backend, jax.devices() names its one chip, and Orbax, which
+    rebuilds a saved layout from jax.devices(), stopped with "Topology mismatch" on the lesson's 8
+    CPU devices; the probe shows Orbax the CPU's devices, so restores answer as on a CPU."""
+    devices = jax.devices
+    monkeypatch.setattr(jax, "default_backend", lambda: "tpu")
+    monkeypatch.setattr(
+        jax, "devices", lambda backend=None: devices(backend)[: 1 if backend is None else None]
+    )
+    out = check_output("07.restore_resharded", answer, capsys)
+    assert said in out, out

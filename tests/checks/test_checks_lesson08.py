@@ -221,6 +221,50 @@ def scaled_updates(lrs: Any, grads: Any) -> Any:
     )
 
 
+# --- each wrong answer with the fix its last hint gives, applied as written ---------------------
+
+
+def scan_returning_the_carry(layers: list[Any], h: Any) -> Any:
+    stacked = jax.tree.map(lambda *leaves: jnp.stack(leaves), *layers)
+
+    def body(h: Any, p: Any) -> Any:
+        h = jnp.tanh(h @ p["w"] + p["b"])
+        return h, h
+
+    return lax.scan(body, h, stacked)[0]
+
+
+def updates_mapping_lrs_first(lrs: Any, grads: Any) -> Any:
+    return jax.tree.map(lambda lr, sub: jax.tree.map(lambda g: -lr * g, sub), lrs, grads)
+
+
+def updates_cast_back(lrs: Any, grads: Any) -> Any:
+    return jax.tree.map(
+        lambda lr, sub: jax.tree.map(lambda g: (-jnp.float32(lr) * g).astype(g.dtype), sub),
+        lrs,
+        grads,
+    )
+
+
+# guarded_with_python_if holds two mistakes (SEVERAL_MISTAKES).
+FIXED: list[tuple[str, Any, Any]] = [
+    ("08.guarded_step", guarded_without_cast, guarded_step),
+    ("08.guarded_step", guarded_branch_of_leaves, guarded_step),
+    ("08.guarded_step", guarded_always_steps, guarded_step),
+    ("08.scan_layers", scan_python_loop, scan_layers),
+    ("08.scan_layers", scan_with_one_bias, scan_layers),
+    ("08.scan_layers", scan_returning_ys, scan_returning_the_carry),
+    ("08.clip_per_leaf", clip_bare_tree, clip_per_leaf),
+    ("08.clip_per_leaf", clip_forward_values, clip_per_leaf),
+    ("08.clip_per_leaf", clip_by_global_norm, clip_per_leaf),
+    ("08.ensemble_predict", ensemble_mapping_everything, ensemble_predict),
+    ("08.ensemble_predict", ensemble_members_last, ensemble_predict),
+    ("08.scaled_updates", updates_grads_first, updates_mapping_lrs_first),
+    ("08.scaled_updates", updates_uphill, scaled_updates),
+    ("08.scaled_updates", updates_in_float32, updates_cast_back),
+]
+
+
 class TestLesson08(LessonChecks):
     ids = LESSON_08
     points = 13
@@ -259,6 +303,7 @@ class TestLesson08(LessonChecks):
         ("08.scaled_updates", updates_uphill, "the updates point uphill"),
         ("08.scaled_updates", updates_in_float32, "has dtype float32, expected bfloat16"),
     )
+    fixed = FIXED
 
 
 def test_the_scan_check_reads_the_program_not_the_values() -> None:
@@ -328,3 +373,23 @@ def test_a_refusal_the_probes_cannot_explain_gets_the_error_only(
 
     out = check_output("08.ensemble_predict", ensemble_mapping_x_twice, capsys)
     assert "raised ValueError" in out and "over the member axis too" not in out, out
+
+
+def test_mapping_everything_is_told_at_a_tpus_matmul_precision(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """On a TPU a float32 product runs at JAX's default precision, one bfloat16 pass: the probe
+    that tells which mapping ran compares with NumPy's products within the tolerance rule's
+    allowance for that, and names the mistake as on a CPU."""
+
+    def ensemble_mapping_everything_in_bfloat16(params: Any, x: Any) -> Any:
+        def predict(p: Any, x: Any) -> Any:
+            rounded = (x.astype(jnp.bfloat16) @ p["member"]["w"].astype(jnp.bfloat16)).astype(
+                jnp.float32
+            )
+            return p["shared"]["scale"] * (rounded + p["member"]["b"])
+
+        return jax.vmap(predict, in_axes=(0, None))(params, x)
+
+    out = check_output("08.ensemble_predict", ensemble_mapping_everything_in_bfloat16, capsys)
+    assert "maps the shared scale over the member" in out, out

@@ -6,7 +6,9 @@ and these tests are about that module, so they import it.
 
 from __future__ import annotations
 
+import os
 import sys
+from pathlib import Path
 from typing import Any
 
 import jax
@@ -17,7 +19,7 @@ from test_checks_lesson01 import count_with_none
 
 import course_lib as cl
 from course_lib.checks import evaluate, get_exercise
-from course_lib.checks._guard import standing_in, watch
+from course_lib.checks._guard import library_dirs, standing_in, watch
 
 pytestmark = pytest.mark.usefixtures("fresh_checks")
 
@@ -129,3 +131,13 @@ def test_a_stand_in_is_the_courses_own_call_and_is_put_back() -> None:
     assert [flag["kind"] for flag in seen.flags] == [
         "reference"
     ]  # called by the learner, it counts
+
+
+def test_packages_installed_outside_pythons_prefix_are_libraries(tmp_path: Path) -> None:
+    """A TPU machine's own JAX lies in a folder on PYTHONPATH, outside sys.prefix: its calls into
+    NumPy are JAX's, not the learner's, so a folder of installed distributions is a library's."""
+    (tmp_path / "jax-0.10.2.dist-info").mkdir()
+    learners = tmp_path.parent / "homework"
+    dirs = library_dirs([str(tmp_path), str(learners)])
+    assert os.path.join(os.path.realpath(tmp_path), "") in dirs
+    assert not any(os.path.realpath(learners).startswith(d) for d in dirs)
