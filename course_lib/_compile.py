@@ -172,6 +172,15 @@ def _tidy(message: str) -> str:
     return message.replace("}https://", "} see https://")
 
 
+_TRACING_MISS = "TRACING CACHE MISS"
+_PERSISTENT_MISS = "PERSISTENT COMPILATION CACHE MISS"
+
+
+def _not_a_miss(record: logging.LogRecord) -> bool:
+    """A log filter: False for JAX's explanations of a cache miss, of either cache."""
+    return not record.getMessage().startswith((_TRACING_MISS, _PERSISTENT_MISS))
+
+
 class _Collect(logging.Handler):
     def __init__(self, into: list[str]):
         super().__init__(logging.DEBUG)
@@ -182,7 +191,7 @@ class _Collect(logging.Handler):
         # JAX_COMPILATION_CACHE_DIR, the grader's shared cache), JAX also logs each program missing
         # from it as "PERSISTENT COMPILATION CACHE MISS ... with key ...": no reason, and a key
         # that differs from machine to machine.
-        if record.getMessage().startswith("TRACING CACHE MISS"):
+        if record.getMessage().startswith(_TRACING_MISS):
             self.into.append(_tidy(record.getMessage()))
 
 
@@ -202,6 +211,11 @@ def capture_cache_misses() -> Iterator[list[str]]:
     messages: list[str] = []
     handler = _Collect(messages)
     logger = logging.getLogger("jax")
+    # JAX 0.7 and 0.8 give the "jax" logger a stream handler of their own, which would print each
+    # explanation a second time, raw: it hears everything else, but not the misses.
+    jax_own = list(logger.handlers)
+    for own in jax_own:
+        own.addFilter(_not_a_miss)
     logger.addHandler(handler)
     propagate = logger.propagate
     logger.propagate = False
@@ -211,3 +225,5 @@ def capture_cache_misses() -> Iterator[list[str]]:
     finally:
         logger.removeHandler(handler)
         logger.propagate = propagate
+        for own in jax_own:
+            own.removeFilter(_not_a_miss)

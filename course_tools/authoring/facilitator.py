@@ -1,20 +1,19 @@
 """The facilitator's guide: how to teach the course live, in a workshop, built from the lessons.
 
-``make navigation`` (`course_tools.authoring.navigation`) writes it twice from the same
-`LessonPlan` list: into ``README.md`` between the lines `GUIDE_BEGIN` and `GUIDE_END`
-(`readme_guide`), and as the website's page ``docs/facilitator.md`` (`site_page`). All of it comes
-from what the course keeps with its lessons, so it changes when they do:
+``make navigation`` (`course_tools.authoring.navigation`) writes it as the website's page
+``docs/facilitator.md`` (`site_page`) from a `LessonPlan` per lesson. All of it comes from what
+the course keeps with its lessons, so it changes when they do:
 
-* each lesson's title and outcome (the ones the lesson tables show), and its session length: an
-  HTML comment ``<!-- session: 45 min -->`` beside the outcome in the lesson's title cell
-  (`session_minutes`), the whole minutes it takes to teach the lesson and work its exercises.
-  Lesson 00 (`PRE_WORK`) has none: learners run it at home before the day;
-* the cells worth running in front of the room: code cells with the cell metadata
-  ``{"course": {"demo": "what it shows"}}`` (`demo_cells`);
-* the exercises with their points and the typical mistakes their checks recognise
-  (``course_lib.checks.Exercise.mistakes``);
-* a half-day and a full-day agenda worked out from the session lengths (`agenda`), and a
-  checklist for the room.
+* each lesson's title and outcome (the ones the lesson tables show), and its session: computed
+  from the lesson's live path by the rule of `course_tools.authoring.live_path` (words read, code
+  cells run, each core exercise's minutes), never typed. Lesson 00 (`PRE_WORK`) has none:
+  learners run it at home before the day;
+* the cells worth running in front of the room: code cells of the live path with the cell
+  metadata ``{"course": {"demo": "what it shows"}}`` (`demo_cells`);
+* the exercises with their points, minutes and the typical mistakes their checks recognise
+  (``course_lib.checks.Exercise.mistakes``), the optional ones marked;
+* a half-day and a full-day agenda worked out from the sessions (`agenda`), and a checklist for
+  the room and the venue.
 
 >>> plan = agenda([("01", 45), ("02", 60), ("03", 75), ("04", 60)], HALF_DAY)
 >>> for slot in plan.slots:
@@ -40,18 +39,26 @@ from typing import Literal
 
 from nbformat import NotebookNode
 
-from course_lib.checks import Exercise, exercises
+from course_lib.checks import MINUTES_PER_POINT, Exercise, exercises
 
 from .._notebook_files import NotebookError, cell_label, course_metadata, markdown_headings
+from .live_path import (
+    GOING_FURTHER_HEADING,
+    GOING_FURTHER_TAG,
+    MINUTES_PER_CODE_CELL,
+    WORDS_PER_MINUTE,
+    LivePath,
+    SessionTime,
+    live_path,
+    optional_exercises,
+    session_time,
+)
 
 __all__ = [
     "BREAK_AFTER",
     "FULL_DAY",
-    "GUIDE_BEGIN",
-    "GUIDE_END",
     "HALF_DAY",
     "PRE_WORK",
-    "SESSION_LIMITS",
     "Agenda",
     "Day",
     "Demo",
@@ -62,20 +69,11 @@ __all__ = [
     "demo_cells",
     "duration",
     "lesson_plan",
-    "readme_guide",
-    "session_minutes",
     "site_page",
 ]
 
-GUIDE_BEGIN = (
-    "<!-- BEGIN facilitator's guide: `make navigation` writes it from the lessons and their "
-    "exercises -->"
-)
-GUIDE_END = "<!-- END facilitator's guide -->"
 PRE_WORK = "00"
 """The lesson learners run at home before the day: it has no session of its own."""
-SESSION_LIMITS = (5, 240)
-"""The shortest and the longest session a lesson may ask for, in minutes."""
 OPENING = 15
 CLOSING = 15
 BREAK = 15
@@ -84,9 +82,7 @@ BREAK_AFTER = 90
 LUNCH = 60
 LUNCH_FROM = 12 * 60
 WIDTH = 100
-_SESSION = re.compile(r"<!--\s*session:(.*?)-->", re.DOTALL)
-_MINUTES = re.compile(r"(\d+) min")
-_EXAMPLE = "`<!-- session: 45 min -->`"
+_TYPED_SESSION = re.compile(r"<!--\s*session:")
 
 
 @dataclass(frozen=True)
@@ -199,46 +195,6 @@ def duration(minutes: int) -> str:
     return f"{hours} h" if not rest else f"{hours} h {rest} min"
 
 
-def session_minutes(markdown: str) -> int:
-    """The session length in ``markdown``, a lesson's title cell: the whole minutes of its line
-    ``<!-- session: 45 min -->``, the time it takes to teach the lesson and work its exercises.
-
-    Raises `NotebookError`, saying what to write, when there is no such line, more than one, or
-    it does not give whole minutes within `SESSION_LIMITS`.
-
-    >>> session_minutes("# 01 Leaves\\n\\n<!-- outcome: tell leaves -->\\n<!-- session: 45 min -->")
-    45
-    >>> try:
-    ...     session_minutes("# 01 Leaves\\n\\n<!-- session: about an hour -->")
-    ... except NotebookError as error:
-    ...     print(error)
-    the session line says 'about an hour': write whole minutes, as in `<!-- session: 45 min -->`
-    """
-    found = _SESSION.findall(markdown)
-    if not found:
-        raise NotebookError(
-            f"no session line. Put {_EXAMPLE} beside the outcome in the cell with the lesson's "
-            "`# ` title: the minutes it takes to teach the lesson and work its exercises, which "
-            "the facilitator's guide plans the day with"
-        )
-    if len(found) > 1:
-        raise NotebookError(f"{len(found)} session lines in the title cell; keep one")
-    text = " ".join(found[0].split())
-    match = _MINUTES.fullmatch(text)
-    if match is None:
-        raise NotebookError(
-            f"the session line says {text!r}: write whole minutes, as in {_EXAMPLE}"
-        )
-    minutes = int(match.group(1))
-    low, high = SESSION_LIMITS
-    if not low <= minutes <= high:
-        raise NotebookError(
-            f"a session of {minutes} min: give a lesson between {low} and {high} minutes, or "
-            "split it"
-        )
-    return minutes
-
-
 @dataclass(frozen=True)
 class Demo:
     """A cell worth running in front of the room: its number among the notebook's code cells,
@@ -251,8 +207,9 @@ class Demo:
 
 
 def demo_cells(nb: NotebookNode) -> tuple[Demo, ...]:
-    """The notebook's demonstration cells, in order: code cells whose cell metadata is
-    ``{"course": {"demo": "what it shows"}}``.
+    """The notebook's demonstration cells on its live path, in order: code cells whose cell
+    metadata is ``{"course": {"demo": "what it shows"}}``, those of going-further sections left
+    out (a workshop skips them).
 
     Raises `NotebookError` for a demo mark on a markdown cell or one that says nothing.
 
@@ -277,7 +234,8 @@ def demo_cells(nb: NotebookNode) -> tuple[Demo, ...]:
                     f"{cell_label(cell, index)}: its course.demo metadata must say in words what "
                     "the cell shows"
                 )
-            demos.append(Demo(code_cells, heading, " ".join(shows.split())))
+            if GOING_FURTHER_TAG not in cell.metadata.get("tags", []):
+                demos.append(Demo(code_cells, heading, " ".join(shows.split())))
         if cell.cell_type == "markdown":
             heading = (markdown_headings(cell.source) or [heading])[-1]
     return tuple(demos)
@@ -286,85 +244,78 @@ def demo_cells(nb: NotebookNode) -> tuple[Demo, ...]:
 @dataclass(frozen=True)
 class LessonPlan:
     """What the guide says about one lesson: its file name and title, its outcome, its session
-    in minutes (None for `PRE_WORK`, sent home), its demonstration cells and its exercises."""
+    by the rule and its live path (None for `PRE_WORK`, sent home), its demonstration cells, its
+    exercises, and the ids of those that are optional in a workshop."""
 
     name: str
     title: str
     outcome: str
-    minutes: int | None
+    time: SessionTime | None = None
+    live: LivePath | None = None
     demos: tuple[Demo, ...] = ()
     exercises: tuple[Exercise, ...] = ()
+    optional: tuple[str, ...] = ()
 
     @property
     def number(self) -> str:
         """The lesson's two-digit number, ``"01"``."""
         return self.name[:2]
 
+    @property
+    def minutes(self) -> int | None:
+        """The session's length in minutes; None for a lesson sent home."""
+        return None if self.time is None else self.time.minutes
+
 
 def lesson_plan(
     nb: NotebookNode, name: str, title: str, outcome: str, title_cell: str
 ) -> LessonPlan:
     """The plan of the lesson ``nb`` in the file ``name``, whose title cell's markdown is
-    ``title_cell``: its session length (`session_minutes`, none for `PRE_WORK`), its
-    demonstration cells and its exercises from ``course_lib.checks``.
+    ``title_cell``: its session by the rule of `session_time` (none for `PRE_WORK`), its
+    demonstration cells, and its exercises from ``course_lib.checks``, the optional ones named.
+
+    Raises `NotebookError` when the title cell still types a session length by hand
+    (``<!-- session: 45 min -->``), which the guide no longer reads.
 
     >>> from nbformat.v4 import new_notebook
-    >>> title = "# 01 X\\n<!-- outcome: count -->\\n<!-- session: 45 min -->"
-    >>> plan = lesson_plan(new_notebook(), "01_x.ipynb", "01 X", "count", title)
+    >>> plan = lesson_plan(new_notebook(), "01_x.ipynb", "01 X", "count", "# 01 X")
     >>> plan.minutes, [exercise.id for exercise in plan.exercises][:2]
-    (45, ['01.count_params', '01.leaf_paths'])
+    (35, ['01.count_params', '01.leaf_paths'])
     """
+    if _TYPED_SESSION.search(title_cell):
+        raise NotebookError(
+            "the title cell types a session length (`<!-- session: ... -->`), which nothing "
+            "reads: delete the line. The facilitator's guide computes each session from the "
+            "lesson's live path (course_tools.authoring.live_path)"
+        )
     number = name[:2]
-    minutes = None if number == PRE_WORK else session_minutes(title_cell)
-    return LessonPlan(name, title, outcome, minutes, demo_cells(nb), exercises(number))
+    demos, listed = demo_cells(nb), exercises(number)
+    if number == PRE_WORK:
+        return LessonPlan(name, title, outcome, demos=demos, exercises=listed)
+    optional = tuple(exercise.id for exercise in optional_exercises(nb, number))
+    return LessonPlan(
+        name, title, outcome, session_time(nb, number), live_path(nb), demos, listed, optional
+    )
 
 
 # ---------------------------------------------------------------------------------------------
-# The guide in markdown
+# The guide in markdown: the website's page, its links from ``docs/``
 
-
-@dataclass(frozen=True)
-class _Place:
-    """Where the guide is written: its links' prefix from there, the level of its top headings,
-    and how it points at the room's usage and at the Colab and Binder links."""
-
-    prefix: str
-    level: int
-    room: str
-    launch: str
-
-
-_README = _Place(
-    prefix="",
-    level=3,
-    room=(
-        "How to start it, and the line learners run to join, are in [The workshop room]"
-        "(#the-workshop-room-who-is-stuck-on-what-live) below"
-    ),
-    launch=(
-        'each lesson and exercise notebook has an "Open in Colab" badge, and the website\'s '
-        "pages have Binder and Colab links, once the course's repository is named (see "
-        "[Colab and Binder](#colab-and-binder))"
-    ),
+_PREFIX = "../"
+_ROOM = (
+    "How to start it, and the line learners run to join, are on the "
+    "[instructor page](instructor.md)"
 )
-_SITE = _Place(
-    prefix="../",
-    level=2,
-    room=(
-        "How to start it, and the line learners run to join, are on the "
-        "[instructor page](instructor.md)"
-    ),
-    launch=(
-        "the launch menu of each lesson and exercise page (the rocket at its top) opens it on "
-        "Binder or Colab, once the course's repository is named (README, section *Colab and "
-        "Binder*)"
-    ),
+_LAUNCH = (
+    "the launch menu of each lesson and exercise page (the rocket at its top) opens it on "
+    "Binder or Colab, once the course's repository is named (README, section *Colab and "
+    "Binder*)"
 )
 
 
 def _wrap(text: str, indent: str = "") -> list[str]:
-    """A paragraph or list item as lines of at most `WIDTH` characters (the README's width),
-    broken only at spaces, the lines after the first indented by ``indent``."""
+    """A paragraph or list item as lines of at most `WIDTH` characters, broken only at spaces,
+    the lines after the first indented by ``indent``."""
     return textwrap.wrap(
         text,
         WIDTH,
@@ -386,11 +337,11 @@ def _lessons(labels: Sequence[str]) -> str:
     return f"lessons {labels[0]}–{labels[-1]}"
 
 
-def _checklist(plans: Sequence[LessonPlan], where: _Place) -> list[str]:
+def _checklist(plans: Sequence[LessonPlan]) -> list[str]:
     pre_work = next((plan for plan in plans if plan.number == PRE_WORK), None)
     home = "the first lesson"
     if pre_work is not None:
-        home = f"[{pre_work.title}]({where.prefix}notebooks/{pre_work.name}) (lesson {PRE_WORK})"
+        home = f"[{pre_work.title}]({_PREFIX}notebooks/{pre_work.name}) (lesson {PRE_WORK})"
     bullets = [
         (
             f"- **Lesson {PRE_WORK}, sent home in advance.** A week before, send the course's "
@@ -404,14 +355,26 @@ def _checklist(plans: Sequence[LessonPlan], where: _Place) -> list[str]:
             "and put its projector page (the join line, no secret) on the projector. Its "
             "dashboard shows who is ready (JAX version and backend), who passes which exercise, "
             "and who has been stuck for a while, and never shows anyone's code. "
-            f"{where.room}."
+            f"{_ROOM}."
+        ),
+        (
+            "- **The venue, the day before or an hour early.** Two checks, each with a phone "
+            "or a second laptop on the venue's Wi-Fi. First, start the room on your laptop with "
+            "`--host 0.0.0.0` and open its projector page from the other device: many venue "
+            "and guest networks block traffic between devices (client isolation), and then no "
+            "learner can reach the room, whatever the firewall says. If the page does not "
+            "load, ask the venue for a network without isolation or run the room on your own "
+            "hotspot. Second, the first time the room listens, macOS or Windows asks whether "
+            "to accept incoming connections for Python: allow it (on Windows, for private "
+            "networks), or learners' checks never arrive; answer it before the day, not in "
+            "front of the room."
         ),
         (
             "- **A broken laptop.** Do not repair an installation while the room waits: the "
             "learner opens the lesson on Colab or Binder and goes on from there. Colab installs "
             "the course into its own kernel; Binder builds the course's exact environment, "
             "which takes minutes the first time, so open one Binder link yourself the day "
-            f"before. The links: {where.launch}. A kernel in the cloud cannot reach a room on "
+            f"before. The links: {_LAUNCH}. A kernel in the cloud cannot reach a room on "
             "your local network, so those learners stay off the dashboard unless the room runs "
             "on a host they can reach."
         ),
@@ -432,9 +395,7 @@ def _checklist(plans: Sequence[LessonPlan], where: _Place) -> list[str]:
     return [line for bullet in bullets for line in _wrap(bullet, "  ")]
 
 
-def _agenda_table(
-    plan: Agenda, by_number: dict[str, LessonPlan], where: _Place, heading: str
-) -> list[str]:
+def _agenda_table(plan: Agenda, by_number: dict[str, LessonPlan]) -> list[str]:
     what = {
         "opening": (
             f"Welcome; everyone joins the room and runs lesson {PRE_WORK}'s last cell, "
@@ -445,7 +406,7 @@ def _agenda_table(
         "closing": "Questions, and what to study next",
     }
     rows = [
-        f"{heading} {plan.day.name}, {clock(plan.day.start)}–{clock(plan.day.end)}",
+        f"### {plan.day.name}, {clock(plan.day.start)}–{clock(plan.day.end)}",
         "",
         "| time | what |",
         "|---|---|",
@@ -453,7 +414,7 @@ def _agenda_table(
     for slot in plan.slots:
         if slot.kind == "lesson":
             lesson = by_number[slot.lesson]
-            text = f"[{lesson.title}]({where.prefix}notebooks/{lesson.name})"
+            text = f"[{lesson.title}]({_PREFIX}notebooks/{lesson.name})"
         else:
             text = what[slot.kind]
         rows.append(f"| {clock(slot.start)} | {_cell(text)} ({duration(slot.minutes)}) |")
@@ -484,22 +445,37 @@ def _days_needed(sessions: Sequence[tuple[str, int]], day: Day) -> int | None:
     return days
 
 
-def _agendas(plans: Sequence[LessonPlan], where: _Place) -> list[str]:
-    heading = "#" * (where.level + 1)
+def _rule() -> str:
+    return (
+        "A session is one lesson's live path taught from its notebook, then its exercise "
+        "notebook worked in the room while the checks give hints. Its length is computed, not "
+        "typed: the words of the live path at "
+        f"{WORDS_PER_MINUTE} a minute (a room reads and talks the text over at about half "
+        f"a reader's pace alone), {MINUTES_PER_CODE_CELL} min for each code cell run and "
+        f"read with the room, and {MINUTES_PER_POINT} min for each point of every exercise "
+        "that is not optional, the sum rounded up to 5 min. The live path is the lesson "
+        "without its sections headed *Going further*, which a workshop skips and self-study "
+        "reads; an exercise is optional when the section its hints send the learner back to "
+        "is one of them. The rule and each lesson's budget are in "
+        "`course_tools/authoring/live_path.py`, and a test holds every lesson to its budget."
+    )
+
+
+def _agendas(plans: Sequence[LessonPlan]) -> list[str]:
     sessions = [(plan.number, plan.minutes) for plan in plans if plan.minutes is not None]
     by_number = {plan.number: plan for plan in plans}
-    rows = _wrap(
-        (
-            "A session is one lesson taught live from its notebook, then its exercise notebook "
-            "worked in the room while the checks give hints; its length is the lesson "
-            "author's. A day opens with "
-            f"{duration(OPENING)} to welcome the room and see that everyone is set up, takes a "
-            f"{duration(BREAK)} break rather than teach more than {duration(BREAK_AFTER)} "
-            f"without one (a {duration(LUNCH)} lunch from {clock(LUNCH_FROM)} on a full day), "
-            f"and closes with {duration(CLOSING)} of questions. The lessons go in order: each "
-            "builds on the ones before."
+    rows = _wrap(_rule())
+    rows += [
+        "",
+        *_wrap(
+            f"A day opens with {duration(OPENING)} to welcome the room and see that everyone "
+            f"is set up, takes a {duration(BREAK)} break rather than teach more than "
+            f"{duration(BREAK_AFTER)} without one (a longer session is taught whole, its "
+            f"break after it; a {duration(LUNCH)} lunch from {clock(LUNCH_FROM)} on a full "
+            f"day), and closes with {duration(CLOSING)} of questions. The lessons go in order: "
+            "each builds on the ones before."
         ),
-    )
+    ]
     total = sum(minutes for _, minutes in sessions)
     days = _days_needed(sessions, FULL_DAY)
     if sessions:
@@ -507,17 +483,62 @@ def _agendas(plans: Sequence[LessonPlan], where: _Place) -> list[str]:
             f": {days} full days teach the whole course." if days and days > 1 else "."
         )
         rows += ["", *_wrap(summary)]
+        rows += ["", *_session_table(plans)]
     for day in (HALF_DAY, FULL_DAY):
-        rows += ["", *_agenda_table(agenda(sessions, day), by_number, where, heading)]
+        rows += ["", *_agenda_table(agenda(sessions, day), by_number)]
     return rows
 
 
-def _lesson_section(plan: LessonPlan, where: _Place) -> list[str]:
-    heading = "#" * (where.level + 1)
-    link = f"{where.prefix}notebooks/{plan.name}"
-    if plan.minutes is None:
+def _session_table(plans: Sequence[LessonPlan]) -> list[str]:
+    rows = [
+        "| lesson | live path: words | code cells | core exercises | session |",
+        "|---|---|---|---|---|",
+    ]
+    for plan in plans:
+        if plan.time is None or plan.live is None:
+            continue
+        core = len(plan.exercises) - len(plan.optional)
+        rows.append(
+            f"| {plan.number} | {plan.live.words:,} ({plan.time.reading} min) | "
+            f"{plan.live.code_cells} ({plan.time.running} min) | "
+            f"{core} ({plan.time.exercises} min) | {duration(plan.time.minutes)} |"
+        )
+    return rows
+
+
+def _exercise_rows(plan: LessonPlan) -> list[str]:
+    points = sum(exercise.points for exercise in plan.exercises)
+    count = len(plan.exercises)
+    rows = [f"**Exercises:** {count}, worth {points} points."]
+    if plan.optional:
+        ids = ", ".join(f"`{exercise_id}`" for exercise_id in plan.optional)
+        rows[0] += (
+            f" Optional in a workshop: {ids}, which practise a going-further section; the "
+            "session does not wait for them."
+        )
+    rows = _wrap(rows[0])
+    rows += [
+        "",
+        "| exercise | points | minutes | typical mistakes its check recognises |",
+        "|---|---|---|---|",
+    ]
+    for exercise in plan.exercises:
+        mistakes = "; ".join(exercise.mistakes) or "none named yet"
+        minutes = str(exercise.minutes)
+        if exercise.id in plan.optional:
+            minutes += " (optional)"
+        rows.append(
+            f"| `{exercise.id}`: {_cell(exercise.title)} | {exercise.points} | {minutes} | "
+            f"{_cell(mistakes)} |"
+        )
+    return rows
+
+
+def _lesson_section(plan: LessonPlan) -> list[str]:
+    link = f"{_PREFIX}notebooks/{plan.name}"
+    if plan.time is None or plan.live is None:
         rows = [
-            f"{heading} {plan.title} (sent home in advance)",
+            f"### {plan.title} (sent home in advance)",
             "",
             *_wrap(
                 f"[The lesson]({link}). Learners run it at home before the day, so that they "
@@ -525,94 +546,108 @@ def _lesson_section(plan: LessonPlan, where: _Place) -> list[str]:
             ),
         ]
     else:
-        rows = [f"{heading} {plan.title} ({duration(plan.minutes)})", "", f"[The lesson]({link})"]
+        rows = [f"### {plan.title} ({duration(plan.time.minutes)})", "", f"[The lesson]({link})"]
         if plan.exercises:
-            rows[-1] += f" · [its exercises]({where.prefix}exercises/{plan.name})"
+            rows[-1] += f" · [its exercises]({_PREFIX}exercises/{plan.name})"
         rows[-1] += "."
     rows += ["", *_wrap(f"**Outcome:** *you will be able to* {plan.outcome}.")]
+    if plan.time is not None and plan.live is not None:
+        time = plan.time
+        rows += [
+            "",
+            *_wrap(
+                f"**Session:** {time.reading} min reading {plan.live.words:,} words, "
+                f"{time.running} min running {plan.live.code_cells} code cells, "
+                f"{time.exercises} min of exercises: {duration(time.minutes)}."
+            ),
+        ]
+        if plan.live.going_further:
+            skipped = "; ".join(
+                heading.removeprefix(GOING_FURTHER_HEADING).strip()
+                for heading in plan.live.going_further
+            )
+            rows += ["", *_wrap(f"**Skipped live** (its *Going further* sections): {skipped}.")]
     if plan.demos:
         rows += ["", "**Run live:**", ""]
         for demo in plan.demos:
             under = f" (under *{demo.heading}*)" if demo.heading else ""
             rows += _wrap(f"- `[{demo.cell}]` {demo.shows}{under}", "  ")
     if plan.exercises:
-        points = sum(exercise.points for exercise in plan.exercises)
-        count = len(plan.exercises)
-        rows += [
-            "",
-            f"**Exercises:** {count}, worth {points} points.",
-            "",
-            "| exercise | points | typical mistakes its check recognises |",
-            "|---|---|---|",
-        ]
-        for exercise in plan.exercises:
-            mistakes = "; ".join(exercise.mistakes) or "none named yet"
-            rows.append(
-                f"| `{exercise.id}`: {_cell(exercise.title)} | {exercise.points} | "
-                f"{_cell(mistakes)} |"
-            )
+        rows += ["", *_exercise_rows(plan)]
     return rows
 
 
-def _guide(plans: Sequence[LessonPlan], where: _Place) -> str:
-    heading = "#" * where.level
+def _fast_finishers(plans: Sequence[LessonPlan]) -> list[str]:
+    return (
+        _wrap(
+            "**Fast finishers.** A learner whose checks all pass before the room does goes on to "
+            "the lesson's optional exercises, then reads its going-further sections, which the "
+            "guide lists for each lesson and which run like the rest of the notebook. Point them "
+            "there out loud as the exercise block starts, so that nobody waits for permission, and "
+            "ask one of them to explain a going-further section to the room if time is left."
+        )
+        if any(plan.live is not None for plan in plans)
+        else []
+    )
+
+
+def _guide(plans: Sequence[LessonPlan]) -> str:
     exercises_in_all = [exercise for plan in plans for exercise in plan.exercises]
     points = sum(exercise.points for exercise in exercises_in_all)
     lines = [
-        f"{heading} Before the day: the room checklist",
+        "## Before the day: the room and the venue",
         "",
-        *_checklist(plans, where),
+        *_checklist(plans),
         "",
-        f"{heading} Agendas",
+        "## Agendas",
         "",
-        *_agendas(plans, where),
+        *_agendas(plans),
         "",
-        f"{heading} Lesson by lesson",
+        "## Lesson by lesson",
         "",
         *_wrap(
             f"{len(plans)} lessons, {len(exercises_in_all)} exercises worth {points} points. "
             "The cells to run live are numbered as Jupyter numbers them in a run from the "
             "top, `[1]` being the hidden setup cell, and each says what it shows: run it, "
-            "then read its output with the room. Each exercise's row names the typical "
+            "then read its output with the room. Each exercise's row gives the minutes the "
+            f"session allows it ({MINUTES_PER_POINT} per point) and names the typical "
             "mistakes its check recognises and answers with a hint of its own: what to listen "
             "for while the room works."
         ),
     ]
+    finishers = _fast_finishers(plans)
+    if finishers:
+        lines += ["", *finishers]
     for plan in plans:
-        lines += ["", *_lesson_section(plan, where)]
+        lines += ["", *_lesson_section(plan)]
     return "\n".join(lines)
-
-
-def readme_guide(plans: Sequence[LessonPlan]) -> str:
-    """The guide as ``README.md`` holds it, between `GUIDE_BEGIN` and `GUIDE_END`: ``###``
-    sections under the README's ``## Teaching a live workshop``, links from the course folder.
-
-    >>> plans = [LessonPlan("01_leaves.ipynb", "01 Leaves", "tell leaves from nodes", 45)]
-    >>> guide = readme_guide(plans)
-    >>> print(guide[guide.index("#### 01"):])
-    #### 01 Leaves (45 min)
-    <BLANKLINE>
-    [The lesson](notebooks/01_leaves.ipynb).
-    <BLANKLINE>
-    **Outcome:** *you will be able to* tell leaves from nodes.
-    """
-    return _guide(plans, _README)
 
 
 def site_page(plans: Sequence[LessonPlan]) -> str:
     """The website's page ``docs/facilitator.md``: a title, a short introduction, and the guide,
-    its sections at ``##``, its links from ``docs/``."""
+    its sections at ``##``, its links from ``docs/``.
+
+    >>> page = site_page([LessonPlan("00_start.ipynb", "00 Start", "run the course")])
+    >>> print(page[page.index("### 00"):])
+    ### 00 Start (sent home in advance)
+    <BLANKLINE>
+    [The lesson](../notebooks/00_start.ipynb). Learners run it at home before the day, so that they
+    arrive with a working environment; the room's ready list shows who did.
+    <BLANKLINE>
+    **Outcome:** *you will be able to* run the course.
+    <BLANKLINE>
+    """
     intro = (
         "How to teach the course live: a workshop of half a day or a whole day, where everyone "
         "works through the same lessons and exercises at once. It says what to prepare, plans "
-        "the day from each lesson's session length, and for each lesson lists the cells worth "
-        "running in front of the room and the mistakes its exercises' checks recognise. It is "
-        "made from the lessons and their exercises, as the README's section *Teaching a live "
-        "workshop* is."
+        "the day from each lesson's session, computed from what the learners do in its live "
+        "path, and for each lesson lists the cells worth running in front of the room, the "
+        "minutes of each exercise and the mistakes its checks recognise. It is made from the "
+        "lessons and their exercises."
     )
     comment = (
         "<!-- Generated by `make navigation` from the lessons and their exercises: edits to\n"
         "     this page are overwritten. -->"
     )
     intro_lines = "\n".join(_wrap(intro))
-    return f"# Facilitator's guide\n\n{comment}\n\n{intro_lines}\n\n{_guide(plans, _SITE)}\n"
+    return f"# Facilitator's guide\n\n{comment}\n\n{intro_lines}\n\n{_guide(plans)}\n"

@@ -1,5 +1,6 @@
-"""The facilitator's guide: session lengths, demo cells, agendas, and the guide `make navigation`
-writes into README.md and docs/facilitator.md, on small made-up courses and on the real one."""
+"""The facilitator's guide: demo cells, agendas, and the page `make navigation` writes as
+docs/facilitator.md, its sessions computed from each lesson's live path, on small made-up courses
+and on the real one."""
 
 from __future__ import annotations
 
@@ -13,73 +14,54 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from course_lib.checks import exercises
 from course_tools._notebook_files import NotebookError, notebook_text
-from course_tools.authoring import facilitator, navigation
+from course_tools.authoring import facilitator, live_path, navigation
 from course_tools.authoring.facilitator import (
     BREAK_AFTER,
     FULL_DAY,
-    GUIDE_BEGIN,
-    GUIDE_END,
     HALF_DAY,
     Day,
     agenda,
     clock,
     demo_cells,
-    session_minutes,
+    lesson_plan,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 # ---------------------------------------------------------------------------------------------
-# Session lengths
+# Sessions, computed
 
 
-def test_session_minutes_reads_the_line_beside_the_outcome() -> None:
-    title = (
-        "# 01 Leaves\n\n<!-- outcome: tell leaves\n     from nodes -->\n<!-- session: 45 min -->"
+def test_a_lesson_plan_takes_its_session_from_the_live_path() -> None:
+    gf = {"tags": [live_path.GOING_FURTHER_TAG]}
+    nb = new_notebook(
+        cells=[
+            new_markdown_cell("# 01 Leaves\n\n" + "word " * 298),
+            new_code_cell("x = 1"),
+            new_markdown_cell("## Going further: more\n\n" + "word " * 500, metadata=gf),
+            new_code_cell("y = 2", metadata=gf),
+        ]
     )
-    assert session_minutes(title) == 45
-    assert session_minutes("<!--session:   90   min-->") == 90
-    assert session_minutes("<!-- session: 5 min -->") == 5
-    assert session_minutes("<!-- session: 240 min -->") == 240
+    plan = lesson_plan(nb, "01_leaves.ipynb", "01 Leaves", "tell leaves", "# 01 Leaves")
+    points = sum(exercise.points for exercise in exercises("01"))
+    # 300 words read (3 min), one code cell (1 min), every exercise of lesson 01 at 4 min a point.
+    assert plan.time == live_path.SessionTime(3, 1, 4 * points)
+    assert plan.minutes == 5 * -(-(4 + 4 * points) // 5)
+    assert plan.live is not None and plan.live.going_further == ("Going further: more",)
 
 
-def test_a_missing_session_line_says_what_to_write() -> None:
+def test_a_typed_session_line_is_refused_with_what_to_do() -> None:
     with pytest.raises(NotebookError) as caught:
-        session_minutes("# 01 Leaves\n\n<!-- outcome: tell leaves from nodes -->")
+        lesson_plan(new_notebook(), "01_x.ipynb", "01 X", "x", "# 01 X\n<!-- session: 45 min -->")
     message = str(caught.value)
-    assert message.startswith("no session line. Put `<!-- session: 45 min -->` beside the outcome")
-    assert "the cell with the lesson's `# ` title" in message
+    assert message.startswith("the title cell types a session length (`<!-- session: ... -->`)")
+    assert "delete the line" in message and "live path" in message
 
 
-@pytest.mark.parametrize(
-    ("line", "said"),
-    [
-        ("<!-- session: 45 -->", "'45'"),
-        ("<!-- session: 45 minutes -->", "'45 minutes'"),
-        ("<!-- session: about an hour -->", "'about an hour'"),
-        ("<!-- session: 1 h -->", "'1 h'"),
-        ("<!-- session: 45.5 min -->", "'45.5 min'"),
-        ("<!-- session: -->", "''"),
-    ],
-)
-def test_a_malformed_session_line_is_quoted_back(line: str, said: str) -> None:
-    with pytest.raises(NotebookError) as caught:
-        session_minutes(f"# 01 Leaves\n\n{line}")
-    assert str(caught.value) == (
-        f"the session line says {said}: write whole minutes, as in `<!-- session: 45 min -->`"
-    )
-
-
-@pytest.mark.parametrize("minutes", [0, 4, 241, 600])
-def test_a_session_out_of_bounds_is_refused(minutes: int) -> None:
-    with pytest.raises(NotebookError, match=f"a session of {minutes} min: give a lesson between"):
-        session_minutes(f"<!-- session: {minutes} min -->")
-
-
-def test_two_session_lines_are_refused() -> None:
-    with pytest.raises(NotebookError, match="2 session lines in the title cell; keep one"):
-        session_minutes("<!-- session: 45 min -->\n<!-- session: 60 min -->")
+def test_lesson_00_is_sent_home_without_a_session() -> None:
+    plan = lesson_plan(new_notebook(), "00_start.ipynb", "Start", "run it", "# Start")
+    assert plan.minutes is None and plan.time is None and plan.live is None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -216,39 +198,27 @@ def _write(path: Path, nb: nbformat.NotebookNode) -> None:
     path.write_text(notebook_text(nb), encoding="utf-8")
 
 
-def _title(title: str, outcome: str, session: str | None) -> nbformat.NotebookNode:
-    lines = [f"# {title}", "", f"<!-- outcome: {outcome} -->"]
-    if session is not None:
-        lines.append(f"<!-- session: {session} -->")
-    return new_markdown_cell("\n".join([*lines, "", "Intro."]), id="title")
+def _title(title: str, outcome: str) -> nbformat.NotebookNode:
+    lines = [f"# {title}", "", f"<!-- outcome: {outcome} -->", "", "Intro."]
+    return new_markdown_cell("\n".join(lines), id="title")
 
 
-_README = f"""# Course
-
-## Teaching a live workshop
-
-Intro.
-
-{GUIDE_BEGIN}
-{GUIDE_END}
-
-## Grading a class
-"""
+_GOING_FURTHER = {"tags": [live_path.GOING_FURTHER_TAG]}
 
 
 @pytest.fixture
 def course(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Lesson 00 (sent home) and lesson 01, with a session line and a demo cell; a README with
-    the guide's markers and a docs/ folder."""
+    """Lesson 00 (sent home) and lesson 01, with a demo cell on its live path and a
+    going-further section that has a demo of its own; a README and a docs/ folder."""
     _write(
         tmp_path / "notebooks" / "00_start_here.ipynb",
-        new_notebook(cells=[_title("Start here", "run the course", None)]),
+        new_notebook(cells=[_title("Start here", "run the course")]),
     )
     _write(
         tmp_path / "notebooks" / "01_leaves.ipynb",
         new_notebook(
             cells=[
-                _title("01 Leaves", "tell leaves from nodes", "45 min"),
+                _title("01 Leaves", "tell leaves from nodes"),
                 new_markdown_cell("## Pitfall 1: `None` is no leaf", id="pitfall"),
                 new_code_cell("import jax", id="imports"),
                 new_code_cell(
@@ -256,83 +226,92 @@ def course(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
                     id="demo",
                     metadata={"course": {"demo": "a `None` vanishes"}},
                 ),
+                new_markdown_cell(
+                    "## Going further: drawing\n\n## Containers and leaves",
+                    id="further",
+                    metadata=_GOING_FURTHER,
+                ),
+                new_code_cell(
+                    "jax.tree.structure([1])",
+                    id="skipped-demo",
+                    metadata={"course": {"demo": "a structure"}, **_GOING_FURTHER},
+                ),
             ]
         ),
     )
-    (tmp_path / "README.md").write_text(_README, encoding="utf-8")
+    (tmp_path / "README.md").write_text("# Course\n", encoding="utf-8")
     (tmp_path / "docs").mkdir()
     monkeypatch.chdir(tmp_path)
     return tmp_path
 
 
-def _guide(course: Path) -> str:
-    text = (course / "README.md").read_text(encoding="utf-8")
-    return text.split(GUIDE_BEGIN + "\n")[1].split("\n" + GUIDE_END)[0]
+def _page(course: Path) -> str:
+    return (course / "docs" / "facilitator.md").read_text(encoding="utf-8")
 
 
-def test_navigation_writes_the_guide_in_the_readme_and_the_site(course: Path) -> None:
+def test_navigation_writes_the_guide_on_the_site(course: Path) -> None:
     assert navigation.main([]) == 0
-    guide = _guide(course)
-    assert guide.startswith("### Before the day: the room checklist\n")
-    assert "#### Start here (sent home in advance)" in guide
-    assert "#### 01 Leaves (45 min)" in guide
-    assert "**Outcome:** *you will be able to* tell leaves from nodes." in guide
-    # The setup cell that navigation adds first is [1]: the demo is numbered as it will run.
-    assert "- `[3]` a `None` vanishes (under *Pitfall 1: `None` is no leaf*)" in guide
-    assert "[its exercises](exercises/01_leaves.ipynb)" in guide
-    # Lesson 00 is sent home and has no session; 01 alone fits a half day.
-    assert "| 09:15 | [01 Leaves](notebooks/01_leaves.ipynb) (45 min) |" in guide
-    assert "Lesson 01 fits (45 min of sessions)." in guide
-    readme = (course / "README.md").read_text(encoding="utf-8")
-    assert readme.startswith(_README.split(GUIDE_BEGIN)[0])
-    assert readme.endswith(GUIDE_END + "\n\n## Grading a class\n")
-
-    page = (course / "docs" / "facilitator.md").read_text(encoding="utf-8")
+    page = _page(course)
     assert page.startswith("# Facilitator's guide\n\n<!-- Generated by `make navigation`")
-    assert "## Before the day: the room checklist" in page and "### 01 Leaves (45 min)" in page
+    assert "## Before the day: the room and the venue" in page
+    assert "### Start here (sent home in advance)" in page
+    # 01's live path: 5 words ("01 Leaves", "Intro.", "Pitfall 1 ...") and 2 code cells; every
+    # exercise of lesson 01 but 01.count_params, whose section is going further, is core.
+    listed = exercises("01")
+    core = [exercise for exercise in listed if exercise.id != "01.count_params"]
+    minutes = 4 * sum(exercise.points for exercise in core)
+    session = facilitator.duration(5 * -(-(1 + 2 + minutes) // 5))
+    assert f"### 01 Leaves ({session})" in page
+    assert f"**Session:** 1 min reading 9 words, 2 min running 2 code cells, {minutes} min" in page
+    assert "**Skipped live** (its *Going further* sections): drawing." in page
+    assert "**Outcome:** *you will be able to* tell leaves from nodes." in page
+    # The setup cell that navigation adds first is [1]: the demo is numbered as it will run, and
+    # the one in the going-further section is not run live.
+    assert "- `[3]` a `None` vanishes (under *Pitfall 1: `None` is no leaf*)" in page
+    assert "a structure" not in page
     assert "[01 Leaves](../notebooks/01_leaves.ipynb)" in page
     assert "(../exercises/01_leaves.ipynb)" in page
+    assert f"| 09:15 | [01 Leaves](../notebooks/01_leaves.ipynb) ({session}) |" in page
+    assert (course / "README.md").read_text(encoding="utf-8") == "# Course\n"
     assert navigation.main(["--check"]) == 0
 
 
-def test_the_guide_names_each_exercise_with_its_points_and_mistakes(course: Path) -> None:
+def test_the_guide_gives_each_exercise_its_points_minutes_and_mistakes(course: Path) -> None:
     navigation.main([])
-    guide = _guide(course)
+    page = _page(course)
     listed = exercises("01")
     total = sum(exercise.points for exercise in listed)
-    assert f"**Exercises:** {len(listed)}, worth {total} points." in guide
-    rows = [line for line in guide.split("\n") if line.startswith("| `01.")]
+    assert f"**Exercises:** {len(listed)}, worth {total} points. Optional in a workshop: " in page
+    rows = [line for line in page.split("\n") if line.startswith("| `01.")]
     assert len(rows) == len(listed)
     for row, exercise in zip(rows, listed, strict=True):
         cells = [cell.strip() for cell in row.strip("|").split(" | ")]
         assert cells[0] == f"`{exercise.id}`: {exercise.title}"
         assert cells[1] == str(exercise.points)
-        assert cells[2] == "; ".join(exercise.mistakes)
+        minutes = str(exercise.minutes)
+        optional = exercise.id == "01.count_params"  # its reread is "Containers and leaves"
+        assert cells[2] == (f"{minutes} (optional)" if optional else minutes)
+        assert cells[3] == "; ".join(exercise.mistakes)
+    prose = " ".join(page.split())
+    for words in ("**Fast finishers.**", "(client isolation)", "accept incoming connections"):
+        assert words in prose, words
 
 
-def test_check_catches_a_stale_guide_in_both_places(
-    course: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_check_catches_a_stale_guide(course: Path, capsys: pytest.CaptureFixture[str]) -> None:
     navigation.main([])
     lesson = course / "notebooks" / "01_leaves.ipynb"
     nb = nbformat.read(lesson, as_version=4)
-    (title,) = [cell for cell in nb.cells if cell.get("id") == "title"]
-    title.source = title.source.replace("45 min", "60 min")
+    nb.cells.insert(3, new_code_cell("x = 1", id="new"))  # one more cell to run: a longer session
     _write(lesson, nb)
-    pristine = (
-        (course / "README.md").read_bytes(),
-        (course / "docs" / "facilitator.md").read_bytes(),
-    )
+    pristine = _page(course)
     capsys.readouterr()
     assert navigation.main(["--check"]) == 1
     out = capsys.readouterr().out
-    assert "README.md: facilitator's guide missing or out of date" in out
     assert "docs/facilitator.md: facilitator's guide missing or out of date" in out
-    assert "notebooks/01_leaves.ipynb" not in out
-    after = (course / "README.md").read_bytes(), (course / "docs" / "facilitator.md").read_bytes()
-    assert after == pristine  # --check wrote nothing
+    assert _page(course) == pristine  # --check wrote nothing
     assert navigation.main([]) == 0
-    assert "#### 01 Leaves (1 h)" in _guide(course)
+    assert "3 min running 3 code cells" in _page(course)
+    assert "- `[4]` a `None` vanishes" in _page(course)
     assert navigation.main(["--check"]) == 0
 
 
@@ -341,7 +320,7 @@ def test_check_catches_a_hand_edit_and_a_missing_page(
 ) -> None:
     navigation.main([])
     page = course / "docs" / "facilitator.md"
-    page.write_text(page.read_text(encoding="utf-8").replace("45 min", "30 min"), encoding="utf-8")
+    page.write_text(page.read_text(encoding="utf-8").replace("Welcome", "Hello"), encoding="utf-8")
     capsys.readouterr()
     assert navigation.main(["--check"]) == 1
     out = capsys.readouterr().out
@@ -352,42 +331,38 @@ def test_check_catches_a_hand_edit_and_a_missing_page(
     assert navigation.main([]) == 0 and page.exists()
 
 
-def test_a_demo_moved_by_a_new_cell_makes_the_guide_stale(course: Path) -> None:
-    navigation.main([])
-    lesson = course / "notebooks" / "01_leaves.ipynb"
-    nb = nbformat.read(lesson, as_version=4)
-    nb.cells.insert(2, new_code_cell("x = 1", id="new"))
-    _write(lesson, nb)
-    assert navigation.main(["--check"]) == 1
-    navigation.main([])
-    assert "- `[4]` a `None` vanishes" in _guide(course)
-
-
-def test_a_lesson_without_a_session_line_stops_the_guide(
+def test_a_lesson_with_a_typed_session_line_stops_the_guide(
     course: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     lesson = course / "notebooks" / "01_leaves.ipynb"
     nb = nbformat.read(lesson, as_version=4)
-    nb.cells[0].source = nb.cells[0].source.replace("<!-- session: 45 min -->", "")
+    nb.cells[0].source += "\n<!-- session: 45 min -->"
     _write(lesson, nb)
-    before = (course / "README.md").read_bytes(), lesson.read_bytes()
+    before = lesson.read_bytes()
     assert navigation.main([]) == 2
     error = capsys.readouterr().err
-    assert "notebooks/01_leaves.ipynb: no session line. Put `<!-- session: 45 min -->`" in error
+    assert "notebooks/01_leaves.ipynb: the title cell types a session length" in error
     assert "Nothing was written." in error
-    assert ((course / "README.md").read_bytes(), lesson.read_bytes()) == before
+    assert lesson.read_bytes() == before
     assert not (course / "docs" / "facilitator.md").exists()
 
 
-def test_no_guide_and_no_session_lines_without_its_markers_or_docs(course: Path) -> None:
-    (course / "README.md").write_text("# Course\n", encoding="utf-8")
-    (course / "docs").rmdir()
+def test_a_broken_going_further_section_stops_the_guide(
+    course: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     lesson = course / "notebooks" / "01_leaves.ipynb"
     nb = nbformat.read(lesson, as_version=4)
-    nb.cells[0].source = nb.cells[0].source.replace("<!-- session: 45 min -->", "")
+    nb.cells[4].source = "## Drawing"  # tagged, but its heading no longer says so
     _write(lesson, nb)
+    assert navigation.main([]) == 2
+    error = capsys.readouterr().err
+    # Cell 5 once navigation's setup cell comes first, as in every committed lesson.
+    assert "notebooks/01_leaves.ipynb: cell 5: a going-further section starts with" in error
+
+
+def test_no_guide_without_a_docs_folder(course: Path) -> None:
+    (course / "docs").rmdir()
     assert navigation.main([]) == 0
-    assert (course / "README.md").read_text(encoding="utf-8") == "# Course\n"
     assert not (course / "docs").exists()
 
 
@@ -412,7 +387,7 @@ def _real_plans() -> list[facilitator.LessonPlan]:
     return plans
 
 
-def test_every_lesson_has_a_session_and_demos_at_their_committed_numbers() -> None:
+def test_every_lesson_has_a_session_and_live_demos_at_their_committed_numbers() -> None:
     plans = _real_plans()
     assert [plan.number for plan in plans] == [f"{n:02d}" for n in range(10)]
     assert plans[0].minutes is None
@@ -423,32 +398,21 @@ def test_every_lesson_has_a_session_and_demos_at_their_committed_numbers() -> No
         counts = [
             cell.execution_count
             for cell in nb.cells
-            if cell.cell_type == "code" and "demo" in cell.metadata.get("course", {})
+            if cell.cell_type == "code"
+            and "demo" in cell.metadata.get("course", {})
+            and live_path.GOING_FURTHER_TAG not in cell.metadata.get("tags", [])
         ]
         assert [demo.cell for demo in plan.demos] == counts, plan.name  # Jupyter's [N]
 
 
-def test_the_course_readme_teaches_a_workshop_before_grading_a_class() -> None:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    workshop = readme.index("\n## Teaching a live workshop\n")
-    begin, end = readme.index(f"\n{GUIDE_BEGIN}\n"), readme.index(f"\n{GUIDE_END}\n")
-    room = readme.index("\n## The workshop room: who is stuck on what, live\n")
-    grading = readme.index("\n## Grading a class\n")
-    assert workshop < begin < end < room < grading
-    assert re.findall(r"^## .*", readme[workshop:room], re.M) == ["## Teaching a live workshop"]
-    # The guide's pointer to the room's usage reaches that section's heading.
-    assert "](#the-workshop-room-who-is-stuck-on-what-live)" in readme[workshop:end]
-    guide = readme[begin:end]
-    for exercise in (e for lesson in range(1, 10) for e in exercises(f"{lesson:02d}")):
-        assert f"| `{exercise.id}`: {exercise.title} | {exercise.points} |" in guide
-    for label in ("Half day, 09:00–13:00", "Full day, 09:00–17:00"):
-        assert f"#### {label}" in guide
-    for words in ("course-room serve", "Colab", "Binder", "USB", "make site"):
-        assert words in guide, words
-
-
-def test_the_site_lists_the_facilitator_page_after_the_instructor_page() -> None:
+def test_the_site_page_is_the_guide_of_the_real_course() -> None:
     index = (ROOT / "docs" / "index.md").read_text(encoding="utf-8")
-    assert "\ninstructor\nfacilitator\n```" in index
+    assert "\nfacilitator\n" in index
     page = (ROOT / "docs" / "facilitator.md").read_text(encoding="utf-8")
     assert page == facilitator.site_page(_real_plans())
+    for exercise in (e for lesson in range(1, 10) for e in exercises(f"{lesson:02d}")):
+        assert f"| `{exercise.id}`: {exercise.title} | {exercise.points} |" in page
+    for label in ("Half day, 09:00–13:00", "Full day, 09:00–17:00"):
+        assert f"### {label}" in page
+    for words in ("course-room serve", "Colab", "Binder", "USB", "make site"):
+        assert words in page, words

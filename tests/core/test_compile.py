@@ -242,6 +242,40 @@ def test_capture_cache_misses_stays_quiet_and_restores_logging(capfd: Any) -> No
     assert len(misses) == 1
 
 
+class _Heard(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__()
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+
+def test_capture_cache_misses_keeps_them_from_jax_s_own_handler() -> None:
+    """JAX 0.7 and 0.8 give the "jax" logger a stream handler of their own: inside the block it
+    must not print the explanations a second time, raw, but it still hears anything else, and
+    hears cache misses again after the block."""
+    jax_own = _Heard()
+    logger = logging.getLogger("jax")
+    logger.addHandler(jax_own)
+    try:
+        f = fresh_jit()
+        with cl.capture_cache_misses() as misses:
+            f(jnp.ones(17))
+            logging.getLogger("jax._src.elsewhere").warning("another warning")
+        inside = list(jax_own.messages)
+        with jax.explain_cache_misses(True):
+            f(jnp.ones(18))
+    finally:
+        logger.removeHandler(jax_own)
+    assert len(misses) == 1
+    assert "another warning" in inside
+    assert not [message for message in inside if "CACHE MISS" in message], inside
+    after = jax_own.messages[len(inside) :]
+    assert any(message.startswith("TRACING CACHE MISS") for message in after), after
+    assert jax_own.filters == []
+
+
 def test_count_compiles_nested_counters_with_equal_counts_leave_cleanly() -> None:
     with cl.count_compiles() as outer:
         with cl.count_compiles() as inner:
