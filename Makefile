@@ -165,7 +165,8 @@ exercises: $(STAMP)
 
 # Rewrite what is generated from the lessons' titles (each first `# ` heading), outcome lines and
 # pitfall headings: the navigation cell (previous · contents · next) at the end of every lesson,
-# solution and exercise notebook, lesson 00's contents, and README's lesson and pitfall tables.
+# solution and exercise notebook, lesson 00's contents, README's lesson table, the pitfall index
+# in docs/pitfalls.md and the facilitator's guide in docs/facilitator.md.
 navigation: $(STAMP)
 	$(BIN)/python -m course_tools.authoring.navigation
 

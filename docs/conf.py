@@ -38,8 +38,8 @@ exclude_patterns = [".*", "build", "*.egg-info", "**/.ipynb_checkpoints", "solut
 # Markdown (pages and notebook cells): `$...$` math is used in the lessons.
 myst_enable_extensions = ["dollarmath"]
 
-# `[text](#a-heading)` links, as GitHub reads them in README.md (the instructor page shows some
-# of its sections), resolve to headings up to level 3.
+# `[text](page.md#a-heading)` links resolve to headings up to level 3 as GitHub reads them: the
+# pages in docs/ are read there too, from README.md's links.
 myst_heading_anchors = 3
 # Show the prose exactly as the notebooks have it (no curly quotes), as nbval and the tests read it.
 smartquotes = False

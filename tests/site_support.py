@@ -21,7 +21,15 @@ from course_tools.authoring.site import build
 
 ROOT = Path(__file__).resolve().parents[1]
 START_PAGE = "docs/index"
-REFERENCE_PAGES = ("docs/pitfalls", "docs/api", "docs/instructor", "docs/facilitator")
+REFERENCE_PAGES = (
+    "docs/learner",
+    "docs/pitfalls",
+    "docs/instructor",
+    "docs/facilitator",
+    "docs/grader",
+    "docs/author",
+    "docs/api",
+)
 # The repository the tests' site has its Binder and Colab links to (not the course's own setting).
 TEST_REPOSITORY = "https://github.com/example-org/pytree-course"
 # Shorter solution lines ("return y", ")") also occur in ordinary prose and code.

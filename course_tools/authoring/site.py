@@ -3,9 +3,9 @@
     python -m course_tools.authoring.site [--root DIR] [--out DIR] [--repository URL]
 
 Sphinx reads the course folder ``--root`` (default: the working directory) with the
-configuration in ``docs/conf.py``; its pages are `SITE_PAGES`: the start, pitfall, API,
-instructor and facilitator pages in ``docs/`` and every notebook in ``notebooks/`` and
-``exercises/``.
+configuration in ``docs/conf.py``; its pages are `SITE_PAGES`: the pages in ``docs/`` (the
+start page, one page for each of learners, instructors, graders and authors, the pitfall index,
+the API and the facilitator's guide) and every notebook in ``notebooks/`` and ``exercises/``.
 ``solutions/`` is never read, so no solution can reach the site. myst-nb renders the outputs
 saved in the notebooks; nothing is executed. The site goes to ``OUT/html`` (default ``OUT``:
 ``ROOT/build/site``), rebuilt from scratch each time, with Sphinx warnings as errors.
@@ -37,7 +37,6 @@ import hashlib
 import html.parser
 import os
 import posixpath
-import re
 import shutil
 import subprocess
 import sys
@@ -67,7 +66,6 @@ __all__ = [
     "image_alt",
     "launch_links",
     "main",
-    "readme_section",
     "site_pages",
     "site_repository",
     "vendor_static",
@@ -84,56 +82,6 @@ LAUNCH_PAGES = ("notebooks/*.ipynb", "exercises/*.ipynb")
 """The pages that get Binder and Colab links: the lessons and the exercises."""
 REPOSITORY_VARIABLE = "COURSE_REPOSITORY_URL"
 """Overrides pyproject.toml's repository for the site's launch links; empty: no links."""
-_LINK = re.compile(r"(!?)\[([^\]]*)\]\(([^)\s]+)\)")
-_IMAGE_SUFFIXES = (".png", ".svg", ".jpg", ".jpeg", ".gif")
-
-
-def _site_link(match: re.Match[str], root: Path) -> str:
-    bang, text, target = match.groups()
-    url = urllib.parse.urlsplit(target)
-    if url.scheme or url.netloc or target.startswith("#"):
-        return match.group(0)
-    path = urllib.parse.unquote(url.path)
-    on_site = any(fnmatch.fnmatch(path, pattern) for pattern in SITE_PAGES)
-    if on_site or path.lower().endswith(_IMAGE_SUFFIXES) or not (root / path).exists():
-        return (
-            f"{bang}[{text}](../{target})"  # from docs/; a missing file stays a link, and an error
-        )
-    shown = f"`{path}`"
-    return shown if text.strip("`") == path else f"{text} ({shown} in the course's repository)"
-
-
-def readme_section(readme: str, name: str, root: Path) -> str:
-    """The markdown of ``README.md`` between the lines ``<!-- BEGIN site NAME ...-->`` and
-    ``<!-- END site NAME -->``, with its links made to work from a page in ``docs/``.
-
-    A link to one of the site's pages or to an image becomes relative to ``docs/``; a link to
-    another file or folder of the repository (not on the site) becomes its text and its name.
-    Raises `SiteError` when the markers are not there once each, in order.
-
-    >>> import pathlib, tempfile
-    >>> root = pathlib.Path(tempfile.mkdtemp())
-    >>> _ = (root / "CONTRIBUTING.md").write_text("# How")
-    >>> readme = "\\n".join([
-    ...     "# Course", "<!-- BEGIN site teachers: the site shows this -->",
-    ...     "Run [lesson 01](notebooks/01_x.ipynb), read [the guide](CONTRIBUTING.md), "
-    ...     "see [x](https://x.org).",
-    ...     "<!-- END site teachers -->", "More."])
-    >>> print(readme_section(readme, "teachers", root))  # doctest: +NORMALIZE_WHITESPACE
-    Run [lesson 01](../notebooks/01_x.ipynb), read the guide (`CONTRIBUTING.md` in the course's
-    repository), see [x](https://x.org).
-    """
-    lines = readme.split("\n")
-    begins = [i for i, line in enumerate(lines) if line.startswith(f"<!-- BEGIN site {name}")]
-    ends = [i for i, line in enumerate(lines) if line.strip() == f"<!-- END site {name} -->"]
-    if len(begins) != 1 or len(ends) != 1 or begins[0] > ends[0]:
-        raise SiteError(
-            f"README.md needs one line starting `<!-- BEGIN site {name}` and, after it, one line "
-            f"`<!-- END site {name} -->` around the sections the site shows; found {len(begins)} "
-            f"and {len(ends)}"
-        )
-    section = "\n".join(lines[begins[0] + 1 : ends[0]]).strip("\n")
-    return _LINK.sub(lambda match: _site_link(match, root), section)
 
 
 def site_repository(root: Path, url: str | None = None) -> Repository | None:
@@ -380,9 +328,8 @@ def _html_files(html_dir: Path) -> list[Path]:
 
 
 def site_pages(html_dir: Path) -> list[Path]:
-    """The site's pages: the start, lesson, exercise, pitfall, API, instructor and facilitator
-    pages (not Sphinx's search and name index, nor the top ``index.html`` that leads to the start
-    page)."""
+    """The site's pages: the pages of ``docs/``, the lessons and the exercises (not Sphinx's
+    search and name index, nor the top ``index.html`` that leads to the start page)."""
     return [p for p in _html_files(html_dir) if p.parent != html_dir]
 
 

@@ -249,7 +249,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     # --- a Dask cluster ---
     cluster = parser.add_argument_group(
-        "a Dask cluster (docs/instructor.md: Slurm, Kubernetes, dask-gateway)"
+        "a Dask cluster (docs/grader.md: Slurm, Kubernetes, dask-gateway)"
     )
     cluster.add_argument(
         "--scheduler",

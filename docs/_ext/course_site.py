@@ -1,6 +1,5 @@
 """What the course's website adds to Sphinx and myst-nb: how a course notebook is read for its
-page, the Binder and Colab links of the lesson and exercise pages, and the ``{pitfall-index}`` and
-``{readme-section}`` directives.
+page, and the Binder and Colab links of the lesson and exercise pages.
 
 The notebook files are never changed; each page's "download" link serves the committed file.
 Only the copy that myst-nb renders is adjusted, by `site_notebook`:
@@ -8,8 +7,8 @@ Only the copy that myst-nb renders is adjusted, by `site_notebook`:
 * the navigation cell's "Contents" link goes to the site's start page instead of README.md;
 * the "Open in Colab" badge (`make navigation` adds one when the course has a repository) is left
   out: its image would load from outside the site, and the page has its own Colab link;
-* each ``### Pitfall N: ...`` heading gets the label ``pitfall-N``, which the pitfall index links
-  (and which gives every pitfall a stable address, ``...html#pitfall-N``);
+* each ``### Pitfall N: ...`` heading gets the label ``pitfall-N`` (`pitfall_anchor`), which the
+  pitfall index links (and which gives every pitfall a stable address, ``...html#pitfall-N``);
 * a code cell whose source is hidden in Jupyter (``jupyter.source_hidden``) gets the
   ``hide-input`` tag, myst-nb's equivalent (it ignores ``source_hidden``), or, when it shows
   nothing (the lessons' first cell, ``%%capture`` then ``%xmode minimal``), ``remove-cell``;
@@ -33,22 +32,12 @@ from pathlib import Path
 from typing import Any
 
 import nbformat
-from docutils import nodes
 from nbformat import NotebookNode
 from sphinx.application import Sphinx
-from sphinx.util.docutils import SphinxDirective
-from sphinx.util.parsing import nested_parse_to_nodes
 
-from course_tools._notebook_files import NotebookError
 from course_tools.authoring.launch import parse_repository, with_badge
-from course_tools.authoring.navigation import (
-    course_pitfalls,
-    is_navigation,
-    lesson_paths,
-    pitfall_headings,
-    pitfall_table,
-)
-from course_tools.authoring.site import SiteError, image_alt, launch_links, readme_section
+from course_tools.authoring.navigation import is_navigation, pitfall_anchor, pitfall_headings
+from course_tools.authoring.site import image_alt, launch_links
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 WIDGET_NOTE = (
@@ -59,16 +48,11 @@ WIDGET_NOTE = (
 START_PAGE = "../docs/index.md"
 
 
-def pitfall_label(number: int) -> str:
-    """The Sphinx label (and HTML anchor) of pitfall ``number``: ``pitfall-3``."""
-    return f"pitfall-{number}"
-
-
 def _with_pitfall_labels(markdown: str) -> str:
     lines = []
     for line in markdown.splitlines():
         for number, _ in pitfall_headings(line):
-            lines += ["", f"({pitfall_label(number)})="]
+            lines += ["", f"({pitfall_anchor(number)})="]
         lines.append(line)
     return "\n".join(lines)
 
@@ -99,56 +83,6 @@ def site_notebook(text: str) -> NotebookNode:
                     outputs.append(_widget_note())
             cell.outputs = outputs
     return nb
-
-
-class PitfallIndex(SphinxDirective):
-    """``{pitfall-index}``: the table of the lessons' numbered pitfalls, each linked to its heading.
-
-    It is written by `course_tools.authoring.navigation.pitfall_table`, which also writes the
-    README's table, from the lessons in ``notebooks/`` of the source folder (the course folder),
-    for a page in ``docs/``.
-    """
-
-    has_content = False
-
-    def run(self) -> list[nodes.Node]:
-        srcdir = Path(self.env.srcdir)
-        for path in lesson_paths(srcdir):
-            self.env.note_dependency(str(path))
-        try:
-            pitfalls = course_pitfalls(srcdir)
-        except NotebookError as error:
-            raise self.error(str(error)) from None
-        if not pitfalls:
-            raise self.error("no lesson has a numbered pitfall heading (### Pitfall N: ...)")
-        table = pitfall_table(
-            pitfalls,
-            lesson_link=lambda lesson: f"../notebooks/{lesson.name}",
-            pitfall_link=lambda pitfall: f"#{pitfall_label(pitfall.number)}",
-        )
-        return nested_parse_to_nodes(
-            self.state, table, source=self.get_source_info()[0], offset=self.lineno
-        )
-
-
-class ReadmeSection(SphinxDirective):
-    """``{readme-section} NAME``: the README's sections between ``<!-- BEGIN site NAME ...-->``
-    and ``<!-- END site NAME -->``, with links that work from ``docs/`` (`readme_section`)."""
-
-    required_arguments = 1
-    final_argument_whitespace = True
-    has_content = False
-
-    def run(self) -> list[nodes.Node]:
-        readme = Path(self.env.srcdir) / "README.md"
-        self.env.note_dependency(str(readme))
-        try:
-            text = readme_section(
-                readme.read_text(encoding="utf-8"), self.arguments[0], readme.parent
-            )
-        except (OSError, SiteError) as error:
-            raise self.error(str(error)) from None
-        return nested_parse_to_nodes(self.state, text, source=str(readme), offset=self.lineno)
 
 
 def _add_launch_links(
@@ -199,6 +133,4 @@ def setup(app: Sphinx) -> dict[str, Any]:
     app.connect("autodoc-process-docstring", _drop_namedtuple_field_docs)
     # After the theme's prep_header_buttons (500), before its own buttons: the menu comes first.
     app.connect("html-page-context", _add_launch_links, priority=501)
-    app.add_directive("pitfall-index", PitfallIndex)
-    app.add_directive("readme-section", ReadmeSection)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

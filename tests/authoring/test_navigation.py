@@ -250,7 +250,7 @@ def test_cli_check_in_a_subprocess(course: Path) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# The pitfall table (README.md and the site's pitfall index)
+# The pitfall table (the site's pitfall index, docs/pitfalls.md)
 
 
 def _with_pitfalls(path: Path, *headings: str) -> None:
@@ -261,10 +261,17 @@ def _with_pitfalls(path: Path, *headings: str) -> None:
     _write(path, nb)
 
 
-_README = (
-    f"# Course\n\n## Pitfalls\n\n{navigation.PITFALLS_BEGIN}\nold table\n"
+_INDEX = (
+    f"# Pitfall index\n\n{navigation.PITFALLS_BEGIN}\nold table\n"
     f"{navigation.PITFALLS_END}\n\nAfter.\n"
 )
+
+
+def _write_index(course: Path, text: str = _INDEX) -> Path:
+    index = course / navigation.PITFALL_PAGE
+    index.parent.mkdir(exist_ok=True)
+    index.write_text(text)
+    return index
 
 
 def test_pitfall_table_lists_numbered_headings_by_number(course: Path) -> None:
@@ -277,15 +284,17 @@ def test_pitfall_table_lists_numbered_headings_by_number(course: Path) -> None:
         "### Pitfall: an unnumbered one is left out",
         "## Pitfall 3: not a level-3 heading",
     )
-    (course / "README.md").write_text(_README)
+    index = _write_index(course)
     assert navigation.main([]) == 0
-    assert (course / "README.md").read_text() == (
-        "# Course\n\n## Pitfalls\n\n"
+    assert index.read_text() == (
+        "# Pitfall index\n\n"
         f"{navigation.PITFALLS_BEGIN}\n"
         "| # | pitfall | lesson |\n"
         "|---|---|---|\n"
-        "| 2 | `None` only \\| matches `None` | [02](notebooks/02_mapping.ipynb) |\n"
-        "| 10 | dict keys come back sorted | [01](notebooks/01_leaves.ipynb) |\n"
+        "| 2 | [`None` only \\| matches `None`](../notebooks/02_mapping.ipynb#pitfall-2) "
+        "| [02](../notebooks/02_mapping.ipynb) |\n"
+        "| 10 | [dict keys come back sorted](../notebooks/01_leaves.ipynb#pitfall-10) "
+        "| [01](../notebooks/01_leaves.ipynb) |\n"
         f"{navigation.PITFALLS_END}\n\nAfter.\n"
     )
     assert navigation.main(["--check"]) == 0
@@ -296,20 +305,20 @@ def test_pitfall_table_check_catches_a_renamed_heading(
 ) -> None:
     lesson = course / "notebooks" / "01_leaves.ipynb"
     _with_pitfalls(lesson, "### Pitfall 1: leaves")
-    (course / "README.md").write_text(_README)
+    index = _write_index(course)
     navigation.main([])
     nb = _read(lesson)
     nb.cells[2].source = nb.cells[2].source.replace(
         "Pitfall 1: leaves", "Pitfall 1: leaves and nodes"
     )
     _write(lesson, nb)
-    before = (course / "README.md").read_text()
+    before = index.read_text()
     capsys.readouterr()
     assert navigation.main(["--check"]) == 1
-    assert "README.md: lesson or pitfall table missing or out of date" in capsys.readouterr().out
-    assert (course / "README.md").read_text() == before
+    assert "docs/pitfalls.md: pitfall table missing or out of date" in capsys.readouterr().out
+    assert index.read_text() == before
     assert navigation.main([]) == 0
-    assert "| 1 | leaves and nodes |" in (course / "README.md").read_text()
+    assert "| 1 | [leaves and nodes](" in index.read_text()
 
 
 def test_duplicate_pitfall_numbers_are_an_error(
@@ -317,7 +326,7 @@ def test_duplicate_pitfall_numbers_are_an_error(
 ) -> None:
     _with_pitfalls(course / "notebooks" / "01_leaves.ipynb", "### Pitfall 4: one")
     _with_pitfalls(course / "notebooks" / "02_mapping.ipynb", "### Pitfall 4: another")
-    (course / "README.md").write_text(_README)
+    index = _write_index(course)
     before = _snapshot(course)
     assert navigation.main([]) == 2
     error = capsys.readouterr().err
@@ -327,46 +336,68 @@ def test_duplicate_pitfall_numbers_are_an_error(
     )
     assert "Nothing was written." in error
     assert _snapshot(course) == before
-    assert (course / "README.md").read_text() == _README
+    assert index.read_text() == _INDEX
 
 
-def test_readme_without_markers_is_left_alone(course: Path) -> None:
+def test_files_without_markers_are_left_alone(course: Path) -> None:
     _with_pitfalls(course / "notebooks" / "01_leaves.ipynb", "### Pitfall 1: leaves")
-    readme = course / "README.md"
-    before = readme.read_bytes()
+    readme, index = course / "README.md", _write_index(course, "# Pitfall index\n")
+    before = readme.read_bytes(), index.read_bytes()
     assert navigation.main([]) == 0
-    assert readme.read_bytes() == before
+    assert (readme.read_bytes(), index.read_bytes()) == before
 
 
 @pytest.mark.parametrize(
-    "text",
+    "name, text",
     [
-        f"{navigation.PITFALLS_BEGIN}\nno end\n",
-        f"{navigation.PITFALLS_END}\n{navigation.PITFALLS_BEGIN}\n",
-        f"{navigation.PITFALLS_BEGIN}\n{navigation.PITFALLS_END}\n{navigation.PITFALLS_BEGIN}\n",
-        f"{navigation.LESSONS_BEGIN}\nno end\n",
+        (navigation.PITFALL_PAGE, f"{navigation.PITFALLS_BEGIN}\nno end\n"),
+        (navigation.PITFALL_PAGE, f"{navigation.PITFALLS_END}\n{navigation.PITFALLS_BEGIN}\n"),
+        (
+            navigation.PITFALL_PAGE,
+            f"{navigation.PITFALLS_BEGIN}\n{navigation.PITFALLS_END}\n{navigation.PITFALLS_BEGIN}\n",
+        ),
+        ("README.md", f"{navigation.LESSONS_BEGIN}\nno end\n"),
     ],
     ids=["no-end", "reversed", "two-begins", "lessons-no-end"],
 )
-def test_readme_with_broken_markers_is_an_error(
-    course: Path, text: str, capsys: pytest.CaptureFixture[str]
+def test_broken_markers_are_an_error(
+    course: Path, name: str, text: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    (course / "README.md").write_text(text)
+    path = course / name
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(text)
     assert navigation.main([]) == 2
-    assert "README.md: a generated table needs one line" in capsys.readouterr().err
-    assert (course / "README.md").read_text() == text
+    assert f"{name}: a generated table needs one line" in capsys.readouterr().err
+    assert path.read_text() == text
 
 
-def test_the_course_readme_has_the_generated_pitfall_table() -> None:
+def test_the_course_readme_is_checked_and_holds_neither_pitfalls_nor_the_guide(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The course's README: its lesson table is generated and a hand edit is reported stale; the
+    pitfall table and the facilitator's guide are on the website, not in it."""
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert (
-        readme.count(navigation.PITFALLS_BEGIN) == 1 and readme.count(navigation.PITFALLS_END) == 1
-    )
-    table = readme.split(navigation.PITFALLS_BEGIN)[1].split(navigation.PITFALLS_END)[0]
+    assert navigation.PITFALLS_BEGIN not in readme and "### Before the day" not in readme
+    shutil.copytree(ROOT / "notebooks", tmp_path / "notebooks")
+    edited = readme.replace("| run the course,", "| run it,", 1)
+    assert edited != readme
+    (tmp_path / "README.md").write_text(edited, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    assert navigation.main(["--check"]) == 1
+    assert "README.md: lesson table missing or out of date" in capsys.readouterr().out
+    assert navigation.main([]) == 0
+    assert (tmp_path / "README.md").read_text(encoding="utf-8") == readme
+
+
+def test_the_course_pitfall_index_lists_every_pitfall_linked_to_its_heading() -> None:
+    text = (ROOT / navigation.PITFALL_PAGE).read_text(encoding="utf-8")
+    table = text.split(f"{navigation.PITFALLS_BEGIN}\n")[1].split(f"\n{navigation.PITFALLS_END}")[0]
+    rows = table.splitlines()[2:]
     pitfalls = navigation.course_pitfalls(ROOT)
+    assert [int(row.split("|")[1]) for row in rows] == list(range(1, len(pitfalls) + 1))
     assert len(pitfalls) >= 16
-    rows = table.strip().splitlines()[2:]
-    assert [int(row.split("|")[1]) for row in rows] == [p.number for p in pitfalls]
+    for row, pitfall in zip(rows, pitfalls, strict=True):
+        assert f"](../notebooks/{pitfall.lesson.name}#pitfall-{pitfall.number}) |" in row, row
 
 
 # ---------------------------------------------------------------------------------------------
@@ -477,7 +508,7 @@ def test_check_catches_stale_lesson_tables(
     readme.write_text(readme.read_text().replace("run the course", "run it"))  # a hand edit
     capsys.readouterr()
     assert navigation.main(["--check"]) == 1
-    assert "README.md: lesson or pitfall table missing or out of date" in capsys.readouterr().out
+    assert "README.md: lesson table missing or out of date" in capsys.readouterr().out
     assert "run it" in readme.read_text()  # --check wrote nothing
     readme.write_bytes(pristine[0])
 

@@ -1,7 +1,7 @@
 """The course's website, as `make site` builds it: Sphinx warnings are errors, one page per
 notebook, previous and next in reading order, no solution code anywhere, whole internal links,
-nothing loaded from outside the site, and the pitfall index, the instructor page and the widgets
-built from the course's own files.
+nothing loaded from outside the site, the start page's four doors, each role page whole, and the
+pitfall index and the widgets built from the course's own files.
 
 The site is built once for this module (about 10 s of CPU), with Binder and Colab links to
 site_support.TEST_REPOSITORY. tests/browser/test_site.py opens it in Chromium.
@@ -37,7 +37,6 @@ from site_support import (
 )
 
 from course_tools.authoring import site
-from course_tools.authoring.navigation import PITFALLS_BEGIN, PITFALLS_END
 
 pytestmark = pytest.mark.slow
 
@@ -363,52 +362,34 @@ def test_pitfall_index_links_every_numbered_pitfall_heading(html_dir: Path) -> N
         assert " ".join(html_text(section.group(1)).split()) == f"Pitfall {number}: {title}"
 
 
-def _readme_between(begin: str, end: str) -> str:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert text.count(begin) == 1 and text.count(end) == 1, (
-        f"README.md needs {begin!r} and {end!r} once each"
-    )
-    return text.split(begin, 1)[1].split(end, 1)[0]
+ROLE_PAGES = ("docs/learner", "docs/instructor", "docs/grader", "docs/author")
 
 
-def test_instructor_page_includes_the_readme_grading_sections(html_dir: Path) -> None:
-    included = _readme_between(
-        "<!-- BEGIN site instructor page: docs/instructor.md shows the sections from here to the "
-        "END line -->",
-        "<!-- END site instructor page -->",
-    )
-    # Sphinx's smart quotes: ' and " in prose become typographic ones.
-    quotes = str.maketrans(
-        {
-            "\u2019": "'",
-            "\u2018": "'",
-            "\u201c": '"',
-            "\u201d": '"',
-            "\u2013": "--",
-            "\u2014": "---",
+def test_the_start_page_leads_with_a_door_for_each_role(html_dir: Path) -> None:
+    article = _page(html_dir, START_PAGE).split("<article", 1)[1]
+    links = [tag["href"] for tag in start_tags(article, "a") if tag.get("class") != "headerlink"]
+    assert links[:4] == [f"{name.removeprefix('docs/')}.html" for name in ROLE_PAGES]
+
+
+def test_each_role_page_shows_all_of_its_markdown(html_dir: Path) -> None:
+    """Every heading of each role page's source is on its page, and the authors' page holds
+    CONTRIBUTING.md's (one level down, under its own heading)."""
+    for name in ROLE_PAGES:
+        source = (ROOT / f"{name}.md").read_text(encoding="utf-8")
+        if name == "docs/author":
+            source += (ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8").split("\n", 1)[1]
+        shown = {
+            " ".join(html_text(heading).split()).removesuffix("#").strip()
+            for _, heading in re.findall(r"<h([1-4])>(.*?)</h\1>", _page(html_dir, name), re.S)
         }
-    )
-    page = " ".join(html_text(_page(html_dir, "docs/instructor")).translate(quotes).split())
-    headings = re.findall(r"^#{2,4} (.+)$", included, re.M)
-    assert "Grading a class" in headings
-    for heading in headings:
-        assert heading.replace("`", "") in page, heading
-    paragraphs = [p for p in re.split(r"\n\s*\n", included) if p and p[0].isalpha()]
-    assert len(paragraphs) >= 3
-    for paragraph in paragraphs:
-        plain = re.sub(r"[`*]", "", " ".join(paragraph.split()))
-        assert plain[:60] in page, plain[:60]
-    assert "Classroom set-up on a JupyterHub" in page and "git-pull?repo=" in page
-
-
-def test_readme_pitfall_table_matches_the_site_index(html_dir: Path) -> None:
-    table = _readme_between(PITFALLS_BEGIN, PITFALLS_END)
-    readme_numbers = [int(n) for n in re.findall(r"^\| (\d+) \|", table, re.M)]
-    index = _page(html_dir, "docs/pitfalls")
-    site_numbers = [
-        int(n) for n in re.findall(r"<tr class=\"row-(?:odd|even)\"><td><p>(\d+)</p>", index)
-    ]
-    assert readme_numbers == site_numbers != []
+        headings = re.findall(r"^#{1,4} (.+)$", source, re.M)
+        assert len(headings) >= 3, name
+        missing = [h for h in headings if h.replace("`", "") not in shown]
+        assert not missing, f"{name}: headings not shown as headings: {missing}"
+    grader = html_text(_page(html_dir, "docs/grader"))
+    assert "Grading on Gradescope" in grader and "What the grader defends" in grader
+    instructor = html_text(_page(html_dir, "docs/instructor"))
+    assert "What the room defends" in instructor and "git-pull?repo=" in instructor
 
 
 def test_widgets_render_from_saved_state_with_a_note(html_dir: Path) -> None:
@@ -540,10 +521,11 @@ def test_vendored_files_are_reused_offline(
 
 def test_a_sphinx_warning_fails_the_build(html_dir: Path, tmp_path: Path) -> None:
     """A copy of the course whose first lesson links a page that does not exist and shows an
-    image that does not exist: the build fails, naming both, and nothing else."""
+    image that does not exist, and whose learners' page links a heading that the instructors'
+    page does not have: the build fails, naming the three, and nothing else."""
     for part in ("docs", "notebooks", "exercises"):
         shutil.copytree(ROOT / part, tmp_path / part)
-    shutil.copy2(ROOT / "README.md", tmp_path / "README.md")
+    shutil.copy2(ROOT / "CONTRIBUTING.md", tmp_path / "CONTRIBUTING.md")  # the authors' page
     lesson = tmp_path / "notebooks" / "00_start_here.ipynb"
     nb = json.loads(lesson.read_text(encoding="utf-8"))
     nb["cells"].insert(
@@ -556,6 +538,11 @@ def test_a_sphinx_warning_fails_the_build(html_dir: Path, tmp_path: Path) -> Non
         },
     )
     lesson.write_text(json.dumps(nb), encoding="utf-8")
+    learner = tmp_path / "docs" / "learner.md"
+    learner.write_text(
+        learner.read_text(encoding="utf-8") + "\nSee [the room](instructor.md#no-such-heading).\n",
+        encoding="utf-8",
+    )
     (tmp_path / "build").mkdir()
     # The JavaScript html_dir's build fetched: no second download.
     (tmp_path / "build" / "site-vendor").symlink_to(ROOT / "build" / "site-vendor")
@@ -564,37 +551,9 @@ def test_a_sphinx_warning_fails_the_build(html_dir: Path, tmp_path: Path) -> Non
     warnings = [
         line for line in str(failed.value).splitlines() if "WARNING" in line or "ERROR" in line
     ]
-    assert len(warnings) == 2, warnings
-    assert all("notebooks/00_start_here.ipynb" in line for line in warnings)
-    assert (
-        "09_missing.ipynb" in warnings[0] + warnings[1]
-        and "missing.png" in warnings[0] + warnings[1]
-    )
-
-
-def test_readme_section_links_work_from_the_instructor_page(tmp_path: Path) -> None:
-    (tmp_path / "bench").mkdir()
-    (tmp_path / "CONTRIBUTING.md").write_text("# How")
-    readme = "\n".join(
-        [
-            "<!-- BEGIN site instructor page: shown on the site -->",
-            "## Grading",
-            "See [exercises/02](exercises/02_mapping_and_sgd.ipynb#check), [bench/](bench/),",
-            "[the guide](CONTRIBUTING.md#style), [below](#threat-model), ![plot](docs/plot.png),",
-            "[a typo](exercises/99_none.ipynb) and <https://example.org>.",
-            "<!-- END site instructor page -->",
-        ]
-    )
-    assert site.readme_section(readme, "instructor page", tmp_path).split("\n") == [
-        "## Grading",
-        "See [exercises/02](../exercises/02_mapping_and_sgd.ipynb#check), `bench/`,",
-        "the guide (`CONTRIBUTING.md` in the course's repository), [below](#threat-model), "
-        "![plot](../docs/plot.png),",
-        "[a typo](../exercises/99_none.ipynb) and <https://example.org>.",
-    ]
-    for broken in (readme.split("\n", 1)[1], readme.replace("END site", "END site other")):
-        with pytest.raises(
-            site.SiteError,
-            match="README.md needs one line starting `<!-- BEGIN site instructor page`",
-        ):
-            site.readme_section(broken, "instructor page", tmp_path)
+    assert len(warnings) == 3, warnings
+    in_lesson = [line for line in warnings if "notebooks/00_start_here.ipynb" in line]
+    assert len(in_lesson) == 2, warnings
+    assert "09_missing.ipynb" in " ".join(in_lesson) and "missing.png" in " ".join(in_lesson)
+    (in_page,) = [line for line in warnings if "docs/learner.md" in line]
+    assert "no-such-heading" in in_page, in_page

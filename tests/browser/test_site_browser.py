@@ -1,10 +1,10 @@
 """The course's website in Chromium, served from a loopback HTTP server with every other host
 blocked: each page loads without errors, passes axe-core's WCAG 2.1 A and AA rules in the light and
-the dark scheme, and shows its headings, code cells, outputs and images; the keyboard focus shows
-at every stop of a lesson page;
-search finds lesson 04 for "static"; no solution code is on any page; the widgets render from
-their saved state with no kernel and no network; the launch menu of a lesson and of an exercise
-shows their Binder and Colab links. (Previous and next are checked in the built HTML, by
+the dark scheme, and shows its headings, code cells, outputs and images; each role page is one
+click from the start page; the keyboard focus shows at every stop of a lesson page; search finds
+lesson 04 for "static"; no solution code is on any page; the widgets render from their saved state
+with no kernel and no network; the launch menu of a lesson and of an exercise shows their Binder
+and Colab links. (Previous and next are checked in the built HTML, by
 tests/authoring/test_site.py.)
 
 (Not ``test_site.py``: tests/authoring/test_site.py has that name, and pytest refuses two test
@@ -227,6 +227,32 @@ def test_sphinx_own_pages_pass_axe(name: str, site: SiteServer) -> None:
         _assert_axe_finds_nothing_in_either_scheme(opened.page, name)
     finally:
         opened.page.close()
+
+
+# The start page's four doors, by the text of their links (tests/authoring/test_site.py checks
+# that they come first; test_page_loads_and_shows_its_notebook runs axe on each page they open).
+_DOORS = {
+    "Learners": "docs/learner",
+    "Instructors": "docs/instructor",
+    "Graders": "docs/grader",
+    "Authors": "docs/author",
+}
+
+
+def test_each_role_page_is_one_click_from_the_start_page(site: SiteServer) -> None:
+    opened = _open(site, "docs/index")
+    page = opened.page
+    try:
+        for text, name in _DOORS.items():
+            page.locator("article").get_by_role("link", name=text, exact=True).click()
+            page.wait_for_url(site.url(name))
+            heading = page.locator("article h1").first.text_content() or ""
+            assert heading.startswith(f"For {text.lower()}"), f"{text}: {heading!r}"
+            page.go_back(wait_until="domcontentloaded")
+            assert site.name(page.url) == "docs/index"
+        assert not opened.problems, opened.problems
+    finally:
+        page.close()
 
 
 def test_every_stop_of_a_lesson_page_shows_the_keyboard_focus(site: SiteServer) -> None:
