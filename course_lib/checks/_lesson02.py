@@ -894,6 +894,7 @@ def _judge_norm(got: Any, expected: Any, case: Case) -> str | Mistake | None:
 
 GLOBAL_NORM = Exercise(
     id="02.global_norm",
+    optional=True,
     name="global_norm",
     title="The global norm of a tree",
     points=1,
@@ -1118,6 +1119,7 @@ def _judge_clip(got: Any, expected: Any, case: Case) -> str | Mistake | None:
 
 CLIP_BY_GLOBAL_NORM = Exercise(
     id="02.clip_by_global_norm",
+    optional=True,
     name="clip_by_global_norm",
     title="Clip gradients by their global norm",
     points=2,

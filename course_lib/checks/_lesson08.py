@@ -944,6 +944,7 @@ def _judge_updates(got: Any, expected: Any, case: Case) -> str | Mistake | None:
 
 SCALED_UPDATES = Exercise(
     id="08.scaled_updates",
+    optional=True,
     name="scaled_updates",
     title="Updates from a prefix tree of learning rates",
     points=2,

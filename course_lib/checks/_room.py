@@ -42,8 +42,22 @@ ROOM_ENV = "COURSE_ROOM"
 ``off`` joins none, not even one joined earlier."""
 
 NAME_LIMIT = 64
-_PLACEHOLDERS = {"your name", "yourname", "name", "<name>", "your name here", "first last"}
-"""Names that are the join line's placeholder (compared in lower case, spaces squeezed)."""
+HAND_WAIT = 2.0
+"""Seconds ``help_me`` and ``done`` wait for the room to take their event, so that what they print
+is true."""
+_PLACEHOLDERS = {
+    "yourname",
+    "yournamehere",
+    "yourfullname",
+    "name",
+    "fullname",
+    "firstname",
+    "lastname",
+    "firstlast",
+    "firstnamelastname",
+}
+"""Names that are the join line's placeholder, or a form's, compared by their letters and digits
+alone in lower case: ``<your name>``, ``YOUR_NAME`` and ``Firstname Lastname`` are all refused."""
 OUTCOMES = {
     "passed": "passed",
     "failed": "incorrect",
@@ -106,6 +120,7 @@ class RoomClient:
         self._thread: threading.Thread | None = None
         self._notice: str | None = None
         self._noticed = False
+        self._taken: collections.deque[dict[str, Any]] = collections.deque(maxlen=16)
         self.sent = 0
 
     def post(self, event: dict[str, Any], timeout: float | None = None) -> tuple[int | None, str]:
@@ -128,17 +143,30 @@ class RoomClient:
             reason = getattr(error, "reason", None) or error
             return None, str(reason) or type(error).__name__
 
-    def send(self, event: dict[str, Any]) -> None:
+    def send(self, event: dict[str, Any]) -> dict[str, Any]:
         """Queue one event (the time is added here, its texts fitted to the room's limits) and
-        return at once."""
+        return at once, with the event as queued (for :meth:`wait_taken`)."""
+        queued = {**fit_texts(event), "sent_at": round(time.time(), 3)}
         if self._closed.is_set():
-            return
+            return queued
         with self._wake:
-            self._queue.append({**fit_texts(event), "sent_at": round(time.time(), 3)})
+            self._queue.append(queued)
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="course-room", daemon=True)
                 self._thread.start()
-            self._wake.notify()
+            self._wake.notify_all()
+        return queued
+
+    def wait_taken(self, queued: dict[str, Any], seconds: float) -> bool:
+        """Whether the room took ``queued`` (as :meth:`send` returned it) within ``seconds``."""
+        deadline = time.monotonic() + seconds
+        with self._wake:
+            while any(e is queued for e in self._queue) and not self._closed.is_set():
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                self._wake.wait(left)
+            return any(e is queued for e in self._taken)
 
     def take_notice(self) -> str | None:
         """The line about a room that did not answer or refused an event, the first time only."""
@@ -165,6 +193,7 @@ class RoomClient:
                 event = self._queue[0]
             status, message = self.post(event)
             if status is not None and status < 300:
+                self._taken.append(event)
                 self._done(event)
                 self.sent += 1
                 pause = 0.5
@@ -184,6 +213,7 @@ class RoomClient:
         with self._wake:
             if self._queue and self._queue[0] is event:
                 self._queue.popleft()
+            self._wake.notify_all()
 
     def _note(self, text: str) -> None:
         if self._notice is None:
@@ -223,17 +253,17 @@ def valid_name(name: Any) -> str:
     Traceback (most recent call last):
     ...
     ValueError: a name must be 1 to 64 printable characters, got 'a\\nb'
-    >>> valid_name("YOUR NAME")
+    >>> valid_name("<your name>")
     Traceback (most recent call last):
     ...
-    ValueError: 'YOUR NAME' is the join line's placeholder: put your own name in its place
+    ValueError: '<your name>' is the join line's placeholder: put your own name in its place
     """
     text = name.strip() if isinstance(name, str) else ""
     if not 1 <= len(text) <= NAME_LIMIT or any(
         unicodedata.category(c).startswith("C") for c in text
     ):
         raise ValueError(f"a name must be 1 to {NAME_LIMIT} printable characters, got {name!r}")
-    if " ".join(text.lower().split()) in _PLACEHOLDERS:
+    if "".join(c for c in text.lower() if c.isalnum()) in _PLACEHOLDERS:
         raise ValueError(f"{text!r} is the join line's placeholder: put your own name in its place")
     return text
 
@@ -479,11 +509,17 @@ def help_me(text: str = "") -> None:
             "sticky note, or join with the line your instructor gave and run help_me() again."
         )
         return
-    room.send({"kind": "hand", **({"text": text.strip()} if text.strip() else {})})
-    print(
-        "Your hand is up on the instructor's dashboard: a helper will come to you. It stays up "
-        "until you pass the exercise, a helper marks you helped, or you run done()."
-    )
+    queued = room.send({"kind": "hand", **({"text": text.strip()} if text.strip() else {})})
+    if room.wait_taken(queued, HAND_WAIT):
+        print(
+            "Your hand is up on the instructor's dashboard: a helper will come to you. It stays "
+            "up until you pass the exercise, a helper marks you helped, or you run done()."
+        )
+    else:
+        print(
+            f"The room at {room.url} has not taken your hand yet, so the dashboard does not show "
+            "it: put up your sticky note. It goes up there as soon as the room answers."
+        )
 
 
 def done() -> None:
@@ -492,5 +528,10 @@ def done() -> None:
     if room is None:
         print("You are not in a workshop room: there is no hand to lower.")
         return
-    room.send({"kind": "done"})
-    print("Your hand is down. help_me() raises it again.")
+    if room.wait_taken(room.send({"kind": "done"}), HAND_WAIT):
+        print("Your hand is down. help_me() raises it again.")
+    else:
+        print(
+            f"The room at {room.url} has not answered yet: your hand goes down on the dashboard "
+            "as soon as it does. help_me() raises it again."
+        )

@@ -255,6 +255,9 @@ def ready() -> None:
         problem = _computes_with(jax)
     except Exception as error:  # noqa: BLE001 (reported, never raised: this is the diagnosis)
         problem = error_text(error)
+        platforms = os.environ.get("JAX_PLATFORMS", "")
+        if not backend and platforms:  # JAX could not start the backend it was told to use
+            problem += f" (starting JAX_PLATFORMS={platforms!r})"
     send_event(
         {
             "kind": "ready",

@@ -101,7 +101,9 @@ class Exercise:
     under ``jit``), so a wrong helper costs points once, in its own exercise. ``mistakes`` names
     in a few words each typical wrong answer that ``judge`` meets with a targeted hint ("counts
     the leaves, not the elements in them"); the facilitator's guide lists them, and each one is a
-    wrong answer that the lesson's tests check the hint of."""
+    wrong answer that the lesson's tests check the hint of. ``optional`` marks an exercise whose
+    ``reread`` section is off the lesson's live path (going further): a workshop leaves it to fast
+    finishers, and the room does not wait for it (the tests hold it to the notebook)."""
 
     id: str
     name: str
@@ -119,6 +121,7 @@ class Exercise:
     uses: tuple[str, ...] = ()
     stand_in: Callable[..., Any] | None = None
     mistakes: tuple[str, ...] = ()
+    optional: bool = False
 
     def __post_init__(self) -> None:
         lesson, dot, short = self.id.partition(".")

@@ -37,6 +37,7 @@ class ExerciseInfo:
     title: str
     points: int
     minutes: float
+    optional: bool = False  # left to fast finishers: nobody is behind for skipping it
 
     @property
     def lesson(self) -> str:
@@ -326,7 +327,9 @@ class RoomState:
         todo = [
             e.id
             for e in self.exercises.values()
-            if e.lesson == lesson and learner.cells.get(e.id, Cell()).outcome != "passed"
+            if e.lesson == lesson
+            and not e.optional
+            and learner.cells.get(e.id, Cell()).outcome != "passed"
         ]
         if not todo:
             return []
@@ -386,4 +389,4 @@ def exercise_infos(exercises: Iterable[Any]) -> dict[str, ExerciseInfo]:
     """The dashboard's view of the course's exercises (``course_lib.checks.all_exercises()``),
     each with the minutes the facilitator's guide gives it (``Exercise.minutes``): a learner
     still on it past them, with the room at work, needs help."""
-    return {e.id: ExerciseInfo(e.id, e.title, e.points, e.minutes) for e in exercises}
+    return {e.id: ExerciseInfo(e.id, e.title, e.points, e.minutes, e.optional) for e in exercises}

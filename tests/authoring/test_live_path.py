@@ -139,6 +139,12 @@ def test_an_exercise_is_optional_when_its_section_is_going_further() -> None:
     assert time.minutes % 5 == 0 and time.minutes >= 1 + time.exercises
 
 
+def test_each_exercise_says_it_is_optional_exactly_when_its_lesson_makes_it_so() -> None:
+    for lesson, nb in _lessons():
+        declared = tuple(e for e in exercises(lesson) if e.optional)
+        assert declared == optional_exercises(nb, lesson), lesson
+
+
 def test_exercise_minutes_are_four_per_point() -> None:
     for exercise in (e for lesson in range(1, 10) for e in exercises(f"{lesson:02d}")):
         assert exercise.minutes == 4 * exercise.points

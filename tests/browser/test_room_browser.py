@@ -194,6 +194,12 @@ def test_the_class_of_fourteen_on_the_dashboard(
     for scheme in ("light", "dark"):
         page.emulate_media(color_scheme=scheme)
         page.screenshot(path=str(screenshots / f"room-projector-1280x720-{scheme}.png"))
+    # A reload (or a browser restoring its tabs) keeps the projector view: no names come back.
+    page.reload()
+    expect(page.get_by_text("2 learners — idea to explain").first).to_be_visible()
+    expect(page.locator("#projector")).to_have_attribute("aria-pressed", "true")
+    shown = page.locator("body").inner_text()
+    assert not [name for name in ["Hal", "Sam Stuck", "Ana", *WORKING] if name in shown]
     assert dialogs == [] and errors == []
 
     # Every action is an event in the export; nothing was deleted.

@@ -458,10 +458,38 @@ def test_a_raised_hand_and_a_lowered_one_reach_the_room(
         help_me("x" * 101)
 
 
-@pytest.mark.parametrize("placeholder", ["YOUR NAME", "your  name", "Name"])
+def test_a_hand_the_room_has_not_taken_is_not_said_to_be_up(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    join_room("http://127.0.0.1:9", code="K7PX", name="Pia", timeout=0.5)  # nothing listens there
+    capsys.readouterr()
+    help_me("stuck")
+    said = capsys.readouterr().out
+    assert "has not taken your hand yet" in said and "sticky note" in said
+    assert "Your hand is up" not in said
+
+
+@pytest.mark.parametrize(
+    "placeholder",
+    [
+        "YOUR NAME",
+        "your  name",
+        "Name",
+        "<your name>",
+        "[your name]",
+        "YOUR_NAME",
+        "Your Name,",
+        "Firstname Lastname",
+    ],
+)
 def test_the_placeholder_name_is_refused_saying_what_to_put(placeholder: str) -> None:
     with pytest.raises(ValueError, match="placeholder: put your own name in its place"):
         join_room("http://127.0.0.1:9", code="C", name=placeholder)
+
+
+@pytest.mark.parametrize("name", ["Ada Lovelace", "Nam", "Yourn Ame-Smith", "José"])
+def test_a_name_near_a_placeholder_is_taken(name: str) -> None:
+    assert _room.valid_name(name) == name
 
 
 def test_under_course_room_off_a_join_made_in_this_kernel_still_sends(

@@ -119,6 +119,27 @@ def test_working_is_not_silence_and_over_time_counts_from_the_learners_own_start
     assert state.needs_help(now=30 * MINUTE) == []
 
 
+def test_an_optional_exercise_left_undone_is_not_time_over() -> None:
+    """The guide leaves an optional exercise to fast finishers: skipping it, or having done every
+    core one, is not being behind."""
+    exercises = {
+        "01.a": ExerciseInfo("01.a", "A", 2, minutes=10),
+        "01.extra": ExerciseInfo("01.extra", "Extra", 1, minutes=4, optional=True),
+        "01.b": ExerciseInfo("01.b", "B", 1, minutes=15),
+    }
+    state = RoomState(exercises, idle_minutes=10)
+    for one in [
+        check("Ada", "01.a", "passed", 0),  # then on 01.b, skipping the optional exercise
+        check("Cy", "01.a", "passed", 0),
+        check("Cy", "01.b", "passed", 2 * MINUTE),  # every core exercise done
+        check("Dee", "01.a", "passed", 9 * MINUTE),  # the room still at work
+    ]:
+        state.apply(one)
+    assert listed(state, now=10 * MINUTE) == []
+    rows = state.needs_help(now=15.5 * MINUTE)
+    assert [(r["name"], r["exercise"]) for r in rows] == [("Ada", "01.b")]
+
+
 def test_after_a_pause_over_time_counts_from_the_rooms_return_to_work() -> None:
     state = state_of(
         check("Ada", "01.a", "passed", 0),

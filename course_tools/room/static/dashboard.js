@@ -265,13 +265,17 @@ $("rename").addEventListener("click", async () => {
   if (await act({ kind: "rename", name: $("learner").value, to: $("new-name").value })) $("new-name").value = "";
 });
 $("remove").addEventListener("click", () => act({ kind: "remove", name: $("learner").value }));
-$("projector").addEventListener("click", () => {
-  const on = !projecting();
+// The projector view lives in the address (#projector) too, so that a reload, or a browser that
+// restores its tabs, keeps the names off the projector.
+function showProjector(on) {
   document.body.classList.toggle("projector", on);
   $("projector").setAttribute("aria-pressed", String(on));
   $("projector").textContent = on ? "Back to the full view" : "Projector view (no names)";
+  history.replaceState(null, "", on ? "#projector" : location.pathname + location.search);
   if (room.summary) render();
-});
+}
+$("projector").addEventListener("click", () => showProjector(!projecting()));
+if (location.hash === "#projector") showProjector(true);
 $("lesson").addEventListener("change", render);
 $("export").href = `export.csv?token=${encodeURIComponent(token)}`;
 setInterval(() => room.summary && render(), 15000);
