@@ -81,10 +81,7 @@ def cluster(
     scheduler += ["--dashboard-address", "127.0.0.1:0", "--scheduler-file", str(file)]
     processes = [start(scheduler, tmp_path, env)]
     try:
-        deadline = time.monotonic() + 120
-        while not file.exists() and time.monotonic() < deadline:
-            time.sleep(0.2)
-        address = json.loads(file.read_text())["address"]
+        address = scheduler_address(file, deadline=time.monotonic() + 120)
         worker = ["worker", address, "--nworkers", "1", "--nthreads", "1", "--no-dashboard"]
         for _ in range(workers):
             processes.append(start(worker + ([] if nanny else ["--no-nanny"]), tmp_path, env))
@@ -94,6 +91,18 @@ def cluster(
             if process.poll() is None:
                 process.send_signal(signal.SIGTERM)
                 process.wait(timeout=60)
+
+
+def scheduler_address(file: Path, deadline: float) -> str:
+    """The address in the scheduler's file, once the scheduler has written all of it: the file
+    appears before its JSON is complete."""
+    while True:
+        try:
+            return str(json.loads(file.read_text())["address"])
+        except (FileNotFoundError, json.JSONDecodeError, KeyError):
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
 
 
 def kernels_under(process: psutil.Process) -> list[psutil.Process]:
