@@ -15,6 +15,7 @@ from typing import Any
 from .._leaves import shorten
 from . import _wire
 from ._guard import is_learner_file, is_the_learners_function, standing_in, stops_here, watch
+from ._kit import SOURCE_LOCATION
 from ._plain import NotPlainError
 from ._registry import get_exercise
 from ._spec import (
@@ -251,7 +252,7 @@ def _case_problem(
 _CACHE_MISS = re.compile(r"^\s*TRACING CACHE MISS\b|^\S.* at [^\s:]+\.py:\d+ \(.+\):$")
 """The first line of a cache-miss explanation: JAX's words, or any line that names where the
 function was called from, as another release may word it."""
-_LOCATION = re.compile(r",? (?:defined )?at [^\s:]+\.py:\d+|\s*see https?://\S+")
+_SEE_ADDRESS = re.compile(r"\s*see https?://\S+")
 _STATIC = re.compile(
     r"<class '[\w.]*\bStatic'> with pytree metadata Static\(val=(.*?)\)(?= and|,|$)"
 )
@@ -309,11 +310,16 @@ def _explanation(block: list[str]) -> str:
         said = block[first][2:]
         if said.endswith(":") and first + 1 < len(block):
             said = f"{said} {block[first + 1]}"
-        return _LOCATION.sub("", said)
+        return _without_locations(said)
     said_lines = [
         line for line in block if not line.startswith(("for ", "all previously", "different"))
     ]
-    return _LOCATION.sub("", " ".join(said_lines)) or "none given"
+    return _without_locations(" ".join(said_lines)) or "none given"
+
+
+def _without_locations(text: str) -> str:
+    """``text`` without the files, lines and web addresses that JAX's explanations point to."""
+    return _SEE_ADDRESS.sub("", SOURCE_LOCATION.sub("", text))
 
 
 def _public_names(text: str) -> str:

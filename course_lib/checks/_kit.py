@@ -9,13 +9,13 @@ This is the one shelf of helpers for the lesson modules: look here before writin
 module, and put a helper that two lessons need here. What is here, by section (``__all__`` lists
 it): parts (``in_parts``); probes (``call_value``, ``call_tree``, ``compile_report``,
 ``jit_compile_calls``, ``jit_compile_report``, ``repeat_compiles``, ``input_changes``,
-``recompiled_calls``, ``miss_of``, ``measured_calls``, ``error_text``, ``returned_instead``,
-``leaf_text``); judges (``judge_number``, ``judge_bool``, ``judge_equal``, ``plain_difference``,
-``structure_difference``, ``tree_judge``, ``judge_compiles``, ``judge_compiles_with_advice``,
-``recompile_cause``, ``missing_return``) and typical mistakes (``trees_close``,
-``matching_variant``); references (``as_numpy``, ``scaled``, ``ACTIVATIONS``); plain data with
-dtypes (``as_judged``, ``as_float32``, ``dtype_name``, ``dtyped_plain``); random inputs
-(``random_f32``, ``random_array``, ``random_shape``, ``small_shape``, ``small_float_leaf``,
+``recompiled_calls``, ``miss_of``, ``measured_calls``, ``error_text``, ``SOURCE_LOCATION``,
+``returned_instead``, ``leaf_text``); judges (``judge_number``, ``judge_bool``, ``judge_equal``,
+``plain_difference``, ``structure_difference``, ``tree_judge``, ``judge_compiles``,
+``judge_compiles_with_advice``, ``recompile_cause``, ``missing_return``) and typical mistakes
+(``trees_close``, ``matching_variant``); references (``as_numpy``, ``scaled``, ``ACTIVATIONS``);
+plain data with dtypes (``as_judged``, ``as_float32``, ``dtype_name``, ``dtyped_plain``); random
+inputs (``random_f32``, ``random_array``, ``random_shape``, ``small_shape``, ``small_float_leaf``,
 ``random_float_leaf``, ``random_like``); random trees (``Layer``, ``Point``, ``Opaque``,
 ``random_leaf``, ``random_tree``, ``float_tree``, ``count_none``).
 
@@ -54,6 +54,7 @@ __all__ = [
     "KEYS",
     "NONE_RECORD",
     "SMALL_SHAPES",
+    "SOURCE_LOCATION",
     "Layer",
     "Opaque",
     "Point",
@@ -427,7 +428,9 @@ def input_changes(
 
 
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+|0x[0-9a-fA-F]{6,}")
-_LOCATION = re.compile(r" (?:at|defined at) \S+\.py:\d+")
+SOURCE_LOCATION = re.compile(r",? (?:defined )?at [^\s:]+\.py:\d+")
+"""Where a message names a source file and line (`` defined at model.py:12``): text that differs
+between machines and runs, left out of what a hint shows."""
 _FOLDERS = re.compile(r"(?:/[^\s/:]+)+/([^\s/:]+\.py)")
 
 
@@ -454,7 +457,7 @@ def error_text(error: BaseException, limit: int = 300, lines: int = 1) -> str:
         text = "\n".join(str(error).strip().splitlines()[:lines])
     except Exception:  # noqa: BLE001 (a learner's exception may fail to print)
         text = ""
-    text = _FOLDERS.sub(r"\1", _LOCATION.sub("", _ADDRESS.sub("", text)))
+    text = _FOLDERS.sub(r"\1", SOURCE_LOCATION.sub("", _ADDRESS.sub("", text)))
     text = shorten(text, limit)
     return f"{type(error).__name__}: {text}" if text else type(error).__name__
 

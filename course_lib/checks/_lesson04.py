@@ -25,6 +25,7 @@ from ._kit import (
     judge_compiles_with_advice,
     leaf_text,
     random_f32,
+    trees_close,
 )
 from ._plain import describe
 from ._spec import Case, Exercise, Mistake
@@ -69,10 +70,10 @@ def _forward_problem(
     )
 
 
-def _close(mine: Any, theirs: Any) -> bool:
-    """Whether two outputs of a layer's forward are equal by the course's rule: float32 values of
-    size 1, computed with JAX's product on both sides."""
-    return bool(np.allclose(mine, theirs, *float_tolerance(scale=1.0)))
+def _same_output(mine: Any, theirs: Any) -> bool:
+    """Whether two outputs of a layer's forward agree by the course's rule: float32 values of size
+    1, computed with JAX's product on both sides."""
+    return trees_close(mine, theirs, *float_tolerance(scale=1.0))
 
 
 def _outputs_problem(got: list[Any], expected: list[Any], what: list[str]) -> str | None:
@@ -81,7 +82,7 @@ def _outputs_problem(got: list[Any], expected: list[Any], what: list[str]) -> st
             return (
                 f"{what[i]} gave {describe(mine, 60)}, expected an array of shape {theirs.shape}."
             )
-        if not _close(mine, theirs):
+        if not _same_output(mine, theirs):
             return f"{what[i]} gave other values than expected."
     return None
 
@@ -279,7 +280,11 @@ def _judge_dense(got: Any, expected: Any, case: Case) -> str | Mistake | None:
 def _bias_problem(outputs: list[Any], want: list[Any], case: Case) -> Mistake | None:
     """The mistake when use_bias=False kept the bias, or when the default use_bias left it out."""
     what = case.info["what"]
-    if len(outputs) > 3 and _close(outputs[3], want[2]) and not _close(want[3], want[2]):
+    if (
+        len(outputs) > 3
+        and _same_output(outputs[3], want[2])
+        and not _same_output(want[3], want[2])
+    ):
         return Mistake(
             f"{what[3]} gave the same result as with the bias: b was added all the same.",
             "use_bias is a switch Python reads while tracing: with use_bias=False the forward "
@@ -291,8 +296,8 @@ def _bias_problem(outputs: list[Any], want: list[Any], case: Case) -> Mistake | 
     without_bias = np.asarray(jnp.tanh(jnp.asarray(case.info["x"]) @ case.info["weights"][1][0]))
     if (
         np.shape(outputs[1]) == without_bias.shape
-        and _close(outputs[1], without_bias)
-        and not _close(want[1], without_bias)
+        and _same_output(outputs[1], without_bias)
+        and not _same_output(want[1], without_bias)
     ):
         return Mistake(
             f"{what[1]}, built without options, left the bias out.",
