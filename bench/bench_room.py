@@ -8,8 +8,9 @@ in another, then lets 200 simulated learners post concurrently (one thread each,
 connection through urllib, as a kernel's room client sends it). Each learner joins, sends lesson
 00's ready event (one in twenty a failed setup, with its reason), then for each exercise of lessons
 01-09 in order: maybe one run of the stub (not attempted), a few incorrect tries with the hint
-rising (0-4, most often 0 or 1), most naming a recognised mistake and its idea, a raised hand
-after the third and lowered after it, then a pass. Two rounds on the same room:
+rising (0-4, most often 0 or 1), most naming a recognised mistake with its idea and fix, a raised
+hand after the third and lowered after it, then a pass; and last, a leave. Two rounds on the same
+room:
 
 * **burst**: no pause between a learner's events, so the server is the limit: events per second;
 * **paced**: each learner waits 0.2-1.2 s between events (about 300 events a second from the room,
@@ -108,12 +109,17 @@ def plan(rng: random.Random, exercises: list[str]) -> list[dict[str, Any]]:
             events.append({"kind": "check", "exercise": exercise, "outcome": outcome, "hint": hint})
             if outcome == "incorrect" and rng.random() < 0.7:
                 mistake = rng.choice(["adds_step", "drops_none", "counts_leaves"])
-                events[-1].update(mistake=mistake, idea=f"The idea behind {mistake}. " * 4)
+                events[-1].update(
+                    mistake=mistake,
+                    idea=f"The idea behind {mistake}. " * 4,
+                    fix=f"The fix for {mistake}, close to the answer. " * 2,
+                )
             if hint == 3:
                 events.append({"kind": "hand", "text": "stuck on this one"})
         if tries >= 3:
             events.append({"kind": "done"})
         events.append({"kind": "check", "exercise": exercise, "outcome": "passed", "hint": 0})
+    events.append({"kind": "leave"})
     return events
 
 

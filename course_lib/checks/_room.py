@@ -14,12 +14,15 @@ included, for 12 hours (it is kept in the learner's configuration folder, which 
 at with one ``stat``), so every lesson and exercise notebook is in the room; ``leave_room()``
 ends it for all of them the same way. From then on every ``check`` sends one small event: the
 room's code, the learner's name, the exercise, its outcome, the hint number shown, the typical
-mistake the check recognised (its id and the course's idea for it) and the time. Never code,
-outputs or values. ``help_me()`` and ``done()`` raise and lower the learner's hand.
+mistake the check recognised (its id, the course's idea and fix for it) and the time. Never code,
+outputs or values. ``help_me()`` and ``done()`` raise and lower the learner's hand; ``leave_room()``
+tells the room, which lowers it too.
 
-A check never waits on the room: events go to a queue that one background thread empties, with a
-short timeout, retrying while the room does not answer. Nothing here raises into a check; when the
-room cannot be reached, the next check prints one notice, once per session. Standard library only.
+A check never waits on the room (but a kernel's first, joining from ``COURSE_ROOM``, waits up to
+3 s for the join's answer, to say what happened): events go to a queue that one background thread
+empties, with a short timeout, retrying while the room does not answer. Nothing here raises into
+a check; when the room cannot be reached, the next check prints one notice, once per session.
+Standard library only.
 """
 
 from __future__ import annotations
@@ -43,8 +46,11 @@ ROOM_ENV = "COURSE_ROOM"
 
 NAME_LIMIT = 64
 HAND_WAIT = 2.0
-"""Seconds ``help_me`` and ``done`` wait for the room to take their event, so that what they print
-is true."""
+"""Seconds ``help_me``, ``done`` and ``leave_room`` wait for the room to take their event, so that
+what they print is true."""
+JOIN_WAIT = 3.0
+"""Seconds a join waits for the room's answer, in all (``join_room``'s default, and the first check
+of a kernel joining from ``COURSE_ROOM``), so that it says only what happened."""
 _PLACEHOLDERS = {
     "yourname",
     "yournamehere",
@@ -68,8 +74,8 @@ OUTCOMES = {
 """A check's verdict status, as the room names the outcome."""
 ROOM_OUTCOMES = tuple(dict.fromkeys(OUTCOMES.values()))
 """The outcomes an event may carry, as the room names them (the room's server checks them)."""
-ROOM_TEXT_LIMITS = {"idea": 300, "reason": 300, "text": 100}
-"""The most characters of each text an event may carry: a check's idea for the mistake it
+ROOM_TEXT_LIMITS = {"idea": 300, "fix": 300, "reason": 300, "text": 100}
+"""The most characters of each text an event may carry: a check's idea and fix for the mistake it
 recognised, a failed setup's reason, a raised hand's words (the room's server checks them)."""
 
 _SENT = (
@@ -91,7 +97,8 @@ class RoomClient:
     returns at once. The thread posts each event with ``timeout`` seconds to answer; a room that
     does not answer, answers 5xx or asks to slow down (429) gets the same event again after a
     pause that doubles up to ``max_pause``. An event the room refuses (another 4xx) is dropped.
-    Either way :meth:`take_notice` hands out one line saying so, once.
+    Either way :meth:`take_notice` hands out one line saying so, once. Whoever must know how an
+    event went (a join, a raised hand) waits for its first answer with :meth:`wait_answer`.
 
     >>> client = RoomClient("http://127.0.0.1:9", code="K7PX-3MQD", name="Ada")
     >>> client.events_url
@@ -120,10 +127,13 @@ class RoomClient:
         self._thread: threading.Thread | None = None
         self._notice: str | None = None
         self._noticed = False
-        self._taken: collections.deque[dict[str, Any]] = collections.deque(maxlen=16)
+        # (event, status, message) of the latest posts, for wait_answer
+        self._answers: collections.deque[tuple[dict[str, Any], int | None, str]] = (
+            collections.deque(maxlen=16)
+        )
         self.sent = 0
 
-    def post(self, event: dict[str, Any], timeout: float | None = None) -> tuple[int | None, str]:
+    def post(self, event: dict[str, Any]) -> tuple[int | None, str]:
         """POST one event now: the HTTP status (``None`` when the room did not answer) and the
         room's message or the network's reason."""
         body = json.dumps({"code": self.code, "name": self.name, **event}).encode()
@@ -134,7 +144,7 @@ class RoomClient:
             method="POST",
         )
         try:
-            with urllib.request.urlopen(request, timeout=timeout or self.timeout) as response:
+            with urllib.request.urlopen(request, timeout=self.timeout) as response:
                 return response.status, ""
         except urllib.error.HTTPError as error:
             return error.code, _error_message(error)
@@ -145,7 +155,7 @@ class RoomClient:
 
     def send(self, event: dict[str, Any]) -> dict[str, Any]:
         """Queue one event (the time is added here, its texts fitted to the room's limits) and
-        return at once, with the event as queued (for :meth:`wait_taken`)."""
+        return at once, with the event as queued (for :meth:`wait_answer`)."""
         queued = {**fit_texts(event), "sent_at": round(time.time(), 3)}
         if self._closed.is_set():
             return queued
@@ -157,16 +167,21 @@ class RoomClient:
             self._wake.notify_all()
         return queued
 
-    def wait_taken(self, queued: dict[str, Any], seconds: float) -> bool:
-        """Whether the room took ``queued`` (as :meth:`send` returned it) within ``seconds``."""
+    def wait_answer(self, queued: dict[str, Any], seconds: float) -> tuple[int | None, str]:
+        """The room's first answer to ``queued`` (as :meth:`send` returned it), waiting at most
+        ``seconds`` in all, however slowly the room answers (a socket's timeout starts again
+        with each byte): ``(status, message)`` as :meth:`post` gives them, the status ``None``
+        when no answer came in time. An event not taken stays queued and is sent again."""
         deadline = time.monotonic() + seconds
+        answer = None
         with self._wake:
-            while any(e is queued for e in self._queue) and not self._closed.is_set():
+            while not self._closed.is_set():
+                answer = next((a[1:] for a in reversed(self._answers) if a[0] is queued), None)
                 left = deadline - time.monotonic()
-                if left <= 0:
+                if answer is not None or left <= 0:
                     break
                 self._wake.wait(left)
-            return any(e is queued for e in self._taken)
+        return answer or (None, f"no whole answer within {seconds:g} s")
 
     def take_notice(self) -> str | None:
         """The line about a room that did not answer or refused an event, the first time only."""
@@ -192,8 +207,10 @@ class RoomClient:
                     return
                 event = self._queue[0]
             status, message = self.post(event)
+            with self._wake:
+                self._answers.append((event, status, message))
+                self._wake.notify_all()
             if status is not None and status < 300:
-                self._taken.append(event)
                 self._done(event)
                 self.sent += 1
                 pause = 0.5
@@ -341,21 +358,7 @@ def _kept() -> dict[str, Any] | None:
     return data if 0 <= time.time() - at < SAVED_HOURS * 3600 else None
 
 
-def post_within(
-    client: RoomClient, event: dict[str, Any], seconds: float
-) -> tuple[int | None, str]:
-    """:meth:`RoomClient.post` that gives up after ``seconds`` in all, however slowly the room
-    answers (a socket's timeout starts again with each byte received)."""
-    answer: list[tuple[int | None, str]] = []
-    poster = threading.Thread(
-        target=lambda: answer.append(client.post(event, seconds)), daemon=True
-    )
-    poster.start()
-    poster.join(seconds)
-    return answer[0] if answer else (None, f"no whole answer within {seconds:g} s")
-
-
-def join_room(url: str, *, code: str, name: str, timeout: float = 3.0) -> None:
+def join_room(url: str, *, code: str, name: str, timeout: float = JOIN_WAIT) -> None:
     """Join a workshop's room: from now on each self-check tells the instructor how it went.
 
     Asks the room once, waiting at most ``timeout`` seconds in all, and says in one sentence what
@@ -372,8 +375,9 @@ def join_room(url: str, *, code: str, name: str, timeout: float = 3.0) -> None:
             "the join line your instructor gave"
         )
     client = RoomClient(url.strip(), code=str(code).strip(), name=valid_name(name))
-    status, message = post_within(client, {"kind": "join"}, timeout)
-    if status is not None and 400 <= status < 500:
+    status, message = client.wait_answer(client.send({"kind": "join"}), timeout)
+    if refused(status):
+        client.close()
         print(
             f"Not joined: the room at {client.url} refused you ({message}). Check the code and "
             "name against your instructor's join line, then run this cell again."
@@ -391,45 +395,82 @@ def join_room(url: str, *, code: str, name: str, timeout: float = 3.0) -> None:
             "stops it)."
         )
         return
-    why = f"it answered {status}" if status else f"it did not answer ({message})"
     client._noticed = True  # said here, once
     print(
-        f"Could not reach the room at {client.url}: {why}. Check the address against your "
-        f"instructor's join line. {_CLOUD_ADVICE} Until it answers, checks are kept and sent "
-        "once it does."
+        f"Could not reach the room at {client.url}: {_unanswered(status, message)}. Check the "
+        f"address against your instructor's join line. {_CLOUD_ADVICE} Until it answers, checks "
+        "are kept and sent once it does."
     )
+
+
+def refused(status: int | None) -> bool:
+    """Whether the room refused an event for good (a 4xx but 429, which asks to slow down): sent
+    again, it would be refused again.
+
+    >>> [refused(s) for s in (201, 403, 429, 503, None)]
+    [False, True, False, False, False]
+    """
+    return status is not None and 400 <= status < 500 and status != 429
+
+
+def _unanswered(status: int | None, message: str) -> str:
+    """Why the room did not take an event, in a few words.
+
+    >>> _unanswered(None, "Connection refused"), _unanswered(503, "")
+    ('it did not answer (Connection refused)', 'it answered 503')
+    """
+    return f"it answered {status}" if status else f"it did not answer ({message})"
 
 
 def leave_room() -> None:
     """Leave the workshop's room: no kernel of this learner sends to it from its next check, those
     already open and one started with ``COURSE_ROOM`` included, for 12 hours or until
-    :func:`join_room`."""
+    :func:`join_room`. The room hears of it (waiting up to :data:`HAND_WAIT` seconds), so a hand
+    still up goes down on the dashboard."""
     global _room
     with _lock:
         room, _room = _room, None
         kept = _kept() or {}
-        env = os.environ.get(ROOM_ENV, "").strip().lower() not in ("", "off")
-        url = room.url if room else kept.get("url", ROOM_ENV if env else None)
-        if kept.get("left"):
-            url = room.url if room else None
-        _keep({"left": True, "url": url})
-    if room is not None:
-        room.close()
-    if url is None:
+        if room is None and not kept.get("left"):
+            room = _client_of(kept)
+        _keep({"left": True, "url": room.url if room else None})
+    if room is None:
         print("You were not in a workshop room: nothing was being sent.")
-    else:
-        print(
-            f"Left the room at {url}: none of your notebooks sends checks to it now, open ones "
-            f"and {ROOM_ENV} included, for {SAVED_HOURS} hours. join_room(...) joins again."
-        )
+        return
+    status, message = room.wait_answer(room.send({"kind": "leave"}), HAND_WAIT)
+    room.close()
+    told = (
+        "a hand you raised is down"
+        if status is not None and status < 300
+        else f"the room did not hear it ({_unanswered(status, message)}), so a hand you raised "
+        "may still show: tell a helper"
+    )
+    print(
+        f"Left the room at {room.url}: none of your notebooks sends checks to it now, open ones "
+        f"and {ROOM_ENV} included, for {SAVED_HOURS} hours; {told}. join_room(...) joins again."
+    )
+
+
+def _client_of(kept: dict[str, Any]) -> RoomClient | None:
+    """A client for the room this learner's kernels are in, by the join kept in another kernel,
+    else by ``COURSE_ROOM`` (``None`` when neither names one)."""
+    if kept.get("url"):
+        return RoomClient(kept["url"], code=kept["code"], name=kept["name"])
+    value = os.environ.get(ROOM_ENV, "").strip()
+    try:
+        url, code, name = parse_room(value)
+    except ValueError:
+        return None
+    return RoomClient(url, code=code, name=name)
 
 
 def current_room() -> RoomClient | None:
     """The room this kernel sends to, worked out again whenever another kernel joined or left:
     ``None`` under ``COURSE_ROOM=off`` (the course's own runs of its notebooks set it); else the
     room of the latest join or leave of this learner's, in any kernel in the last 12 hours; else
-    the one ``COURSE_ROOM`` names. Under ``off``, only a join made in this kernel holds. Waits for
-    nothing: one ``stat`` when nothing changed."""
+    the one ``COURSE_ROOM`` names. Under ``off``, only a join made in this kernel holds. One
+    ``stat`` when nothing changed; waits only for a join from ``COURSE_ROOM``, at a kernel's first
+    check, up to :data:`JOIN_WAIT` seconds for the room's answer, so as to say what happened."""
     global _room, _said_stamp
     value = os.environ.get(ROOM_ENV, "").strip()
     if value.lower() == "off":
@@ -441,6 +482,7 @@ def current_room() -> RoomClient | None:
         first, _said_stamp = _said_stamp is False, stamp
         kept = _kept()
         said = None
+        from_env = False
         if kept is not None and kept.get("left"):
             url, code, name = None, "", ""
             since = time.strftime("%H:%M", time.localtime(kept["at"]))
@@ -457,7 +499,7 @@ def current_room() -> RoomClient | None:
             except ValueError as error:
                 print(f"(not joining a workshop room: {error})")
                 return None
-            said = f"(joined the workshop room at {url} as {name!r} from {ROOM_ENV}: {_SENT})"
+            from_env = True  # said once the room answers the join
         else:
             return _room
         old = _room
@@ -466,11 +508,37 @@ def current_room() -> RoomClient | None:
         _room = None if url is None else RoomClient(url, code=code, name=name)
     if old is not None:
         old.close()
+    room = _room
+    if room is not None:
+        queued = room.send({"kind": "join"})
+        if from_env:  # nobody saw this join answered yet: say only what happened
+            said = _said_of_env_join(room, *room.wait_answer(queued, JOIN_WAIT))
     if said:
         print(said)
-    if _room is not None:
-        _room.send({"kind": "join"})
     return _room
+
+
+def _said_of_env_join(room: RoomClient, status: int | None, message: str) -> str:
+    """What a kernel joining from ``COURSE_ROOM`` says, once the room answered its join or did
+    not in time; a room that refused it is left."""
+    global _room
+    if status is not None and status < 300:
+        return f"(joined the workshop room at {room.url} as {room.name!r} from {ROOM_ENV}: {_SENT})"
+    if refused(status):
+        room.close()
+        with _lock:
+            _room = None if _room is room else _room
+        return (
+            f"(not in the workshop room: the room at {room.url} refused {ROOM_ENV}'s join "
+            f"({message}). Copy the code and your name from your instructor's join line into "
+            f"{ROOM_ENV} and restart Jupyter, or run the join_room line in a cell)"
+        )
+    room._noticed = True  # said here, once
+    return (
+        f"(could not reach the workshop room at {room.url} from {ROOM_ENV}: "
+        f"{_unanswered(status, message)}; your checks work as usual, and the room gets them "
+        "once it answers)"
+    )
 
 
 def send_event(event: dict[str, Any]) -> None:
@@ -510,7 +578,8 @@ def help_me(text: str = "") -> None:
         )
         return
     queued = room.send({"kind": "hand", **({"text": text.strip()} if text.strip() else {})})
-    if room.wait_taken(queued, HAND_WAIT):
+    status, _ = room.wait_answer(queued, HAND_WAIT)
+    if status is not None and status < 300:
         print(
             "Your hand is up on the instructor's dashboard: a helper will come to you. It stays "
             "up until you pass the exercise, a helper marks you helped, or you run done()."
@@ -528,7 +597,8 @@ def done() -> None:
     if room is None:
         print("You are not in a workshop room: there is no hand to lower.")
         return
-    if room.wait_taken(room.send({"kind": "done"}), HAND_WAIT):
+    status, _ = room.wait_answer(room.send({"kind": "done"}), HAND_WAIT)
+    if status is not None and status < 300:
         print("Your hand is down. help_me() raises it again.")
     else:
         print(

@@ -22,7 +22,7 @@ from ._room import OUTCOMES, send_event
 from ._spec import Exercise, Status, Verdict, round_points
 
 _strict_override: bool | None = None
-# Per exercise: the mistake the last failed check was about (its idea) and how many of its two
+# Per exercise: the mistake the last failed check was about (its mistake_id) and how many of its two
 # hints were shown then.
 _hints_shown: dict[str, tuple[str, int]] = {}
 _references: dict[str, list[Any]] = {}
@@ -119,9 +119,10 @@ def _report(exercise: Exercise, verdict: Verdict) -> tuple[str, int]:
         return "\n".join([header, *_indented(verdict.message)]), 0
     # The first failure with a mistake says what went wrong; each further one, with the same
     # mistake, shows the next step alone: the idea, then the fix. Another mistake starts again.
+    this = mistake_id(exercise.id, verdict.idea, verdict.fix)
     mistake, seen = _hints_shown.get(exercise.id, ("", -1))
-    level = min(seen + 1, 2) if mistake == verdict.idea else 0
-    _hints_shown[exercise.id] = (verdict.idea, level)
+    level = min(seen + 1, 2) if mistake == this else 0
+    _hints_shown[exercise.id] = (this, level)
     lines = [f"{header}; {_NEXT[level]}"]
     if level == 0:
         lines += _indented(verdict.message)
@@ -141,27 +142,34 @@ def _indented(message: str) -> list[str]:
 
 
 IDEA_LIMIT = 300
-"""The most characters of a mistake's idea that a room's event carries."""
+"""The most characters of a mistake's idea, and of its fix, that a room's event carries."""
 
 
-def mistake_id(exercise_id: str, idea: str) -> str:
+def mistake_id(exercise_id: str, idea: str, fix: str) -> str:
     """A short name for a mistake of an exercise, the same on every run: the exercise's id and a
-    hash of the mistake's idea (32 ASCII characters at most, for ids as long as the longest).
+    hash of the mistake's idea and fix together, so that two mistakes sharing an idea stay two
+    (32 ASCII characters at most, for ids as long as the longest). Nothing of the learner's
+    answer goes into it: a :class:`Mistake`'s ``what`` is left out.
 
-    >>> mistake_id("01.count_params", "A parameter is one entry of an array.")
-    '01.count_params/c77fa636'
+    >>> idea = "A parameter is one entry of an array."
+    >>> mistake_id("01.count_params", idea, "Add up leaf.size over the leaves.")
+    '01.count_params/5e50db56'
+    >>> mistake_id("01.count_params", idea, "Skip the None subtrees.")
+    '01.count_params/4df7b5c4'
     """
-    return f"{exercise_id}/{zlib.crc32(idea.encode()):08x}"
+    both = "\n".join([idea, fix]).encode()
+    return f"{exercise_id}/{zlib.crc32(both):08x}"
 
 
 def _check_event(exercise_id: str, verdict: Verdict | None, step: int) -> dict[str, Any]:
     """The room's event for one check: its outcome, the hint step shown and, when the check
-    recognised a mistake, which one and its idea."""
+    recognised a mistake, which one, its idea and its fix (for the instructor's dashboard)."""
     outcome = "error" if verdict is None else OUTCOMES.get(verdict.status, "error")
     event = {"kind": "check", "exercise": exercise_id, "outcome": outcome, "hint": step}
     if verdict is not None and verdict.mistake:
-        event["mistake"] = mistake_id(exercise_id, verdict.idea)
+        event["mistake"] = mistake_id(exercise_id, verdict.idea, verdict.fix)
         event["idea"] = shorten(verdict.idea, IDEA_LIMIT)
+        event["fix"] = shorten(verdict.fix, IDEA_LIMIT)
     return event
 
 

@@ -5,12 +5,13 @@ The learner's side is ``course_lib.checks.join_room`` (standard library only); t
 instructor's side, a tornado application on the instructor's machine (or behind a reverse proxy):
 
 * ``_store.py``: the room's SQLite file (its join code, tokens, settings and every event, the
-  instructor's actions included), kept private;
+  dashboards' actions included, with whose they were), kept private;
 * ``_state.py``: what the dashboard shows, worked out from the events: who needs help, ranked,
-  the room's common mistakes, who is ready; and the minutes each exercise is given;
+  the room's common mistakes, who is ready, the current block of exercises; and the minutes each
+  exercise is given;
 * ``_app.py``: the web application: validation, limits on rates, sizes and connections, the
   three secrets (the join code, the instructor's token, the helpers'), the live stream, the
-  dashboard's actions (helped, rename, merge, remove);
+  dashboard's actions (helped, rename, merge, remove, undo, start a block);
 * ``_cli.py``: the command line; ``static/``: the dashboard's page, script and style.
 
 It imports ``course_lib.checks`` (the exercises and the rule for names) and nothing of the grader.

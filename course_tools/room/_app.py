@@ -7,9 +7,10 @@ Routes, under an optional path prefix (``base_path``, for a reverse proxy):
   ``{"error": "..."}`` and nothing stored otherwise.
 * ``GET dashboard?token=…``: the dashboard page. ``GET api/stream?token=…``: its server-sent
   events, a snapshot first and then updates. ``POST api/actions`` (header ``X-Room-Token``):
-  helped, rename, merge or remove a learner. These take the instructor's token or the helpers'.
-* With the instructor's token only: ``POST api/settings``, the minutes without a check after
-  which the room counts as paused; ``GET export.csv?token=…``, every event.
+  mark a learner helped. These take the instructor's token or the helpers'.
+* With the instructor's token only: the other actions (rename, merge or remove a learner, undo
+  the latest of those, start a block of exercises); ``POST api/settings``, the minutes without a
+  check after which the room counts as paused; ``GET export.csv?token=…``, every event.
 * ``GET /`` (the prefix itself): the page to project, with the join line and no secret of the
   instructor's.
 * ``GET static/…``: the page's script and style; nothing is loaded from elsewhere.
@@ -45,17 +46,22 @@ from ._state import RoomState
 from ._store import EVENT_COLUMNS, Event, RoomStore
 
 STATIC = Path(__file__).parent / "static"
-KINDS = ("join", "check", "ready", "hand", "done")
-"""What a learner's kernel sends."""
-ACTIONS = ("helped", "rename", "remove")
-"""What the dashboard does to a learner (a rename into a name in the room merges, and is stored
-as ``merge``); ``helped`` alone is open to the helpers' link."""
+KINDS = ("join", "check", "ready", "hand", "done", "leave")
+"""What a learner's kernel sends (``leave``: ``leave_room()``, which lowers a raised hand)."""
+ACTIONS = ("helped", "rename", "remove", "undo", "block")
+"""What the dashboard does: to a learner (a rename into a name in the room merges, and is stored
+as ``merge``), undo the latest rename, merge or remove, start a block of exercises. ``helped``
+alone is open to the helpers' link. Each is stored with the dashboard that took it (``actor``)."""
 _FIELDS = {
     "join": {"code", "name", "kind", "sent_at"},
-    "check": {"code", "name", "kind", "sent_at", "exercise", "outcome", "hint", "mistake", "idea"},
+    "check": {
+        *("code", "name", "kind", "sent_at", "exercise", "outcome", "hint"),
+        *("mistake", "idea", "fix"),
+    },
     "ready": {"code", "name", "kind", "sent_at", "outcome", "jax", "backend", "reason"},
     "hand": {"code", "name", "kind", "sent_at", "text"},
     "done": {"code", "name", "kind", "sent_at"},
+    "leave": {"code", "name", "kind", "sent_at"},
 }
 _MISTAKE = re.compile(r"[A-Za-z0-9_.:/\-]{1,40}")
 _VERSION = re.compile(r"[0-9A-Za-z.+\-]{0,40}")
@@ -181,10 +187,12 @@ def validate(data: Any, code: str, known: Mapping[str, Any]) -> dict[str, Any]:
             isinstance(data["mistake"], str) and _MISTAKE.fullmatch(data["mistake"])
         ):
             raise Refused(400, "mistake must be an id of 1 to 40 letters, digits or ._:/-")
+        if ("idea" in data or "fix" in data) and "mistake" not in data:
+            raise Refused(400, "an idea or a fix comes with the mistake it is for")
         if "idea" in data:
-            if "mistake" not in data:
-                raise Refused(400, "an idea comes with the mistake it is for")
             data["detail"] = one_line(data.pop("idea"), "idea")
+        if "fix" in data:
+            data["fix"] = one_line(data["fix"], "fix")
     if kind == "ready":
         if data.get("outcome") not in ("passed", "error"):
             raise Refused(400, "a ready event's outcome is passed or error")
@@ -270,8 +278,7 @@ class Room:
         self.addresses: list[str] = []  # else the addresses it listens on that others can reach
         self.base = ""
         self._last_push = 0.0
-        for event in store.events():
-            state.apply(event)
+        state.replay(store.events())
         state.take_changed()
 
     def add(self, data: Any, host: str) -> Event:
@@ -296,8 +303,10 @@ class Room:
         return event
 
     def act(self, data: Any, instructor: bool) -> Event:
-        """Store one action of the dashboard's on a learner (see :data:`ACTIONS`); the helpers'
-        link may only mark a learner helped. :class:`Refused` says what is wrong."""
+        """Store one action of the dashboard's (see :data:`ACTIONS`); the helpers' link may only
+        mark a learner helped. :class:`Refused` says what is wrong. An undo names the action it
+        takes back (``id``), which must still be the latest: the room then is worked out again
+        from its file, without it."""
         if not isinstance(data, dict) or data.get("kind") not in ACTIONS:
             raise Refused(
                 400, f"an action is a JSON object whose kind is one of {', '.join(ACTIONS)}"
@@ -305,11 +314,28 @@ class Room:
         kind = data["kind"]
         if kind != "helped" and not instructor:
             raise Refused(403, "the helpers' link can mark learners helped; ask the instructor")
+        if kind == "undo":
+            fields = self._undo_fields(data)
+        elif kind == "block":
+            fields = {"name": "", "kind": "block"}
+        else:
+            fields = self._learner_fields(data)
+        actor = "instructor" if instructor else "helper"  # whose dashboard, for the export
+        event = self.store.add(self.clock(), {**fields, "actor": actor})
+        if kind == "undo":
+            self.state = self.state.rebuilt(self.store.events())
+        else:
+            self.state.apply(event)
+        self._last_push = 0.0  # the dashboards show it at the next push
+        return event
+
+    def _learner_fields(self, data: dict[str, Any]) -> dict[str, Any]:
+        """The fields of an action on a learner of the room: helped, rename (merge), remove."""
         name = data.get("name")
         if not isinstance(name, str) or name not in self.state.learners:
             raise Refused(404, f"no learner named {name!r} in the room")
-        fields: dict[str, Any] = {"name": name, "kind": kind}
-        if kind == "rename":
+        fields: dict[str, Any] = {"name": name, "kind": data["kind"]}
+        if data["kind"] == "rename":
             try:
                 new = valid_name(data.get("to"))
             except ValueError as error:
@@ -317,10 +343,20 @@ class Room:
             if new == name:
                 raise Refused(400, "the new name is the name it has")
             fields.update(kind="merge" if new in self.state.learners else "rename", detail=new)
-        event = self.store.add(self.clock(), fields)
-        self.state.apply(event)
-        self._last_push = 0.0  # the dashboards show it at the next push
-        return event
+        return fields
+
+    def _undo_fields(self, data: dict[str, Any]) -> dict[str, Any]:
+        """The fields of an undo of the action ``data["id"]`` names, the latest in force."""
+        latest = self.state.undoable()
+        if latest is None:
+            raise Refused(409, "there is nothing to undo: no rename, merge or remove in force")
+        if data.get("id") != latest["id"]:
+            raise Refused(
+                409,
+                "that is no longer the latest rename, merge or remove: the dashboard now shows "
+                "the one to undo",
+            )
+        return {"name": latest["name"], "kind": "undo", "detail": str(latest["id"])}
 
     def set_idle_minutes(self, minutes: float) -> None:
         self.state.idle_minutes = minutes

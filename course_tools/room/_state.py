@@ -2,9 +2,11 @@
 needs help (ranked by what an instructor acts on) and who is ready.
 
 Pure computation: events go in through :meth:`RoomState.apply`, views come out as plain data. The
-server keeps one, fed from the store at start and then by each event as it is stored. The
-instructor's actions (helped, rename, merge, remove) are events too: nothing is ever deleted, and
-a room rebuilt from its file shows what the live one showed.
+server keeps one, fed from the store at start (:meth:`RoomState.replay`) and then by each event as
+it is stored. The dashboard's actions (helped, rename, merge, remove, undo, the start of a block)
+are events too: nothing is ever deleted, and a room rebuilt from its file shows what the live one
+showed. A removed learner is kept aside, progress and all, and comes back as they were when they
+send again or when the remove is undone.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ idea is the course's text, but it arrives from a learner's kernel, so one sender
 puts words on the room's screen."""
 HELP_ORDER = {"hand": 0, "streak": 1, "over_time": 2}
 """The order of the needs-help list: raised hands, then failing streaks, then silence."""
+UNDOABLE = ("rename", "merge", "remove")
+"""The dashboard's actions that "Undo" takes back, the latest first."""
 
 
 @dataclass(frozen=True)
@@ -58,6 +62,7 @@ class Cell:
     at: float = 0.0  # the latest check
     mistake: str | None = None  # the latest failed check's recognised mistake
     idea: str | None = None
+    fix: str | None = None
 
     def failing(self) -> str:
         """The streak in words: ``3 incorrect tries in a row``."""
@@ -83,6 +88,8 @@ class Cell:
 @dataclass
 class Learner:
     name: str
+    joined_at: float = 0.0  # their first event
+    left: bool = False  # their latest event was leave_room()'s
     last_exercise: str | None = None
     ready: dict[str, Any] | None = None
     cells: dict[str, Cell] = field(default_factory=dict)
@@ -107,6 +114,7 @@ class Learner:
             self.first_in[lesson] = min(self.first_in.get(lesson, at), at)
         for lesson, at in other.passed_in.items():
             self.passed_in[lesson] = max(self.passed_in.get(lesson, at), at)
+        self.joined_at = min(self.joined_at, other.joined_at)
         latest = max(self.cells.values(), key=lambda cell: cell.at, default=None)
         if latest is not None:
             self.last_exercise = next(e for e, c in self.cells.items() if c is latest)
@@ -130,10 +138,15 @@ class RoomState:
         self.exercises = dict(exercises)
         self.idle_minutes = idle_minutes
         self.learners: dict[str, Learner] = {}
+        self.removed: dict[str, Learner] = {}  # removed learners, kept for their return or an undo
         self.aliases: dict[str, str] = {}  # a name the instructor renamed: the name it became
+        self.actions: list[Event] = []  # the renames, merges and removes in force, in order
         self.last_event = 0
         self.last_check_at = 0.0
+        self.lesson_since: dict[str, float] = {}  # lesson: the room's first check in it
         self.block_since = 0.0  # when the room started checking again after a pause
+        self.paused_at = 0.0  # the room's last check before that pause
+        self.block_started = 0.0  # when the instructor last started a block of exercises
         self._changed: set[str] = set()
         self._removed: set[str] = set()
 
@@ -145,20 +158,40 @@ class RoomState:
             seen.add(name)
         return name
 
+    def replay(self, events: Iterable[Event]) -> None:
+        """Take stored events into account, in order, leaving out the actions undone since."""
+        events = list(events)
+        undone = {event.detail for event in events if event.kind == "undo"}
+        for event in events:
+            if str(event.id) not in undone:
+                self.apply(event)
+
+    def rebuilt(self, events: Iterable[Event]) -> RoomState:
+        """The room worked out again from all of its ``events`` (after an undo), its changes
+        since this one ready for :meth:`take_changed`."""
+        state = RoomState(self.exercises, self.idle_minutes)
+        state.replay(events)
+        state._removed |= set(self.learners) - set(state.learners)
+        return state
+
     def apply(self, event: Event) -> None:
-        """Take one stored event into account."""
+        """Take one stored event into account (an undo is taken by :meth:`replay`)."""
         self.last_event = max(self.last_event, event.id)
-        if event.kind in ("rename", "merge") and event.detail:
-            return self._rename(self.resolve(event.learner), event.detail)
-        name = self.resolve(event.learner)
-        if event.kind == "remove":
-            if self.learners.pop(name, None) is not None:
-                self._removed.add(name)
+        if event.kind in UNDOABLE:
+            return self._act(event)
+        if event.kind == "undo":
             return
-        learner = self.learners.get(name)
+        if event.kind == "block":
+            self.block_started = event.received
+            return
+        name = self.resolve(event.learner)
+        learner = self.learners.get(name) or self.removed.pop(name, None)
         if learner is None:
-            learner = self.learners[name] = Learner(name)
+            learner = Learner(name, joined_at=event.received)
+        self.learners[name] = learner
         self._changed.add(name)
+        if event.kind != "helped":  # the learner's own event: are they still in the room
+            learner.left = event.kind == "leave"
         if event.kind == "ready":
             learner.ready = {
                 "ok": event.outcome == "passed",
@@ -174,15 +207,27 @@ class RoomState:
                 "text": event.detail or "",
                 "exercise": learner.last_exercise,
             }
-        elif event.kind == "done":
+        elif event.kind in ("done", "leave"):
             learner.hand = None
         elif event.kind == "helped":
             learner.hand = None
             learner.helped_at = event.received
 
-    def _rename(self, old: str, new: str) -> None:
-        if old == new or old not in self.learners:
+    def _act(self, event: Event) -> None:
+        """A rename, merge or remove, kept in :attr:`actions` when it changed anything."""
+        name = self.resolve(event.learner)
+        if name not in self.learners:
             return
+        if event.kind == "remove":
+            self.removed[name] = self.learners.pop(name)
+            self._removed.add(name)
+        elif event.detail and event.detail != name:
+            self._rename(name, event.detail)
+        else:
+            return
+        self.actions.append(event)
+
+    def _rename(self, old: str, new: str) -> None:
         self.aliases.pop(new, None)
         self.aliases[old] = new
         moved = self.learners.pop(old)
@@ -205,22 +250,24 @@ class RoomState:
                 cell.errors = 0
             cell.streak += 1
             cell.errors += event.outcome == "error"
-            cell.mistake, cell.idea = event.mistake, event.detail
+            cell.mistake, cell.idea, cell.fix = event.mistake, event.detail, event.fix
         elif event.outcome == "passed":
             cell.streak = cell.errors = 0
             cell.since = event.received
-            cell.mistake = cell.idea = None
+            cell.mistake = cell.idea = cell.fix = None
         cell.outcome = event.outcome or "error"
         cell.hint = event.hint or 0
         learner.last_exercise = event.exercise
         lesson = self.exercises[event.exercise].lesson
         learner.first_in.setdefault(lesson, event.received)
+        self.lesson_since.setdefault(lesson, event.received)
         if event.outcome == "passed":
             learner.passed_in[lesson] = event.received
             if learner.hand and learner.hand["exercise"] in (None, event.exercise):
                 learner.hand = None
         if event.received - self.last_check_at > self.idle_minutes * 60:
             self.block_since = event.received
+            self.paused_at = self.last_check_at
         self.last_check_at = max(self.last_check_at, event.received)
 
     @property
@@ -248,14 +295,14 @@ class RoomState:
     def exercise_summary(self) -> dict[str, dict[str, Any]]:
         """Per exercise: how many passed and tried; of those failing, how many were told an
         answer was wrong and how many had it raise, the hints they saw, and the recognised
-        mistakes most of them share, with the idea the course gives for each."""
+        mistakes most of them share, each with its fix and the idea the course gives for it."""
         summary: dict[str, dict[str, Any]] = {
             exercise: {"passed": 0, "tried": 0, "incorrect": 0, "error": 0}
             for exercise in self.exercises
         }
         hints: dict[str, Counter[int]] = {}
         mistakes: dict[str, Counter[str]] = {}
-        ideas: dict[tuple[str, str], Counter[str]] = {}
+        words: dict[tuple[str, str], tuple[Counter[str], Counter[str]]] = {}
         for learner in self.learners.values():
             for exercise, cell in learner.cells.items():
                 row = summary[exercise]
@@ -267,33 +314,35 @@ class RoomState:
                     hints.setdefault(exercise, Counter())[cell.hint] += 1
                     if cell.mistake:
                         mistakes.setdefault(exercise, Counter())[cell.mistake] += 1
-                        if cell.idea:
-                            ideas.setdefault((exercise, cell.mistake), Counter())[cell.idea] += 1
+                        ideas, fixes = words.setdefault(
+                            (exercise, cell.mistake), (Counter(), Counter())
+                        )
+                        ideas[cell.idea or ""] += 1
+                        fixes[cell.fix or ""] += 1
         for exercise, row in summary.items():
             row["hints"] = sorted(hints.get(exercise, Counter()).items())
+            ranked = sorted(
+                mistakes.get(exercise, Counter()).items(), key=lambda item: (-item[1], item[0])
+            )
+            # The words most of a mistake's senders sent: one learner cannot change them.
             row["mistakes"] = [
                 {
                     "id": mistake,
                     "count": count,
-                    # the words most of its senders sent: one learner cannot change them
-                    "idea": ideas[exercise, mistake].most_common(1)[0][0]
-                    if (exercise, mistake) in ideas
-                    else "",
+                    "idea": words[exercise, mistake][0].most_common(1)[0][0],
+                    "fix": words[exercise, mistake][1].most_common(1)[0][0],
                 }
-                for mistake, count in sorted(
-                    mistakes.get(exercise, Counter()).items(), key=lambda item: (-item[1], item[0])
-                )[:TOP_MISTAKES]
+                for mistake, count in ranked[:TOP_MISTAKES]
             ]
         return summary
 
     def needs_help(self, now: float) -> list[dict[str, Any]]:
         """Who needs help, ranked by what an instructor acts on: raised hands, then
-        :data:`STREAK_FOR_HELP` failed tries in a row on one exercise (in any lesson), then
-        learners past the minutes the guide gives the exercise they are on, counted from their
-        own first check in its lesson (or their latest pass in it, or their latest help, or the
-        room's return to work after a pause, whichever came last), while the room is at work
-        (someone checked in the last ``idle_minutes``). "Helped" takes a learner off until their
-        next failure or hand. Longest waiting first within each kind."""
+        :data:`STREAK_FOR_HELP` failed tries in a row on one exercise (in any lesson), naming the
+        mistake recognised; then, while the room is at work (see :meth:`at_work`), learners
+        silent on an exercise past the minutes the guide gives it (see :meth:`_over_time`).
+        "Helped" takes a learner off until their next failure or hand. Longest waiting first
+        within each kind."""
         found = []
         room_at_work = self.at_work(now)
         for learner in self.learners.values():
@@ -309,55 +358,87 @@ class RoomState:
             ]
             if streaks:
                 _, since, exercise = min(streaks)
-                why = learner.cells[exercise].failing()
-                found.append(_row(learner, "streak", exercise, since, why))
+                cell = learner.cells[exercise]
+                row = _row(learner, "streak", exercise, since, cell.failing())
+                found.append({**row, "mistake": cell.fix or ""})
                 continue
             if room_at_work:
                 found.extend(self._over_time(learner, now))
         return sorted(found, key=lambda row: (HELP_ORDER[row["kind"]], row["since"], row["name"]))
 
     def at_work(self, now: float) -> bool:
-        """Whether the room is doing exercises: someone checked in the last ``idle_minutes``."""
-        return self.last_check_at >= now - self.idle_minutes * 60
+        """Whether the room is doing exercises: someone checked, or the instructor started a
+        block, in the last ``idle_minutes``."""
+        return max(self.last_check_at, self.block_started) >= now - self.idle_minutes * 60
+
+    def block_start(self) -> tuple[float, str]:
+        """When the current block of exercises began, and who began it: ``"instructor"`` (the
+        dashboard's "Start a block", when pressed since the room last paused) or ``"checks"``
+        (the room's first check after a pause)."""
+        if self.block_started > self.paused_at:
+            return self.block_started, "instructor"
+        return self.block_since, "checks"
 
     def _over_time(self, learner: Learner, now: float) -> list[dict[str, Any]]:
-        if learner.last_exercise is None:
+        """The learner, when silent past the guide's minutes for the first core exercise they
+        have not passed, in their own lesson or, once they have finished it, in the room's later
+        one (or the room's, when they never checked). Silence counts from their own first check
+        in that lesson or their latest pass in it; with none there, from their join or the
+        room's first check in the lesson, whichever came later; and never from before their
+        latest help or the current block's start. Nobody who left the room is listed."""
+        own = self.exercises[learner.last_exercise].lesson if learner.last_exercise else None
+        lesson = own if own and self._todo(learner, own) else self.lesson
+        if learner.left or lesson is None or (own is not None and lesson < own):
             return []
-        lesson = self.exercises[learner.last_exercise].lesson
-        todo = [
+        todo = self._todo(learner, lesson)
+        if not todo:
+            return []
+        exercise = self.exercises[todo[0]]
+        if lesson in learner.first_in:
+            start = max(learner.first_in[lesson], learner.passed_in.get(lesson, 0.0))
+            why = f"past the guide's {exercise.minutes:g} minutes for it"
+        else:
+            start = max(learner.joined_at, self.lesson_since.get(lesson, 0.0))
+            why = f"no check in lesson {lesson} yet, past the guide's {exercise.minutes:g} minutes"
+        start = max(start, learner.helped_at, self.block_start()[0])
+        if now - start <= exercise.minutes * 60:
+            return []
+        return [_row(learner, "over_time", exercise.id, start, why)]
+
+    def _todo(self, learner: Learner, lesson: str) -> list[str]:
+        """The lesson's core exercises the learner has not passed, in order."""
+        return [
             e.id
             for e in self.exercises.values()
             if e.lesson == lesson
             and not e.optional
             and learner.cells.get(e.id, Cell()).outcome != "passed"
         ]
-        if not todo:
-            return []
-        exercise = self.exercises[todo[0]]
-        start = max(
-            learner.first_in[lesson],
-            learner.passed_in.get(lesson, 0.0),
-            learner.helped_at,
-            self.block_since,
-        )
-        if now - start <= exercise.minutes * 60:
-            return []
-        why = f"past the guide's {exercise.minutes:g} minutes for it"
-        return [_row(learner, "over_time", exercise.id, start, why)]
+
+    def undoable(self) -> dict[str, Any] | None:
+        """The action "Undo" takes back, the latest rename, merge or remove in force, or
+        ``None``."""
+        if not self.actions:
+            return None
+        action = self.actions[-1]
+        return {"id": action.id, "kind": action.kind, "name": action.learner, "to": action.detail}
 
     def summary(self, now: float) -> dict[str, Any]:
         """Everything but the learners' own rows: the room's lesson, the exercises' summary, the
-        needs-help list and when the current block of exercises began (0 while the room is
-        paused)."""
+        needs-help list, the action to undo, and when the current block of exercises began and
+        who began it (0 while the room is paused)."""
+        since, by = self.block_start()
         return {
             "now": now,
             "last_event": self.last_event,
             "lesson": self.lesson,
             "idle_minutes": self.idle_minutes,
-            "block_since": self.block_since if self.at_work(now) else 0.0,
+            "block_since": since if self.at_work(now) else 0.0,
+            "block_by": by,
             "shared_by": SHARED_BY,
             "exercises": self.exercise_summary(),
             "needs_help": self.needs_help(now),
+            "undo": self.undoable(),
         }
 
     def snapshot(self, now: float) -> dict[str, Any]:

@@ -28,10 +28,12 @@ CREATE TABLE IF NOT EXISTS events (
     jax TEXT,
     backend TEXT,
     mistake TEXT,
-    detail TEXT
+    detail TEXT,
+    fix TEXT,
+    actor TEXT
 );
 """
-_ADDED_COLUMNS = ("mistake", "detail")  # a room file from before them gets them added
+_ADDED_COLUMNS = ("mistake", "detail", "fix", "actor")  # a room file from before them gets them
 EVENT_COLUMNS = (
     "id",
     "received",
@@ -45,6 +47,8 @@ EVENT_COLUMNS = (
     "backend",
     "mistake",
     "detail",
+    "fix",
+    "actor",
 )
 # Letters and digits that cannot be misread for one another when read off a projector.
 _CODE_ALPHABET = "ACDEFGHJKLMNPQRTUVWXY34679"
@@ -64,9 +68,11 @@ def new_join_code() -> str:
 @dataclass(frozen=True)
 class Event:
     """One stored event: ``received`` is the server's time, ``sent`` the learner's clock.
-    ``mistake`` is the id of the typical mistake a check recognised; ``detail`` the text that
-    goes with the kind: a check's idea for its mistake, a failed setup's reason, a raised hand's
-    words, a rename's new name."""
+    ``mistake`` is the id of the typical mistake a check recognised and ``fix`` the course's
+    short fix for it; ``detail`` the text that goes with the kind: a check's idea for its mistake,
+    a failed setup's reason, a raised hand's words, a rename's new name, the id of the action an
+    undo takes back. ``actor`` says whose dashboard took an action: ``instructor`` or
+    ``helper`` (the helpers' link)."""
 
     id: int
     received: float
@@ -80,6 +86,8 @@ class Event:
     backend: str | None = None
     mistake: str | None = None
     detail: str | None = None
+    fix: str | None = None
+    actor: str | None = None
 
 
 class PrivateFileError(Exception):
@@ -189,10 +197,12 @@ class RoomStore:
             fields.get("backend"),
             fields.get("mistake"),
             fields.get("detail"),
+            fields.get("fix"),
+            fields.get("actor"),
         )
         cursor = self._db.execute(
             f"INSERT INTO events ({', '.join(EVENT_COLUMNS[1:])}) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            f"VALUES ({', '.join('?' * len(values))})",
             values,
         )
         assert cursor.lastrowid is not None

@@ -1,12 +1,15 @@
 """The workshop room's dashboard in Chromium, as an instructor and a helper use it with the class of
 issue 47: 14 learners, 3 of them real learner processes (Python importing ``course_lib``, running
 ``join_room``, ``ready``, the real ``check`` and ``help_me``; far cheaper than kernels), two stuck
-on one exercise with the same recognised mistake, one with a broken setup, one silent, one ahead of
-the room and failing, one hand raised, one learner twice under two names. The stuck and the hand
-lead the needs-help list and nobody merely working is on it; "Helped" clears an entry; a rename
-merges the duplicate; the stuck exercise's top mistake shows with its count and idea; the
-projector view shows no name. Screenshots at 1280x720 (projector view) and 1600 wide, light and
-dark. A hostile name is shown as text and never run."""
+on one exercise with the same recognised mistake, one with a broken setup, one silent since they
+joined 20 minutes ago, one ahead of the room and failing, one hand raised, one learner twice under
+two names. The stuck and the hand lead the needs-help list, the silent learner comes last and
+nobody merely working is on it; "Helped" clears an entry; a rename merges the duplicate once
+confirmed in the page, a remove too, and Undo brings the removed back; nobody merged or removed
+counts in the totals; the stuck exercise's top mistake shows with its count, its fix and its idea
+(the projector view: count and idea, never the fix, and no name); a new hand is announced.
+Screenshots at 1280x720 (projector view) and 1600 wide, light and dark. A hostile name is shown as
+text and never run."""
 
 from __future__ import annotations
 
@@ -14,6 +17,7 @@ import csv
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,6 +25,8 @@ from typing import Any
 import pytest
 from lab_browser import ACTION_TIMEOUT_MS
 from room_support import ROOT, ServedRoom, served_room
+
+from course_tools.room import RoomStore
 
 pytestmark = pytest.mark.browser
 
@@ -51,7 +57,18 @@ WORKING = ["Lee", "Max", "Noa", "Ola", HOSTILE]
 
 @pytest.fixture(scope="module")
 def room(chromium_path: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServedRoom]:
-    with served_room(tmp_path_factory.mktemp("room") / "workshop.sqlite", "--rate", "100") as r:
+    """A room whose file already holds the first 20 minutes of lesson 01: Sid joined, Lee ran
+    the stub, and the room (a 30-minute pause, for these minutes) is still at work."""
+    path = tmp_path_factory.mktemp("room") / "workshop.sqlite"
+    store = RoomStore(path)
+    earlier = time.time() - 20 * 60
+    store.add(earlier, {"name": "Sid", "kind": "join"})
+    store.add(
+        earlier,
+        {"name": "Lee", "kind": "check", "exercise": "01.count_params", "outcome": "not_attempted"},
+    )
+    store.close()
+    with served_room(path, "--rate", "100", "--idle-minutes", "30") as r:
         yield r
 
 
@@ -76,7 +93,8 @@ def run_learners(room: ServedRoom, config: Path) -> dict[str, str]:
 
 def simulate(room: ServedRoom, mistake: dict[str, str]) -> None:
     """The other 11, as the learner's side sends: Sue stuck like Sam, Ana ahead and failing, Hal
-    with a hand up, Sid silent, Kim also joined as "Kim L", and five merely working."""
+    with a hand up, Kim also joined as "Kim L", and five merely working (Sid, silent, sends
+    nothing)."""
     check = "01.count_params"
     events = [
         room.event("Sue", exercise=check, outcome="incorrect", hint=h, **mistake) for h in (0, 1, 2)
@@ -89,10 +107,6 @@ def simulate(room: ServedRoom, mistake: dict[str, str]) -> None:
         room.event("Hal", "hand", text="lost in tree.map"),
     ]
     events += [
-        room.event("Sid", "join"),
-        room.event("Sid", exercise=check, outcome="not_attempted", hint=0),
-    ]
-    events += [
         room.event("Kim", "join"),
         room.event("Kim L", exercise=check, outcome="passed", hint=0),
     ]
@@ -100,7 +114,7 @@ def simulate(room: ServedRoom, mistake: dict[str, str]) -> None:
         if i % 2:
             events.append(room.event(name, exercise=check, outcome="incorrect", hint=0))
         events.append(room.event(name, exercise=check, outcome="passed", hint=0))
-    for name in ("Sue", "Hal", "Sid", "Kim", "Kim L", *WORKING[:-1]):
+    for name in ("Sue", "Hal", "Kim", "Kim L", *WORKING[:-1]):
         events.append(room.event(name, "ready", outcome="passed", jax="0.10.2", backend="cpu"))
     for event in events:
         assert room.post(event)[0] == 201, event
@@ -122,7 +136,9 @@ def test_the_class_of_fourteen_on_the_dashboard(
     sam = [row for row in csv.DictReader(room.export_csv_lines()) if row["learner"] == "Sam Stuck"]
     assert [row["outcome"] for row in sam if row["kind"] == "check"] == ["incorrect"] * 4
     assert sam[-1]["mistake"] and sam[-1]["detail"], "the check names the mistake it recognised"
-    simulate(room, {"mistake": sam[-1]["mistake"], "idea": sam[-1]["detail"]})
+    fix, idea = sam[-1]["fix"], sam[-1]["detail"]
+    assert fix, "the check sends the mistake's fix"
+    simulate(room, {"mistake": sam[-1]["mistake"], "idea": idea, "fix": fix})
 
     context = browser.new_context(viewport={"width": 1280, "height": 720})
     page = context.new_page()
@@ -140,22 +156,26 @@ def test_the_class_of_fourteen_on_the_dashboard(
     expect(page.locator("#connection")).to_have_text("Live: updates as learners check.")
     expect(page.locator("#grid tbody tr")).to_have_count(14)
 
-    # The hand, then the stuck (Sam, Sue, and Ana ahead of the room), longest first; nobody
-    # merely working, nobody silent for less than the guide's minutes.
-    expect(page.locator("#needs-help li")).to_have_count(4)
-    assert help_names(page) == ["Hal", "Sam Stuck", "Sue", "Ana"]
+    # The hand, then the stuck (Sam, Sue, and Ana ahead of the room), longest first, then Sid,
+    # silent since he joined; nobody merely working, nobody silent for less than the guide's
+    # minutes (Bo Broken joined just now).
+    expect(page.locator("#needs-help li")).to_have_count(5)
+    assert help_names(page) == ["Hal", "Sam Stuck", "Sue", "Ana", "Sid"]
     expect(page.locator("#needs-help li").first).to_contain_text("raised a hand “lost in tree.map”")
     expect(page.locator("#needs-help li").nth(1)).to_contain_text(
-        "01.count_params: 4 incorrect tries in a row"
+        f"01.count_params: 4 incorrect tries in a row, mistake: {fix}"
     )
     expect(page.locator("#needs-help li").nth(3)).to_contain_text(
         "03.conv1d: 7 incorrect tries in a row"
     )
-    # The stuck exercise's common mistake, its count and the idea to explain.
+    expect(page.locator("#needs-help li").nth(4)).to_contain_text(
+        "01.count_params: no check in lesson 01 yet, past the guide's 8 minutes · 20 min"
+    )
+    # The stuck exercise's common mistake, named by its fix, with its count and the idea.
     row = page.locator("#exercises tbody tr").filter(has_text="01.count_params")
-    expect(row).to_contain_text(f"2 learners — idea to explain: {sam[-1]['detail'][:40]}")
+    expect(row).to_contain_text(f"2 learners: {fix} — idea: {idea[:40]}")
     # A broken setup is not an absent learner.
-    expect(page.locator("#ready-count")).to_have_text("(11 of 14 ready, 1 setup failed)")
+    expect(page.locator("#ready-count")).to_have_text("(10 of 14 ready, 1 setup failed)")
     expect(page.locator("#not-ready li").first).to_contain_text("Bo Broken · ✗ setup failed: ")
     # Needs help and ready are above the fold of a 1280x720 projector.
     for selector in ("#needs-help", "#not-ready"):
@@ -165,14 +185,44 @@ def test_the_class_of_fourteen_on_the_dashboard(
     expect(page.get_by_role("rowheader", name=HOSTILE, exact=True).first).to_be_visible()
     assert page.locator("main img, main script").count() == 0
 
-    # "Helped" takes Sue off the list; a rename into a name in the room merges the two.
+    # "Helped" takes Sue off the list; a rename into a name in the room merges the two, once
+    # confirmed in the page; the merged name counts in no total.
     page.get_by_role("button", name="Mark Sue helped").click()
-    expect(page.locator("#needs-help li")).to_have_count(3)
+    expect(page.locator("#needs-help li")).to_have_count(4)
     page.select_option("#learner", "Kim")
     page.fill("#new-name", "Kim L")
     page.get_by_role("button", name="Rename or merge").click()
+    expect(page.locator("#confirm-said")).to_have_text(
+        "Merge Kim into Kim L? One learner then, under Kim L."
+    )
+    expect(page.get_by_role("button", name="Rename or merge")).to_be_hidden()
+    page.get_by_role("button", name="Confirm merge into Kim L").click()
     expect(page.locator("#grid tbody tr")).to_have_count(13)
-    expect(page.locator("#ready-count")).to_have_text("(10 of 13 ready, 1 setup failed)")
+    expect(page.locator("#ready-count")).to_have_text("(9 of 13 ready, 1 setup failed)")
+    # Remove asks too; Cancel does nothing; a removed learner counts nowhere; Undo brings them
+    # back as they were.
+    page.select_option("#learner", "Ola")
+    page.get_by_role("button", name="Remove").click()
+    page.get_by_role("button", name="Cancel").click()
+    page.get_by_role("button", name="Remove").click()
+    page.get_by_role("button", name="Confirm remove Ola").click()
+    expect(page.locator("#grid tbody tr")).to_have_count(12)
+    expect(page.locator("#ready-count")).to_have_text("(8 of 12 ready, 1 setup failed)")
+    expect(page.locator("#exercises tbody tr").first).to_contain_text("6 of 12")
+    page.get_by_role("button", name="Undo: remove Ola").click()
+    expect(page.locator("#ready-count")).to_have_text("(9 of 13 ready, 1 setup failed)")
+    expect(page.get_by_role("button", name="Undo: merge Kim into Kim L")).to_be_visible()
+    # A new hand is said where a screen reader hears it, in the title and by a marked entry.
+    assert room.post(room.event("Lee", "hand", text="how do I"))[0] == 201
+    expect(page.locator("#hand-alert")).to_have_text("Hand up: Lee (01.count_params).")
+    expect(page).to_have_title("(2 hands up) Workshop room · pytree-course")
+    expect(page.locator("#needs-help li.fresh")).to_contain_text("new Lee")
+    # The block's clock says what it counts from; the instructor can start it now.
+    expect(page.locator("#block")).to_contain_text("since the first check after a pause (")
+    page.get_by_role("button", name="Start a block").click()
+    expect(page.locator("#block")).to_contain_text(
+        "Exercise block: under a minute, since you started it ("
+    )
 
     page.evaluate("window.scrollTo(0, 0)")
     for scheme in ("light", "dark"):
@@ -188,28 +238,34 @@ def test_the_class_of_fourteen_on_the_dashboard(
     shown = page.locator("body").inner_text()
     for name in ["Hal", "Sam Stuck", "Ana", "Bo Broken", "Kim L", *WORKING]:
         assert name not in shown, name
-    assert "lost in tree.map" not in shown
-    assert "2 learners — idea to explain" in shown and "Exercise block:" in shown
+    assert "lost in tree.map" not in shown and fix not in shown
+    assert f"2 learners — idea: {idea[:40]}" in shown and "Exercise block:" in shown
     expect(page.locator("#ready-count")).to_be_visible()
     for scheme in ("light", "dark"):
         page.emulate_media(color_scheme=scheme)
         page.screenshot(path=str(screenshots / f"room-projector-1280x720-{scheme}.png"))
     # A reload (or a browser restoring its tabs) keeps the projector view: no names come back.
     page.reload()
-    expect(page.get_by_text("2 learners — idea to explain").first).to_be_visible()
+    expect(page.get_by_text("2 learners — idea:").first).to_be_visible()
     expect(page.locator("#projector")).to_have_attribute("aria-pressed", "true")
     shown = page.locator("body").inner_text()
     assert not [name for name in ["Hal", "Sam Stuck", "Ana", *WORKING] if name in shown]
     assert dialogs == [] and errors == []
 
-    # Every action is an event in the export; nothing was deleted.
+    # Every action is an event in the export, with whose dashboard took it; nothing was deleted.
     rows = list(csv.DictReader(room.export_csv_lines()))
     actions = [
-        (row["learner"], row["kind"], row["detail"])
+        (row["learner"], row["kind"], row["actor"])
         for row in rows
-        if row["kind"] in ("helped", "merge")
+        if row["kind"] in ("helped", "merge", "remove", "undo", "block")
     ]
-    assert actions == [("Sue", "helped", ""), ("Kim", "merge", "Kim L")]
+    assert actions == [
+        ("Sue", "helped", "instructor"),
+        ("Kim", "merge", "instructor"),
+        ("Ola", "remove", "instructor"),
+        ("Ola", "undo", "instructor"),
+        ("", "block", "instructor"),
+    ]
     assert any(row["learner"] == "Kim" and row["kind"] == "join" for row in rows)
     context.close()
 
@@ -226,6 +282,15 @@ def test_the_helpers_link_marks_helped_and_nothing_more(room: ServedRoom, browse
     expect(page.get_by_role("button", name="Rename or merge")).to_be_hidden()
     page.get_by_role("button", name="Mark Hugo helped").click()
     expect(page.get_by_role("button", name="Mark Hugo helped")).to_have_count(0)
+    # A helper picks the lesson their own screen shows.
+    page.select_option("#lesson", "03")
+    expect(page.locator("#lesson-name")).to_have_text("lesson 03")
+    # On a phone, one column: who is ready comes under who needs help.
+    page.set_viewport_size({"width": 390, "height": 844})
+    help_box = page.locator("#help-heading").bounding_box()
+    ready_box = page.locator("#ready-heading").bounding_box()
+    assert ready_box["y"] > help_box["y"] + help_box["height"], (help_box, ready_box)
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390 + 1
     page.close()
 
 
@@ -238,7 +303,7 @@ def test_the_dashboard_works_from_the_keyboard(room: ServedRoom, browser: Any) -
     page.goto(room.dashboard)
     expect(page.locator("#grid tbody tr").first).to_be_visible()
     stops = []
-    for _ in range(2):
+    for _ in range(3):
         page.keyboard.press("Tab")
         stops.append(
             page.evaluate(
@@ -249,10 +314,11 @@ def test_the_dashboard_works_from_the_keyboard(room: ServedRoom, browser: Any) -
                 }"""
             )
         )
-    assert [stop[0] for stop in stops] == ["skip", "projector"]
+    assert [stop[0] for stop in stops] == ["skip", "start-block", "projector"]
     for name, outline, width in stops:
         assert outline == "solid" and width == "3px", (name, outline, width)
     # Back to the skip link; Enter on it lands on the needs-help heading.
+    page.keyboard.press("Shift+Tab")
     page.keyboard.press("Shift+Tab")
     page.keyboard.press("Enter")
     assert page.evaluate("document.activeElement.id") == "help-heading"

@@ -32,6 +32,8 @@ from course_lib.checks import (
     get_exercise,
     progress,
 )
+from course_lib.checks._selfcheck import _report
+from course_lib.checks._spec import Verdict
 
 pytestmark = pytest.mark.usefixtures("fresh_checks")
 
@@ -75,6 +77,22 @@ def test_another_mistake_starts_again_at_what_went_wrong(
     check("01.count_params", count_with_none)
     out = capsys.readouterr().out
     assert "hint 1/2, the idea: None is an empty subtree" in out, out
+
+
+def test_a_mistake_with_the_same_idea_and_another_fix_starts_again() -> None:
+    """Two mistakes of one exercise may share an idea and differ in their fix: the second is
+    another mistake, so its first failure says what went wrong rather than jumping to its fix."""
+    exercise = get_exercise("01.count_params")
+
+    def failure(what: str, fix: str) -> Verdict:
+        idea = "A parameter is one entry of an array."
+        return Verdict("failed", 0, 2, what, idea=idea, fix=fix, mistake=True)
+
+    first = failure("returned 2, the number of leaves", "Add up the element counts.")
+    other = failure("returned 9, one too many", "Leave the None subtrees out.")
+    assert _report(exercise, first)[1] == 0 and _report(exercise, first)[1] == 1
+    report, step = _report(exercise, other)
+    assert step == 0 and "returned 9, one too many" in report, report
 
 
 def test_check_output_is_deterministic(capsys: pytest.CaptureFixture[str]) -> None:

@@ -233,7 +233,7 @@ def test_bad_join_lines_say_what_they_should_look_like(
         assert _room.current_room() is None
 
 
-def test_the_environment_variable_joins_at_the_first_check_without_waiting(
+def test_the_environment_variable_joins_at_the_first_check_once_the_room_took_it(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     with stand_in() as room:
@@ -248,6 +248,24 @@ def test_the_environment_variable_joins_at_the_first_check_without_waiting(
         ("join", "Hal Jordan", "K7PX"),
         ("check", "Hal Jordan", "K7PX"),
     ]
+
+
+def test_a_wrong_code_in_the_environment_variable_says_only_that_it_was_refused(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with stand_in(lambda n: 403) as room:
+        monkeypatch.setenv(_room.ROOM_ENV, f"{room.url}?code=WRONG&name=Hal Jordan")
+        check("01.count_params", count_params_right)
+        check("01.count_params", count_params_right)
+        assert room.requests == 1  # the join, refused; nothing sent after it
+    said = capsys.readouterr().out
+    assert "joined" not in said
+    assert said.startswith(
+        f"(not in the workshop room: the room at {room.url} refused COURSE_ROOM's join "
+        "(wrong join code). Copy the code and your name from your instructor's join line"
+    )
+    assert said.count("workshop room") == 1
+    assert _room.current_room() is None
 
 
 def new_kernel(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -278,7 +296,7 @@ def test_a_join_holds_for_the_learners_next_kernels_until_they_leave(
         new_kernel(monkeypatch)
         check("01.count_params", count_params_right)
         assert "workshop room" not in capsys.readouterr().out
-        assert len(room.events) == 3
+        assert [e["kind"] for e in room.events[3:]] == ["leave"]  # and nothing after it
 
 
 @pytest.mark.parametrize("why", ["off", "expired"])
@@ -412,11 +430,12 @@ def test_a_join_anywhere_reaches_every_open_kernel_and_a_leave_anywhere_ends_it(
             leave_room()
         said = capsys.readouterr().out
         assert said.startswith(f"Left the room at {room.url}: none of your notebooks sends")
+        assert "a hand you raised is down" in said
         with exercises:
             check("01.count_params", count_params_right)
         assert "(not in the workshop room: you left it at" in capsys.readouterr().out
         time.sleep(0.2)
-        assert len(room.events) == 3
+        assert [e["kind"] for e in room.events[3:]] == ["leave"]  # the room lowers a hand
 
 
 def test_a_leave_holds_against_course_room_in_a_kernel_started_after_it(
@@ -432,7 +451,7 @@ def test_a_leave_holds_against_course_room_in_a_kernel_started_after_it(
         check("01.count_params", count_params_right)
         assert "you left it at" in capsys.readouterr().out
         time.sleep(0.2)
-        assert [e["kind"] for e in room.events] == ["join", "check"]
+        assert [e["kind"] for e in room.events] == ["join", "check", "leave"]
     new_kernel(monkeypatch)
     leave_room()
     assert "You were not in a workshop room" in capsys.readouterr().out
@@ -456,6 +475,33 @@ def test_a_raised_hand_and_a_lowered_one_reach_the_room(
     assert "Your hand is up" in said and "Your hand is down" in said
     with pytest.raises(ValueError, match="at most 100 characters"):
         help_me("x" * 101)
+
+
+def test_leaving_from_a_kernel_that_never_sent_lowers_the_hand_raised_in_another(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with stand_in() as room:
+        join_room(room.url, code="K7PX", name="Pia")
+        help_me("stuck")
+        new_kernel(monkeypatch)  # another notebook, no check run in it
+        leave_room()
+        events = room.wait_for(3)
+    assert [(e["kind"], e["name"]) for e in events] == [
+        ("join", "Pia"), ("hand", "Pia"), ("leave", "Pia")
+    ]  # fmt: skip
+    assert "a hand you raised is down" in capsys.readouterr().out
+
+
+def test_a_leave_the_room_does_not_hear_says_the_hand_may_still_show(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(_room, "HAND_WAIT", 0.3)
+    join_room("http://127.0.0.1:9", code="K7PX", name="Pia", timeout=0.5)  # nothing listens there
+    capsys.readouterr()
+    leave_room()
+    said = capsys.readouterr().out
+    assert said.startswith("Left the room at http://127.0.0.1:9:")
+    assert "a hand you raised may still show: tell a helper" in said
 
 
 def test_a_hand_the_room_has_not_taken_is_not_said_to_be_up(

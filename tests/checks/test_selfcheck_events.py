@@ -4,6 +4,7 @@ room needed; tests/checks/test_room_client.py sends them to a stand-in room)."""
 from __future__ import annotations
 
 import zlib
+from dataclasses import replace
 from typing import Any
 
 import jax
@@ -16,6 +17,7 @@ from test_checks_lesson01 import (
 )
 
 from course_lib.checks import _selfcheck, check, ready
+from course_lib.checks._spec import Verdict
 
 pytestmark = pytest.mark.usefixtures("fresh_checks")
 
@@ -42,15 +44,27 @@ def test_a_recognised_mistake_is_sent_with_its_id_its_idea_and_the_step_shown(
     assert ids[0] == ids[1] == ids[2] != ids[3]
     for event in sent:
         assert event["mistake"].isascii() and len(event["mistake"]) <= 40
-        assert 0 < len(event["idea"]) <= 300
+        assert 0 < len(event["idea"]) <= 300 and 0 < len(event["fix"]) <= 300
     assert sent[0]["idea"].startswith("A parameter is one entry of an array")
     assert sent[3]["idea"].startswith("None is an empty subtree")
 
 
 def test_a_mistake_has_the_same_id_in_every_run(sent: list[dict[str, Any]]) -> None:
-    """The id comes from the exercise and the mistake's idea, never from the process."""
+    """The id comes from the exercise and the mistake's idea and fix, never from the process."""
     check("01.count_params", count_leaves)
-    assert sent[0]["mistake"] == f"01.count_params/{zlib.crc32(sent[0]['idea'].encode()):08x}"
+    both = f"{sent[0]['idea']}\n{sent[0]['fix']}".encode()
+    assert sent[0]["mistake"] == f"01.count_params/{zlib.crc32(both):08x}"
+
+
+def test_two_mistakes_sharing_an_idea_have_two_ids_and_each_its_fix() -> None:
+    def event(fix: str) -> dict[str, Any]:
+        verdict = Verdict("failed", 0, 2, "returned 2", idea="Count elements.", fix=fix)
+        return _selfcheck._check_event("01.count_params", replace(verdict, mistake=True), 1)
+
+    first, second = event("Add up leaf.size."), event("Skip the None subtrees.")
+    assert first["mistake"] != second["mistake"]
+    assert (first["idea"], first["fix"]) == ("Count elements.", "Add up leaf.size.")
+    assert len(event("x" * 1000)["fix"]) <= 300
 
 
 def test_no_mistake_is_named_where_none_was_recognised(sent: list[dict[str, Any]]) -> None:

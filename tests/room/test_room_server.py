@@ -34,7 +34,7 @@ def test_a_check_event_is_stored_and_exported(room: ServedRoom) -> None:
     assert status == 201 and isinstance(reply["id"], int)
     rows = [row for row in room.export_rows() if ",Grace," in row]
     assert len(rows) == 1
-    assert rows[0].endswith(",Grace,check,01.count_params,incorrect,1,,,,")
+    assert rows[0].endswith(",Grace,check,01.count_params,incorrect,1,,,,,,")
     assert ",2027-01-15T08:00:00.500+00:00," in rows[0]
 
 
@@ -83,7 +83,7 @@ def test_a_ready_event_takes_a_version_and_a_backend_only(room: ServedRoom) -> N
     assert room.post({**ready, "reason": ""})[0] == 201
     assert room.post({**ready, "reason": "but why"})[0] == 400
     assert room.post({**ready, "name": "Mac", "backend": "METAL"})[0] == 201
-    assert room.export_rows()[-1].endswith(",Mac,ready,,passed,,0.10.2,metal,,")
+    assert room.export_rows()[-1].endswith(",Mac,ready,,passed,,0.10.2,metal,,,,")
     assert room.post({**ready, "jax": "<b>0.10</b>"})[0] == 400
     assert room.post({**ready, "backend": "CPU; DROP TABLE"})[0] == 400
     assert room.post({**ready, "exercise": "01.count_params"})[0] == 400
@@ -410,7 +410,9 @@ def test_the_join_page_opened_on_localhost_shows_the_address_learners_use(
         ({"mistake": "adds step"}, "mistake must be an id"),
         ({"mistake": "adds_step", "idea": "y" * 301}, "idea must be one line of at most 300"),
         ({"mistake": "adds_step", "idea": "a\nb"}, "idea must be one line"),
-        ({"idea": "no mistake"}, "an idea comes with the mistake it is for"),
+        ({"idea": "no mistake"}, "an idea or a fix comes with the mistake it is for"),
+        ({"fix": "no mistake"}, "an idea or a fix comes with the mistake it is for"),
+        ({"mistake": "adds_step", "fix": "z" * 301}, "fix must be one line of at most 300"),
     ],
 )
 def test_a_checks_mistake_and_idea_are_checked(
@@ -423,10 +425,12 @@ def test_a_checks_mistake_and_idea_are_checked(
 def test_a_check_sends_its_mistake_a_setup_its_failure_and_a_hand_its_words(
     room: ServedRoom,
 ) -> None:
-    check = room.event("Nia", **CHECK, mistake="adds_step", idea="subtract the step")
+    check = room.event(
+        "Nia", **CHECK, mistake="adds_step", idea="a step goes downhill", fix="subtract the step"
+    )
     assert room.post(check)[0] == 201
     assert room.export_rows()[-1].endswith(
-        ",Nia,check,01.count_params,incorrect,1,,,adds_step,subtract the step"
+        ",Nia,check,01.count_params,incorrect,1,,,adds_step,a step goes downhill,subtract the step,"
     )
     broken = room.event("Nia", "ready", outcome="error", jax="", backend="")
     assert "reason must be one line" in room.post(broken)[1]["error"]
@@ -435,11 +439,12 @@ def test_a_check_sends_its_mistake_a_setup_its_failure_and_a_hand_its_words(
         == 201
     )
     assert room.export_rows()[-1].endswith(
-        ",ready,,error,,,,,RuntimeError: Unable to initialize backend 'cuda'"
+        ",ready,,error,,,,,RuntimeError: Unable to initialize backend 'cuda',,"
     )
     assert room.post(room.event("Nia", "hand", text="x" * 101))[0] == 400
     assert room.post(room.event("Nia", "hand", text="stuck on tree.map"))[0] == 201
     assert room.post(room.event("Nia", "done"))[0] == 201
+    assert room.post(room.event("Nia", "leave"))[0] == 201
 
 
 def test_the_placeholder_name_is_refused_with_what_to_do(room: ServedRoom) -> None:
@@ -472,10 +477,13 @@ def test_helpers_mark_helped_and_only_the_instructor_tidies_names_or_exports(
     assert action(room, room.code, {"kind": "helped", "name": "Omar"})[0] == 401
     assert action(room, helper, {"kind": "helped", "name": "Nobody"})[0] == 404
     assert action(room, room.token, {"kind": "rename", "name": "Omar", "to": "YOUR NAME"})[0] == 400
+    for only_yours in ({"kind": "block"}, {"kind": "undo", "id": 1}):
+        assert action(room, helper, only_yours)[0] == 403
     assert action(room, room.token, {"kind": "rename", "name": "Omar", "to": "Omar K"})[0] == 201
     rows = room.export_rows()
-    assert rows[-2].endswith(",Omar,helped,,,,,,,") and rows[-1].endswith(
-        ",Omar,merge,,,,,,,Omar K"
+    # The export says whose dashboard took each action.
+    assert rows[-2].endswith(",Omar,helped,,,,,,,,,helper") and rows[-1].endswith(
+        ",Omar,merge,,,,,,,Omar K,,instructor"
     )
     snapshot = read_stream(room, lambda kind, data: kind == "snapshot")
     assert "Omar" not in snapshot["learners"]

@@ -33,8 +33,9 @@ def check(
     name: str, exercise: str, outcome: str, at: float, hint: int = 0, mistake: str | None = None
 ) -> Event:
     idea = f"the idea behind {mistake}" if mistake else None
+    fix = f"the fix for {mistake}" if mistake else None
     return Event(
-        next(_ids), at, None, name, "check", exercise, outcome, hint, None, None, mistake, idea
+        next(_ids), at, None, name, "check", exercise, outcome, hint, None, None, mistake, idea, fix
     )
 
 
@@ -78,6 +79,7 @@ def test_three_failed_in_a_row_needs_help_and_a_pass_ends_it() -> None:
             "exercise": "01.a",
             "why": "3 failed tries (incorrect or error) in a row",
             "since": 10,
+            "mistake": "",
         }
     ]
     four = [*two, check("Ada", "01.a", "incorrect", 30, hint=2)]
@@ -223,8 +225,18 @@ def test_the_rooms_common_mistakes_are_counted_with_their_idea_and_errors_apart(
         "error": 1,
         "hints": [(0, 1), (1, 2), (2, 1)],
         "mistakes": [
-            {"id": "adds_step", "count": 2, "idea": "the idea behind adds_step"},
-            {"id": "drops_none", "count": 1, "idea": "the idea behind drops_none"},
+            {
+                "id": "adds_step",
+                "count": 2,
+                "idea": "the idea behind adds_step",
+                "fix": "the fix for adds_step",
+            },
+            {
+                "id": "drops_none",
+                "count": 1,
+                "idea": "the idea behind drops_none",
+                "fix": "the fix for drops_none",
+            },
         ],
     }
     assert summary["01.b"]["mistakes"] == [] and summary["01.b"]["tried"] == 0
@@ -383,3 +395,171 @@ def test_a_room_file_from_before_mistakes_gets_their_columns(tmp_path: Path) -> 
     store.add(2.0, {"name": "Bob", "kind": "check", "mistake": "m", "detail": "idea"})
     assert [(e.learner, e.mistake) for e in store.events()] == [("Ada", None), ("Bob", "m")]
     store.close()
+
+
+def test_a_learner_merged_renamed_or_removed_counts_in_no_total() -> None:
+    state = state_of(
+        check("Kim", "01.a", "passed", 1),
+        check("Kim L", "01.a", "incorrect", 2),
+        check("Ghost", "01.a", "passed", 3),
+        check("Old", "01.a", "passed", 4),
+        event("Kim", "merge", 5, "Kim L"),
+        event("Ghost", "remove", 6),
+        event("Old", "rename", 7, "New"),
+    )
+    assert sorted(state.snapshot(now=8)["learners"]) == ["Kim L", "New"]
+    summary = state.exercise_summary()["01.a"]
+    assert (summary["tried"], summary["passed"]) == (2, 1)  # Kim L failed after Kim passed
+    assert state.take_changed()["Ghost"] is None
+
+
+def test_a_removed_learner_who_checks_again_comes_back_with_their_progress() -> None:
+    state = state_of(
+        check("Ada", "01.a", "passed", 1),
+        check("Ada", "01.b", "incorrect", 2),
+        event("Ada", "remove", 3),
+    )
+    assert "Ada" not in state.learners
+    state.apply(check("Ada", "01.b", "incorrect", 4))
+    assert state.learners["Ada"].view()["cells"] == {
+        "01.a": ["passed", 1, 0, None],
+        "01.b": ["incorrect", 2, 0, None],
+    }
+
+
+def test_a_streak_names_its_mistake_by_the_courses_fix() -> None:
+    state = state_of(
+        *[check("Ada", "01.a", "incorrect", t, mistake="adds_step") for t in (1, 2, 3)]
+    )
+    assert state.needs_help(now=4)[0]["mistake"] == "the fix for adds_step"
+
+
+def test_two_mistakes_sharing_an_idea_are_counted_apart_each_named_by_its_fix() -> None:
+    def told(name: str, mistake: str, fix: str) -> Event:
+        return Event(
+            next(_ids), 1, None, name, "check", "01.a", "incorrect", 1, None, None, mistake,
+            "the same idea", fix,
+        )  # fmt: skip
+
+    state = state_of(
+        told("Ada", "01.a/1111", "subtract the step"),
+        told("Bob", "01.a/1111", "subtract the step"),
+        told("Cy", "01.a/2222", "scale the step by lr"),
+    )
+    mistakes = state.exercise_summary()["01.a"]["mistakes"]
+    assert [(m["count"], m["fix"], m["idea"]) for m in mistakes] == [
+        (2, "subtract the step", "the same idea"),
+        (1, "scale the step by lr", "the same idea"),
+    ]
+
+
+def test_silence_counts_for_a_learner_who_never_checked_from_their_join_or_the_lessons_start() -> (
+    None
+):
+    state = state_of(
+        event("Sid", "join", 0),  # joined before the room began lesson 01
+        event("Tia", "join", 0),
+        check("Ada", "01.a", "incorrect", 5 * MINUTE),  # the room's first check in lesson 01
+        *[check("Ada", "01.a", "not_attempted", m * MINUTE) for m in range(6, 30, 3)],
+        event("Tia", "leave", 6 * MINUTE),  # leave_room(): gone, not silent
+        event("Uma", "join", 9 * MINUTE),
+        idle_minutes=10,
+    )
+    # 01.a has 10 minutes: Sid is past them 10 minutes after the lesson's first check, Uma 10
+    # minutes after her join. Ada checks, so counts from her own first check.
+    assert listed(state, now=14.5 * MINUTE) == []
+    assert listed(state, now=15.5 * MINUTE) == [("Ada", "over_time"), ("Sid", "over_time")]
+    rows = state.needs_help(now=19.5 * MINUTE)
+    assert [(r["name"], r["exercise"], r["since"]) for r in rows] == [
+        ("Ada", "01.a", 5 * MINUTE),
+        ("Sid", "01.a", 5 * MINUTE),
+        ("Uma", "01.a", 9 * MINUTE),
+    ]
+    assert rows[1]["why"] == "no check in lesson 01 yet, past the guide's 10 minutes"
+
+
+def test_silence_counts_for_a_learner_done_with_their_lesson_once_the_room_is_in_the_next() -> None:
+    state = state_of(
+        check("Cy", "01.a", "passed", 0),
+        check("Cy", "01.b", "passed", 1 * MINUTE),  # Cy has done lesson 01, then sends nothing
+        *[check(n, "01.a", "passed", 2 * MINUTE) for n in ("Ada", "Bob")],
+        *[check(n, "02.c", "incorrect", 20 * MINUTE) for n in ("Ada", "Bob")],  # the room: 02
+        *[check(n, "02.c", "not_attempted", m * MINUTE) for n in ("Ada", "Bob") for m in (24, 28)],
+        idle_minutes=10,
+    )
+    assert state.lesson == "02"
+    assert listed(state, now=29.5 * MINUTE) == []  # 02.c has 10 minutes from 20
+    rows = state.needs_help(now=30.5 * MINUTE)
+    assert [(r["name"], r["exercise"]) for r in rows] == [
+        ("Ada", "02.c"),
+        ("Bob", "02.c"),
+        ("Cy", "02.c"),
+    ]
+
+
+def test_leaving_lowers_a_raised_hand() -> None:
+    state = state_of(event("Ada", "hand", 1, "stuck"), event("Ada", "leave", 2))
+    assert state.needs_help(now=3) == []
+
+
+def test_the_block_counts_from_the_instructors_start_else_from_the_first_check_after_a_pause() -> (
+    None
+):
+    state = state_of(check("Ada", "01.a", "passed", 0), check("Ada", "01.b", "passed", MINUTE))
+    assert state.summary(now=2 * MINUTE)["block_since"] == 0
+    assert (state.summary(now=2 * MINUTE)["block_by"]) == "checks"
+    state.apply(event("", "block", 30 * MINUTE))  # the instructor: "exercises, now"
+    summary = state.summary(now=31 * MINUTE)
+    assert (summary["block_since"], summary["block_by"]) == (30 * MINUTE, "instructor")
+    state.apply(check("Bob", "02.c", "incorrect", 38 * MINUTE))  # the first check comes later
+    assert state.summary(now=39 * MINUTE)["block_since"] == 30 * MINUTE
+    # Nobody checks for an hour, then the room checks again: a new block, by the checks.
+    state.apply(check("Bob", "02.c", "incorrect", 100 * MINUTE))
+    summary = state.summary(now=101 * MINUTE)
+    assert (summary["block_since"], summary["block_by"]) == (100 * MINUTE, "checks")
+
+
+def test_undo_takes_back_the_latest_remove_or_merge_and_a_rebuilt_room_agrees(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "undo.sqlite"
+    live = Room(RoomStore(path), RoomState(EXERCISES), Limits(learner_burst=100))
+    for name, outcome in (("Kim", "passed"), ("Kim L", "incorrect"), ("Ghost", "passed")):
+        live.add(
+            {"code": live.store.code, "name": name, "kind": "check", "exercise": "01.a",
+             "outcome": outcome, "hint": 0},
+            "h",
+        )  # fmt: skip
+    merged = live.act({"kind": "rename", "name": "Kim", "to": "Kim L"}, instructor=True)
+    removed = live.act({"kind": "remove", "name": "Ghost"}, instructor=True)
+    assert live.state.undoable() == {
+        "id": removed.id,
+        "kind": "remove",
+        "name": "Ghost",
+        "to": None,
+    }
+    with pytest.raises(Refused, match="no longer the latest"):
+        live.act({"kind": "undo", "id": merged.id}, instructor=True)
+    with pytest.raises(Refused, match="helpers' link can mark learners helped"):
+        live.act({"kind": "undo", "id": removed.id}, instructor=False)
+    live.state.take_changed()
+    live.act({"kind": "undo", "id": removed.id}, instructor=True)
+    assert sorted(live.state.learners) == ["Ghost", "Kim L"]
+    assert live.state.learners["Ghost"].cells["01.a"].outcome == "passed"
+    live.act({"kind": "undo", "id": merged.id}, instructor=True)
+    assert sorted(live.state.learners) == ["Ghost", "Kim", "Kim L"]
+    assert live.state.undoable() is None
+    assert set(live.state.take_changed()) == {"Ghost", "Kim", "Kim L"}
+    with pytest.raises(Refused, match="nothing to undo"):
+        live.act({"kind": "undo", "id": merged.id}, instructor=True)
+    kinds = [(e.kind, e.detail, e.actor) for e in live.store.events()][3:]
+    assert kinds == [
+        ("merge", "Kim L", "instructor"),
+        ("remove", None, "instructor"),
+        ("undo", str(removed.id), "instructor"),
+        ("undo", str(merged.id), "instructor"),
+    ]
+    rebuilt = Room(RoomStore(path), RoomState(EXERCISES))
+    assert rebuilt.state.snapshot(10**10) == live.state.snapshot(10**10)
+    live.store.close()
+    rebuilt.store.close()

@@ -1,10 +1,16 @@
 // The room's dashboard: a snapshot of the room, then updates, over server-sent events. Everything a
 // learner sent is written with textContent, never as HTML. The projector view hides every name and
-// every learner's own words; it shows a mistake's idea only when several learners share it.
+// every learner's own words; it shows a mistake's idea only when several learners share it, and
+// never its fix (the answer, nearly). Merge and remove ask first, in the page; Undo takes back the
+// latest rename, merge or remove. A new raised hand is said aloud (a live region), in the page's
+// title and by a marked entry.
 "use strict";
 
 const token = new URLSearchParams(location.search).get("token") || "";
 const room = { catalogue: [], learners: {}, summary: null, clockOffset: 0, role: "" };
+const TITLE = document.title;
+const FRESH_MS = 15000; // how long a new hand stays marked "new"
+const hands = { seen: null, fresh: new Map() }; // hands known (name@since); name: when marked
 const $ = (id) => document.getElementById(id);
 const WORDS = { passed: "passed", incorrect: "incorrect", error: "error", not_attempted: "not attempted" };
 const MARKS = { passed: "✓", incorrect: "✗", error: "!", not_attempted: "–" };
@@ -58,7 +64,27 @@ function take(message, whole) {
   }
   room.summary = message;
   if (document.activeElement !== $("idle")) $("idle").value = message.idle_minutes;
+  noticeHands(message.needs_help);
   scheduleRender();
+}
+
+function noticeHands(rows) {
+  // The hands up now; those not seen before (after the first snapshot) are announced and marked.
+  const up = rows.filter((row) => row.kind === "hand");
+  const keys = new Set(up.map((row) => `${row.name}@${row.since}`));
+  const raised = hands.seen ? up.filter((row) => !hands.seen.has(`${row.name}@${row.since}`)) : [];
+  hands.seen = keys;
+  for (const row of raised) hands.fresh.set(row.name, Date.now());
+  if (raised.length) {
+    const who = raised.map((row) => `${row.name}${row.exercise ? ` (${row.exercise})` : ""}`);
+    const said = `Hand up: ${who.join(", ")}.`;
+    $("hand-alert").textContent = said;
+    setTimeout(() => {
+      if ($("hand-alert").textContent === said) $("hand-alert").textContent = "";
+      scheduleRender();
+    }, FRESH_MS + 100);
+  }
+  document.title = up.length ? `(${up.length} hand${up.length === 1 ? "" : "s"} up) ${TITLE}` : TITLE;
 }
 
 let pending = false;
@@ -83,11 +109,19 @@ function render() {
   renderExercises(exercises, names.length);
   renderGrid(exercises, names);
   renderNames(names);
+  renderUndo();
+}
+
+function clockTime(seconds) {
+  return new Date((seconds - room.clockOffset) * 1000).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
 }
 
 function renderClock() {
   const since = room.summary.block_since;
-  $("block").textContent = since ? `Exercise block: ${ago(since)}` : "Between exercise blocks";
+  const from = room.summary.block_by === "instructor" ? "you started it" : "the first check after a pause";
+  $("block").textContent = since
+    ? `Exercise block: ${ago(since)}, since ${from} (${clockTime(since)})`
+    : "Between exercise blocks";
 }
 
 async function act(body) {
@@ -100,15 +134,44 @@ async function act(body) {
   return reply && reply.ok;
 }
 
+// Merge and remove ask first: the buttons give way to "Confirm …" and "Cancel".
+let pendingAction = null;
+function ask(question, label, body) {
+  pendingAction = body;
+  $("confirm-said").textContent = question;
+  $("confirm").textContent = label;
+  $("name-actions").hidden = true;
+  $("confirming").hidden = false;
+  $("confirm").focus();
+}
+
+function stopAsking() {
+  pendingAction = null;
+  $("confirming").hidden = true;
+  $("name-actions").hidden = false;
+}
+
+function renderUndo() {
+  const undo = room.summary.undo;
+  const button = $("undo");
+  button.hidden = !undo;
+  if (!undo) return;
+  const words = { remove: `remove ${undo.name}`, merge: `merge ${undo.name} into ${undo.to}`, rename: `rename ${undo.name} to ${undo.to}` };
+  button.textContent = `Undo: ${words[undo.kind]}`;
+}
+
 function renderHelp() {
   const list = $("needs-help");
   const rows = room.summary.needs_help;
   $("help-count").textContent = `(${rows.length})`;
   list.replaceChildren(
     ...rows.map((row) => {
-      const item = element("li", null, { class: row.kind });
+      const fresh = Date.now() - (hands.fresh.get(row.name) || -Infinity) < FRESH_MS && row.kind === "hand";
+      const item = element("li", null, { class: fresh ? `${row.kind} fresh` : row.kind });
+      if (fresh) item.append(element("span", "new", { class: "new-mark" }), " ");
       item.append(element("strong", row.name), ` · ${row.exercise || "no exercise yet"}: ${row.why}`);
       if (row.text) item.append(" “", element("span", row.text), "”");
+      if (row.mistake) item.append(", mistake: ", element("span", row.mistake));
       item.append(element("span", ` · ${ago(row.since)}`, { class: "since" }));
       const button = element("button", "Helped", { type: "button", "aria-label": `Mark ${row.name} helped` });
       button.addEventListener("click", () => act({ kind: "helped", name: row.name }));
@@ -120,9 +183,11 @@ function renderHelp() {
 }
 
 function mistakeWords(mistake) {
-  // A mistake's id is a stable name, not words: the idea the course gives for it is what to say.
+  // A mistake's id is a stable name, not words: its short fix names it for you, and the idea the
+  // course gives for it is what to explain. The projector shows the idea alone.
   const who = `${mistake.count} ${mistake.count === 1 ? "learner" : "learners"}`;
-  return mistake.idea ? `${who} — idea to explain: ${mistake.idea}` : `${who}: mistake ${mistake.id}`;
+  const named = mistake.fix && !projecting() ? `${who}: ${mistake.fix}` : who;
+  return mistake.idea ? `${named} — idea: ${mistake.idea}` : `${named} (mistake ${mistake.id})`;
 }
 
 function renderExercises(exercises, learners) {
@@ -262,9 +327,31 @@ $("idle").addEventListener("change", () => {
   }, 300);
 });
 $("rename").addEventListener("click", async () => {
-  if (await act({ kind: "rename", name: $("learner").value, to: $("new-name").value })) $("new-name").value = "";
+  const name = $("learner").value;
+  const to = $("new-name").value.trim();
+  const body = { kind: "rename", name, to };
+  if (Object.hasOwn(room.learners, to) && to !== name) {
+    ask(`Merge ${name} into ${to}? One learner then, under ${to}.`, `Confirm merge into ${to}`, body);
+  } else if (await act(body)) {
+    $("new-name").value = "";
+  }
 });
-$("remove").addEventListener("click", () => act({ kind: "remove", name: $("learner").value }));
+$("remove").addEventListener("click", () => {
+  const name = $("learner").value;
+  if (name) ask(`Remove ${name}? Kept in the file; back if they check again.`, `Confirm remove ${name}`, { kind: "remove", name });
+});
+$("confirm").addEventListener("click", async () => {
+  const body = pendingAction;
+  stopAsking();
+  $("rename").focus();
+  if (body && (await act(body)) && body.kind === "rename") $("new-name").value = "";
+});
+$("cancel").addEventListener("click", () => {
+  stopAsking();
+  $("rename").focus();
+});
+$("undo").addEventListener("click", () => act({ kind: "undo", id: room.summary.undo.id }));
+$("start-block").addEventListener("click", () => act({ kind: "block" }));
 // The projector view lives in the address (#projector) too, so that a reload, or a browser that
 // restores its tabs, keeps the names off the projector.
 function showProjector(on) {
