@@ -92,11 +92,12 @@ lint: $(STAMP)
 # JAX (nbval and the grader's tests); on the floor, course_lib's tests run every exercise's
 # reference and right answers.
 # The processor is busy throughout, so the stages' own times overlap. The unit tests are the
-# longest stage and can use two cores at most, so the three stages that only run notebooks and
-# course_lib's tests (3, 4a, 4b) run at a lower priority (FILLER): they take the cycles the unit
-# tests and the browser leave, and run on both cores once those finish, instead of sharing the
-# cores from the start and leaving the unit tests to finish alone (before: 12:56 from a fresh
-# clone, the last 150 s on the unit tests alone). The background stages' logs
+# longest stage and can use two cores at most, so the two stages that only run the course on
+# other JAX releases (4a, 4b) run at a lower priority (FILLER): they take the cycles the others
+# leave, and run on both cores once those finish, instead of sharing the cores from the start and
+# leaving the unit tests to finish alone (before: 12:56 from a fresh clone, the last 150 s on the
+# unit tests alone). nbval keeps the normal priority: its lessons time things and print how they
+# compare, and a starved kernel is a noisier clock. The background stages' logs
 # are in build/ and shown at the end, then each stage's wall time and processor seconds
 # (build/stage-times.txt, written by .ci/stage; a stage's orphans, such as Chromium's processes,
 # escape the count).
@@ -111,7 +112,7 @@ test: $(STAMP)
 	@echo ">> 2/5 unit tests, doctests, exercises and grader; meanwhile 3/5 notebooks under strict"
 	@echo "   nbval, 4/5 the course on the oldest and a middle JAX, 5/5 in JupyterLab and Chromium"
 	@PYTHONWARNINGS=error::DeprecationWarning .ci/stage "3 notebooks under strict nbval" \
-	  $(FILLER) $(BIN)/python -m pytest -p no:cacheprovider $(NBVAL) -n 2 --dist loadfile $(NOTEBOOKS) \
+	  $(BIN)/python -m pytest -p no:cacheprovider $(NBVAL) -n 2 --dist loadfile $(NOTEBOOKS) \
 	  $(SOLUTIONS) > build/nbval.log 2>&1 & nbval=$$!; \
 	.ci/stage "4a the course on the oldest JAX" \
 	  $(FILLER) $(COMPAT) --lessons-only $(COMPAT_FLOOR_PYTEST) > build/compat-floor.log 2>&1 & floor=$$!; \
