@@ -15,7 +15,7 @@ from typing import Any
 from .._leaves import shorten
 from . import _wire
 from ._guard import is_learner_file, is_the_learners_function, standing_in, stops_here, watch
-from ._kit import SOURCE_LOCATION
+from ._kit import SOURCE_LOCATION, returned_none
 from ._plain import NotPlainError
 from ._registry import get_exercise
 from ._spec import (
@@ -441,9 +441,9 @@ def judge_outcomes(
 
 
 def judge_value(exercise: Exercise, got: Any, expected: Any, case: Case) -> str | Mistake | None:
-    """``exercise.judge`` with the hints every exercise shares (a missing ``return``) in front."""
+    """``exercise.judge`` with the mistake every exercise shares (a missing ``return``) in front."""
     if got is None and expected is not None:
-        return f"{exercise.name} returned None: missing `return`?"
+        return returned_none(exercise.name)
     try:
         return exercise.judge(got, expected, case)
     except Exception as error:  # noqa: BLE001 (an odd result must not crash the judge)

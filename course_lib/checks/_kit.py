@@ -12,12 +12,13 @@ it): parts (``in_parts``); probes (``call_value``, ``call_tree``, ``compile_repo
 ``recompiled_calls``, ``miss_of``, ``measured_calls``, ``error_text``, ``SOURCE_LOCATION``,
 ``returned_instead``, ``leaf_text``); judges (``judge_number``, ``judge_bool``, ``judge_equal``,
 ``plain_difference``, ``structure_difference``, ``tree_judge``, ``judge_compiles``,
-``judge_compiles_with_advice``, ``recompile_cause``, ``missing_return``) and typical mistakes
-(``trees_close``, ``matching_variant``); references (``as_numpy``, ``scaled``, ``ACTIVATIONS``);
-plain data with dtypes (``as_judged``, ``as_float32``, ``dtype_name``, ``dtyped_plain``); random
-inputs (``random_f32``, ``random_array``, ``random_shape``, ``small_shape``, ``small_float_leaf``,
-``random_float_leaf``, ``random_like``); random trees (``Layer``, ``Point``, ``Opaque``,
-``random_leaf``, ``random_tree``, ``float_tree``, ``count_none``).
+``judge_compiles_with_advice``, ``recompile_cause``, ``missing_return``, ``returned_none``) and
+typical mistakes (``trees_close``, ``matching_variant``); references (``as_numpy``, ``scaled``,
+``ACTIVATIONS``); plain data with dtypes (``as_judged``, ``as_float32``, ``dtype_name``,
+``dtyped_plain``); random inputs (``random_f32``, ``random_array``, ``random_shape``,
+``small_shape``, ``small_float_leaf``, ``random_float_leaf``, ``random_like``); random trees
+(``Layer``, ``Point``, ``Opaque``, ``random_leaf``, ``random_tree``, ``float_tree``,
+``count_none``).
 
 A hint names a cause that a probe measured: a controlled call, a compile count, the structure,
 dtypes and weak types of the inputs, what changed between two calls. The text of JAX's messages
@@ -44,7 +45,7 @@ import course_lib as cl
 
 from .._leaves import close_elements, same_structure, shorten
 from ._plain import describe, rebuild_tree, to_plain, tree_plain
-from ._spec import Case
+from ._spec import Case, Mistake
 
 __all__ = [
     "ACTIVATIONS",
@@ -83,6 +84,7 @@ __all__ = [
     "measured_calls",
     "miss_of",
     "missing_return",
+    "returned_none",
     "plain_difference",
     "random_array",
     "random_f32",
@@ -727,14 +729,31 @@ NONE_RECORD = {"node": "None"}
 dict)."""
 
 
-def missing_return(got: Any, expected: Any, name: str) -> str | None:
-    """For :func:`call_tree` results: the hint when ``name`` returned ``None`` where a tree was due.
+def returned_none(name: str) -> Mistake:
+    """The missing ``return``, a typical mistake of every exercise (``name`` returned ``None``):
+    recognised, with its own idea and fix, so that a workshop's room counts it.
 
-    >>> missing_return(NONE_RECORD, tree_plain([1.0]), "sgd_step")
+    >>> returned_none("count_params").what
+    'count_params returned None: missing `return`?'
+    """
+    return Mistake(
+        f"{name} returned None: missing `return`?",
+        "A Python function that reaches its end without a return statement gives back None, "
+        "whatever it computed on the way.",
+        "Put return in front of the expression that builds the result, or return the name you "
+        "stored it in.",
+    )
+
+
+def missing_return(got: Any, expected: Any, name: str) -> Mistake | None:
+    """For :func:`call_tree` results: the recognised mistake (:func:`returned_none`) when ``name``
+    returned ``None`` where a tree was due.
+
+    >>> missing_return(NONE_RECORD, tree_plain([1.0]), "sgd_step").what
     'sgd_step returned None: missing `return`?'
     """
     if got == NONE_RECORD and expected != NONE_RECORD:
-        return f"{name} returned None: missing `return`?"
+        return returned_none(name)
     return None
 
 

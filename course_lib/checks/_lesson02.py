@@ -148,13 +148,7 @@ def _tree_answer(name: str, explain: Callable[[str, Any, Any, Case], str | Mista
     def judge(got: Any, expected: Any, case: Case) -> str | Mistake | None:
         missing = missing_return(got, expected, name)
         if missing:
-            return Mistake(
-                missing,
-                "A Python function that reaches its end without a return statement gives back "
-                "None, whatever it computed on the way.",
-                "Put return in front of the expression that builds the result, or return the "
-                "name you stored it in.",
-            )
+            return missing
         problem = _judge_tree(got, expected, case)
         if problem is None:
             return None

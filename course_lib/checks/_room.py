@@ -578,11 +578,17 @@ def help_me(text: str = "") -> None:
         )
         return
     queued = room.send({"kind": "hand", **({"text": text.strip()} if text.strip() else {})})
-    status, _ = room.wait_answer(queued, HAND_WAIT)
+    status, message = room.wait_answer(queued, HAND_WAIT)
     if status is not None and status < 300:
         print(
             "Your hand is up on the instructor's dashboard: a helper will come to you. It stays "
             "up until you pass the exercise, a helper marks you helped, or you run done()."
+        )
+    elif refused(status):
+        print(
+            f"The room at {room.url} refused your hand ({message or status}), so the dashboard "
+            "does not show it and never will: put up your sticky note. Then run the join_room "
+            "line your instructor gave (the right code, your name) and help_me() again."
         )
     else:
         print(
@@ -597,9 +603,14 @@ def done() -> None:
     if room is None:
         print("You are not in a workshop room: there is no hand to lower.")
         return
-    status, _ = room.wait_answer(room.send({"kind": "done"}), HAND_WAIT)
+    status, message = room.wait_answer(room.send({"kind": "done"}), HAND_WAIT)
     if status is not None and status < 300:
         print("Your hand is down. help_me() raises it again.")
+    elif refused(status):
+        print(
+            f"The room at {room.url} refused it ({message or status}): tell a helper you are fine "
+            "again, and run the join_room line your instructor gave to be in the room again."
+        )
     else:
         print(
             f"The room at {room.url} has not answered yet: your hand goes down on the dashboard "

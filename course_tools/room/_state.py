@@ -76,8 +76,9 @@ class Cell:
         return f"{self.streak} {kind} in a row"
 
     def view(self) -> list[Any]:
-        """The dashboard's cell: outcome, tries, the hint shown and the mistake recognised."""
-        return [self.outcome, self.tries, self.hint, self.mistake]
+        """The dashboard's cell: outcome, tries, the hint shown, the mistake recognised and its
+        fix (the cell's tooltip: the id is a stable name, the fix says what it is)."""
+        return [self.outcome, self.tries, self.hint, self.mistake, self.fix]
 
     def merge(self, other: Cell) -> Cell:
         """The cell of one learner known under two names: the later one, with both's tries."""
@@ -90,8 +91,10 @@ class Learner:
     name: str
     joined_at: float = 0.0  # their first event
     left: bool = False  # their latest event was leave_room()'s
+    seen_at: float = 0.0  # their latest own event
     last_exercise: str | None = None
     ready: dict[str, Any] | None = None
+    ready_at: float = 0.0  # when the latest ready() result came
     cells: dict[str, Cell] = field(default_factory=dict)
     first_in: dict[str, float] = field(default_factory=dict)  # lesson: their first check in it
     passed_in: dict[str, float] = field(default_factory=dict)  # lesson: their latest pass in it
@@ -101,6 +104,7 @@ class Learner:
     def view(self) -> dict[str, Any]:
         return {
             "ready": self.ready,
+            "left": self.left,
             "hand": self.hand,
             "cells": {exercise: cell.view() for exercise, cell in self.cells.items()},
         }
@@ -118,8 +122,12 @@ class Learner:
         latest = max(self.cells.values(), key=lambda cell: cell.at, default=None)
         if latest is not None:
             self.last_exercise = next(e for e, c in self.cells.items() if c is latest)
-        self.ready = self.ready or other.ready
-        self.hand = self.hand or other.hand
+        if other.ready is not None and (self.ready is None or other.ready_at > self.ready_at):
+            self.ready, self.ready_at = other.ready, other.ready_at  # the later result wins
+        hands = [hand for hand in (self.hand, other.hand) if hand is not None]
+        self.hand = max(hands, key=lambda hand: hand["since"], default=None)
+        if other.seen_at > self.seen_at:  # in the room or not, as their latest own event says
+            self.left, self.seen_at = other.left, other.seen_at
         self.helped_at = max(self.helped_at, other.helped_at)
 
 
@@ -192,7 +200,9 @@ class RoomState:
         self._changed.add(name)
         if event.kind != "helped":  # the learner's own event: are they still in the room
             learner.left = event.kind == "leave"
+            learner.seen_at = event.received
         if event.kind == "ready":
+            learner.ready_at = event.received
             learner.ready = {
                 "ok": event.outcome == "passed",
                 "jax": event.jax or "",
@@ -212,6 +222,8 @@ class RoomState:
         elif event.kind == "helped":
             learner.hand = None
             learner.helped_at = event.received
+            for cell in learner.cells.values():  # a streak counts again from the help
+                cell.streak = cell.errors = 0
 
     def _act(self, event: Event) -> None:
         """A rename, merge or remove, kept in :attr:`actions` when it changed anything."""
@@ -304,6 +316,8 @@ class RoomState:
         mistakes: dict[str, Counter[str]] = {}
         words: dict[tuple[str, str], tuple[Counter[str], Counter[str]]] = {}
         for learner in self.learners.values():
+            if learner.left:  # away: counted again from their next event
+                continue
             for exercise, cell in learner.cells.items():
                 row = summary[exercise]
                 row["tried"] += 1
@@ -339,32 +353,53 @@ class RoomState:
     def needs_help(self, now: float) -> list[dict[str, Any]]:
         """Who needs help, ranked by what an instructor acts on: raised hands, then
         :data:`STREAK_FOR_HELP` failed tries in a row on one exercise (in any lesson), naming the
-        mistake recognised; then, while the room is at work (see :meth:`at_work`), learners
-        silent on an exercise past the minutes the guide gives it (see :meth:`_over_time`).
-        "Helped" takes a learner off until their next failure or hand. Longest waiting first
-        within each kind."""
+        mistake recognised (see :meth:`_streaks`); then, while the room is at work (see
+        :meth:`at_work`), learners silent on an exercise past the minutes the guide gives it (see
+        :meth:`_over_time`). "Helped" takes a learner off until their next hand, or until they
+        fail :data:`STREAK_FOR_HELP` times in a row again: a streak counts from the help. Nobody
+        who left the room is listed. Longest waiting first within each kind; each entry has
+        ``helped``, when the learner was last marked helped (0: never)."""
         found = []
         room_at_work = self.at_work(now)
         for learner in self.learners.values():
+            if learner.left:
+                continue
             if learner.hand is not None:
                 hand = learner.hand
                 row = _row(learner, "hand", hand["exercise"], hand["since"], "raised a hand")
                 found.append({**row, "text": hand["text"]})
                 continue
-            streaks = [
-                (-cell.streak, cell.since, exercise)
-                for exercise, cell in learner.cells.items()
-                if cell.streak >= STREAK_FOR_HELP and cell.at > learner.helped_at
-            ]
+            streaks = self._streaks(learner)
             if streaks:
-                _, since, exercise = min(streaks)
-                cell = learner.cells[exercise]
-                row = _row(learner, "streak", exercise, since, cell.failing())
-                found.append({**row, "mistake": cell.fix or ""})
+                exercise = min(streaks, key=lambda e: (-streaks[e].streak, streaks[e].since, e))
+                cell = streaks[exercise]
+                row = _row(learner, "streak", exercise, cell.since, cell.failing())
+                found.append({**row, "mistake": cell.fix or "", "last": cell.at})
                 continue
             if room_at_work:
                 found.extend(self._over_time(learner, now))
         return sorted(found, key=lambda row: (HELP_ORDER[row["kind"]], row["since"], row["name"]))
+
+    def _streaks(self, learner: Learner) -> dict[str, Cell]:
+        """The learner's cells failing :data:`STREAK_FOR_HELP` times or more in a row (since their
+        latest help), those they moved on from left out: a streak in another lesson than the one
+        of their latest check, or on an exercise before one they passed since."""
+        if learner.last_exercise is None:
+            return {}
+        order = {exercise: i for i, exercise in enumerate(self.exercises)}
+        lesson = self.exercises[learner.last_exercise].lesson
+        passed = [
+            (order[exercise], cell.at)
+            for exercise, cell in learner.cells.items()
+            if cell.outcome == "passed"
+        ]
+        return {
+            exercise: cell
+            for exercise, cell in learner.cells.items()
+            if cell.streak >= STREAK_FOR_HELP
+            and self.exercises[exercise].lesson == lesson
+            and not any(i > order[exercise] and at > cell.at for i, at in passed)
+        }
 
     def at_work(self, now: float) -> bool:
         """Whether the room is doing exercises: someone checked, or the instructor started a
@@ -462,8 +497,16 @@ class RoomState:
 def _row(
     learner: Learner, kind: str, exercise: str | None, since: float, why: str
 ) -> dict[str, Any]:
-    """One entry of the needs-help list; the dashboard shows how long from ``since``."""
-    return {"name": learner.name, "kind": kind, "exercise": exercise, "why": why, "since": since}
+    """One entry of the needs-help list; the dashboard shows how long from ``since`` (a streak's
+    first try: with ``last``, its latest) and how long ago the learner was ``helped``."""
+    return {
+        "name": learner.name,
+        "kind": kind,
+        "exercise": exercise,
+        "why": why,
+        "since": since,
+        "helped": learner.helped_at,
+    }
 
 
 def exercise_infos(exercises: Iterable[Any]) -> dict[str, ExerciseInfo]:

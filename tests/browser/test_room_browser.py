@@ -14,10 +14,13 @@ text and never run."""
 from __future__ import annotations
 
 import csv
+import json
 import os
+import re
 import subprocess
 import sys
 import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -358,3 +361,107 @@ def test_the_dashboard_and_join_page_pass_axe_in_both_schemes(
         found[f"join page, {scheme}"] = axe_problems(page)
     assert {view: problems for view, problems in found.items() if problems} == {}
     context.close()
+
+
+LONG_FIX = (
+    "Add up leaf.size over jax.tree.leaves(tree), which skips the None subtrees and counts every "
+    "entry of every array, and give a Python number a size of one: np.size(leaf) does both."
+)
+
+
+def test_needs_help_fits_one_line_entries_above_the_fold_and_who_left_counts_nowhere(
+    browser: Any, tmp_path: Path, screenshots: Path
+) -> None:
+    """Seven stuck learners, each entry one line at 1280x720 (the long fix cut on screen, whole in
+    the page and its tooltip), Ready beside them; a learner helped who fails again is back with
+    "helped ... ago"; one who left is marked and counts in no total."""
+    from playwright.sync_api import expect
+
+    check = "01.count_params"
+    stuck = [f"Stuck {i}" for i in range(7)]
+    told: dict[str, Any] = {
+        "hint": 1,
+        "mistake": f"{check}/0badf00d",
+        "idea": "A parameter is one entry.",
+        "fix": LONG_FIX,
+    }
+    with served_room(tmp_path / "room.sqlite", "--rate", "100") as room:
+        events = [
+            room.event(name, "ready", outcome="passed", jax="0.10.2", backend="cpu")
+            for name in stuck
+        ]
+        events += [
+            room.event("Unready", "join"),
+            room.event("Lou", "ready", outcome="passed", jax="0.10.2", backend=""),
+        ]
+        for name in stuck:
+            events += [room.event(name, exercise=check, outcome="incorrect", **told)] * 3
+        events += [
+            room.event("Lou", exercise=check, outcome="passed", hint=0),
+            room.event("Lou", "leave"),
+        ]
+        for event in events:
+            assert room.post(event)[0] == 201, event
+        request = urllib.request.Request(
+            f"{room.url}/api/actions",
+            data=json.dumps({"kind": "helped", "name": "Stuck 0"}).encode(),
+            headers={"X-Room-Token": room.token},
+        )
+        with urllib.request.urlopen(request, timeout=10) as reply:
+            assert reply.status == 201
+        for _ in range(3):
+            assert (
+                room.post(room.event("Stuck 0", exercise=check, outcome="error", **told))[0] == 201
+            )
+
+        page = browser.new_page(viewport={"width": 1280, "height": 720})
+        page.set_default_timeout(ACTION_TIMEOUT_MS)
+        page.goto(room.dashboard)
+        entries = page.locator("#needs-help li")
+        expect(entries).to_have_count(7)
+        expect(entries.last).to_contain_text("Stuck 0 · 01.count_params: 3 errors in a row")
+        expect(entries.last.locator(".since")).to_have_text(
+            "\u00a0· last just now\u00a0· helped just now"
+        )
+        # One line each, every one of them and its Helped button in view above the fold.
+        line = page.evaluate("parseFloat(getComputedStyle(document.body).lineHeight)")
+        listed = page.locator("#needs-help").bounding_box()
+        for i in range(7):
+            box = entries.nth(i).bounding_box()
+            assert box["height"] < 1.5 * line, (i, box)
+            assert box["y"] + box["height"] <= min(720, listed["y"] + listed["height"]), (i, box)
+            button = entries.nth(i).get_by_role("button").bounding_box()
+            assert button["x"] + button["width"] <= box["x"] + box["width"] + 1, (i, button)
+        page.screenshot(path=str(screenshots / "room-needs-help-1280x720.png"))
+        ready = page.locator("#not-ready").bounding_box()
+        assert ready["y"] + ready["height"] <= 720, ready
+        # The fix is cut on screen only: whole in the page (a screen reader reads it) and its
+        # tooltip.
+        what = entries.first.locator(".what")
+        expect(what).to_have_text(
+            f"Stuck 1\u00a0· 01.count_params: 3 incorrect tries in a row, mistake: {LONG_FIX}"
+        )
+        expect(entries.first).to_have_attribute("title", re.compile(re.escape(LONG_FIX)))
+        # Cut where the fix is: the name and why show whole.
+        cut = "e => e.getBoundingClientRect().right - e.parentElement.getBoundingClientRect().right"
+        assert page.evaluate(cut, what.locator(".fix").element_handle()) > 0
+        ends = what.evaluate(
+            "e => { const r = document.createRange(); r.setStart(e, 0); r.setEnd(e, 2);"
+            " return r.getBoundingClientRect().right - e.getBoundingClientRect().right; }"
+        )
+        assert ends < 0, ends
+        # A grid cell's tooltip is the mistake's fix, not its id.
+        row = page.get_by_role("row").filter(has=page.get_by_role("rowheader", name="Stuck 1"))
+        expect(row.locator("td").first).to_have_attribute("title", LONG_FIX)
+        # Lou left: marked so, and in no total until their next event.
+        expect(page.get_by_role("rowheader", name="Lou · left")).to_be_visible()
+        expect(page.locator("#not-ready li").last).to_have_text("Lou · left the room")
+        expect(page.locator("#ready-count")).to_have_text("(7 of 8 ready, 1 left)")
+        expect(page.locator("#exercises tbody tr").first).to_contain_text("0 of 8")
+        assert (
+            room.post(room.event("Lou", exercise="01.leaf_paths", outcome="incorrect", hint=0))[0]
+            == 201
+        )
+        expect(page.locator("#ready-count")).to_have_text("(8 of 9 ready)")
+        expect(page.locator("#exercises tbody tr").first).to_contain_text("1 of 9")
+        page.close()

@@ -515,6 +515,22 @@ def test_a_hand_the_room_has_not_taken_is_not_said_to_be_up(
     assert "Your hand is up" not in said
 
 
+def test_a_hand_the_room_refuses_is_said_refused_with_what_to_do(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with stand_in(lambda n: 201 if n == 0 else 403) as room:  # the join taken, then refused
+        join_room(room.url, code="K7PX", name="Pia")
+        capsys.readouterr()
+        help_me("stuck")
+        said = capsys.readouterr().out
+        assert "refused your hand (wrong join code)" in said and "sticky note" in said
+        assert "join_room line" in said
+        assert "has not taken your hand yet" not in said and "goes up" not in said
+        done()
+        said = capsys.readouterr().out
+        assert "refused it (wrong join code)" in said and "as soon as it does" not in said
+
+
 @pytest.mark.parametrize(
     "placeholder",
     [

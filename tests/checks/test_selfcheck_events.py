@@ -68,11 +68,42 @@ def test_two_mistakes_sharing_an_idea_have_two_ids_and_each_its_fix() -> None:
 
 
 def test_no_mistake_is_named_where_none_was_recognised(sent: list[dict[str, Any]]) -> None:
-    """A missing ``return`` gets the exercise's own hints, and a right answer none."""
-    check("01.count_params", count_forgetting_return)
+    """An answer of the wrong type gets the exercise's own hints, and a right answer none."""
+    check("01.count_params", lambda tree: "x")
     check("01.count_params", count_params)
     assert [set(event) for event in sent] == [{"kind", "exercise", "outcome", "hint"}] * 2
     assert [event["outcome"] for event in sent] == ["incorrect", "passed"]
+
+
+def freeze_group_forgetting_return(params: Any, grads: Any, lr: float, frozen: str) -> Any:
+    jax.tree.map(lambda p, g: p - lr * g, params, grads)
+
+
+@pytest.mark.parametrize(
+    ("exercise", "answer", "name"),
+    [
+        ("01.count_params", count_forgetting_return, "count_params"),  # a number was due
+        ("09.freeze_group", freeze_group_forgetting_return, "freeze_group"),  # a tree was due
+    ],
+)
+def test_a_missing_return_is_a_recognised_mistake_and_says_first_what_went_wrong(
+    sent: list[dict[str, Any]],
+    capsys: pytest.CaptureFixture[str],
+    exercise: str,
+    answer: Any,
+    name: str,
+) -> None:
+    """The room counts it by its id; the learner is told first what went wrong, then the idea
+    (what a function without ``return`` gives back), then the fix."""
+    for _ in range(3):
+        check(exercise, answer)
+    said = capsys.readouterr().out.split(f"{exercise}: incorrect")[1:]
+    assert f"{name} returned None: missing `return`?" in said[0]
+    assert "gives back None" in said[1] and "Put return in front of" in said[2]
+    assert [event["hint"] for event in sent] == [0, 1, 2]
+    assert sent[0]["mistake"] == sent[2]["mistake"] and sent[0]["mistake"].startswith(exercise)
+    assert "without a return statement gives back None" in sent[0]["idea"]
+    assert sent[0]["fix"].startswith("Put return in front of the expression")
 
 
 def test_a_check_that_cannot_judge_sends_an_error_then_raises(

@@ -122,6 +122,9 @@ def test_the_join_page_reached_from_outside_shows_the_address_used(room: ServedR
         page = reply.read().decode()
     line = f"join_room(&quot;http://192.168.1.20:{port}&quot;, code=&quot;{room.code}&quot;"
     assert line in page and 'class="warning"' not in page
+    # What the agenda opens with: join, then ready(); kept as long as the docs say.
+    assert page.index(line) < page.index("ready()") and "for 12 hours" in page
+    assert "rest of the day" not in page
     assert room.token not in page and room.helper_token not in page
 
 

@@ -62,9 +62,12 @@ def test_a_cell_holds_the_latest_outcome_its_tries_the_hint_seen_and_the_mistake
         check("Ada", "01.b", "error", 26, hint=0),
     )
     cells = state.learners["Ada"].view()["cells"]
-    assert cells == {"01.a": ["incorrect", 2, 2, "adds_step"], "01.b": ["error", 2, 0, None]}
+    assert cells == {
+        "01.a": ["incorrect", 2, 2, "adds_step", "the fix for adds_step"],
+        "01.b": ["error", 2, 0, None, None],
+    }
     state.apply(check("Ada", "01.a", "passed", 30))
-    assert state.learners["Ada"].view()["cells"]["01.a"] == ["passed", 3, 0, None]
+    assert state.learners["Ada"].view()["cells"]["01.a"] == ["passed", 3, 0, None, None]
     assert state.lesson == "01"
 
 
@@ -79,7 +82,9 @@ def test_three_failed_in_a_row_needs_help_and_a_pass_ends_it() -> None:
             "exercise": "01.a",
             "why": "3 failed tries (incorrect or error) in a row",
             "since": 10,
+            "helped": 0.0,
             "mistake": "",
+            "last": 30,
         }
     ]
     four = [*two, check("Ada", "01.a", "incorrect", 30, hint=2)]
@@ -177,17 +182,95 @@ def test_a_raised_hand_leads_and_stays_until_lowered_passed_or_helped() -> None:
     assert listed(state, now=13) == [("Bob", "streak")]
 
 
-def test_helped_clears_an_entry_until_the_next_failure_or_hand() -> None:
+def test_helped_clears_an_entry_until_the_next_hand_or_a_new_streak_counted_from_the_help() -> None:
     state = state_of(
-        *[check("Bob", "01.a", "incorrect", t) for t in (1, 2, 3)],
+        *[check("Bob", "01.a", "incorrect", t * MINUTE) for t in range(6)],
         event("Ada", "hand", 4),
     )
-    state.apply(event("Bob", "helped", 5))
-    state.apply(event("Ada", "helped", 5))
-    assert listed(state, now=6) == []
-    state.apply(check("Bob", "01.a", "incorrect", 7))
-    state.apply(event("Ada", "hand", 8))
-    assert listed(state, now=9) == [("Ada", "hand"), ("Bob", "streak")]
+    assert state.needs_help(now=6 * MINUTE)[1]["why"] == "6 incorrect tries in a row"
+    state.apply(event("Bob", "helped", 7 * MINUTE))
+    state.apply(event("Ada", "helped", 7 * MINUTE))
+    assert listed(state, now=8 * MINUTE) == []
+    state.apply(event("Ada", "hand", 8 * MINUTE))
+    # Bob's tries before the help are not counted again: two failures after it are not a streak.
+    for t in (9, 10):
+        state.apply(check("Bob", "01.a", "incorrect", t * MINUTE))
+    assert listed(state, now=11 * MINUTE) == [("Ada", "hand")]
+    state.apply(check("Bob", "01.a", "incorrect", 12 * MINUTE))
+    bob = state.needs_help(now=13 * MINUTE)[1]
+    assert (bob["name"], bob["why"]) == ("Bob", "3 incorrect tries in a row")
+    assert (bob["since"], bob["last"], bob["helped"]) == (9 * MINUTE, 12 * MINUTE, 7 * MINUTE)
+    assert state.learners["Bob"].cells["01.a"].tries == 9  # the grid still counts every try
+
+
+def test_a_streak_says_its_latest_try_and_is_dropped_once_the_learner_moved_on() -> None:
+    tries = [check("Ada", "01.a", "incorrect", t * MINUTE) for t in (0, 2, 7)]
+    state = state_of(*tries)
+    row = state.needs_help(now=20 * MINUTE)[0]
+    assert (row["since"], row["last"]) == (0, 7 * MINUTE)  # 3 tries in 7 min, the last at 7
+    # Passing a later exercise of the lesson leaves the old streak behind; an earlier one does not.
+    later = state_of(*tries, check("Ada", "01.b", "passed", 9 * MINUTE))
+    assert listed(later, now=10 * MINUTE) == []
+    earlier = state_of(
+        *[check("Ada", "01.b", "incorrect", t) for t in (1, 2, 3)],
+        check("Ada", "01.a", "passed", 4),
+    )
+    assert listed(earlier, now=5) == [("Ada", "streak")]
+    # A check in another lesson leaves it behind too, even one that did not pass.
+    moved = state_of(*tries, check("Ada", "02.c", "not_attempted", 9 * MINUTE))
+    assert listed(moved, now=10 * MINUTE) == []
+    # Back in the lesson, the streak they never fixed is listed again.
+    moved.apply(check("Ada", "01.a", "incorrect", 11 * MINUTE))
+    assert moved.needs_help(now=12 * MINUTE)[0]["why"] == "4 incorrect tries in a row"
+
+
+def test_a_learner_who_left_counts_nowhere_until_their_next_event() -> None:
+    state = state_of(
+        *[check("Ada", "01.a", "incorrect", t, mistake="adds_step") for t in (1, 2, 3)],
+        *[check("Bob", "01.a", "incorrect", t, mistake="adds_step") for t in (1, 2, 3)],
+        event("Ada", "ready", 4),
+        event("Ada", "leave", 5),
+    )
+    assert state.learners["Ada"].view()["left"] is True
+    assert state.learners["Bob"].view()["left"] is False
+    summary = state.exercise_summary()["01.a"]
+    assert (summary["tried"], summary["incorrect"]) == (1, 1)
+    assert summary["mistakes"][0]["count"] == 1
+    assert listed(state, now=6) == [("Bob", "streak")]
+    state.apply(check("Ada", "01.a", "incorrect", 7, mistake="adds_step"))
+    assert not state.learners["Ada"].left
+    assert state.exercise_summary()["01.a"]["mistakes"][0]["count"] == 2
+    assert listed(state, now=8) == [("Ada", "streak"), ("Bob", "streak")]
+    # Merged into a name that left, a learner's later event says whether they are in the room.
+    merged = state_of(
+        event("Bo", "leave", 1), event("Bo (2)", "join", 2), event("Bo (2)", "merge", 3, "Bo")
+    )
+    assert merged.learners["Bo"].left is False
+
+
+@pytest.mark.parametrize("colab_first", [False, True])
+def test_a_merge_keeps_the_later_ready_result(colab_first: bool) -> None:
+    failed = Event(
+        next(_ids), 100.0, None, "Bruno", "ready", outcome="error", detail="AssertionError"
+    )
+    passed = Event(
+        next(_ids),
+        200.0,
+        None,
+        "Bruno (colab)",
+        "ready",
+        outcome="passed",
+        jax="0.10.2",
+        backend="cpu",
+    )
+    if colab_first:  # the same two results, the other way round: the laptop's is the later one
+        failed, passed = (
+            Event(next(_ids), 200.0, None, "Bruno", "ready", outcome="error", detail="E"),
+            Event(next(_ids), 100.0, None, "Bruno (colab)", "ready", outcome="passed"),
+        )
+    state = state_of(failed, passed, event("Bruno (colab)", "merge", 300.0, "Bruno"))
+    ready = state.learners["Bruno"].ready
+    assert ready is not None and ready["ok"] is (not colab_first)
 
 
 def test_a_rename_into_a_name_in_the_room_merges_and_later_events_follow_it() -> None:
@@ -198,7 +281,7 @@ def test_a_rename_into_a_name_in_the_room_merges_and_later_events_follow_it() ->
         event("YourName", "merge", 4, "Ada L"),
     )
     assert sorted(state.learners) == ["Ada L"]
-    assert state.learners["Ada L"].view()["cells"]["01.a"] == ["incorrect", 2, 0, None]
+    assert state.learners["Ada L"].view()["cells"]["01.a"] == ["incorrect", 2, 0, None, None]
     assert state.take_changed() == {"Ada L": state.learners["Ada L"].view(), "YourName": None}
     state.apply(check("YourName", "01.a", "passed", 5))  # her open kernel still says YourName
     assert state.learners["Ada L"].cells["01.a"].outcome == "passed"
@@ -422,8 +505,8 @@ def test_a_removed_learner_who_checks_again_comes_back_with_their_progress() -> 
     assert "Ada" not in state.learners
     state.apply(check("Ada", "01.b", "incorrect", 4))
     assert state.learners["Ada"].view()["cells"] == {
-        "01.a": ["passed", 1, 0, None],
-        "01.b": ["incorrect", 2, 0, None],
+        "01.a": ["passed", 1, 0, None, None],
+        "01.b": ["incorrect", 2, 0, None, None],
     }
 
 

@@ -30,9 +30,30 @@ function minutesSince(seconds) {
   return Math.max(0, Math.floor((Date.now() / 1000 + room.clockOffset - seconds) / 60));
 }
 
+function minutesWords(minutes) {
+  return minutes < 1 ? "under a minute" : `${minutes} min`;
+}
+
 function ago(seconds) {
+  return minutesWords(minutesSince(seconds));
+}
+
+const GAP = "\u00a0· "; // between the parts of a needs-help entry (kept at the start of a part)
+
+function lastTime(seconds) {
   const minutes = minutesSince(seconds);
-  return minutes < 1 ? "under a minute" : minutes === 1 ? "1 min" : `${minutes} min`;
+  return minutes < 1 ? "just now" : `${minutes} min ago`;
+}
+
+function howLong(row) {
+  // How long: a streak's tries span and its latest try (a pause is not a struggle), else the wait.
+  let words = `${GAP}${ago(row.since)}`;
+  if (row.kind === "streak") {
+    const span = Math.floor((row.last - row.since) / 60);
+    words = `${GAP}${span < 1 ? "" : `over ${span} min, `}last ${lastTime(row.last)}`;
+  }
+  if (row.helped) words += `${GAP}helped ${lastTime(row.helped)}`;
+  return words;
 }
 
 function projecting() {
@@ -101,12 +122,13 @@ function render() {
   const lesson = shownLesson();
   const exercises = room.catalogue.filter((e) => e.lesson === lesson);
   const names = Object.keys(room.learners).sort((a, b) => a.localeCompare(b));
+  const present = names.filter((name) => !room.learners[name].left); // who counts in a total
   $("lesson-name").textContent = lesson ? `lesson ${lesson}` : "the room's lesson";
   $("grid-lesson").textContent = $("lesson-name").textContent;
   renderClock();
   renderHelp();
-  renderReady(names);
-  renderExercises(exercises, names.length);
+  renderReady(names, present);
+  renderExercises(exercises, present.length);
   renderGrid(exercises, names);
   renderNames(names);
   renderUndo();
@@ -167,12 +189,17 @@ function renderHelp() {
   list.replaceChildren(
     ...rows.map((row) => {
       const fresh = Date.now() - (hands.fresh.get(row.name) || -Infinity) < FRESH_MS && row.kind === "hand";
+      // One line each: the end of what went wrong (the learner's words, the mistake's fix, then
+      // why) is cut on screen (an ellipsis), never in the page: the whole text stays in it for a
+      // screen reader, and in the entry's tooltip. The time and the button always show.
       const item = element("li", null, { class: fresh ? `${row.kind} fresh` : row.kind });
       if (fresh) item.append(element("span", "new", { class: "new-mark" }), " ");
-      item.append(element("strong", row.name), ` · ${row.exercise || "no exercise yet"}: ${row.why}`);
-      if (row.text) item.append(" “", element("span", row.text), "”");
-      if (row.mistake) item.append(", mistake: ", element("span", row.mistake));
-      item.append(element("span", ` · ${ago(row.since)}`, { class: "since" }));
+      const what = element("span", null, { class: "what" });
+      what.append(element("strong", row.name), `${GAP}${row.exercise || "no exercise yet"}: ${row.why}`);
+      if (row.text) what.append(" “", element("span", row.text), "”");
+      if (row.mistake) what.append(", mistake: ", element("span", row.mistake, { class: "fix" }));
+      item.append(what, element("span", howLong(row), { class: "since" }));
+      item.title = item.textContent;
       const button = element("button", "Helped", { type: "button", "aria-label": `Mark ${row.name} helped` });
       button.addEventListener("click", () => act({ kind: "helped", name: row.name }));
       item.append(" ", button);
@@ -230,10 +257,11 @@ function renderGrid(exercises, names) {
       const row = element("tr");
       const header = element("th", name, { scope: "row", title: name });
       if (learner.hand) header.append(element("span", " · hand up", { class: "hand" }));
+      if (learner.left) header.append(element("span", " · left", { class: "left" }));
       row.append(header);
       for (const e of exercises) {
-        const [outcome, tries, hint, mistake] = learner.cells[e.id] || ["not_attempted", 0, 0, null];
-        const cell = element("td", null, { class: `outcome ${outcome}`, title: mistake || "" });
+        const [outcome, tries, hint, mistake, fix] = learner.cells[e.id] || ["not_attempted", 0, 0, null, null];
+        const cell = element("td", null, { class: `outcome ${outcome}`, title: fix || "" });
         let shown = MARKS[outcome];
         let said = WORDS[outcome];
         if (tries) said += `, ${tries} ${tries === 1 ? "try" : "tries"}`;
@@ -261,22 +289,26 @@ function setupWords(info) {
   return info.ok ? "✓ ready" : `✗ setup failed: ${info.reason || "no reason sent"}`;
 }
 
-function renderReady(names) {
-  // Those who need you first: a failed setup, then not yet run, then ready.
+function renderReady(names, present) {
+  // Those who need you first: a failed setup, then not yet run, then ready; those who left (out of
+  // the counts until their next event) last.
   const rank = (name) => {
     const info = room.learners[name].ready;
-    return info ? (info.ok ? 2 : 0) : 1;
+    return room.learners[name].left ? 3 : info ? (info.ok ? 2 : 0) : 1;
   };
-  const ready = names.filter((name) => rank(name) === 2);
-  const failed = names.filter((name) => rank(name) === 0);
-  let count = `(${ready.length} of ${names.length} ready`;
+  const ready = present.filter((name) => rank(name) === 2);
+  const failed = present.filter((name) => rank(name) === 0);
+  const left = names.length - present.length;
+  let count = `(${ready.length} of ${present.length} ready`;
   if (failed.length) count += `, ${failed.length} setup failed`;
+  if (left) count += `, ${left} left`;
   $("ready-count").textContent = `${count})`;
-  const waiting = [...names].filter((name) => rank(name) < 2).sort((a, b) => rank(a) - rank(b) || a.localeCompare(b));
+  const waiting = [...names].filter((name) => rank(name) !== 2).sort((a, b) => rank(a) - rank(b) || a.localeCompare(b));
   $("not-ready").replaceChildren(
     ...waiting.map((name) => {
       const item = element("li");
-      item.append(element("strong", name), ` · ${setupWords(room.learners[name].ready)}`);
+      const words = rank(name) === 3 ? "left the room" : setupWords(room.learners[name].ready);
+      item.append(element("strong", name), ` · ${words}`);
       return item;
     })
   );
@@ -286,7 +318,7 @@ function renderReady(names) {
       const info = room.learners[name].ready;
       const row = element("tr");
       row.append(element("th", name, { scope: "row" }));
-      row.append(element("td", setupWords(info)));
+      row.append(element("td", `${setupWords(info)}${room.learners[name].left ? " · left" : ""}`));
       row.append(element("td", info ? info.jax : ""));
       row.append(element("td", info ? info.backend : ""));
       return row;
