@@ -92,8 +92,7 @@ lint: $(STAMP)
 # JAX (nbval and the grader's tests); on the floor, course_lib's tests run every exercise's
 # reference and right answers.
 # The processor is busy throughout, so the stages' own times overlap. The unit tests are the
-# longest stage; many of them wait on kernels, graders and timeouts, so they run three workers on
-# the two cores (the third fills those waits), and the two stages that only run the course on
+# longest stage and can use two cores at most, so the two stages that only run the course on
 # other JAX releases (4a, 4b) run at a lower priority (FILLER): they take the cycles the others
 # leave, and run on both cores once those finish, instead of sharing the cores from the start and
 # leaving the unit tests to finish alone (before: 12:56 from a fresh clone, the last 150 s on the
@@ -123,7 +122,7 @@ test: $(STAMP)
 	  $(BIN)/python -m pytest -p no:cacheprovider -n 2 --dist loadgroup -m browser tests/browser \
 	  > build/browser.log 2>&1 & browser=$$!; \
 	.ci/stage "2 unit tests, doctests, exercises and grader" \
-	  $(BIN)/python -m pytest -p no:cacheprovider -n 3 --dist loadfile --no-loadscope-reorder \
+	  $(BIN)/python -m pytest -p no:cacheprovider -n 2 --dist loadfile --no-loadscope-reorder \
 	  -m "not browser" --durations=15 $(KERNEL_TESTS) \
 	  --doctest-modules course_lib course_tools $(IN_PROCESS_TESTS); unit=$$?; \
 	wait $$nbval; nbval=$$?; wait $$browser; browser=$$?; wait $$floor; floor=$$?; \
