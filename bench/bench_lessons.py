@@ -22,9 +22,10 @@ raises fails its notebook.
 """
 
 import argparse
-import contextlib
-import io
+import functools
+import logging
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -37,9 +38,9 @@ sys.path.insert(0, str(ROOT))
 
 from course_tools._notebook_files import cell_label, read_notebook
 from course_tools.authoring.execute import (
-    RAISES_TAG,
     NotebookExecutionError,
     Timing,
+    execute_in_process,
     execute_notebook,
 )
 
@@ -76,45 +77,35 @@ def backend_start_elsewhere() -> float:
     return float(said.stdout.split()[-1])
 
 
-def execute_in_process(path: Path) -> Timing:
-    """Run ``path`` top to bottom in this process's IPython shell; raise `NotebookExecutionError`
-    naming the first untagged cell that raised."""
-    import jax
-    from IPython.core.interactiveshell import InteractiveShell
+class CompileLog(logging.Handler):
+    """XLA's compiles in this process, each with the code cell it happened in: JAX logs every
+    compile's seconds and function name when ``jax_log_compiles`` is on."""
 
-    # A new shell for each notebook: a reset keeps the event callbacks the last one registered.
-    InteractiveShell.clear_instance()
-    shell = InteractiveShell.instance()
-    nb = read_notebook(path)
-    config = dict(jax.config.values)
-    folder = os.getcwd()
-    per_cell: list[tuple[int, float]] = []
-    started = time.monotonic()
-    try:
-        os.chdir(path.parent)
-        for index, cell in enumerate(nb.cells):
-            if cell.cell_type != "code" or not cell.source.strip():
-                continue
-            output = io.StringIO()
-            began = time.monotonic()
-            with contextlib.redirect_stdout(output), contextlib.redirect_stderr(output):
-                result = shell.run_cell(cell.source, store_history=True)
-            per_cell.append((index, time.monotonic() - began))
-            error = result.error_before_exec or result.error_in_exec
-            if error is not None and RAISES_TAG not in cell.metadata.get("tags", []):
-                said = output.getvalue().strip()[-1500:]
-                raise NotebookExecutionError(
-                    f"{path.name}: {cell_label(cell, index)}: {type(error).__name__}: {error}"
-                    + (f"\n{said}" if said else "")
-                )
-    finally:
-        os.chdir(folder)
-        for name, value in config.items():
-            if jax.config.values.get(name) != value:
-                with contextlib.suppress(Exception):  # some settings are fixed once JAX starts
-                    jax.config.update(name, value)
-    elapsed = time.monotonic() - started
-    return Timing(total=elapsed, cells=sum(s for _, s in per_cell), per_cell=tuple(per_cell))
+    FINISHED = re.compile(r"Finished XLA compilation of (.+) in ([0-9.]+) sec")
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.cell = -1
+        self.compiles: list[tuple[int, str, float]] = []
+        import jax
+
+        jax.config.update("jax_log_compiles", True)
+        logger = logging.getLogger("jax")
+        logger.addHandler(self)
+        logger.setLevel(logging.WARNING)  # where jax_log_compiles logs; JAX's debug stays off
+        logger.propagate = False  # the notebooks' own output stays as it was
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if found := self.FINISHED.search(record.getMessage()):
+            self.compiles.append((self.cell, found[1], float(found[2])))
+
+    def summary(self, count: int) -> str:
+        """The compiles since the last summary: how many, their seconds, the slowest."""
+        compiles, self.compiles = self.compiles, []
+        slowest = sorted(compiles, key=lambda c: -c[2])[:count]
+        return f"{len(compiles)} compiles, {sum(c[2] for c in compiles):.1f} s; slowest: " + (
+            ", ".join(f"cell {cell} {name} {seconds:.2f}" for cell, name, seconds in slowest)
+        )
 
 
 def main() -> int:
@@ -124,6 +115,13 @@ def main() -> int:
     parser.add_argument(
         "--in-process", action="store_true", help="run in this process's IPython shell, no kernels"
     )
+    parser.add_argument(
+        "--compiles",
+        type=int,
+        default=0,
+        metavar="N",
+        help="with --in-process: each notebook's compiles and seconds, and its N slowest",
+    )
     args = parser.parse_args()
     paths = args.notebooks or [
         *sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")),
@@ -131,9 +129,13 @@ def main() -> int:
     ]
     load = os.getloadavg()[0]
     execute: Callable[[Path], Timing] = lambda path: execute_notebook(path, write=False)
+    log = None
     if args.in_process:
         os.environ.setdefault("MPLBACKEND", "Agg")
-        execute = execute_in_process
+        log = CompileLog() if args.compiles else None
+        execute = functools.partial(
+            execute_in_process, before_cell=log and (lambda index: setattr(log, "cell", index))
+        )
         print(f"JAX's backend started in {start_backend():.1f} s, apart.\n")
     else:
         print(
@@ -145,6 +147,7 @@ def main() -> int:
     print("|---|---|---|---|---|")
     missed = 0
     failed = []
+    compiled = []
     for path in paths:
         name = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
         try:
@@ -173,11 +176,15 @@ def main() -> int:
             f"| {name} | {cells:.1f} | {total:.1f} | {shown} | {'yes' if ok else 'NO'} |",
             flush=True,
         )
+        if log:
+            compiled.append(f"- {name}: {log.summary(args.compiles)}")
     print(
         f"\n{len(paths)} notebooks, median of {args.repeats} run(s) each; {missed} over "
         f"{TARGET_S:g} s; {len(failed)} failed; load (1 min) before {load:.2f}, after "
         f"{os.getloadavg()[0]:.2f}"
     )
+    if compiled:
+        print("\nXLA compiles (of every run):\n" + "\n".join(compiled))
     if failed:
         print("Failed: " + " ".join(map(str, failed)), file=sys.stderr)
     return 1 if failed else 0

@@ -1,38 +1,43 @@
 #!/usr/bin/env bash
 # The course on a device machine with its own JAX and no package index of ours: the course's only
-# check on an accelerator and on the newest JAX. One call of the device tool, well inside its 10
-# minutes:
+# check on an accelerator and on the newest JAX. On a GPU one call of the device tool; on a TPU,
+# where the tests run in one process, two calls, each well inside the tool's 10 minutes:
 #
 #   here:   bash bench/device_wheels.sh                  # a GPU machine's wheels, into .whl/
 #           bash bench/device_wheels.sh tpu              # a TPU machine's (Python 3.11)
 #   device: run  command="bash bench/device_check.sh"  carry=[".whl"]  timeout_s=590
+#   TPU:    run  command="DEVICE_CHECK_STEPS=lessons,bench bash bench/device_check.sh"  (as above)
+#           run  command="DEVICE_CHECK_STEPS=tests DEVICE_CHECK_TESTS_S=540 bash bench/device_check.sh"
 #
 # 1. Says what the machine has (accelerator, Python, JAX) and installs the wheels of .whl/ into a
 #    folder of their own on PYTHONPATH (pip --target, --no-deps, --no-index), the course being this
 #    checkout: the machine's own packages, JAX first, are never touched, and the script checks that
 #    JAX is the same after.
-# 2. Runs every lesson and solution with COURSE_STRICT_CHECKS=1 (any cell that raises unless
+# 2. lessons: every lesson and solution with COURSE_STRICT_CHECKS=1 (any cell that raises unless
 #    tagged, or any self-check that does not pass, is a failure), timed by bench/bench_lessons.py:
 #    the cells' seconds against the 8 s goal, and the slowest. On a GPU each runs in a fresh
 #    kernel; on a TPU, whose machine allows no inet socket and so starts no kernel, all run in one
-#    IPython shell (--in-process), the backend's start timed apart. With DEVICE_CHECK_CPU=1 the
-#    same again on the machine's CPU backend, for comparison.
-# 3. The SGD bench (bench/bench_sgd.py, without its training step): FlatTree's update against
-#    one buffer's, on the accelerator.
-# 4. Runs course_lib's in-process tests (what `make compat` runs on other JAX releases), the
+#    IPython shell (--in-process), the backend's start timed apart, with each notebook's XLA
+#    compiles and the slowest of them. With DEVICE_CHECK_CPU=1 the same again on the machine's
+#    CPU backend, for comparison.
+# 3. bench: the SGD bench (bench/bench_sgd.py, without its training step): FlatTree's update
+#    against optax's and one donated buffer's, on the accelerator.
+# 4. tests: course_lib's in-process tests (what `make compat` runs on other JAX releases), the
 #    tables of right and wrong answers among them: on a GPU all of them and the doctests, on all
 #    the machine's cores; on a TPU the self-checks' and the core's, in one process, since one
-#    program at a time may hold the chip, for what is left of the call (a test's line each).
-#    Each step has its own limit, DEVICE_CHECK_{LESSONS,BENCH,TESTS}_S (150, 130, 240 s), so that
-#    the call ends inside its ten minutes with the logs of every step. On the TPU v5e the lessons
-#    took 120 s (the chip's start 10 s of it) and the self-checks' tests about 0.6 s each, so the
-#    tests of lessons 06 to 08, judging, the kit and the guard (295) fit, not all 900.
+#    program at a time may hold the chip (a test's line each, so a cut run says what passed).
+#    Each step has its own limit, DEVICE_CHECK_{LESSONS,BENCH,TESTS}_S (150, 200, 240 s), so that
+#    a call ends inside its ten minutes with the logs of every step. On the TPU v5e (JAX 0.10.2)
+#    the lessons and solutions took 120 s, the bench 160 s and the 1,148 tests 370 s.
 #
 # Logs go to $OUT (the device tool's folder that comes back): device_check.log, tests.log,
 # lessons-BACKEND.md (lessons-tpu.md, and lessons-cpu.md), bench_sgd.json. Elsewhere, OUT defaults
 # to build/device-check/. Without an accelerator the same steps run on the CPU backend (a review of
 # the script, not a device check); DEVICE_CHECK_IN_PROCESS=1 runs them the TPU's way there, and
 # with DEVICE_CHECK_WHEELS=none they use the Python given as PYTHON with what it already has.
+# DEVICE_CHECK_STEPS (lessons,bench,tests) chooses steps, DEVICE_CHECK_NOTEBOOKS the notebooks,
+# DEVICE_CHECK_TREES the bench's trees (abc) and DEVICE_CHECK_TESTS the test files, so that a
+# second call can run on a TPU what the first one had no time for.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-build/device-check}
@@ -41,6 +46,10 @@ mkdir -p "$OUT"
 exec > >(tee "$OUT/device_check.log") 2>&1
 status=0
 step() { printf '\n== %s (%s)\n' "$1" "$(date -u +%H:%M:%S)"; }
+finish() {
+    step "done: $([ $status = 0 ] && echo 'everything passed' || echo 'FAILURES above')"
+    exit $status
+}
 jax_version() { "$PYTHON" -c 'import jax, jaxlib; print(jax.__version__, jaxlib.__version__)'; }
 
 step "the machine"
@@ -80,28 +89,37 @@ echo "JAX unchanged: $after"
 run_lessons() {  # $1: the backend, as JAX names it
     step "every lesson and solution, strict checks, timed ($1)"
     how=()
-    [ "$in_process" = 1 ] && how=(--in-process)
+    [ "$in_process" = 1 ] && how=(--in-process --compiles 5)
+    # shellcheck disable=SC2086
     COURSE_STRICT_CHECKS=1 timeout "${DEVICE_CHECK_LESSONS_S:-150}" "$PYTHON" bench/bench_lessons.py \
-        "${how[@]}" 2>&1 | grep -v hugepages | tee "$OUT/lessons-$1.md" || status=1
+        "${how[@]}" ${DEVICE_CHECK_NOTEBOOKS:-} 2>&1 | grep -v hugepages \
+        | tee "$OUT/lessons-$1.md" || status=1
 }
-run_lessons "$backend"
-if [ "${DEVICE_CHECK_CPU:-0}" = 1 ]; then
-    JAX_PLATFORMS=cpu run_lessons cpu
+steps=",${DEVICE_CHECK_STEPS:-lessons,bench,tests},"
+if [[ $steps == *,lessons,* ]]; then
+    run_lessons "$backend"
+    if [ "${DEVICE_CHECK_CPU:-0}" = 1 ]; then
+        JAX_PLATFORMS=cpu run_lessons cpu
+    fi
 fi
 
-step "the SGD bench ($backend)"
-timeout "${DEVICE_CHECK_BENCH_S:-130}" "$PYTHON" bench/bench_sgd.py --skip-train --budget 0.2 --min-calls 5 \
-    --json "$OUT/bench_sgd.json" 2>&1 | grep -v hugepages || status=1
+if [[ $steps == *,bench,* ]]; then
+    step "the SGD bench ($backend)"
+    timeout "${DEVICE_CHECK_BENCH_S:-200}" "$PYTHON" bench/bench_sgd.py --skip-train --budget 0.2 \
+        --min-calls 5 --trees "${DEVICE_CHECK_TREES:-abc}" --json "$OUT/bench_sgd.json" 2>&1 \
+        | grep -v hugepages || status=1
+fi
+[[ $steps == *,tests,* ]] || finish
 
 step "course_lib's in-process tests and doctests"
 if [ "$in_process" = 1 ]; then
     # One process, which holds the chip: the self-checks' tests (the tables of right and wrong
-    # answers, judging, the kit and the guard) and course_lib's core, as many as the call's ten
-    # minutes hold; each test's line is logged as it ends, so a cut run still says what passed.
-    # Those an accelerator's arithmetic or devices have broken come first.
-    tests=$(ls tests/checks/test_checks_lesson0{6,7,8}.py tests/checks/test_judging.py \
+    # answers, judging, the kit and the guard) and course_lib's core. Those an accelerator's
+    # arithmetic or devices have broken come first.
+    default_tests=$(echo tests/checks/test_checks_lesson0{6,7,8}.py tests/checks/test_judging.py \
         tests/checks/test_guard.py tests/checks/test_kit.py \
         tests/checks/test_checks_lesson0{1,2,3,4,5,9}.py tests/core/test_*.py)
+    tests=${DEVICE_CHECK_TESTS:-$default_tests}
     how=(-v --durations=10)
 else
     # pytest-benchmark, on the GPU image, warns under xdist; the tests turn warnings into errors.
@@ -113,6 +131,4 @@ timeout "${DEVICE_CHECK_TESTS_S:-240}" "$PYTHON" -m pytest -p no:cacheprovider -
     -rfE "${how[@]}" -m "not browser" $tests >"$OUT/tests.log" 2>&1 || status=1
 grep -E "FAILED|ERROR|passed|failed" "$OUT/tests.log" | tail -n 25
 echo "tests logged: $(grep -c ' PASSED' "$OUT/tests.log") passed, $(grep -c ' FAILED' "$OUT/tests.log") failed"
-
-step "done: $([ $status = 0 ] && echo 'everything passed' || echo 'FAILURES above')"
-exit $status
+finish

@@ -23,12 +23,14 @@ another kernel before this one binds it, and `make compat` starts kernels two at
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import os
 import re
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -49,6 +51,7 @@ __all__ = [
     "DEFAULT_NOTEBOOK_TIMEOUT",
     "NotebookExecutionError",
     "Timing",
+    "execute_in_process",
     "execute_notebook",
     "main",
     "passed_checks",
@@ -226,6 +229,55 @@ def execute_notebook(
         checks_passed=passed_checks(nb),
         per_cell=tuple(per_cell),
     )
+
+
+def execute_in_process(path: Path, before_cell: Callable[[int], None] | None = None) -> Timing:
+    """Run ``path`` top to bottom in this process's IPython shell, where no kernel can start (a
+    machine without inet sockets); raise `NotebookExecutionError` naming the first untagged cell
+    that raised. Nothing is written, and JAX's configuration is restored after. ``before_cell``,
+    if given, is called with each code cell's index before it runs.
+
+    >>> execute_in_process(Path("notebooks/01_what_is_a_pytree.ipynb")).cells < 60
+    True
+    """
+    import jax
+    from IPython.core.interactiveshell import InteractiveShell
+
+    # A new shell for each notebook: a reset keeps the event callbacks the last one registered.
+    InteractiveShell.clear_instance()
+    shell = InteractiveShell.instance()
+    nb = read_notebook(path)
+    config = dict(jax.config.values)
+    folder = os.getcwd()
+    per_cell: list[tuple[int, float]] = []
+    started = time.monotonic()
+    try:
+        os.chdir(path.parent)
+        for index, cell in enumerate(nb.cells):
+            if cell.cell_type != "code" or not cell.source.strip():
+                continue
+            if before_cell is not None:
+                before_cell(index)
+            output = io.StringIO()
+            began = time.monotonic()
+            with contextlib.redirect_stdout(output), contextlib.redirect_stderr(output):
+                result = shell.run_cell(cell.source, store_history=True)
+            per_cell.append((index, time.monotonic() - began))
+            error = result.error_before_exec or result.error_in_exec
+            if error is not None and RAISES_TAG not in cell.metadata.get("tags", []):
+                said = output.getvalue().strip()[-1500:]
+                raise NotebookExecutionError(
+                    f"{path.name}: {cell_label(cell, index)}: {type(error).__name__}: {error}"
+                    + (f"\n{said}" if said else "")
+                )
+    finally:
+        os.chdir(folder)
+        for name, value in config.items():
+            if jax.config.values.get(name) != value:
+                with contextlib.suppress(Exception):  # some settings are fixed once JAX starts
+                    jax.config.update(name, value)
+    elapsed = time.monotonic() - started
+    return Timing(total=elapsed, cells=sum(s for _, s in per_cell), per_cell=tuple(per_cell))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

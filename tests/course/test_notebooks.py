@@ -134,3 +134,31 @@ def test_the_alt_check_refuses_what_says_nothing() -> None:
     assert not says_what_it_shows("../_images/3f2a9c.png")
     assert not says_what_it_shows("a plot")
     assert says_what_it_shows("Line plot of y = x² for x from -2 to 2: a parabola.")
+
+
+def test_lesson_07_runs_when_an_accelerator_is_jaxs_default(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Lesson 07 keeps its arrays on the CPU's devices; with a GPU or TPU as JAX's default backend,
+    jax.devices() and jax.local_devices() name the accelerator's instead, and an Orbax restore
+    without a target, which looks the saved device up there, stopped cell 142 on a TPU with
+    "Topology mismatch". Here the CPU's first device is hidden from both, as an accelerator's
+    default would hide it, and every cell must still run."""
+    import jax
+
+    from course_tools.authoring.execute import execute_in_process
+
+    devices, local_devices = jax.devices, jax.local_devices
+    monkeypatch.setattr(
+        jax, "devices", lambda backend=None: devices(backend) if backend else devices()[1:]
+    )
+    monkeypatch.setattr(
+        jax,
+        "local_devices",
+        lambda process_index=None, backend=None, host_id=None: (
+            local_devices(process_index, backend) if backend else local_devices(process_index)[1:]
+        ),
+    )
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    with jax.numpy_rank_promotion("allow"):  # a learner's kernel, not these tests' strict JAX
+        execute_in_process(ROOT / "notebooks" / "07_devices_and_abstract_trees.ipynb")
