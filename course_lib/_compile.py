@@ -156,9 +156,11 @@ def _too_many(what: str, count: int, limit: int, misses: list[str]) -> str:
     )
 
 
-# "at /tmp/ipykernel_123/456.py:3:9 (<module>)" and "id=1403..." change on every run, and an
+# "at /tmp/ipykernel_123/456.py:3:9 (<module>)" (a Jupyter kernel's cell), "at
+# <ipython-input-7-1a2b3c>:3:9" (an IPython shell's) and "id=1403..." change on every run, and an
 # empty "({})" after a type (no sharding to show) says nothing to a learner.
 _LOCATION = re.compile(r"(?:/[^\s:()]+/)?(?:ipykernel_\d+/)?([^\s/:()]+\.py):(\d+)(?::\d+)?")
+_IPYTHON_CELL = re.compile(r"<ipython-input-\d+-[0-9a-f]+>:\d+(?::\d+)?")
 _OBJECT_ID = re.compile(r" id=\d+")
 # JAX before 0.10 also says how long the trace took: a number that changes on every run.
 _COSTING = re.compile(r" costing [\d.]+ ms because:")
@@ -166,6 +168,7 @@ _COSTING = re.compile(r" costing [\d.]+ ms because:")
 
 def _tidy(message: str) -> str:
     message = _COSTING.sub(":", _OBJECT_ID.sub("", message)).replace("({})", "")
+    message = _IPYTHON_CELL.sub("<cell>", message)
     message = _LOCATION.sub(
         lambda m: "<cell>" if re.fullmatch(r"\d+\.py", m[1]) else f"{m[1]}:{m[2]}", message
     )

@@ -216,15 +216,21 @@ def test_capture_cache_misses_has_no_ids_or_absolute_paths() -> None:
     assert __file__ not in text and not re.search(r"(^|\s)/\S+\.py", text)
 
 
-def test_capture_cache_misses_notebook_cells_read_cell() -> None:
+@pytest.mark.parametrize(
+    ("filename", "size"),
+    [("/tmp/ipykernel_4242/2718281828.py", 2), ("<ipython-input-13-2d9c9281e6ff>", 3)],
+    ids=["jupyter kernel", "ipython shell"],
+)
+def test_capture_cache_misses_notebook_cells_read_cell(filename: str, size: int) -> None:
     namespace: dict = {}
     source = "import jax\n\ndef cell_fn(x):\n    return x * 3\n\nf = jax.jit(cell_fn)\n"
-    exec(compile(source, "/tmp/ipykernel_4242/2718281828.py", "exec"), namespace)
-    a = jnp.ones(2)
+    exec(compile(source, filename, "exec"), namespace)
+    a = jnp.ones(size)
     with cl.capture_cache_misses() as misses:
         namespace["f"](a)
     assert misses and "cell_fn defined at <cell>" in misses[0]
     assert "ipykernel" not in misses[0] and "2718281828" not in misses[0]
+    assert "ipython-input" not in misses[0]
 
 
 def test_capture_cache_misses_stays_quiet_and_restores_logging(capfd: Any) -> None:
