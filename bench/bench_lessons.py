@@ -148,6 +148,7 @@ def main() -> int:
     missed = 0
     failed = []
     compiled = []
+    differing = []
     for path in paths:
         name = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
         try:
@@ -178,6 +179,11 @@ def main() -> int:
         )
         if log:
             compiled.append(f"- {name}: {log.summary(args.compiles)}")
+        if args.in_process and runs[0].differing:
+            differing += [
+                f"- {name}, {cell_label(nb.cells[i], i)}: {' '.join(text.split())[:160]!r}"
+                for i, text in runs[0].differing
+            ]
     print(
         f"\n{len(paths)} notebooks, median of {args.repeats} run(s) each; {missed} over "
         f"{TARGET_S:g} s; {len(failed)} failed; load (1 min) before {load:.2f}, after "
@@ -185,6 +191,12 @@ def main() -> int:
     )
     if compiled:
         print("\nXLA compiles (of every run):\n" + "\n".join(compiled))
+    if args.in_process:
+        print(
+            "\nPrinted text other than the committed outputs (strict nbval's sanitizing; cells "
+            "that display, or may raise, left out): "
+            + ("\n" + "\n".join(differing) if differing else "none")
+        )
     if failed:
         print("Failed: " + " ".join(map(str, failed)), file=sys.stderr)
     return 1 if failed else 0

@@ -23,6 +23,7 @@ another kernel before this one binds it, and `make compat` starts kernels two at
 from __future__ import annotations
 
 import argparse
+import configparser
 import contextlib
 import io
 import os
@@ -73,12 +74,15 @@ class NotebookExecutionError(Exception):
 @dataclass(frozen=True)
 class Timing:
     """Seconds spent on one notebook (in all, and from the first cell's start to the last's end),
-    the number of self-checks that said "passed", and each code cell's seconds by its index."""
+    the number of self-checks that said "passed", each code cell's seconds by its index, and (run
+    in-process) the cells whose printed text differs from the notebook's committed outputs."""
 
     total: float
     cells: float
     checks_passed: int = 0
     per_cell: tuple[tuple[int, float], ...] = ()
+    # In-process runs: (index, text) of each cell that printed other text than committed.
+    differing: tuple[tuple[int, str], ...] = ()
 
 
 def passed_checks(nb: NotebookNode) -> int:
@@ -231,11 +235,46 @@ def execute_notebook(
     )
 
 
+# What strict nbval leaves out of a comparison (addresses, device names, timings), kept in one home.
+SANITIZE_CONFIG = Path(__file__).resolve().parents[2] / "tests" / "nbval_sanitize.cfg"
+
+
+def _sanitizer() -> Callable[[str], str]:
+    """The nbval sanitizer's substitutions as one function of a cell's text."""
+    parser = configparser.ConfigParser()
+    parser.read(SANITIZE_CONFIG, encoding="utf-8")
+    rules = [(re.compile(parser[s]["regex"]), parser[s]["replace"]) for s in parser.sections()]
+
+    def sanitize(text: str) -> str:
+        text = _ANSI.sub("", text)
+        for pattern, replacement in rules:
+            text = pattern.sub(replacement, text)
+        return text.strip()
+
+    return sanitize
+
+
+def _committed_text(cell: NotebookNode) -> str:
+    """What ``cell`` printed when committed: its stdout and its result's plain text."""
+    parts = [
+        "".join(o.text for o in cell.outputs if o.output_type == "stream" and o.name == "stdout")
+    ]
+    parts += [
+        o.data["text/plain"]
+        for o in cell.outputs
+        if o.output_type == "execute_result" and "text/plain" in o.data
+    ]
+    return "\n".join(parts)
+
+
 def execute_in_process(path: Path, before_cell: Callable[[int], None] | None = None) -> Timing:
     """Run ``path`` top to bottom in this process's IPython shell, where no kernel can start (a
     machine without inet sockets); raise `NotebookExecutionError` naming the first untagged cell
     that raised. Nothing is written, and JAX's configuration is restored after. ``before_cell``,
-    if given, is called with each code cell's index before it runs.
+    if given, is called with each code cell's index before it runs. The cells whose stdout and
+    result differ in text from the committed outputs (as strict nbval compares them) are listed in
+    ``Timing.differing``; tagged cells, whose tracebacks name this machine, and cells that display
+    (pictures, widgets, rich text) are not compared.
 
     >>> execute_in_process(Path("notebooks/01_what_is_a_pytree.ipynb")).cells < 60
     True
@@ -246,6 +285,11 @@ def execute_in_process(path: Path, before_cell: Callable[[int], None] | None = N
     # A new shell for each notebook: a reset keeps the event callbacks the last one registered.
     InteractiveShell.clear_instance()
     shell = InteractiveShell.instance()
+    # A cell's result is compared, not printed as "Out[n]: ..." among what the cell printed.
+    shell.displayhook.write_output_prompt = lambda: None  # type: ignore[method-assign]
+    shell.displayhook.write_format_data = lambda *_: None  # type: ignore[method-assign]
+    sanitize = _sanitizer()
+    differing: list[tuple[int, str]] = []
     nb = read_notebook(path)
     config = dict(jax.config.values)
     folder = os.getcwd()
@@ -258,18 +302,30 @@ def execute_in_process(path: Path, before_cell: Callable[[int], None] | None = N
                 continue
             if before_cell is not None:
                 before_cell(index)
-            output = io.StringIO()
+            output, errors = io.StringIO(), io.StringIO()
             began = time.monotonic()
-            with contextlib.redirect_stdout(output), contextlib.redirect_stderr(output):
+            with contextlib.redirect_stdout(output), contextlib.redirect_stderr(errors):
                 result = shell.run_cell(cell.source, store_history=True)
             per_cell.append((index, time.monotonic() - began))
             error = result.error_before_exec or result.error_in_exec
-            if error is not None and RAISES_TAG not in cell.metadata.get("tags", []):
-                said = output.getvalue().strip()[-1500:]
+            tagged = RAISES_TAG in cell.metadata.get("tags", [])
+            if error is not None and not tagged:
+                said = (output.getvalue() + errors.getvalue()).strip()[-1500:]
                 raise NotebookExecutionError(
                     f"{path.name}: {cell_label(cell, index)}: {type(error).__name__}: {error}"
                     + (f"\n{said}" if said else "")
                 )
+            printed = [output.getvalue()]
+            if result.result is not None:
+                formatter = shell.display_formatter
+                assert formatter is not None  # an InteractiveShell always has one
+                printed.append(formatter.format(result.result)[0]["text/plain"])
+            shown = any(o.output_type == "display_data" for o in cell.outputs)
+            if tagged or shown:  # a traceback names this machine; a display is no text
+                continue
+            text = sanitize("\n".join(printed))
+            if text != sanitize(_committed_text(cell)):
+                differing.append((index, text))
     finally:
         os.chdir(folder)
         for name, value in config.items():
@@ -277,7 +333,12 @@ def execute_in_process(path: Path, before_cell: Callable[[int], None] | None = N
                 with contextlib.suppress(Exception):  # some settings are fixed once JAX starts
                     jax.config.update(name, value)
     elapsed = time.monotonic() - started
-    return Timing(total=elapsed, cells=sum(s for _, s in per_cell), per_cell=tuple(per_cell))
+    return Timing(
+        total=elapsed,
+        cells=sum(s for _, s in per_cell),
+        per_cell=tuple(per_cell),
+        differing=tuple(differing),
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

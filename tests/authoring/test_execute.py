@@ -140,3 +140,25 @@ def test_main_reports_each_notebook_and_fails_if_any_failed(
 def test_main_without_notebooks_does_nothing(capsys: pytest.CaptureFixture[str]) -> None:
     assert execute.main([]) == 0
     assert "No notebooks" in capsys.readouterr().out
+
+
+def test_execute_in_process_lists_cells_that_print_other_than_committed(tmp_path: Path) -> None:
+    stdout = nbformat.v4.new_output
+    path = _write(
+        tmp_path / "in_process.ipynb",
+        new_code_cell("print(6 * 7)", outputs=[stdout("stream", name="stdout", text="42\n")]),
+        new_code_cell("print(6 * 9)", outputs=[stdout("stream", name="stdout", text="42\n")]),
+        new_code_cell("[1, 2]", outputs=[stdout("execute_result", data={"text/plain": "[1, 2]"})]),
+        new_code_cell("{'at': object()}", outputs=[]),
+        new_code_cell("1 / 0", metadata=RAISES, outputs=[]),
+    )
+    timing = execute.execute_in_process(path)
+    assert [index for index, _ in timing.differing] == [1, 3]
+    assert timing.differing[0][1] == "54"
+    assert [index for index, _ in timing.per_cell] == [0, 1, 2, 3, 4]
+
+
+def test_execute_in_process_names_the_first_untagged_cell_that_raised(tmp_path: Path) -> None:
+    path = _write(tmp_path / "raises.ipynb", new_code_cell("x = 1"), new_code_cell("1 / 0"))
+    with pytest.raises(execute.NotebookExecutionError, match="cell 1.*ZeroDivisionError"):
+        execute.execute_in_process(path)
