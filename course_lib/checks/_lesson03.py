@@ -22,8 +22,6 @@ from jax.tree_util import keystr
 
 from ._kit import (
     ACTIVATIONS,
-    JUDGE_ATOL,
-    JUDGE_RTOL,
     Layer,
     call_tree,
     error_text,
@@ -36,6 +34,7 @@ from ._kit import (
     scaled,
     small_float_leaf,
     tree_judge,
+    trees_close,
 )
 from ._plain import describe, rebuild_tree
 from ._spec import Case, Exercise, Mistake
@@ -1112,21 +1111,20 @@ def _judge_decay(got: Any, expected: Any, case: Case) -> str | Mistake | None:
         "a SequenceKey has .idx instead, and an empty path has no last key.",
         _KEY_PATHS,
     )
-    close = functools.partial(np.allclose, rtol=JUDGE_RTOL, atol=JUDGE_ATOL)
     shrunk = [
-        close(np.asarray(a, np.float64), np.asarray(x, np.float64) * (1 - rate))
+        trees_close(np.asarray(a, np.float64), np.asarray(x, np.float64) * (1 - rate))
         for (_, a), x in zip(mine, given, strict=True)
     ]
     for (path, a), e, x in zip(mine, want, given, strict=True):
-        if close(np.asarray(a, np.float64), np.asarray(e, np.float64)):
+        if trees_close(a, e):
             continue
         where = keystr(path) or "<root>"
         a64, x64 = np.asarray(a, np.float64), np.asarray(x, np.float64)
         if where in decayed:
-            if close(a64, x64):
+            if trees_close(a64, x64):
                 what = f"leaf {where} is a weight (its last key is w) but was not decayed."
                 return dataclasses.replace(by_last_key, what=what)
-            if close(a64, x64 * rate):
+            if trees_close(a64, x64 * rate):
                 return Mistake(
                     f"leaf {where} was multiplied by rate: it is {rate:g} times its value, where "
                     f"{1 - rate:g} times was expected.",
@@ -1136,7 +1134,7 @@ def _judge_decay(got: Any, expected: Any, case: Case) -> str | Mistake | None:
                     _DECAY_SECTION,
                 )
             return f"leaf {where} should be {1 - rate:g} times its value; {problem}"
-        if close(a64, x64 * (1 - rate)):
+        if trees_close(a64, x64 * (1 - rate)):
             if where == "<root>":
                 return Mistake(
                     "the input is a single array, and it was decayed.",

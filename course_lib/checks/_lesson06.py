@@ -21,7 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.tree_util import keystr
 
-from .._leaves import is_namedtuple
+from .._leaves import close_elements, is_namedtuple
 from ._kit import (
     JUDGE_ATOL,
     JUDGE_RTOL,
@@ -1593,7 +1593,7 @@ def _compare_record(
         x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
         if x.shape != y.shape:
             return "shape", f"{where} has shape {x.shape}, expected {y.shape}."
-        if not np.allclose(x, y, rtol=rtol, atol=atol, equal_nan=True):
+        if not close_elements(x, y, rtol=rtol, atol=atol, equal_nan=True).all():
             worst = float(np.nanmax(np.abs(x - y))) if x.size else 0.0
             verb = "differ" if where == "losses" else "differs"
             return (

@@ -34,7 +34,7 @@ from jax.tree_util import keystr
 
 from .._leaves import leaf_nbytes, leaf_size
 from .._paths import leaf_name
-from ._kit import JUDGE_ATOL, JUDGE_RTOL, Layer, Point, as_float32, random_array
+from ._kit import Layer, Point, as_float32, random_array, trees_close
 from ._plain import describe
 from ._spec import Case, Exercise, Mistake
 
@@ -1028,7 +1028,7 @@ def _layout_problem(
         )
     if mine["dtype"] != theirs["dtype"]:
         return f"the leaf at {path} has dtype {mine['dtype']}, expected {theirs['dtype']}."
-    if not np.allclose(mine["value"], theirs["value"], rtol=JUDGE_RTOL, atol=JUDGE_ATOL):
+    if not trees_close(mine["value"], theirs["value"]):
         return Mistake(
             f"the values at {path} are not those init(key) gives for the key passed in.",
             "init is a function of its key: the same key gives the same parameters, another key "
@@ -1264,7 +1264,7 @@ def _judge_restore(got: Any, expected: Any, case: Case) -> str | Mistake | None:
                 "jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=...) for each leaf, and pass "
                 "that tree to StandardCheckpointer().restore.",
             )
-        if not np.allclose(mine["value"], theirs["value"], rtol=JUDGE_RTOL, atol=JUDGE_ATOL):
+        if not trees_close(mine["value"], theirs["value"]):
             return f"the values at {path} are not those saved."
     return None
 
