@@ -79,8 +79,9 @@ lint: $(STAMP)
 	@echo ">> 1/5 lint, format and types"
 	$(LINT)
 
-# What CI runs. First lint, format and type checks (one core; a failure stops here). Then, at once:
-# the unit and property tests, doctests, the notebook checks (executed, in sync, no removed APIs),
+# What CI runs, all at once: lint, format and type checks (one core for about 20 s, beside the
+# others rather than before them: two cores were idle for one while it ran alone); the unit and
+# property tests, doctests, the notebook checks (executed, in sync, no removed APIs),
 # the generator and the grader; beside them every lesson and solution under strict nbval, with
 # DeprecationWarnings as errors in their kernels (the next JAX release must not be the one that
 # tells us), started at once rather than after the unit tests, so that its kernels fill the cores
@@ -107,11 +108,11 @@ test: $(STAMP)
 	@rm -f $(STAGES)
 	@$(COMPILE_OURS)
 	@mkdir -p build
-	@echo ">> 1/5 lint, format and types"
-	@.ci/stage "1 lint, format and types" sh -c "$(LINT)"
-	@echo ">> 2/5 unit tests, doctests, exercises and grader; meanwhile 3/5 notebooks under strict"
-	@echo "   nbval, 4/5 the course on the oldest and a middle JAX, 5/5 in JupyterLab and Chromium"
-	@PYTHONWARNINGS=error::DeprecationWarning .ci/stage "3 notebooks under strict nbval" \
+	@echo ">> 2/5 unit tests, doctests, exercises and grader; meanwhile 1/5 lint, format and types,"
+	@echo "   3/5 notebooks under strict nbval, 4/5 the course on the oldest and a middle JAX, 5/5 in"
+	@echo "   JupyterLab and Chromium"
+	@.ci/stage "1 lint, format and types" sh -c "$(LINT)" > build/lint.log 2>&1 & lint=$$!; \
+	PYTHONWARNINGS=error::DeprecationWarning .ci/stage "3 notebooks under strict nbval" \
 	  $(BIN)/python -m pytest -p no:cacheprovider $(NBVAL) -n 2 --dist loadfile $(NOTEBOOKS) \
 	  $(SOLUTIONS) > build/nbval.log 2>&1 & nbval=$$!; \
 	.ci/stage "4a the course on the oldest JAX" \
@@ -125,16 +126,17 @@ test: $(STAMP)
 	  $(BIN)/python -m pytest -p no:cacheprovider -n 2 --dist loadfile --no-loadscope-reorder \
 	  -m "not browser" --durations=15 $(KERNEL_TESTS) \
 	  --doctest-modules course_lib course_tools $(IN_PROCESS_TESTS); unit=$$?; \
-	wait $$nbval; nbval=$$?; wait $$browser; browser=$$?; wait $$floor; floor=$$?; \
-	wait $$middle; middle=$$?; \
+	wait $$lint; lint=$$?; wait $$nbval; nbval=$$?; wait $$browser; browser=$$?; \
+	wait $$floor; floor=$$?; wait $$middle; middle=$$?; \
+	echo ">> 1/5 lint, format and types (build/lint.log)"; cat build/lint.log; \
 	echo ">> 3/5 notebooks under strict nbval (build/nbval.log)"; cat build/nbval.log; \
 	echo ">> 5/5 the course in JupyterLab and Chromium (build/browser.log)"; cat build/browser.log; \
 	echo ">> 4/5 the course on the oldest JAX (build/compat-floor.log)"; cat build/compat-floor.log; \
 	echo ">> 4/5 the course on a middle JAX release (build/compat-middle.log)"; \
 	cat build/compat-middle.log; \
 	echo ">> stage times"; cat $(STAGES); \
-	[ $$unit -eq 0 ] && [ $$nbval -eq 0 ] && [ $$browser -eq 0 ] && [ $$floor -eq 0 ] && \
-	  [ $$middle -eq 0 ]
+	[ $$lint -eq 0 ] && [ $$unit -eq 0 ] && [ $$nbval -eq 0 ] && [ $$browser -eq 0 ] && \
+	  [ $$floor -eq 0 ] && [ $$middle -eq 0 ]
 
 # Every lesson, every solution and course_lib's tests and doctests on other JAX releases (default:
 # the course's floor, course_lib.JAX_FLOOR), each in build/compat/jax-VERSION/: uv.lock with only
