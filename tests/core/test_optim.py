@@ -224,14 +224,36 @@ def test_changed_learning_rate_is_used_and_kept() -> None:
 
 
 @pytest.mark.parametrize("make", [cl.sgd, cl.momentum, cl.adam])
-def test_donation_deletes_old_params_and_state(make: Any) -> None:
+def test_donation_deletes_old_params_and_state_but_the_rate(make: Any) -> None:
     opt = make(0.1)
     params = make_params()
     state = opt.init(params)
     grads = grad(params)
+    rate = state.learning_rate
     new_params, new_state = opt.apply_gradients(grads, state, params)
-    assert all(leaf.is_deleted() for leaf in jax.tree.leaves((params, state)))
+    assert all(
+        leaf.is_deleted() for leaf in jax.tree.leaves((params, state._replace(learning_rate=None)))
+    )
     assert not any(leaf.is_deleted() for leaf in jax.tree.leaves((grads, new_params, new_state)))
+    # The step never returns the rate (an output buffer per call): the new state holds the same
+    # array, which was not donated.
+    assert new_state.learning_rate is rate
+
+
+def test_grouped_rates_are_carried_over_as_they_are() -> None:
+    params = make_params()
+    labels = jax.tree.map(lambda _: "fast", params) | {"b": ["slow", None]}
+    opt = cl.multi_transform({"fast": cl.adam(0.1), "slow": cl.sgd(0.01)}, labels)
+    state = opt.init(params)
+    rates = {name: inner.learning_rate for name, inner in state.inner.items()}
+    params, state = opt.apply_gradients(grad(params), state, params)
+    params, state = opt.apply_gradients(grad(params), state, params, learning_rate={"slow": 0.5})
+    assert state.inner["fast"].learning_rate is rates["fast"] and not rates["fast"].is_deleted()
+    assert float(state.inner["slow"].learning_rate) == 0.5
+    masked = cl.masked(cl.sgd(0.1), jax.tree.map(lambda _: True, params))
+    masked_state = masked.init(params)
+    _, after = masked.apply_gradients(grad(params), masked_state, params)
+    assert after.inner["trained"].learning_rate is masked_state.inner["trained"].learning_rate
 
 
 @pytest.mark.parametrize("make", [cl.sgd, cl.momentum, cl.adam])
