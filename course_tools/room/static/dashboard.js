@@ -191,7 +191,8 @@ function renderHelp() {
       const fresh = Date.now() - (hands.fresh.get(row.name) || -Infinity) < FRESH_MS && row.kind === "hand";
       // One line each: the end of what went wrong (the learner's words, the mistake's fix, then
       // why) is cut on screen (an ellipsis), never in the page: the whole text stays in it for a
-      // screen reader, and in the entry's tooltip. The time and the button always show.
+      // screen reader, and the entry opens to it on hover and when its button has the focus (no
+      // tooltip: a screen reader would hear the text twice). The time and the button always show.
       const item = element("li", null, { class: fresh ? `${row.kind} fresh` : row.kind });
       if (fresh) item.append(element("span", "new", { class: "new-mark" }), " ");
       const what = element("span", null, { class: "what" });
@@ -199,7 +200,6 @@ function renderHelp() {
       if (row.text) what.append(" “", element("span", row.text), "”");
       if (row.mistake) what.append(", mistake: ", element("span", row.mistake, { class: "fix" }));
       item.append(what, element("span", howLong(row), { class: "since" }));
-      item.title = item.textContent;
       const button = element("button", "Helped", { type: "button", "aria-label": `Mark ${row.name} helped` });
       button.addEventListener("click", () => act({ kind: "helped", name: row.name }));
       item.append(" ", button);
