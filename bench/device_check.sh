@@ -28,7 +28,7 @@
 #    program at a time may hold the chip (a test's line each, so a cut run says what passed).
 #    Each step has its own limit, DEVICE_CHECK_{LESSONS,BENCH,TESTS}_S (150, 200, 240 s), so that
 #    a call ends inside its ten minutes with the logs of every step. On the TPU v5e (JAX 0.10.2)
-#    the lessons and solutions took 120 s, the bench 160 s and the 1,148 tests 370 s.
+#    the lessons and solutions took 120 s, the bench 160 s and the 1,118 tests 370 s.
 #
 # Logs go to $OUT (the device tool's folder that comes back): device_check.log, tests.log,
 # lessons-BACKEND.md (lessons-tpu.md, and lessons-cpu.md), bench_sgd.json. Elsewhere, OUT defaults
