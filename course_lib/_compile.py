@@ -159,8 +159,12 @@ def _too_many(what: str, count: int, limit: int, misses: list[str]) -> str:
 # "at /tmp/ipykernel_123/456.py:3:9 (<module>)" (a Jupyter kernel's cell), "at
 # <ipython-input-7-1a2b3c>:3:9" (an IPython shell's) and "id=1403..." change on every run, and an
 # empty "({})" after a type (no sharding to show) says nothing to a learner.
-_LOCATION = re.compile(r"(?:/[^\s:()]+/)?(?:ipykernel_\d+/)?([^\s/:()]+\.py):(\d+)(?::\d+)?")
-_IPYTHON_CELL = re.compile(r"<ipython-input-\d+-[0-9a-f]+>:\d+(?::\d+)?")
+IPYTHON_CELL = r"<ipython-input-\d+-[0-9a-f]+>"
+"""How an IPython shell names a cell's code (a Jupyter kernel's is a file ``ipykernel_N/M.py``)."""
+_LOCATION = re.compile(
+    rf"(?:/[^\s:()]+/)?(?:ipykernel_\d+/)?([^\s/:()]+\.py|{IPYTHON_CELL}):(\d+)(?::\d+)?"
+)
+_CELL = re.compile(rf"\d+\.py|{IPYTHON_CELL}")
 _OBJECT_ID = re.compile(r" id=\d+")
 # JAX before 0.10 also says how long the trace took: a number that changes on every run.
 _COSTING = re.compile(r" costing [\d.]+ ms because:")
@@ -168,9 +172,8 @@ _COSTING = re.compile(r" costing [\d.]+ ms because:")
 
 def _tidy(message: str) -> str:
     message = _COSTING.sub(":", _OBJECT_ID.sub("", message)).replace("({})", "")
-    message = _IPYTHON_CELL.sub("<cell>", message)
     message = _LOCATION.sub(
-        lambda m: "<cell>" if re.fullmatch(r"\d+\.py", m[1]) else f"{m[1]}:{m[2]}", message
+        lambda m: "<cell>" if _CELL.fullmatch(m[1]) else f"{m[1]}:{m[2]}", message
     )
     return message.replace("}https://", "} see https://")
 

@@ -43,6 +43,7 @@ import numpy as np
 
 import course_lib as cl
 
+from .._compile import IPYTHON_CELL
 from .._leaves import close_elements, same_structure, shorten
 from ._plain import describe, rebuild_tree, to_plain, tree_plain
 from ._spec import Case, Mistake
@@ -430,9 +431,9 @@ def input_changes(
 
 
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+|0x[0-9a-fA-F]{6,}")
-SOURCE_LOCATION = re.compile(r",? (?:defined )?at [^\s:]+\.py:\d+")
-"""Where a message names a source file and line (`` defined at model.py:12``): text that differs
-between machines and runs, left out of what a hint shows."""
+SOURCE_LOCATION = re.compile(rf",? (?:defined )?at (?:[^\s:]+\.py|{IPYTHON_CELL}):\d+")
+"""Where a message names a source file and line (`` defined at model.py:12``, or an IPython
+shell's cell): text that differs between machines and runs, left out of what a hint shows."""
 _FOLDERS = re.compile(r"(?:/[^\s/:]+)+/([^\s/:]+\.py)")
 
 
@@ -447,6 +448,8 @@ def error_text(error: BaseException, limit: int = 300, lines: int = 1) -> str:
 
     >>> error_text(TypeError("<function f at 0x7f3a2c1d> defined at /home/me/model.py:12 failed"))
     'TypeError: <function f> failed'
+    >>> error_text(NameError("f defined at <ipython-input-3-9a1f>:2 failed"))
+    'NameError: f failed'
     >>> error_text(ValueError("cannot read /home/me/model.py"), limit=20)
     'ValueError: cannot read model.py'
     >>> error_text(KeyError())

@@ -1112,7 +1112,7 @@ def _judge_decay(got: Any, expected: Any, case: Case) -> str | Mistake | None:
         _KEY_PATHS,
     )
     shrunk = [
-        trees_close(np.asarray(a, np.float64), np.asarray(x, np.float64) * (1 - rate))
+        trees_close(a, np.asarray(x, np.float64) * (1 - rate))
         for (_, a), x in zip(mine, given, strict=True)
     ]
     for (path, a), e, x in zip(mine, want, given, strict=True):
