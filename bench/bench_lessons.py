@@ -134,7 +134,8 @@ def main() -> int:
         os.environ.setdefault("MPLBACKEND", "Agg")
         log = CompileLog() if args.compiles else None
         execute = functools.partial(
-            execute_in_process, before_cell=log and (lambda index: setattr(log, "cell", index))
+            execute_in_process,
+            before_cell=None if log is None else lambda index: setattr(log, "cell", index),
         )
         print(f"JAX's backend started in {start_backend():.1f} s, apart.\n")
     else:

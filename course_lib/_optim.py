@@ -135,9 +135,7 @@ class Optimizer:
         self.donate = donate
         self._init = init
         self._raw_step = step
-        self._set_rate = set_rate or (
-            lambda state, rate: state._replace(learning_rate=_as_rate(rate))
-        )
+        self._set_rate = set_rate or (lambda state, rate: swap_rate(state, _as_rate(rate))[0])
         self._swap_rate = swap_rate
 
         def checked_step(

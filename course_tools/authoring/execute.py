@@ -315,14 +315,14 @@ def execute_in_process(path: Path, before_cell: Callable[[int], None] | None = N
                     f"{path.name}: {cell_label(cell, index)}: {type(error).__name__}: {error}"
                     + (f"\n{said}" if said else "")
                 )
+            shown = any(o.output_type == "display_data" for o in cell.outputs)
+            if tagged or shown:  # a traceback names this machine; a display is no text
+                continue
             printed = [output.getvalue()]
             if result.result is not None:
                 formatter = shell.display_formatter
                 assert formatter is not None  # an InteractiveShell always has one
                 printed.append(formatter.format(result.result)[0]["text/plain"])
-            shown = any(o.output_type == "display_data" for o in cell.outputs)
-            if tagged or shown:  # a traceback names this machine; a display is no text
-                continue
             text = sanitize("\n".join(printed))
             if text != sanitize(_committed_text(cell)):
                 differing.append((index, text))
