@@ -3,7 +3,8 @@
     .venv/bin/python bench/bench_lessons.py                  # every notebook, once
     .venv/bin/python bench/bench_lessons.py --repeats 3      # the median of three runs each
     .venv/bin/python bench/bench_lessons.py notebooks/06_*.ipynb
-    .venv/bin/python bench/bench_lessons.py --in-process     # no kernels: one IPython shell
+    .venv/bin/python bench/bench_lessons.py --in-process     # no kernels: IPython, a process each
+    .venv/bin/python bench/bench_lessons.py --slowest 10     # each notebook's ten slowest cells
 
 Each notebook runs top to bottom in a new kernel, as ``make notebooks`` runs it, and nothing is
 written. The time is from the first code cell's start to the last one's end (the kernel's start
@@ -12,24 +13,24 @@ to look. The machine's load is shown, since these machines are shared: compare r
 invocation, not of two. A notebook whose cell fails (with ``COURSE_STRICT_CHECKS=1``, a self-check
 that does not pass) is a FAILED row with the reason, the others still run, and the exit status is 1.
 
-With ``--in-process`` the notebooks run one after another in this process, where no kernel can
-start (a machine without inet sockets, such as the device tool's TPU machine, where also one
-program at a time may hold the chip), each in a new IPython shell in its own folder, with JAX's
-configuration restored after it. JAX's backend then starts once, before the first notebook, and
-its start is shown apart: the cells' seconds are the cells' alone, where a kernel's first JAX cell
-includes the backend's start. A cell tagged ``raises-exception`` may raise there; any other that
-raises fails its notebook.
+With ``--in-process`` no kernel starts (a machine without inet sockets, such as the device tool's
+TPU machine, where also one program at a time may hold the chip): each notebook runs in a new
+Python process of its own, one after another, in an IPython shell, as a kernel would run it from a
+fresh start (only ``course_lib``, which these tools import, is imported before the first cell).
+JAX's backend starts in the cell that first needs it, after the cells that set XLA's flags (lesson
+07's), and its start is shown apart and left out of that cell's seconds. A cell tagged
+``raises-exception`` may raise there; any other that raises fails its notebook.
 """
 
 import argparse
 import functools
+import json
 import logging
 import os
 import re
 import statistics
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -45,7 +46,6 @@ from course_tools.authoring.execute import (
 )
 
 TARGET_S = 8.0
-SLOWEST = 3
 
 
 def first_line(source: str, width: int = 32) -> str:
@@ -55,16 +55,28 @@ def first_line(source: str, width: int = 32) -> str:
     return line if len(line) <= width else line[: width - 1] + "…"
 
 
-def start_backend() -> float:
-    """Start JAX's backends here, with lesson 07's 8 CPU devices (its first cell asks XLA for them
-    before JAX starts, too late in a shared process); the seconds it took (JAX is imported
-    already, by the course's tools)."""
-    started = time.monotonic()
-    import jax
+class BackendStart(logging.Handler):
+    """When JAX's backends started in this process, and in which code cell: JAX logs, at debug
+    level, the start and the end of each backend's start."""
 
-    jax.config.update("jax_num_cpu_devices", 8)
-    jax.devices()
-    return time.monotonic() - started
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.cell = -1
+        self.started_in = -1
+        self.seconds = 0.0
+        self._began: float | None = None
+        logger = logging.getLogger("jax._src.xla_bridge")
+        logger.addHandler(self)
+        logger.setLevel(logging.DEBUG)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        message = record.getMessage()
+        if message.startswith("Initializing backend"):
+            self._began = record.created
+            self.started_in = self.cell
+        elif message.endswith("initialized") and self._began is not None:
+            self.seconds += record.created - self._began
+            self._began = None
 
 
 def backend_start_elsewhere() -> float:
@@ -99,13 +111,56 @@ class CompileLog(logging.Handler):
         if found := self.FINISHED.search(record.getMessage()):
             self.compiles.append((self.cell, found[1], float(found[2])))
 
-    def summary(self, count: int) -> str:
-        """The compiles since the last summary: how many, their seconds, the slowest."""
-        compiles, self.compiles = self.compiles, []
-        slowest = sorted(compiles, key=lambda c: -c[2])[:count]
-        return f"{len(compiles)} compiles, {sum(c[2] for c in compiles):.1f} s; slowest: " + (
-            ", ".join(f"cell {cell} {name} {seconds:.2f}" for cell, name, seconds in slowest)
-        )
+
+def compile_summary(compiles: list[tuple[int, str, float]], count: int) -> str:
+    """How many compiles, their seconds, and the ``count`` slowest with their cells."""
+    slowest = sorted(compiles, key=lambda c: -c[2])[:count]
+    return f"{len(compiles)} compiles, {sum(c[2] for c in compiles):.1f} s; slowest: " + (
+        ", ".join(f"cell {cell} {name} {seconds:.2f}" for cell, name, seconds in slowest)
+    )
+
+
+def run_here(path: Path, compiles: bool) -> dict[str, object]:
+    """Run one notebook in this process, which has not started JAX's backend yet: its timing,
+    with the backend's start left out of the cell it happened in, and its XLA compiles."""
+    start = BackendStart()
+    log = CompileLog() if compiles else None
+
+    def before_cell(index: int) -> None:
+        start.cell = index
+        if log is not None:
+            log.cell = index
+
+    timing = execute_in_process(path, before_cell=before_cell)
+    per_cell = [
+        (index, seconds - start.seconds if index == start.started_in else seconds)
+        for index, seconds in timing.per_cell
+    ]
+    return {
+        "total": timing.total - start.seconds,
+        "cells": sum(seconds for _, seconds in per_cell),
+        "per_cell": per_cell,
+        "differing": list(timing.differing),
+        "backend": start.seconds,
+        "compiles": [] if log is None else log.compiles,
+    }
+
+
+def run_in_new_process(path: Path, compiles: bool) -> tuple[Timing, float, list]:
+    """Run one notebook in a new Python process (`run_here` there): its timing, its backend's
+    start in seconds, and its compiles."""
+    argv = [sys.executable, __file__, "--child", str(path)] + (["--compiles", "1"] * compiles)
+    done = subprocess.run(argv, capture_output=True, text=True)
+    said = json.loads(done.stdout.splitlines()[-1]) if done.stdout.strip() else {}
+    if "error" in said or done.returncode:
+        raise NotebookExecutionError(said.get("error") or done.stderr.strip()[-1500:])
+    timing = Timing(
+        total=said["total"],
+        cells=said["cells"],
+        per_cell=tuple(map(tuple, said["per_cell"])),
+        differing=tuple(map(tuple, said["differing"])),
+    )
+    return timing, said["backend"], [tuple(c) for c in said["compiles"]]
 
 
 def main() -> int:
@@ -113,7 +168,9 @@ def main() -> int:
     parser.add_argument("notebooks", nargs="*", type=Path, help="default: lessons and solutions")
     parser.add_argument("--repeats", type=int, default=1, help="runs per notebook (median shown)")
     parser.add_argument(
-        "--in-process", action="store_true", help="run in this process's IPython shell, no kernels"
+        "--in-process",
+        action="store_true",
+        help="no kernels: each notebook in an IPython shell in a new process of its own",
     )
     parser.add_argument(
         "--compiles",
@@ -122,29 +179,38 @@ def main() -> int:
         metavar="N",
         help="with --in-process: each notebook's compiles and seconds, and its N slowest",
     )
+    parser.add_argument(
+        "--slowest", type=int, default=3, metavar="N", help="how many of the slowest cells to show"
+    )
+    parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)  # run_in_new_process's
     args = parser.parse_args()
+    if args.child:
+        try:
+            said = run_here(args.child, compiles=bool(args.compiles))
+        except NotebookExecutionError as error:
+            said = {"error": str(error)}
+        print(json.dumps(said))
+        return 0
     paths = args.notebooks or [
         *sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")),
         *sorted((ROOT / "solutions").glob("[0-9][0-9]_*.ipynb")),
     ]
     load = os.getloadavg()[0]
-    execute: Callable[[Path], Timing] = lambda path: execute_notebook(path, write=False)
-    log = None
     if args.in_process:
         os.environ.setdefault("MPLBACKEND", "Agg")
-        log = CompileLog() if args.compiles else None
-        execute = functools.partial(
-            execute_in_process,
-            before_cell=None if log is None else lambda index: setattr(log, "cell", index),
+        execute: Callable[[Path], tuple[Timing, float, list]] = functools.partial(
+            run_in_new_process, compiles=args.compiles > 0
         )
-        print(f"JAX's backend started in {start_backend():.1f} s, apart.\n")
+        print("Each notebook in a new process; JAX's backend start is shown apart.\n")
+        start = "backend's start, apart"
     else:
+        execute = lambda path: (execute_notebook(path, write=False), 0.0, [])
         print(
             f"JAX's backend starts in {backend_start_elsewhere():.1f} s in a new process (imports "
             "included): each kernel's first JAX cell includes it.\n"
         )
-    start = "notebook's run" if args.in_process else "kernel start"
-    print(f"| notebook | cells (s) | with {start} (s) | slowest cells (s) | <= 8 s |")
+        start = "with kernel start"
+    print(f"| notebook | cells (s) | {start} (s) | slowest cells (s) | <= 8 s |")
     print("|---|---|---|---|---|")
     missed = 0
     failed = []
@@ -159,14 +225,17 @@ def main() -> int:
             reason = " ".join(str(error).split())[:300].replace("|", "/")
             print(f"| {name} | FAILED | | {reason} | |", flush=True)
             continue
-        cells = statistics.median(r.cells for r in runs)
-        total = statistics.median(r.total for r in runs)
+        timings = [timing for timing, _, _ in runs]
+        cells = statistics.median(t.cells for t in timings)
+        beside = statistics.median(
+            backend if args.in_process else timing.total for timing, backend, _ in runs
+        )
         per_cell: dict[int, list[float]] = {}
-        for run in runs:
-            for index, seconds in run.per_cell:
+        for timing in timings:
+            for index, seconds in timing.per_cell:
                 per_cell.setdefault(index, []).append(seconds)
         nb = read_notebook(path)
-        slowest = sorted(per_cell, key=lambda i: -statistics.median(per_cell[i]))[:SLOWEST]
+        slowest = sorted(per_cell, key=lambda i: -statistics.median(per_cell[i]))[: args.slowest]
         shown = "; ".join(
             f"{cell_label(nb.cells[i], i)} `{first_line(nb.cells[i].source)}` "
             f"{statistics.median(per_cell[i]):.1f}"
@@ -175,15 +244,15 @@ def main() -> int:
         ok = cells <= TARGET_S
         missed += not ok
         print(
-            f"| {name} | {cells:.1f} | {total:.1f} | {shown} | {'yes' if ok else 'NO'} |",
+            f"| {name} | {cells:.1f} | {beside:.1f} | {shown} | {'yes' if ok else 'NO'} |",
             flush=True,
         )
-        if log:
-            compiled.append(f"- {name}: {log.summary(args.compiles)}")
-        if args.in_process and runs[0].differing:
+        if args.compiles:
+            compiled.append(f"- {name}: {compile_summary(runs[0][2], args.compiles)}")
+        if timings[0].differing:
             differing += [
                 f"- {name}, {cell_label(nb.cells[i], i)}: {' '.join(text.split())[:160]!r}"
-                for i, text in runs[0].differing
+                for i, text in timings[0].differing
             ]
     print(
         f"\n{len(paths)} notebooks, median of {args.repeats} run(s) each; {missed} over "
@@ -191,7 +260,7 @@ def main() -> int:
         f"{os.getloadavg()[0]:.2f}"
     )
     if compiled:
-        print("\nXLA compiles (of every run):\n" + "\n".join(compiled))
+        print("\nXLA compiles (of each notebook's first run):\n" + "\n".join(compiled))
     if args.in_process:
         print(
             "\nPrinted text other than the committed outputs (strict nbval's sanitizing; cells "

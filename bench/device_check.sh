@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # The course on a device machine with its own JAX and no package index of ours: the course's only
 # check on an accelerator and on the newest JAX. On a GPU one call of the device tool; on a TPU,
-# where the tests run in one process, two calls, each well inside the tool's 10 minutes:
+# where each notebook and the tests run in processes of their own, three calls, each inside the
+# tool's 10 minutes:
 #
 #   here:   bash bench/device_wheels.sh                  # a GPU machine's wheels, into .whl/
 #           bash bench/device_wheels.sh tpu              # a TPU machine's (Python 3.11)
 #   device: run  command="bash bench/device_check.sh"  carry=[".whl"]  timeout_s=590
-#   TPU:    run  command="DEVICE_CHECK_STEPS=lessons,bench bash bench/device_check.sh"  (as above)
+#   TPU:    run  command="DEVICE_CHECK_STEPS=lessons bash bench/device_check.sh"  (as above)
+#           run  command="DEVICE_CHECK_STEPS=bench bash bench/device_check.sh"
 #           run  command="DEVICE_CHECK_STEPS=tests DEVICE_CHECK_TESTS_S=540 bash bench/device_check.sh"
 #
 # 1. Says what the machine has (accelerator, Python, JAX) and installs the wheels of .whl/ into a
@@ -16,9 +18,9 @@
 # 2. lessons: every lesson and solution with COURSE_STRICT_CHECKS=1 (any cell that raises unless
 #    tagged, or any self-check that does not pass, is a failure), timed by bench/bench_lessons.py:
 #    the cells' seconds against the 8 s goal, and the slowest. On a GPU each runs in a fresh
-#    kernel; on a TPU, whose machine allows no inet socket and so starts no kernel, all run in one
-#    IPython shell (--in-process), the backend's start timed apart, with each notebook's XLA
-#    compiles and the slowest of them. With DEVICE_CHECK_CPU=1 the same again on the machine's
+#    kernel; on a TPU, whose machine allows no inet socket and so starts no kernel, each runs in
+#    an IPython shell in a new process of its own (--in-process), the backend's start timed apart,
+#    with each notebook's XLA compiles and the slowest of them. With DEVICE_CHECK_CPU=1 the same again on the machine's
 #    CPU backend, for comparison.
 # 3. bench: the SGD bench (bench/bench_sgd.py, without its training step): FlatTree's update
 #    against optax's and one donated buffer's, on the accelerator.
@@ -26,9 +28,10 @@
 #    tables of right and wrong answers among them: on a GPU all of them and the doctests, on all
 #    the machine's cores; on a TPU the self-checks' and the core's, in one process, since one
 #    program at a time may hold the chip (a test's line each, so a cut run says what passed).
-#    Each step has its own limit, DEVICE_CHECK_{LESSONS,BENCH,TESTS}_S (150, 200, 240 s), so that
+#    Each step has its own limit, DEVICE_CHECK_{LESSONS,BENCH,TESTS}_S (450, 200, 240 s), so that
 #    a call ends inside its ten minutes with the logs of every step. On the TPU v5e (JAX 0.10.2)
-#    the lessons and solutions took 120 s, the bench 160 s and the 1,118 tests 370 s.
+#    the lessons and solutions took 410 s (a new process each, whose backend starts in 8–10 s),
+#    the bench 160 s and the 1,118 tests 370 s.
 #
 # Logs go to $OUT (the device tool's folder that comes back): device_check.log, tests.log,
 # lessons-BACKEND.md (lessons-tpu.md, and lessons-cpu.md), bench_sgd.json. Elsewhere, OUT defaults
@@ -91,7 +94,7 @@ run_lessons() {  # $1: the backend, as JAX names it
     how=()
     [ "$in_process" = 1 ] && how=(--in-process --compiles 5)
     # shellcheck disable=SC2086
-    COURSE_STRICT_CHECKS=1 timeout "${DEVICE_CHECK_LESSONS_S:-150}" "$PYTHON" bench/bench_lessons.py \
+    COURSE_STRICT_CHECKS=1 timeout "${DEVICE_CHECK_LESSONS_S:-450}" "$PYTHON" bench/bench_lessons.py \
         "${how[@]}" ${DEVICE_CHECK_NOTEBOOKS:-} 2>&1 | grep -v hugepages \
         | tee "$OUT/lessons-$1.md" || status=1
 }
