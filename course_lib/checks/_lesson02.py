@@ -43,7 +43,7 @@ from ._spec import Case, Exercise, Judge, Mistake
 _ONE_TREE = "02 One tree"
 _SEVERAL_TREES = "02 Several trees at once: the SGD update"
 _TRAINING = "02 Training a model"
-_WHOLE_TREE = "02 More whole-tree operations"
+_WHOLE_TREE = "02 Going further: more whole-tree operations"
 
 
 # 0-d leaves are 0-d arrays here (``f32[]`` in the inputs a check shows), never NumPy scalars.
