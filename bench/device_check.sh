@@ -9,7 +9,8 @@
 #   device: run  command="bash bench/device_check.sh"  carry=[".whl"]  timeout_s=590
 #   TPU:    run  command="DEVICE_CHECK_STEPS=lessons bash bench/device_check.sh"  (as above)
 #           run  command="DEVICE_CHECK_STEPS=bench bash bench/device_check.sh"
-#           run  command="DEVICE_CHECK_STEPS=tests DEVICE_CHECK_TESTS_S=540 bash bench/device_check.sh"
+#           run  command="DEVICE_CHECK_STEPS=tests DEVICE_CHECK_TESTS_S=540 \
+#                         bash bench/device_check.sh"
 #
 # 1. Says what the machine has (accelerator, Python, JAX) and installs the wheels of .whl/ into a
 #    folder of their own on PYTHONPATH (pip --target, --no-deps, --no-index), the course being this
@@ -20,8 +21,8 @@
 #    the cells' seconds against the 8 s goal, and the slowest. On a GPU each runs in a fresh
 #    kernel; on a TPU, whose machine allows no inet socket and so starts no kernel, each runs in
 #    an IPython shell in a new process of its own (--in-process), the backend's start timed apart,
-#    with each notebook's XLA compiles and the slowest of them. With DEVICE_CHECK_CPU=1 the same again on the machine's
-#    CPU backend, for comparison.
+#    with each notebook's XLA compiles and the slowest of them. With DEVICE_CHECK_CPU=1 the same
+#    again on the machine's CPU backend, for comparison.
 # 3. bench: the SGD bench (bench/bench_sgd.py, without its training step): FlatTree's update
 #    against optax's and one donated buffer's, on the accelerator.
 # 4. tests: course_lib's in-process tests (what `make compat` runs on other JAX releases), the
@@ -30,7 +31,7 @@
 #    program at a time may hold the chip (a test's line each, so a cut run says what passed).
 #    Each step has its own limit, DEVICE_CHECK_{LESSONS,BENCH,TESTS}_S (450, 200, 240 s), so that
 #    a call ends inside its ten minutes with the logs of every step. On the TPU v5e (JAX 0.10.2)
-#    the lessons and solutions took 410 s (a new process each, whose backend starts in 8–10 s),
+#    the lessons and solutions took 410 s (a new process each, whose backend starts in 7.7–10.5 s),
 #    the bench 160 s and the 1,118 tests 370 s.
 #
 # Logs go to $OUT (the device tool's folder that comes back): device_check.log, tests.log,
