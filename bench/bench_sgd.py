@@ -172,13 +172,18 @@ def measure(
 # The methods
 
 
+def one_vector(tree: object) -> np.ndarray:
+    """Every leaf of a tree of NumPy arrays, raveled and joined in leaf order."""
+    return np.concatenate([leaf.ravel() for leaf in jax.tree.leaves(tree)])
+
+
 def check_first_step(name: str, got: object, expected: object) -> None:
     """The first call of every path must give ``p - lr * g`` (``expected``, computed by NumPy)."""
     if isinstance(got, cl.FlatTree | jax.Array):
         # Compare buffers: slicing a FlatTree eagerly would compile one slice per leaf.
         got_leaves, expected_leaves = (
             [got.buffer if isinstance(got, cl.FlatTree) else got],
-            [np.concatenate([e.ravel() for e in jax.tree.leaves(expected)])],
+            [one_vector(expected)],
         )
     else:
         got_leaves, expected_leaves = jax.tree.leaves(got), jax.tree.leaves(expected)
@@ -249,10 +254,9 @@ def one_buffer_method(params_np: object, grads_np: object, expected: object) -> 
     """The same update as one jitted, donated ``p - lr * g`` on one device buffer holding every
     leaf: what a `FlatTree` update should cost, on any backend."""
     step = jax.jit(lambda p, g: p - LR * g, donate_argnums=0)
-    flat = [np.concatenate([x.ravel() for x in jax.tree.leaves(t)]) for t in (params_np, grads_np)]
-    grads = jnp.asarray(flat[1])
+    params, grads = jnp.asarray(one_vector(params_np)), jnp.asarray(one_vector(grads_np))
     return threaded_method(
-        ONE_BUFFER, lambda p, s: (step(p, grads), s), jnp.asarray(flat[0]), None, expected, True
+        ONE_BUFFER, lambda p, s: (step(p, grads), s), params, None, expected, True
     )
 
 

@@ -1111,20 +1111,18 @@ def _judge_decay(got: Any, expected: Any, case: Case) -> str | Mistake | None:
         "a SequenceKey has .idx instead, and an empty path has no last key.",
         _KEY_PATHS,
     )
-    shrunk = [
-        trees_close(a, np.asarray(x, np.float64) * (1 - rate))
-        for (_, a), x in zip(mine, given, strict=True)
-    ]
+    # trees_close compares in float64; the given leaves are scaled in float64 before it.
+    given = [np.asarray(x, np.float64) for x in given]
+    shrunk = [trees_close(a, x * (1 - rate)) for (_, a), x in zip(mine, given, strict=True)]
     for (path, a), e, x in zip(mine, want, given, strict=True):
         if trees_close(a, e):
             continue
         where = keystr(path) or "<root>"
-        a64, x64 = np.asarray(a, np.float64), np.asarray(x, np.float64)
         if where in decayed:
-            if trees_close(a64, x64):
+            if trees_close(a, x):
                 what = f"leaf {where} is a weight (its last key is w) but was not decayed."
                 return dataclasses.replace(by_last_key, what=what)
-            if trees_close(a64, x64 * rate):
+            if trees_close(a, x * rate):
                 return Mistake(
                     f"leaf {where} was multiplied by rate: it is {rate:g} times its value, where "
                     f"{1 - rate:g} times was expected.",
@@ -1134,7 +1132,7 @@ def _judge_decay(got: Any, expected: Any, case: Case) -> str | Mistake | None:
                     _DECAY_SECTION,
                 )
             return f"leaf {where} should be {1 - rate:g} times its value; {problem}"
-        if trees_close(a64, x64 * (1 - rate)):
+        if trees_close(a, x * (1 - rate)):
             if where == "<root>":
                 return Mistake(
                     "the input is a single array, and it was decayed.",
