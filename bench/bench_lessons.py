@@ -16,7 +16,7 @@ that does not pass) is a FAILED row with the reason, the others still run, and t
 With ``--in-process`` no kernel starts (a machine without inet sockets, such as the device tool's
 TPU machine, where also one program at a time may hold the chip): each notebook runs in a new
 Python process of its own, one after another, in an IPython shell, as a kernel would run it from a
-fresh start (only ``course_lib``, which these tools import, is imported before the first cell).
+fresh start: neither JAX nor ``course_lib`` is imported before the first cell.
 JAX's backend starts in the cell that first needs it, after the cells that set XLA's flags (lesson
 07's), and its start is shown apart and left out of that cell's seconds. A cell tagged
 ``raises-exception`` may raise there; any other that raises fails its notebook.
@@ -99,9 +99,7 @@ class CompileLog(logging.Handler):
         super().__init__(logging.WARNING)
         self.cell = -1
         self.compiles: list[tuple[int, str, float]] = []
-        import jax
-
-        jax.config.update("jax_log_compiles", True)
+        os.environ["JAX_LOG_COMPILES"] = "1"  # read when the notebook imports JAX
         logger = logging.getLogger("jax")
         logger.addHandler(self)
         logger.setLevel(logging.WARNING)  # where jax_log_compiles logs; JAX's debug stays off
@@ -123,6 +121,8 @@ def compile_summary(compiles: list[tuple[int, str, float]], count: int) -> str:
 def run_here(path: Path, compiles: bool) -> dict[str, object]:
     """Run one notebook in this process, which has not started JAX's backend yet: its timing,
     with the backend's start left out of the cell it happened in, and its XLA compiles."""
+    if "jax" in sys.modules:
+        raise RuntimeError("JAX was imported before the notebook: its imports would go untimed")
     start = BackendStart()
     log = CompileLog() if compiles else None
 

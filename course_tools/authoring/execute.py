@@ -37,8 +37,6 @@ from pathlib import Path
 
 from nbformat import NotebookNode
 
-from course_lib._atomic import write_text_atomic
-
 from .._notebook_files import (
     NotebookError,
     cell_label,
@@ -224,6 +222,10 @@ def execute_notebook(
         raise NotebookExecutionError(f"{where}: {labels}: tagged {RAISES_TAG!r} but raised nothing")
 
     if write:
+        # Imported here: course_lib imports JAX, which execute_in_process's notebooks must import
+        # themselves, in their first cells, for their seconds to be a fresh kernel's.
+        from course_lib._atomic import write_text_atomic
+
         write_text_atomic(path, notebook_text(nb, where))
     first, last = state["first"], state["last"]
     cells = float(last - first) if first is not None and last is not None else 0.0
@@ -270,16 +272,17 @@ def _committed_text(cell: NotebookNode) -> str:
 def execute_in_process(path: Path, before_cell: Callable[[int], None] | None = None) -> Timing:
     """Run ``path`` top to bottom in this process's IPython shell, where no kernel can start (a
     machine without inet sockets); raise `NotebookExecutionError` naming the first untagged cell
-    that raised. Nothing is written, and JAX's configuration is restored after. ``before_cell``,
-    if given, is called with each code cell's index before it runs. The cells whose stdout and
-    result differ in text from the committed outputs (as strict nbval compares them) are listed in
+    that raised. Nothing is written. Where this process has imported JAX, its configuration is
+    restored after; where not, the notebook imports JAX in its own cell, timed there as in a fresh
+    kernel, and its settings stay (run one such notebook per process). ``before_cell``, if given,
+    is called with each code cell's index before it runs. The cells whose stdout and result differ
+    in text from the committed outputs (as strict nbval compares them) are listed in
     ``Timing.differing``; tagged cells, whose tracebacks name this machine, and cells that display
     (pictures, widgets, rich text) are not compared.
 
     >>> execute_in_process(Path("notebooks/01_what_is_a_pytree.ipynb")).cells < 60
     True
     """
-    import jax
     from IPython.core.interactiveshell import InteractiveShell
 
     # A new shell for each notebook: a reset keeps the event callbacks the last one registered.
@@ -291,7 +294,8 @@ def execute_in_process(path: Path, before_cell: Callable[[int], None] | None = N
     sanitize = _sanitizer()
     differing: list[tuple[int, str]] = []
     nb = read_notebook(path)
-    config = dict(jax.config.values)
+    jax = sys.modules.get("jax")
+    config = {} if jax is None else dict(jax.config.values)
     folder = os.getcwd()
     per_cell: list[tuple[int, float]] = []
     started = time.monotonic()
@@ -328,8 +332,8 @@ def execute_in_process(path: Path, before_cell: Callable[[int], None] | None = N
                 differing.append((index, text))
     finally:
         os.chdir(folder)
-        for name, value in config.items():
-            if jax.config.values.get(name) != value:
+        for name, value in config.items():  # empty unless JAX was imported before
+            if jax is not None and jax.config.values.get(name) != value:
                 with contextlib.suppress(Exception):  # some settings are fixed once JAX starts
                     jax.config.update(name, value)
     elapsed = time.monotonic() - started
