@@ -23,8 +23,9 @@
 #    an IPython shell in a new process of its own (--in-process), the backend's start timed apart,
 #    with each notebook's XLA compiles and the slowest of them. With DEVICE_CHECK_CPU=1 the same
 #    again on the machine's CPU backend, for comparison.
-# 3. bench: the SGD bench (bench/bench_sgd.py, without its training step): FlatTree's update
-#    against optax's and one donated buffer's, on the accelerator.
+# 3. bench: what one small compile costs there against the CPU (bench/bench_compile.py), and the
+#    SGD bench (bench/bench_sgd.py, without its training step): FlatTree's update against optax's
+#    and one donated buffer's, on the accelerator.
 # 4. tests: course_lib's in-process tests (what `make compat` runs on other JAX releases), the
 #    tables of right and wrong answers among them: on a GPU all of them and the doctests, on all
 #    the machine's cores; on a TPU the self-checks' and the core's, in one process, since one
@@ -35,8 +36,8 @@
 #    the bench 160 s and the 1,118 tests 370 s.
 #
 # Logs go to $OUT (the device tool's folder that comes back): device_check.log, tests.log,
-# lessons-BACKEND.md (lessons-tpu.md, and lessons-cpu.md), bench_sgd.json. Elsewhere, OUT defaults
-# to build/device-check/. Without an accelerator the same steps run on the CPU backend (a review of
+# lessons-BACKEND.md (lessons-tpu.md, and lessons-cpu.md), bench_compile.md and bench_sgd.json.
+# Elsewhere, OUT defaults to build/device-check/. Without an accelerator the same steps run on the CPU backend (a review of
 # the script, not a device check); DEVICE_CHECK_IN_PROCESS=1 runs them the TPU's way there, and
 # with DEVICE_CHECK_WHEELS=none they use the Python given as PYTHON with what it already has.
 # DEVICE_CHECK_STEPS (lessons,bench,tests) chooses steps, DEVICE_CHECK_NOTEBOOKS the notebooks,
@@ -74,7 +75,7 @@ if [ "${DEVICE_CHECK_WHEELS:-carried}" != none ]; then
     ls .whl/*.whl >/dev/null 2>&1 || { echo "device_check: no .whl/: run bench/device_wheels.sh here first and carry .whl"; exit 2; }
     site=${TMPDIR:-/tmp}/course-device-site
     rm -rf "$site"
-    PIP_CONFIG_FILE=/dev/null "$PYTHON" -m pip install --isolated --quiet --no-index --no-deps --no-compile --no-cache-dir \
+    PIP_CONFIG_FILE=/dev/null "$PYTHON" -m pip install --isolated --quiet --no-index --no-deps --no-cache-dir \
         --target "$site" .whl/*.whl || { echo "device_check: the wheels did not install"; exit 2; }
     # The course itself is this checkout, on the path (no build: no setuptools from an index).
     export PYTHONPATH="$site:$PWD${PYTHONPATH:+:$PYTHONPATH}"
@@ -108,6 +109,9 @@ if [[ $steps == *,lessons,* ]]; then
 fi
 
 if [[ $steps == *,bench,* ]]; then
+    step "what a small compile costs ($backend, against the CPU)"
+    timeout 60 "$PYTHON" bench/bench_compile.py 2>&1 | grep -v hugepages | tee "$OUT/bench_compile.md" \
+        || status=1
     step "the SGD bench ($backend)"
     timeout "${DEVICE_CHECK_BENCH_S:-200}" "$PYTHON" bench/bench_sgd.py --skip-train --budget 0.2 \
         --min-calls 5 --trees "${DEVICE_CHECK_TREES:-abc}" --json "$OUT/bench_sgd.json" 2>&1 \
