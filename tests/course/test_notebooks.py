@@ -3,6 +3,7 @@ no machine paths, every picture has a text alternative, and no notebook or libra
 APIs that were removed."""
 
 import json
+import os
 import re
 from pathlib import Path
 
@@ -160,5 +161,26 @@ def test_lesson_07_runs_when_an_accelerator_is_jaxs_default(
         ),
     )
     monkeypatch.setenv("MPLBACKEND", "Agg")
+    for name in ("XLA_FLAGS", "JAX_PLATFORMS"):  # the notebook's setup cell sets both
+        monkeypatch.setenv(name, os.environ.get(name, ""))  # and the test ends as it began
     with jax.numpy_rank_promotion("allow"):  # a learner's kernel, not these tests' strict JAX
         execute_in_process(ROOT / "notebooks" / "07_devices_and_abstract_trees.ipynb")
+
+
+def test_lesson_07_keeps_jax_on_the_cpu_from_its_setup_cell() -> None:
+    """Lesson 07's devices are simulated CPU devices: run before JAX is imported, as in a fresh
+    kernel, its hidden setup cell leaves JAX with the CPU backend alone (no GPU or TPU started, a
+    TPU chip left free) and 8 CPU devices, whatever the environment asked for before."""
+    import subprocess
+    import sys
+
+    first = nbformat.read(ROOT / "notebooks" / "07_devices_and_abstract_trees.ipynb", 4).cells[1]
+    setup = "\n".join(
+        line for line in first.source.splitlines() if not line.startswith(("%", "%%"))
+    )
+    probe = setup + "\nimport jax\nprint(jax.config.jax_platforms, jax.device_count())"
+    env = {"PATH": "/usr/bin:/bin", "JAX_PLATFORMS": "cuda,cpu", "XLA_FLAGS": ""}
+    said = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, env=env
+    )
+    assert said.stdout.split() == ["cpu", "8"], said.stderr
