@@ -33,7 +33,7 @@
 #    Each step has its own limit, DEVICE_CHECK_{LESSONS,BENCH,TESTS}_S (450, 200, 240 s), so that
 #    a call ends inside its ten minutes with the logs of every step. On the TPU v5e (JAX 0.10.2)
 #    the lessons and solutions took 410 s (a new process each, whose backend starts in 7.7–10.5 s),
-#    the bench 160 s and the 1,118 tests 370 s.
+#    the bench 160 s and the 1,121 tests 331 s.
 #
 # Logs go to $OUT (the device tool's folder that comes back): device_check.log, tests.log,
 # lessons-BACKEND.md (lessons-tpu.md, and lessons-cpu.md), bench_compile.md and bench_sgd.json.
