@@ -16,9 +16,9 @@ that does not pass) is a FAILED row with the reason, the others still run, and t
 With ``--in-process`` no kernel starts (a machine without inet sockets, such as the device tool's
 TPU machine, where also one program at a time may hold the chip): each notebook runs in a new
 Python process of its own, one after another, in an IPython shell, as a kernel would run it from a
-fresh start: neither JAX nor ``course_lib`` is imported before the first cell.
-JAX's backend starts in the cell that first needs it, after the cells that set XLA's flags (lesson
-07's), and its start is shown apart and left out of that cell's seconds. A cell tagged
+fresh start: neither JAX nor ``course_lib`` is imported before the first cell. JAX's backend starts
+in the cell that first needs it, after the cells that set XLA's flags and platforms (lesson 07's),
+and its start is shown apart and left out of that cell's seconds. A cell tagged
 ``raises-exception`` may raise there; any other that raises fails its notebook.
 """
 

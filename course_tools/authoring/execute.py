@@ -332,10 +332,11 @@ def execute_in_process(path: Path, before_cell: Callable[[int], None] | None = N
                 differing.append((index, text))
     finally:
         os.chdir(folder)
-        for name, value in config.items():  # empty unless JAX was imported before
-            if jax is not None and jax.config.values.get(name) != value:
-                with contextlib.suppress(Exception):  # some settings are fixed once JAX starts
-                    jax.config.update(name, value)
+        if jax is not None:  # undo the notebook's settings of the JAX this process had before
+            for name, value in config.items():
+                if jax.config.values.get(name) != value:
+                    with contextlib.suppress(Exception):  # some are fixed once JAX starts
+                        jax.config.update(name, value)
     elapsed = time.monotonic() - started
     return Timing(
         total=elapsed,
