@@ -1,16 +1,14 @@
 #!/usr/bin/env bash
 # The course on a device machine with its own JAX and no package index of ours: the course's only
 # check on an accelerator and on the newest JAX. On a GPU one call of the device tool; on a TPU,
-# where each notebook and the tests run in processes of their own, three calls, each inside the
-# tool's 10 minutes:
+# where each notebook and the tests run in processes of their own, one after another on the chip,
+# two calls, each inside the tool's 10 minutes:
 #
 #   here:   bash bench/device_wheels.sh                  # a GPU machine's wheels, into .whl/
 #           bash bench/device_wheels.sh tpu              # a TPU machine's (Python 3.11)
 #   device: run  command="bash bench/device_check.sh"  carry=[".whl"]  timeout_s=590
-#   TPU:    run  command="DEVICE_CHECK_STEPS=lessons bash bench/device_check.sh"  (as above)
-#           run  command="DEVICE_CHECK_STEPS=bench bash bench/device_check.sh"
-#           run  command="DEVICE_CHECK_STEPS=tests DEVICE_CHECK_TESTS_S=540 \
-#                         bash bench/device_check.sh"
+#   TPU:    run  command="DEVICE_CHECK_STEPS=lessons,compile bash bench/device_check.sh"  (as above)
+#           run  command="DEVICE_CHECK_STEPS=sgd,tests bash bench/device_check.sh"
 #
 # 1. Says what the machine has (accelerator, Python, JAX) and installs the wheels of .whl/ into a
 #    folder of their own on PYTHONPATH (pip --target, --no-deps, --no-index), the course being this
@@ -23,24 +21,25 @@
 #    an IPython shell in a new process of its own (--in-process), the backend's start timed apart,
 #    with each notebook's XLA compiles and the slowest of them. With DEVICE_CHECK_CPU=1 the same
 #    again on the machine's CPU backend, for comparison.
-# 3. bench: what one small compile costs there against the CPU (bench/bench_compile.py), and the
-#    SGD bench (bench/bench_sgd.py, without its training step): FlatTree's update against optax's
-#    and one donated buffer's, on the accelerator.
-# 4. tests: course_lib's in-process tests (what `make compat` runs on other JAX releases), the
+# 3. compile: what one small compile costs there against the CPU (bench/bench_compile.py).
+# 4. sgd: the SGD bench (bench/bench_sgd.py, without its training step): FlatTree's update against
+#    optax's and one donated buffer's, on the accelerator.
+# 5. tests: course_lib's in-process tests (what `make compat` runs on other JAX releases), the
 #    tables of right and wrong answers among them: on a GPU all of them and the doctests, on all
 #    the machine's cores; on a TPU the self-checks' and the core's, in one process, since one
 #    program at a time may hold the chip (a test's line each, so a cut run says what passed).
-#    Each step has its own limit, DEVICE_CHECK_{LESSONS,BENCH,TESTS}_S (450, 200, 240 s), so that
-#    a call ends inside its ten minutes with the logs of every step. On the TPU v5e (JAX 0.10.2)
-#    the lessons and solutions took 410 s (a new process each, whose backend starts in 7.7–10.5 s),
-#    the bench 160 s and the 1,121 tests 331 s.
+#    Each step has its own limit, DEVICE_CHECK_{LESSONS,SGD,TESTS}_S (450, 200, and 240 s on a GPU
+#    or 480 s on a TPU), and none runs past DEVICE_CHECK_CALL_S (580 s) from the start, so that a
+#    call ends inside its ten minutes with the logs of every step. On the TPU v5e (JAX 0.10.2)
+#    the lessons and solutions took 281 s (a new process each, whose backend starts in 5.6–7.3 s),
+#    the SGD bench 160 s and the 1,121 tests 331 s, after 45 s of installing.
 #
 # Logs go to $OUT (the device tool's folder that comes back): device_check.log, tests.log,
 # lessons-BACKEND.md (lessons-tpu.md, and lessons-cpu.md), bench_compile.md and bench_sgd.json.
 # Elsewhere, OUT defaults to build/device-check/. Without an accelerator the same steps run on the CPU backend (a review of
 # the script, not a device check); DEVICE_CHECK_IN_PROCESS=1 runs them the TPU's way there, and
 # with DEVICE_CHECK_WHEELS=none they use the Python given as PYTHON with what it already has.
-# DEVICE_CHECK_STEPS (lessons,bench,tests) chooses steps, DEVICE_CHECK_NOTEBOOKS the notebooks,
+# DEVICE_CHECK_STEPS (lessons,compile,sgd,tests) chooses steps, DEVICE_CHECK_NOTEBOOKS the notebooks,
 # DEVICE_CHECK_TREES the bench's trees (abc) and DEVICE_CHECK_TESTS the test files, so that a
 # second call can run on a TPU what the first one had no time for.
 set -uo pipefail
@@ -50,6 +49,11 @@ PYTHON=${PYTHON:-python3}
 mkdir -p "$OUT"
 exec > >(tee "$OUT/device_check.log") 2>&1
 status=0
+started=$(date +%s)
+limit() {  # $1: a step's own limit in seconds; no more than what is left of the call's
+    local left=$((${DEVICE_CHECK_CALL_S:-580} - ($(date +%s) - started)))
+    echo $((left < $1 ? (left > 1 ? left : 1) : $1))
+}
 step() { printf '\n== %s (%s)\n' "$1" "$(date -u +%H:%M:%S)"; }
 finish() {
     step "done: $([ $status = 0 ] && echo 'everything passed' || echo 'FAILURES above')"
@@ -96,11 +100,11 @@ run_lessons() {  # $1: the backend, as JAX names it
     how=()
     [ "$in_process" = 1 ] && how=(--in-process --compiles 5)
     # shellcheck disable=SC2086
-    COURSE_STRICT_CHECKS=1 timeout "${DEVICE_CHECK_LESSONS_S:-450}" "$PYTHON" bench/bench_lessons.py \
-        "${how[@]}" ${DEVICE_CHECK_NOTEBOOKS:-} 2>&1 | grep -v hugepages \
-        | tee "$OUT/lessons-$1.md" || status=1
+    COURSE_STRICT_CHECKS=1 timeout "$(limit "${DEVICE_CHECK_LESSONS_S:-450}")" \
+        "$PYTHON" bench/bench_lessons.py "${how[@]}" ${DEVICE_CHECK_NOTEBOOKS:-} 2>&1 \
+        | grep -v hugepages | tee "$OUT/lessons-$1.md" || status=1
 }
-steps=",${DEVICE_CHECK_STEPS:-lessons,bench,tests},"
+steps=",${DEVICE_CHECK_STEPS:-lessons,compile,sgd,tests},"
 if [[ $steps == *,lessons,* ]]; then
     run_lessons "$backend"
     if [ "${DEVICE_CHECK_CPU:-0}" = 1 ]; then
@@ -108,13 +112,15 @@ if [[ $steps == *,lessons,* ]]; then
     fi
 fi
 
-if [[ $steps == *,bench,* ]]; then
+if [[ $steps == *,compile,* ]]; then
     step "what a small compile costs ($backend, against the CPU)"
-    timeout 60 "$PYTHON" bench/bench_compile.py 2>&1 | grep -v hugepages | tee "$OUT/bench_compile.md" \
-        || status=1
+    timeout "$(limit 60)" "$PYTHON" bench/bench_compile.py 2>&1 | grep -v hugepages \
+        | tee "$OUT/bench_compile.md" || status=1
+fi
+if [[ $steps == *,sgd,* ]]; then
     step "the SGD bench ($backend)"
-    timeout "${DEVICE_CHECK_BENCH_S:-200}" "$PYTHON" bench/bench_sgd.py --skip-train --budget 0.2 \
-        --min-calls 5 --trees "${DEVICE_CHECK_TREES:-abc}" --json "$OUT/bench_sgd.json" 2>&1 \
+    timeout "$(limit "${DEVICE_CHECK_SGD_S:-200}")" "$PYTHON" bench/bench_sgd.py --skip-train \
+        --budget 0.2 --min-calls 5 --trees "${DEVICE_CHECK_TREES:-abc}" --json "$OUT/bench_sgd.json" 2>&1 \
         | grep -v hugepages || status=1
 fi
 [[ $steps == *,tests,* ]] || finish
@@ -129,13 +135,15 @@ if [ "$in_process" = 1 ]; then
         tests/checks/test_checks_lesson0{1,2,3,4,5,9}.py tests/core/test_*.py)
     tests=${DEVICE_CHECK_TESTS:-$default_tests}
     how=(-v --durations=10)
+    tests_s=${DEVICE_CHECK_TESTS_S:-480}
 else
     # pytest-benchmark, on the GPU image, warns under xdist; the tests turn warnings into errors.
     tests="--doctest-modules course_lib $(find tests/core tests/viz tests/checks -name 'test_*.py' | sort) tests/test_layers.py"
     how=(-q -n "$(nproc)" --dist loadfile)
+    tests_s=${DEVICE_CHECK_TESTS_S:-240}
 fi
 # shellcheck disable=SC2086
-timeout "${DEVICE_CHECK_TESTS_S:-240}" "$PYTHON" -m pytest -p no:cacheprovider -p no:benchmark \
+timeout "$(limit "$tests_s")" "$PYTHON" -m pytest -p no:cacheprovider -p no:benchmark \
     -rfE "${how[@]}" -m "not browser" $tests >"$OUT/tests.log" 2>&1 || status=1
 grep -E "FAILED|ERROR|passed|failed" "$OUT/tests.log" | tail -n 25
 echo "tests logged: $(grep -c ' PASSED' "$OUT/tests.log") passed, $(grep -c ' FAILED' "$OUT/tests.log") failed"
