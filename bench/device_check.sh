@@ -50,9 +50,17 @@ mkdir -p "$OUT"
 exec > >(tee "$OUT/device_check.log") 2>&1
 status=0
 started=$(date +%s)
-limit() {  # $1: a step's own limit in seconds; no more than what is left of the call's
+timed() {  # $1: a step's own limit in seconds, then its command, stopped at that limit or when
+    # the call's DEVICE_CHECK_CALL_S are up, whichever comes first; says so when it was stopped
     local left=$((${DEVICE_CHECK_CALL_S:-580} - ($(date +%s) - started)))
-    echo $((left < $1 ? (left > 1 ? left : 1) : $1))
+    local seconds=$((left < $1 ? (left > 1 ? left : 1) : $1))
+    shift
+    timeout "$seconds" "$@"
+    local rc=$?
+    # on a line of its own, whatever the command left unfinished on its last one
+    [ $rc = 124 ] && printf '\ndevice_check: stopped after %s s, all the time this step had\n' \
+        "$seconds" >&2
+    return $rc
 }
 step() { printf '\n== %s (%s)\n' "$1" "$(date -u +%H:%M:%S)"; }
 finish() {
@@ -100,8 +108,8 @@ run_lessons() {  # $1: the backend, as JAX names it
     how=()
     [ "$in_process" = 1 ] && how=(--in-process --compiles 5)
     # shellcheck disable=SC2086
-    COURSE_STRICT_CHECKS=1 timeout "$(limit "${DEVICE_CHECK_LESSONS_S:-450}")" \
-        "$PYTHON" bench/bench_lessons.py "${how[@]}" ${DEVICE_CHECK_NOTEBOOKS:-} 2>&1 \
+    timed "${DEVICE_CHECK_LESSONS_S:-450}" \
+        env COURSE_STRICT_CHECKS=1 "$PYTHON" bench/bench_lessons.py "${how[@]}" ${DEVICE_CHECK_NOTEBOOKS:-} 2>&1 \
         | grep -v hugepages | tee "$OUT/lessons-$1.md" || status=1
 }
 steps=",${DEVICE_CHECK_STEPS:-lessons,compile,sgd,tests},"
@@ -114,12 +122,12 @@ fi
 
 if [[ $steps == *,compile,* ]]; then
     step "what a small compile costs ($backend, against the CPU)"
-    timeout "$(limit 60)" "$PYTHON" bench/bench_compile.py 2>&1 | grep -v hugepages \
+    timed 60 "$PYTHON" bench/bench_compile.py 2>&1 | grep -v hugepages \
         | tee "$OUT/bench_compile.md" || status=1
 fi
 if [[ $steps == *,sgd,* ]]; then
     step "the SGD bench ($backend)"
-    timeout "$(limit "${DEVICE_CHECK_SGD_S:-200}")" "$PYTHON" bench/bench_sgd.py --skip-train \
+    timed "${DEVICE_CHECK_SGD_S:-200}" "$PYTHON" bench/bench_sgd.py --skip-train \
         --budget 0.2 --min-calls 5 --trees "${DEVICE_CHECK_TREES:-abc}" --json "$OUT/bench_sgd.json" 2>&1 \
         | grep -v hugepages || status=1
 fi
@@ -143,8 +151,8 @@ else
     tests_s=${DEVICE_CHECK_TESTS_S:-240}
 fi
 # shellcheck disable=SC2086
-timeout "$(limit "$tests_s")" "$PYTHON" -m pytest -p no:cacheprovider -p no:benchmark \
+timed "$tests_s" "$PYTHON" -m pytest -p no:cacheprovider -p no:benchmark \
     -rfE "${how[@]}" -m "not browser" $tests >"$OUT/tests.log" 2>&1 || status=1
-grep -E "FAILED|ERROR|passed|failed" "$OUT/tests.log" | tail -n 25
+grep -E "FAILED|ERROR|passed|failed|^device_check: stopped" "$OUT/tests.log" | tail -n 25
 echo "tests logged: $(grep -c ' PASSED' "$OUT/tests.log") passed, $(grep -c ' FAILED' "$OUT/tests.log") failed"
 finish
