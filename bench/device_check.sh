@@ -39,9 +39,9 @@
 # Elsewhere, OUT defaults to build/device-check/. Without an accelerator the same steps run on the CPU backend (a review of
 # the script, not a device check); DEVICE_CHECK_IN_PROCESS=1 runs them the TPU's way there, and
 # with DEVICE_CHECK_WHEELS=none they use the Python given as PYTHON with what it already has.
-# DEVICE_CHECK_STEPS (lessons,compile,sgd,tests) chooses steps, DEVICE_CHECK_NOTEBOOKS the notebooks,
-# DEVICE_CHECK_TREES the bench's trees (abc) and DEVICE_CHECK_TESTS the test files, so that a
-# second call can run on a TPU what the first one had no time for.
+# DEVICE_CHECK_STEPS (lessons,compile,sgd,tests) chooses steps, DEVICE_CHECK_NOTEBOOKS the
+# notebooks, DEVICE_CHECK_TREES the bench's trees (abc) and DEVICE_CHECK_TESTS the test files, so
+# that a later call can run on a TPU what an earlier one had no time for.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-build/device-check}
@@ -109,8 +109,8 @@ run_lessons() {  # $1: the backend, as JAX names it
     [ "$in_process" = 1 ] && how=(--in-process --compiles 5)
     # shellcheck disable=SC2086
     timed "${DEVICE_CHECK_LESSONS_S:-450}" \
-        env COURSE_STRICT_CHECKS=1 "$PYTHON" bench/bench_lessons.py "${how[@]}" ${DEVICE_CHECK_NOTEBOOKS:-} 2>&1 \
-        | grep -v hugepages | tee "$OUT/lessons-$1.md" || status=1
+        env COURSE_STRICT_CHECKS=1 "$PYTHON" bench/bench_lessons.py "${how[@]}" \
+        ${DEVICE_CHECK_NOTEBOOKS:-} 2>&1 | grep -v hugepages | tee "$OUT/lessons-$1.md" || status=1
 }
 steps=",${DEVICE_CHECK_STEPS:-lessons,compile,sgd,tests},"
 if [[ $steps == *,lessons,* ]]; then
@@ -128,8 +128,8 @@ fi
 if [[ $steps == *,sgd,* ]]; then
     step "the SGD bench ($backend)"
     timed "${DEVICE_CHECK_SGD_S:-200}" "$PYTHON" bench/bench_sgd.py --skip-train \
-        --budget 0.2 --min-calls 5 --trees "${DEVICE_CHECK_TREES:-abc}" --json "$OUT/bench_sgd.json" 2>&1 \
-        | grep -v hugepages || status=1
+        --budget 0.2 --min-calls 5 --trees "${DEVICE_CHECK_TREES:-abc}" \
+        --json "$OUT/bench_sgd.json" 2>&1 | grep -v hugepages || status=1
 fi
 [[ $steps == *,tests,* ]] || finish
 
