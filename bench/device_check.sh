@@ -177,7 +177,9 @@ if [[ $steps == *,tests,* ]]; then
     # shellcheck disable=SC2086
     timed "$tests_s" "$PYTHON" -m pytest -p no:cacheprovider -p no:benchmark \
         -rfE "${how[@]}" -m "not browser" $tests >"$OUT/tests.log" 2>&1 || status=1
-    grep -E "FAILED|ERROR|passed|failed|^device_check: " "$OUT/tests.log" | tail -n 25
+    # pytest's short summary and its last line (not the tests whose names say "failed")
+    grep -E "^(FAILED|ERROR) |^=+ .*(passed|failed|error)|^device_check: " "$OUT/tests.log" \
+        | tail -n 25
     echo "tests logged: $(grep -c ' PASSED' "$OUT/tests.log") passed," \
         "$(grep -c ' FAILED' "$OUT/tests.log") failed"
 fi
