@@ -50,13 +50,14 @@ cd "$(dirname "$0")/.."
 OUT=${OUT:-build/device-check}
 PYTHON=${PYTHON:-python3}
 # What to run and for how long, refused before anything starts when it is not understood.
-IFS=, read -ra asked <<<"${DEVICE_CHECK_STEPS:-lessons,compile,sgd,tests}"
+steps=",${DEVICE_CHECK_STEPS:-lessons,compile,tests,sgd},"  # commas around, to match ,name,
+IFS=, read -ra asked <<<"${steps:1:-1}"
 for name in "${asked[@]}"; do
     case $name in
         lessons | compile | sgd | tests) ;;
         *)
             echo "device_check: DEVICE_CHECK_STEPS has '$name'; the steps are lessons, compile," \
-                "sgd and tests, separated by commas only"
+                "tests and sgd, separated by commas only"
             exit 2
             ;;
     esac
@@ -141,7 +142,6 @@ run_lessons() {  # $1: the backend, as JAX names it
         env COURSE_STRICT_CHECKS=1 "$PYTHON" bench/bench_lessons.py "${how[@]}" \
         ${DEVICE_CHECK_NOTEBOOKS:-} 2>&1 | grep -v hugepages | tee "$OUT/lessons-$1.md" || status=1
 }
-steps=",${DEVICE_CHECK_STEPS:-lessons,compile,sgd,tests},"
 if [[ $steps == *,lessons,* ]]; then
     run_lessons "$backend"
     if [ "${DEVICE_CHECK_CPU:-0}" = 1 ]; then

@@ -5,6 +5,8 @@ APIs that were removed."""
 import json
 import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import nbformat
@@ -171,9 +173,6 @@ def test_lesson_07_keeps_jax_on_the_cpu_from_its_setup_cell() -> None:
     """Lesson 07's devices are simulated CPU devices: run before JAX is imported, as in a fresh
     kernel, its hidden setup cell leaves JAX with the CPU backend alone (no GPU or TPU started, a
     TPU chip left free) and 8 CPU devices, whatever the environment asked for before."""
-    import subprocess
-    import sys
-
     first = nbformat.read(ROOT / "notebooks" / "07_devices_and_abstract_trees.ipynb", 4).cells[1]
     setup = "\n".join(
         line for line in first.source.splitlines() if not line.startswith(("%", "%%"))
