@@ -26,6 +26,9 @@ _strict_override: bool | None = None
 # hints were shown then.
 _hints_shown: dict[str, tuple[str, int]] = {}
 _references: dict[str, list[Any]] = {}
+# Per exercise: the function its last check judged, and the verdict, which progress() shows again
+# while the learner's name still holds that very function.
+_last_verdicts: dict[str, tuple[Any, Verdict]] = {}
 
 
 class CheckFailedError(AssertionError):
@@ -52,8 +55,10 @@ def is_strict() -> bool:
 
 
 def reset_hints() -> None:
-    """Forget how many hints were shown (a fresh kernel does the same)."""
+    """Forget how many hints were shown, and the verdicts kept for ``progress`` (a fresh kernel
+    does the same)."""
     _hints_shown.clear()
+    _last_verdicts.clear()
 
 
 def evaluate(exercise: Exercise, fn: Any) -> Verdict:
@@ -76,6 +81,7 @@ def _evaluate(exercise: Exercise, fn: Any) -> tuple[Verdict, tuple[Any, Any] | N
         return Verdict("error", 0, exercise.points, message), None
     outcomes = probe_all(exercise, fn, cases)
     verdict = judge_outcomes(exercise, outcomes, _references[exercise.id], cases)
+    _last_verdicts[exercise.id] = (fn, verdict)
     at = verdict.case
     if at is None or at >= len(outcomes) or outcomes[at].status != "returned":
         return verdict, None
@@ -220,7 +226,10 @@ _WORDS = {
 def progress(lesson: str, *, strict: bool | None = None) -> None:
     """Print which exercises of ``lesson`` pass, looking up each function in the caller's namespace.
 
-    Shows no hints. When checks are strict, raises :class:`CheckFailedError` unless all pass.
+    An exercise whose name still holds the very function its last ``check`` judged shows that
+    verdict again, without running it; any other function is judged now. (A function whose result
+    depends on a global redefined since its check is judged as it was then: check it again.) Shows
+    no hints. When checks are strict, raises :class:`CheckFailedError` unless all pass.
     """
     namespace = sys._getframe(1).f_globals  # the notebook's namespace when called from a cell
     listed = exercises(lesson)
@@ -231,7 +240,10 @@ def progress(lesson: str, *, strict: bool | None = None) -> None:
         if exercise.name not in namespace:
             rows.append((exercise, "missing", 0, f"(no {exercise.name} defined yet: run its cell)"))
             continue
-        verdict = evaluate(exercise, namespace[exercise.name])
+        fn = namespace[exercise.name]
+        kept, verdict = _last_verdicts.get(exercise.id, (None, None))
+        if kept is not fn or verdict is None:
+            verdict = evaluate(exercise, fn)
         rows.append((exercise, verdict.status, verdict.points, ""))
     passed = sum(status == "passed" for _, status, _, _ in rows)
     points = round_points(sum(p for _, _, p, _ in rows))

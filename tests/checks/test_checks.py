@@ -166,6 +166,52 @@ def test_progress_summarises_the_callers_functions(capsys: pytest.CaptureFixture
         exec("progress('01')", namespace)
 
 
+def counting(answer: Any) -> tuple[Any, list[int]]:
+    """``answer``, and a list that grows by one at each of its calls."""
+    calls: list[int] = []
+
+    def counted(*args: Any) -> Any:
+        calls.append(1)
+        return answer(*args)
+
+    return counted, calls
+
+
+def test_progress_shows_a_checked_function_s_verdict_without_running_it_again(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    right, right_calls = counting(count_params)
+    wrong, wrong_calls = counting(count_leaves)
+    check("01.count_params", right)
+    check("01.is_node", wrong)  # not 01.is_node's answer: judged, and kept, as incorrect
+    ran = len(right_calls), len(wrong_calls)
+    assert ran[0] > 0 and ran[1] > 0
+    capsys.readouterr()
+    exec("progress('01')", {"count_params": right, "is_node": wrong, "progress": progress})
+    out = capsys.readouterr().out
+    assert "passed         01.count_params" in out
+    assert "incorrect      01.is_node" in out
+    assert (len(right_calls), len(wrong_calls)) == ran
+
+
+def test_progress_judges_a_name_redefined_since_its_check(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    check("01.count_params", count_params)
+    redefined, calls = counting(count_leaves)
+    capsys.readouterr()
+    exec("progress('01')", {"count_params": redefined, "progress": progress})
+    assert "incorrect      01.count_params" in capsys.readouterr().out
+    assert calls
+    again, calls_again = counting(count_params)
+    check("01.count_params", again)
+    checked = len(calls_again)
+    checks.reset_hints()  # as a fresh kernel: nothing kept
+    exec("progress('01')", {"count_params": again, "progress": progress})
+    assert "passed         01.count_params" in capsys.readouterr().out
+    assert len(calls_again) > checked
+
+
 def test_unknown_exercise_names_the_known_ones() -> None:
     with pytest.raises(KeyError, match="01.count_params"):
         check("01.count_parameters", count_params)
