@@ -32,9 +32,9 @@
 #    Each step has its own limit, DEVICE_CHECK_{LESSONS,SGD,TESTS}_S (450, 200, and 240 s, or 480 s
 #    for tests in one process as on a TPU; the compile step 60 s), and none runs past
 #    DEVICE_CHECK_CALL_S (580 s) from the start, so that a call ends inside its ten minutes with
-#    the logs of every step. On the TPU v5e (JAX 0.10.2) the lessons and solutions took 281 s (a
-#    new process each, whose backend starts in 5.6–7.3 s), the SGD bench 160 s and the 1,121 tests
-#    331 s, after 45 s of installing.
+#    the logs of every step. On the TPU v5e (JAX 0.10.2) the lessons and solutions took 279-281 s
+#    (a new process each, whose backend starts in 5.6–8.5 s), the SGD bench 161 s and the 1,121
+#    tests 330 s, after 33-45 s of installing.
 #
 # Logs go to $OUT (the device tool's folder that comes back): device_check.log, backend.txt,
 # tests.log, lessons-BACKEND.md (lessons-tpu.md, and lessons-cpu.md), bench_compile.md and
