@@ -8,6 +8,7 @@ and its idea; ``ready``'s outcome, JAX's version and backend, and what failed.
 
 import os
 import sys
+import types
 import zlib
 from collections.abc import Callable
 from typing import Any
@@ -26,9 +27,10 @@ _strict_override: bool | None = None
 # hints were shown then.
 _hints_shown: dict[str, tuple[str, int]] = {}
 _references: dict[str, list[Any]] = {}
-# Per exercise: the function its last check judged, and the verdict, which progress() shows again
-# while the learner's name still holds that very function.
-_last_verdicts: dict[str, tuple[Any, Verdict]] = {}
+# Per exercise: the function its last check judged, the globals it read then, and the verdict,
+# which progress() shows again while the learner's name holds that very function and those globals
+# are the same objects.
+_last_verdicts: dict[str, tuple[Any, dict[str, Any], Verdict]] = {}
 
 
 class CheckFailedError(AssertionError):
@@ -81,7 +83,7 @@ def _evaluate(exercise: Exercise, fn: Any) -> tuple[Verdict, tuple[Any, Any] | N
         return Verdict("error", 0, exercise.points, message), None
     outcomes = probe_all(exercise, fn, cases)
     verdict = judge_outcomes(exercise, outcomes, _references[exercise.id], cases)
-    _last_verdicts[exercise.id] = (fn, verdict)
+    _last_verdicts[exercise.id] = (fn, globals_read(fn), verdict)
     at = verdict.case
     if at is None or at >= len(outcomes) or outcomes[at].status != "returned":
         return verdict, None
@@ -223,13 +225,60 @@ _WORDS = {
 }
 
 
+def globals_read(fn: Any) -> dict[str, Any]:
+    r"""The globals of ``fn``'s namespace that it reads, by name, with those that the functions of
+    that namespace it reads read, and so on: what a verdict on ``fn`` depends on besides ``fn``
+    itself and objects changed in place. Wrappers with ``__wrapped__`` (``jax.jit``'s) are seen
+    through.
+
+    >>> namespace = {"RATE": 0.5}
+    >>> exec("def half(x):\n    return x * RATE\ndef step(x):\n    return half(x) + 1", namespace)
+    >>> sorted(globals_read(namespace["step"]))
+    ['RATE', 'half']
+    """
+    fn = _unwrapped(fn)
+    namespace = getattr(fn, "__globals__", None)
+    if namespace is None:  # not a Python function: no namespace to read
+        return {}
+    read: dict[str, Any] = {}
+    functions, codes_seen = [fn], set()
+    while functions:
+        codes = [functions.pop().__code__]
+        while codes:  # the function's code, and that of the functions defined in it
+            code = codes.pop()
+            if code in codes_seen:
+                continue
+            codes_seen.add(code)
+            codes += [c for c in code.co_consts if isinstance(c, types.CodeType)]
+            for name in code.co_names:  # global and attribute names: more than needed is safe
+                if name in namespace and name not in read:
+                    read[name] = namespace[name]
+                    helper = _unwrapped(read[name])
+                    if isinstance(helper, types.FunctionType) and helper.__globals__ is namespace:
+                        functions.append(helper)
+    return read
+
+
+def _unwrapped(fn: Any) -> Any:
+    for _ in range(8):  # a bound: a mock, say, has every attribute, __wrapped__ too
+        if isinstance(fn, types.FunctionType) or not hasattr(fn, "__wrapped__"):
+            break
+        fn = fn.__wrapped__
+    return fn
+
+
+def _same_objects(now: dict[str, Any], then: dict[str, Any]) -> bool:
+    return now.keys() == then.keys() and all(now[name] is then[name] for name in now)
+
+
 def progress(lesson: str, *, strict: bool | None = None) -> None:
     """Print which exercises of ``lesson`` pass, looking up each function in the caller's namespace.
 
-    An exercise whose name still holds the very function its last ``check`` judged shows that
-    verdict again, without running it; any other function is judged now. (A function whose result
-    depends on a global redefined since its check is judged as it was then: check it again.) Shows
-    no hints. When checks are strict, raises :class:`CheckFailedError` unless all pass.
+    An exercise whose name still holds the very function its last ``check`` judged, reading the
+    same globals (``globals_read``), shows that verdict again without running it; any other is
+    judged now. (A verdict does not see an object the function reads changed in place, a dict
+    given a new entry say: check it again.) Shows no hints. When checks are strict, raises
+    :class:`CheckFailedError` unless all pass.
     """
     namespace = sys._getframe(1).f_globals  # the notebook's namespace when called from a cell
     listed = exercises(lesson)
@@ -241,8 +290,8 @@ def progress(lesson: str, *, strict: bool | None = None) -> None:
             rows.append((exercise, "missing", 0, f"(no {exercise.name} defined yet: run its cell)"))
             continue
         fn = namespace[exercise.name]
-        kept, verdict = _last_verdicts.get(exercise.id, (None, None))
-        if kept is not fn or verdict is None:
+        kept, read, verdict = _last_verdicts.get(exercise.id, (None, {}, None))
+        if verdict is None or kept is not fn or not _same_objects(globals_read(fn), read):
             verdict = evaluate(exercise, fn)
         rows.append((exercise, verdict.status, verdict.points, ""))
     passed = sum(status == "passed" for _, status, _, _ in rows)

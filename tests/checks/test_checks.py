@@ -32,7 +32,7 @@ from course_lib.checks import (
     get_exercise,
     progress,
 )
-from course_lib.checks._selfcheck import _report
+from course_lib.checks._selfcheck import _report, globals_read
 from course_lib.checks._spec import Verdict
 
 pytestmark = pytest.mark.usefixtures("fresh_checks")
@@ -210,6 +210,44 @@ def test_progress_judges_a_name_redefined_since_its_check(
     exec("progress('01')", {"count_params": again, "progress": progress})
     assert "passed         01.count_params" in capsys.readouterr().out
     assert len(calls_again) > checked
+
+
+NOTEBOOK = """
+import jax
+import numpy as np
+
+def size(leaf):
+    return int(np.size(leaf))
+
+def count_params(tree):
+    return sum(size(leaf) for leaf in jax.tree.leaves(tree))
+"""
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        "def size(leaf):\n    return 1",  # the helper redefined
+        "class np:\n    size = staticmethod(lambda leaf: 1)",  # a global the helper reads rebound
+    ],
+)
+def test_progress_judges_again_a_function_whose_globals_changed(
+    change: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    namespace: dict[str, Any] = {"progress": progress}
+    exec(NOTEBOOK, namespace)
+    check("01.count_params", namespace["count_params"])
+    assert "passed" in capsys.readouterr().out
+    exec(change, namespace)
+    exec("progress('01')", namespace)
+    assert "incorrect      01.count_params" in capsys.readouterr().out
+
+
+def test_globals_read_follows_helpers_and_wrappers() -> None:
+    namespace: dict[str, Any] = {}
+    exec(NOTEBOOK + "jitted = jax.jit(count_params)\nunused = 1", namespace)
+    assert sorted(globals_read(namespace["jitted"])) == ["jax", "np", "size"]
+    assert globals_read(len) == {}
 
 
 def test_unknown_exercise_names_the_known_ones() -> None:
