@@ -6,6 +6,7 @@ a check's outcome, the hint step the learner saw and, when the check recognised 
 and its idea; ``ready``'s outcome, JAX's version and backend, and what failed.
 """
 
+import functools
 import os
 import sys
 import types
@@ -228,22 +229,30 @@ _WORDS = {
 def globals_read(fn: Any) -> dict[str, Any]:
     r"""The globals of ``fn``'s namespace that it reads, by name, with those that the functions of
     that namespace it reads read, and so on: what a verdict on ``fn`` depends on besides ``fn``
-    itself and objects changed in place. Wrappers with ``__wrapped__`` (``jax.jit``'s) are seen
-    through.
+    itself and objects changed in place. Wrappers (``jax.jit``, ``functools.partial`` and
+    ``functools.wraps``) and the functions in a closure are followed.
 
     >>> namespace = {"RATE": 0.5}
     >>> exec("def half(x):\n    return x * RATE\ndef step(x):\n    return half(x) + 1", namespace)
     >>> sorted(globals_read(namespace["step"]))
     ['RATE', 'half']
     """
-    fn = _unwrapped(fn)
-    namespace = getattr(fn, "__globals__", None)
-    if namespace is None:  # not a Python function: no namespace to read
+    functions = _functions_behind(fn)
+    if not functions:  # no Python function: no namespace to read
         return {}
+    namespace = functions[0].__globals__
     read: dict[str, Any] = {}
-    functions, codes_seen = [fn], set()
+    codes_seen: set[types.CodeType] = set()
     while functions:
-        codes = [functions.pop().__code__]
+        function = functions.pop()
+        if function.__globals__ is not namespace or function.__code__ in codes_seen:
+            continue
+        for cell in function.__closure__ or ():
+            try:
+                functions += _functions_behind(cell.cell_contents)
+            except ValueError:  # a cell not filled yet
+                pass
+        codes = [function.__code__]
         while codes:  # the function's code, and that of the functions defined in it
             code = codes.pop()
             if code in codes_seen:
@@ -253,18 +262,25 @@ def globals_read(fn: Any) -> dict[str, Any]:
             for name in code.co_names:  # global and attribute names: more than needed is safe
                 if name in namespace and name not in read:
                     read[name] = namespace[name]
-                    helper = _unwrapped(read[name])
-                    if isinstance(helper, types.FunctionType) and helper.__globals__ is namespace:
-                        functions.append(helper)
+                    functions += _functions_behind(read[name])
     return read
 
 
-def _unwrapped(fn: Any) -> Any:
+def _functions_behind(value: Any) -> list[types.FunctionType]:
+    """The Python functions that calling ``value`` runs first: itself, or what it wraps, wrapper
+    and wrapped both."""
+    found = []
     for _ in range(8):  # a bound: a mock, say, has every attribute, __wrapped__ too
-        if isinstance(fn, types.FunctionType) or not hasattr(fn, "__wrapped__"):
+        if isinstance(value, functools.partial):
+            value = value.func
+            continue
+        if isinstance(value, types.FunctionType):
+            found.append(value)
+        try:
+            value = value.__wrapped__
+        except Exception:  # noqa: BLE001 (whatever a learner's object raises: nothing wrapped)
             break
-        fn = fn.__wrapped__
-    return fn
+    return found
 
 
 def _same_objects(now: dict[str, Any], then: dict[str, Any]) -> bool:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 from typing import Any
+from unittest import mock
 
 import jax
 import pytest
@@ -243,11 +244,43 @@ def test_progress_judges_again_a_function_whose_globals_changed(
     assert "incorrect      01.count_params" in capsys.readouterr().out
 
 
-def test_globals_read_follows_helpers_and_wrappers() -> None:
+WRAPPED = """
+import functools
+
+def logged(f):
+    @functools.wraps(f)
+    def wrapper(*args):
+        return f(*args)
+    return wrapper
+
+@logged
+def decorated(tree):
+    return count_params(tree)
+
+jitted = jax.jit(count_params)
+partial = functools.partial(count_params)
+unused = 1
+"""
+
+
+@pytest.mark.parametrize(
+    ("name", "read"),
+    [
+        ("count_params", ["jax", "np", "size"]),
+        ("jitted", ["jax", "np", "size"]),
+        ("partial", ["jax", "np", "size"]),
+        ("decorated", ["count_params", "jax", "np", "size"]),
+    ],
+)
+def test_globals_read_follows_helpers_and_wrappers(name: str, read: list[str]) -> None:
     namespace: dict[str, Any] = {}
-    exec(NOTEBOOK + "jitted = jax.jit(count_params)\nunused = 1", namespace)
-    assert sorted(globals_read(namespace["jitted"])) == ["jax", "np", "size"]
+    exec(NOTEBOOK + WRAPPED, namespace)
+    assert sorted(globals_read(namespace[name])) == read
+
+
+def test_globals_read_of_what_is_not_python_code_is_empty() -> None:
     assert globals_read(len) == {}
+    assert globals_read(mock.Mock()) == {}  # every attribute, __wrapped__ among them
 
 
 def test_unknown_exercise_names_the_known_ones() -> None:
