@@ -14,6 +14,9 @@ import zlib
 from collections.abc import Callable
 from typing import Any
 
+import jax
+import numpy as np
+
 from .._leaves import shorten
 from ._evaluate import judge_outcomes, probe_all, reference_results
 from ._kit import error_text
@@ -31,7 +34,7 @@ _references: dict[str, list[Any]] = {}
 # Per exercise: the function its last check judged, the globals it read then, and the verdict,
 # which progress() shows again while the learner's name holds that very function and those globals
 # are the same objects.
-_last_verdicts: dict[str, tuple[Any, dict[str, Any], Verdict]] = {}
+_last_verdicts: dict[str, tuple[Any, dict[str, Any] | None, Verdict]] = {}
 
 
 class CheckFailedError(AssertionError):
@@ -226,65 +229,119 @@ _WORDS = {
 }
 
 
-def globals_read(fn: Any) -> dict[str, Any]:
-    r"""The globals of ``fn``'s namespace that it reads, by name, with those that the functions of
-    that namespace it reads read, and so on: what a verdict on ``fn`` depends on besides ``fn``
-    itself and objects changed in place. Wrappers (``jax.jit``, ``functools.partial`` and
-    ``functools.wraps``) and the functions in a closure are followed.
+def globals_read(fn: Any) -> dict[str, Any] | None:
+    r"""The globals of ``fn``'s namespace that it reads, by name, with those read by what it reaches
+    from there: the namespace's functions it reads, their closures and default arguments, what a
+    wrapper wraps (``jax.jit``, ``functools.partial``, ``functools.wraps``), the methods of the
+    namespace's classes, and the items of containers. ``None`` where it reaches an object it cannot
+    see into (a library's object other than a module, a function, a class or an array; or more
+    than a few thousand objects): then a kept verdict is not to be trusted. What no walk sees is an
+    object changed in place.
 
     >>> namespace = {"RATE": 0.5}
     >>> exec("def half(x):\n    return x * RATE\ndef step(x):\n    return half(x) + 1", namespace)
     >>> sorted(globals_read(namespace["step"]))
     ['RATE', 'half']
     """
-    functions = _functions_behind(fn)
-    if not functions:  # no Python function: no namespace to read
-        return {}
-    namespace = functions[0].__globals__
+    try:
+        return _walk(fn)
+    except Exception:  # noqa: BLE001 (whatever a learner's object raises: nothing to trust)
+        return None
+
+
+_SEEN_THROUGH = (
+    type(None), bool, int, float, complex, str, bytes, types.ModuleType,
+    types.BuiltinFunctionType, np.ndarray, np.generic, np.ufunc, type(np.size), jax.Array,
+)  # fmt: skip
+"""What a walk takes as it is: data, modules, and NumPy's and Python's own functions."""
+_RULES = ("fwd", "bwd", "jvp")
+"""Where ``jax.custom_vjp`` and ``jax.custom_jvp`` keep the rules given to them."""
+
+
+def _walk(fn: Any) -> dict[str, Any] | None:
+    namespace: dict[str, Any] | None = None
     read: dict[str, Any] = {}
-    codes_seen: set[types.CodeType] = set()
-    while functions:
-        function = functions.pop()
-        if function.__globals__ is not namespace or function.__code__ in codes_seen:
+    followed: dict[int, Any] = {}  # by id, the objects kept so that no id is reused
+    todo = [fn]
+    for _ in range(3000):
+        if not todo:
+            return read if namespace is not None else None
+        value = todo.pop()
+        if isinstance(value, _SEEN_THROUGH) or id(value) in followed:
             continue
-        for cell in function.__closure__ or ():
-            try:
-                functions += _functions_behind(cell.cell_contents)
-            except ValueError:  # a cell not filled yet
-                pass
-        codes = [function.__code__]
-        while codes:  # the function's code, and that of the functions defined in it
-            code = codes.pop()
-            if code in codes_seen:
-                continue
-            codes_seen.add(code)
-            codes += [c for c in code.co_consts if isinstance(c, types.CodeType)]
-            for name in code.co_names:  # global and attribute names: more than needed is safe
-                if name in namespace and name not in read:
-                    read[name] = namespace[name]
-                    functions += _functions_behind(read[name])
-    return read
-
-
-def _functions_behind(value: Any) -> list[types.FunctionType]:
-    """The Python functions that calling ``value`` runs first: itself, or what it wraps, wrapper
-    and wrapped both."""
-    found = []
-    for _ in range(8):  # a bound: a mock, say, has every attribute, __wrapped__ too
-        if isinstance(value, functools.partial):
-            value = value.func
-            continue
+        followed[id(value)] = value
         if isinstance(value, types.FunctionType):
-            found.append(value)
-        try:
-            value = value.__wrapped__
-        except Exception:  # noqa: BLE001 (whatever a learner's object raises: nothing wrapped)
-            break
+            namespace = value.__globals__ if namespace is None else namespace
+            if value.__globals__ is not namespace:
+                continue  # a library's function
+            todo += [cell.cell_contents for cell in value.__closure__ or () if _filled(cell)]
+            todo += [*(value.__defaults__ or ()), *(value.__kwdefaults__ or {}).values()]
+            todo += [vars(value)["__wrapped__"]] if "__wrapped__" in vars(value) else []
+            for code in _codes(value.__code__):
+                for name in code.co_names:  # global and attribute names: more is safe
+                    if name in namespace and name not in read:
+                        read[name] = namespace[name]
+                        todo.append(read[name])
+        elif isinstance(value, functools.partial):
+            todo += [value.func, *value.args, *value.keywords.values()]
+        elif isinstance(value, types.MethodType):
+            todo += [value.__func__, value.__self__]
+        elif isinstance(value, type):  # a class: the methods of one written in the namespace
+            methods = _methods(value)
+            if any(getattr(method, "__globals__", None) is namespace for method in methods):
+                todo += methods
+        elif isinstance(value, tuple | list | set | frozenset):
+            todo += list(value)
+        elif isinstance(value, dict):
+            todo += [*value.keys(), *value.values()]
+        elif hasattr(value, "__wrapped__"):  # jax.jit's wrapper, or custom_vjp's and its rules
+            todo += [value.__wrapped__, *(getattr(value, r) for r in _RULES if hasattr(value, r))]
+        elif type(value).__module__ == (namespace or {}).get("__name__", "__main__"):
+            todo += [type(value), *getattr(value, "__dict__", {}).values()]  # the notebook's
+        elif not callable(value) and type(value).__module__.split(".")[0] in ("jax", "jaxlib"):
+            continue  # JAX's data: dtypes, shardings, tree definitions
+        else:
+            return None  # an object whose behaviour the walk cannot see
+    return None  # too much to follow
+
+
+def _methods(cls: type) -> list[Any]:
+    """The functions behind ``cls``'s own methods, static and class methods and properties."""
+    found: list[Any] = []
+    for attribute in vars(cls).values():
+        if isinstance(attribute, staticmethod | classmethod):
+            found.append(attribute.__func__)
+        elif isinstance(attribute, property):
+            found += [attribute.fget, attribute.fset, attribute.fdel]
+        elif isinstance(attribute, types.FunctionType):
+            found.append(attribute)
     return found
 
 
-def _same_objects(now: dict[str, Any], then: dict[str, Any]) -> bool:
-    return now.keys() == then.keys() and all(now[name] is then[name] for name in now)
+def _filled(cell: types.CellType) -> bool:
+    try:
+        cell.cell_contents  # noqa: B018 (asked for its error only)
+    except ValueError:
+        return False
+    return True
+
+
+def _codes(code: types.CodeType) -> list[types.CodeType]:
+    """``code`` and the code of the functions defined in it, at any depth."""
+    found = [code]
+    for inner in code.co_consts:
+        if isinstance(inner, types.CodeType):
+            found += _codes(inner)
+    return found
+
+
+def _same_objects(now: dict[str, Any] | None, then: dict[str, Any] | None) -> bool:
+    return (
+        now is not None
+        and then is not None
+        and now.keys() == then.keys()
+        and all(now[name] is then[name] for name in now)
+    )
 
 
 def progress(lesson: str, *, strict: bool | None = None) -> None:
@@ -306,7 +363,7 @@ def progress(lesson: str, *, strict: bool | None = None) -> None:
             rows.append((exercise, "missing", 0, f"(no {exercise.name} defined yet: run its cell)"))
             continue
         fn = namespace[exercise.name]
-        kept, read, verdict = _last_verdicts.get(exercise.id, (None, {}, None))
+        kept, read, verdict = _last_verdicts.get(exercise.id, (None, None, None))
         if verdict is None or kept is not fn or not _same_objects(globals_read(fn), read):
             verdict = evaluate(exercise, fn)
         rows.append((exercise, verdict.status, verdict.points, ""))

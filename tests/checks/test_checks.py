@@ -10,6 +10,7 @@ from typing import Any
 from unittest import mock
 
 import jax
+import numpy as np
 import pytest
 from exercise_support import repeated_check_output, stub
 from test_checks_lesson01 import (
@@ -244,6 +245,18 @@ def test_progress_judges_again_a_function_whose_globals_changed(
     assert "incorrect      01.count_params" in capsys.readouterr().out
 
 
+CUSTOM_VJP = """
+import jax
+import jax.numpy as jnp
+LIMIT = 1.0
+
+@jax.custom_vjp
+def clipped(x):
+    return x
+
+clipped.defvjp(lambda x: (x, None), lambda _, g: (jnp.clip(g, -LIMIT, LIMIT),))
+"""
+
 WRAPPED = """
 import functools
 
@@ -263,6 +276,31 @@ unused = 1
 """
 
 
+HIDDEN_HELPERS = {
+    "in a dict": "SIZES = {'of': size}\n"
+    "def count_params(t):\n    return sum(SIZES['of'](x) for x in jax.tree.leaves(t))",
+    "a default": "def count_params(t, of=size):\n    return sum(of(x) for x in jax.tree.leaves(t))",
+    "a partial's": "count_params = functools.partial("
+    "lambda of, t: sum(map(of, jax.tree.leaves(t))), size)",
+    "a method's": "class C:\n    def __call__(self, t):\n"
+    "        return sum(map(size, jax.tree.leaves(t)))\ncount_params = C()",
+    "a static method's": "class C:\n    @staticmethod\n    def of(x):\n        return size(x)\n"
+    "def count_params(t):\n    return sum(map(C.of, jax.tree.leaves(t)))",
+}
+
+
+@pytest.mark.parametrize("where", list(HIDDEN_HELPERS))
+def test_progress_finds_a_helper_where_the_function_keeps_it(
+    where: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    namespace: dict[str, Any] = {"__name__": "__main__", "progress": progress}
+    exec(NOTEBOOK + "import functools\n" + HIDDEN_HELPERS[where], namespace)
+    check("01.count_params", namespace["count_params"])
+    assert "passed" in capsys.readouterr().out
+    exec("np = None\nprogress('01')", namespace)  # the helper's np.size now fails
+    assert "incorrect      01.count_params" in capsys.readouterr().out
+
+
 @pytest.mark.parametrize(
     ("name", "read"),
     [
@@ -275,12 +313,19 @@ unused = 1
 def test_globals_read_follows_helpers_and_wrappers(name: str, read: list[str]) -> None:
     namespace: dict[str, Any] = {}
     exec(NOTEBOOK + WRAPPED, namespace)
-    assert sorted(globals_read(namespace[name])) == read
+    assert sorted(globals_read(namespace[name]) or {}) == read
 
 
-def test_globals_read_of_what_is_not_python_code_is_empty() -> None:
-    assert globals_read(len) == {}
-    assert globals_read(mock.Mock()) == {}  # every attribute, __wrapped__ among them
+def test_globals_read_of_what_is_not_python_code_is_none() -> None:
+    assert globals_read(len) is None
+    assert globals_read(mock.Mock()) is None  # every attribute, __wrapped__ among them
+    assert globals_read(np.vectorize(lambda x: x)) is None  # an object it cannot see into
+
+
+def test_globals_read_follows_a_custom_vjp_s_rules() -> None:
+    namespace: dict[str, Any] = {}
+    exec(CUSTOM_VJP, namespace)
+    assert sorted(globals_read(namespace["clipped"]) or {}) == ["LIMIT", "jnp"]  # bwd's
 
 
 def test_unknown_exercise_names_the_known_ones() -> None:
