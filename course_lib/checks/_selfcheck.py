@@ -234,9 +234,9 @@ def globals_read(fn: Any) -> dict[str, Any] | None:
     from there: the namespace's functions it reads, their closures and default arguments, what a
     wrapper wraps (``jax.jit``, ``functools.partial``, ``functools.wraps``), the methods of the
     namespace's classes, and the items of containers. ``None`` where it reaches an object it cannot
-    see into (a library's object other than a module, a function, a class or an array; or more
-    than a few thousand objects): then a kept verdict is not to be trusted. What no walk sees is an
-    object changed in place.
+    see into (a library's object that is not a module, a function, a class, an array or JAX's
+    data; or more than a few thousand objects): then a kept verdict is not to be trusted. What no
+    walk sees is an object changed in place.
 
     >>> namespace = {"RATE": 0.5}
     >>> exec("def half(x):\n    return x * RATE\ndef step(x):\n    return half(x) + 1", namespace)
