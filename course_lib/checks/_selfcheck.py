@@ -73,10 +73,12 @@ def evaluate(exercise: Exercise, fn: Any) -> Verdict:
     The functions of the exercises it uses are replaced by stand-ins in ``fn``'s globals while it
     runs (see ``Exercise.uses``), as the grader does, so each check judges its own exercise.
     """
-    return _evaluate(exercise, fn)[0]
+    return _evaluate(exercise, fn, sys._getframe(1).f_globals)[0]
 
 
-def _evaluate(exercise: Exercise, fn: Any) -> tuple[Verdict, tuple[Any, Any] | None]:
+def _evaluate(
+    exercise: Exercise, fn: Any, namespace: dict[str, Any]
+) -> tuple[Verdict, tuple[Any, Any] | None]:
     """The verdict, and the learner's and the reference's results for the case it is about (when
     the learner's function returned there)."""
     cases = exercise.make_cases("check")
@@ -87,7 +89,7 @@ def _evaluate(exercise: Exercise, fn: Any) -> tuple[Verdict, tuple[Any, Any] | N
         return Verdict("error", 0, exercise.points, message), None
     outcomes = probe_all(exercise, fn, cases)
     verdict = judge_outcomes(exercise, outcomes, _references[exercise.id], cases)
-    _last_verdicts[exercise.id] = (fn, globals_read(fn), verdict)
+    _last_verdicts[exercise.id] = (fn, globals_read(fn, namespace), verdict)
     at = verdict.case
     if at is None or at >= len(outcomes) or outcomes[at].status != "returned":
         return verdict, None
@@ -200,7 +202,7 @@ def check(exercise_id: str, fn: Callable[..., Any], *, strict: bool | None = Non
     """
     try:
         exercise = get_exercise(exercise_id)
-        verdict, results = _evaluate(exercise, fn)
+        verdict, results = _evaluate(exercise, fn, sys._getframe(1).f_globals)
     except Exception:
         send_event(_check_event(str(exercise_id), None, 0))
         raise
@@ -229,22 +231,22 @@ _WORDS = {
 }
 
 
-def globals_read(fn: Any) -> dict[str, Any] | None:
-    r"""The globals of ``fn``'s namespace that it reads, by name, with those read by what it reaches
-    from there: the namespace's functions it reads, their closures and default arguments, what a
-    wrapper wraps (``jax.jit``, ``functools.partial``, ``functools.wraps``), the methods of the
-    namespace's classes, and the items of containers. ``None`` where it reaches an object it cannot
-    see into (a library's object that is not a module, a function, a class, an array or JAX's
+def globals_read(fn: Any, namespace: dict[str, Any]) -> dict[str, Any] | None:
+    r"""The globals of ``namespace`` (a notebook's) that ``fn`` reads, by name, with those read by
+    what it reaches from there: the namespace's functions, their closures and default arguments,
+    what a wrapper wraps (``jax.jit``, ``functools.partial``, ``functools.wraps``), the methods of
+    the namespace's classes, and the items of containers. ``None`` where it reaches an object it
+    cannot see into (a library's object that is not a module, a function, a class, an array or JAX's
     data; or more than a few thousand objects): then a kept verdict is not to be trusted. What no
     walk sees is an object changed in place.
 
     >>> namespace = {"RATE": 0.5}
     >>> exec("def half(x):\n    return x * RATE\ndef step(x):\n    return half(x) + 1", namespace)
-    >>> sorted(globals_read(namespace["step"]))
+    >>> sorted(globals_read(namespace["step"], namespace))
     ['RATE', 'half']
     """
     try:
-        return _walk(fn)
+        return _walk(fn, namespace)
     except Exception:  # noqa: BLE001 (whatever a learner's object raises: nothing to trust)
         return None
 
@@ -258,20 +260,18 @@ _RULES = ("fwd", "bwd", "jvp")
 """Where ``jax.custom_vjp`` and ``jax.custom_jvp`` keep the rules given to them."""
 
 
-def _walk(fn: Any) -> dict[str, Any] | None:
-    namespace: dict[str, Any] | None = None
+def _walk(fn: Any, namespace: dict[str, Any]) -> dict[str, Any] | None:
     read: dict[str, Any] = {}
     followed: dict[int, Any] = {}  # by id, the objects kept so that no id is reused
     todo = [fn]
     for _ in range(3000):
         if not todo:
-            return read if namespace is not None else None
+            return read
         value = todo.pop()
         if isinstance(value, _SEEN_THROUGH) or id(value) in followed:
             continue
         followed[id(value)] = value
         if isinstance(value, types.FunctionType):
-            namespace = value.__globals__ if namespace is None else namespace
             if value.__globals__ is not namespace:
                 continue  # a library's function
             todo += [cell.cell_contents for cell in value.__closure__ or () if _filled(cell)]
@@ -296,7 +296,7 @@ def _walk(fn: Any) -> dict[str, Any] | None:
             todo += [*value.keys(), *value.values()]
         elif hasattr(value, "__wrapped__"):  # jax.jit's wrapper, or custom_vjp's and its rules
             todo += [value.__wrapped__, *(getattr(value, r) for r in _RULES if hasattr(value, r))]
-        elif type(value).__module__ == (namespace or {}).get("__name__", "__main__"):
+        elif type(value).__module__ == namespace.get("__name__", "__main__"):
             todo += [type(value), *getattr(value, "__dict__", {}).values()]  # the notebook's
         elif not callable(value) and type(value).__module__.split(".")[0] in ("jax", "jaxlib"):
             continue  # JAX's data: dtypes, shardings, tree definitions
@@ -364,8 +364,12 @@ def progress(lesson: str, *, strict: bool | None = None) -> None:
             continue
         fn = namespace[exercise.name]
         kept, read, verdict = _last_verdicts.get(exercise.id, (None, None, None))
-        if verdict is None or kept is not fn or not _same_objects(globals_read(fn), read):
-            verdict = evaluate(exercise, fn)
+        if (
+            verdict is None
+            or kept is not fn
+            or not _same_objects(globals_read(fn, namespace), read)
+        ):
+            verdict = _evaluate(exercise, fn, namespace)[0]
         rows.append((exercise, verdict.status, verdict.points, ""))
     passed = sum(status == "passed" for _, status, _, _ in rows)
     points = round_points(sum(p for _, _, p, _ in rows))

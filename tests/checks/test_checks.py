@@ -236,9 +236,9 @@ def count_params(tree):
 def test_progress_judges_again_a_function_whose_globals_changed(
     change: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    namespace: dict[str, Any] = {"progress": progress}
+    namespace: dict[str, Any] = {"check": check, "progress": progress}
     exec(NOTEBOOK, namespace)
-    check("01.count_params", namespace["count_params"])
+    exec("check('01.count_params', count_params)", namespace)  # as a cell calls it
     assert "passed" in capsys.readouterr().out
     exec(change, namespace)
     exec("progress('01')", namespace)
@@ -293,9 +293,9 @@ HIDDEN_HELPERS = {
 def test_progress_finds_a_helper_where_the_function_keeps_it(
     where: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    namespace: dict[str, Any] = {"__name__": "__main__", "progress": progress}
+    namespace: dict[str, Any] = {"__name__": "__main__", "check": check, "progress": progress}
     exec(NOTEBOOK + "import functools\n" + HIDDEN_HELPERS[where], namespace)
-    check("01.count_params", namespace["count_params"])
+    exec("check('01.count_params', count_params)", namespace)  # as a cell calls it
     assert "passed" in capsys.readouterr().out
     exec("np = None\nprogress('01')", namespace)  # the helper's np.size now fails
     assert "incorrect      01.count_params" in capsys.readouterr().out
@@ -313,19 +313,33 @@ def test_progress_finds_a_helper_where_the_function_keeps_it(
 def test_globals_read_follows_helpers_and_wrappers(name: str, read: list[str]) -> None:
     namespace: dict[str, Any] = {}
     exec(NOTEBOOK + WRAPPED, namespace)
-    assert sorted(globals_read(namespace[name]) or {}) == read
+    assert sorted(globals_read(namespace[name], namespace) or {}) == read
 
 
-def test_globals_read_of_what_is_not_python_code_is_none() -> None:
-    assert globals_read(len) is None
-    assert globals_read(mock.Mock()) is None  # every attribute, __wrapped__ among them
-    assert globals_read(np.vectorize(lambda x: x)) is None  # an object it cannot see into
+def test_globals_read_is_none_for_what_it_cannot_see_into() -> None:
+    namespace: dict[str, Any] = {}
+    exec(NOTEBOOK, namespace)
+    assert globals_read(len, namespace) == {}  # Python's own: reads nothing of the notebook
+    assert globals_read(mock.Mock(), namespace) is None  # every attribute, __wrapped__ too
+    assert globals_read(np.vectorize(namespace["size"]), namespace) is None
+
+
+def test_globals_read_starts_from_the_notebook_s_namespace() -> None:
+    """A partial's library function, met first, does not make the library's globals the ones
+    that count."""
+    namespace: dict[str, Any] = {}
+    exec(
+        NOTEBOOK + "import functools, jax.numpy as jnp\n"
+        "bound = functools.partial(lambda reduce, t: reduce(size(t)), jnp.sum)",
+        namespace,
+    )
+    assert sorted(globals_read(namespace["bound"], namespace) or {}) == ["np", "size"]
 
 
 def test_globals_read_follows_a_custom_vjp_s_rules() -> None:
     namespace: dict[str, Any] = {}
     exec(CUSTOM_VJP, namespace)
-    assert sorted(globals_read(namespace["clipped"]) or {}) == ["LIMIT", "jnp"]  # bwd's
+    assert sorted(globals_read(namespace["clipped"], namespace) or {}) == ["LIMIT", "jnp"]
 
 
 def test_unknown_exercise_names_the_known_ones() -> None:
