@@ -166,10 +166,22 @@ def same_structure(tree_a: Any, tree_b: Any, is_leaf: Callable[[Any], bool] | No
     True
     >>> same_structure([1.0], (1.0,))
     False
+
+    The node types are compared as well: jaxlib 0.10.2's ``==`` takes two registered dataclasses
+    with the same fields for one node (``jax.tree.map`` still refuses to pair them).
     """
     structure_a = jax.tree.structure(tree_a, is_leaf=is_leaf)
     structure_b = jax.tree.structure(tree_b, is_leaf=is_leaf)
-    return bool(structure_a == structure_b)  # type: ignore[operator]  # jaxlib's stub leaves PyTreeDef.__eq__ unresolved
+    equal = structure_a == structure_b  # type: ignore[operator]  # jaxlib's stub leaves PyTreeDef.__eq__ unresolved
+    return bool(equal) and _node_types(structure_a) == _node_types(structure_b)
+
+
+def _node_types(treedef: Any) -> list[type]:
+    """The type of every node of ``treedef``, parents before children; leaves count none."""
+    node = treedef.node_data()
+    if node is None:
+        return []
+    return [node[0], *(kind for child in treedef.children() for kind in _node_types(child))]
 
 
 def children(node: Any) -> list[tuple[Any, Any]] | None:

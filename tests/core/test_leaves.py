@@ -5,6 +5,7 @@ same count for a ``jax.ShapeDtypeStruct`` of that shape, 1 for a Python number, 
 an object that is no array. ``cl.tree_size``, ``cl.tree_summary`` and the pictures all count so.
 """
 
+import dataclasses
 from collections import namedtuple
 from typing import Any
 
@@ -93,3 +94,22 @@ def test_same_structure() -> None:
     assert not same_structure([1.0], (1.0,))
     assert not same_structure({"a": None}, {"a": 0.0})
     assert same_structure({"a": None}, {"a": 0.0}, is_leaf=lambda x: x is None)
+
+
+def test_same_structure_tells_registered_dataclasses_apart() -> None:
+    # jaxlib 0.10.2's PyTreeDef == holds for two dataclasses with the same fields; a jitted
+    # function's cache can then reuse one class's program for the other (about 1 call in 100).
+    @jax.tree_util.register_dataclass
+    @dataclasses.dataclass
+    class Weights:
+        w: Any
+
+    @jax.tree_util.register_dataclass
+    @dataclasses.dataclass(frozen=True)
+    class FrozenWeights:
+        w: Any
+
+    assert same_structure(Weights(1.0), Weights(jnp.ones(2)))
+    assert not same_structure(Weights(1.0), FrozenWeights(1.0))
+    assert not same_structure({"m": [Weights(1.0)]}, {"m": [FrozenWeights(1.0)]})
+    assert same_structure({"m": [FrozenWeights(1.0)]}, {"m": [FrozenWeights(2.0)]})
