@@ -24,6 +24,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._leaves import same_structure
 from ._kit import (
     Layer,
     Point,
@@ -582,7 +583,7 @@ def _judge_padded(
         )
     problem = _tree(tree_plain(padded), tree_plain(want_padded), case)
     if problem is not None:
-        if jax.tree.structure(padded) != jax.tree.structure(want_padded):  # type: ignore[operator]  # jaxlib leaves PyTreeDef untyped
+        if not same_structure(padded, want_padded):
             if case.info["nones"]:
                 return Mistake(
                     f"{at}, the padded batch: {problem}",
@@ -850,7 +851,7 @@ def _judge_state(got: Any, expected: Any, case: Case) -> str | Mistake | None:
         return None
     what = f"after {_STEPS} steps of train_step from your state, {problem}"
     mine, theirs = rebuild_tree(got["final"]), rebuild_tree(expected["final"])
-    same = jax.tree.structure(mine) == jax.tree.structure(theirs)  # type: ignore[operator]  # jaxlib leaves PyTreeDef untyped
+    same = same_structure(mine, theirs)
     if same and trees_close(mine, theirs):
         if _dtype_change(mine, theirs):
             return Mistake(
