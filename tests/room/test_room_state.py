@@ -646,3 +646,37 @@ def test_undo_takes_back_the_latest_remove_or_merge_and_a_rebuilt_room_agrees(
     assert rebuilt.state.snapshot(10**10) == live.state.snapshot(10**10)
     live.store.close()
     rebuilt.store.close()
+
+
+def test_a_room_file_written_before_events_were_typed_loads_as_it_showed(tmp_path: Path) -> None:
+    """``rooms/before-typed-events.sqlite`` was written by the room as it stored events until
+    each kind had fields of its own: one check's idea, a failed setup's reason, a hand's words, a
+    rename's new name and an undone action's id all sat in one column."""
+    path = tmp_path / "old.sqlite"
+    path.write_bytes((Path(__file__).parent / "rooms" / "before-typed-events.sqlite").read_bytes())
+    room = Room(RoomStore(path), RoomState(EXERCISES))
+    state = room.state
+    assert sorted(state.learners) == ["Ada L", "Bob", "Cyrus", "Eve", "Ghost"]  # Ghost: undone
+    merged = state.learners["Ada L"].cells
+    assert (merged["01.a"].outcome, merged["01.a"].tries) == ("passed", 2)
+    assert (merged["01.b"].outcome, merged["01.b"].hint) == ("error", 2)
+    assert state.learners["Ada L"].ready == {
+        "ok": True,
+        "jax": "0.10.2",
+        "backend": "cpu",
+        "reason": "",
+    }
+    assert state.learners["Eve"].ready == {
+        "ok": False,
+        "jax": "",
+        "backend": "",
+        "reason": "RuntimeError: Unknown backend cuda",
+    }
+    assert state.learners["Bob"].hand is None and state.learners["Bob"].helped_at > 0
+    assert state.learners["Cyrus"].left
+    assert state.block_start() == (1_780_000_170.0, "instructor")
+    assert state.undoable() is not None and state.undoable()["to"] == "Cyrus"
+    rows = room.export_csv().splitlines()
+    assert len(rows) == 19 and "use params - lr * grad" in rows[4]
+    assert rows[13].endswith(",helper") and "lost on 01.b" in rows[7]
+    room.store.close()
