@@ -69,7 +69,7 @@ KERNEL_TESTS := $(KERNEL_TESTS_LONGEST_FIRST) $(filter-out $(KERNEL_TESTS_LONGES
   tests/authoring/test_execute.py tests/authoring/test_exercises_generator.py \
   tests/authoring/test_navigation.py tests/authoring/test_authoring_files.py \
   tests/room/test_room_server.py \
-  tests/course/test_lab.py tests/course/test_code_health.py))
+  tests/course/test_lab.py tests/course/test_code_health.py tests/course/test_distribution.py))
 IN_PROCESS_TESTS := $(filter-out $(KERNEL_TESTS),$(ALL_TESTS))
 
 # One stage of `make test`, also on its own: ruff's lint rules (code and notebook cells) and
