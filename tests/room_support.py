@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 import signal
 import subprocess
@@ -63,6 +64,10 @@ class ServedRoom:
 
     def export_rows(self) -> list[str]:
         return self.export_csv_lines()[1:]
+
+    def exported(self) -> list[dict[str, str]]:
+        """The export's rows, each by its column's name."""
+        return list(csv.DictReader(self.export_csv_lines()))
 
 
 def start_room(path: Path, *args: str, open_files: int | None = None) -> ServedRoom:

@@ -4,6 +4,8 @@ dashboard as they happen.
 The learner's side is ``course_lib.checks.join_room`` (standard library only); this package is the
 instructor's side, a tornado application on the instructor's machine (or behind a reverse proxy):
 
+* ``_events.py``: the room's events, one class per kind with its own fields, and the schema a
+  learner's event is checked against;
 * ``_store.py``: the room's SQLite file (its join code, tokens, settings and every event, the
   dashboards' actions included, with whose they were), kept private;
 * ``_state.py``: what the dashboard shows, worked out from the events: who needs help, ranked,

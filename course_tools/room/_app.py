@@ -28,7 +28,6 @@ import logging
 import math
 import re
 import time
-import unicodedata
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -40,33 +39,27 @@ import tornado.httpserver
 import tornado.web
 from tornado.iostream import IOStream, StreamClosedError
 
-from course_lib.checks import ROOM_OUTCOMES, ROOM_TEXT_LIMITS, valid_name
+from course_lib.checks import valid_name
 
+from ._events import (
+    Block,
+    Event,
+    Helped,
+    Merge,
+    Refused,
+    Remove,
+    Rename,
+    Undo,
+    from_wire,
+)
 from ._state import RoomState
-from ._store import EVENT_COLUMNS, Event, RoomStore
+from ._store import EXPORT_COLUMNS, RoomStore
 
 STATIC = Path(__file__).parent / "static"
-KINDS = ("join", "check", "ready", "hand", "done", "leave")
-"""What a learner's kernel sends (``leave``: ``leave_room()``, which lowers a raised hand)."""
 ACTIONS = ("helped", "rename", "remove", "undo", "block")
 """What the dashboard does: to a learner (a rename into a name in the room merges, and is stored
 as ``merge``), undo the latest rename, merge or remove, start a block of exercises. ``helped``
 alone is open to the helpers' link. Each is stored with the dashboard that took it (``actor``)."""
-_FIELDS = {
-    "join": {"code", "name", "kind", "sent_at"},
-    "check": {
-        *("code", "name", "kind", "sent_at", "exercise", "outcome", "hint"),
-        *("mistake", "idea", "fix"),
-    },
-    "ready": {"code", "name", "kind", "sent_at", "outcome", "jax", "backend", "reason"},
-    "hand": {"code", "name", "kind", "sent_at", "text"},
-    "done": {"code", "name", "kind", "sent_at"},
-    "leave": {"code", "name", "kind", "sent_at"},
-}
-_MISTAKE = re.compile(r"[A-Za-z0-9_.:/\-]{1,40}")
-_VERSION = re.compile(r"[0-9A-Za-z.+\-]{0,40}")
-_BACKEND = re.compile(r"[A-Za-z0-9_\-]{0,20}")
-_YEARS = (946_684_800, 4_102_444_800)  # 2000-01-01 and 2100-01-01, in seconds since 1970
 MAX_BODY_BYTES = 1024 * 1024
 """The most of a request's body the server reads (it answers 413 as soon as the headers show
 more than an event's size, and drops what follows)."""
@@ -82,16 +75,6 @@ SECURITY_HEADERS = {
     "Referrer-Policy": "no-referrer",
     "Cache-Control": "no-store",
 }
-
-
-class Refused(Exception):
-    """An event the room does not store: the HTTP status and what to tell the sender."""
-
-    def __init__(self, status: int, message: str, retry_after: float = 0.0) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-        self.retry_after = retry_after
 
 
 @dataclass(frozen=True)
@@ -142,92 +125,26 @@ class TokenBuckets:
         return 0.0
 
 
-def validate(data: Any, code: str, known: Mapping[str, Any]) -> dict[str, Any]:
-    """The event as stored, or :class:`Refused` saying what is wrong with it.
+def validate(data: Any, code: str, known: Mapping[str, Any]) -> Event:
+    """The learner's event, not yet stored, when ``data`` holds the room's join ``code`` and
+    passes its kind's schema (see :func:`~._events.from_wire`); else :class:`Refused` saying
+    what is wrong with it. ``data`` is left as it was.
 
     >>> validate({"code": "AB", "name": "Ada", "kind": "join"}, "AB", {})
-    {'code': 'AB', 'name': 'Ada', 'kind': 'join'}
-    >>> validate({"code": "AB", "name": "Ada", "kind": "check", "exercise": "99.nope",
-    ...           "outcome": "passed", "hint": 0}, "AB", {})
+    Join(id=0, received=0.0, sent=None, learner='Ada', actor=None)
+    >>> validate({"code": "AB", "name": "Ada", "kind": "join"}, "CD", {})  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    course_tools.room._app.Refused: unknown exercise '99.nope': ids look like '02.sgd_step'
+    course_tools.room._events.Refused: wrong join code: copy the join line your instructor's ...
     """
-    if not isinstance(data, dict):
-        raise Refused(400, "an event is a JSON object")
-    sent_code = data.get("code")
+    sent_code = data.get("code") if isinstance(data, dict) else None
     if not isinstance(sent_code, str) or not hmac.compare_digest(
         plain_code(sent_code).encode(errors="surrogatepass"), plain_code(code).encode()
     ):
+        if not isinstance(data, dict):
+            raise Refused(400, "an event is a JSON object")
         raise Refused(403, "wrong join code: copy the join line your instructor's room printed")
-    kind = data.get("kind")
-    if kind not in KINDS:
-        raise Refused(400, f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
-    unknown = sorted(set(data) - _FIELDS[kind])
-    if unknown:
-        raise Refused(400, f"unknown field(s) for a {kind} event: {', '.join(unknown)}")
-    try:
-        data["name"] = valid_name(data.get("name"))
-    except ValueError as error:
-        raise Refused(400, str(error)) from None
-    sent = data.get("sent_at")
-    number = isinstance(sent, int | float) and not isinstance(sent, bool)
-    if sent is not None and not (number and _YEARS[0] < sent < _YEARS[1]):
-        raise Refused(400, "sent_at must be a time: seconds since 1970, between 2000 and 2100")
-    if kind == "check":
-        exercise = data.get("exercise")
-        if not isinstance(exercise, str) or exercise not in known:
-            raise Refused(400, f"unknown exercise {exercise!r}: ids look like '02.sgd_step'")
-        if data.get("outcome") not in ROOM_OUTCOMES:
-            raise Refused(400, f"outcome must be one of {', '.join(ROOM_OUTCOMES)}")
-        hint = data.get("hint")
-        if not isinstance(hint, int) or isinstance(hint, bool) or not 0 <= hint <= 9:
-            raise Refused(400, "hint must be a whole number from 0 to 9")
-        if "mistake" in data and not (
-            isinstance(data["mistake"], str) and _MISTAKE.fullmatch(data["mistake"])
-        ):
-            raise Refused(400, "mistake must be an id of 1 to 40 letters, digits or ._:/-")
-        if ("idea" in data or "fix" in data) and "mistake" not in data:
-            raise Refused(400, "an idea or a fix comes with the mistake it is for")
-        if "idea" in data:
-            data["detail"] = one_line(data.pop("idea"), "idea")
-        if "fix" in data:
-            data["fix"] = one_line(data["fix"], "fix")
-    if kind == "ready":
-        if data.get("outcome") not in ("passed", "error"):
-            raise Refused(400, "a ready event's outcome is passed or error")
-        if not (isinstance(data.get("jax"), str) and _VERSION.fullmatch(data["jax"])):
-            raise Refused(400, "jax must be a version like 0.10.2, or empty")
-        if not (isinstance(data.get("backend"), str) and _BACKEND.fullmatch(data["backend"])):
-            raise Refused(400, "backend must be a name like cpu, gpu or tpu, or empty")
-        data["backend"] = data["backend"].lower()
-        if data["outcome"] == "error":
-            data["detail"] = one_line(data.pop("reason", None), "reason")
-        elif data.pop("reason", ""):
-            raise Refused(400, "only a failed setup has a reason")
-    if kind == "hand" and "text" in data:
-        data["detail"] = one_line(data.pop("text"), "text", empty=True)
-    return data
-
-
-def one_line(text: Any, field: str, empty: bool = False) -> str:
-    """A short text a learner's kernel sent, checked: one line of printable characters, at most
-    ``ROOM_TEXT_LIMITS[field]`` of them.
-
-    >>> one_line("Type\\nError", "reason")
-    Traceback (most recent call last):
-    ...
-    course_tools.room._app.Refused: reason must be one line of at most 300 printable characters
-    """
-    limit = ROOM_TEXT_LIMITS[field]
-    if not (
-        isinstance(text, str)
-        and (empty or text.strip())
-        and len(text) <= limit
-        and not any(unicodedata.category(c).startswith("C") for c in text)
-    ):
-        raise Refused(400, f"{field} must be one line of at most {limit} printable characters")
-    return text.strip()
+    return from_wire(data, known)
 
 
 def read_json(body: bytes) -> Any:
@@ -283,8 +200,8 @@ class Room:
 
     def add(self, data: Any, host: str) -> Event:
         """Validate, rate-limit and store one event; :class:`Refused` when it is not stored."""
-        fields = validate(data, self.store.code, self.state.exercises)
-        name = fields["name"]
+        unstored = validate(data, self.store.code, self.state.exercises)
+        name = unstored.learner
         wait = max(self.host_buckets.take(host), self.learner_buckets.take((host, name)))
         if wait:
             raise Refused(429, f"too many events: wait {wait:.1f} s", retry_after=wait)
@@ -298,7 +215,7 @@ class Room:
             wait = self.name_buckets.take(host)
             if wait:
                 raise Refused(429, f"too many new names from one address: wait {wait:.1f} s", wait)
-        event = self.store.add(self.clock(), fields)
+        event = self.store.add(self.clock(), unstored)
         self.state.apply(event)
         return event
 
@@ -314,14 +231,14 @@ class Room:
         kind = data["kind"]
         if kind != "helped" and not instructor:
             raise Refused(403, "the helpers' link can mark learners helped; ask the instructor")
-        if kind == "undo":
-            fields = self._undo_fields(data)
-        elif kind == "block":
-            fields = {"name": "", "kind": "block"}
-        else:
-            fields = self._learner_fields(data)
         actor = "instructor" if instructor else "helper"  # whose dashboard, for the export
-        event = self.store.add(self.clock(), {**fields, "actor": actor})
+        if kind == "undo":
+            unstored: Event = self._undo(data, actor)
+        elif kind == "block":
+            unstored = Block(learner="", actor=actor)
+        else:
+            unstored = self._on_learner(data, actor)
+        event = self.store.add(self.clock(), unstored)
         if kind == "undo":
             self.state = self.state.rebuilt(self.store.events())
         else:
@@ -329,24 +246,26 @@ class Room:
         self._last_push = 0.0  # the dashboards show it at the next push
         return event
 
-    def _learner_fields(self, data: dict[str, Any]) -> dict[str, Any]:
-        """The fields of an action on a learner of the room: helped, rename (merge), remove."""
+    def _on_learner(self, data: dict[str, Any], actor: str) -> Event:
+        """An action on a learner of the room: helped, rename (merge), remove."""
         name = data.get("name")
         if not isinstance(name, str) or name not in self.state.learners:
             raise Refused(404, f"no learner named {name!r} in the room")
-        fields: dict[str, Any] = {"name": name, "kind": data["kind"]}
-        if data["kind"] == "rename":
-            try:
-                new = valid_name(data.get("to"))
-            except ValueError as error:
-                raise Refused(400, str(error)) from None
-            if new == name:
-                raise Refused(400, "the new name is the name it has")
-            fields.update(kind="merge" if new in self.state.learners else "rename", detail=new)
-        return fields
+        if data["kind"] == "helped":
+            return Helped(learner=name, actor=actor)
+        if data["kind"] == "remove":
+            return Remove(learner=name, actor=actor)
+        try:
+            new = valid_name(data.get("to"))
+        except ValueError as error:
+            raise Refused(400, str(error)) from None
+        if new == name:
+            raise Refused(400, "the new name is the name it has")
+        kind = Merge if new in self.state.learners else Rename
+        return kind(learner=name, actor=actor, to=new)
 
-    def _undo_fields(self, data: dict[str, Any]) -> dict[str, Any]:
-        """The fields of an undo of the action ``data["id"]`` names, the latest in force."""
+    def _undo(self, data: dict[str, Any], actor: str) -> Undo:
+        """An undo of the action ``data["id"]`` names, the latest in force."""
         latest = self.state.undoable()
         if latest is None:
             raise Refused(409, "there is nothing to undo: no rename, merge or remove in force")
@@ -356,7 +275,7 @@ class Room:
                 "that is no longer the latest rename, merge or remove: the dashboard now shows "
                 "the one to undo",
             )
-        return {"name": latest["name"], "kind": "undo", "detail": str(latest["id"])}
+        return Undo(learner=latest["name"], actor=actor, undoes=latest["id"])
 
     def set_idle_minutes(self, minutes: float) -> None:
         self.state.idle_minutes = minutes
@@ -393,9 +312,9 @@ class Room:
         starts with an apostrophe."""
         out = io.StringIO()
         writer = csv.writer(out)
-        writer.writerow(EVENT_COLUMNS)
+        writer.writerow(EXPORT_COLUMNS)
         for event in self.store.events():
-            writer.writerow([_csv_cell(getattr(event, column)) for column in EVENT_COLUMNS])
+            writer.writerow([_csv_cell(getattr(event, column, None)) for column in EXPORT_COLUMNS])
         return out.getvalue()
 
 

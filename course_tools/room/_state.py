@@ -16,7 +16,20 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._store import Event
+from ._events import (
+    Block,
+    CheckRun,
+    Done,
+    Event,
+    Hand,
+    Helped,
+    Leave,
+    Merge,
+    Ready,
+    Remove,
+    Rename,
+    Undo,
+)
 
 STREAK_FOR_HELP = 3
 """Failed tries in a row on one exercise (any lesson) that put a learner on the "needs help"
@@ -29,7 +42,7 @@ idea is the course's text, but it arrives from a learner's kernel, so one sender
 puts words on the room's screen."""
 HELP_ORDER = {"hand": 0, "streak": 1, "over_time": 2}
 """The order of the needs-help list: raised hands, then failing streaks, then silence."""
-UNDOABLE = ("rename", "merge", "remove")
+UNDOABLE = (Rename, Merge, Remove)
 """The dashboard's actions that "Undo" takes back, the latest first."""
 
 
@@ -75,10 +88,16 @@ class Cell:
         )
         return f"{self.streak} {kind} in a row"
 
-    def view(self) -> list[Any]:
+    def view(self) -> dict[str, Any]:
         """The dashboard's cell: outcome, tries, the hint shown, the mistake recognised and its
         fix (the cell's tooltip: the id is a stable name, the fix says what it is)."""
-        return [self.outcome, self.tries, self.hint, self.mistake, self.fix]
+        return {
+            "outcome": self.outcome,
+            "tries": self.tries,
+            "hint": self.hint,
+            "mistake": self.mistake,
+            "fix": self.fix,
+        }
 
     def merge(self, other: Cell) -> Cell:
         """The cell of one learner known under two names: the later one, with both's tries."""
@@ -137,7 +156,9 @@ class RoomState:
     >>> info = {"01.count": ExerciseInfo("01.count", "Count", 2, minutes=8)}
     >>> state = RoomState(info)
     >>> for i, outcome in enumerate(["incorrect", "incorrect", "incorrect"]):
-    ...     state.apply(Event(i, 60.0 * i, None, "Ada", "check", "01.count", outcome, 1))
+    ...     run = CheckRun(id=i, received=60.0 * i, learner="Ada", exercise="01.count",
+    ...                    outcome=outcome, hint=1)
+    ...     state.apply(run)
     >>> [(row["name"], row["exercise"], row["kind"]) for row in state.needs_help(now=200.0)]
     [('Ada', '01.count', 'streak')]
     """
@@ -148,7 +169,7 @@ class RoomState:
         self.learners: dict[str, Learner] = {}
         self.removed: dict[str, Learner] = {}  # removed learners, kept for their return or an undo
         self.aliases: dict[str, str] = {}  # a name the instructor renamed: the name it became
-        self.actions: list[Event] = []  # the renames, merges and removes in force, in order
+        self.actions: list[Rename | Merge | Remove] = []  # those in force, in order
         self.last_event = 0
         self.last_check_at = 0.0
         self.lesson_since: dict[str, float] = {}  # lesson: the room's first check in it
@@ -169,9 +190,9 @@ class RoomState:
     def replay(self, events: Iterable[Event]) -> None:
         """Take stored events into account, in order, leaving out the actions undone since."""
         events = list(events)
-        undone = {event.detail for event in events if event.kind == "undo"}
+        undone = {event.undoes for event in events if isinstance(event, Undo)}
         for event in events:
-            if str(event.id) not in undone:
+            if event.id not in undone:
                 self.apply(event)
 
     def rebuilt(self, events: Iterable[Event]) -> RoomState:
@@ -185,11 +206,11 @@ class RoomState:
     def apply(self, event: Event) -> None:
         """Take one stored event into account (an undo is taken by :meth:`replay`)."""
         self.last_event = max(self.last_event, event.id)
-        if event.kind in UNDOABLE:
+        if isinstance(event, UNDOABLE):
             return self._act(event)
-        if event.kind == "undo":
+        if isinstance(event, Undo):
             return
-        if event.kind == "block":
+        if isinstance(event, Block):
             self.block_started = event.received
             return
         name = self.resolve(event.learner)
@@ -198,43 +219,44 @@ class RoomState:
             learner = Learner(name, joined_at=event.received)
         self.learners[name] = learner
         self._changed.add(name)
-        if event.kind != "helped":  # the learner's own event: are they still in the room
-            learner.left = event.kind == "leave"
+        if not isinstance(event, Helped):  # the learner's own event: are they still in the room
+            learner.left = isinstance(event, Leave)
             learner.seen_at = event.received
-        if event.kind == "ready":
-            learner.ready_at = event.received
-            learner.ready = {
-                "ok": event.outcome == "passed",
-                "jax": event.jax or "",
-                "backend": event.backend or "",
-                "reason": event.detail or "",
-            }
-        elif event.kind == "check" and event.exercise in self.exercises:
-            self._check(learner, event)
-        elif event.kind == "hand":
-            learner.hand = {
-                "since": event.received,
-                "text": event.detail or "",
-                "exercise": learner.last_exercise,
-            }
-        elif event.kind in ("done", "leave"):
-            learner.hand = None
-        elif event.kind == "helped":
-            learner.hand = None
-            learner.helped_at = event.received
-            for cell in learner.cells.values():  # a streak counts again from the help
-                cell.streak = cell.errors = 0
+        match event:
+            case Ready():
+                learner.ready_at = event.received
+                learner.ready = {
+                    "ok": event.outcome == "passed",
+                    "jax": event.jax,
+                    "backend": event.backend,
+                    "reason": event.reason,
+                }
+            case CheckRun() if event.exercise in self.exercises:
+                self._check(learner, event)
+            case Hand():
+                learner.hand = {
+                    "since": event.received,
+                    "text": event.text,
+                    "exercise": learner.last_exercise,
+                }
+            case Done() | Leave():
+                learner.hand = None
+            case Helped():
+                learner.hand = None
+                learner.helped_at = event.received
+                for cell in learner.cells.values():  # a streak counts again from the help
+                    cell.streak = cell.errors = 0
 
-    def _act(self, event: Event) -> None:
+    def _act(self, event: Rename | Merge | Remove) -> None:
         """A rename, merge or remove, kept in :attr:`actions` when it changed anything."""
         name = self.resolve(event.learner)
         if name not in self.learners:
             return
-        if event.kind == "remove":
+        if isinstance(event, Remove):
             self.removed[name] = self.learners.pop(name)
             self._removed.add(name)
-        elif event.detail and event.detail != name:
-            self._rename(name, event.detail)
+        elif event.to != name:
+            self._rename(name, event.to)
         else:
             return
         self.actions.append(event)
@@ -251,8 +273,7 @@ class RoomState:
         self._removed.add(old)
         self._changed.add(new)
 
-    def _check(self, learner: Learner, event: Event) -> None:
-        assert event.exercise is not None
+    def _check(self, learner: Learner, event: CheckRun) -> None:
         cell = learner.cells.setdefault(event.exercise, Cell())
         cell.tries += 1
         cell.at = event.received
@@ -262,13 +283,13 @@ class RoomState:
                 cell.errors = 0
             cell.streak += 1
             cell.errors += event.outcome == "error"
-            cell.mistake, cell.idea, cell.fix = event.mistake, event.detail, event.fix
+            cell.mistake, cell.idea, cell.fix = event.mistake, event.idea, event.fix
         elif event.outcome == "passed":
             cell.streak = cell.errors = 0
             cell.since = event.received
             cell.mistake = cell.idea = cell.fix = None
-        cell.outcome = event.outcome or "error"
-        cell.hint = event.hint or 0
+        cell.outcome = event.outcome
+        cell.hint = event.hint
         learner.last_exercise = event.exercise
         lesson = self.exercises[event.exercise].lesson
         learner.first_in.setdefault(lesson, event.received)
@@ -456,7 +477,8 @@ class RoomState:
         if not self.actions:
             return None
         action = self.actions[-1]
-        return {"id": action.id, "kind": action.kind, "name": action.learner, "to": action.detail}
+        to = None if isinstance(action, Remove) else action.to
+        return {"id": action.id, "kind": action.kind, "name": action.learner, "to": to}
 
     def summary(self, now: float) -> dict[str, Any]:
         """Everything but the learners' own rows: the room's lesson, the exercises' summary, the

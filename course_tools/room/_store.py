@@ -6,13 +6,16 @@ killed and started again on the same file keeps every event it acknowledged.
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import sqlite3
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
+
+from ._events import KINDS, Event, from_stored, own_fields
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS settings (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -30,26 +33,20 @@ CREATE TABLE IF NOT EXISTS events (
     mistake TEXT,
     detail TEXT,
     fix TEXT,
-    actor TEXT
+    actor TEXT,
+    fields TEXT
 );
 """
-_ADDED_COLUMNS = ("mistake", "detail", "fix", "actor")  # a room file from before them gets them
-EVENT_COLUMNS = (
-    "id",
-    "received",
-    "sent",
-    "learner",
-    "kind",
-    "exercise",
-    "outcome",
-    "hint",
-    "jax",
-    "backend",
-    "mistake",
-    "detail",
-    "fix",
-    "actor",
+_ADDED_COLUMNS = ("mistake", "detail", "fix", "actor", "fields")  # an older file gets them
+_LEGACY_COLUMNS = ("exercise", "outcome", "hint", "jax", "backend", "mistake", "fix")
+"""Where a row written before each kind had fields of its own (``fields`` empty) kept them; the
+one field of its kind that ``detail`` held is named by the kind's ``legacy_detail``."""
+_READ = ("id", "received", "sent", "learner", "kind", "actor", "fields", "detail", *_LEGACY_COLUMNS)
+EXPORT_COLUMNS = (
+    *("id", "received", "sent", "learner", "kind", "actor"),
+    *dict.fromkeys(f.name for cls in KINDS.values() for f in own_fields(cls)),
 )
+"""The export's columns: every event's, then each kind's own, each named once."""
 # Letters and digits that cannot be misread for one another when read off a projector.
 _CODE_ALPHABET = "ACDEFGHJKLMNPQRTUVWXY34679"
 
@@ -63,31 +60,6 @@ def new_join_code() -> str:
     """
     chars = "".join(secrets.choice(_CODE_ALPHABET) for _ in range(8))
     return f"{chars[:4]}-{chars[4:]}"
-
-
-@dataclass(frozen=True)
-class Event:
-    """One stored event: ``received`` is the server's time, ``sent`` the learner's clock.
-    ``mistake`` is the id of the typical mistake a check recognised and ``fix`` the course's
-    short fix for it; ``detail`` the text that goes with the kind: a check's idea for its mistake,
-    a failed setup's reason, a raised hand's words, a rename's new name, the id of the action an
-    undo takes back. ``actor`` says whose dashboard took an action: ``instructor`` or
-    ``helper`` (the helpers' link)."""
-
-    id: int
-    received: float
-    sent: float | None
-    learner: str
-    kind: str
-    exercise: str | None = None
-    outcome: str | None = None
-    hint: int | None = None
-    jax: str | None = None
-    backend: str | None = None
-    mistake: str | None = None
-    detail: str | None = None
-    fix: str | None = None
-    actor: str | None = None
 
 
 class PrivateFileError(Exception):
@@ -129,9 +101,10 @@ class RoomStore:
     """The room's SQLite file. Creates the secrets on first use and keeps them after.
 
     >>> import tempfile
+    >>> from course_tools.room._events import Join
     >>> with tempfile.TemporaryDirectory() as folder:
     ...     store = RoomStore(Path(folder) / "demo.sqlite")
-    ...     first = store.add(1.0, {"name": "Ada", "kind": "join", "sent_at": 0.5})
+    ...     first = store.add(1.0, Join(learner="Ada", sent=0.5))
     ...     again = RoomStore(Path(folder) / "demo.sqlite")
     ...     (again.code == store.code, [e.learner for e in again.events()])
     (True, ['Ada'])
@@ -183,36 +156,34 @@ class RoomStore:
             (key, value),
         )
 
-    def add(self, received: float, fields: Mapping[str, Any]) -> Event:
-        """Store one validated event (committed when this returns) and give it back with its id."""
-        values = (
-            received,
-            fields.get("sent_at"),
-            fields["name"],
-            fields["kind"],
-            fields.get("exercise"),
-            fields.get("outcome"),
-            fields.get("hint"),
-            fields.get("jax"),
-            fields.get("backend"),
-            fields.get("mistake"),
-            fields.get("detail"),
-            fields.get("fix"),
-            fields.get("actor"),
-        )
+    def add(self, received: float, event: Event) -> Event:
+        """Store one checked event (committed when this returns) and give it back with its id and
+        the time it was ``received``."""
         cursor = self._db.execute(
-            f"INSERT INTO events ({', '.join(EVENT_COLUMNS[1:])}) "
-            f"VALUES ({', '.join('?' * len(values))})",
-            values,
+            "INSERT INTO events (received, sent, learner, kind, actor, fields) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            (
+                received,
+                event.sent,
+                event.learner,
+                event.kind,
+                event.actor,
+                json.dumps(event.own_fields()),
+            ),
         )
         assert cursor.lastrowid is not None
-        return Event(cursor.lastrowid, *values)
+        return replace(event, id=cursor.lastrowid, received=received)
 
     def events(self) -> Iterator[Event]:
-        """Every event, in the order received."""
-        query = f"SELECT {', '.join(EVENT_COLUMNS)} FROM events ORDER BY id"
+        """Every event, in the order received (those of a kind this room does not know, written
+        by a later version of it, left out)."""
+        query = f"SELECT {', '.join(_READ)} FROM events ORDER BY id"
         for row in self._db.execute(query):
-            yield Event(*row)
+            common = dict(zip(_READ, row, strict=True))
+            fields = None if common["fields"] is None else json.loads(common["fields"])
+            event = from_stored(common["kind"], common, fields, common["detail"])
+            if event is not None:
+                yield event
 
     def close(self) -> None:
         self._db.close()

@@ -30,6 +30,7 @@ from lab_browser import ACTION_TIMEOUT_MS
 from room_support import ROOT, ServedRoom, served_room
 
 from course_tools.room import RoomStore
+from course_tools.room._events import CheckRun, Join
 
 pytestmark = pytest.mark.browser
 
@@ -65,10 +66,10 @@ def room(chromium_path: str, tmp_path_factory: pytest.TempPathFactory) -> Iterat
     path = tmp_path_factory.mktemp("room") / "workshop.sqlite"
     store = RoomStore(path)
     earlier = time.time() - 20 * 60
-    store.add(earlier, {"name": "Sid", "kind": "join"})
+    store.add(earlier, Join(learner="Sid"))
     store.add(
         earlier,
-        {"name": "Lee", "kind": "check", "exercise": "01.count_params", "outcome": "not_attempted"},
+        CheckRun(learner="Lee", exercise="01.count_params", outcome="not_attempted", hint=0),
     )
     store.close()
     with served_room(path, "--rate", "100", "--idle-minutes", "30") as r:
@@ -138,8 +139,8 @@ def test_the_class_of_fourteen_on_the_dashboard(
         assert "Traceback" not in text, text
     sam = [row for row in csv.DictReader(room.export_csv_lines()) if row["learner"] == "Sam Stuck"]
     assert [row["outcome"] for row in sam if row["kind"] == "check"] == ["incorrect"] * 4
-    assert sam[-1]["mistake"] and sam[-1]["detail"], "the check names the mistake it recognised"
-    fix, idea = sam[-1]["fix"], sam[-1]["detail"]
+    assert sam[-1]["mistake"] and sam[-1]["idea"], "the check names the mistake it recognised"
+    fix, idea = sam[-1]["fix"], sam[-1]["idea"]
     assert fix, "the check sends the mistake's fix"
     simulate(room, {"mistake": sam[-1]["mistake"], "idea": idea, "fix": fix})
 

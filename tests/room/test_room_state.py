@@ -3,7 +3,11 @@ needs help and who is ready. Pure computation, in process."""
 
 from __future__ import annotations
 
+import csv
+import io
 import itertools
+import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -13,9 +17,10 @@ from hypothesis import strategies as st
 
 from course_tools.room import Room, RoomState, RoomStore
 from course_tools.room import main as room_main
-from course_tools.room._app import Limits, Refused
+from course_tools.room._app import Limits, Refused, validate
+from course_tools.room._events import KINDS, CheckRun, Event, Ready
 from course_tools.room._state import ExerciseInfo
-from course_tools.room._store import Event, PrivateFileError, write_private
+from course_tools.room._store import PrivateFileError, write_private
 
 EXERCISES = {
     e.id: e
@@ -34,13 +39,22 @@ def check(
 ) -> Event:
     idea = f"the idea behind {mistake}" if mistake else None
     fix = f"the fix for {mistake}" if mistake else None
-    return Event(
-        next(_ids), at, None, name, "check", exercise, outcome, hint, None, None, mistake, idea, fix
+    return CheckRun(
+        id=next(_ids),
+        received=at,
+        learner=name,
+        exercise=exercise,
+        outcome=outcome,
+        hint=hint,
+        mistake=mistake,
+        idea=idea,
+        fix=fix,
     )
 
 
-def event(name: str, kind: str, at: float, detail: str | None = None) -> Event:
-    return Event(next(_ids), at, None, name, kind, detail=detail)
+def event(name: str, kind: str, at: float, **fields: Any) -> Event:
+    """An event of ``kind`` with its own ``fields``, numbered in order."""
+    return KINDS[kind](id=next(_ids), received=at, learner=name, **fields)
 
 
 def state_of(*events: Event, idle_minutes: float = 5) -> RoomState:
@@ -62,12 +76,16 @@ def test_a_cell_holds_the_latest_outcome_its_tries_the_hint_seen_and_the_mistake
         check("Ada", "01.b", "error", 26, hint=0),
     )
     cells = state.learners["Ada"].view()["cells"]
+    named = ("outcome", "tries", "hint", "mistake", "fix")
     assert cells == {
-        "01.a": ["incorrect", 2, 2, "adds_step", "the fix for adds_step"],
-        "01.b": ["error", 2, 0, None, None],
+        "01.a": dict(
+            zip(named, ["incorrect", 2, 2, "adds_step", "the fix for adds_step"], strict=True)
+        ),
+        "01.b": dict(zip(named, ["error", 2, 0, None, None], strict=True)),
     }
     state.apply(check("Ada", "01.a", "passed", 30))
-    assert state.learners["Ada"].view()["cells"]["01.a"] == ["passed", 3, 0, None, None]
+    passed = state.learners["Ada"].view()["cells"]["01.a"]
+    assert passed == dict(zip(named, ["passed", 3, 0, None, None], strict=True))
     assert state.lesson == "01"
 
 
@@ -165,7 +183,7 @@ def test_a_raised_hand_leads_and_stays_until_lowered_passed_or_helped() -> None:
     state = state_of(
         *[check("Bob", "01.a", "incorrect", t) for t in (1, 2, 3)],
         check("Ada", "01.b", "incorrect", 4),
-        event("Ada", "hand", 5, "lost in tree.map"),
+        event("Ada", "hand", 5, text="lost in tree.map"),
     )
     rows = state.needs_help(now=6)
     assert [(r["name"], r["kind"], r["exercise"]) for r in rows] == [
@@ -228,7 +246,7 @@ def test_a_learner_who_left_counts_nowhere_until_their_next_event() -> None:
     state = state_of(
         *[check("Ada", "01.a", "incorrect", t, mistake="adds_step") for t in (1, 2, 3)],
         *[check("Bob", "01.a", "incorrect", t, mistake="adds_step") for t in (1, 2, 3)],
-        event("Ada", "ready", 4),
+        event("Ada", "ready", 4, outcome="passed", jax="0.10.2", backend="cpu"),
         event("Ada", "leave", 5),
     )
     assert state.learners["Ada"].view()["left"] is True
@@ -243,34 +261,23 @@ def test_a_learner_who_left_counts_nowhere_until_their_next_event() -> None:
     assert listed(state, now=8) == [("Ada", "streak"), ("Bob", "streak")]
     # Merged into a name that left, a learner's later event says whether they are in the room.
     merged = state_of(
-        event("Bo", "leave", 1), event("Bo (2)", "join", 2), event("Bo (2)", "merge", 3, "Bo")
+        event("Bo", "leave", 1), event("Bo (2)", "join", 2), event("Bo (2)", "merge", 3, to="Bo")
     )
     assert merged.learners["Bo"].left is False
 
 
 @pytest.mark.parametrize("colab_first", [False, True])
 def test_a_merge_keeps_the_later_ready_result(colab_first: bool) -> None:
-    failed = Event(
-        next(_ids), 100.0, None, "Bruno", "ready", outcome="error", detail="AssertionError"
-    )
-    passed = Event(
-        next(_ids),
-        200.0,
-        None,
-        "Bruno (colab)",
-        "ready",
-        outcome="passed",
-        jax="0.10.2",
-        backend="cpu",
-    )
+    def ready(name: str, at: float, reason: str = "") -> Event:
+        outcome = "error" if reason else "passed"
+        return event(name, "ready", at, outcome=outcome, jax="0.10.2", backend="cpu", reason=reason)
+
+    failed, passed = ready("Bruno", 100.0, "AssertionError"), ready("Bruno (colab)", 200.0)
     if colab_first:  # the same two results, the other way round: the laptop's is the later one
-        failed, passed = (
-            Event(next(_ids), 200.0, None, "Bruno", "ready", outcome="error", detail="E"),
-            Event(next(_ids), 100.0, None, "Bruno (colab)", "ready", outcome="passed"),
-        )
-    state = state_of(failed, passed, event("Bruno (colab)", "merge", 300.0, "Bruno"))
-    ready = state.learners["Bruno"].ready
-    assert ready is not None and ready["ok"] is (not colab_first)
+        failed, passed = ready("Bruno", 200.0, "E"), ready("Bruno (colab)", 100.0)
+    state = state_of(failed, passed, event("Bruno (colab)", "merge", 300.0, to="Bruno"))
+    shown = state.learners["Bruno"].ready
+    assert shown is not None and shown["ok"] is (not colab_first)
 
 
 def test_a_rename_into_a_name_in_the_room_merges_and_later_events_follow_it() -> None:
@@ -278,14 +285,20 @@ def test_a_rename_into_a_name_in_the_room_merges_and_later_events_follow_it() ->
         check("YourName", "01.a", "incorrect", 1),
         check("Ada L", "01.b", "passed", 2),
         check("Ada L", "01.a", "incorrect", 3),
-        event("YourName", "merge", 4, "Ada L"),
+        event("YourName", "merge", 4, to="Ada L"),
     )
     assert sorted(state.learners) == ["Ada L"]
-    assert state.learners["Ada L"].view()["cells"]["01.a"] == ["incorrect", 2, 0, None, None]
+    assert state.learners["Ada L"].view()["cells"]["01.a"] == {
+        "outcome": "incorrect",
+        "tries": 2,
+        "hint": 0,
+        "mistake": None,
+        "fix": None,
+    }
     assert state.take_changed() == {"Ada L": state.learners["Ada L"].view(), "YourName": None}
     state.apply(check("YourName", "01.a", "passed", 5))  # her open kernel still says YourName
     assert state.learners["Ada L"].cells["01.a"].outcome == "passed"
-    state.apply(event("Ada L", "rename", 6, "Ada Lovelace"))
+    state.apply(event("Ada L", "rename", 6, to="Ada Lovelace"))
     state.apply(event("Ghost", "join", 7))
     state.apply(event("Ghost", "remove", 8))
     assert sorted(state.learners) == ["Ada Lovelace"]
@@ -327,9 +340,17 @@ def test_the_rooms_common_mistakes_are_counted_with_their_idea_and_errors_apart(
 
 def test_ready_keeps_the_version_and_backend_or_why_the_setup_failed() -> None:
     state = state_of(
-        Event(1, 1.0, None, "Ada", "ready", None, "passed", None, "0.10.2", "gpu"),
-        Event(2, 2.0, None, "Bob", "ready", None, "error", None, "", "", None, "RuntimeError: no"),
-        Event(3, 3.0, None, "Cy", "join"),
+        Ready(id=1, received=1.0, learner="Ada", outcome="passed", jax="0.10.2", backend="gpu"),
+        Ready(
+            id=2,
+            received=2.0,
+            learner="Bob",
+            outcome="error",
+            jax="",
+            backend="",
+            reason="RuntimeError: no",
+        ),
+        event("Cy", "join", 3.0),
     )
     ready = {name: learner.ready for name, learner in state.learners.items()}
     assert ready == {
@@ -402,7 +423,7 @@ def test_a_room_file_and_its_log_become_private_whatever_they_were(tmp_path: Pat
         leftover.touch()
         leftover.chmod(0o644)
     store = RoomStore(path)
-    store.add(1.0, {"name": "Ada", "kind": "join"})
+    store.add(1.0, event("Ada", "join", 1.0))
     for private in (path, path.with_name("shared.sqlite-wal"), path.with_name("shared.sqlite-shm")):
         assert private.stat().st_mode & 0o077 == 0, private
     store.close()
@@ -453,8 +474,12 @@ def test_actions_are_events_and_a_rebuilt_room_shows_them_as_the_live_one_did(
     with pytest.raises(Refused, match="helpers' link can mark learners helped"):
         live.act({"kind": "remove", "name": "Bob"}, instructor=False)
     assert sorted(live.state.learners) == ["Ada L", "Bob"]
-    kinds = [(e.learner, e.kind, e.detail) for e in live.store.events()][4:]
-    assert kinds == [("Bob", "helped", None), ("Ada", "merge", "Ada L"), ("Ghost", "remove", None)]
+    kinds = [(e.learner, e.kind, e.own_fields()) for e in live.store.events()][4:]
+    assert kinds == [
+        ("Bob", "helped", {}),
+        ("Ada", "merge", {"to": "Ada L"}),
+        ("Ghost", "remove", {}),
+    ]
     rebuilt = Room(RoomStore(path), RoomState(EXERCISES))
     assert rebuilt.state.snapshot(10**10) == live.state.snapshot(10**10)
     live.store.close()
@@ -475,8 +500,11 @@ def test_a_room_file_from_before_mistakes_gets_their_columns(tmp_path: Path) -> 
     old.commit()
     old.close()
     store = RoomStore(path)
-    store.add(2.0, {"name": "Bob", "kind": "check", "mistake": "m", "detail": "idea"})
-    assert [(e.learner, e.mistake) for e in store.events()] == [("Ada", None), ("Bob", "m")]
+    store.add(
+        2.0, CheckRun(learner="Bob", exercise="01.a", outcome="incorrect", hint=0, mistake="m")
+    )
+    read = [(e.learner, getattr(e, "mistake", None)) for e in store.events()]
+    assert read == [("Ada", None), ("Bob", "m")]
     store.close()
 
 
@@ -486,9 +514,9 @@ def test_a_learner_merged_renamed_or_removed_counts_in_no_total() -> None:
         check("Kim L", "01.a", "incorrect", 2),
         check("Ghost", "01.a", "passed", 3),
         check("Old", "01.a", "passed", 4),
-        event("Kim", "merge", 5, "Kim L"),
+        event("Kim", "merge", 5, to="Kim L"),
         event("Ghost", "remove", 6),
-        event("Old", "rename", 7, "New"),
+        event("Old", "rename", 7, to="New"),
     )
     assert sorted(state.snapshot(now=8)["learners"]) == ["Kim L", "New"]
     summary = state.exercise_summary()["01.a"]
@@ -505,8 +533,8 @@ def test_a_removed_learner_who_checks_again_comes_back_with_their_progress() -> 
     assert "Ada" not in state.learners
     state.apply(check("Ada", "01.b", "incorrect", 4))
     assert state.learners["Ada"].view()["cells"] == {
-        "01.a": ["passed", 1, 0, None, None],
-        "01.b": ["incorrect", 2, 0, None, None],
+        "01.a": {"outcome": "passed", "tries": 1, "hint": 0, "mistake": None, "fix": None},
+        "01.b": {"outcome": "incorrect", "tries": 2, "hint": 0, "mistake": None, "fix": None},
     }
 
 
@@ -519,10 +547,17 @@ def test_a_streak_names_its_mistake_by_the_courses_fix() -> None:
 
 def test_two_mistakes_sharing_an_idea_are_counted_apart_each_named_by_its_fix() -> None:
     def told(name: str, mistake: str, fix: str) -> Event:
-        return Event(
-            next(_ids), 1, None, name, "check", "01.a", "incorrect", 1, None, None, mistake,
-            "the same idea", fix,
-        )  # fmt: skip
+        return event(
+            name,
+            "check",
+            1,
+            exercise="01.a",
+            outcome="incorrect",
+            hint=1,
+            mistake=mistake,
+            idea="the same idea",
+            fix=fix,
+        )
 
     state = state_of(
         told("Ada", "01.a/1111", "subtract the step"),
@@ -581,7 +616,7 @@ def test_silence_counts_for_a_learner_done_with_their_lesson_once_the_room_is_in
 
 
 def test_leaving_lowers_a_raised_hand() -> None:
-    state = state_of(event("Ada", "hand", 1, "stuck"), event("Ada", "leave", 2))
+    state = state_of(event("Ada", "hand", 1, text="stuck"), event("Ada", "leave", 2))
     assert state.needs_help(now=3) == []
 
 
@@ -635,12 +670,12 @@ def test_undo_takes_back_the_latest_remove_or_merge_and_a_rebuilt_room_agrees(
     assert set(live.state.take_changed()) == {"Ghost", "Kim", "Kim L"}
     with pytest.raises(Refused, match="nothing to undo"):
         live.act({"kind": "undo", "id": merged.id}, instructor=True)
-    kinds = [(e.kind, e.detail, e.actor) for e in live.store.events()][3:]
+    kinds = [(e.kind, e.own_fields(), e.actor) for e in live.store.events()][3:]
     assert kinds == [
-        ("merge", "Kim L", "instructor"),
-        ("remove", None, "instructor"),
-        ("undo", str(removed.id), "instructor"),
-        ("undo", str(merged.id), "instructor"),
+        ("merge", {"to": "Kim L"}, "instructor"),
+        ("remove", {}, "instructor"),
+        ("undo", {"undoes": removed.id}, "instructor"),
+        ("undo", {"undoes": merged.id}, "instructor"),
     ]
     rebuilt = Room(RoomStore(path), RoomState(EXERCISES))
     assert rebuilt.state.snapshot(10**10) == live.state.snapshot(10**10)
@@ -675,8 +710,77 @@ def test_a_room_file_written_before_events_were_typed_loads_as_it_showed(tmp_pat
     assert state.learners["Bob"].hand is None and state.learners["Bob"].helped_at > 0
     assert state.learners["Cyrus"].left
     assert state.block_start() == (1_780_000_170.0, "instructor")
-    assert state.undoable() is not None and state.undoable()["to"] == "Cyrus"
-    rows = room.export_csv().splitlines()
-    assert len(rows) == 19 and "use params - lr * grad" in rows[4]
-    assert rows[13].endswith(",helper") and "lost on 01.b" in rows[7]
+    undo = state.undoable()
+    assert undo is not None and undo["to"] == "Cyrus"
+    rows = list(csv.DictReader(io.StringIO(room.export_csv())))
+    assert len(rows) == 18
+    assert (rows[3]["idea"], rows[3]["fix"]) == ("the step is subtracted", "use params - lr * grad")
+    assert (rows[6]["text"], rows[12]["actor"], rows[16]["undoes"]) == (
+        "lost on 01.b",
+        "helper",
+        "16",
+    )
     room.store.close()
+
+
+def test_checking_an_event_leaves_what_was_sent_as_it_was() -> None:
+    sent = {
+        "code": "AB",
+        "name": " Ada ",
+        "kind": "ready",
+        "outcome": "error",
+        "jax": "0.10.2",
+        "backend": "CPU",
+        "reason": " RuntimeError: no backend ",
+    }
+    kept = dict(sent)
+    stored = validate(sent, "AB", EXERCISES)
+    assert sent == kept
+    assert isinstance(stored, Ready)
+    assert (stored.learner, stored.backend, stored.reason) == (
+        "Ada",
+        "cpu",
+        "RuntimeError: no backend",
+    )
+
+
+@pytest.mark.parametrize(
+    ("kind", "fields", "said"),
+    [
+        ("hand", {"idea": "x"}, "unknown field(s) for a hand event: idea"),
+        ("check", {"text": "x"}, "unknown field(s) for a check event: text"),
+        ("ready", {"to": "Bob"}, "unknown field(s) for a ready event: to"),
+        ("join", {"exercise": "01.a"}, "unknown field(s) for a join event: exercise"),
+        ("helped", {}, "kind must be one of join, check"),
+        ("check", {"exercise": "01.a", "outcome": "passed"}, "hint must be a whole number"),
+    ],
+)
+def test_each_kind_takes_its_own_fields_only(kind: str, fields: dict[str, Any], said: str) -> None:
+    with pytest.raises(Refused, match=re.escape(said)):
+        validate({"code": "AB", "name": "Ada", "kind": kind, **fields}, "AB", EXERCISES)
+
+
+EVERY_KIND = [
+    event("Ada", "join", 1.0),
+    check("Ada", "01.a", "incorrect", 2.0, hint=1, mistake="adds_step"),
+    event("Ada", "ready", 3.0, outcome="error", jax="", backend="", reason="no backend"),
+    event("Ada", "hand", 4.0, text="stuck"),
+    event("Ada", "done", 5.0),
+    event("Ada", "leave", 6.0),
+    event("Ada", "helped", 7.0, actor="helper"),
+    event("Ada", "rename", 8.0, to="Ada L", actor="instructor"),
+    event("Bob", "merge", 9.0, to="Ada L", actor="instructor"),
+    event("Ada L", "remove", 10.0, actor="instructor"),
+    event("Ada L", "undo", 11.0, undoes=10, actor="instructor"),
+    event("", "block", 12.0, actor="instructor"),
+]
+
+
+def test_every_kind_is_read_back_from_the_file_as_it_was_stored(tmp_path: Path) -> None:
+    assert {one.kind for one in EVERY_KIND} == set(KINDS)
+    store = RoomStore(tmp_path / "kinds.sqlite")
+    stored = [store.add(one.received, replace(one, id=0)) for one in EVERY_KIND]
+    assert [one.id for one in stored] == list(range(1, len(EVERY_KIND) + 1))
+    assert list(store.events()) == stored
+    assert [replace(one, id=0) for one in stored] == [replace(one, id=0) for one in EVERY_KIND]
+    store.close()

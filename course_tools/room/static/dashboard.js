@@ -13,6 +13,7 @@ const FRESH_MS = 15000; // how long a new hand stays marked "new"
 const hands = { seen: null, fresh: new Map() }; // hands known (name@since); name: when marked
 const $ = (id) => document.getElementById(id);
 const WORDS = { passed: "passed", incorrect: "incorrect", error: "error", not_attempted: "not attempted" };
+const NOT_TRIED = { outcome: "not_attempted", tries: 0, hint: 0, mistake: null, fix: null };
 const MARKS = { passed: "✓", incorrect: "✗", error: "!", not_attempted: "–" };
 
 function element(tag, text, attributes) {
@@ -260,7 +261,7 @@ function renderGrid(exercises, names) {
       if (learner.left) header.append(element("span", " · left", { class: "left" }));
       row.append(header);
       for (const e of exercises) {
-        const [outcome, tries, hint, mistake, fix] = learner.cells[e.id] || ["not_attempted", 0, 0, null, null];
+        const { outcome, tries, hint, mistake, fix } = learner.cells[e.id] || NOT_TRIED;
         const cell = element("td", null, { class: `outcome ${outcome}`, title: fix || "" });
         let shown = MARKS[outcome];
         let said = WORDS[outcome];

@@ -1,0 +1,352 @@
+"""The room's events: one class per kind, each with the fields of its own, and the schema that a
+learner's event is checked against before it is stored.
+
+A learner's kernel sends :data:`LEARNER_KINDS`; the dashboards' actions are :data:`ACTION_KINDS`.
+A kind's schema is its class: each of its own fields says how a value sent for it is checked
+(``check`` in the field's metadata), and a field without a default must be sent.
+:func:`from_wire` builds the event from what was sent, or raises :class:`Refused` saying what is
+wrong; it never changes what it was given.
+
+>>> event = from_wire({"kind": "hand", "name": "Ada", "text": " stuck "}, known={})
+>>> event.learner, event.text, event.kind
+('Ada', 'stuck', 'hand')
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import unicodedata
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from course_lib.checks import ROOM_OUTCOMES, ROOM_TEXT_LIMITS, valid_name
+
+_MISTAKE = re.compile(r"[A-Za-z0-9_.:/\-]{1,40}")
+_VERSION = re.compile(r"[0-9A-Za-z.+\-]{0,40}")
+_BACKEND = re.compile(r"[A-Za-z0-9_\-]{0,20}")
+_YEARS = (946_684_800, 4_102_444_800)  # 2000-01-01 and 2100-01-01, in seconds since 1970
+_COMMON = ("code", "name", "kind", "sent_at")  # what every learner's event may send
+
+
+class Refused(Exception):
+    """An event the room does not store: the HTTP status and what to tell the sender."""
+
+    def __init__(self, status: int, message: str, retry_after: float = 0.0) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.retry_after = retry_after
+
+
+FieldCheck = Callable[[Any, Mapping[str, Any]], Any]
+"""How a value sent for a field is checked: ``(value, known exercises) -> value as stored``,
+raising :class:`Refused`."""
+
+
+def _sent(check: FieldCheck, default: Any = dataclasses.MISSING) -> Any:
+    """A field a learner's kernel sends, checked by ``check``; required when it has no default."""
+    return field(default=default, metadata={"check": check})
+
+
+@dataclass(frozen=True, kw_only=True)
+class Event:
+    """What every event has: its ``id`` in the room's file (0 until stored), the server's time
+    (``received``), the learner's clock (``sent``), the learner it is about, and whose dashboard
+    took it (``actor``, for an action: ``instructor``, or ``helper`` with the helper's name).
+    ``kind`` names the class; the fields of each kind are its own."""
+
+    kind: ClassVar[str] = ""
+    legacy_detail: ClassVar[str | None] = None
+    """The field that room files written before kinds had fields of their own kept in their
+    one ``detail`` column."""
+
+    id: int = 0
+    received: float = 0.0
+    sent: float | None = None
+    learner: str
+    actor: str | None = None
+
+    def refusal(self) -> str | None:
+        """What is wrong between the fields (each one checked alone already), or ``None``."""
+        return None
+
+    def own_fields(self) -> dict[str, Any]:
+        """The kind's own fields and their values, as stored."""
+        return {f.name: getattr(self, f.name) for f in own_fields(type(self))}
+
+
+def one_line(text: Any, name: str, empty: bool = False) -> str:
+    """A short text a learner's kernel sent, checked: one line of printable characters, at most
+    ``ROOM_TEXT_LIMITS[name]`` of them.
+
+    >>> one_line("Type\\nError", "reason")
+    Traceback (most recent call last):
+    ...
+    course_tools.room._events.Refused: reason must be one line of at most 300 printable characters
+    """
+    limit = ROOM_TEXT_LIMITS[name]
+    if not (
+        isinstance(text, str)
+        and (empty or text.strip())
+        and len(text) <= limit
+        and not any(unicodedata.category(c).startswith("C") for c in text)
+    ):
+        raise Refused(400, f"{name} must be one line of at most {limit} printable characters")
+    return text.strip()
+
+
+def _text(name: str, empty: bool = False) -> FieldCheck:
+    return lambda value, known: one_line(value, name, empty)
+
+
+def _exercise(value: Any, known: Mapping[str, Any]) -> str:
+    if not isinstance(value, str) or value not in known:
+        raise Refused(400, f"unknown exercise {value!r}: ids look like '02.sgd_step'")
+    return value
+
+
+def _outcome(value: Any, known: Mapping[str, Any]) -> str:
+    if value not in ROOM_OUTCOMES:
+        raise Refused(400, f"outcome must be one of {', '.join(ROOM_OUTCOMES)}")
+    return str(value)
+
+
+def _hint(value: Any, known: Mapping[str, Any]) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= 9:
+        raise Refused(400, "hint must be a whole number from 0 to 9")
+    return value
+
+
+def _mistake(value: Any, known: Mapping[str, Any]) -> str:
+    if not (isinstance(value, str) and _MISTAKE.fullmatch(value)):
+        raise Refused(400, "mistake must be an id of 1 to 40 letters, digits or ._:/-")
+    return value
+
+
+def _setup_outcome(value: Any, known: Mapping[str, Any]) -> str:
+    if value not in ("passed", "error"):
+        raise Refused(400, "a ready event's outcome is passed or error")
+    return str(value)
+
+
+def _jax(value: Any, known: Mapping[str, Any]) -> str:
+    if not (isinstance(value, str) and _VERSION.fullmatch(value)):
+        raise Refused(400, "jax must be a version like 0.10.2, or empty")
+    return value
+
+
+def _backend(value: Any, known: Mapping[str, Any]) -> str:
+    if not (isinstance(value, str) and _BACKEND.fullmatch(value)):
+        raise Refused(400, "backend must be a name like cpu, gpu or tpu, or empty")
+    return value.lower()
+
+
+def _reason(value: Any, known: Mapping[str, Any]) -> str:
+    return "" if value == "" else one_line(value, "reason")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Join(Event):
+    """A kernel joined the room (``join_room`` or ``COURSE_ROOM``)."""
+
+    kind: ClassVar[str] = "join"
+
+
+@dataclass(frozen=True, kw_only=True)
+class CheckRun(Event):
+    """A check's outcome on an exercise, the hint it showed, and the typical mistake it
+    recognised with the course's idea and fix for it."""
+
+    kind: ClassVar[str] = "check"
+    legacy_detail: ClassVar[str | None] = "idea"
+    exercise: str = _sent(_exercise)
+    outcome: str = _sent(_outcome)
+    hint: int = _sent(_hint)
+    mistake: str | None = _sent(_mistake, None)
+    idea: str | None = _sent(_text("idea"), None)
+    fix: str | None = _sent(_text("fix"), None)
+
+    def refusal(self) -> str | None:
+        if (self.idea is not None or self.fix is not None) and self.mistake is None:
+            return "an idea or a fix comes with the mistake it is for"
+        return None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Ready(Event):
+    """``ready()``'s result: the JAX version and backend, or why the set-up failed."""
+
+    kind: ClassVar[str] = "ready"
+    legacy_detail: ClassVar[str | None] = "reason"
+    outcome: str = _sent(_setup_outcome)
+    jax: str = _sent(_jax)
+    backend: str = _sent(_backend)
+    reason: str = _sent(_reason, "")
+
+    def refusal(self) -> str | None:
+        if self.outcome == "error" and not self.reason:
+            return "reason must be one line of at most 300 printable characters"
+        if self.outcome == "passed" and self.reason:
+            return "only a failed setup has a reason"
+        return None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Hand(Event):
+    """``help_me()``: a raised hand, with the learner's few words."""
+
+    kind: ClassVar[str] = "hand"
+    legacy_detail: ClassVar[str | None] = "text"
+    text: str = _sent(_text("text", empty=True), "")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Done(Event):
+    """``done()``: the hand lowered."""
+
+    kind: ClassVar[str] = "done"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Leave(Event):
+    """``leave_room()``: the learner left; a hand still up goes down."""
+
+    kind: ClassVar[str] = "leave"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Helped(Event):
+    """A dashboard marked the learner helped."""
+
+    kind: ClassVar[str] = "helped"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Rename(Event):
+    """The instructor gave the learner another name, one not in the room."""
+
+    kind: ClassVar[str] = "rename"
+    legacy_detail: ClassVar[str | None] = "to"
+    to: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class Merge(Event):
+    """The instructor renamed the learner into a name in the room: one learner from then on."""
+
+    kind: ClassVar[str] = "merge"
+    legacy_detail: ClassVar[str | None] = "to"
+    to: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class Remove(Event):
+    """The instructor took the learner off the dashboard (kept aside, back at their next
+    event)."""
+
+    kind: ClassVar[str] = "remove"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Undo(Event):
+    """The instructor took back the rename, merge or remove whose id is ``undoes``."""
+
+    kind: ClassVar[str] = "undo"
+    legacy_detail: ClassVar[str | None] = "undoes"
+    undoes: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class Block(Event):
+    """The instructor started a block of exercises (``learner`` is empty)."""
+
+    kind: ClassVar[str] = "block"
+
+
+LEARNER_KINDS: dict[str, type[Event]] = {
+    cls.kind: cls for cls in (Join, CheckRun, Ready, Hand, Done, Leave)
+}
+"""What a learner's kernel sends, by kind."""
+ACTION_KINDS: dict[str, type[Event]] = {
+    cls.kind: cls for cls in (Helped, Rename, Merge, Remove, Undo, Block)
+}
+"""What the dashboards do, by kind (a rename into a name in the room is stored as a merge)."""
+KINDS: dict[str, type[Event]] = {**LEARNER_KINDS, **ACTION_KINDS}
+
+
+def own_fields(cls: type[Event]) -> tuple[dataclasses.Field[Any], ...]:
+    """The fields a kind has beyond those of every event."""
+    common = {f.name for f in dataclasses.fields(Event)}
+    return tuple(f for f in dataclasses.fields(cls) if f.name not in common)
+
+
+def from_wire(data: Any, known: Mapping[str, Any]) -> Event:
+    """The learner's event that ``data`` (parsed JSON; its join code already compared) describes,
+    checked against its kind's schema, not yet stored (``id`` 0); :class:`Refused` otherwise.
+    ``known`` holds the course's exercises by id.
+
+    >>> from_wire({"name": "Ada", "kind": "check", "exercise": "99.nope", "outcome": "passed",
+    ...            "hint": 0}, known={})
+    Traceback (most recent call last):
+    ...
+    course_tools.room._events.Refused: unknown exercise '99.nope': ids look like '02.sgd_step'
+    """
+    if not isinstance(data, dict):
+        raise Refused(400, "an event is a JSON object")
+    cls = LEARNER_KINDS.get(data.get("kind"))  # type: ignore[arg-type]  # any JSON value
+    if cls is None:
+        kinds = ", ".join(LEARNER_KINDS)
+        raise Refused(400, f"kind must be one of {kinds}, got {data.get('kind')!r}")
+    schema = {f.name: f for f in own_fields(cls)}
+    unknown = sorted(set(data) - set(_COMMON) - set(schema))
+    if unknown:
+        raise Refused(400, f"unknown field(s) for a {cls.kind} event: {', '.join(unknown)}")
+    try:
+        name = valid_name(data.get("name"))
+    except ValueError as error:
+        raise Refused(400, str(error)) from None
+    sent = data.get("sent_at")
+    number = isinstance(sent, int | float) and not isinstance(sent, bool)
+    if sent is not None and not (number and _YEARS[0] < sent < _YEARS[1]):
+        raise Refused(400, "sent_at must be a time: seconds since 1970, between 2000 and 2100")
+    values = {
+        key: one.metadata["check"](data.get(key), known)
+        for key, one in schema.items()
+        if key in data or one.default is dataclasses.MISSING
+    }
+    event = cls(learner=name, sent=sent, **values)
+    refusal = event.refusal()
+    if refusal:
+        raise Refused(400, refusal)
+    return event
+
+
+def from_stored(
+    kind: str, common: Mapping[str, Any], fields: Mapping[str, Any] | None, detail: Any
+) -> Event | None:
+    """An event as read back from the room's file: ``fields`` its kind's own (``None`` for a row
+    written before kinds had fields of their own: then they are in ``common`` under their own
+    names, but for the one in ``detail``). ``None`` for a kind this room does not know."""
+    cls = KINDS.get(kind)
+    if cls is None:
+        return None
+    if fields is None:
+        names = {f.name for f in own_fields(cls)}
+        fields = {key: value for key, value in common.items() if key in names}
+        if cls.legacy_detail is not None:
+            fields = {**fields, cls.legacy_detail: detail}
+    base = {key: common[key] for key in ("id", "received", "sent", "learner", "actor")}
+    typed = {f.name: _stored_value(f, fields[f.name]) for f in own_fields(cls) if f.name in fields}
+    return cls(**base, **typed)
+
+
+def _stored_value(one: dataclasses.Field[Any], value: Any) -> Any:
+    """A stored value as the field holds it: the id an undo takes back, stored as text in old
+    room files, is a number; a missing text is the field's default."""
+    if one.name == "undoes":
+        return int(value)
+    if value is None and one.default is not dataclasses.MISSING:
+        return one.default
+    return value
