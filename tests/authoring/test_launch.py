@@ -25,6 +25,7 @@ from course_tools.authoring import binder, exercises, launch, navigation
 ROOT = Path(__file__).resolve().parents[2]
 FOLDERS = ("notebooks", "solutions", "exercises")
 TEST_URL = "https://github.com/example-org/pytree-course"
+EXAMPLE = launch.Repository("example-org", "pytree-course")
 
 
 def _pyproject() -> dict[str, Any]:
@@ -158,8 +159,7 @@ def test_the_setup_cell_does_nothing_where_the_course_is_installed() -> None:
 def test_the_setup_cell_installs_the_course_and_pins_the_jax_it_found(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    source = launch.setup_source(launch.Repository("example-org", "pytree-course"))
-    shell, out = _run_setup(monkeypatch, source, "0.8.3", installs=True)
+    shell, out = _run_setup(monkeypatch, launch.setup_source(EXAMPLE), "0.8.3", installs=True)
     assert shell.lines == [
         "%pip install --quiet "
         "'pytree-course @ git+https://github.com/example-org/pytree-course@main' jax==0.8.3"
@@ -170,21 +170,34 @@ def test_the_setup_cell_installs_the_course_and_pins_the_jax_it_found(
     )
 
 
-def test_the_setup_cell_by_package_name_without_jax(monkeypatch: pytest.MonkeyPatch) -> None:
-    shell, out = _run_setup(monkeypatch, launch.setup_source(None), None, installs=True)
-    assert shell.lines == ["%pip install --quiet pytree-course"]
-    assert out == "Installed the course (pytree-course) into this kernel; JAX 0.10.2 installed.\n"
+def test_the_setup_cell_without_jax_lets_pip_choose_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    shell, out = _run_setup(monkeypatch, launch.setup_source(EXAMPLE), None, installs=True)
+    assert shell.lines == [f"%pip install --quiet '{launch.install_requirement(EXAMPLE)}'"]
+    assert out.endswith("into this kernel; JAX 0.10.2 installed.\n")
 
 
 def test_the_setup_cell_refuses_a_jax_below_the_floor(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(RuntimeError) as raised:
-        _run_setup(monkeypatch, launch.setup_source(None), "0.6.2", installs=True)
+        _run_setup(monkeypatch, launch.setup_source(EXAMPLE), "0.6.2", installs=True)
     assert "JAX 0.6.2" in str(raised.value) and f"JAX {JAX_FLOOR} or newer" in str(raised.value)
 
 
 def test_the_setup_cell_says_what_to_do_when_pip_fails(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(RuntimeError, match="Could not install the course .*make lab"):
-        _run_setup(monkeypatch, launch.setup_source(None), "0.9.0", installs=False)
+        _run_setup(monkeypatch, launch.setup_source(EXAMPLE), "0.9.0", installs=False)
+
+
+@pytest.mark.parametrize("jax_version", ["0.9.0", None])
+def test_without_a_repository_the_setup_cell_installs_nothing_and_says_how_to_get_the_course(
+    monkeypatch: pytest.MonkeyPatch, jax_version: str | None
+) -> None:
+    """No package index is asked for the course by name: whoever registered it there would run
+    their code in the kernel."""
+    with pytest.raises(RuntimeError) as raised:
+        _run_setup(monkeypatch, launch.setup_source(None), jax_version, installs=True)
+    message = str(raised.value)
+    assert "`make lab`" in message and "ask whoever hosts the course" in message
+    assert "pip" not in launch.setup_source(None)
 
 
 # --- badges -------------------------------------------------------------------------------------
@@ -233,7 +246,7 @@ def test_a_repository_url_puts_a_colab_badge_on_lessons_and_exercises(
     lesson = nbformat.read(root / "notebooks" / "02_mapping_and_sgd.ipynb", as_version=4)
     assert next(c for c in lesson.cells if c.cell_type == "code").source == setup
 
-    # The URL goes: so do the badges, and the setup cell installs by name again.
+    # The URL goes: so do the badges, and the setup cell installs nothing again.
     _course_copy(tmp_path / "again", None)
     for folder in FOLDERS:
         shutil.rmtree(tmp_path / "again" / folder)
