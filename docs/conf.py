@@ -87,6 +87,13 @@ html_theme_options = {
     "use_repository_button": False,
     "show_toc_level": 2,
     "navigation_with_keys": False,
+    # pydata-sphinx-theme fills an unset navbar_persistent with its search field, and with it
+    # draws its own top bar above the book theme's: a second search box on wide screens, and a
+    # hidden copy of the menu button that comes first in the page, which both themes' scripts
+    # take for the menu button (`querySelector(".primary-toggle")`), so that the visible one did
+    # nothing. Empty, there is no such bar; the search field stays in the sidebar and the search
+    # button in the article's header.
+    "navbar_persistent": [],
 }
 # Light or dark as the reader's system says (without it, the theme logs a console error on a
 # first visit, when the browser has no stored choice).

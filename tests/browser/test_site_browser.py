@@ -4,7 +4,8 @@ the dark scheme, and shows its headings, code cells, outputs and images; each ro
 click from the start page; the keyboard focus shows at every stop of a lesson page; search finds
 lesson 04 for "static"; no solution code is on any page; the widgets render from their saved state
 with no kernel and no network; the launch menu of a lesson and of an exercise shows their Binder
-and Colab links. (Previous and next are checked in the built HTML, by
+and Colab links; on a phone the menu button opens the lesson list, and a laptop screen shows one
+search box. (Previous and next are checked in the built HTML, by
 tests/authoring/test_site.py.)
 
 (Not ``test_site.py``: tests/authoring/test_site.py has that name, and pytest refuses two test
@@ -92,8 +93,10 @@ class OpenPage:
     problems: list[str]
 
 
-def _open(site: SiteServer, name: str) -> OpenPage:
+def _open(site: SiteServer, name: str, viewport: tuple[int, int] | None = None) -> OpenPage:
     page = site.context.new_page()
+    if viewport is not None:
+        page.set_viewport_size({"width": viewport[0], "height": viewport[1]})
     page.set_default_timeout(ACTION_TIMEOUT_MS)
     problems: list[str] = []
 
@@ -338,6 +341,48 @@ def test_widgets_render_from_saved_state_offline(site: SiteServer, screenshots: 
         assert not opened.problems, opened.problems
     finally:
         opened.page.close()
+
+
+PHONE = (390, 844)
+
+
+def test_menu_button_opens_the_lesson_list_on_a_phone(site: SiteServer, screenshots: Path) -> None:
+    """On a phone the sidebar is folded away; the visible menu button at the top of the article
+    opens it as a dialog, and a lesson link in it leads to that lesson."""
+    opened = _open(site, "notebooks/07_devices_and_abstract_trees", viewport=PHONE)
+    page = opened.page
+    try:
+        menu_button = page.get_by_role("button", name="Toggle primary sidebar")
+        assert menu_button.count() == 1 and menu_button.is_visible()
+        lesson = page.locator("#pst-primary-sidebar-modal").get_by_role(
+            "link", name="08 Trees through transformations"
+        )
+        assert not lesson.is_visible()
+        menu_button.click()
+        lesson.wait_for(state="visible", timeout=5_000)
+        page.screenshot(path=str(screenshots / "site-menu-open-390px.png"))
+        lesson.click()
+        page.wait_for_url(site.url("notebooks/08_trees_through_transformations"))
+        assert page.locator("article h1").first.text_content().startswith("08 Trees through")
+        assert not opened.problems, opened.problems
+    finally:
+        page.close()
+
+
+def test_a_laptop_screen_shows_one_search_box_and_the_menu_button_folds_the_sidebar(
+    site: SiteServer,
+) -> None:
+    opened = _open(site, "notebooks/07_devices_and_abstract_trees", viewport=(1366, 768))
+    page = opened.page
+    try:
+        assert page.locator(".search-button-field:visible").count() == 1
+        sidebar = page.locator("#pst-primary-sidebar")
+        assert sidebar.is_visible()
+        page.get_by_role("button", name="Toggle primary sidebar").click()
+        sidebar.wait_for(state="hidden", timeout=5_000)
+        assert not opened.problems, opened.problems
+    finally:
+        page.close()
 
 
 # The site has launch links to site_support.TEST_REPOSITORY; the addresses are written out.
