@@ -1,5 +1,6 @@
 """Where the course's own files are: the ``course_lib`` package the tools work with, and the
-solution notebooks of the checkout around it.
+instructor's solution notebooks: those of the checkout around it, or the folder that
+``course-grade --solutions DIR`` names for a grader installed with ``pip install .``.
 
 Found without importing ``course_lib`` (which imports JAX), so that authoring tools stay quick.
 
@@ -7,9 +8,16 @@ Found without importing ``course_lib`` (which imports JAX), so that authoring to
 True
 >>> solution_notebook("02", Path("/nonexistent")) is None
 True
+>>> os.environ[SOLUTIONS_VARIABLE] = "/srv/course/solutions"
+>>> solutions_folder()
+PosixPath('/srv/course/solutions')
+>>> del os.environ[SOLUTIONS_VARIABLE]
+>>> solutions_folder() == SOLUTIONS
+True
 """
 
 import importlib.util
+import os
 from pathlib import Path
 
 
@@ -24,9 +32,21 @@ COURSE_LIB = _course_lib_folder()
 """The folder of the ``course_lib`` package this process imports; graded kernels import it too."""
 SOLUTIONS = COURSE_LIB.parent / "solutions"
 """The course's solution notebooks, beside ``course_lib`` in a checkout (absent in a wheel)."""
+SOLUTIONS_VARIABLE = "COURSE_SOLUTIONS"
+"""The environment variable that names another solutions folder; ``course-grade --solutions DIR``
+sets it for its run (graded kernels never see it: they get a few named variables only)."""
 
 
-def solution_notebook(lesson: str, folder: Path = SOLUTIONS) -> Path | None:
-    """The solution notebook of ``lesson`` (``"02"``), if ``folder`` has exactly one."""
+def solutions_folder() -> Path:
+    """The solution notebooks the grader's canary and its report read: the folder named by
+    ``$COURSE_SOLUTIONS`` where it is set, else `SOLUTIONS`."""
+    named = os.environ.get(SOLUTIONS_VARIABLE)
+    return Path(named) if named else SOLUTIONS
+
+
+def solution_notebook(lesson: str, folder: Path | None = None) -> Path | None:
+    """The solution notebook of ``lesson`` (``"02"``) in ``folder`` (default: `solutions_folder`),
+    if it has exactly one."""
+    folder = solutions_folder() if folder is None else folder
     found = sorted(folder.glob(f"{lesson}_*.ipynb")) if folder.is_dir() else []
     return found[0] if len(found) == 1 else None

@@ -15,6 +15,7 @@ import jax
 
 from course_lib.checks import all_exercises
 
+from .._course import SOLUTIONS_VARIABLE, solutions_folder
 from ._classrun import (
     CanaryError,
     ClassRun,
@@ -215,6 +216,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--gradescope-run", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument(
+        "--solutions",
+        type=Path,
+        metavar="DIR",
+        help="the instructor's solution notebooks (solutions/ of the course's checkout), which the "
+        "canary grades and the report compares answers with (default: solutions/ beside the "
+        "grader's course_lib, as in a checkout); needed by a grader installed with pip install .",
+    )
+    parser.add_argument(
         "--no-canary",
         action="store_true",
         help="for debugging the grader only: skip the canary (each lesson's own solution graded "
@@ -398,6 +407,42 @@ def _sandbox_problem(level: SandboxLevel, required: bool) -> str | None:
     return None
 
 
+NO_SOLUTIONS = (
+    "no solutions folder: pass --solutions DIR (the instructor's solutions/ from the course's "
+    "checkout)"
+)
+
+
+def _solutions_problem(named: Path | None, canary: bool) -> str | None:
+    """What stops the canary from finding the solution notebooks, if anything."""
+    if named is not None:
+        if not (named.is_dir() and any(named.glob("[0-9][0-9]_*.ipynb"))):
+            return (
+                f"--solutions {named}: no solution notebook (NN_stem.ipynb) there; give the "
+                "instructor's solutions/ folder from the course's checkout"
+            )
+        return None
+    return NO_SOLUTIONS if canary and not solutions_folder().is_dir() else None
+
+
+@contextlib.contextmanager
+def _solutions_named(named: Path | None) -> Iterator[None]:
+    """The solutions folder ``--solutions`` names, for the run's canary and report (see
+    ``course_tools._course.solutions_folder``)."""
+    if named is None:
+        yield
+        return
+    before = os.environ.get(SOLUTIONS_VARIABLE)
+    os.environ[SOLUTIONS_VARIABLE] = str(named.resolve())
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ[SOLUTIONS_VARIABLE]
+        else:
+            os.environ[SOLUTIONS_VARIABLE] = before
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the grader; returns the exit status (see ``--help``)."""
     parser = build_parser()
@@ -411,6 +456,9 @@ def main(argv: list[str] | None = None) -> int:
         return _gradescope_bundle(parser, args)
     if not args.paths:
         return _usage(parser, "give at least one PATH to grade")
+    problem = _solutions_problem(args.solutions, canary=not args.no_canary)
+    if problem:
+        return _usage(parser, problem)
     if args.memory_mb < 256:
         return _usage(parser, "--memory-mb must be at least 256")
     bad = [name for name in args.forbid if not name.isidentifier()]
@@ -428,7 +476,8 @@ def main(argv: list[str] | None = None) -> int:
     local = args.warm_kernels == "on" and args.sandbox == "on" and not args.scheduler
     forks = ForkServer.start() if local and sys.platform.startswith("linux") else None
     try:
-        return _grade(parser, args, intake, overrides, forks)
+        with _solutions_named(args.solutions):
+            return _grade(parser, args, intake, overrides, forks)
     finally:
         if forks is not None:
             forks.close()

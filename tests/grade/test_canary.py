@@ -100,3 +100,44 @@ def test_kernels_use_the_graders_course_lib_whatever_else_is_installed(tmp_path:
     assert result.returncode == 0, result.stderr
     rows = (out / "gradebook.csv").read_text().splitlines()
     assert rows[1].split(",")[-3:-1] == ["8", "8"], rows
+
+
+def installed_grader(tmp_path: Path) -> tuple[list[str], dict[str, str]]:
+    """``course-grade`` as ``pip install .`` leaves it: course_lib and course_tools in a folder of
+    their own, without the solutions/ that a checkout keeps beside them; run from elsewhere."""
+    site = tmp_path / "site-packages"
+    site.mkdir()
+    for package in ("course_lib", "course_tools"):
+        subprocess.run(["cp", "-r", str(ROOT / package), str(site)], check=True)
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    env.pop("COURSE_SOLUTIONS", None)
+    return [sys.executable, "-m", "course_tools.grade"], env
+
+
+def test_an_installed_grader_asks_for_the_solutions_and_grades_with_them(tmp_path: Path) -> None:
+    command, env = installed_grader(tmp_path)
+    write(tmp_path / "class", "ada", solution())
+    out = tmp_path / "out"
+    base = [*command, str(tmp_path / "class"), "--out", str(out), *FAST, "--quiet"]
+
+    def run(*extra: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [*base, *extra], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600
+        )
+
+    alone = run()
+    assert alone.returncode == 2, alone.stderr
+    assert (
+        "no solutions folder: pass --solutions DIR (the instructor's solutions/ from the course's "
+        "checkout)" in alone.stderr
+    )
+    wrong = run("--solutions", str(tmp_path / "class"))
+    assert wrong.returncode == 2 and "no solution notebook (NN_stem.ipynb) there" in wrong.stderr
+    assert not out.exists() or list(out.iterdir()) == []
+
+    given = run("--solutions", str(ROOT / "solutions"))
+    assert given.returncode == 0, given.stderr
+    book = json.loads((out / "gradebook.json").read_text())
+    assert book["canary"] == {"lessons": {"01": "8/8"}}
+    rows = (out / "gradebook.csv").read_text().splitlines()
+    assert rows[1].split(",")[-3:-1] == ["8", "8"], rows

@@ -10,8 +10,8 @@ import re
 import textwrap
 from dataclasses import dataclass, field
 from functools import cache
+from pathlib import Path
 
-from ..._course import SOLUTIONS
 from ..._notebook_files import NotebookError, course_metadata, read_notebook
 from ..intake import detect_lesson, plan_cells
 
@@ -83,11 +83,11 @@ def answer_sheet(data: bytes, notebook: str) -> AnswerSheet:
 
 
 @cache
-def solution_regions() -> dict[str, tuple[str, ...]]:
-    """The course's answer region of each exercise (its code lines), read from ``solutions/``; empty
-    when not shipped."""
+def solution_regions(folder: Path) -> dict[str, tuple[str, ...]]:
+    """The course's answer region of each exercise (its code lines), read from the solution
+    notebooks in ``folder``; empty when there are none."""
     regions: dict[str, tuple[str, ...]] = {}
-    for path in sorted(SOLUTIONS.glob("[0-9][0-9]_*.ipynb")):
+    for path in sorted(folder.glob("[0-9][0-9]_*.ipynb")):
         try:
             cells = read_notebook(path, schema=False).cells
         except NotebookError:

@@ -12,6 +12,7 @@ import html
 import io
 from collections import Counter
 
+from ..._course import solutions_folder
 from ._answers import solution_regions
 from ._classbook import ClassBook, StudentRow
 from ._faults import likely_grader_faults
@@ -137,7 +138,7 @@ def report_html(book: ClassBook) -> str:
             )
         answers[row.student.key] = mine
     pairs, common = similar_pairs(answers)
-    copies = solution_copies(answers, solution_regions())
+    copies = solution_copies(answers, solution_regions(solutions_folder()))
     faults = likely_grader_faults([g.result for row in graded for g in row.graded])
     warning = (
         "<div class='fault'><h2>Likely grader fault: check before uploading</h2><p>Most notebooks "

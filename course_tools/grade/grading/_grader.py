@@ -31,7 +31,7 @@ from course_lib.checks import (
     reference_results,
 )
 
-from ..._course import SOLUTIONS, solution_notebook
+from ..._course import solution_notebook, solutions_folder
 from ..._notebook_files import NotebookError, read_notebook
 from ..book import ExerciseResult, SubmissionResult
 from ..intake import (
@@ -543,12 +543,13 @@ def full_marks(result: SubmissionResult) -> bool:
 
 def canary_snapshot(lesson: str) -> Snapshot | SubmissionResult:
     """The course's solution notebook of ``lesson``, read once, as the canary's submission; the
-    result that says so when there is none."""
-    path = solution_notebook(lesson)
+    result that says so when there is none (see ``_course.solutions_folder``)."""
+    folder = solutions_folder()
+    path = solution_notebook(lesson, folder)
     if path is None:
-        sub = Submission(SOLUTIONS / f"{lesson}_*.ipynb", CANARY_STUDENT, f"{lesson}_*.ipynb")
+        sub = Submission(folder / f"{lesson}_*.ipynb", CANARY_STUDENT, f"{lesson}_*.ipynb")
         return error_result(
-            sub, lesson, f"there is no solution notebook of lesson {lesson} in {SOLUTIONS}"
+            sub, lesson, f"there is no solution notebook of lesson {lesson} in {folder}"
         )
     return read_once(Submission(path, CANARY_STUDENT, path.name))
 

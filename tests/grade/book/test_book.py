@@ -1,5 +1,6 @@
 """The book on its own: the similarity report's reading of answers."""
 
+from course_tools._course import SOLUTIONS
 from course_tools.grade.book._answers import normalise, solution_regions
 from course_tools.grade.book._similarity import COMMON, similar_pairs, solution_copies
 
@@ -36,4 +37,4 @@ def test_similarity_sees_through_comments_and_layout_and_spares_short_answers() 
             )
         }
     }
-    assert solution_copies(solved, solution_regions()) == {"ann": ["01.is_node"]}
+    assert solution_copies(solved, solution_regions(SOLUTIONS)) == {"ann": ["01.is_node"]}
