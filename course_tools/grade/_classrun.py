@@ -64,7 +64,7 @@ def record_students(record: Record) -> dict[str, Student]:
     }
 
 
-@dataclass
+@dataclass(kw_only=True)
 class ClassRun:
     """Everything one run needs besides the settings and the batch."""
 

@@ -530,16 +530,16 @@ def _grade(
         for warning in intake.warnings:
             print(f"course-grade: warning: {warning}", file=sys.stderr)
     run = ClassRun(
-        out,
-        intake,
-        chosen,
-        record,
-        journal,
-        overrides,
-        str(args.overrides or ""),
-        LatePolicy(args.due, args.late_penalty, args.late_cap),
-        args.format,
-        args.assignment,
+        out=out,
+        intake=intake,
+        chosen=chosen,
+        record=record,
+        journal=journal,
+        overrides=overrides,
+        overrides_source=str(args.overrides or ""),
+        policy=LatePolicy(args.due, args.late_penalty, args.late_cap),
+        formats=args.format,
+        assignment=args.assignment,
         forced={s.student for s in chosen} if args.only else set(),
     )
     jax.config.update(

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from course_tools.grade import _classrun
 from course_tools.grade._classrun import (
     ClassRun,
     RunInterruptedError,
@@ -15,7 +16,7 @@ from course_tools.grade._classrun import (
 )
 from course_tools.grade.book import ExerciseResult, Journal, Record, SubmissionResult
 from course_tools.grade.grading import OnResult, SchedulerError, Settings
-from course_tools.grade.intake import Snapshot, find_class
+from course_tools.grade.intake import Snapshot, Submission, find_class, read_once
 from course_tools.grade.sandbox import SandboxLevel
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -65,7 +66,10 @@ def class_run(tmp_path: Path) -> tuple[ClassRun, Path]:
     out = tmp_path / "out"
     out.mkdir()
     journal = Journal(out, SETTINGS.recorded(), resume=False)
-    return ClassRun(out, intake, intake.submissions, Record(), journal), notebook
+    run = ClassRun(
+        out=out, intake=intake, chosen=intake.submissions, record=Record(), journal=journal
+    )
+    return run, notebook
 
 
 def test_a_notebook_changed_during_the_run_is_recorded_as_it_was_graded(tmp_path: Path) -> None:
@@ -81,18 +85,18 @@ def test_a_notebook_changed_during_the_run_is_recorded_as_it_was_graded(tmp_path
 
 
 def test_each_notebook_is_read_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The run takes each notebook's bytes through ``read_once``, the intake's one reader, once:
+    the snapshot it plans with is the one it grades and keeps."""
     run, notebook = class_run(tmp_path)
-    reads = []
-    original = Path.read_bytes
+    reads: list[Path] = []
 
-    def counted(self: Path) -> bytes:
-        if self == notebook:
-            reads.append(self)
-        return original(self)
+    def counted(sub: Submission) -> Snapshot:
+        reads.append(sub.path)
+        return read_once(sub)
 
-    monkeypatch.setattr(Path, "read_bytes", counted)
+    monkeypatch.setattr(_classrun, "read_once", counted)
     finish_run(run, plan_run(run), FakeBatch(), SETTINGS, canary=False)
-    assert len(reads) == 1
+    assert reads == [notebook]
 
 
 def test_an_interruption_keeps_the_journal_for_resume(tmp_path: Path) -> None:
