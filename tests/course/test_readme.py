@@ -1,18 +1,18 @@
-"""README.md and the website's pages in docs/, as a reader meets them: every Python block runs as
-written (in a fresh namespace, in block order), every link to a file of the repository leads to
-one, README stays a short front door, and it opens the same four doors as the site's start page."""
+"""README.md, CONTRIBUTING.md and the website's pages in docs/, as a reader meets them: every
+Python block runs as written (in a fresh namespace, in block order), every link to a file of the
+repository leads to one, README stays a short front door, and it opens the same four doors as the
+site's start page."""
 
 import re
 from pathlib import Path
 
 import pytest
+from page_support import PAGES, ROOT, page_text
 
-ROOT = Path(__file__).resolve().parents[2]
 BLOCK = re.compile(r"^ *```python\n(.*?)^ *```$", re.DOTALL | re.MULTILINE)
 LINK = re.compile(r"\]\(([^)\s]+)\)")
 DOOR = re.compile(r"^- \*\*\[(\w+)\]\(([^)]+)\)\*\*: (.*?)(?=^- |\n\n)", re.DOTALL | re.MULTILINE)
 ROLE_PAGES = ("docs/learner.md", "docs/instructor.md", "docs/grader.md", "docs/author.md")
-PAGES = ("README.md", *sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "docs").glob("*.md")))
 
 
 def python_blocks(text: str) -> list[str]:
@@ -31,11 +31,7 @@ def python_blocks(text: str) -> list[str]:
     return blocks
 
 
-def _text(page: str) -> str:
-    return (ROOT / page).read_text(encoding="utf-8")
-
-
-BLOCKS = [(page, source) for page in PAGES for source in python_blocks(_text(page))]
+BLOCKS = [(page, source) for page in PAGES for source in python_blocks(page_text(page))]
 
 
 def test_the_pages_have_python_blocks() -> None:
@@ -75,7 +71,7 @@ def _anchors(page: Path) -> set[str]:
 def test_links_to_the_repository_lead_to_its_files_and_headings(page: str) -> None:
     """As GitHub shows the page. (The site checks its own links when it is built.)"""
     broken = []
-    for target in LINK.findall(_text(page)):
+    for target in LINK.findall(page_text(page)):
         if re.match(r"[a-z]+:", target):
             continue  # an address on the web
         path, _, anchor = target.partition("#")
@@ -88,7 +84,7 @@ def test_links_to_the_repository_lead_to_its_files_and_headings(page: str) -> No
 
 
 def test_the_readme_is_a_short_front_door() -> None:
-    readme = _text("README.md")
+    readme = page_text("README.md")
     assert len(readme.splitlines()) <= 200
     headings = re.findall(r"^## (.*)", readme, re.MULTILINE)
     assert headings == [
@@ -103,12 +99,12 @@ def test_the_readme_is_a_short_front_door() -> None:
 def test_the_readme_and_the_start_page_open_the_same_four_doors() -> None:
     readme = [
         (role, target, " ".join(text.split()))
-        for role, target, text in DOOR.findall(_text("README.md"))
+        for role, target, text in DOOR.findall(page_text("README.md"))
     ]
-    index = DOOR.findall(_text("docs/index.md"))
+    index = DOOR.findall(page_text("docs/index.md"))
     assert [target for _, target, _ in readme] == list(ROLE_PAGES)
     assert [
         (role, f"docs/{target}", " ".join(text.split())) for role, target, text in index
     ] == readme
-    start = _text("docs/index.md").split("\n\n")
+    start = page_text("docs/index.md").split("\n\n")
     assert start[1].startswith("- **[Learners](learner.md)**")  # the doors come first
