@@ -212,11 +212,28 @@ def options(parser: argparse.ArgumentParser) -> set[str]:
     return found
 
 
+def defaults(parser: argparse.ArgumentParser) -> dict[str, object]:
+    """The default of every long option of ``parser`` and its subcommands' parsers."""
+    found: dict[str, object] = {}
+    for action in parser._actions:
+        found |= {o: action.default for o in action.option_strings if o.startswith("--")}
+        if isinstance(action.choices, dict):
+            for sub in action.choices.values():
+                if isinstance(sub, argparse.ArgumentParser):
+                    found |= defaults(sub)
+    return found
+
+
+@cache
+def parser_for(program: str) -> argparse.ArgumentParser:
+    module, function = course_commands()[program].split(":")
+    return parser_of(getattr(importlib.import_module(module), function))
+
+
 @cache
 def accepted(program: str) -> frozenset[str]:
     """The long options the course's command ``program`` accepts."""
-    module, function = course_commands()[program].split(":")
-    return frozenset(options(parser_of(getattr(importlib.import_module(module), function))))
+    return frozenset(options(parser_for(program)))
 
 
 def page_commands(page: str) -> Iterator[Command]:
@@ -288,3 +305,26 @@ def test_the_pages_name_commands_to_check() -> None:
     assert {"make", "course-grade", "course-room", "-m course_tools.grade"} <= programs
     assert any(p.startswith("-m course_tools.authoring.") for p in programs)
     assert set(course_commands()) >= {"course-grade", "course-room", "-m course_tools.grade"}
+
+
+NUMBER = r"(\d+(?:\.\d+)?)\b(?! times)"  # "default 10 times the cell limit" is a rule
+DEFAULT_SAID = re.compile(
+    rf"`(--[a-z][\w-]*)[^`]*` (?:\([^()]*?\bdefault:? {NUMBER}|defaults to {NUMBER})"
+)
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_each_default_the_pages_give_is_the_options(page: str) -> None:
+    """ "`--timeout S` (per cell, default 30)" and "`--port` defaults to 8765": the number is the
+    default of that option in a command of the course that has it."""
+    wrong = []
+    for flag, said, also in DEFAULT_SAID.findall(_flat(page)):
+        number = float(said or also)
+        actual = [
+            defaults(parser_for(p))[flag]
+            for p in course_commands()
+            if flag in defaults(parser_for(p))
+        ]
+        if not any(isinstance(a, int | float) and a == number for a in actual):
+            wrong.append(f"{flag}: default {said or also} (the options' defaults: {actual})")
+    assert not wrong, f"{page}:\n  " + "\n  ".join(wrong)
