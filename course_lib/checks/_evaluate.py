@@ -335,6 +335,29 @@ def _points_text(points: int | float, total: int) -> str:
     return f"{points}/{total} point{'s' if total != 1 else ''}"
 
 
+def _distinct_flags(outcomes: Sequence[Outcome]) -> list[dict[str, Any]]:
+    """The forbidden calls of every outcome, each call (what, file, line) once, in order."""
+    flags: list[dict[str, Any]] = []
+    for outcome in outcomes:
+        flags += [
+            f
+            for f in outcome.flags
+            if all(
+                (f["reached"], f["file"], f["line"]) != (g["reached"], g["file"], g["line"])
+                for g in flags
+            )
+        ]
+    return flags
+
+
+def _parts_right(right: Sequence[bool], cases: Sequence[Case]) -> tuple[tuple[str, bool], ...]:
+    """Each named part of the cases, and whether every case of it is right."""
+    return tuple(
+        (part, all(ok for ok, case in zip(right, cases, strict=True) if case.part == part))
+        for part in part_names(cases)
+    )
+
+
 def judge_outcomes(
     exercise: Exercise,
     outcomes: Sequence[Outcome],
@@ -351,47 +374,40 @@ def judge_outcomes(
     (see ``_guard``): ``flagged``, 0 points, whatever the answer gave; ``place(flag)`` says where
     the call was made.
     """
-    total = exercise.points
-    flags: list[dict[str, Any]] = []
-    for outcome in outcomes:
-        flags += [
-            f
-            for f in outcome.flags
-            if all(
-                (f["reached"], f["file"], f["line"]) != (g["reached"], g["file"], g["line"])
-                for g in flags
-            )
-        ]
+    total, name = exercise.points, exercise.name
+    flags = _distinct_flags(outcomes)
     if not flags and outcomes and all(o.status == "not_attempted" for o in outcomes):
         return Verdict(
-            "not_attempted",
-            0,
-            total,
-            f"{exercise.name} still raises NotImplementedError: not attempted yet.",
-            None,
-            len(cases),
-            (False,) * len(cases),
+            status="not_attempted",
+            points=0,
+            max_points=total,
+            message=f"{name} still raises NotImplementedError: not attempted yet.",
+            cases=len(cases),
+            passed_cases=(False,) * len(cases),
         )
+    not_run = f"{name} was not run on every case."
     if not flags and len(outcomes) < len(cases) and all(o.status == "returned" for o in outcomes):
         return Verdict(
-            "error", 0, total, f"{exercise.name} was not run on every case.", None, len(cases)
+            status="error", points=0, max_points=total, message=not_run, cases=len(cases)
         )
     problems = [
         _case_problem(exercise, o, want, case)
         for o, want, case in zip(outcomes, expected, cases, strict=False)  # stop_early: fewer
     ]
-    problems += [("error", f"{exercise.name} was not run on every case.", _steps(exercise))] * (
-        len(cases) - len(problems)
-    )
+    problems += [("error", not_run, _steps(exercise))] * (len(cases) - len(problems))
     right = tuple(problem is None for problem in problems)
-    names = part_names(cases)
-    parts = tuple(
-        (part, all(ok for ok, case in zip(right, cases, strict=True) if case.part == part))
-        for part in names
-    )
+    parts = _parts_right(right, cases)
     earned = round_points(total * sum(ok for _, ok in parts) / len(parts))
     wrong = [(i, problem) for i, problem in enumerate(problems) if problem is not None]
-    shown_parts = parts if names != [""] else ()
+    judged = Verdict(
+        status="failed",
+        points=earned,
+        max_points=total,
+        message="",
+        cases=len(cases),
+        passed_cases=right,
+        parts=parts if part_names(cases) != [""] else (),
+    )
     if flags:
         message = flag_message(exercise, flags, place)
         if not wrong:
@@ -399,21 +415,18 @@ def judge_outcomes(
                 f" Apart from that, it is right on every input ({_points_text(total, total)} if "
                 "the instructor allows it)."
             )
-        return Verdict(
-            "flagged",
-            0,
-            total,
-            message,
-            None,
-            len(cases),
-            right,
-            shown_parts,
+        return replace(
+            judged,
+            status="flagged",
+            points=0,
+            message=message,
             flags=tuple(flags),
             points_if_allowed=earned,
         )
     if not wrong:
-        message = f"passed, {_points_text(total, total)}"
-        return Verdict("passed", total, total, message, None, len(cases), right, shown_parts)
+        return replace(
+            judged, status="passed", points=total, message=f"passed, {_points_text(total, total)}"
+        )
     first, (status, message, (idea, fix, reread, recognised)) = wrong[0]
     message = learners_view(message)
     if earned:
@@ -424,15 +437,11 @@ def judge_outcomes(
             f"\nRight: {', '.join(good)} ({_points_text(earned, total)}); "
             f"not yet: {', '.join(bad)}."
         )
-    return Verdict(
-        status,
-        earned,
-        total,
-        message,
-        first,
-        len(cases),
-        right,
-        shown_parts,
+    return replace(
+        judged,
+        status=status,
+        message=message,
+        case=first,
         idea=idea,
         fix=fix,
         reread=reread,

@@ -86,7 +86,7 @@ def _evaluate(
         _references[exercise.id] = reference_results(exercise, cases)
     if not callable(fn):
         message = f"expected the function {exercise.name}, got {describe(fn)}."
-        return Verdict("error", 0, exercise.points, message), None
+        return Verdict(status="error", points=0, max_points=exercise.points, message=message), None
     outcomes = probe_all(exercise, fn, cases)
     verdict = judge_outcomes(exercise, outcomes, _references[exercise.id], cases)
     _last_verdicts[exercise.id] = (fn, globals_read(fn, namespace), verdict)

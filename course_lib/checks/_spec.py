@@ -7,7 +7,7 @@ learner's kernel to the grader's process as JSON (see ``_wire.py``) and be judge
 
 import zlib
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 import numpy as np
@@ -60,6 +60,14 @@ class Mistake:
     idea: str
     fix: str
     reread: str = ""
+
+    def led_by(self, text: str) -> "Mistake":
+        """This mistake with ``text`` in front of what went wrong (where it happened, say).
+
+        >>> Mistake("returned 2.", "Count elements.", "Add leaf.size.").led_by("at step 1: ").what
+        'at step 1: returned 2.'
+        """
+        return replace(self, what=text + self.what)
 
 
 Judge = Callable[[Any, Any, Case], "str | Mistake | None"]
@@ -264,7 +272,7 @@ def _is_flag(data: Any) -> bool:
 Status = Literal["passed", "failed", "flagged", "not_attempted", "error", "timeout", "missing"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Verdict:
     """The judgement of one exercise: a status, the points earned and what the learner is told.
 
@@ -295,8 +303,8 @@ class Verdict:
     def idea_text(self) -> str:
         """The idea, with the section to reread (``""`` when there is none).
 
-        >>> Verdict("failed", 0, 1, "returned 2", idea="Count elements.",
-        ...         reread="01 Containers and leaves").idea_text()
+        >>> Verdict(status="failed", points=0, max_points=1, message="returned 2",
+        ...         idea="Count elements.", reread="01 Containers and leaves").idea_text()
         'Count elements. (reread lesson 01, "Containers and leaves")'
         """
         if not self.idea:

@@ -88,7 +88,15 @@ def test_a_mistake_with_the_same_idea_and_another_fix_starts_again() -> None:
 
     def failure(what: str, fix: str) -> Verdict:
         idea = "A parameter is one entry of an array."
-        return Verdict("failed", 0, 2, what, idea=idea, fix=fix, mistake=True)
+        return Verdict(
+            status="failed",
+            points=0,
+            max_points=2,
+            message=what,
+            idea=idea,
+            fix=fix,
+            mistake=True,
+        )
 
     first = failure("returned 2, the number of leaves", "Add up the element counts.")
     other = failure("returned 9, one too many", "Leave the None subtrees out.")

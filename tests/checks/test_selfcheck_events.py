@@ -58,7 +58,14 @@ def test_a_mistake_has_the_same_id_in_every_run(sent: list[dict[str, Any]]) -> N
 
 def test_two_mistakes_sharing_an_idea_have_two_ids_and_each_its_fix() -> None:
     def event(fix: str) -> dict[str, Any]:
-        verdict = Verdict("failed", 0, 2, "returned 2", idea="Count elements.", fix=fix)
+        verdict = Verdict(
+            status="failed",
+            points=0,
+            max_points=2,
+            message="returned 2",
+            idea="Count elements.",
+            fix=fix,
+        )
         return _selfcheck._check_event("01.count_params", replace(verdict, mistake=True), 1)
 
     first, second = event("Add up leaf.size."), event("Skip the None subtrees.")

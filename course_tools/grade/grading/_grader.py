@@ -411,7 +411,7 @@ def _verdict(exercise: Exercise, plan: Plan, run: _Run, ctx: Context) -> Verdict
         return judge_outcomes(
             exercise, report.outcomes, expected, cases, lambda flag: _flag_place(plan, flag)
         )
-    return Verdict(status, 0, exercise.points, message)  # type: ignore[arg-type]  # status is one of Verdict's
+    return Verdict(status=status, points=0, max_points=exercise.points, message=message)  # type: ignore[arg-type]  # status is one of Verdict's
 
 
 def _status(exercise: Exercise, plan: Plan, run: _Run, ctx: Context) -> tuple[str, str]:
