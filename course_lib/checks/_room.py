@@ -13,10 +13,14 @@ A join made in one notebook holds for every kernel of the learner's, those alrea
 included, for 12 hours (it is kept in the learner's configuration folder, which each check looks
 at with one ``stat``), so every lesson and exercise notebook is in the room; ``leave_room()``
 ends it for all of them the same way. From then on every ``check`` sends one small event: the
-room's code, the learner's name, the exercise, its outcome, the hint number shown, the typical
-mistake the check recognised (its id, the course's idea and fix for it) and the time. Never code,
-outputs or values. ``help_me()`` and ``done()`` raise and lower the learner's hand; ``leave_room()``
-tells the room, which lowers it too.
+room's code, the learner's name and key, the exercise, its outcome, the hint number shown, the
+typical mistake the check recognised (its id, the course's idea and fix for it) and the time.
+Never code, outputs or values. The key, made at random once and kept with the join, tells two
+learners of one name apart: the second is shown as ``Sam (2)`` and told so; every kernel of one
+learner on one machine sends the same key. The join is kept per machine (its name is in the
+file's), so lab machines sharing one home folder keep one join each. ``help_me()`` and
+``done()`` raise and lower the learner's hand; ``leave_room()`` tells the room, which lowers it
+too.
 
 A check never waits on the room (but a kernel's first, joining from ``COURSE_ROOM``, waits up to
 3 s for the join's answer, to say what happened): events go to a queue that one background thread
@@ -31,6 +35,8 @@ import collections
 import http.client
 import json
 import os
+import secrets
+import socket
 import threading
 import time
 import unicodedata
@@ -79,7 +85,8 @@ ROOM_TEXT_LIMITS = {"idea": 300, "fix": 300, "reason": 300, "text": 100}
 recognised, a failed setup's reason, a raised hand's words (the room's server checks them)."""
 
 _SENT = (
-    "each check now sends the room your name, the exercise, its outcome (passed, incorrect, "
+    "each check now sends the room your name (with a random key kept on this machine, which "
+    "tells two learners of one name apart), the exercise, its outcome (passed, incorrect, "
     "not attempted or error), the hint number shown, the typical mistake it recognised (in the "
     "course's words) and the time; never your code or its values"
 )
@@ -111,6 +118,7 @@ class RoomClient:
         *,
         code: str,
         name: str,
+        key: str | None = None,
         timeout: float = 2.0,
         queue_size: int = 500,
         max_pause: float = 30.0,
@@ -118,6 +126,8 @@ class RoomClient:
         self.url = url.rstrip("/")
         self.code = code
         self.name = name
+        self.key = key
+        self.shown_as = name  # the name the room shows: "Sam (2)" when another learner is Sam
         self.timeout = timeout
         self.max_pause = max_pause
         self.events_url = f"{self.url}/api/events"
@@ -135,8 +145,12 @@ class RoomClient:
 
     def post(self, event: dict[str, Any]) -> tuple[int | None, str]:
         """POST one event now: the HTTP status (``None`` when the room did not answer) and the
-        room's message or the network's reason."""
-        body = json.dumps({"code": self.code, "name": self.name, **event}).encode()
+        room's message or the network's reason. A room that takes it says the name it shows for
+        this learner (kept in :attr:`shown_as`)."""
+        mine = {"code": self.code, "name": self.name}
+        if self.key:
+            mine["learner_key"] = self.key
+        body = json.dumps({**mine, **event}).encode()
         request = urllib.request.Request(
             self.events_url,
             data=body,
@@ -145,6 +159,7 @@ class RoomClient:
         )
         try:
             with urllib.request.urlopen(request, timeout=self.timeout) as response:
+                self._take_shown_name(response)
                 return response.status, ""
         except urllib.error.HTTPError as error:
             return error.code, _error_message(error)
@@ -152,6 +167,15 @@ class RoomClient:
             # are OSErrors; a reply that is not HTTP raises HTTPException
             reason = getattr(error, "reason", None) or error
             return None, str(reason) or type(error).__name__
+
+    def _take_shown_name(self, response: Any) -> None:
+        """Keep the name the room shows for this learner, when its answer says one."""
+        try:
+            shown = json.loads(response.read(4096) or b"{}").get("name")
+        except (OSError, ValueError, AttributeError):
+            return
+        if isinstance(shown, str) and shown:
+            self.shown_as = shown
 
     def send(self, event: dict[str, Any]) -> dict[str, Any]:
         """Queue one event (the time is added here, its texts fitted to the room's limits) and
@@ -310,13 +334,38 @@ _room: RoomClient | None = None
 _said_stamp: tuple[int, int] | None | bool = False  # the kept file as last read; False: never
 _joined_here = False  # whether join_room ran in this kernel (it holds even under COURSE_ROOM=off)
 _lock = threading.Lock()
+_key: str | None = None  # this learner's key, once read or made (see learner_key)
+_key_lock = threading.Lock()
 
 
 def saved_join_path() -> Path:
-    """Where a join (or a leave) is kept for all of the learner's kernels:
-    ``pytree-course/room.json`` under ``XDG_CONFIG_HOME`` (``~/.config`` by default)."""
+    """Where a join (or a leave) is kept for all of the learner's kernels on this machine:
+    ``pytree-course/room-HOST.json`` under ``XDG_CONFIG_HOME`` (``~/.config`` by default). The
+    machine's name is in the file's, so that lab machines sharing one home folder over the
+    network keep one join each, as each one's learner made it."""
     base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
-    return Path(base) / "pytree-course" / "room.json"
+    host = "".join(c if c.isalnum() or c in "-_" else "_" for c in socket.gethostname())
+    return Path(base) / "pytree-course" / f"room-{host or 'here'}.json"
+
+
+def learner_key() -> str:
+    """This learner's key: what tells them apart in a room from another learner of the same name.
+    Made once, at random, and kept with the join, so that every kernel of theirs on this machine
+    (a restarted one too) sends the same key, and another machine or account another.
+
+    >>> len(learner_key()) >= 16
+    True
+    """
+    global _key
+    with _key_lock:
+        if _key is None:
+            try:
+                kept = json.loads(saved_join_path().read_text()).get("learner_key")
+            except (OSError, ValueError, AttributeError):
+                kept = None
+            valid = isinstance(kept, str) and 16 <= len(kept) <= 64 and kept.isascii()
+            _key = kept if valid else secrets.token_urlsafe(12)
+        return _key
 
 
 def _keep(record: dict[str, Any]) -> None:
@@ -329,7 +378,7 @@ def _keep(record: dict[str, Any]) -> None:
         fresh = path.with_name(f".room-{os.getpid()}-{threading.get_ident()}.json")
         descriptor = os.open(fresh, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(descriptor, "w") as file:
-            file.write(json.dumps({**record, "at": time.time()}))
+            file.write(json.dumps({**record, "learner_key": learner_key(), "at": time.time()}))
         os.replace(fresh, path)
     except OSError:
         return  # it still holds in this kernel; the others just do not hear of it
@@ -374,7 +423,9 @@ def join_room(url: str, *, code: str, name: str, timeout: float = JOIN_WAIT) -> 
             f"the room's address must start with http:// or https://, got {url!r}: copy it from "
             "the join line your instructor gave"
         )
-    client = RoomClient(url.strip(), code=str(code).strip(), name=valid_name(name))
+    client = RoomClient(
+        url.strip(), code=str(code).strip(), name=valid_name(name), key=learner_key()
+    )
     status, message = client.wait_answer(client.send({"kind": "join"}), timeout)
     if refused(status):
         client.close()
@@ -385,14 +436,14 @@ def join_room(url: str, *, code: str, name: str, timeout: float = JOIN_WAIT) -> 
         return
     with _lock:
         old, _room, _joined_here = _room, client, True
-        _keep({"url": client.url, "code": client.code, "name": client.name})
+        _keep({"url": client.url, "code": client.code, "name": client.name, "as": client.shown_as})
     if old is not None:
         old.close()
     if status is not None and status < 300:
         print(
-            f"Joined the room at {client.url} as {client.name!r}: {_SENT}. Your other "
-            f"notebooks join too, open ones included, for {SAVED_HOURS} hours (leave_room() "
-            "stops it)."
+            f"Joined the room at {client.url} as {client.shown_as!r}: {_taken(client)}. "
+            f"Your other notebooks join too, open ones included, for {SAVED_HOURS} hours "
+            "(leave_room() stops it)."
         )
         return
     client._noticed = True  # said here, once
@@ -400,6 +451,23 @@ def join_room(url: str, *, code: str, name: str, timeout: float = JOIN_WAIT) -> 
         f"Could not reach the room at {client.url}: {_unanswered(status, message)}. Check the "
         f"address against your instructor's join line. {_CLOUD_ADVICE} Until it answers, checks "
         "are kept and sent once it does."
+    )
+
+
+def _taken(client: RoomClient) -> str:
+    """What a join says it sends, led by what to tell a learner whose name another learner in
+    the room holds.
+
+    >>> client = RoomClient("http://127.0.0.1:9", code="C", name="Sam")
+    >>> client.shown_as = "Sam (2)"
+    >>> _taken(client)[:88]
+    'Sam is taken in this room: you are Sam (2); join_room(..., name=...) to choose another. '
+    """
+    if client.shown_as == client.name:
+        return _SENT
+    return (
+        f"{client.name} is taken in this room: you are {client.shown_as}; "
+        f"join_room(..., name=...) to choose another. {_SENT[0].upper()}{_SENT[1:]}"
     )
 
 
@@ -455,13 +523,13 @@ def _client_of(kept: dict[str, Any]) -> RoomClient | None:
     """A client for the room this learner's kernels are in, by the join kept in another kernel,
     else by ``COURSE_ROOM`` (``None`` when neither names one)."""
     if kept.get("url"):
-        return RoomClient(kept["url"], code=kept["code"], name=kept["name"])
+        return RoomClient(kept["url"], code=kept["code"], name=kept["name"], key=learner_key())
     value = os.environ.get(ROOM_ENV, "").strip()
     try:
         url, code, name = parse_room(value)
     except ValueError:
         return None
-    return RoomClient(url, code=code, name=name)
+    return RoomClient(url, code=code, name=name, key=learner_key())
 
 
 def current_room() -> RoomClient | None:
@@ -491,7 +559,8 @@ def current_room() -> RoomClient | None:
         elif kept is not None:
             url, code, name = kept["url"], kept["code"], kept["name"]
             since = time.strftime("%H:%M", time.localtime(kept["at"]))
-            said = f"(in the workshop room at {url} as {name!r}, joined at {since}: {_SENT}; "
+            shown = str(kept.get("as") or name)
+            said = f"(in the workshop room at {url} as {shown!r}, joined at {since}: {_SENT}; "
             said += "leave_room() stops it)"
         elif first and value:
             try:
@@ -505,7 +574,7 @@ def current_room() -> RoomClient | None:
         old = _room
         if old is not None and (old.url, old.code, old.name) == (url, code, name):
             return old
-        _room = None if url is None else RoomClient(url, code=code, name=name)
+        _room = None if url is None else RoomClient(url, code=code, name=name, key=learner_key())
     if old is not None:
         old.close()
     room = _room
@@ -523,7 +592,10 @@ def _said_of_env_join(room: RoomClient, status: int | None, message: str) -> str
     not in time; a room that refused it is left."""
     global _room
     if status is not None and status < 300:
-        return f"(joined the workshop room at {room.url} as {room.name!r} from {ROOM_ENV}: {_SENT})"
+        return (
+            f"(joined the workshop room at {room.url} as {room.shown_as!r} from {ROOM_ENV}: "
+            f"{_taken(room)})"
+        )
     if refused(status):
         room.close()
         with _lock:

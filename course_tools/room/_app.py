@@ -3,11 +3,13 @@ token opens the dashboard, its live stream, the settings and the export.
 
 Routes, under an optional path prefix (``base_path``, for a reverse proxy):
 
-* ``POST api/events``: one event as JSON, with the join code. 201 when stored; 4xx with
+* ``POST api/events``: one event as JSON, with the join code. 201 when stored, with the name the
+  dashboard shows for the learner (``Sam (2)`` when another learner holds ``Sam``); 4xx with
   ``{"error": "..."}`` and nothing stored otherwise.
 * ``GET dashboard?token=…``: the dashboard page. ``GET api/stream?token=…``: its server-sent
   events, a snapshot first and then updates. ``POST api/actions`` (header ``X-Room-Token``):
-  mark a learner helped. These take the instructor's token or the helpers'.
+  claim a learner ("On my way") or mark them helped. These take the instructor's token or the
+  helpers'.
 * With the instructor's token only: the other actions (rename, merge or remove a learner, undo
   the latest of those, start a block of exercises); ``POST api/settings``, the minutes without a
   check after which the room counts as paused; ``GET export.csv?token=…``, every event.
@@ -43,6 +45,7 @@ from course_lib.checks import valid_name
 
 from ._events import (
     Block,
+    Claim,
     Event,
     Helped,
     Merge,
@@ -52,14 +55,16 @@ from ._events import (
     Undo,
     from_wire,
 )
-from ._state import RoomState
+from ._state import RoomState, helper_name
 from ._store import EXPORT_COLUMNS, RoomStore
 
 STATIC = Path(__file__).parent / "static"
-ACTIONS = ("helped", "rename", "remove", "undo", "block")
+ACTIONS = ("claim", "helped", "rename", "remove", "undo", "block")
 """What the dashboard does: to a learner (a rename into a name in the room merges, and is stored
-as ``merge``), undo the latest rename, merge or remove, start a block of exercises. ``helped``
-alone is open to the helpers' link. Each is stored with the dashboard that took it (``actor``)."""
+as ``merge``), undo the latest rename, merge or remove, start a block of exercises. ``claim``
+("On my way") and ``helped`` alone are open to the helpers' link, each with the helper's name
+(``by``). Each is stored with who took it (``actor``: ``instructor`` or ``helper:NAME``)."""
+HELPER_ACTIONS = ("claim", "helped")
 MAX_BODY_BYTES = 1024 * 1024
 """The most of a request's body the server reads (it answers 413 as soon as the headers show
 more than an event's size, and drops what follows)."""
@@ -205,7 +210,7 @@ class Room:
         wait = max(self.host_buckets.take(host), self.learner_buckets.take((host, name)))
         if wait:
             raise Refused(429, f"too many events: wait {wait:.1f} s", retry_after=wait)
-        if self.state.resolve(name) not in self.state.learners:
+        if self.state.shown_name(unstored) not in self.state.learners:
             if len(self.state.learners) >= self.limits.max_learners:
                 raise Refused(
                     403,
@@ -221,17 +226,19 @@ class Room:
 
     def act(self, data: Any, instructor: bool) -> Event:
         """Store one action of the dashboard's (see :data:`ACTIONS`); the helpers' link may only
-        mark a learner helped. :class:`Refused` says what is wrong. An undo names the action it
-        takes back (``id``), which must still be the latest: the room then is worked out again
-        from its file, without it."""
+        claim a learner or mark them helped. :class:`Refused` says what is wrong. An undo names
+        the action it takes back (``id``), which must still be the latest: the room then is
+        worked out again from its file, without it."""
         if not isinstance(data, dict) or data.get("kind") not in ACTIONS:
             raise Refused(
                 400, f"an action is a JSON object whose kind is one of {', '.join(ACTIONS)}"
             )
         kind = data["kind"]
-        if kind != "helped" and not instructor:
-            raise Refused(403, "the helpers' link can mark learners helped; ask the instructor")
-        actor = "instructor" if instructor else "helper"  # whose dashboard, for the export
+        if kind not in HELPER_ACTIONS and not instructor:
+            raise Refused(
+                403, "the helpers' link can claim learners and mark them helped; ask the instructor"
+            )
+        actor = "instructor" if instructor else self._helper(data)
         if kind == "undo":
             unstored: Event = self._undo(data, actor)
         elif kind == "block":
@@ -253,6 +260,16 @@ class Room:
             raise Refused(404, f"no learner named {name!r} in the room")
         if data["kind"] == "helped":
             return Helped(learner=name, actor=actor)
+        if data["kind"] == "claim":
+            claim = self.state.claims(self.clock()).get(name)
+            if claim and claim["by"] != helper_name(actor) and data.get("take_over") is not True:
+                minutes = int((self.clock() - claim["since"]) // 60)
+                raise Refused(
+                    409,
+                    f"{claim['by']} is on the way to {name} ({minutes} min): confirm to take it "
+                    "over",
+                )
+            return Claim(learner=name, actor=actor)
         if data["kind"] == "remove":
             return Remove(learner=name, actor=actor)
         try:
@@ -263,6 +280,18 @@ class Room:
             raise Refused(400, "the new name is the name it has")
         kind = Merge if new in self.state.learners else Rename
         return kind(learner=name, actor=actor, to=new)
+
+    @staticmethod
+    def _helper(data: dict[str, Any]) -> str:
+        """``helper:NAME``, the helper who sent an action, by the name their page asked once."""
+        try:
+            return "helper:" + valid_name(data.get("by"))
+        except ValueError:
+            raise Refused(
+                400,
+                "a helper's action says who took it: type your name at the top of the helpers' "
+                "page",
+            ) from None
 
     def _undo(self, data: dict[str, Any], actor: str) -> Undo:
         """An undo of the action ``data["id"]`` names, the latest in force."""
@@ -415,7 +444,7 @@ class EventsHandler(_BodyHandler):
                 self.set_header("Retry-After", str(math.ceil(refused.retry_after)))
             return self.refuse(refused.status, refused.message)
         self.set_status(201)
-        self.finish({"id": event.id})
+        self.finish({"id": event.id, "name": self.room.state.shown_name(event)})
 
 
 class ActionsHandler(_BodyHandler):

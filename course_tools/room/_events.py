@@ -27,7 +27,8 @@ _MISTAKE = re.compile(r"[A-Za-z0-9_.:/\-]{1,40}")
 _VERSION = re.compile(r"[0-9A-Za-z.+\-]{0,40}")
 _BACKEND = re.compile(r"[A-Za-z0-9_\-]{0,20}")
 _YEARS = (946_684_800, 4_102_444_800)  # 2000-01-01 and 2100-01-01, in seconds since 1970
-_COMMON = ("code", "name", "kind", "sent_at")  # what every learner's event may send
+_COMMON = ("code", "name", "kind", "sent_at", "learner_key")  # every learner's event may send
+_KEY = re.compile(r"[A-Za-z0-9_\-]{8,64}")
 
 
 class Refused(Exception):
@@ -54,8 +55,10 @@ def _sent(check: FieldCheck, default: Any = dataclasses.MISSING) -> Any:
 class Event:
     """What every event has: its ``id`` in the room's file (0 until stored), the server's time
     (``received``), the learner's clock (``sent``), the learner it is about, and whose dashboard
-    took it (``actor``, for an action: ``instructor``, or ``helper`` with the helper's name).
-    ``kind`` names the class; the fields of each kind are its own."""
+    took it (``actor``, for an action: ``instructor``, or ``helper:`` and the helper's name).
+    ``learner_key`` is what the learner's kernels keep with their join (one per account on one
+    machine): two learners who give one name are told apart by it. ``kind`` names the class; the
+    fields of each kind are its own."""
 
     kind: ClassVar[str] = ""
     legacy_detail: ClassVar[str | None] = None
@@ -66,6 +69,7 @@ class Event:
     received: float = 0.0
     sent: float | None = None
     learner: str
+    learner_key: str | None = None
     actor: str | None = None
 
     def refusal(self) -> str | None:
@@ -224,6 +228,14 @@ class Helped(Event):
 
 
 @dataclass(frozen=True, kw_only=True)
+class Claim(Event):
+    """A helper (or the instructor) is on the way to the learner: every dashboard shows it until
+    "Helped", another's claim, or a few minutes without either."""
+
+    kind: ClassVar[str] = "claim"
+
+
+@dataclass(frozen=True, kw_only=True)
 class Rename(Event):
     """The instructor gave the learner another name, one not in the room."""
 
@@ -270,7 +282,7 @@ LEARNER_KINDS: dict[str, type[Event]] = {
 }
 """What a learner's kernel sends, by kind."""
 ACTION_KINDS: dict[str, type[Event]] = {
-    cls.kind: cls for cls in (Helped, Rename, Merge, Remove, Undo, Block)
+    cls.kind: cls for cls in (Helped, Claim, Rename, Merge, Remove, Undo, Block)
 }
 """What the dashboards do, by kind (a rename into a name in the room is stored as a merge)."""
 KINDS: dict[str, type[Event]] = {**LEARNER_KINDS, **ACTION_KINDS}
@@ -311,12 +323,15 @@ def from_wire(data: Any, known: Mapping[str, Any]) -> Event:
     number = isinstance(sent, int | float) and not isinstance(sent, bool)
     if sent is not None and not (number and _YEARS[0] < sent < _YEARS[1]):
         raise Refused(400, "sent_at must be a time: seconds since 1970, between 2000 and 2100")
+    key = data.get("learner_key")
+    if key is not None and not (isinstance(key, str) and _KEY.fullmatch(key)):
+        raise Refused(400, "learner_key must be 8 to 64 letters, digits, _ or -")
     values = {
         key: one.metadata["check"](data.get(key), known)
         for key, one in schema.items()
         if key in data or one.default is dataclasses.MISSING
     }
-    event = cls(learner=name, sent=sent, **values)
+    event = cls(learner=name, learner_key=key, sent=sent, **values)
     refusal = event.refusal()
     if refusal:
         raise Refused(400, refusal)
@@ -337,7 +352,10 @@ def from_stored(
         fields = {key: value for key, value in common.items() if key in names}
         if cls.legacy_detail is not None:
             fields = {**fields, cls.legacy_detail: detail}
-    base = {key: common[key] for key in ("id", "received", "sent", "learner", "actor")}
+    base: dict[str, Any] = {
+        key: common.get(key) for key in ("id", "received", "sent", "learner", "actor")
+    }
+    base["learner_key"] = common.get("learner_key")
     typed = {f.name: _stored_value(f, fields[f.name]) for f in own_fields(cls) if f.name in fields}
     return cls(**base, **typed)
 

@@ -19,6 +19,7 @@ from typing import Any
 from ._events import (
     Block,
     CheckRun,
+    Claim,
     Done,
     Event,
     Hand,
@@ -40,8 +41,12 @@ SHARED_BY = 2
 """How many learners must share a mistake before the projector view shows it and its idea: the
 idea is the course's text, but it arrives from a learner's kernel, so one sender alone never
 puts words on the room's screen."""
-HELP_ORDER = {"hand": 0, "streak": 1, "over_time": 2}
-"""The order of the needs-help list: raised hands, then failing streaks, then silence."""
+HELP_ORDER = {"hand": 0, "again": 1, "streak": 2, "over_time": 3}
+"""The order of the needs-help list: raised hands, then learners failing again where they were
+helped, then failing streaks, then silence."""
+CLAIM_MINUTES = 5.0
+"""How long "On my way" holds a learner for one helper without "Helped" (another may take it over
+sooner, once they confirm)."""
 UNDOABLE = (Rename, Merge, Remove)
 """The dashboard's actions that "Undo" takes back, the latest first."""
 
@@ -76,6 +81,7 @@ class Cell:
     mistake: str | None = None  # the latest failed check's recognised mistake
     idea: str | None = None
     fix: str | None = None
+    again: bool = False  # failed since the learner was helped on it, not passed since
 
     def failing(self) -> str:
         """The streak in words: ``3 incorrect tries in a row``."""
@@ -119,6 +125,8 @@ class Learner:
     passed_in: dict[str, float] = field(default_factory=dict)  # lesson: their latest pass in it
     hand: dict[str, Any] | None = None  # since, text, exercise
     helped_at: float = 0.0
+    helped_on: set[str] = field(default_factory=set)  # what was failing (or their hand's) then
+    claim: dict[str, Any] | None = None  # by (a helper's name), since
 
     def view(self) -> dict[str, Any]:
         return {
@@ -147,7 +155,10 @@ class Learner:
         self.hand = max(hands, key=lambda hand: hand["since"], default=None)
         if other.seen_at > self.seen_at:  # in the room or not, as their latest own event says
             self.left, self.seen_at = other.left, other.seen_at
-        self.helped_at = max(self.helped_at, other.helped_at)
+        if other.helped_at > self.helped_at:
+            self.helped_at, self.helped_on = other.helped_at, other.helped_on
+        claims = [claim for claim in (self.claim, other.claim) if claim is not None]
+        self.claim = max(claims, key=lambda claim: claim["since"], default=None)
 
 
 class RoomState:
@@ -166,7 +177,10 @@ class RoomState:
     def __init__(self, exercises: Mapping[str, ExerciseInfo], idle_minutes: float = 5.0) -> None:
         self.exercises = dict(exercises)
         self.idle_minutes = idle_minutes
+        self.claim_minutes = CLAIM_MINUTES
         self.learners: dict[str, Learner] = {}
+        self.names: dict[tuple[str, str], str] = {}  # (name sent, learner_key): name in the room
+        self.keys: dict[str, str] = {}  # a name in the room: the learner_key that holds it
         self.removed: dict[str, Learner] = {}  # removed learners, kept for their return or an undo
         self.aliases: dict[str, str] = {}  # a name the instructor renamed: the name it became
         self.actions: list[Rename | Merge | Remove] = []  # those in force, in order
@@ -186,6 +200,22 @@ class RoomState:
             name = self.aliases[name]
             seen.add(name)
         return name
+
+    def name_of(self, name: str, key: str | None) -> str:
+        """The name in the room of a learner who sends ``name`` with ``key`` (before the
+        instructor's renames, see :meth:`resolve`): their own, unless a learner with another key
+        holds it, then the first of ``name (2)``, ``name (3)``… free. A kernel that sends no key
+        goes by its name alone."""
+        if key is None or self.keys.get(name, key) == key:
+            return name
+        if (name, key) in self.names:
+            return self.names[name, key]
+        taken = self.learners.keys() | self.removed.keys() | self.keys.keys() | self.aliases.keys()
+        return next(f"{name} ({n})" for n in range(2, 10**6) if f"{name} ({n})" not in taken)
+
+    def shown_name(self, event: Event) -> str:
+        """The name the dashboard shows for a learner's event."""
+        return self.resolve(self.name_of(event.learner, event.learner_key))
 
     def replay(self, events: Iterable[Event]) -> None:
         """Take stored events into account, in order, leaving out the actions undone since."""
@@ -213,13 +243,17 @@ class RoomState:
         if isinstance(event, Block):
             self.block_started = event.received
             return
-        name = self.resolve(event.learner)
+        sent = self.name_of(event.learner, event.learner_key)
+        if event.learner_key is not None:
+            self.names.setdefault((event.learner, event.learner_key), sent)
+            self.keys.setdefault(sent, event.learner_key)
+        name = self.resolve(sent)
         learner = self.learners.get(name) or self.removed.pop(name, None)
         if learner is None:
             learner = Learner(name, joined_at=event.received)
         self.learners[name] = learner
         self._changed.add(name)
-        if not isinstance(event, Helped):  # the learner's own event: are they still in the room
+        if not isinstance(event, Helped | Claim):  # the learner's own: are they still in the room
             learner.left = isinstance(event, Leave)
             learner.seen_at = event.received
         match event:
@@ -241,11 +275,17 @@ class RoomState:
                 }
             case Done() | Leave():
                 learner.hand = None
+            case Claim():
+                learner.claim = {"by": helper_name(event.actor), "since": event.received}
             case Helped():
-                learner.hand = None
+                failing = {e for e, cell in learner.cells.items() if cell.streak}
+                hand = learner.hand["exercise"] if learner.hand else None
+                learner.helped_on = failing | ({hand} if hand else set())
+                learner.hand = learner.claim = None
                 learner.helped_at = event.received
                 for cell in learner.cells.values():  # a streak counts again from the help
                     cell.streak = cell.errors = 0
+                    cell.again = False
 
     def _act(self, event: Rename | Merge | Remove) -> None:
         """A rename, merge or remove, kept in :attr:`actions` when it changed anything."""
@@ -283,9 +323,11 @@ class RoomState:
                 cell.errors = 0
             cell.streak += 1
             cell.errors += event.outcome == "error"
+            cell.again = event.exercise in learner.helped_on
             cell.mistake, cell.idea, cell.fix = event.mistake, event.idea, event.fix
         elif event.outcome == "passed":
             cell.streak = cell.errors = 0
+            cell.again = False
             cell.since = event.received
             cell.mistake = cell.idea = cell.fix = None
         cell.outcome = event.outcome
@@ -376,10 +418,12 @@ class RoomState:
         :data:`STREAK_FOR_HELP` failed tries in a row on one exercise (in any lesson), naming the
         mistake recognised (see :meth:`_streaks`); then, while the room is at work (see
         :meth:`at_work`), learners silent on an exercise past the minutes the guide gives it (see
-        :meth:`_over_time`). "Helped" takes a learner off until their next hand, or until they
-        fail :data:`STREAK_FOR_HELP` times in a row again: a streak counts from the help. Nobody
-        who left the room is listed. Longest waiting first within each kind; each entry has
-        ``helped``, when the learner was last marked helped (0: never)."""
+        :meth:`_over_time`). "Helped" takes a learner off until their next hand, their next
+        failure on what they were helped with (kind ``again``, right after the hands), or
+        :data:`STREAK_FOR_HELP` failures in a row on another exercise: a streak counts from the
+        help. Nobody who left the room is listed. Longest waiting first within each kind; each
+        entry has ``helped``, when the learner was last marked helped (0: never), and ``claim``,
+        who is on the way to them (see :meth:`claims`)."""
         found = []
         room_at_work = self.at_work(now)
         for learner in self.learners.values():
@@ -392,14 +436,28 @@ class RoomState:
                 continue
             streaks = self._streaks(learner)
             if streaks:
-                exercise = min(streaks, key=lambda e: (-streaks[e].streak, streaks[e].since, e))
+                exercise = min(streaks, key=lambda e: (not streaks[e].again, -streaks[e].streak, e))
                 cell = streaks[exercise]
-                row = _row(learner, "streak", exercise, cell.since, cell.failing())
+                if cell.again:
+                    row = _row(learner, "again", exercise, cell.since, "failing again")
+                else:
+                    row = _row(learner, "streak", exercise, cell.since, cell.failing())
                 found.append({**row, "mistake": cell.fix or "", "last": cell.at})
                 continue
             if room_at_work:
                 found.extend(self._over_time(learner, now))
+        claims = self.claims(now)
+        found = [{**row, "claim": claims.get(row["name"])} for row in found]
         return sorted(found, key=lambda row: (HELP_ORDER[row["kind"]], row["since"], row["name"]))
+
+    def claims(self, now: float) -> dict[str, dict[str, Any]]:
+        """Who is on the way to whom: by learner, the helper's name (``by``) and since when,
+        for the claims made in the last :attr:`claim_minutes` and not ended by "Helped"."""
+        return {
+            name: learner.claim
+            for name, learner in self.learners.items()
+            if learner.claim is not None and now - learner.claim["since"] <= self.claim_minutes * 60
+        }
 
     def _streaks(self, learner: Learner) -> dict[str, Cell]:
         """The learner's cells failing :data:`STREAK_FOR_HELP` times or more in a row (since their
@@ -417,7 +475,7 @@ class RoomState:
         return {
             exercise: cell
             for exercise, cell in learner.cells.items()
-            if cell.streak >= STREAK_FOR_HELP
+            if (cell.streak >= STREAK_FOR_HELP or (cell.again and cell.streak))
             and self.exercises[exercise].lesson == lesson
             and not any(i > order[exercise] and at > cell.at for i, at in passed)
         }
@@ -495,6 +553,7 @@ class RoomState:
             "shared_by": SHARED_BY,
             "exercises": self.exercise_summary(),
             "needs_help": self.needs_help(now),
+            "claims": self.claims(now),
             "undo": self.undoable(),
         }
 
@@ -529,6 +588,17 @@ def _row(
         "since": since,
         "helped": learner.helped_at,
     }
+
+
+def helper_name(actor: str | None) -> str:
+    """Who took an action, as a claim names them: a helper's own name, else ``the instructor``.
+
+    >>> helper_name("helper:Alex"), helper_name("instructor")
+    ('Alex', 'the instructor')
+    """
+    if actor and actor.startswith("helper:"):
+        return actor.removeprefix("helper:")
+    return "a helper" if actor == "helper" else "the instructor"
 
 
 def exercise_infos(exercises: Iterable[Any]) -> dict[str, ExerciseInfo]:

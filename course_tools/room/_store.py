@@ -34,16 +34,20 @@ CREATE TABLE IF NOT EXISTS events (
     detail TEXT,
     fix TEXT,
     actor TEXT,
-    fields TEXT
+    fields TEXT,
+    learner_key TEXT
 );
 """
-_ADDED_COLUMNS = ("mistake", "detail", "fix", "actor", "fields")  # an older file gets them
+_ADDED_COLUMNS = ("mistake", "detail", "fix", "actor", "fields", "learner_key")  # added later
 _LEGACY_COLUMNS = ("exercise", "outcome", "hint", "jax", "backend", "mistake", "fix")
 """Where a row written before each kind had fields of its own (``fields`` empty) kept them; the
 one field of its kind that ``detail`` held is named by the kind's ``legacy_detail``."""
-_READ = ("id", "received", "sent", "learner", "kind", "actor", "fields", "detail", *_LEGACY_COLUMNS)
+_READ = (
+    *("id", "received", "sent", "learner", "learner_key", "kind", "actor", "fields", "detail"),
+    *_LEGACY_COLUMNS,
+)
 EXPORT_COLUMNS = (
-    *("id", "received", "sent", "learner", "kind", "actor"),
+    *("id", "received", "sent", "learner", "learner_key", "kind", "actor"),
     *dict.fromkeys(f.name for cls in KINDS.values() for f in own_fields(cls)),
 )
 """The export's columns: every event's, then each kind's own, each named once."""
@@ -160,12 +164,13 @@ class RoomStore:
         """Store one checked event (committed when this returns) and give it back with its id and
         the time it was ``received``."""
         cursor = self._db.execute(
-            "INSERT INTO events (received, sent, learner, kind, actor, fields) "
-            "VALUES (?, ?, ?, ?, ?, ?)",
+            "INSERT INTO events (received, sent, learner, learner_key, kind, actor, fields) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
             (
                 received,
                 event.sent,
                 event.learner,
+                event.learner_key,
                 event.kind,
                 event.actor,
                 json.dumps(event.own_fields()),

@@ -133,7 +133,9 @@ def test_joining_says_what_is_sent_and_each_check_sends_outcome_and_hint(
         ("passed", 0),
     ]
     for event in events[1:]:
-        assert set(event) == {"code", "name", "kind", "exercise", "outcome", "hint", "sent_at"}
+        assert set(event) == {
+            *("code", "name", "learner_key", "kind", "exercise", "outcome", "hint", "sent_at")
+        }
         assert (event["code"], event["name"], event["exercise"]) == (
             "K7PX-3MQD",
             "Ada",
@@ -273,6 +275,7 @@ def new_kernel(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(_room, "_room", None)
     monkeypatch.setattr(_room, "_said_stamp", False)
     monkeypatch.setattr(_room, "_joined_here", False)
+    monkeypatch.setattr(_room, "_key", None)
 
 
 def test_a_join_holds_for_the_learners_next_kernels_until_they_leave(
@@ -573,3 +576,50 @@ def test_under_course_room_off_a_join_made_in_this_kernel_still_sends(
         join_room(room.url, code="K7PX", name="Uma")
         check("01.count_params", count_params_right)
         assert [e["kind"] for e in room.wait_for(2)] == ["join", "check"]
+
+
+def test_every_kernel_of_one_learner_sends_one_key_and_another_account_another(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    with stand_in() as room:
+        join_room(room.url, code="C", name="Sam")
+        new_kernel(monkeypatch)  # a second notebook, or the first one restarted
+        check("01.count_params", count_params_right)
+        room.wait_for(3)
+        monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "another-account"))
+        new_kernel(monkeypatch)
+        join_room(room.url, code="C", name="Sam")
+        events = room.wait_for(4)
+    assert [event["kind"] for event in events] == ["join", "join", "check", "join"]
+    keys = [event["learner_key"] for event in events]
+    assert keys[0] == keys[1] == keys[2] != keys[3]
+
+
+def test_two_learners_named_sam_stay_two_and_the_second_is_told(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from room_support import served_room
+
+    with served_room(tmp_path / "room.sqlite") as room:
+        join_room(room.url, code=room.code, name="Sam")
+        assert f"Joined the room at {room.url} as 'Sam': each check" in capsys.readouterr().out
+        monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "second-laptop"))
+        new_kernel(monkeypatch)
+        join_room(room.url, code=room.code, name="Sam")
+        said = capsys.readouterr().out
+        assert said.startswith(
+            f"Joined the room at {room.url} as 'Sam (2)': Sam is taken in this room: you are "
+            "Sam (2); join_room(..., name=...) to choose another. Each check now sends"
+        ), said
+        new_kernel(monkeypatch)  # the second Sam's next notebook stays the second Sam
+        check("01.count_params", count_params_wrong)
+        assert "in the workshop room at" in capsys.readouterr().out
+        _room._room.wait_answer(_room._room.send({"kind": "done"}), 5.0)  # type: ignore[union-attr]
+        rows = room.exported()
+    assert len({row["learner_key"] for row in rows}) == 2
+    assert [row["kind"] for row in rows if row["learner_key"] == rows[-1]["learner_key"]] == [
+        "join",
+        "join",
+        "check",
+        "done",
+    ]

@@ -493,13 +493,17 @@ def test_helpers_mark_helped_and_only_the_instructor_tidies_names_or_exports(
     for name in ("Omar", "Omar K"):
         room.post(room.event(name, **CHECK))
     helper = room.helper_token
-    assert action(room, helper, {"kind": "helped", "name": "Omar"})[0] == 201
+    status, reply = action(room, helper, {"kind": "helped", "name": "Omar"})
+    assert status == 400 and "type your name at the top of the helpers' page" in reply["error"]
+    assert action(room, helper, {"kind": "helped", "name": "Omar", "by": "Alex"})[0] == 201
     status, reply = action(room, helper, {"kind": "rename", "name": "Omar", "to": "Omar K"})
-    assert status == 403 and "helpers' link can mark learners helped" in reply["error"]
+    assert (
+        status == 403 and "helpers' link can claim learners and mark them helped" in reply["error"]
+    )
     assert room.get(f"export.csv?token={helper}")[0] == 403
     assert room.get(f"dashboard?token={helper}")[0] == 200
     assert action(room, room.code, {"kind": "helped", "name": "Omar"})[0] == 401
-    assert action(room, helper, {"kind": "helped", "name": "Nobody"})[0] == 404
+    assert action(room, helper, {"kind": "helped", "name": "Nobody", "by": "Alex"})[0] == 404
     assert action(room, room.token, {"kind": "rename", "name": "Omar", "to": "YOUR NAME"})[0] == 400
     for only_yours in ({"kind": "block"}, {"kind": "undo", "id": 1}):
         assert action(room, helper, only_yours)[0] == 403
@@ -507,7 +511,10 @@ def test_helpers_mark_helped_and_only_the_instructor_tidies_names_or_exports(
     rows = room.exported()
     # The export says whose dashboard took each action.
     took = [(row["learner"], row["kind"], row["to"], row["actor"]) for row in rows[-2:]]
-    assert took == [("Omar", "helped", "", "helper"), ("Omar", "merge", "Omar K", "instructor")]
+    assert took == [
+        ("Omar", "helped", "", "helper:Alex"),
+        ("Omar", "merge", "Omar K", "instructor"),
+    ]
     snapshot = read_stream(room, lambda kind, data: kind == "snapshot")
     assert "Omar" not in snapshot["learners"]
     assert snapshot["learners"]["Omar K"]["cells"]["01.count_params"]["tries"] == 2

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from course_tools.room import Room, RoomState, RoomStore
@@ -103,6 +103,7 @@ def test_three_failed_in_a_row_needs_help_and_a_pass_ends_it() -> None:
             "helped": 0.0,
             "mistake": "",
             "last": 30,
+            "claim": None,
         }
     ]
     four = [*two, check("Ada", "01.a", "incorrect", 30, hint=2)]
@@ -210,15 +211,114 @@ def test_helped_clears_an_entry_until_the_next_hand_or_a_new_streak_counted_from
     state.apply(event("Ada", "helped", 7 * MINUTE))
     assert listed(state, now=8 * MINUTE) == []
     state.apply(event("Ada", "hand", 8 * MINUTE))
-    # Bob's tries before the help are not counted again: two failures after it are not a streak.
+    # On another exercise than the one he was helped with, Bob's streak counts from the help.
     for t in (9, 10):
-        state.apply(check("Bob", "01.a", "incorrect", t * MINUTE))
+        state.apply(check("Bob", "01.b", "incorrect", t * MINUTE))
     assert listed(state, now=11 * MINUTE) == [("Ada", "hand")]
-    state.apply(check("Bob", "01.a", "incorrect", 12 * MINUTE))
+    state.apply(check("Bob", "01.b", "incorrect", 12 * MINUTE))
     bob = state.needs_help(now=13 * MINUTE)[1]
     assert (bob["name"], bob["why"]) == ("Bob", "3 incorrect tries in a row")
     assert (bob["since"], bob["last"], bob["helped"]) == (9 * MINUTE, 12 * MINUTE, 7 * MINUTE)
-    assert state.learners["Bob"].cells["01.a"].tries == 9  # the grid still counts every try
+    assert state.learners["Bob"].cells["01.a"].tries == 6  # the grid still counts every try
+
+
+def test_a_learner_helped_who_fails_that_exercise_again_returns_at_once() -> None:
+    state = state_of(
+        *[check("Bo", "01.a", "incorrect", t * MINUTE) for t in range(3)],
+        event("Bo", "helped", 4 * MINUTE),
+        check("Bo", "01.a", "incorrect", 8 * MINUTE, mistake="adds_step"),
+    )
+    (row,) = state.needs_help(now=9 * MINUTE)
+    assert (row["name"], row["kind"], row["why"]) == ("Bo", "again", "failing again")
+    assert (row["helped"], row["since"], row["mistake"]) == (
+        4 * MINUTE,
+        8 * MINUTE,
+        "the fix for adds_step",
+    )
+    state.apply(check("Bo", "01.a", "passed", 10 * MINUTE))
+    assert listed(state, now=11 * MINUTE) == []
+    # Ranked right after the hands: a learner helped once already waits least.
+    state.apply(check("Bo", "01.a", "error", 12 * MINUTE))
+    for t in (1, 2, 3):
+        state.apply(check("Cy", "01.a", "incorrect", t * MINUTE))
+    state.apply(event("Dee", "hand", 13 * MINUTE))
+    assert listed(state, now=14 * MINUTE) == [("Dee", "hand"), ("Bo", "again"), ("Cy", "streak")]
+
+
+def test_a_claim_shows_who_is_on_the_way_until_helped_or_its_minutes_pass() -> None:
+    state = state_of(
+        *[check(name, "01.a", "incorrect", t) for name in ("Ada", "Bob") for t in (1, 2, 3)],
+        event("Ada", "claim", 60.0, actor="helper:Alex"),
+        event("Bob", "claim", 70.0, actor="instructor"),
+    )
+    claims = {row["name"]: row["claim"] for row in state.needs_help(now=100.0)}
+    assert claims == {
+        "Ada": {"by": "Alex", "since": 60.0},
+        "Bob": {"by": "the instructor", "since": 70.0},
+    }
+    assert state.summary(now=100.0)["claims"] == claims
+    state.apply(event("Ada", "helped", 120.0, actor="helper:Alex"))
+    assert state.claims(now=130.0) == {"Bob": {"by": "the instructor", "since": 70.0}}
+    assert state.claims(now=70.0 + state.claim_minutes * 60 + 1) == {}
+
+
+@given(st.lists(st.tuples(st.sampled_from(["Sam", "Sam (2)", "Ana"]), st.sampled_from("xyz"))))
+def test_learners_who_give_one_name_from_two_keys_stay_two(sent: list[tuple[str, str]]) -> None:
+    state = RoomState(EXERCISES)
+    for name, key in sent:
+        state.apply(event(name, "join", 1.0, learner_key=key * 8))
+    shown = {
+        (name, key): state.shown_name(event(name, "join", 1.0, learner_key=key * 8))
+        for name, key in sent
+    }
+    for one, other in itertools.combinations(set(sent), 2):
+        if one[1] != other[1]:  # two keys: two learners, whatever names they gave
+            assert shown[one] != shown[other]
+    assert set(shown.values()) == set(state.learners)
+    again = RoomState(EXERCISES)
+    again.replay(event(name, "join", 1.0, learner_key=key * 8) for name, key in sent)
+    assert sorted(again.learners) == sorted(state.learners)
+
+
+def test_the_second_sam_is_sam_2_and_each_keeps_their_own_progress() -> None:
+    sam, other = {"learner_key": "a" * 16}, {"learner_key": "b" * 16}
+    state = state_of(
+        event("Sam", "check", 1, exercise="01.a", outcome="passed", hint=0, **sam),
+        event("Sam", "check", 2, exercise="01.a", outcome="incorrect", hint=0, **other),
+        event("Sam", "check", 3, exercise="01.a", outcome="incorrect", hint=0, **other),
+        event("Sam", "join", 4, **sam),  # Sam's second kernel: the same saved join
+    )
+    assert sorted(state.learners) == ["Sam", "Sam (2)"]
+    assert state.learners["Sam"].cells["01.a"].outcome == "passed"
+    assert state.learners["Sam (2)"].cells["01.a"].tries == 2
+    # A kernel that sends no key (an older course_lib) goes by its name.
+    state.apply(event("Sam", "check", 5, exercise="01.b", outcome="passed", hint=0))
+    assert sorted(state.learners) == ["Sam", "Sam (2)"] and "01.b" in state.learners["Sam"].cells
+
+
+def test_helpers_claim_with_their_name_and_a_claim_is_taken_over_only_when_confirmed(
+    tmp_path: Path,
+) -> None:
+    clock = iter(range(100, 10_000, 10)).__next__
+    live = Room(RoomStore(tmp_path / "claims.sqlite"), RoomState(EXERCISES), clock=clock)
+    live.add({"code": live.store.code, "name": "Sam", "kind": "join"}, "h")
+    with pytest.raises(Refused, match="type your name at the top of the helpers' page"):
+        live.act({"kind": "claim", "name": "Sam"}, instructor=False)
+    live.act({"kind": "claim", "name": "Sam", "by": "Alex"}, instructor=False)
+    with pytest.raises(Refused, match=re.escape("Alex is on the way to Sam (0 min): confirm")):
+        live.act({"kind": "claim", "name": "Sam", "by": "Bea"}, instructor=False)
+    live.act({"kind": "claim", "name": "Sam", "by": "Bea", "take_over": True}, instructor=False)
+    assert live.state.claims(live.clock())["Sam"]["by"] == "Bea"
+    live.act({"kind": "helped", "name": "Sam", "by": "Bea"}, instructor=False)
+    with pytest.raises(Refused, match="can claim learners and mark them helped"):
+        live.act({"kind": "remove", "name": "Sam", "by": "Bea"}, instructor=False)
+    rows = list(csv.DictReader(io.StringIO(live.export_csv())))
+    assert [(row["kind"], row["actor"]) for row in rows[1:]] == [
+        ("claim", "helper:Alex"),
+        ("claim", "helper:Bea"),
+        ("helped", "helper:Bea"),
+    ]
+    live.store.close()
 
 
 def test_a_streak_says_its_latest_try_and_is_dropped_once_the_learner_moved_on() -> None:
@@ -374,6 +474,7 @@ streams = st.lists(
 )
 
 
+@settings(deadline=None)  # each example writes and reads a file: its time is the disk's
 @given(streams)
 def test_a_room_rebuilt_from_its_file_shows_what_the_live_room_showed(
     tmp_path_factory: pytest.TempPathFactory, stream: list[tuple[str, str, str]]
@@ -468,10 +569,10 @@ def test_actions_are_events_and_a_rebuilt_room_shows_them_as_the_live_one_did(
     ]
     for name, kind, extra in events:
         live.add({"code": code, "name": name, "kind": kind, **extra}, "h")
-    live.act({"kind": "helped", "name": "Bob"}, instructor=False)
+    live.act({"kind": "helped", "name": "Bob", "by": "Alex"}, instructor=False)
     live.act({"kind": "rename", "name": "Ada", "to": "Ada L"}, instructor=True)
     live.act({"kind": "remove", "name": "Ghost"}, instructor=True)
-    with pytest.raises(Refused, match="helpers' link can mark learners helped"):
+    with pytest.raises(Refused, match="helpers' link can claim learners and mark them helped"):
         live.act({"kind": "remove", "name": "Bob"}, instructor=False)
     assert sorted(live.state.learners) == ["Ada L", "Bob"]
     kinds = [(e.learner, e.kind, e.own_fields()) for e in live.store.events()][4:]
@@ -658,7 +759,7 @@ def test_undo_takes_back_the_latest_remove_or_merge_and_a_rebuilt_room_agrees(
     }
     with pytest.raises(Refused, match="no longer the latest"):
         live.act({"kind": "undo", "id": merged.id}, instructor=True)
-    with pytest.raises(Refused, match="helpers' link can mark learners helped"):
+    with pytest.raises(Refused, match="helpers' link can claim learners and mark them helped"):
         live.act({"kind": "undo", "id": removed.id}, instructor=False)
     live.state.take_changed()
     live.act({"kind": "undo", "id": removed.id}, instructor=True)
@@ -768,6 +869,7 @@ EVERY_KIND = [
     event("Ada", "done", 5.0),
     event("Ada", "leave", 6.0),
     event("Ada", "helped", 7.0, actor="helper"),
+    event("Ada", "claim", 7.5, actor="helper:Alex"),
     event("Ada", "rename", 8.0, to="Ada L", actor="instructor"),
     event("Bob", "merge", 9.0, to="Ada L", actor="instructor"),
     event("Ada L", "remove", 10.0, actor="instructor"),

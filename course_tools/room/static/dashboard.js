@@ -3,7 +3,9 @@
 // every learner's own words; it shows a mistake's idea only when several learners share it, and
 // never its fix (the answer, nearly). Merge and remove ask first, in the page; Undo takes back the
 // latest rename, merge or remove. A new raised hand is said aloud (a live region), in the page's
-// title and by a marked entry.
+// title and by a marked entry. "On my way" claims a learner for the helper (whose name the helpers'
+// page asks once and keeps in this browser); every screen shows the claim, and taking over another
+// helper's asks first.
 "use strict";
 
 const token = new URLSearchParams(location.search).get("token") || "";
@@ -49,11 +51,11 @@ function lastTime(seconds) {
 function howLong(row) {
   // How long: a streak's tries span and its latest try (a pause is not a struggle), else the wait.
   let words = `${GAP}${ago(row.since)}`;
-  if (row.kind === "streak") {
+  if (row.kind === "streak" || row.kind === "again") {
     const span = Math.floor((row.last - row.since) / 60);
     words = `${GAP}${span < 1 ? "" : `over ${span} min, `}last ${lastTime(row.last)}`;
   }
-  if (row.helped) words += `${GAP}helped ${lastTime(row.helped)}`;
+  if (row.helped && row.kind !== "again") words += `${GAP}helped ${lastTime(row.helped)}`;
   return words;
 }
 
@@ -73,6 +75,9 @@ function take(message, whole) {
     room.role = message.role;
     document.body.classList.toggle("helper", room.role !== "instructor");
     $("role").textContent = room.role === "instructor" ? "" : "(helpers' view)";
+    if (room.role !== "instructor" && !helperName()) {
+      $("action-said").textContent = "Type your name at the top of the page: it shows on your claims and in the export.";
+    }
     const select = $("lesson");
     const lessons = [...new Set(room.catalogue.map((e) => e.lesson))];
     if (select.options.length === 1) {
@@ -147,7 +152,19 @@ function renderClock() {
     : "Between exercise blocks";
 }
 
+function helperName() {
+  return $("helper-name").value.trim();
+}
+
 async function act(body) {
+  if (room.role !== "instructor") {
+    if (!helperName()) {
+      $("action-said").textContent = "Not done: type your name at the top of the page first.";
+      $("helper-name").focus();
+      return false;
+    }
+    body = { ...body, by: helperName() };
+  }
   const reply = await fetch("api/actions", {
     method: "POST",
     headers: { "Content-Type": "application/json", "X-Room-Token": token },
@@ -197,17 +214,53 @@ function renderHelp() {
       const item = element("li", null, { class: fresh ? `${row.kind} fresh` : row.kind });
       if (fresh) item.append(element("span", "new", { class: "new-mark" }), " ");
       const what = element("span", null, { class: "what" });
-      what.append(element("strong", row.name), `${GAP}${row.exercise || "no exercise yet"}: ${row.why}`);
+      const why = row.kind === "again" ? `helped ${lastTime(row.helped)}, ${row.why}` : row.why;
+      what.append(element("strong", row.name), `${GAP}${row.exercise || "no exercise yet"}: ${why}`);
       if (row.text) what.append(" “", element("span", row.text), "”");
       if (row.mistake) what.append(", mistake: ", element("span", row.mistake, { class: "fix" }));
       item.append(what, element("span", howLong(row), { class: "since" }));
+      if (row.claim) item.append(element("span", claimWords(row.claim), { class: "claim" }));
+      item.append(claimButton(row), " ");
       const button = element("button", "Helped", { type: "button", "aria-label": `Mark ${row.name} helped` });
       button.addEventListener("click", () => act({ kind: "helped", name: row.name }));
-      item.append(" ", button);
+      item.append(button);
       return item;
     })
   );
   if (!rows.length) list.append(element("li", "Nobody right now.", { class: "quiet" }));
+  const claims = Object.entries(room.summary.claims || {});
+  $("claims").textContent = claims.length
+    ? `On the way: ${claims.map(([name, claim]) => `${claim.by} to ${name} (${ago(claim.since)})`).join(", ")}`
+    : "";
+}
+
+function claimWords(claim) {
+  return `${claim.by} is on the way (${ago(claim.since)})`;
+}
+
+function mine(claim) {
+  return claim && (room.role === "instructor" ? claim.by === "the instructor" : claim.by === helperName());
+}
+
+// "On my way", or, on another's claim, "Take over from Alex", which asks once more before it acts.
+const confirming = new Set();
+function claimButton(row) {
+  const other = row.claim && !mine(row.claim) ? row.claim.by : "";
+  const asking = other && confirming.has(row.name);
+  const label = mine(row.claim) ? "On my way ✓" : asking ? `Confirm: take over from ${other}` : other ? `Take over from ${other}` : "On my way";
+  const button = element("button", label, { type: "button", "aria-label": `${label}: ${row.name}`, "data-claim": row.name });
+  button.addEventListener("click", async () => {
+    if (other && !asking) {
+      confirming.add(row.name);
+      render();
+      const again = [...document.querySelectorAll("[data-claim]")].find((b) => b.dataset.claim === row.name);
+      if (again) again.focus();
+      return;
+    }
+    confirming.delete(row.name);
+    await act({ kind: "claim", name: row.name, ...(other ? { take_over: true } : {}) });
+  });
+  return button;
 }
 
 function mistakeWords(mistake) {
@@ -258,6 +311,8 @@ function renderGrid(exercises, names) {
       const row = element("tr");
       const header = element("th", name, { scope: "row", title: name });
       if (learner.hand) header.append(element("span", " · hand up", { class: "hand" }));
+      const claim = (room.summary.claims || {})[name];
+      if (claim) header.append(element("span", ` · ${claimWords(claim)}`));
       if (learner.left) header.append(element("span", " · left", { class: "left" }));
       row.append(header);
       for (const e of exercises) {
@@ -348,6 +403,12 @@ function connect() {
 }
 
 let idleTimer = null;
+// The helper's name, asked once and kept in this browser.
+$("helper-name").value = localStorage.getItem("room-helper-name") || "";
+$("helper-name").addEventListener("change", () => {
+  localStorage.setItem("room-helper-name", helperName());
+  render();
+});
 $("idle").addEventListener("change", () => {
   clearTimeout(idleTimer);
   idleTimer = setTimeout(async () => {
