@@ -21,12 +21,17 @@ other way round):
 * ``_kit.py``: the one shelf of helpers for the lesson modules (its ``__all__`` lists them):
   probes (``call_value``, ``call_tree``, ``compile_report``, ``jit_compile_report``,
   ``error_text``), judges (``judge_number``, ``judge_bool``, ``judge_equal``, ``tree_judge``,
-  ``judge_compiles``, ``judge_compiles_with_advice``, ``missing_return``), typical mistakes
-  (``matching_variant``), references (``as_numpy``, ``scaled``, ``ACTIVATIONS``), plain data with
-  dtypes (``dtyped_plain``, ``as_float32``), and random inputs (``random_f32``, ``random_array``,
-  ``random_float_leaf``, ``random_like``, ``random_tree``, ``float_tree``, ``random_leaf``, the
-  ``Layer``/``Point`` namedtuples). Look there before writing a helper in a lesson module, and
-  move a helper there when a second lesson needs it.
+  ``judge_compiles``, ``judge_compiles_with_advice``, ``missing_return``), references
+  (``as_numpy``, ``scaled``, ``ACTIVATIONS``), plain data with dtypes (``dtyped_plain``,
+  ``as_float32``), and random inputs (``random_f32``, ``random_array``, ``random_float_leaf``,
+  ``random_like``, ``random_tree``, ``float_tree``, ``random_leaf``, the ``Layer``/``Point``
+  namedtuples). Look there before writing a helper in a lesson module, and move a helper there
+  when a second lesson needs it.
+* ``_mistakes.py``: typical wrong answers. A judge checks the structure, then looks the answer up
+  in a table of ``Variant(mistake=..., build=...)`` records with ``first_mistake`` (by their place
+  in the table, never their text), then reports the leaf difference; ``lead`` puts where it
+  happened in front of a finding (``Mistake.led_by`` for a :class:`Mistake`).
+* ``_sections.py``: the lesson headings that hints send a learner back to, one constant each.
 * ``_evaluate.py``: ``probe_all`` runs the learner's function on cases in the learner's process,
   with the functions of the exercises it ``uses`` replaced by their stand-ins, and every call
   that reaches a ``forbidden`` course function, a ``reference`` or a forbidden package recorded

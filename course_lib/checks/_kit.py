@@ -12,13 +12,12 @@ it): parts (``in_parts``); probes (``call_value``, ``call_tree``, ``compile_repo
 ``recompiled_calls``, ``miss_of``, ``measured_calls``, ``error_text``, ``SOURCE_LOCATION``,
 ``returned_instead``, ``leaf_text``); judges (``judge_number``, ``judge_bool``, ``judge_equal``,
 ``plain_difference``, ``structure_difference``, ``tree_judge``, ``judge_compiles``,
-``judge_compiles_with_advice``, ``recompile_cause``, ``missing_return``, ``returned_none``) and
-typical mistakes (``trees_close``, ``matching_variant``); references (``as_numpy``, ``scaled``,
-``ACTIVATIONS``); plain data with dtypes (``as_judged``, ``as_float32``, ``dtype_name``,
-``dtyped_plain``); random inputs (``random_f32``, ``random_array``, ``random_shape``,
-``small_shape``, ``small_float_leaf``, ``random_float_leaf``, ``random_like``); random trees
-(``Layer``, ``Point``, ``Opaque``, ``random_leaf``, ``random_tree``, ``float_tree``,
-``count_none``).
+``judge_compiles_with_advice``, ``recompile_cause``, ``missing_return``, ``returned_none``,
+``trees_close``); references (``as_numpy``, ``scaled``, ``ACTIVATIONS``); plain data with dtypes
+(``as_judged``, ``as_float32``, ``dtype_name``, ``dtyped_plain``); random inputs (``random_f32``,
+``random_array``, ``random_shape``, ``small_shape``, ``small_float_leaf``, ``random_float_leaf``,
+``random_like``); random trees (``Layer``, ``Point``, ``Opaque``, ``random_leaf``, ``random_tree``,
+``float_tree``, ``count_none``).
 
 A hint names a cause that a probe measured: a controlled call, a compile count, the structure,
 dtypes and weak types of the inputs, what changed between two calls. The text of JAX's messages
@@ -81,7 +80,6 @@ __all__ = [
     "judge_equal",
     "judge_number",
     "leaf_text",
-    "matching_variant",
     "measured_calls",
     "miss_of",
     "missing_return",
@@ -786,41 +784,6 @@ def trees_close(
         if not close_elements(a, b, rtol=rtol, atol=atol, equal_nan=True).all():
             return False
     return True
-
-
-def matching_variant(
-    mine: Any,
-    variants: Sequence[tuple[str, Callable[[], Any]]],
-    rtol: float = JUDGE_RTOL,
-    atol: float = JUDGE_ATOL,
-    rebuilt: bool = False,
-) -> str | None:
-    """The hint of the first typical mistake ``mine`` matches (:func:`trees_close`), or ``None``.
-
-    ``variants`` are ``(hint, build)`` pairs: ``build()`` computes that wrong answer from the case's
-    inputs, only when the variants before it did not match; one that cannot be built is not the
-    mistake. With ``rebuilt`` each wrong answer is compared as a judge sees a learner's result, its
-    containers rebuilt from plain data (:func:`as_judged`). NumPy's warnings are silenced
-    throughout.
-
-    >>> params, grads = {"w": np.ones(2)}, {"w": np.full(2, 0.5)}
-    >>> matching_variant({"w": np.full(2, 1.05)}, [
-    ...     ("no learning rate", lambda: {"w": params["w"] - grads["w"]}),
-    ...     ("uphill", lambda: {"w": params["w"] + 0.1 * grads["w"]}),
-    ... ])
-    'uphill'
-    """
-    for hint, build in variants:
-        with np.errstate(all="ignore"):
-            try:
-                wrong = build()
-                if rebuilt:
-                    wrong = as_judged(wrong)
-            except Exception:  # noqa: BLE001 (a variant that cannot be built is simply not the mistake)
-                continue
-            if trees_close(mine, wrong, rtol, atol):
-                return hint
-    return None
 
 
 # --- NumPy references --------------------------------------------------------------------------

@@ -26,21 +26,20 @@ from ._kit import (
     tree_judge,
 )
 from ._plain import describe, rebuild_tree
+from ._sections import (
+    APART_AND_BACK,
+    CONTAINERS_AND_LEAVES,
+    PITFALL_1,
+    PITFALL_4,
+    PITFALL_14,
+    PYTREEDEF,
+    WHICH_NODES,
+)
 from ._spec import Case, Exercise, Judge, Mistake
 
 
 def _none_leaf(x: Any) -> bool:
     return x is None
-
-
-# The lesson's sections a hint sends the learner back to.
-_CONTAINERS = "01 Containers and leaves"
-_NODES = "01 Which objects are nodes?"
-_STRUCTURE = "01 The structure: a `PyTreeDef`"
-_APART = "01 Taking a tree apart and putting it back"
-_PITFALL_NONE = "01 Pitfall 1: `None` is an empty subtree, not a leaf"
-_PITFALL_SORTED = "01 Pitfall 4: dict keys come back sorted"
-_PITFALL_TYPES = "01 Pitfall 14: a list is not a tuple, and a namedtuple is not a tuple"
 
 
 # --- 01.count_params -------------------------------------------------------------------------
@@ -112,7 +111,7 @@ def _judge_count(got: Any, expected: Any, case: Case) -> str | Mistake | None:
             f"returned {value}, expected {want}: each None seems to count as a parameter.",
             "None is an empty subtree: it holds no leaves, so it adds no parameters.",
             "Count only what jax.tree.leaves(tree) lists: it already leaves None out.",
-            reread=_PITFALL_NONE,
+            reread=PITFALL_1,
         )
     if info["numbers"] and value == want - info["numbers"]:
         n = info["numbers"]
@@ -130,7 +129,7 @@ def _numbers_are_leaves(what: str) -> Mistake:
         what,
         "Python numbers are leaves too, and each holds one element.",
         "np.size(leaf) counts a Python number as 1, where leaf.size fails on it.",
-        reread=_NODES,
+        reread=WHICH_NODES,
     )
 
 
@@ -166,7 +165,7 @@ COUNT_PARAMS = Exercise(
             "array, a NumPy array or a Python number alike, and a tree without leaves gives 0."
         ),
     ),
-    reread=_CONTAINERS,
+    reread=CONTAINERS_AND_LEAVES,
     forbidden=("tree_size", "tree_bytes", "tree_summary", "FlatTree"),
     mistakes=(
         "counts the leaves, not the elements in them",
@@ -234,7 +233,7 @@ def _judge_paths(got: Any, expected: Any, case: Case) -> str | Mistake | None:
             "for which they are different nodes.",
             "Build the result as a list: a list comprehension over the (path, leaf) pairs, or "
             "list(...) around what you have.",
-            reread=_PITFALL_TYPES,
+            reread=PITFALL_14,
         )
     if not isinstance(got, list):
         return f"returned {describe(got)}, where a list of strings was expected."
@@ -257,7 +256,7 @@ def _judge_paths(got: Any, expected: Any, case: Case) -> str | Mistake | None:
             "unless is_leaf says it is a leaf.",
             "Give jax.tree_util.tree_leaves_with_path an is_leaf argument, a function that "
             "returns True for None.",
-            reread=_PITFALL_NONE,
+            reread=PITFALL_1,
         )
     if sorted(got) == sorted(expected):
         i = next(i for i, (a, b) in enumerate(zip(got, expected, strict=True)) if a != b)
@@ -268,7 +267,7 @@ def _judge_paths(got: Any, expected: Any, case: Case) -> str | Mistake | None:
             "written in, and an OrderedDict's in its own order.",
             "Keep the paths in the order jax.tree_util.tree_leaves_with_path gives them, "
             "without sorting or walking the containers yourself.",
-            reread=_PITFALL_SORTED,
+            reread=PITFALL_4,
         )
     missing = [p for p in expected if p not in got]
     extra = [p for p in got if p not in expected]
@@ -302,7 +301,7 @@ LEAF_PATHS = Exercise(
             "each path as text with jax.tree_util.keystr(path)."
         ),
     ),
-    reread=_PITFALL_NONE,
+    reread=PITFALL_1,
     forbidden=("tree_summary", "FlatTree"),
     mistakes=(
         "leaves out the paths of the `None` entries",
@@ -363,7 +362,7 @@ _NODE_WHY = {
         "None is a node: an empty subtree with no children, which is why jax.tree.leaves(None) "
         "is [].",
         _EMPTY_FIX,
-        _PITFALL_NONE,
+        PITFALL_1,
     ),
     "empty": _Why(
         "An empty container is still a node: it just has no children, so it holds no leaves.",
@@ -485,7 +484,7 @@ IS_NODE = Exercise(
             "example jax.tree.structure(0)."
         ),
     ),
-    reread=_NODES,
+    reread=WHICH_NODES,
     mistakes=(
         "asks `treedef_is_leaf`, which calls `None` and empty containers leaves",
         "decides by counting leaves",
@@ -565,7 +564,7 @@ def _judge_replace(got: Any, expected: Any, case: Case) -> str | Mistake | None:
                 "None subtrees. values only supplies the leaves that fill it.",
                 "Take the structure of tree with jax.tree.structure, a PyTreeDef, and fill it "
                 "with values using jax.tree.unflatten.",
-                reread=_STRUCTURE,
+                reread=PYTREEDEF,
             )
         return problem
     mine_leaves, their_leaves = jax.tree.leaves(mine), jax.tree.leaves(theirs)
@@ -576,7 +575,7 @@ def _judge_replace(got: Any, expected: Any, case: Case) -> str | Mistake | None:
             "sorts a dict's keys; the order the keys were written in does not count.",
             "Let JAX place the values: jax.tree.unflatten fills a PyTreeDef in flatten order, so "
             "there is no need to walk the containers yourself.",
-            reread=_PITFALL_SORTED,
+            reread=PITFALL_4,
         )
     return problem
 
@@ -601,7 +600,7 @@ REPLACE_LEAVES = Exercise(
             "tree, and a list of leaves: pass values as it is, without flattening it first."
         ),
     ),
-    reread=_APART,
+    reread=APART_AND_BACK,
     mistakes=(
         "returns the new values instead of a tree",
         "fills the leaves in insertion order, not in flatten order (dict keys sorted)",
@@ -628,29 +627,29 @@ _SAME_WHY = {
         "A list and a tuple are different node types, even with the same leaves: the node type "
         "is part of the structure.",
         _TOO_LITTLE,
-        _PITFALL_TYPES,
+        PITFALL_14,
     ),
     "namedtuple_tuple": _Why(
         "A namedtuple is a node type of its own, recorded with its class in the structure: it is "
         "not a tuple.",
         _TOO_LITTLE,
-        _PITFALL_TYPES,
+        PITFALL_14,
     ),
     "dict_order": _Why(
         "A dict is flattened in sorted key order, so the order its keys were inserted in is not "
         "part of its structure.",
         _TOO_MUCH,
-        _PITFALL_SORTED,
+        PITFALL_4,
     ),
     "ordered_order": _Why(
         "An OrderedDict keeps its key order, and that order is part of its structure.",
         _TOO_LITTLE,
-        _PITFALL_SORTED,
+        PITFALL_4,
     ),
     "dict_ordered": _Why(
         "A dict and an OrderedDict are different node types, even with the same keys.",
         _TOO_LITTLE,
-        _PITFALL_SORTED,
+        PITFALL_4,
     ),
     "shapes": _Why(
         "The structure is what remains once the leaves are taken away: their values, shapes and "
@@ -666,13 +665,13 @@ _SAME_WHY = {
         "None is an empty subtree, not a leaf, so a None where the other tree has a leaf is "
         "another structure.",
         _TOO_LITTLE,
-        _PITFALL_NONE,
+        PITFALL_1,
     ),
     "leaf_none": _Why(
         "None is an empty subtree, not a leaf, so a None where the other tree has a leaf is "
         "another structure, even where jax.tree.map hands that None to f as it is.",
         _TOO_LITTLE,
-        _PITFALL_NONE,
+        PITFALL_1,
         _MAP_ACCEPTS,
     ),
     "deeper": _Why(
@@ -687,7 +686,7 @@ _SAME_WHY = {
     "none_both": _Why(
         "None in the same place in both trees is the same empty subtree: the structures match.",
         _TOO_MUCH,
-        _PITFALL_NONE,
+        PITFALL_1,
     ),
     "length": _Why(
         "Lists of different lengths are different structures: the number of children is part "
@@ -783,7 +782,7 @@ SAME_STRUCTURE = Exercise(
         ),
         "jax.tree.structure gives a PyTreeDef, and two PyTreeDefs compare with ==.",
     ),
-    reread=_STRUCTURE,
+    reread=PYTREEDEF,
     forbidden=("tree_diff", "tree_allclose", "assert_trees_close"),
     mistakes=(
         "compares the numbers of leaves",

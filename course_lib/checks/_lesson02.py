@@ -23,7 +23,6 @@ from ._kit import (
     float_tree,
     judge_compiles,
     judge_number,
-    matching_variant,
     missing_return,
     random_array,
     random_like,
@@ -34,16 +33,12 @@ from ._kit import (
     to_python,
     tree_judge,
 )
+from ._mistakes import Variant, first_mistake, lead
 from ._plain import describe, rebuild_tree, tree_plain
+from ._sections import ONE_TREE, SGD_UPDATE, STATIC_IS_A_CACHE_KEY, TRAINING, WHOLE_TREE_OPERATIONS
 from ._spec import Case, Exercise, Judge, Mistake
 
 # --- shared helpers ----------------------------------------------------------------------------
-
-# The lesson's sections a hint sends the learner back to.
-_ONE_TREE = "02 One tree"
-_SEVERAL_TREES = "02 Several trees at once: the SGD update"
-_TRAINING = "02 Training a model"
-_WHOLE_TREE = "02 Going further: more whole-tree operations"
 
 
 # 0-d leaves are 0-d arrays here (``f32[]`` in the inputs a check shows), never NumPy scalars.
@@ -73,27 +68,6 @@ def _copies_of_random_trees(rng: np.random.Generator, part: str) -> list[Case]:
     return cases
 
 
-def _first_mistake(mine: Any, variants: list[tuple[Mistake, Callable[[], Any]]]) -> Mistake | None:
-    """The first typical wrong answer (built lazily) that ``mine`` matches: its mistake."""
-    by_what = {mistake.what: mistake for mistake, _ in variants}
-    found = matching_variant(mine, [(mistake.what, build) for mistake, build in variants])
-    return None if found is None else by_what[found]
-
-
-def _after(problem: str, mistake: Mistake | None) -> str | Mistake:
-    """``problem`` (what differs), followed by the mistake that explains it, if one does."""
-    if mistake is None:
-        return problem
-    return dataclasses.replace(mistake, what=f"{problem} {mistake.what}")
-
-
-def _prefixed(prefix: str, found: str | Mistake | None) -> str | Mistake | None:
-    """A judge's finding with ``prefix`` in front of what went wrong."""
-    if isinstance(found, Mistake):
-        return dataclasses.replace(found, what=prefix + found.what)
-    return None if found is None else prefix + found
-
-
 def _flat_leaves_hint(mine: Any, reference_tree: Any, name: str) -> Mistake | None:
     """The mistake when ``mine`` is a flat list of leaves, not a tree shaped like
     ``reference_tree``."""
@@ -110,7 +84,7 @@ def _flat_leaves_hint(mine: Any, reference_tree: Any, name: str) -> Mistake | No
             "it returns keeps the structure; a loop over jax.tree.leaves keeps only the leaves.",
             f"Map over the trees with jax.tree.map instead of looping over their leaves: "
             f"{name} goes first, and the result comes back shaped like it.",
-            reread=_ONE_TREE,
+            reread=ONE_TREE,
         )
     return None
 
@@ -130,7 +104,7 @@ def _one_tree_per_input(k: int) -> Mistake:
         "not one list.",
         "Unpack the list into jax.tree.map's arguments, jax.tree.map(f, *trees), and write f to "
         "take any number of leaves, *leaves.",
-        reread=_SEVERAL_TREES,
+        reread=SGD_UPDATE,
     )
 
 
@@ -221,6 +195,17 @@ def _sgd_cases(rng: np.random.Generator) -> list[Case]:
     return cases
 
 
+_STEP_FORBIDDEN = (  # the course's optimizers and the tree arithmetic an SGD step is made of
+    "sgd",
+    "momentum",
+    "adam",
+    "tree_add_scale",
+    "tree_sub",
+    "tree_scale",
+    "tree_add",
+)
+
+
 def _sgd_stand_in(params: Any, grads: Any, lr: Any) -> Any:
     """What an answer calling ``sgd_step`` gets (JAX, so that it works under jit)."""
     return jax.tree.map(lambda p, g: p - lr * g, params, grads)
@@ -236,59 +221,59 @@ def _explain_sgd(problem: str, mine: Any, theirs: Any, case: Case) -> str | Mist
     params, grads, lr = case.args
     if problem.startswith("the structure"):
         return _flat_leaves_hint(mine, params, "params") or problem
-    mistake = _first_mistake(
+    mistake = first_mistake(
         mine,
         [
-            (
-                Mistake(
+            Variant(
+                mistake=Mistake(
                     "It looks like you added the step: your leaves are p + lr * g.",
                     "The gradient points the way the loss grows fastest, so gradient descent "
                     "moves each parameter against it; adding it climbs the loss.",
                     "Subtract the step instead of adding it: each new leaf is p - lr * g.",
                 ),
-                lambda: jax.tree.map(lambda p, g: p + lr * g, params, grads),
+                build=lambda: jax.tree.map(lambda p, g: p + lr * g, params, grads),
             ),
-            (
-                Mistake(
+            Variant(
+                mistake=Mistake(
                     "It looks like the learning rate is missing: each leaf moved by the whole "
                     "gradient, p - g.",
                     "The gradient gives the direction and the steepness; the learning rate sets "
                     "how far one step goes along it.",
                     "Scale each gradient leaf by lr before subtracting it from its parameter leaf.",
                 ),
-                lambda: jax.tree.map(lambda p, g: p - g, params, grads),
+                build=lambda: jax.tree.map(lambda p, g: p - g, params, grads),
             ),
-            (
-                Mistake(
+            Variant(
+                mistake=Mistake(
                     "It looks like you returned params unchanged: no leaf moved.",
                     "An SGD step moves every parameter leaf against the gradient leaf at the same "
                     "place.",
                     "Map over params and grads together, jax.tree.map(f, params, grads), so that f "
                     "receives each parameter leaf with its gradient leaf.",
                 ),
-                lambda: params,
+                build=lambda: params,
             ),
-            (
-                Mistake(
+            Variant(
+                mistake=Mistake(
                     "It looks like you returned the step -lr * g, not the new parameters.",
                     _NEW_PARAMS,
                     "Add the step to the parameter leaf it belongs to: f receives p and g, and "
                     "returns p - lr * g.",
                 ),
-                lambda: jax.tree.map(lambda g: -lr * g, grads),
+                build=lambda: jax.tree.map(lambda g: -lr * g, grads),
             ),
-            (
-                Mistake(
+            Variant(
+                mistake=Mistake(
                     "It looks like you returned lr * g, the size of the step, not the new "
                     "parameters.",
                     _NEW_PARAMS,
                     "Subtract lr * g from the parameter leaf it belongs to: f receives p and g, "
                     "and returns p - lr * g.",
                 ),
-                lambda: jax.tree.map(lambda g: lr * g, grads),
+                build=lambda: jax.tree.map(lambda g: lr * g, grads),
             ),
-            (
-                Mistake(
+            Variant(
+                mistake=Mistake(
                     "It looks like the function's arguments are swapped: your leaves are "
                     "g - lr * p, the gradient moved by the parameters.",
                     "jax.tree.map hands its function one leaf of each tree in the order the trees "
@@ -296,11 +281,11 @@ def _explain_sgd(problem: str, mine: Any, theirs: Any, case: Case) -> str | Mist
                     "Name the function's arguments in the order of the trees: lambda p, g: "
                     "p - lr * g, with params, grads.",
                 ),
-                lambda: jax.tree.map(lambda p, g: g - lr * p, params, grads),
+                build=lambda: jax.tree.map(lambda p, g: g - lr * p, params, grads),
             ),
         ],
     )
-    return _after(problem, mistake)
+    return lead(f"{problem} ", mistake) or problem
 
 
 SGD_STEP = Exercise(
@@ -323,8 +308,8 @@ SGD_STEP = Exercise(
             "None by themselves."
         ),
     ),
-    reread=_SEVERAL_TREES,
-    forbidden=("sgd", "momentum", "adam", "tree_add_scale", "tree_sub", "tree_scale", "tree_add"),
+    reread=SGD_UPDATE,
+    forbidden=_STEP_FORBIDDEN,
     stand_in=_sgd_stand_in,
     mistakes=(
         "adds the step instead of subtracting it",
@@ -387,7 +372,7 @@ _EVERY_TREE = Mistake(
     "matching leaf of every tree.",
     "Pass all the trees to jax.tree.map, unpacked with *trees, so that its function receives one "
     "leaf from each.",
-    reread=_SEVERAL_TREES,
+    reread=SGD_UPDATE,
 )
 
 
@@ -403,35 +388,35 @@ def _explain_average(problem: str, mine: Any, theirs: Any, case: Case) -> str | 
             "result keeps the shape of the leaves it averages.",
             "Add the matching leaves of all the trees and divide by their number, with no "
             "jnp.mean inside a leaf.",
-            reread=_SEVERAL_TREES,
+            reread=SGD_UPDATE,
         )
-    mistake = _first_mistake(
+    mistake = first_mistake(
         mine,
         [
-            (
-                Mistake(
+            Variant(
+                mistake=Mistake(
                     f"It looks like you returned the sum of the {k} trees.",
                     "A mean is a sum divided by the number of values added up, here the number "
                     "of trees.",
                     "Divide the sum of the matching leaves by len(trees), or by the number of "
                     "leaves f receives.",
                 ),
-                lambda: jax.tree.map(lambda *xs: sum(xs), *trees),
+                build=lambda: jax.tree.map(lambda *xs: sum(xs), *trees),
             ),
-            (
-                dataclasses.replace(
+            Variant(
+                mistake=dataclasses.replace(
                     _EVERY_TREE, what="It looks like you returned the first tree unchanged."
                 ),
-                lambda: trees[0],
+                build=lambda: trees[0],
             ),
-            (
-                dataclasses.replace(
+            Variant(
+                mistake=dataclasses.replace(
                     _EVERY_TREE, what="It looks like you returned the last tree unchanged."
                 ),
-                lambda: trees[-1],
+                build=lambda: trees[-1],
             ),
-            (
-                Mistake(
+            Variant(
+                mistake=Mistake(
                     "It looks like a running average of pairs: each tree was averaged with the "
                     "result so far, so the last tree weighs 1/2 and the first "
                     f"1/{2 ** (k - 1)}.",
@@ -440,13 +425,13 @@ def _explain_average(problem: str, mine: Any, theirs: Any, case: Case) -> str | 
                     "Add up the matching leaves of all the trees at once, jax.tree.map with "
                     "*trees, and divide that sum by len(trees).",
                 ),
-                lambda: functools.reduce(
+                build=lambda: functools.reduce(
                     lambda mean, tree: jax.tree.map(lambda a, b: (a + b) / 2, mean, tree), trees
                 ),
             ),
         ],
     )
-    return _after(problem, mistake)
+    return lead(f"{problem} ", mistake) or problem
 
 
 def _shape_collapsed(mine: Any, theirs: Any) -> bool:
@@ -476,7 +461,7 @@ AVERAGE_TREES = Exercise(
             "their sum over their count."
         ),
     ),
-    reread=_SEVERAL_TREES,
+    reread=SGD_UPDATE,
     forbidden=("tree_add", "tree_scale", "tree_add_scale", "tree_sum"),
     mistakes=(
         "sums the trees instead of averaging them",
@@ -538,15 +523,6 @@ def _train_cases(rng: np.random.Generator) -> list[Case]:
     return [Case((params, batches, lrs), label=label, shown=shown)]
 
 
-_STEP_FORBIDDEN = (
-    "sgd",
-    "momentum",
-    "adam",
-    "tree_add_scale",
-    "tree_sub",
-    "tree_scale",
-    "tree_add",
-)
 # Calls made while the step runs are the learner's too: the whole probe is watched (see _guard).
 
 
@@ -606,7 +582,7 @@ def _judge_output(output: str) -> str | Mistake:
             "alongside the parameters it produced.",
             "jax.value_and_grad(loss_fn)(params, batch) gives the loss and the gradients "
             "together: return the new parameters and that loss as a tuple.",
-            reread=_TRAINING,
+            reread=TRAINING,
         )
     return output + "."
 
@@ -627,7 +603,7 @@ def _judge_train(got: Any, expected: Any, case: Case) -> str | Mistake | None:
                     "value whose gradient the step follows, measured before the update.",
                     "Take the loss from jax.value_and_grad(loss_fn)(params, batch), which gives "
                     "it with the gradients, rather than calling loss_fn on the new parameters.",
-                    reread=_TRAINING,
+                    reread=TRAINING,
                 )
             text = (
                 f"after {i} step{'s' if i > 1 else ''} the loss is {round(float(mine), 5)}, "
@@ -640,7 +616,7 @@ def _judge_train(got: Any, expected: Any, case: Case) -> str | Mistake | None:
                     "the parameters the other way.",
                     "Subtract lr times each gradient leaf from its parameter leaf, as sgd_step "
                     "does.",
-                    reread=_SEVERAL_TREES,
+                    reread=SGD_UPDATE,
                 )
             return text + "."
     problem = _judge_tree(got["params"], expected["params"], case)
@@ -654,7 +630,7 @@ def _judge_train(got: Any, expected: Any, case: Case) -> str | Mistake | None:
             "every call.",
             "Put @jax.jit on step itself, or return jax.jit(step), rather than jitting the "
             "gradient alone.",
-            reread=_TRAINING,
+            reread=TRAINING,
         )
     problem = judge_compiles(got, expected, case)
     _, _, lrs = case.args
@@ -676,7 +652,7 @@ def _judge_train(got: Any, expected: Any, case: Case) -> str | Mistake | None:
             "every learning rate.",
             "Leave lr an ordinary, traced argument of the jitted step: drop it from "
             "static_argnums or static_argnames.",
-            reread="04 A static value is a cache key",
+            reread=STATIC_IS_A_CACHE_KEY,
         )
     return problem
 
@@ -702,7 +678,7 @@ MAKE_SGD_STEP = Exercise(
             "loss), and return step."
         ),
     ),
-    reread=_TRAINING,
+    reread=TRAINING,
     forbidden=_STEP_FORBIDDEN,
     uses=("02.sgd_step",),
     mistakes=(
@@ -812,11 +788,11 @@ def _judge_norm_probe(got: Any, expected: Any, case: Case) -> str | Mistake | No
             "clip_by_global_norm calls global_norm under jit too.",
             "Compute with jnp functions only and return the jnp value as it is, without float() "
             "or .item().",
-            reread=_TRAINING,
+            reread=TRAINING,
         )
     # The reference computes in NumPy, which cannot run under jit: the jitted answer must match its
     # eager result.
-    return _prefixed("under jax.jit, ", _judge_norm(got["jit"], expected["eager"], case))
+    return lead("under jax.jit, ", _judge_norm(got["jit"], expected["eager"], case))
 
 
 def _number(x: Any) -> float | None:
@@ -906,7 +882,7 @@ GLOBAL_NORM = Exercise(
             "without leaves) and take jnp.sqrt of the total."
         ),
     ),
-    reread=_WHOLE_TREE,
+    reread=WHOLE_TREE_OPERATIONS,
     forbidden=("tree_norm", "tree_vdot", "tree_sum", "FlatTree"),
     stand_in=_global_norm_stand_in,
     mistakes=(
@@ -1026,11 +1002,11 @@ def _explain_clip(problem: str, mine: Any, theirs: Any, case: Case) -> str | Mis
             )
         return jax.tree.map(lambda g: g * (max_norm / squares), grads)
 
-    mistake = _first_mistake(
+    mistake = first_mistake(
         mine,
         [
-            (
-                Mistake(
+            Variant(
+                mistake=Mistake(
                     "It looks like you clipped each leaf by its own norm.",
                     "The norm compared with max_norm is the global norm of the whole tree, and "
                     "every leaf is scaled by the same factor, so the gradient keeps its "
@@ -1038,29 +1014,29 @@ def _explain_clip(problem: str, mine: Any, theirs: Any, case: Case) -> str | Mis
                     "Compute the global norm once, with your global_norm, and multiply every "
                     "leaf by the one factor it gives.",
                 ),
-                per_leaf,
+                build=per_leaf,
             ),
-            (
-                Mistake(
+            Variant(
+                mistake=Mistake(
                     "It looks like you scaled even though the global norm is below max_norm.",
                     "Clipping only ever shrinks: a tree whose global norm is at most max_norm "
                     "comes back unchanged, with the factor 1.",
                     "Use the factor jnp.minimum(1.0, max_norm / norm): 1 for a small tree, "
                     "max_norm / norm for a large one.",
                 ),
-                lambda: jax.tree.map(lambda g: g * (max_norm / norm), grads),
+                build=lambda: jax.tree.map(lambda g: g * (max_norm / norm), grads),
             ),
-            (
-                Mistake(
+            Variant(
+                mistake=Mistake(
                     "It looks like you scaled by norm / max_norm.",
                     "Scaling every leaf by c multiplies the global norm by c; after clipping, the "
                     "norm must be max_norm.",
                     "Turn the factor upside down: max_norm / norm.",
                 ),
-                lambda: jax.tree.map(lambda g: g * (norm / max_norm), grads),
+                build=lambda: jax.tree.map(lambda g: g * (norm / max_norm), grads),
             ),
-            (
-                Mistake(
+            Variant(
+                mistake=Mistake(
                     "It looks like you used the sum of squares as the norm.",
                     "The global norm is the square root of the sum of squares of every entry; "
                     "the sum itself is its square, and it is the norm that is compared with "
@@ -1068,21 +1044,21 @@ def _explain_clip(problem: str, mine: Any, theirs: Any, case: Case) -> str | Mis
                     "Take the square root before comparing and dividing: your global_norm from "
                     "exercise 4 does it.",
                 ),
-                without_sqrt,
+                build=without_sqrt,
             ),
-            (
-                Mistake(
+            Variant(
+                mistake=Mistake(
                     "It looks like nothing was clipped: your result is grads, though its global "
                     "norm is above max_norm.",
                     _ONE_FACTOR,
                     "Multiply every leaf by max_norm / norm when norm is above max_norm; "
                     "jnp.minimum(1.0, max_norm / norm) gives the factor in both cases.",
                 ),
-                lambda: grads,
+                build=lambda: grads,
             ),
         ],
     )
-    return _after(problem, mistake)
+    return lead(f"{problem} ", mistake) or problem
 
 
 _judge_clipped = _tree_answer("clip_by_global_norm", _explain_clip)
@@ -1103,7 +1079,7 @@ def _judge_clip(got: Any, expected: Any, case: Case) -> str | Mistake | None:
             "happen inside the compiled program.",
             "Compute the factor with jnp.minimum or jnp.where, which choose inside the program, "
             "and multiply every leaf by it.",
-            reread=_TRAINING,
+            reread=TRAINING,
         )
     # The reference computes in NumPy, which cannot run under jit: the jitted answer must match its
     # eager result.
@@ -1132,7 +1108,7 @@ CLIP_BY_GLOBAL_NORM = Exercise(
             "multiply every leaf by it with jax.tree.map."
         ),
     ),
-    reread=_WHOLE_TREE,
+    reread=WHOLE_TREE_OPERATIONS,
     forbidden=("tree_norm", "tree_vdot", "tree_sum", "tree_scale", "FlatTree"),
     uses=("02.global_norm",),
     mistakes=(
@@ -1212,7 +1188,7 @@ def _explain_stack(problem: str, mine: Any, theirs: Any, case: Case) -> str | Mi
                 "where one array was expected: that is a transpose.",
                 _NEW_AXIS + " A list of the arrays is no array, and to JAX it is a node.",
                 "Turn the leaves the function receives into one array with jnp.stack.",
-                reread=_WHOLE_TREE,
+                reread=WHOLE_TREE_OPERATIONS,
             )
         return problem
     for a, b in zip(jax.tree.leaves(mine), jax.tree.leaves(theirs), strict=True):
@@ -1261,7 +1237,7 @@ STACK_TREES = Exercise(
             "become one of shape (k, 3)."
         ),
     ),
-    reread=_SEVERAL_TREES,
+    reread=SGD_UPDATE,
     forbidden=("FlatTree",),
     mistakes=(
         "transposes the list instead of stacking it",

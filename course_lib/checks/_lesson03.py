@@ -36,7 +36,18 @@ from ._kit import (
     tree_judge,
     trees_close,
 )
+from ._mistakes import lead
 from ._plain import describe, rebuild_tree
+from ._sections import (
+    KEY_PATHS,
+    PITFALL_3,
+    PITFALL_9,
+    REGISTER_DATACLASS,
+    REGISTER_PYTREE_NODE,
+    REGISTER_PYTREE_NODE_CLASS,
+    UNKNOWN_CLASS_IS_A_LEAF,
+    WEIGHT_DECAY,
+)
 from ._spec import Case, Exercise, Mistake
 
 # --- the reference classes ---------------------------------------------------------------------
@@ -361,42 +372,35 @@ class _Advice:
     rebuild: _Steps
 
 
-_DENSE_SECTION = "03 `register_dataclass`: the shortest way"
-_CONV_SECTION = "03 `register_pytree_node`: two functions of your own"
-_NORM_SECTION = "03 `register_pytree_node_class`: the two functions as methods"
-_PITFALL_3 = "03 Pitfall 3: unflatten must accept any leaves, not only arrays"
-_PITFALL_9 = "03 Pitfall 9: node metadata is part of the structure"
+def _error_of(x: Any) -> str | None:
+    """The error a probe recorded instead of a fact (``_attempt``), or ``None``."""
+    return x.get("error") if isinstance(x, dict) else None
 
 
-def _judge_class(
-    spec: _Spec, name: str, advice: _Advice
-) -> Callable[[Any, Any, Case], str | Mistake | None]:
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class _ClassJudge:
     """A judge for a class exercise: the first fact of the record that differs decides what went
     wrong, and ``advice`` (or, for what every registration shares, the judge itself) the idea and
-    the fix."""
-    define = f"define_{spec.kind}"
-    returning = _Steps(
-        f"{define} is a factory: it defines the class and hands the class itself back. The check "
-        "calls it for a fresh class, then calls that class with each input's arrays to make its "
-        "own layers.",
-        f"End {define} with `return {name}`, at the indentation of the function's body, below the "
-        f"class: the class object, not an instance {name}(...).",
-    )
-    placeholders = _Steps(
-        "Transformations rebuild your object from whatever they carry at its leaves: "
-        "placeholders, None, tracers, whole trees (Pitfall 3). Unflatten must store the children "
-        "it receives as they are, without converting or checking them, so it cannot go through a "
-        "constructor that does.",
-        f"Build the {name} in unflatten without a converting constructor: object.__new__(cls) "
-        "makes an empty instance, then set each attribute from the children and the auxiliary "
-        "data.",
-        _PITFALL_3,
-    )
+    the fix. The facts are checked in the order JAX meets them: the class, the leaves, the
+    treedef, rebuilding, then transformations over an instance."""
 
-    def error_of(x: Any) -> str | None:
-        return x.get("error") if isinstance(x, dict) else None
+    spec: _Spec
+    name: str
+    advice: _Advice
 
-    def judge(got: Any, expected: Any, case: Case) -> str | Mistake | None:
+    def __call__(self, got: Any, expected: Any, case: Case) -> str | Mistake | None:
+        return (
+            self.defined(got, expected)
+            or self.leaves(got, expected, case)
+            or self.treedef(got, expected)
+            or self.rebuilding(got, expected)
+            or self.transformed(got, expected)
+        )
+
+    def defined(self, got: Any, expected: Any) -> str | Mistake | None:
+        """Whether ``define_<kind>`` returned a class of the learner's own that JAX sees as a
+        node."""
+        define, name, advice = f"define_{self.spec.kind}", self.name, self.advice
         if got["defined"] != "class":
             if got["defined"] == "reference":
                 return (
@@ -404,6 +408,13 @@ def _judge_class(
                     "that is the course's answer to this exercise, so it does not count. "
                     "Write the class yourself."
                 )
+            returning = _Steps(
+                f"{define} is a factory: it defines the class and hands the class itself back. "
+                "The check calls it for a fresh class, then calls that class with each input's "
+                "arrays to make its own layers.",
+                f"End {define} with `return {name}`, at the indentation of the function's body, "
+                f"below the class: the class object, not an instance {name}(...).",
+            )
             return returning.mistake(f"{define} returned {got['defined']}, not a class.")
         if got["type"] != expected["type"]:
             return (
@@ -415,7 +426,11 @@ def _judge_class(
                 f"JAX sees a {name} as a single leaf: jax.tree.leaves(layer) is [layer], the "
                 "whole layer, so the class is not registered."
             )
-        # 1. The leaves: the arrays, in order, and nothing else.
+        return None
+
+    def leaves(self, got: Any, expected: Any, case: Case) -> str | Mistake | None:
+        """The leaves: the arrays, in order, and nothing else; and their key paths."""
+        spec, name, advice = self.spec, self.name, self.advice
         configuration = [
             v
             for v, k in zip(got["leaves"], got["leaf_kinds"], strict=True)
@@ -463,15 +478,19 @@ def _judge_class(
                 "Register the dataclass with @jax.tree_util.register_dataclass rather than with "
                 "your own flatten and unflatten (or give each child a GetAttrKey with "
                 "register_pytree_with_keys).",
-                "03 Key paths: naming the children",
+                KEY_PATHS,
             )
-        # 2. The treedef: static values are in it, arrays are not.
+        return None
+
+    def treedef(self, got: Any, expected: Any) -> str | Mistake | None:
+        """The treedef: static values are in it, arrays are not, and its metadata hashes."""
+        spec, name, advice = self.spec, self.name, self.advice
         for field, want in expected["static"].items():
             mine = got["static"][field]
-            if error_of(mine):
+            if _error_of(mine):
                 return (
                     f"comparing the structures of two {name}s with different {field} raised "
-                    f"{error_of(mine)}."
+                    f"{_error_of(mine)}."
                 )
             if mine != want:
                 return Mistake(
@@ -482,11 +501,13 @@ def _judge_class(
                     "where it is part of the structure (Pitfall 9): two layers with another "
                     f"{field} are two structures.",
                     advice.static.fix.format(field=field),
-                    _PITFALL_9,
+                    PITFALL_9,
                 )
         if got["data"] is not True:
             why = (
-                f" (comparing them raised {error_of(got['data'])})" if error_of(got["data"]) else ""
+                f" (comparing them raised {_error_of(got['data'])})"
+                if _error_of(got["data"])
+                else ""
             )
             return advice.children.mistake(
                 f"two {name}s that differ only in their arrays have different "
@@ -500,16 +521,20 @@ def _judge_class(
                 "value. JAX accepts this one only because a treedef's hash leaves the metadata "
                 "out today, which it does not promise.",
                 f"Return the configuration as a tuple, ({fields}), and unpack it in unflatten.",
-                _CONV_SECTION,
+                REGISTER_PYTREE_NODE,
             )
-        # 3. Rebuilding: from its own leaves, through jax.tree.map, from placeholders.
+        return None
+
+    def rebuilding(self, got: Any, expected: Any) -> str | Mistake | None:
+        """Rebuilding: from its own leaves, through jax.tree.map, from placeholders."""
+        spec, name, advice = self.spec, self.name, self.advice
         rebuilds = (
             ("rebuilt", "jax.tree.unflatten(treedef, leaves)"),
             ("mapped", "jax.tree.map(lambda x: x * 2, layer)"),
         )
         for key, what in rebuilds:
             mine = got[key]
-            error = error_of(mine)
+            error = _error_of(mine)
             if error:
                 if error.startswith("NotImplementedError"):
                     return Mistake(
@@ -524,14 +549,12 @@ def _judge_class(
                 return f"{what} raised {error.rstrip('.')}."
             rebuilt = _record_difference(mine, expected[key], name, spec.static, advice)
             if rebuilt:
-                return _lead(f"{what} gave", rebuilt)
-        placeholder_error = error_of(got["placeholders"])
+                return lead(f"{what} gave ", rebuilt)
+        placeholder_error = _error_of(got["placeholders"])
         if placeholder_error:
             # The placeholders are the check's own objects: the learner reads "a placeholder".
             error = placeholder_error.replace(f"'{Placeholder.__name__}'", "a placeholder")
-            return placeholders.mistake(
-                f"rebuilding a {name} from placeholder leaves raised {error}."
-            )
+            return self.placeholders(f"rebuilding a {name} from placeholder leaves raised {error}.")
         if got["placeholders"] != expected["placeholders"]:
             return Mistake(
                 f"rebuilding a {name} from placeholder leaves gave {got['placeholders']}, "
@@ -541,15 +564,19 @@ def _judge_class(
                 "placeholders, tracers and None as well as arrays.",
                 "Assign the children to the attributes in flatten's order, as they are, without "
                 "converting or replacing them.",
-                _PITFALL_3,
+                PITFALL_3,
             )
-        # 4. Transformations over an instance.
+        return None
+
+    def transformed(self, got: Any, expected: Any) -> str | Mistake | None:
+        """Transformations over an instance: jit and grad, and jax.jacobian where asked."""
+        spec, name, advice = self.spec, self.name, self.advice
         if "trained" not in expected:
             return None
-        if error_of(got["trained"]):
+        if _error_of(got["trained"]):
             return Mistake(
                 f"jax.jit(jax.value_and_grad(loss)) over a {name} raised "
-                f"{error_of(got['trained'])}.",
+                f"{_error_of(got['trained'])}.",
                 "Under jit the children become tracers and the metadata stays Python: whatever "
                 f"Python must read while tracing ({', '.join(spec.static)}) has to be static, "
                 "and the metadata must be hashable.",
@@ -566,11 +593,11 @@ def _judge_class(
             got["trained"]["grads"], expected["trained"]["grads"], name, spec.static, advice
         )
         if grads:
-            return _lead("jax.grad returned", grads)
+            return lead("jax.grad returned ", grads)
         if spec.jacobian:
-            if error_of(got["jacobian"]):
-                return placeholders.mistake(
-                    f"jax.jacobian over a {name} raised {error_of(got['jacobian'])}."
+            if _error_of(got["jacobian"]):
+                return self.placeholders(
+                    f"jax.jacobian over a {name} raised {_error_of(got['jacobian'])}."
                 )
             if got["jacobian"] != expected["jacobian"]:
                 return (
@@ -579,14 +606,18 @@ def _judge_class(
                 )
         return None
 
-    return judge
-
-
-def _lead(lead: str, problem: str | Mistake) -> str | Mistake:
-    """``problem`` (from :func:`_record_difference`) after ``lead``, which says what was done."""
-    if isinstance(problem, Mistake):
-        return dataclasses.replace(problem, what=f"{lead} {problem.what}")
-    return f"{lead} {problem}"
+    def placeholders(self, what: str) -> Mistake:
+        """The mistake of an unflatten that cannot store what transformations hand it."""
+        return _Steps(
+            "Transformations rebuild your object from whatever they carry at its leaves: "
+            "placeholders, None, tracers, whole trees (Pitfall 3). Unflatten must store the "
+            "children it receives as they are, without converting or checking them, so it cannot "
+            "go through a constructor that does.",
+            f"Build the {self.name} in unflatten without a converting constructor: "
+            "object.__new__(cls) makes an empty instance, then set each attribute from the "
+            "children and the auxiliary data.",
+            PITFALL_3,
+        ).mistake(what)
 
 
 def _record_difference(
@@ -654,7 +685,7 @@ def _class_exercise(
         cases=cases,
         reference=reference,
         probe=_class_probe(spec),
-        judge=_judge_class(spec, name, advice),
+        judge=_ClassJudge(spec=spec, name=name, advice=advice),
         hints=hints,
         reread=reread,
         mistakes=mistakes,
@@ -714,7 +745,7 @@ DENSE = _class_exercise(
             "its fields as children.",
             "Put @jax.tree_util.register_dataclass on the class, above @dataclass: decorators "
             "apply from the bottom up, so the dataclass exists by the time JAX registers it.",
-            "03 A class JAX does not know is a leaf",
+            UNKNOWN_CLASS_IS_A_LEAF,
         ),
         static=_Steps(
             "{field} is configuration: Python reads it while tracing to pick the nonlinearity, "
@@ -723,7 +754,7 @@ DENSE = _class_exercise(
             "treedef instead.",
             'Declare {field} with field(default="relu", metadata=dict(static=True)), the field '
             "that the notebook imports from dataclasses.",
-            _DENSE_SECTION,
+            REGISTER_DATACLASS,
         ),
         children=_Steps(
             "Arrays are data: JAX traces, maps and differentiates only the children, so every "
@@ -731,21 +762,21 @@ DENSE = _class_exercise(
             "every new array a new structure.",
             "Declare w and b as ordinary fields, without static metadata: register_dataclass "
             "then makes them children.",
-            _DENSE_SECTION,
+            REGISTER_DATACLASS,
         ),
         order=_Steps(
             "register_dataclass takes the children in the order the fields are declared, and "
             "everything that pairs leaves by position (unflatten, a map over two trees, an "
             "optimizer's state) relies on that order.",
             "Declare the fields in the order w, b, activation.",
-            _DENSE_SECTION,
+            REGISTER_DATACLASS,
         ),
         rebuild=_Steps(
             "register_dataclass builds a Dense back by calling the class with one argument per "
             "field: the children from the leaves, the static fields from the treedef.",
             "Let @dataclass write __init__, one parameter per field, so that JAX can call "
             "Dense(w=..., b=..., activation=...) to rebuild a layer.",
-            _DENSE_SECTION,
+            REGISTER_DATACLASS,
         ),
     ),
     hints=(
@@ -760,7 +791,7 @@ DENSE = _class_exercise(
             "field(default=..., metadata=dict(static=True)), and end with `return Dense`."
         ),
     ),
-    reread=_DENSE_SECTION,
+    reread=REGISTER_DATACLASS,
     mistakes=(
         "leaves the class unregistered, so JAX sees one leaf",
         "makes `activation` a child instead of static configuration",
@@ -817,7 +848,7 @@ CONV1D = _class_exercise(
             "conv1d_unflatten does not register them: until they are, a Conv1D is one leaf.",
             "Call jax.tree_util.register_pytree_node with the class and the two functions inside "
             "define_conv1d, before `return Conv1D`.",
-            "03 A class JAX does not know is a leaf",
+            UNKNOWN_CLASS_IS_A_LEAF,
         ),
         static=_Steps(
             "{field} is configuration: Python needs its value while tracing (a stride to slice "
@@ -826,7 +857,7 @@ CONV1D = _class_exercise(
             "the treedef and handed back to unflatten.",
             "Return the arrays as the first item of conv1d_flatten's pair and a tuple of stride "
             "and padding as the second; conv1d_unflatten receives that tuple back as aux_data.",
-            _CONV_SECTION,
+            REGISTER_PYTREE_NODE,
         ),
         children=_Steps(
             "Arrays are data: JAX traces, maps and differentiates only the children, the first "
@@ -834,14 +865,14 @@ CONV1D = _class_exercise(
             "makes every new array a new structure.",
             "Put kernel and bias, in that order, in the first item of conv1d_flatten's pair, "
             "bias too when it is None (None is an empty subtree).",
-            _CONV_SECTION,
+            REGISTER_PYTREE_NODE,
         ),
         order=_Steps(
             "Unflatten receives the children in the order flatten gives them, and JAX pairs "
             "leaves by that order everywhere (a map over two trees, an optimizer's state).",
             "Return the children as kernel, then bias, and unpack them in the same order in "
             "conv1d_unflatten.",
-            _CONV_SECTION,
+            REGISTER_PYTREE_NODE,
         ),
         rebuild=_Steps(
             "Unflatten receives what flatten returned, the auxiliary data first and the children "
@@ -849,7 +880,7 @@ CONV1D = _class_exercise(
             "configuration.",
             "In conv1d_unflatten, unpack the children into kernel and bias and aux_data into "
             "stride and padding, then return a Conv1D made with all four.",
-            _CONV_SECTION,
+            REGISTER_PYTREE_NODE,
         ),
     ),
     hints=(
@@ -865,7 +896,7 @@ CONV1D = _class_exercise(
             "Conv1D`."
         ),
     ),
-    reread=_CONV_SECTION,
+    reread=REGISTER_PYTREE_NODE,
     mistakes=(
         "makes `stride` and `padding` children instead of auxiliary data",
         "drops the auxiliary data, and `stride` with it",
@@ -925,7 +956,7 @@ LAYER_NORM = _class_exercise(
             "tree_unflatten methods; without it a LayerNorm is one leaf.",
             "Keep @jax.tree_util.register_pytree_node_class on the class, directly above "
             "`class LayerNorm`.",
-            "03 A class JAX does not know is a leaf",
+            UNKNOWN_CLASS_IS_A_LEAF,
         ),
         static=_Steps(
             "{field} is configuration: a constant the formula reads, not a parameter to train "
@@ -933,28 +964,28 @@ LAYER_NORM = _class_exercise(
             "where such values go: it is kept in the treedef and handed back to tree_unflatten.",
             "Return the two arrays as the children and self.eps as the auxiliary data, then set "
             "eps from aux_data in tree_unflatten.",
-            _NORM_SECTION,
+            REGISTER_PYTREE_NODE_CLASS,
         ),
         children=_Steps(
             "Arrays are data: JAX traces, maps and differentiates only the children, the first "
             "item of tree_flatten's pair. The auxiliary data is for configuration, and an array "
             "there makes every new array a new structure.",
             "Return scale and offset, in that order, as the first item of tree_flatten's pair.",
-            _NORM_SECTION,
+            REGISTER_PYTREE_NODE_CLASS,
         ),
         order=_Steps(
             "tree_unflatten receives the children in the order tree_flatten gives them, and JAX "
             "pairs leaves by that order everywhere (a map over two trees, an optimizer's state).",
             "Return the children as scale, then offset, and unpack them in the same order in "
             "tree_unflatten.",
-            _NORM_SECTION,
+            REGISTER_PYTREE_NODE_CLASS,
         ),
         rebuild=_Steps(
             "tree_unflatten receives the auxiliary data and the children, and must return a "
             "whole LayerNorm: scale, offset and eps, each stored as it arrives.",
             "In tree_unflatten, make the instance with object.__new__(cls), set scale and offset "
             "from the children and eps from aux_data, and return it.",
-            _NORM_SECTION,
+            REGISTER_PYTREE_NODE_CLASS,
         ),
     ),
     hints=(
@@ -969,7 +1000,7 @@ LAYER_NORM = _class_exercise(
             "and eps on it, so that __init__ and its conversions never run."
         ),
     ),
-    reread=_NORM_SECTION,
+    reread=REGISTER_PYTREE_NODE_CLASS,
     mistakes=(
         "unflattens through `__init__`, which converts its children (Pitfall 3)",
         "makes `eps` a child instead of auxiliary data",
@@ -1080,10 +1111,6 @@ def _decay_cases(rng: np.random.Generator) -> list[Case]:
 _tree_judge = tree_judge()
 
 
-_KEY_PATHS = "03 Key paths: naming the children"
-_DECAY_SECTION = "03 Key paths at work: weight decay on the weights only"
-
-
 def _judge_decay(got: Any, expected: Any, case: Case) -> str | Mistake | None:
     if missing_return(got, expected, "decay_weights"):
         return Mistake(
@@ -1091,7 +1118,7 @@ def _judge_decay(got: Any, expected: Any, case: Case) -> str | Mistake | None:
             "A Python function without a `return` statement returns None: the tree that "
             "jax.tree.map_with_path builds is lost unless the function hands it back.",
             "Return the result of jax.tree.map_with_path: `return jax.tree.map_with_path(...)`.",
-            _DECAY_SECTION,
+            WEIGHT_DECAY,
         )
     problem = _tree_judge(got, expected, case)
     if not isinstance(problem, str) or problem.startswith("the structure"):
@@ -1109,7 +1136,7 @@ def _judge_decay(got: Any, expected: Any, case: Case) -> str | Mistake | None:
         "path.",
         "Look at path[-1]: its .key (a DictKey) or its .name (a GetAttrKey) is 'w' for a weight; "
         "a SequenceKey has .idx instead, and an empty path has no last key.",
-        _KEY_PATHS,
+        KEY_PATHS,
     )
     # trees_close compares in float64; the given leaves are scaled in float64 before it.
     given = [np.asarray(x, np.float64) for x in given]
@@ -1129,7 +1156,7 @@ def _judge_decay(got: Any, expected: Any, case: Case) -> str | Mistake | None:
                     "Weight decay shrinks each weight by a small fraction of itself: the rate is "
                     "the part taken away, not the part kept.",
                     "Multiply each weight by (1 - rate).",
-                    _DECAY_SECTION,
+                    WEIGHT_DECAY,
                 )
             return f"leaf {where} should be {1 - rate:g} times its value; {problem}"
         if trees_close(a, x * (1 - rate)):
@@ -1140,7 +1167,7 @@ def _judge_decay(got: Any, expected: Any, case: Case) -> str | Mistake | None:
                     "the leaf is no weight.",
                     "Check that path is not empty before reading path[-1], and leave the leaf "
                     "unchanged when it is.",
-                    _KEY_PATHS,
+                    KEY_PATHS,
                 )
             if all(shrunk):
                 return Mistake(
@@ -1149,7 +1176,7 @@ def _judge_decay(got: Any, expected: Any, case: Case) -> str | Mistake | None:
                     "key path: jax.tree.map hands your function the leaves alone.",
                     "Use jax.tree.map_with_path(f, params): f receives (path, leaf) and decays "
                     "the leaf only when the last key of path is w.",
-                    _DECAY_SECTION,
+                    WEIGHT_DECAY,
                 )
             return dataclasses.replace(
                 by_last_key, what=f"leaf {where} was decayed, but its last key is not w."
@@ -1180,7 +1207,7 @@ DECAY_WEIGHTS = Exercise(
             "'w'."
         ),
     ),
-    reread=_KEY_PATHS,
+    reread=KEY_PATHS,
     mistakes=(
         "looks for the text `.w`, which a dict key prints as `['w']`",
         "decays leaves whose last key is not `w`",

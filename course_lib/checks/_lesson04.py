@@ -28,6 +28,20 @@ from ._kit import (
     trees_close,
 )
 from ._plain import describe
+from ._sections import (
+    DATA_OR_CONFIGURATION,
+    KEY_PATHS,
+    MARKING_STATIC,
+    NEW_STATIC_VALUE,
+    PITFALL_1,
+    PITFALL_6,
+    PITFALL_7,
+    PITFALL_8,
+    PITFALL_24,
+    PITFALL_25,
+    STATIC_IS_A_CACHE_KEY,
+    UNKNOWN_CLASS_IS_A_LEAF,
+)
 from ._spec import Case, Exercise, Mistake
 
 
@@ -160,9 +174,6 @@ def _dense_probe(fn: Callable[..., Any], case: Case) -> dict[str, Any] | str | N
     return _forward_report(report, lambda: [forward(layer, x) for layer in layers])
 
 
-_PITFALL_8 = "04 Pitfall 8: an array in static metadata fails, sometimes only on a later call"
-
-
 def _not_a_class(value: Any) -> str | None:
     """What a probe records when ``define_...()`` returned ``value``, not a class: its type, as
     ``"returned an instance of Dense, not a class"`` (``None`` stays ``None``: the framework then
@@ -205,7 +216,7 @@ def _leaves_problem(
             "a single leaf, so none of its fields can be traced or static on its own.",
             "Register the class: put @jax.tree_util.register_dataclass above @dataclass, so that "
             "its fields become children unless marked static.",
-            "03 A class JAX does not know is a leaf",
+            UNKNOWN_CLASS_IS_A_LEAF,
         )
     declare = (
         "field(default=..., metadata={'static': True})"
@@ -227,7 +238,7 @@ def _leaves_problem(
                 "tracing. Configuration must be static: kept in the treedef, out of the leaves, "
                 "and part of the key of the compiled program.",
                 fix,
-                "04 Pitfall 24: a string stored as a leaf",
+                PITFALL_24,
             )
         if text in got:
             return Mistake(
@@ -237,7 +248,7 @@ def _leaves_problem(
                 "branch or to slice, and a tracer has no value yet, only a shape and a dtype. "
                 "Configuration must be static.",
                 fix,
-                "04 Pitfall 25: an int stored as a leaf becomes a tracer",
+                PITFALL_25,
             )
     arrays = [t for t in expected if t not in got]
     if arrays and len(got) < len(expected):
@@ -248,7 +259,7 @@ def _leaves_problem(
             "new array a new compilation.",
             "Leave the array fields ordinary fields, without static metadata: they become traced "
             "leaves.",
-            _PITFALL_8,
+            PITFALL_8,
         )
     return f"the leaves are {got}, expected {expected} (in the order the fields are declared)."
 
@@ -330,7 +341,7 @@ DENSE = Exercise(
             "adds b only when use_bias, then applies ACTIVATIONS[activation]."
         ),
     ),
-    reread="04 Data or configuration?",
+    reread=DATA_OR_CONFIGURATION,
     mistakes=(
         "stores `activation` as a leaf, and `jit` cannot trace a string",
         "stores `use_bias` as a leaf, so it is traced",
@@ -442,7 +453,7 @@ def _judge_mlp(got: Any, expected: Any, case: Case) -> str | Mistake | None:
                 "compiled program serves every scale. Static is for what Python must read while "
                 "tracing, and each new static value costs a compilation.",
                 "Leave scale an ordinary field with its default, 1.0, without static metadata.",
-                "04 Every new static value is a new compilation",
+                NEW_STATIC_VALUE,
             )
         names = {f"'{a}'": "act" for a in ACTIVATIONS}
         names.update({str(d): "depth" for d in (2, 3)})
@@ -476,7 +487,7 @@ FIXED_MLP = Exercise(
             "so keep the order layers, depth, act, scale=1.0."
         ),
     ),
-    reread="04 Data or configuration?",
+    reread=DATA_OR_CONFIGURATION,
     mistakes=(
         "makes `scale` static, so every new scale compiles again",
         "leaves `depth` a leaf, so it is traced",
@@ -575,9 +586,6 @@ def _config_probe(fn: Callable[..., Any], case: Case) -> dict[str, Any] | str | 
     return _forward_report(report, lambda: [program(x, config) for config in configs])
 
 
-_CACHE_KEY = "04 A static value is a cache key"
-
-
 def _judge_config(got: Any, expected: Any, case: Case) -> str | Mistake | None:
     if isinstance(got, str):
         return _returned_instead("define_config", got, "TrainConfig")
@@ -593,7 +601,7 @@ def _judge_config(got: Any, expected: Any, case: Case) -> str | Mistake | None:
             "Make the dataclass frozen, @dataclass(frozen=True): it writes __eq__ and __hash__ "
             "from the fields and refuses assignments, even in __post_init__, where a field is "
             "then set with object.__setattr__(self, name, value).",
-            "04 Pitfall 7: a plain dataclass is unhashable",
+            PITFALL_7,
         )
     if error and got["unhashable"]:
         name, kind = got["unhashable"][0]
@@ -610,14 +618,14 @@ def _judge_config(got: Any, expected: Any, case: Case) -> str | Mistake | None:
                 f"Turn {name} into a tuple when the config is made, in __post_init__. A frozen "
                 f"dataclass refuses self.{name} = ..., even there: store the tuple with "
                 f"object.__setattr__(self, {name!r}, ...).",
-                _CACHE_KEY,
+                STATIC_IS_A_CACHE_KEY,
             )
         return Mistake(
             f"hash(config) fails: the field {name} holds a {kind}, which cannot be hashed.",
             idea,
             f"Keep {name} hashable: store a tuple, a frozenset, a string or a number in it, "
             "converted in __post_init__ with object.__setattr__ if callers give something else.",
-            _CACHE_KEY,
+            STATIC_IS_A_CACHE_KEY,
         )
     if error:
         return f"hash(config) fails ({error}): a static argument must be hashable."
@@ -631,7 +639,7 @@ def _judge_config(got: Any, expected: Any, case: Case) -> str | Mistake | None:
             "Use @dataclass(frozen=True): like unsafe_hash=True it writes __hash__ from the "
             "fields, and it also refuses assignments, even in __post_init__, where a field is "
             "then set with object.__setattr__(self, name, value).",
-            "04 Pitfall 6: unhashable static arguments are refused, mutable ones serve stale code",
+            PITFALL_6,
         )
     if not got["equal"]:
         return Mistake(
@@ -641,7 +649,7 @@ def _judge_config(got: Any, expected: Any, case: Case) -> str | Mistake | None:
             "again.",
             "Let the dataclass write __eq__ from the fields: keep eq=True, the default, together "
             "with frozen=True.",
-            _CACHE_KEY,
+            STATIC_IS_A_CACHE_KEY,
         )
     if not got["distinct"]:
         return Mistake(
@@ -651,7 +659,7 @@ def _judge_config(got: Any, expected: Any, case: Case) -> str | Mistake | None:
             "configuration.",
             "Let the dataclass write __eq__ from all its fields (eq=True, the default) instead of "
             "writing your own.",
-            _CACHE_KEY,
+            STATIC_IS_A_CACHE_KEY,
         )
     if not got["same_hash"]:
         return Mistake(
@@ -660,7 +668,7 @@ def _judge_config(got: Any, expected: Any, case: Case) -> str | Mistake | None:
             "hash alike, or an equal config misses the program compiled for it.",
             "Let the dataclass write __hash__ from the fields (frozen=True) instead of writing "
             "your own.",
-            _CACHE_KEY,
+            STATIC_IS_A_CACHE_KEY,
         )
     if got["hidden_type"] != "tuple":
         return f"config.hidden is a {got['hidden_type']}, where a tuple was expected."
@@ -691,7 +699,7 @@ FROZEN_CONFIG = Exercise(
             "object.__setattr__(self, name, value)."
         ),
     ),
-    reread="04 A static value is a cache key",
+    reread=STATIC_IS_A_CACHE_KEY,
     mistakes=(
         "uses a plain `@dataclass`, which cannot be hashed (Pitfall 7)",
         "keeps `hidden` as the list it was given",
@@ -823,9 +831,6 @@ def _split_cases(rng: np.random.Generator) -> list[Case]:
     ]
 
 
-_THREE_WAYS = (
-    "04 Three ways to mark a field static, one for a whole class, and one for whole arguments"
-)
 _ONE_LEVEL = (
     "Flatten one level only: jax.tree_util.tree_flatten_with_path(obj, is_leaf=lambda n: n is "
     "not obj) gives one (path, child) pair per traced field, and path[0].name is its field's "
@@ -856,7 +861,7 @@ def _judge_split(got: Any, expected: Any, case: Case) -> str | Mistake | None:
             "field's name.",
             "Take the name from the key object, path[0].name, instead of writing the path out "
             "with keystr.",
-            "03 Key paths: naming the children",
+            KEY_PATHS,
         )
     if paths:
         return Mistake(
@@ -865,7 +870,7 @@ def _judge_split(got: Any, expected: Any, case: Case) -> str | Mistake | None:
             "A field counts once, at the top level of the object, even when it holds a whole "
             "tree: look one level deep, not at every leaf.",
             _ONE_LEVEL,
-            _THREE_WAYS,
+            MARKING_STATIC,
         )
     if kind == "named" and set(traced) >= {"eps", "axis"}:
         return Mistake(
@@ -876,7 +881,7 @@ def _judge_split(got: Any, expected: Any, case: Case) -> str | Mistake | None:
             "register_static leave none. Only JAX's own flattening tells every case apart: its "
             "children are the traced fields.",
             _ONE_LEVEL,
-            _THREE_WAYS,
+            MARKING_STATIC,
         )
     if kind == "register_static" and traced:
         return Mistake(
@@ -886,7 +891,7 @@ def _judge_split(got: Any, expected: Any, case: Case) -> str | Mistake | None:
             "treedef, and it has no children at all.",
             "Decide from JAX's one-level flatten: here its list of children is empty, so every "
             "field is static.",
-            _THREE_WAYS,
+            MARKING_STATIC,
         )
     obj = case.args[0]
     empty = [name for name in want_traced if name not in traced and getattr(obj, name) is None]
@@ -896,7 +901,7 @@ def _judge_split(got: Any, expected: Any, case: Case) -> str | Mistake | None:
             "None is an empty subtree: a field that holds None has no leaves, yet JAX flattens it "
             "as a child of the object, so it is traced, not static. The leaves cannot show it.",
             _ONE_LEVEL + " A None child is among them.",
-            "01 Pitfall 1: `None` is an empty subtree, not a leaf",
+            PITFALL_1,
         )
     if sorted(traced) == sorted(want_traced) and sorted(static) == sorted(want_static):
         return Mistake(
@@ -953,9 +958,7 @@ STATIC_AND_TRACED = Exercise(
             "those, else static."
         ),
     ),
-    reread=(
-        "04 Three ways to mark a field static, one for a whole class, and one for whole arguments"
-    ),
+    reread=(MARKING_STATIC),
     mistakes=(
         "reads field metadata that some registered classes do not carry",
         "decides by the leaves, missing a traced field that holds `None`",

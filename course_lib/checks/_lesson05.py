@@ -46,6 +46,16 @@ from ._kit import (
     trees_close,
 )
 from ._plain import describe, rebuild_tree, tree_plain
+from ._sections import (
+    CACHE_KEY,
+    NEW_STATIC_VALUE,
+    PITFALL_1,
+    PITFALL_5,
+    PITFALL_11,
+    PITFALL_12,
+    SGD_UPDATE,
+    SHAPE_CHANGES,
+)
 from ._spec import Case, Exercise, Mistake
 
 
@@ -242,12 +252,6 @@ def _step_probe(fn: Callable[..., Any], case: Case) -> dict[str, Any] | str | No
     return record
 
 
-_PITFALL_11 = "05 Pitfall 11: a Python scalar then a JAX scalar are two compilations (weak types)"
-_PITFALL_12 = (
-    "05 Pitfall 12: a fresh lambda, `functools.partial` or bound method per call defeats the cache"
-)
-
-
 def _static_lr(what: str) -> Mistake:
     return Mistake(
         what + "Called with Python floats, the same lr twice compiled once and a new lr "
@@ -257,7 +261,7 @@ def _static_lr(what: str) -> Mistake:
         "A learning rate is data: it changes while the program stays the same.",
         "Leave lr out of static_argnums and static_argnames: pass it to the jitted function as "
         "an ordinary argument, an array with an explicit dtype.",
-        reread="04 Every new static value is a new compilation",
+        reread=NEW_STATIC_VALUE,
     )
 
 
@@ -267,7 +271,7 @@ _NEW_STEP_FUNCTION = Mistake(
     "The function object is part of the cache key: a lambda or a jax.jit made inside step is a "
     "new function on each call, and a new function is a new cache key (Pitfall 12).",
     "Jit once, in make_step, and let step call that one jitted function.",
-    reread=_PITFALL_12,
+    reread=PITFALL_12,
 )
 
 
@@ -308,7 +312,7 @@ def _step_advice(got: dict[str, Any], expected: dict[str, Any], rates: Sequence[
             "because the cache key is made from the arguments as they arrive.",
             "Turn lr into a float32 array, jnp.asarray(lr, jnp.float32), in the plain function "
             "step, before it calls the jitted one.",
-            reread=_PITFALL_11,
+            reread=PITFALL_11,
         ), quote
     return Mistake(
         what,
@@ -318,7 +322,7 @@ def _step_advice(got: dict[str, Any], expected: dict[str, Any], rates: Sequence[
         "dtype keeps the kinds apart.",
         "Convert lr with an explicit dtype before the jitted function sees it: "
         "jnp.asarray(lr, jnp.float32).",
-        reread=_PITFALL_11,
+        reread=PITFALL_11,
     ), quote
 
 
@@ -357,7 +361,7 @@ def _judge_step(got: Any, expected: Any, case: Case) -> str | Mistake | None:
                     "The gradient points where the loss grows fastest: SGD moves each parameter "
                     "against it, downhill.",
                     "Subtract: each new leaf is p - lr * g.",
-                    reread="02 Several trees at once: the SGD update",
+                    reread=SGD_UPDATE,
                 )
             if _tree(mine, tree_plain(no_rate), case) is None:
                 return Mistake(
@@ -367,7 +371,7 @@ def _judge_step(got: Any, expected: Any, case: Case) -> str | Mistake | None:
                     "is new data for the same program, and it must change the result.",
                     "Multiply each gradient leaf by the lr the jitted function receives: "
                     "p - lr * g.",
-                    reread="02 Several trees at once: the SGD update",
+                    reread=SGD_UPDATE,
                 )
         return f"with lr = {_rate_text(rate)}, {problem}"
 
@@ -396,7 +400,7 @@ MAKE_STEP = Exercise(
             "return a small function that calls it with jnp.asarray(lr, jnp.float32)."
         ),
     ),
-    reread="05 The cache key",
+    reread=CACHE_KEY,
     forbidden=("sgd", "momentum", "adam", "tree_add_scale", "tree_scale", "tree_sub", "tree_add"),
     mistakes=(
         "a plain `jax.jit`: Python and JAX learning rates compile separately (Pitfall 11)",
@@ -532,42 +536,7 @@ def _judge_padded(
     size = len(want_mask)
     rows = {np.shape(leaf)[0] if np.ndim(leaf) else None for leaf in jax.tree.leaves(padded)}
     if len(rows) == 1 and (got_rows := rows.pop()) != size:
-        if got_rows == n:
-            return Mistake(
-                f"{at}, the padded batch still has {n} rows, none of the buckets {list(buckets)}.",
-                "Padding is what turns many batch shapes into a few: every batch must come out "
-                "with a bucket's number of rows, whatever it came in with.",
-                "Add size - n zero rows at the end of each leaf's first axis, with one "
-                "jax.tree.map over the batch (np.pad takes one (before, after) pair per axis).",
-            )
-        if got_rows is not None and got_rows in buckets and got_rows > size and n == size:
-            return Mistake(
-                f"{at}, you padded to {got_rows}, but a smaller bucket of {list(buckets)} also "
-                f"holds {n} rows.",
-                "A batch fits a bucket when it has at most that many rows, so the bucket of its "
-                "own size holds it with no padding at all.",
-                "Choose among the buckets b with b >= n (not b > n), and take the smallest.",
-            )
-        if got_rows is not None and got_rows in buckets and got_rows > size:
-            if list(buckets) == sorted(buckets):
-                return Mistake(
-                    f"{at}, you padded to {got_rows}, but a smaller bucket of {list(buckets)} "
-                    f"also holds {n} rows.",
-                    "Each padded row is work spent on nothing, so a batch goes to the smallest "
-                    "bucket that holds it; the number of programs stays the number of buckets "
-                    "either way.",
-                    "Take the minimum over the buckets that are at least n: min(b for b in "
-                    "buckets if b >= n).",
-                )
-            return Mistake(
-                f"{at}, you padded to {got_rows}, but a smaller bucket of {list(buckets)} also "
-                f"holds {n} rows (the buckets are not sorted).",
-                "The buckets may come in any order, so the first bucket that fits is not always "
-                "the smallest one.",
-                "Take the minimum over all the buckets that are at least n, not the first one "
-                "found: min(b for b in buckets if b >= n).",
-            )
-        return f"{at}, the padded leaves have {got_rows} rows, expected {size}."
+        return _rows_problem(at, n, buckets, got_rows, size)
     if (
         isinstance(mask, np.ndarray)
         and mask.shape == want_mask.shape
@@ -581,29 +550,82 @@ def _judge_padded(
             "Pad the first axis with (0, size - n), nothing before, and make the mask True for "
             "the first n rows.",
         )
-    problem = _tree(tree_plain(padded), tree_plain(want_padded), case)
-    if problem is not None:
-        if not same_structure(padded, want_padded):
-            if case.info["nones"]:
-                return Mistake(
-                    f"{at}, the padded batch: {problem}",
-                    "None subtrees are empty: they hold no rows to pad, and stay None.",
-                    "Pad with one jax.tree.map over the batch: it passes the leaves to your "
-                    "function and keeps every None subtree as it is.",
-                    reread="01 Pitfall 1: `None` is an empty subtree, not a leaf",
-                )
-        elif trees_close(padded, want_padded) and (change := _dtype_change(padded, want_padded)):
-            path, dtype, wanted = change
+    return _padded_problem(at, padded, want_padded, case) or _mask_problem(at, n, mask, want_mask)
+
+
+def _rows_problem(
+    at: str, n: int, buckets: Sequence[int], got_rows: int | None, size: int
+) -> str | Mistake:
+    """What went wrong when the padded leaves have ``got_rows`` rows, not the bucket's ``size``."""
+    if got_rows == n:
+        return Mistake(
+            f"{at}, the padded batch still has {n} rows, none of the buckets {list(buckets)}.",
+            "Padding is what turns many batch shapes into a few: every batch must come out "
+            "with a bucket's number of rows, whatever it came in with.",
+            "Add size - n zero rows at the end of each leaf's first axis, with one "
+            "jax.tree.map over the batch (np.pad takes one (before, after) pair per axis).",
+        )
+    if got_rows is not None and got_rows in buckets and got_rows > size and n == size:
+        return Mistake(
+            f"{at}, you padded to {got_rows}, but a smaller bucket of {list(buckets)} also "
+            f"holds {n} rows.",
+            "A batch fits a bucket when it has at most that many rows, so the bucket of its "
+            "own size holds it with no padding at all.",
+            "Choose among the buckets b with b >= n (not b > n), and take the smallest.",
+        )
+    if got_rows is not None and got_rows in buckets and got_rows > size:
+        if list(buckets) == sorted(buckets):
             return Mistake(
-                f"{at}, the padded batch holds the right values, but its leaf {path} has dtype "
-                f"{dtype}, expected {wanted}.",
-                "Padding adds rows and changes nothing else: each leaf keeps its dtype. Zeros "
-                "made without a dtype are float64, and joined to a leaf they make the whole "
-                "leaf float64.",
-                "Pad with np.pad or jnp.pad, which keep the leaf's dtype, or make the zero rows "
-                "with the leaf's own dtype (np.zeros(shape, leaf.dtype)).",
+                f"{at}, you padded to {got_rows}, but a smaller bucket of {list(buckets)} "
+                f"also holds {n} rows.",
+                "Each padded row is work spent on nothing, so a batch goes to the smallest "
+                "bucket that holds it; the number of programs stays the number of buckets "
+                "either way.",
+                "Take the minimum over the buckets that are at least n: min(b for b in "
+                "buckets if b >= n).",
             )
-        return f"{at}, the padded batch: {problem}"
+        return Mistake(
+            f"{at}, you padded to {got_rows}, but a smaller bucket of {list(buckets)} also "
+            f"holds {n} rows (the buckets are not sorted).",
+            "The buckets may come in any order, so the first bucket that fits is not always "
+            "the smallest one.",
+            "Take the minimum over all the buckets that are at least n, not the first one "
+            "found: min(b for b in buckets if b >= n).",
+        )
+    return f"{at}, the padded leaves have {got_rows} rows, expected {size}."
+
+
+def _padded_problem(at: str, padded: Any, want_padded: Any, case: Case) -> str | Mistake | None:
+    """How the padded batch differs from the expected one (structure, values, dtypes), or
+    ``None``."""
+    problem = _tree(tree_plain(padded), tree_plain(want_padded), case)
+    if problem is None:
+        return None
+    if not same_structure(padded, want_padded):
+        if case.info["nones"]:
+            return Mistake(
+                f"{at}, the padded batch: {problem}",
+                "None subtrees are empty: they hold no rows to pad, and stay None.",
+                "Pad with one jax.tree.map over the batch: it passes the leaves to your "
+                "function and keeps every None subtree as it is.",
+                reread=PITFALL_1,
+            )
+    elif trees_close(padded, want_padded) and (change := _dtype_change(padded, want_padded)):
+        path, dtype, wanted = change
+        return Mistake(
+            f"{at}, the padded batch holds the right values, but its leaf {path} has dtype "
+            f"{dtype}, expected {wanted}.",
+            "Padding adds rows and changes nothing else: each leaf keeps its dtype. Zeros "
+            "made without a dtype are float64, and joined to a leaf they make the whole "
+            "leaf float64.",
+            "Pad with np.pad or jnp.pad, which keep the leaf's dtype, or make the zero rows "
+            "with the leaf's own dtype (np.zeros(shape, leaf.dtype)).",
+        )
+    return f"{at}, the padded batch: {problem}"
+
+
+def _mask_problem(at: str, n: int, mask: Any, want_mask: np.ndarray) -> str | Mistake | None:
+    """How the mask differs from the expected one, True for the first ``n`` rows, or ``None``."""
     if not isinstance(mask, np.ndarray) or mask.shape != want_mask.shape:
         return (
             f"{at}, the mask is {describe(mask, 60)}; expected a boolean array of shape "
@@ -697,7 +719,7 @@ PAD_TO_BUCKET = Exercise(
             "mask is np.arange(size) < n."
         ),
     ),
-    reread="05 Shape changes: every new shape is a new program",
+    reread=SHAPE_CHANGES,
     mistakes=(
         "does not pad, so every batch size compiles",
         "pads to the largest bucket instead of the smallest that fits",
@@ -784,9 +806,6 @@ def _keys_text(keys: Sequence[str]) -> str:
     return "{" + ", ".join(repr(key) for key in keys) + "}"
 
 
-_PITFALL_5 = "05 Pitfall 5: a new dict key is a new structure and a retrace"
-
-
 def _state_advice(got: dict[str, Any], expected: dict[str, Any]) -> Advice:
     again = got.get("again", [])
     if not again:
@@ -801,7 +820,7 @@ def _state_advice(got: dict[str, Any], expected: dict[str, Any]) -> Advice:
             "the cache key: a new dict key is a new structure, and a new structure a new "
             "program (Pitfall 5).",
             "Start with every key train_step returns: params, velocity, loss_avg and step.",
-            reread=_PITFALL_5,
+            reread=PITFALL_5,
         ), quote
     if changes["structure"]:
         lines = "\n".join(f"  {line}" for line in changes["structure"])
@@ -812,7 +831,7 @@ def _state_advice(got: dict[str, Any], expected: dict[str, Any]) -> Advice:
             "Compare jax.tree.structure of your state with that of the state train_step "
             "returns, and build each part as train_step does (the velocity with jax.tree.map "
             "over the params).",
-            reread=_PITFALL_5,
+            reread=PITFALL_5,
         ), quote
     weak = [leaf for leaf in changes["leaves"] if leaf["change"] == "weak_type"]
     if weak:
@@ -826,7 +845,7 @@ def _state_advice(got: dict[str, Any], expected: dict[str, Any]) -> Advice:
             "input, two programs (Pitfall 11).",
             "Start with arrays of the dtypes train_step returns, each with an explicit dtype: "
             "jnp.zeros((), jnp.float32) for a float, jnp.zeros((), jnp.int32) for a count.",
-            reread=_PITFALL_11,
+            reread=PITFALL_11,
         ), quote
     if changes["leaves"]:
         leaf = changes["leaves"][0]
@@ -887,7 +906,7 @@ INIT_STATE = Exercise(
             "dtypes train_step returns, float32 and int32 (jnp.zeros((), dtype))."
         ),
     ),
-    reread="05 The cache key",
+    reread=CACHE_KEY,
     forbidden=("tree_zeros_like", "tree_full_like", "momentum", "adam"),
     mistakes=(
         "starts with the parameters only, so later states gain keys (Pitfall 5)",
@@ -981,7 +1000,7 @@ def _scaled_advice(
             "anew; factor is data that changes on every call.",
             "Pass factor to the jitted function as an ordinary argument, left out of "
             "static_argnums and static_argnames.",
-            reread="04 Every new static value is a new compilation",
+            reread=NEW_STATIC_VALUE,
         ), quote
     if cause == "function":
         return Mistake(
@@ -992,7 +1011,7 @@ def _scaled_advice(
             "wrapped around one.",
             "Build the jitted function once per f, keep it (a dict keyed by f), and return the "
             "same one whenever make_scaled gets that f again; nothing in it jits anew.",
-            reread=_PITFALL_12,
+            reread=PITFALL_12,
         ), quote
     if again:
         name, factor = plan[again[0]["call"]]
@@ -1047,7 +1066,7 @@ MAKE_SCALED = Exercise(
             "make_scaled gets f again."
         ),
     ),
-    reread="05 The cache key",
+    reread=CACHE_KEY,
     forbidden=("tree_scale",),
     mistakes=(
         "jits a fresh function every time `make_scaled` is called",

@@ -12,7 +12,7 @@ import os
 import shutil
 import tempfile
 import zipfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -23,8 +23,6 @@ from jax.tree_util import keystr
 
 from .._leaves import close_elements, is_namedtuple
 from ._kit import (
-    JUDGE_ATOL,
-    JUDGE_RTOL,
     Layer,
     Point,
     as_judged,
@@ -34,7 +32,6 @@ from ._kit import (
     float_tree,
     in_parts,
     input_changes,
-    matching_variant,
     measured_calls,
     random_f32,
     random_like,
@@ -45,7 +42,20 @@ from ._kit import (
     tree_judge,
     trees_close,
 )
+from ._mistakes import Variant, first_mistake, lead
 from ._plain import describe, rebuild_tree, tree_plain
+from ._sections import (
+    ADAM,
+    CHECKPOINTS,
+    MOMENTUM,
+    PITFALL_1,
+    PITFALL_11,
+    PITFALL_14,
+    PITFALL_15,
+    SGD_UPDATE,
+    TRAINING,
+    WHAT_JIT_SEES,
+)
 from ._spec import Case, Exercise, Mistake
 
 
@@ -94,30 +104,6 @@ def _leaf_problem(
     judge = _leaf_judge if tolerance is None else tree_judge(*tolerance)
     problem = judge(tree_plain(mine), tree_plain(theirs), Case(()))
     return None if problem is None else f"{what}: {problem}"
-
-
-def _prefixed(at: str, problem: str | Mistake) -> str | Mistake:
-    """``problem`` with ``at`` in front of what it says went wrong."""
-    if isinstance(problem, Mistake):
-        return dataclasses.replace(problem, what=at + problem.what)
-    return at + problem
-
-
-def _matching_mistake(
-    mine: Any,
-    variants: Sequence[tuple[Mistake, Callable[[], Any]]],
-    tolerance: tuple[float, float] = (JUDGE_RTOL, JUDGE_ATOL),
-) -> Mistake | None:
-    """The mistake of the first wrong answer ``mine`` matches (``matching_variant``)."""
-    found = matching_variant(
-        mine, [(str(i), build) for i, (_, build) in enumerate(variants)], *tolerance, rebuilt=True
-    )
-    return None if found is None else variants[int(found)][0]
-
-
-_PITFALL_14 = "01 Pitfall 14: a list is not a tuple, and a namedtuple is not a tuple"
-_PITFALL_15 = "06 Pitfall 15: a `lax.scan` or `while_loop` carry must keep its structure exactly"
-_SGD = "02 Several trees at once: the SGD update"
 
 
 # --- 06.momentum_step ------------------------------------------------------------------------
@@ -199,114 +185,108 @@ def _momentum_cases(rng: np.random.Generator) -> list[Case]:
     )
 
 
-def _momentum_variants(case: Case) -> list[tuple[Mistake, Callable[[], Any]]]:
-    """The usual wrong momentum steps, as ``(mistake, build)`` pairs."""
-    params, grads, velocity, lr, beta = case.args
+def _momentum_wrongly(
+    how: str, params: Any, grads: Any, velocity: Any, lr: Any, beta: Any
+) -> tuple[Any, Any]:
+    """One momentum step done wrong in one of the usual ways, named by ``how``."""
     tmap = jax.tree.map
-
-    def new_velocity() -> Any:
-        return tmap(lambda v, g: beta * v + g, velocity, grads)
-
-    def old_velocity() -> Any:
-        return tmap(lambda p, v: p - lr * v, params, velocity), new_velocity()
-
-    def dampened() -> Any:
+    new_params, new_velocity = _momentum_step(params, grads, velocity, lr, beta)
+    if how == "swapped":
+        return new_velocity, new_params
+    if how == "old velocity":
+        return tmap(lambda p, v: p - lr * v, params, velocity), new_velocity
+    if how == "stale velocity":
+        return new_params, velocity
+    if how == "uphill":
+        return tmap(lambda p, v: p + lr * v, params, new_velocity), new_velocity
+    if how == "nesterov":
+        step = tmap(lambda p, v, g: p - lr * (g + beta * v), params, new_velocity, grads)
+        return step, new_velocity
+    if how == "dampened":
         v = tmap(lambda v, g: beta * v + (1 - beta) * g, velocity, grads)
         return tmap(lambda p, v: p - lr * v, params, v), v
-
-    def lr_in_velocity() -> Any:
+    if how == "lr inside, -":
         v = tmap(lambda v, g: beta * v - lr * g, velocity, grads)
         return tmap(lambda p, v: p + v, params, v), v
+    assert how == "lr inside, +", how
+    v = tmap(lambda v, g: beta * v + lr * g, velocity, grads)
+    return tmap(lambda p, v: p - v, params, v), v
 
-    def lr_in_velocity_plus() -> Any:
-        v = tmap(lambda v, g: beta * v + lr * g, velocity, grads)
-        return tmap(lambda p, v: p - v, params, v), v
 
-    def uphill() -> Any:
-        return tmap(lambda p, v: p + lr * v, params, new_velocity()), new_velocity()
+def _lr_inside(sign: str) -> Mistake:
+    return Mistake(
+        f"your velocity has the learning rate inside (v = beta * v {sign} lr * g).",
+        "The velocity is a running sum of gradients alone, as optax keeps it; the learning rate "
+        "applies only when the params move, so that a new lr does not rescale the velocity "
+        "built up so far.",
+        "v = beta * v + g for the velocity, then p - lr * v for the params.",
+    )
 
-    def stale_velocity() -> Any:
-        return _momentum_step(params, grads, velocity, lr, beta)[0], velocity
 
-    def nesterov() -> Any:
-        v = new_velocity()
-        return tmap(lambda p, v, g: p - lr * (g + beta * v), params, v, grads), v
-
-    def swapped() -> Any:
-        new_params, v = _momentum_step(params, grads, velocity, lr, beta)
-        return v, new_params
-
-    def lr_inside(sign: str) -> Mistake:
-        return Mistake(
-            f"your velocity has the learning rate inside (v = beta * v {sign} lr * g).",
-            "The velocity is a running sum of gradients alone, as optax keeps it; the learning "
-            "rate applies only when the params move, so that a new lr does not rescale the "
-            "velocity built up so far.",
-            "v = beta * v + g for the velocity, then p - lr * v for the params.",
-        )
-
-    return [
-        (
-            Mistake(
-                "the two results are swapped: the first is the new velocity, the second the new "
-                "params.",
-                "The order of a returned tuple is part of the function's contract: the caller "
-                "unpacks it by position, new_params, new_velocity = momentum_step(...).",
-                "Return (new_params, new_velocity), in that order.",
-            ),
-            swapped,
+_MOMENTUM_VARIANTS: tuple[tuple[str, Mistake], ...] = (
+    (
+        "swapped",
+        Mistake(
+            "the two results are swapped: the first is the new velocity, the second the new "
+            "params.",
+            "The order of a returned tuple is part of the function's contract: the caller "
+            "unpacks it by position, new_params, new_velocity = momentum_step(...).",
+            "Return (new_params, new_velocity), in that order.",
         ),
-        (
-            Mistake(
-                "the new params were moved with the old velocity, the one that came in.",
-                "Momentum first folds this step's gradient into the velocity and then moves "
-                "along the result, so the gradient of this step counts at once (as in "
-                "optax.sgd(momentum=beta)).",
-                "Compute the new velocity first, then p - lr * v with that new velocity.",
-            ),
-            old_velocity,
+    ),
+    (
+        "old velocity",
+        Mistake(
+            "the new params were moved with the old velocity, the one that came in.",
+            "Momentum first folds this step's gradient into the velocity and then moves along "
+            "the result, so the gradient of this step counts at once (as in "
+            "optax.sgd(momentum=beta)).",
+            "Compute the new velocity first, then p - lr * v with that new velocity.",
         ),
-        (
-            Mistake(
-                "the params are right, but the velocity returned is the one that came in.",
-                "The velocity is state carried from step to step: each step hands the updated "
-                "one on, or the next step starts from the old one.",
-                "Return the velocity you computed in this step as the second result.",
-            ),
-            stale_velocity,
+    ),
+    (
+        "stale velocity",
+        Mistake(
+            "the params are right, but the velocity returned is the one that came in.",
+            "The velocity is state carried from step to step: each step hands the updated one "
+            "on, or the next step starts from the old one.",
+            "Return the velocity you computed in this step as the second result.",
         ),
-        (
-            Mistake(
-                "your velocity averages the gradients, beta * v + (1 - beta) * g.",
-                "Momentum here, as in optax.sgd(momentum=beta), adds the whole gradient to the "
-                "decayed velocity; the factor (1 - beta) belongs to other variants, and to "
-                "Adam's moments.",
-                "v = beta * v + g.",
-            ),
-            dampened,
+    ),
+    (
+        "dampened",
+        Mistake(
+            "your velocity averages the gradients, beta * v + (1 - beta) * g.",
+            "Momentum here, as in optax.sgd(momentum=beta), adds the whole gradient to the "
+            "decayed velocity; the factor (1 - beta) belongs to other variants, and to Adam's "
+            "moments.",
+            "v = beta * v + g.",
         ),
-        (lr_inside("-"), lr_in_velocity),
-        (lr_inside("+"), lr_in_velocity_plus),
-        (
-            Mistake(
-                "the params moved uphill: lr * v was added to them.",
-                "The velocity sums gradients, which point where the loss grows: a descent step "
-                "moves against it.",
-                "p - lr * v.",
-                reread=_SGD,
-            ),
-            uphill,
+    ),
+    ("lr inside, -", _lr_inside("-")),
+    ("lr inside, +", _lr_inside("+")),
+    (
+        "uphill",
+        Mistake(
+            "the params moved uphill: lr * v was added to them.",
+            "The velocity sums gradients, which point where the loss grows: a descent step "
+            "moves against it.",
+            "p - lr * v.",
+            reread=SGD_UPDATE,
         ),
-        (
-            Mistake(
-                "that is the Nesterov step, p - lr * (g + beta * v).",
-                "This exercise asks for plain momentum, optax.sgd(momentum=beta) without "
-                "nesterov=True: the params move along the new velocity itself.",
-                "p - lr * v, with the new v.",
-            ),
-            nesterov,
+    ),
+    (
+        "nesterov",
+        Mistake(
+            "that is the Nesterov step, p - lr * (g + beta * v).",
+            "This exercise asks for plain momentum, optax.sgd(momentum=beta) without "
+            "nesterov=True: the params move along the new velocity itself.",
+            "p - lr * v, with the new v.",
         ),
-    ]
+    ),
+)
+"""The usual wrong momentum steps, tried in this order: how each is done wrong
+(:func:`_momentum_wrongly`), and its mistake."""
 
 
 def _judge_momentum(got: Any, expected: Any, case: Case) -> str | Mistake | None:
@@ -319,7 +299,7 @@ def _judge_momentum(got: Any, expected: Any, case: Case) -> str | Mistake | None
                 "a list is another node type than a tuple, so [a, b] and (a, b) are different "
                 "trees (Pitfall 14).",
                 "Return new_params, new_velocity: a comma between the two makes a tuple.",
-                reread=_PITFALL_14,
+                reread=PITFALL_14,
             )
         return Mistake(
             f"returned {describe(mine, 80)}, not a tuple of two trees.",
@@ -341,9 +321,11 @@ def _judge_momentum(got: Any, expected: Any, case: Case) -> str | Mistake | None
         )
     if trees_close(mine, theirs):
         return _leaf_problem(mine, theirs, "the result")
-    return _matching_mistake(mine, _momentum_variants(case)) or _leaf_problem(
-        mine, theirs, "the result"
-    )
+    variants = [
+        Variant(mistake=mistake, build=functools.partial(_momentum_wrongly, how, *case.args))
+        for how, mistake in _MOMENTUM_VARIANTS
+    ]
+    return first_mistake(mine, variants, rebuilt=True) or _leaf_problem(mine, theirs, "the result")
 
 
 MOMENTUM_STEP = Exercise(
@@ -365,7 +347,7 @@ MOMENTUM_STEP = Exercise(
             "(new_params, new_velocity)."
         ),
     ),
-    reread="06 Momentum: a velocity tree shaped like the parameters",
+    reread=MOMENTUM,
     forbidden=("momentum", "tree_add", "tree_add_scale", "tree_scale", "tree_sub"),
     mistakes=(
         "moves the parameters with the old velocity",
@@ -439,7 +421,7 @@ def _state_problem(state: Any, what: str) -> Mistake | None:
             "The state is a namedtuple, AdamState: a node type of its own with the fields "
             "count, mu and nu, which a plain tuple of the same values is not (Pitfall 14).",
             _THE_CLASS,
-            reread=_PITFALL_14,
+            reread=PITFALL_14,
         )
     if not is_namedtuple(state):
         return Mistake(
@@ -458,7 +440,7 @@ def _state_problem(state: Any, what: str) -> Mistake | None:
             "with its learning_rate field, is another node type than the exercise's AdamState.",
             "Use the AdamState of the notebook cell above the exercise, with exactly the fields "
             "count, mu and nu.",
-            reread=_PITFALL_14,
+            reread=PITFALL_14,
         )
     count = state.count
     if not isinstance(count, np.ndarray):
@@ -469,8 +451,7 @@ def _state_problem(state: Any, what: str) -> Mistake | None:
             "a step returns, compiles twice (lesson 05, Pitfall 11). optax keeps it an int32 "
             "array.",
             "Start the count as an int32 scalar array, jnp.zeros((), jnp.int32).",
-            reread="05 Pitfall 11: a Python scalar then a JAX scalar are two compilations "
-            "(weak types)",
+            reread=PITFALL_11,
         )
     if count.shape != () or count.dtype != np.int32:
         return Mistake(
@@ -545,7 +526,7 @@ ADAM_INIT = Exercise(
             "nu=jax.tree.map(jnp.zeros_like, params))."
         ),
     ),
-    reread="06 Adam: one map over four trees",
+    reread=ADAM,
     forbidden=("adam", "tree_zeros_like", "tree_full_like"),
     mistakes=(
         "returns a plain tuple instead of the state class",
@@ -745,7 +726,7 @@ def _judge_adam(got: Any, expected: Any, case: Case) -> str | Mistake | None:
                     )
                     break
         if problem is not None:
-            return _prefixed(at, problem)
+            return lead(at, problem)
         count, want_count = int(mine[1].count), int(theirs[1].count)
         tolerance = adam_tolerance(lr, kwargs.get("b1", 0.9), kwargs.get("b2", 0.999))
         if trees_close(mine, theirs, *tolerance):
@@ -765,12 +746,15 @@ def _judge_adam(got: Any, expected: Any, case: Case) -> str | Mistake | None:
             )
         grads = as_judged(grads_seq[i])
         variants = [
-            (mistake, functools.partial(_adam_variant, params, grads, state, lr, **kwargs, **flags))
+            Variant(
+                mistake=mistake,
+                build=functools.partial(_adam_variant, params, grads, state, lr, **kwargs, **flags),
+            )
             for flags, mistake in _ADAM_VARIANTS
         ]
-        found = _matching_mistake(mine, variants, tolerance)
+        found = first_mistake(mine, variants, *tolerance, rebuilt=True)
         if found:
-            return _prefixed(at, found)
+            return found.led_by(at)
         if count != want_count:
             return Mistake(
                 f"{at}the new state's count is {count}, expected {want_count}.",
@@ -888,7 +872,7 @@ ADAM_STEP = Exercise(
             "(new_params, AdamState(count, mu, nu))."
         ),
     ),
-    reread="06 Adam: one map over four trees",
+    reread=ADAM,
     forbidden=("adam",),
     mistakes=(
         "leaves out the bias correction",
@@ -1002,7 +986,7 @@ def _judge_save(got: Any, expected: Any, case: Case) -> str | Mistake | None:
                     "unpickle.",
                     "Save only the leaves, the pairs jax.tree_util.tree_leaves_with_path(tree) "
                     "gives without is_leaf, each as np.asarray(leaf).",
-                    reread="01 Pitfall 1: `None` is an empty subtree, not a leaf",
+                    reread=PITFALL_1,
                 )
             return Mistake(
                 what,
@@ -1122,7 +1106,7 @@ SAVE_CHECKPOINT = Exercise(
             "jax.tree_util.tree_leaves_with_path(tree)})."
         ),
     ),
-    reread="06 Saving and restoring a training state",
+    reread=CHECKPOINTS,
     forbidden=("save_tree", "load_tree"),
     mistakes=(
         "names the entries `arr_0`, `arr_1`, ... by position",
@@ -1377,7 +1361,7 @@ RESTORE_CHECKPOINT = Exercise(
             "jax.tree.unflatten(treedef, arrays in leaf order)."
         ),
     ),
-    reread="06 Saving and restoring a training state",
+    reread=CHECKPOINTS,
     forbidden=("save_tree", "load_tree"),
     mistakes=(
         "does not check the structure, and fails with `KeyError`",
@@ -1495,7 +1479,7 @@ def _carry_mistake(carry: dict[str, Any] | None) -> Mistake | None:
             "cannot change the carry's type.",
             "Build the whole carry before the loop: the velocity is jax.tree.map(jnp.zeros_like, "
             "params), with the structure of params, never None or a list of leaves.",
-            reread=_PITFALL_15,
+            reread=PITFALL_15,
         )
     changed = {leaf["change"]: leaf for leaf in reversed(carry["leaves"])}
     where = "at carry{path}, {before} went in and {now} came out"
@@ -1508,7 +1492,7 @@ def _carry_mistake(carry: dict[str, Any] | None) -> Mistake | None:
             "lr * v is float32 even when v is bfloat16, and so is p - lr * v.",
             "Cast each new parameter back, (p - lr * v).astype(p.dtype), and build the velocity "
             "with jnp.zeros_like(p), so that it has the dtype of p.",
-            reread=_PITFALL_15,
+            reread=PITFALL_15,
         )
     if "shape" in changed:
         return Mistake(
@@ -1518,7 +1502,7 @@ def _carry_mistake(carry: dict[str, Any] | None) -> Mistake | None:
             "Pitfall 15: every leaf of a scan carry keeps its shape. A velocity leaf that "
             "starts as a scalar comes out of the first step with the shape of its parameter.",
             "Start each velocity leaf with the shape of its parameter: jnp.zeros_like(p), not 0.0.",
-            reread=_PITFALL_15,
+            reread=PITFALL_15,
         )
     if "kind" in changed:
         return Mistake(
@@ -1529,7 +1513,7 @@ def _carry_mistake(carry: dict[str, Any] | None) -> Mistake | None:
             "array of the same shape and dtype.",
             "Start the carry with arrays like those the body returns: the params as they are, "
             "and the velocity jax.tree.map(jnp.zeros_like, params).",
-            reread=_PITFALL_15,
+            reread=PITFALL_15,
         )
     return None
 
@@ -1576,14 +1560,14 @@ def _compare_record(
                     "the velocity is created.",
                     "Build it with jnp.zeros_like(p), which keeps the dtype of p, where "
                     "jnp.zeros(p.shape) makes float32.",
-                    reread=_PITFALL_15,
+                    reread=PITFALL_15,
                 )
             return "dtype", Mistake(
                 said,
                 "Every leaf of a scan carry keeps its dtype (Pitfall 15), and each parameter "
                 "keeps its own through training, as optax's do.",
                 "Cast each new leaf back with .astype(p.dtype).",
-                reread=_PITFALL_15,
+                reread=PITFALL_15,
             )
     for (path, dtype), x, y in zip(
         theirs["dtypes"], jax.tree.leaves(a), jax.tree.leaves(e), strict=True
@@ -1616,7 +1600,7 @@ def _judge_train(got: Any, expected: Any, case: Case) -> str | Mistake | None:
             _JIT_ONLY,
             "Keep every value a JAX array: return the losses as scan stacks them, with no "
             "float(), .item() or NumPy call on anything computed from params or batches.",
-            reread="04 What `jit` sees",
+            reread=WHAT_JIT_SEES,
         )
     if "shape" in got:
         return Mistake(
@@ -1636,7 +1620,7 @@ def _judge_train(got: Any, expected: Any, case: Case) -> str | Mistake | None:
             "returns its step's loss there gives one loss per batch.",
             "Return (new_carry, loss) from the body, and the stacked losses scan gives back as "
             "they are.",
-            reread=_PITFALL_15,
+            reread=PITFALL_15,
         )
     param_dtypes = tuple(dtype for _, dtype in expected["params"]["dtypes"])
     for what, key in (("params", "params"), ("the velocity", "velocity"), ("losses", "losses")):
@@ -1657,7 +1641,7 @@ def _judge_train(got: Any, expected: Any, case: Case) -> str | Mistake | None:
                 "the same evaluation that gives the gradients.",
                 "Take loss, grads = jax.value_and_grad(loss_fn)(params, batch) at the start of "
                 "the body, and return that loss as the body's second output.",
-                reread="02 Training a model",
+                reread=TRAINING,
             )
         return problem
     if not got["loop"]:
@@ -1669,7 +1653,7 @@ def _judge_train(got: Any, expected: Any, case: Case) -> str | Mistake | None:
             "lax.scan compiles the step once, as a loop.",
             "Write the step as body(carry, batch) -> (new_carry, loss) and run it with "
             "jax.lax.scan(body, carry, batches).",
-            reread=_PITFALL_15,
+            reread=PITFALL_15,
         )
     return None
 
@@ -1742,7 +1726,7 @@ TRAIN_LOOP = Exercise(
             "leaf with .astype(p.dtype), and call jax.lax.scan(body, carry, batches)."
         ),
     ),
-    reread=_PITFALL_15,
+    reread=PITFALL_15,
     forbidden=(
         "momentum",
         "tree_zeros_like",

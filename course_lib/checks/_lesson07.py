@@ -36,6 +36,15 @@ from .._leaves import leaf_nbytes, leaf_size
 from .._paths import leaf_name
 from ._kit import Layer, Point, as_float32, random_array, trees_close
 from ._plain import describe
+from ._sections import (
+    CONTAINERS_AND_LEAVES,
+    PER_DEVICE_MEMORY,
+    PITFALL_17,
+    RULES_BY_KEY_PATH,
+    SHARDING_TREE,
+    SHARDINGS_IN_JIT,
+    TREES_WITHOUT_DATA,
+)
 from ._spec import Case, Exercise, Mistake
 
 # --- meshes: real where the devices exist, a stand-in where they do not ------------------------
@@ -310,7 +319,7 @@ def _rule_mistake(kind: str, case: Case, index: int, mine: list[Any], theirs: li
             "rules are tried.",
             "Make the rank part of the test that picks a rule: a rule applies when its pattern "
             "matches and len(spec) <= np.ndim(leaf).",
-            reread="07 A sharding tree",
+            reread=SHARDING_TREE,
         )
     if kind == "match":
         return Mistake(
@@ -358,7 +367,7 @@ def _judge_rules(got: Any, expected: Any, case: Case) -> str | Mistake | None:
             "params exactly: the same containers and keys, and None where params has None.",
             "Build it from params itself with jax.tree.map_with_path, which keeps every container "
             "and None subtree, instead of assembling a new dict or list.",
-            reread="07 Pitfall 17: a sharding tree must match the tree, or be a prefix of it",
+            reread=PITFALL_17,
         )
     specs = [r.get("spec") for r in got["records"]]
     for path, mine, theirs in zip(got["paths"], got["records"], expected["records"], strict=True):
@@ -371,7 +380,7 @@ def _judge_rules(got: Any, expected: Any, case: Case) -> str | Mistake | None:
                 "outside a mesh context.",
                 "Wrap each spec the rules give: NamedSharding(mesh, spec), with the mesh passed "
                 "in.",
-                reread="07 A sharding tree",
+                reread=SHARDING_TREE,
             )
         if mine["kind"] != "NamedSharding":
             return (
@@ -387,7 +396,7 @@ def _judge_rules(got: Any, expected: Any, case: Case) -> str | Mistake | None:
                 "devices, or on axes the specs do not name.",
                 "Build every sharding on the mesh argument, NamedSharding(mesh, spec); make no "
                 "mesh of your own.",
-                reread="07 A sharding tree",
+                reread=SHARDING_TREE,
             )
     wanted = [r["spec"] for r in expected["records"]]
     first = next((i for i, (a, b) in enumerate(zip(specs, wanted, strict=True)) if a != b), None)
@@ -423,7 +432,7 @@ SHARDINGS_FROM_RULES = Exercise(
             "len(spec) <= np.ndim(leaf), else P(); return NamedSharding(mesh, spec)."
         ),
     ),
-    reread="07 Rules by key path",
+    reread=RULES_BY_KEY_PATH,
     mistakes=(
         "lets the last matching rule decide instead of the first",
         "gives a leaf a spec with more entries than it has dimensions",
@@ -626,7 +635,7 @@ def _bytes_mistake(kind: str, got: int, expected: int, case: Case) -> Mistake:
         "array.",
         "Treat every leaf alike: arrays and ShapeDtypeStructs both have .shape, .dtype and "
         ".sharding, so leaf.sharding.shard_shape(leaf.shape) works on each.",
-        reread="07 Trees without data",
+        reread=TREES_WITHOUT_DATA,
     )
 
 
@@ -666,7 +675,7 @@ BYTES_PER_DEVICE = Exercise(
             "over jax.tree.leaves(tree)."
         ),
     ),
-    reread="07 Per-device memory",
+    reread=PER_DEVICE_MEMORY,
     forbidden=("tree_bytes_per_device",),
     mistakes=(
         "counts the bytes of the whole tree",
@@ -848,7 +857,7 @@ def _judge_size(got: Any, expected: Any, case: Case) -> str | Mistake | None:
             "vocab × d of them.",
             "Add up the number of elements of each leaf, math.prod(s.shape), instead of counting "
             "the leaves.",
-            reread="01 Containers and leaves",
+            reread=CONTAINERS_AND_LEAVES,
         )
     if size[0] == want[0] and size[1] == 4 * want[0] and want[1] != size[1]:
         return Mistake(
@@ -889,7 +898,7 @@ ABSTRACT_SIZE = Exercise(
             "np.dtype(s.dtype).itemsize over jax.tree.leaves(abstract); return the pair of ints."
         ),
     ),
-    reread="07 Trees without data",
+    reread=TREES_WITHOUT_DATA,
     forbidden=("tree_size", "tree_bytes", "tree_summary"),
     mistakes=(
         "runs `init` for real instead of with `jax.eval_shape`",
@@ -1024,7 +1033,7 @@ def _layout_problem(
             "chooses, usually whole on one device.",
             "Pass shardings to jax.jit as out_shardings, the layout of what init returns: a "
             "prefix tree is fine there, as it is for device_put.",
-            reread="07 Shardings in `jit`",
+            reread=SHARDINGS_IN_JIT,
         )
     if mine["dtype"] != theirs["dtype"]:
         return f"the leaf at {path} has dtype {mine['dtype']}, expected {theirs['dtype']}."
@@ -1082,7 +1091,7 @@ SHARDED_INIT = Exercise(
             "function returns: compile init with shardings there and call the result on key."
         ),
     ),
-    reread="07 Trees without data",
+    reread=TREES_WITHOUT_DATA,
     mistakes=(
         "creates the whole tree first, then moves it into shards",
         "leaves the parameters unsharded",
@@ -1291,7 +1300,7 @@ RESTORE_RESHARDED = Exercise(
             "sharding=...), then ocp.StandardCheckpointer().restore(path, target)."
         ),
     ),
-    reread="07 Pitfall 17: a sharding tree must match the tree, or be a prefix of it",
+    reread=PITFALL_17,
     mistakes=(
         "restores into the layout the checkpoint was saved with",
         "returns NumPy arrays instead of `jax.Array`s",

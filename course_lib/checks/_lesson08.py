@@ -27,13 +27,23 @@ from ._kit import (
     float_tolerance,
     in_parts,
     input_changes,
-    matching_variant,
     measured_calls,
     random_array,
     structure_difference,
     tree_judge,
 )
+from ._mistakes import Variant, first_match, first_mistake
 from ._plain import describe, rebuild_tree
+from ._sections import (
+    COND_AND_SWITCH,
+    CUSTOM_VJP,
+    PITFALL_21,
+    PITFALL_22,
+    SCAN,
+    SGD_UPDATE,
+    TREE_TOOLS,
+    VMAP_ENSEMBLE,
+)
 from ._spec import Case, Exercise, Mistake
 
 _FLOAT32 = float_tolerance()
@@ -168,12 +178,6 @@ def _guarded_probe(fn: Callable[..., Any], case: Case) -> Any:
     return {**dtyped_plain(new), "skipped": flag}
 
 
-_COND_PITFALL = (
-    "08 Pitfall 21: `cond`/`switch` branches returning different structures or dtypes, a "
-    "literal's included"
-)
-
-
 def _branches_hint(branches: dict[str, Any] | None, text: str) -> str | Mistake | None:
     """The hint for what :func:`_branch_outputs` measured, or ``None`` when it measured nothing."""
     if not branches:
@@ -188,7 +192,7 @@ def _branches_hint(branches: dict[str, Any] | None, text: str) -> str | Mistake 
             "the same shapes and dtypes at the leaves.",
             "Let each branch return a tree built from params: the skipping branch params itself, "
             "the stepping branch a jax.tree.map over params and grads.",
-            reread=_COND_PITFALL,
+            reread=PITFALL_21,
         )
     if not branches["leaves"]:
         return None
@@ -204,7 +208,7 @@ def _branches_hint(branches: dict[str, Any] | None, text: str) -> str | Mistake 
             "the branch that skips returns the bfloat16 p; cond needs one dtype per leaf from "
             "both branches (Pitfall 21).",
             "Cast each stepped leaf back to its parameter's dtype: (p - lr * g).astype(p.dtype).",
-            reread=_COND_PITFALL,
+            reread=PITFALL_21,
         )
     return f"the two branches of the cond return different types: {where}."
 
@@ -257,15 +261,19 @@ def _judge_guarded(got: Any, expected: Any, case: Case) -> str | Mistake | None:
             params,
             grads,
         )
-        if matching_variant(rebuild_tree(got["tree"]), [("", lambda: stepped)]) is not None:
-            return Mistake(
-                "skipped is True, but the parameters moved: the step was taken although the "
-                f"gradient at {_non_finite_path(grads)} is not finite.",
-                "Skipping means the parameters come back exactly as they were; a step with a NaN "
-                "gradient would turn them into NaN.",
-                "Let the same condition choose the new parameters: the branch taken for "
-                "non-finite gradients returns params unchanged.",
-            )
+        moved = Mistake(
+            "skipped is True, but the parameters moved: the step was taken although the "
+            f"gradient at {_non_finite_path(grads)} is not finite.",
+            "Skipping means the parameters come back exactly as they were; a step with a NaN "
+            "gradient would turn them into NaN.",
+            "Let the same condition choose the new parameters: the branch taken for "
+            "non-finite gradients returns params unchanged.",
+        )
+        found = first_mistake(
+            rebuild_tree(got["tree"]), [Variant(mistake=moved, build=lambda: stepped)]
+        )
+        if found:
+            return found
     return _judge_trees(got, expected, case, bf16=case.info["bf16"])
 
 
@@ -290,7 +298,7 @@ GUARDED_STEP = Exercise(
             "jnp.logical_not(finite)."
         ),
     ),
-    reread="08 `cond` and `switch`: every branch returns the same tree",
+    reread=COND_AND_SWITCH,
     mistakes=(
         "uses a Python `if` on a traced value",
         "has `lax.cond` branches whose dtypes differ (Pitfall 21)",
@@ -371,9 +379,6 @@ def _scan_probe(fn: Callable[..., Any], case: Case) -> Any:
     return {**dtyped_plain(value), "scans": lengths, "outside": outside}
 
 
-_SCAN_SECTION = "08 `scan` over a tree of `xs`: layers as one loop"
-
-
 def _judge_scan(got: Any, expected: Any, case: Case) -> str | Mistake | None:
     if "raised" in got:
         text = got["raised"]
@@ -389,7 +394,7 @@ def _judge_scan(got: Any, expected: Any, case: Case) -> str | Mistake | None:
                 "Stack each leaf over the layers, the biases too: jax.tree.map with jnp.stack "
                 "over the list of layers gives one tree whose every leaf starts with the layer "
                 "axis.",
-                reread=_SCAN_SECTION,
+                reread=SCAN,
             )
         return f"raised {text}"
     layers, h = case.args
@@ -405,7 +410,7 @@ def _judge_scan(got: Any, expected: Any, case: Case) -> str | Mistake | None:
                 "carry after the last step is the last layer's output.",
                 "Return the first item of what lax.scan returns; the body may return None as its "
                 "per-step output.",
-                reread=_SCAN_SECTION,
+                reread=SCAN,
             )
         return problem
     if depth not in got["scans"] or got["outside"]:
@@ -420,7 +425,7 @@ def _judge_scan(got: Any, expected: Any, case: Case) -> str | Mistake | None:
             "time. A scan traces its body once, whatever the number of layers.",
             "Stack the layers into one tree with a leading layer axis, and run the layer "
             "computation as the body of lax.scan over it, the activations as the carry.",
-            reread=_SCAN_SECTION,
+            reread=SCAN,
         )
     return None
 
@@ -445,7 +450,7 @@ SCAN_LAYERS = Exercise(
             "stacked)."
         ),
     ),
-    reread="08 `scan` over a tree of `xs`: layers as one loop",
+    reread=SCAN,
     mistakes=(
         "loops over the layers in Python, unrolling every one",
         "returns the stacked outputs instead of the final carry",
@@ -559,19 +564,32 @@ def _clip_bwd(limit: float, g: Any) -> tuple[Any, None]:
 _clip_per_leaf.defvjp(_clip_fwd, _clip_bwd)
 
 
-_VJP_PITFALL = (
-    "08 Pitfall 22: a `custom_vjp` backward rule returning a bare tree instead of a tuple of one "
-    "cotangent tree per primal argument"
-)
-_VJP_SECTION = "08 `custom_vjp` with tree arguments"
-
-
-def _clip_variants(raw: Any, limit: float) -> list[tuple[str, Callable[[], Any]]]:
-    """Typical wrong gradients, from the unclipped ones ``raw`` (float64): ``(kind, build)``."""
+def _clip_variants(raw: Any, limit: float) -> list[Variant]:
+    """Typical wrong gradients, from the unclipped ones ``raw`` (float64)."""
     norm = float(np.sqrt(sum(np.sum(g**2) for g in jax.tree.leaves(raw))))
+    unclipped = Mistake(
+        "the gradients are not clipped: they are the plain gradients of the loss.",
+        "What the backward rule returns is the gradient that flows back to params: it "
+        "receives the cotangent g of the output and may change it.",
+        "In the backward rule, clip each leaf of g with jnp.clip(leaf, -limit, limit), "
+        "mapped over the tree.",
+        reread=CUSTOM_VJP,
+    )
+    by_norm = Mistake(
+        "the gradients were scaled by one factor, computed from the norm of the whole tree, "
+        f"where each entry was to be clipped to [-{limit}, {limit}] on its own.",
+        "Clipping per leaf, elementwise, bounds every entry independently; clipping by the "
+        "global norm rescales every entry by one common factor, and is another operation "
+        "(lesson 02).",
+        "In the backward rule, map jnp.clip(leaf, -limit, limit) over the leaves of g, and "
+        "compute no norm.",
+        reread=CUSTOM_VJP,
+    )
     return [
-        ("raw", lambda: raw),
-        ("norm", lambda: jax.tree.map(lambda g: g * min(1.0, limit / norm), raw)),
+        Variant(mistake=unclipped, build=lambda: raw),
+        Variant(
+            mistake=by_norm, build=lambda: jax.tree.map(lambda g: g * min(1.0, limit / norm), raw)
+        ),
     ]
 
 
@@ -593,7 +611,7 @@ def _judge_clip(got: Any, expected: Any, case: Case) -> str | Mistake | None:
                 "function, in order, even for an argument that gets no gradient (Pitfall 22).",
                 "Return a pair from the backward rule: the clipped tree for params, and None for "
                 "limit.",
-                reread=_VJP_PITFALL,
+                reread=PITFALL_22,
             )
         if backward and backward.get("params"):
             lines = "".join(f"\n  {line}" for line in backward["params"])
@@ -604,7 +622,7 @@ def _judge_clip(got: Any, expected: Any, case: Case) -> str | Mistake | None:
                 "leaf of gradient per leaf of params, None subtrees included.",
                 "Build the cotangent with jax.tree.map over g, which keeps its structure, rather "
                 "than assembling a new container.",
-                reread=_VJP_SECTION,
+                reread=CUSTOM_VJP,
             )
         return f"raised {text}"
     if "forward" not in got:
@@ -619,37 +637,15 @@ def _judge_clip(got: Any, expected: Any, case: Case) -> str | Mistake | None:
             "backward pass.",
             "Return params from the primal function, and params as the output of the forward "
             "rule; clip only the cotangent g, in the backward rule.",
-            reread=_VJP_SECTION,
+            reread=CUSTOM_VJP,
         )
     params, limit = case.args
     raw = jax.grad(_clip_loss(case.info["weights"]))(params)
     raw64 = jax.tree.map(lambda g: np.asarray(g, np.float64), raw)
     mine = rebuild_tree(got["grads"]["tree"])
-    kind = matching_variant(
-        mine,
-        _clip_variants(raw64, limit),
-        *(_BFLOAT16 if bf16 else _FLOAT32),
-    )
-    if kind and _close(got["grads"]["tree"], expected["grads"]["tree"], case) is not None:
-        if kind == "raw":
-            return Mistake(
-                "the gradients are not clipped: they are the plain gradients of the loss.",
-                "What the backward rule returns is the gradient that flows back to params: it "
-                "receives the cotangent g of the output and may change it.",
-                "In the backward rule, clip each leaf of g with jnp.clip(leaf, -limit, limit), "
-                "mapped over the tree.",
-                reread=_VJP_SECTION,
-            )
-        return Mistake(
-            "the gradients were scaled by one factor, computed from the norm of the whole tree, "
-            f"where each entry was to be clipped to [-{limit}, {limit}] on its own.",
-            "Clipping per leaf, elementwise, bounds every entry independently; clipping by the "
-            "global norm rescales every entry by one common factor, and is another operation "
-            "(lesson 02).",
-            "In the backward rule, map jnp.clip(leaf, -limit, limit) over the leaves of g, and "
-            "compute no norm.",
-            reread=_VJP_SECTION,
-        )
+    found = first_mistake(mine, _clip_variants(raw64, limit), *(_BFLOAT16 if bf16 else _FLOAT32))
+    if found and _close(got["grads"]["tree"], expected["grads"]["tree"], case) is not None:
+        return found
     return _judge_trees(got["grads"], expected["grads"], case, bf16=bf16)
 
 
@@ -674,7 +670,7 @@ CLIP_PER_LEAF = Exercise(
             "clip_per_leaf.defvjp(fwd, bwd)."
         ),
     ),
-    reread="08 `custom_vjp` with tree arguments",
+    reread=CUSTOM_VJP,
     mistakes=(
         "returns a bare tree from the backward rule (Pitfall 22)",
         "changes the forward value instead of passing `params` through",
@@ -748,18 +744,15 @@ def _ensemble_probe(fn: Callable[..., Any], case: Case) -> Any:
         if not _fails(mine):
             # NumPy's products against the learner's, at JAX's default precision (a TPU's is
             # bfloat16's): the tolerance rule for a matrix product.
-            mapped = matching_variant(
-                np.asarray(mine, np.float64),
-                _square_variants(*square),
-                *float_tolerance(matmul=True, scale=1.0),
+            labels, builds = zip(*_square_variants(*square), strict=True)
+            index = first_match(
+                np.asarray(mine, np.float64), builds, *float_tolerance(matmul=True, scale=1.0)
             )
+            mapped = None if index is None else labels[index]
         return {**result, "mapped": mapped}
     if result is None:
         return result
     return dtyped_plain(result)
-
-
-_VMAP_SECTION = "08 `vmap` over an ensemble, with `in_axes` and `out_axes` trees"
 
 
 def _judge_ensemble(got: Any, expected: Any, case: Case) -> str | Mistake | None:
@@ -776,7 +769,7 @@ def _judge_ensemble(got: Any, expected: Any, case: Case) -> str | Mistake | None
                 "weights have a member axis; the shared scale and x do not (Pitfall 13).",
                 "Give in_axes a tree that marks params['member'] with 0, and params['shared'] and "
                 "x with None: ({'member': 0, 'shared': None}, None).",
-                reread=_VMAP_SECTION,
+                reread=VMAP_ENSEMBLE,
             )
         return f"raised {text}"
     mine, theirs = rebuild_tree(got["tree"]), rebuild_tree(expected["tree"])
@@ -791,7 +784,7 @@ def _judge_ensemble(got: Any, expected: Any, case: Case) -> str | Mistake | None
                 "makes it the leading axis.",
                 "Leave out_axes at 0 (and transpose nothing afterwards), so that the result is "
                 "(members, batch, width).",
-                reread=_VMAP_SECTION,
+                reread=VMAP_ENSEMBLE,
             )
         wanted = np.shape(theirs)
         return f"the result has shape {np.shape(mine)}, expected (members, batch, width) {wanted}."
@@ -818,7 +811,7 @@ ENSEMBLE_PREDICT = Exercise(
             "and params['shared'] and x None."
         ),
     ),
-    reread="08 `vmap` over an ensemble, with `in_axes` and `out_axes` trees",
+    reread=VMAP_ENSEMBLE,
     mistakes=(
         "maps over the shared parameters too",
         "puts the member axis last instead of first",
@@ -892,9 +885,6 @@ def _updates_probe(fn: Callable[..., Any], case: Case) -> Any:
     return dtyped_plain(result)
 
 
-_TOOLS_SECTION = "08 The tree tools not shown yet"
-
-
 def _judge_updates(got: Any, expected: Any, case: Case) -> str | Mistake | None:
     if "raised" in got:
         text = got["raised"]
@@ -908,7 +898,7 @@ def _judge_updates(got: Any, expected: Any, case: Case) -> str | Mistake | None:
                 "Map over lrs first, jax.tree.map(f, lrs, grads), with f(lr, subtree) mapping "
                 "the update over the subtree; or spread lrs with jax.tree.broadcast(lrs, grads) "
                 "first.",
-                reread=_TOOLS_SECTION,
+                reread=TREE_TOOLS,
             )
         return f"raised {text}"
     lrs, grads = case.args
@@ -916,18 +906,20 @@ def _judge_updates(got: Any, expected: Any, case: Case) -> str | Mistake | None:
     wrong_sign = jax.tree.map(
         lambda lr, sub: jax.tree.map(lambda g: lr * np.asarray(g, np.float64), sub), lrs, grads
     )
-    uphill = matching_variant(
-        mine, [("uphill", lambda: wrong_sign)], *(_BFLOAT16 if case.info["bf16"] else _FLOAT32)
+    uphill = Mistake(
+        "the updates point uphill: each is lr * g, the opposite of a step that lowers the loss.",
+        "An update is what gets added to the parameters; to lower the loss it moves against the "
+        "gradient.",
+        "Negate it: each update is -lr * g.",
+        reread=SGD_UPDATE,
     )
-    if uphill and _close(got["tree"], expected["tree"], case) is not None:
-        return Mistake(
-            "the updates point uphill: each is lr * g, the opposite of a step that lowers the "
-            "loss.",
-            "An update is what gets added to the parameters; to lower the loss it moves against "
-            "the gradient.",
-            "Negate it: each update is -lr * g.",
-            reread="02 Several trees at once: the SGD update",
-        )
+    found = first_mistake(
+        mine,
+        [Variant(mistake=uphill, build=lambda: wrong_sign)],
+        *(_BFLOAT16 if case.info["bf16"] else _FLOAT32),
+    )
+    if found and _close(got["tree"], expected["tree"], case) is not None:
+        return found
     problem = _judge_trees(got, expected, case, bf16=case.info["bf16"])
     difference = _dtype_difference(got, expected)
     if problem and difference and difference[1] == "float32" and difference[2] != "float32":
@@ -937,7 +929,7 @@ def _judge_updates(got: Any, expected: Any, case: Case) -> str | Mistake | None:
             f"A {theirs_dtype} array times a Python float stays {theirs_dtype}, but times a "
             "float32 scalar or array it is promoted to float32, as in Pitfall 21.",
             "Cast each update back to its gradient's dtype: (-lr * g).astype(g.dtype).",
-            reread=_COND_PITFALL,
+            reread=PITFALL_21,
         )
     return problem
 
@@ -963,7 +955,7 @@ SCALED_UPDATES = Exercise(
             "Or jax.tree.broadcast(lrs, grads) first, then one map over both."
         ),
     ),
-    reread="08 The tree tools not shown yet",
+    reread=TREE_TOOLS,
     mistakes=(
         "maps over the gradients first, so the prefix tree of rates is not the first tree",
         "climbs: the update is `-lr * g`",

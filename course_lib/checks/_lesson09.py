@@ -21,13 +21,24 @@ from ._kit import (
     call_tree,
     call_value,
     judge_equal,
-    matching_variant,
     missing_return,
     random_array,
     structure_difference,
     tree_judge,
 )
+from ._mistakes import Variant, first_mistake
 from ._plain import describe, rebuild_tree, tree_plain
+from ._sections import (
+    CONTAINERS_AND_LEAVES,
+    FREEZING,
+    KEY_PATHS_AND_NAMES,
+    MASKS,
+    PARTITION,
+    PITFALL_23,
+    PITFALL_26,
+    RATE_PER_GROUP,
+    SGD_UPDATE,
+)
 from ._spec import Case, Exercise, Mistake
 
 
@@ -100,10 +111,6 @@ def _mask_cases(rng: np.random.Generator) -> list[Case]:
     return cases
 
 
-_MASK_SECTION = "09 Masks: a tree of bools from a rule on names"
-_KEYSTR_PITFALL = "09 Pitfall 26: a rule written against `keystr`'s default format matches nothing"
-
-
 def _mask_mistake(kind: str, name: str, value: Any, ndim: int) -> Mistake:
     """The mistake ``kind`` of :func:`_judge_mask`'s variants, told at the first wrong leaf: its
     name, what the answer put there, and the parameter's number of dimensions."""
@@ -116,7 +123,7 @@ def _mask_mistake(kind: str, name: str, value: Any, ndim: int) -> Mistake:
             "matches nothing (Pitfall 26).",
             "Write the name with keystr(path, simple=True, separator='/') before the rule reads "
             "it.",
-            reread=_KEYSTR_PITFALL,
+            reread=PITFALL_26,
         )
     if kind == "endswith":
         return Mistake(
@@ -125,7 +132,7 @@ def _mask_mistake(kind: str, name: str, value: Any, ndim: int) -> Mistake:
             "The rule is about the last key of the path, compared whole: 'dw', 'shadow' and "
             "'row' end in the letter w, but none of them is the key 'w'.",
             "Split the name on '/' and compare its last part with ==: name.split('/')[-1] == 'w'.",
-            reread=_MASK_SECTION,
+            reread=MASKS,
         )
     if kind == "substring":
         return Mistake(
@@ -134,7 +141,7 @@ def _mask_mistake(kind: str, name: str, value: Any, ndim: int) -> Mistake:
             "the rule asks for the key 'w' exactly.",
             "Compare the last part of the name with == rather than testing with in: "
             "name.split('/')[-1] == 'w'.",
-            reread=_MASK_SECTION,
+            reread=MASKS,
         )
     return Mistake(
         f"the leaf {name!r}, with {ndim} dimension{'' if ndim == 1 else 's'}, got "
@@ -143,7 +150,7 @@ def _mask_mistake(kind: str, name: str, value: Any, ndim: int) -> Mistake:
         "matrix with another name, such as the positional table 'pos', does not.",
         "Decide from the key path, not the leaf: map_with_path hands f the path, and the last "
         "part of the name decides.",
-        reread=_MASK_SECTION,
+        reread=MASKS,
     )
 
 
@@ -164,7 +171,7 @@ def _judge_bool_tree(
             "pairs it with the params leaf by leaf, and refuses a tree that differs (Pitfall 23).",
             "Build the mask from params with jax.tree.map_with_path, which keeps every container "
             "and None subtree, rather than assembling a new dict.",
-            reread="09 Pitfall 23: a mask whose structure does not match the params",
+            reread=PITFALL_23,
         )
     wrong = [
         (leaf_name(path), leaf)
@@ -175,14 +182,19 @@ def _judge_bool_tree(
     ]
     if not wrong:
         return None
-    kind = matching_variant(mine, variants, rebuilt=True)
     name, leaf = wrong[0]
-    if kind:
-        (params,) = case.args
-        ndims = {
-            leaf_name(path): np.ndim(x) for path, x in jax.tree_util.tree_leaves_with_path(params)
-        }
-        return _mask_mistake(kind, name, leaf, ndims.get(name, 0))
+    (params,) = case.args
+    ndims = {leaf_name(path): np.ndim(x) for path, x in jax.tree_util.tree_leaves_with_path(params)}
+    mistake = first_mistake(
+        mine,
+        [
+            Variant(mistake=_mask_mistake(kind, name, leaf, ndims.get(name, 0)), build=build)
+            for kind, build in variants
+        ],
+        rebuilt=True,
+    )
+    if mistake:
+        return mistake
     wanted = not leaf if isinstance(leaf, bool) else "True or False"
     return f"the leaf at {name!r} is {describe(leaf)}, expected {wanted}."
 
@@ -221,7 +233,7 @@ DECAY_MASK = Exercise(
             "name.split('/')[-1], with 'w'."
         ),
     ),
-    reread="09 Masks: a tree of bools from a rule on names",
+    reread=MASKS,
     forbidden=("tree_mask", "tree_labels"),
     mistakes=(
         "writes the rule against `keystr`'s default format (Pitfall 26)",
@@ -272,44 +284,47 @@ def _judge_freeze(got: Any, expected: Any, case: Case) -> str | Mistake | None:
             lambda path, p, g: p if frozen_if(leaf_name(path)) else p - lr * g, params, grads
         )
 
-    kind = matching_variant(
-        rebuild_tree(got),
-        [
-            ("nothing", lambda: stepped(lambda name: False)),
-            ("inverted", lambda: stepped(lambda name: name.split("/")[0] != frozen)),
-            ("startswith", lambda: stepped(lambda name: name.startswith(frozen))),
-        ],
-        rebuilt=True,
-    )
-    if kind == "nothing":
-        return Mistake(
-            f"every leaf moved, those of the frozen group {frozen!r} too.",
-            "The step must tell each leaf's group, the first part of its name, to leave the "
-            "frozen one alone. A name written in keystr's default format, "
-            "\"['encoder'][0]['w']\", never has a group as its first part (Pitfall 26).",
-            "In jax.tree.map_with_path, write the name with keystr(path, simple=True, "
-            "separator='/') and return p unchanged when its first part equals frozen.",
-            reread=_KEYSTR_PITFALL,
+    others = [group for group in params if group != frozen and group.startswith(frozen)]
+    variants = [
+        Variant(
+            mistake=Mistake(
+                f"every leaf moved, those of the frozen group {frozen!r} too.",
+                "The step must tell each leaf's group, the first part of its name, to leave the "
+                "frozen one alone. A name written in keystr's default format, "
+                "\"['encoder'][0]['w']\", never has a group as its first part (Pitfall 26).",
+                "In jax.tree.map_with_path, write the name with keystr(path, simple=True, "
+                "separator='/') and return p unchanged when its first part equals frozen.",
+                reread=PITFALL_26,
+            ),
+            build=lambda: stepped(lambda name: False),
+        ),
+        Variant(
+            mistake=Mistake(
+                f"the wrong group stayed still: the leaves of {frozen!r} moved, and every other "
+                "leaf kept its value.",
+                "The group named by frozen is the one that keeps its values; every other leaf "
+                "takes the SGD step.",
+                "Swap the two outcomes of your test: p where the group is frozen, p - lr * g "
+                "elsewhere.",
+            ),
+            build=lambda: stepped(lambda name: name.split("/")[0] != frozen),
+        ),
+    ]
+    if others:  # a group whose name starts with the frozen one's: a prefix test freezes it too
+        variants.append(
+            Variant(
+                mistake=Mistake(
+                    f"the group {others[0]!r} was frozen too: its name only starts with "
+                    f"{frozen!r}.",
+                    f"A group is the first part of the name, compared whole: {others[0]!r} "
+                    f"starts with {frozen!r} but is another group.",
+                    "Compare the first part of the name with ==, name.split('/')[0] == frozen, "
+                    "rather than testing name.startswith(frozen).",
+                ),
+                build=lambda: stepped(lambda name: name.startswith(frozen)),
+            )
         )
-    if kind == "inverted":
-        return Mistake(
-            f"the wrong group stayed still: the leaves of {frozen!r} moved, and every other leaf "
-            "kept its value.",
-            "The group named by frozen is the one that keeps its values; every other leaf takes "
-            "the SGD step.",
-            "Swap the two outcomes of your test: p where the group is frozen, p - lr * g "
-            "elsewhere.",
-        )
-    if kind == "startswith":
-        others = [group for group in params if group != frozen and group.startswith(frozen)]
-        return Mistake(
-            f"the group {others[0]!r} was frozen too: its name only starts with {frozen!r}.",
-            f"A group is the first part of the name, compared whole: {others[0]!r} starts with "
-            f"{frozen!r} but is another group.",
-            "Compare the first part of the name with ==, name.split('/')[0] == frozen, rather "
-            "than testing name.startswith(frozen).",
-        )
-    return problem
+    return first_mistake(rebuild_tree(got), variants, rebuilt=True) or problem
 
 
 FREEZE_GROUP = Exercise(
@@ -331,7 +346,7 @@ FREEZE_GROUP = Exercise(
             "keystr(path, simple=True, separator='/').split('/')[0] == frozen, else p - lr * g."
         ),
     ),
-    reread="09 Freezing a subtree, two ways",
+    reread=FREEZING,
     forbidden=(
         "masked",
         "multi_transform",
@@ -400,14 +415,18 @@ def _judge_split(got: Any, expected: Any, case: Case) -> str | Mistake | None:
     tree, mask = case.args
     selected, rest = rebuild_tree(got["selected"]), rebuild_tree(got["rest"])
     theirs = rebuild_tree(expected["selected"]), rebuild_tree(expected["rest"])
-    if matching_variant((selected, rest), [("", lambda: theirs[::-1])], rebuilt=True) == "":
-        return Mistake(
-            "the two halves are swapped: the first tree returned holds the leaves where the "
-            "mask is False.",
-            "The order of the pair is part of the answer: selected, the leaves where the mask is "
-            "True, comes first, and rest second.",
-            "Return (selected, rest), selected keeping each leaf whose mask entry is True.",
-        )
+    swapped = Mistake(
+        "the two halves are swapped: the first tree returned holds the leaves where the mask is "
+        "False.",
+        "The order of the pair is part of the answer: selected, the leaves where the mask is "
+        "True, comes first, and rest second.",
+        "Return (selected, rest), selected keeping each leaf whose mask entry is True.",
+    )
+    found = first_mistake(
+        (selected, rest), [Variant(mistake=swapped, build=lambda: theirs[::-1])], rebuilt=True
+    )
+    if found:
+        return found
     zeros = [
         leaf is not None and np.size(leaf) > 0 and not np.any(leaf)
         for leaf in jax.tree.leaves(selected) + jax.tree.leaves(rest)
@@ -469,7 +488,7 @@ SPLIT_BY_MASK = Exercise(
             "(selected, rest)."
         ),
     ),
-    reread="09 Partition and combine",
+    reread=PARTITION,
     forbidden=("partition", "combine"),
     mistakes=(
         "swaps the two halves",
@@ -509,46 +528,42 @@ def _judge_rates(got: Any, expected: Any, case: Case) -> str | Mistake | None:
         return None
     params, grads, rates = case.args
     first_group, first = next(iter(rates.items()))
-    kind = matching_variant(
-        rebuild_tree(got),
-        [
-            ("first", lambda: jax.tree.map(lambda p, g: p - first * g, params, grads)),
-            ("uphill", lambda: _group_sgd(params, jax.tree.map(lambda g: -g, grads), rates)),
-            (
-                "second",
-                lambda: jax.tree.map_with_path(
-                    lambda path, p, g: p - rates.get(leaf_name(path).split("/")[1], 0.0) * g,
-                    params,
-                    grads,
-                ),
+    variants = [
+        Variant(
+            mistake=Mistake(
+                f"every leaf took the first group's rate, {first} (that of {first_group!r}).",
+                "Each leaf belongs to the group named by the first part of its name, and moves "
+                "by that group's entry in rates.",
+                "Inside jax.tree.map_with_path, look the rate up by the leaf's own group: "
+                "rates[name.split('/')[0]].",
             ),
-        ],
-        rebuilt=True,
-    )
-    if kind == "first":
-        return Mistake(
-            f"every leaf took the first group's rate, {first} (that of {first_group!r}).",
-            "Each leaf belongs to the group named by the first part of its name, and moves by "
-            "that group's entry in rates.",
-            "Inside jax.tree.map_with_path, look the rate up by the leaf's own group: "
-            "rates[name.split('/')[0]].",
-        )
-    if kind == "uphill":
-        return Mistake(
-            "the steps go uphill: each leaf moved by +rate * g.",
-            "SGD moves against the gradient, the direction in which the loss falls.",
-            "Subtract the step: p - rates[group] * g.",
-            reread="02 Several trees at once: the SGD update",
-        )
-    if kind == "second":
-        return Mistake(
-            "the rates were looked up by the wrong part of the name: the leaves moved by the "
-            "rate of their second key, not of their group.",
-            "A leaf's group is its top-level key, the first part of its name; the parts after it "
-            "name the layers and the leaves inside the group.",
-            "Take the first part: keystr(path, simple=True, separator='/').split('/')[0].",
-        )
-    return problem
+            build=lambda: jax.tree.map(lambda p, g: p - first * g, params, grads),
+        ),
+        Variant(
+            mistake=Mistake(
+                "the steps go uphill: each leaf moved by +rate * g.",
+                "SGD moves against the gradient, the direction in which the loss falls.",
+                "Subtract the step: p - rates[group] * g.",
+                reread=SGD_UPDATE,
+            ),
+            build=lambda: _group_sgd(params, jax.tree.map(lambda g: -g, grads), rates),
+        ),
+        Variant(
+            mistake=Mistake(
+                "the rates were looked up by the wrong part of the name: the leaves moved by the "
+                "rate of their second key, not of their group.",
+                "A leaf's group is its top-level key, the first part of its name; the parts after "
+                "it name the layers and the leaves inside the group.",
+                "Take the first part: keystr(path, simple=True, separator='/').split('/')[0].",
+            ),
+            build=lambda: jax.tree.map_with_path(
+                lambda path, p, g: p - rates.get(leaf_name(path).split("/")[1], 0.0) * g,
+                params,
+                grads,
+            ),
+        ),
+    ]
+    return first_mistake(rebuild_tree(got), variants, rebuilt=True) or problem
 
 
 def _judge_rates_raise(error: str, message: str, case: Case) -> Mistake | None:
@@ -563,8 +578,7 @@ def _judge_rates_raise(error: str, message: str, case: Case) -> Mistake | None:
             "quotes and all, such as ['group']['w']; the groups in rates are plain names.",
             "Take the group from keystr(path, simple=True, separator='/').split('/')[0], or "
             "from the first key of the path itself.",
-            reread="09 Pitfall 26: a rule written against `keystr`'s default format matches "
-            "nothing",
+            reread=PITFALL_26,
         )
     return Mistake(
         what,
@@ -595,7 +609,7 @@ GROUP_SGD = Exercise(
             "in rates."
         ),
     ),
-    reread="09 A learning rate per group",
+    reread=RATE_PER_GROUP,
     judge_raise=_judge_rates_raise,
     forbidden=("multi_transform", "masked", "sgd", "tree_labels", "tree_add_scale"),
     mistakes=(
@@ -651,7 +665,7 @@ def _judge_count(got: Any, expected: Any, case: Case) -> str | Mistake | None:
                 "parameters.",
                 "A parameter is one element of an array: a (3, 4) matrix holds 12.",
                 "Add up leaf.size over each group's leaves instead of counting the leaves.",
-                reread="01 Containers and leaves",
+                reread=CONTAINERS_AND_LEAVES,
             )
         if all(isinstance(v, (int, np.integer)) for v in got.values()) and sum(got.values()) == sum(
             expected.values()
@@ -688,7 +702,7 @@ COUNT_BY_GROUP = Exercise(
             "group, in params' order."
         ),
     ),
-    reread="09 Key paths and names",
+    reread=KEY_PATHS_AND_NAMES,
     forbidden=("tree_size", "tree_summary", "tree_bytes"),
     mistakes=(
         "leaves out a group without leaves, which has 0 parameters",

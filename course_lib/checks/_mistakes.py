@@ -1,0 +1,103 @@
+"""Typical wrong answers: a table of them, the first one an answer matches, and a lead-in.
+
+A judge checks the structure of an answer first, then looks the answer up in a table of
+:class:`Variant` records, the usual wrong answers computed from the case's own inputs, and reports
+the leaf difference when none matches. Variants are found by their place in the table, never by
+their text, so two mistakes that say the same thing stay two.
+
+>>> params, grads = {"w": np.ones(2)}, {"w": np.full(2, 0.5)}
+>>> uphill = Mistake("the params moved uphill.", "Descend.", "p - lr * g.")
+>>> table = [
+...     Variant(mistake=Mistake("no lr.", "Scale.", "lr * g."), build=lambda: {"w": 0.5}),
+...     Variant(mistake=uphill, build=lambda: {"w": params["w"] + 0.1 * grads["w"]}),
+... ]
+>>> first_mistake({"w": np.full(2, 1.05)}, table) is uphill
+True
+>>> lead("at step 2: ", uphill).what
+'at step 2: the params moved uphill.'
+"""
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, overload
+
+import numpy as np
+
+from ._kit import JUDGE_ATOL, JUDGE_RTOL, as_judged, trees_close
+from ._spec import Mistake
+
+__all__ = ["Variant", "first_match", "first_mistake", "lead"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Variant:
+    """One typical wrong answer: the ``mistake`` it is, and ``build()``, which computes that wrong
+    answer from the case's inputs (only when the variants before it in a table did not match)."""
+
+    mistake: Mistake
+    build: Callable[[], Any]
+
+
+def first_match(
+    mine: Any,
+    builds: Sequence[Callable[[], Any]],
+    rtol: float = JUDGE_RTOL,
+    atol: float = JUDGE_ATOL,
+    rebuilt: bool = False,
+) -> int | None:
+    """The index of the first wrong answer ``builds[i]()`` that ``mine`` matches
+    (:func:`trees_close`), or ``None``.
+
+    Each answer is built only when those before it did not match; one that cannot be built is not
+    the mistake. With ``rebuilt`` each is compared as a judge sees a learner's result, its
+    containers rebuilt from plain data (``as_judged``). NumPy's warnings are silenced throughout.
+
+    >>> first_match([2.0], [lambda: [1.0], lambda: 1 / 0, lambda: [2.0]])
+    2
+    """
+    for index, build in enumerate(builds):
+        with np.errstate(all="ignore"):
+            try:
+                wrong = build()
+                if rebuilt:
+                    wrong = as_judged(wrong)
+            except Exception:  # noqa: BLE001 (a variant that cannot be built is simply not the mistake)
+                continue
+            if trees_close(mine, wrong, rtol, atol):
+                return index
+    return None
+
+
+def first_mistake(
+    mine: Any,
+    variants: Sequence[Variant],
+    rtol: float = JUDGE_RTOL,
+    atol: float = JUDGE_ATOL,
+    rebuilt: bool = False,
+) -> Mistake | None:
+    """The mistake of the first variant ``mine`` matches (:func:`first_match`), or ``None``.
+
+    >>> same = Mistake("returned the input.", "Move it.", "p - lr * g.")
+    >>> first_mistake([1.0], [Variant(mistake=same, build=lambda: [2.0])]) is None
+    True
+    """
+    index = first_match(mine, [variant.build for variant in variants], rtol, atol, rebuilt)
+    return None if index is None else variants[index].mistake
+
+
+@overload
+def lead(text: str, problem: Mistake) -> Mistake: ...
+@overload
+def lead(text: str, problem: str) -> str: ...
+@overload
+def lead(text: str, problem: str | Mistake | None) -> str | Mistake | None: ...
+def lead(text: str, problem: str | Mistake | None) -> str | Mistake | None:
+    """``problem``, a judge's finding, with ``text`` in front of what it says went wrong
+    (``None``, no finding, stays ``None``).
+
+    >>> lead("under jit, ", "returned 2."), lead("under jit, ", None)
+    ('under jit, returned 2.', None)
+    """
+    if isinstance(problem, Mistake):
+        return problem.led_by(text)
+    return None if problem is None else text + problem
