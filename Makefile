@@ -2,32 +2,46 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+# The learner's environment (`make lab`), and the whole course's (every other target).
+LAB_STAMP := $(VENV)/.installed-lab
 STAMP := $(VENV)/.installed
 NOTEBOOKS := $(sort $(wildcard notebooks/*.ipynb))
 SOLUTIONS := $(sort $(wildcard solutions/*.ipynb))
 # One place that says how every notebook is checked.
 NBVAL := --nbval --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout 120
 
-.PHONY: lab test lint lock compat notebooks exercises navigation site bench clean
+.PHONY: lab test lint lock compat notebooks exercises navigation site bench clean student-release
 
-# Recreated when missing or older than pyproject.toml or uv.lock. The environment is uv.lock,
-# installed exactly (`uv sync --locked` refuses a lock that no longer matches pyproject.toml; `make
-# lock` updates it). uv is fetched into the venv first, at a fixed version, because it installs in
-# seconds; --compile-bytecode matters where PYTHONDONTWRITEBYTECODE is set (import jax drops from
-# ~1.7 s to ~0.5 s); --inexact keeps uv itself in the venv. For the same reason course_lib and
-# course_tools are compiled here and before `make test`: the grader's kernels import
-# course_lib.checks afresh for every exercise they probe, and cannot write bytecode themselves.
+# Two environments from the one uv.lock, in one venv. `make lab` installs the learner's: the course
+# and what its notebooks use (pyproject.toml's dependencies, Jupyter among them), no extra. Every
+# other target adds the test, site and room extras for authors and CI. Each stamp is remade when
+# older than pyproject.toml or uv.lock, bringing the venv to the lock in place (`make clean` starts
+# over): `uv sync --locked` refuses a lock that no longer matches pyproject.toml (`make lock`
+# updates it), and --inexact removes nothing, so `make lab` after `make test` keeps the extras,
+# and uv itself stays in the venv. uv is fetched into the venv first, at a fixed version, because
+# it installs in seconds; --compile-bytecode matters where PYTHONDONTWRITEBYTECODE is set (import
+# jax drops from ~1.7 s to ~0.5 s). For the same reason course_lib and course_tools are compiled
+# here and before `make test`: the grader's kernels import course_lib.checks afresh for every
+# exercise they probe, and cannot write bytecode themselves.
 UV_VERSION := 0.13.9
 UV := $(BIN)/python -m uv
+SYNC := $(UV) sync --quiet --locked --inexact --compile-bytecode --python $(BIN)/python
+AUTHOR_EXTRAS := --extra test --extra site --extra room
 COMPILE_OURS := $(BIN)/python -m compileall -q course_lib course_tools
-$(STAMP): pyproject.toml uv.lock
+$(LAB_STAMP): pyproject.toml uv.lock
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "pytree-course needs Python 3.11 or newer; found " + sys.version.split()[0])'
-	@echo ">> creating the environment in $(VENV)/ from uv.lock (first time: about a minute)"
-	@rm -rf $(VENV)
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)
-	$(UV) sync --quiet --locked --inexact --extra test --extra site --extra room --compile-bytecode --python $(BIN)/python
+	@echo ">> installing the course and Jupyter into $(VENV)/ from uv.lock"
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV) || { rm -rf $(VENV); exit 1; }
+	@$(UV) --version 2>/dev/null | grep -qx 'uv $(UV_VERSION)' || \
+	  $(BIN)/python -m pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)
+	$(SYNC)
 	$(COMPILE_OURS)
+	@touch $(LAB_STAMP)
+	@echo ">> the learner's environment is ready"
+
+$(STAMP): $(LAB_STAMP)
+	@echo ">> adding the test, site and room extras to $(VENV)/"
+	$(SYNC) $(AUTHOR_EXTRAS)
 	@touch $(STAMP)
 	@echo ">> environment ready"
 
@@ -44,7 +58,7 @@ lock:
 LAB_ARGS ?=
 # Jupyter refuses to run as root unless told; containers and CI machines often are root.
 AS_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
-lab: $(STAMP)
+lab: $(LAB_STAMP)
 	@echo ">> opening the course in JupyterLab (Ctrl-C here stops it)"
 	$(BIN)/jupyter lab --ServerApp.root_dir="$(CURDIR)" $(AS_ROOT) $(LAB_ARGS) notebooks/00_start_here.ipynb
 
@@ -68,6 +82,7 @@ KERNEL_TESTS := $(KERNEL_TESTS_LONGEST_FIRST) $(filter-out $(KERNEL_TESTS_LONGES
   $(sort $(wildcard tests/grade/test_*.py tests/grade/sandbox/test_*.py) \
   tests/authoring/test_execute.py tests/authoring/test_exercises_generator.py \
   tests/authoring/test_navigation.py tests/authoring/test_authoring_files.py \
+  tests/authoring/test_student_release.py \
   tests/room/test_room_server.py \
   tests/course/test_lab.py tests/course/test_code_health.py tests/course/test_distribution.py))
 IN_PROCESS_TESTS := $(filter-out $(KERNEL_TESTS),$(ALL_TESTS))
@@ -185,6 +200,14 @@ navigation: $(STAMP)
 # with npm into build/site-vendor/, so that the pages load nothing from outside the site.
 site: $(STAMP)
 	$(BIN)/python -m course_tools.authoring.site
+
+# A student copy of the course in DEST (a new or empty folder): everything but solutions/, its
+# Colab and Binder links opening REPOSITORY (a GitHub URL) when given.
+DEST ?=
+REPOSITORY ?=
+student-release: $(LAB_STAMP)
+	@test -n "$(DEST)" || { echo "give the folder to write: make student-release DEST=path [REPOSITORY=https://github.com/OWNER/REPO]" >&2; exit 2; }
+	$(BIN)/python -m course_tools.authoring.student_release "$(DEST)" $(if $(REPOSITORY),--repository "$(REPOSITORY)")
 
 bench: $(STAMP)
 	$(BIN)/python bench/bench_sgd.py

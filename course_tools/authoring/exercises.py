@@ -296,6 +296,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     everything = not args.solutions
+    if everything and not (args.root / "solutions").is_dir():
+        print(
+            f"There is no solutions/ folder in {args.root.resolve()}: the exercise notebooks are "
+            "generated from the solution notebooks, which a student copy of the course leaves "
+            "out. Nothing was written.",
+            file=sys.stderr,
+        )
+        return 2
     solutions = args.solutions or sorted((args.root / "solutions").glob("*.ipynb"))
     planned: list[tuple[Path, str]] = []
     errors: list[str] = []
