@@ -88,6 +88,24 @@ def test_string_leaf_names_the_path() -> None:
         cl.FlatTree.from_tree({"w": jnp.ones(2), "act": "relu"})
 
 
+@pytest.mark.parametrize("real_tree_first", [False, True])
+def test_abstract_leaf_is_refused_before_and_after_a_real_tree_of_its_shapes(
+    real_tree_first: bool,
+) -> None:
+    """The layout of a structure, shapes and dtypes is kept after its first tree; a tree of
+    ``ShapeDtypeStruct`` leaves has the same ones, and is refused by name all the same."""
+    shape = (7, 5) if real_tree_first else (5, 7)  # a layout no other test has made
+    abstract = {"w": jax.ShapeDtypeStruct(shape, jnp.float32), "b": jnp.ones(3)}
+    real = {"w": jnp.ones(shape), "b": jnp.ones(3)}
+    refused = r"FlatTree.from_tree: the leaf at \['w'\] is ShapeDtypeStruct"
+    if not real_tree_first:
+        with pytest.raises(cl.TreeLeafError, match=refused):
+            cl.FlatTree.from_tree(abstract)
+    assert cl.FlatTree.from_tree(real).layout.shapes == ((3,), shape)
+    with pytest.raises(cl.TreeLeafError, match=refused):
+        cl.FlatTree.from_tree(abstract)
+
+
 def test_flat_tree_is_a_pytree_with_one_leaf() -> None:
     flat = cl.FlatTree.from_tree(make_tree())
     (leaf,) = jax.tree.leaves(flat)
