@@ -277,8 +277,9 @@ def test_each_make_target_and_variable_exists(page: str) -> None:
 
 @pytest.mark.parametrize("page", PAGES)
 def test_each_option_of_the_courses_commands_is_accepted(page: str) -> None:
-    """Options given to a command of the course are that command's; an option named alone in
-    prose (`--jobs N`) is one of the course's commands', or another program's said here."""
+    """Each command of the course named exists, and the options given to it are its own; an option
+    named alone in prose (`--jobs N`) is one of the course's commands', or another program's said
+    here."""
     everyone = frozenset(OUTSIDE_OPTIONS).union(*(accepted(p) for p in course_commands()))
     wrong = []
     for command in page_commands(page):
@@ -288,6 +289,10 @@ def test_each_option_of_the_courses_commands_is_accepted(page: str) -> None:
                 for flag in command.flags()
                 if flag not in accepted(command.program)
             ]
+        elif command.program.startswith("-m course_tools") or (
+            command.program.startswith("course-") and command.words  # not a name: `course-contents`
+        ):
+            wrong.append(f"{command.program}: not a command of the course")
         elif command.program.startswith("--"):
             alone = Command(program="", words=(command.program, *command.words))
             wrong += [
