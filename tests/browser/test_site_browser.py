@@ -1,12 +1,12 @@
 """The course's website in Chromium, served from a loopback HTTP server with every other host
 blocked: each page loads without errors, passes axe-core's WCAG 2.1 A and AA rules in the light and
-the dark scheme, and shows its headings, code cells, outputs and images; each role page is one
-click from the start page; the keyboard focus shows at every stop of a lesson page; search finds
-lesson 04 for "static"; no solution code is on any page; the widgets render from their saved state
-with no kernel and no network; the launch menu of a lesson and of an exercise shows their Binder
-and Colab links; on a phone the menu button opens the lesson list, and a laptop screen shows one
-search box. (Previous and next are checked in the built HTML, by
-tests/authoring/test_site.py.)
+the dark scheme, reflows at 320 px wide (no sideways scrolling), and shows its headings, code
+cells, outputs and images; each role page is one click from the start page; the keyboard focus
+shows at every stop of a lesson page; search finds lesson 04 for "static"; no solution code is on
+any page; the widgets render from their saved state with no kernel and no network; the launch
+menu of a lesson and of an exercise shows their Binder and Colab links; on a phone the menu button
+opens the lesson list, and a laptop screen shows one search box. (Previous and next are checked in
+the built HTML, by tests/authoring/test_site.py.)
 
 (Not ``test_site.py``: tests/authoring/test_site.py has that name, and pytest refuses two test
 modules of the same name in one run.)
@@ -166,6 +166,42 @@ def _stem(name: str) -> str:
     return name.replace("/", "_")
 
 
+REFLOW_WIDTH = 320
+LAPTOP = (1366, 768)
+PHONE = (390, 844)
+_OVERFLOWING_JS = """(width) => [...document.querySelectorAll('body *')].filter(el => {
+    if (el.getBoundingClientRect().right <= width + 1) return false;
+    for (let box = el.parentElement; box; box = box.parentElement) {  // inside its own scroll box
+        if (['auto', 'scroll', 'hidden'].includes(getComputedStyle(box).overflowX)
+            && box.getBoundingClientRect().right <= width + 1) return false;
+    }
+    return true;
+}).slice(0, 5).map(el => el.tagName.toLowerCase() + '.' + el.className + ': '
+                         + el.textContent.trim().slice(0, 50))"""
+
+
+# Output text (printed values, error messages) that is wider than its box.
+_CUT_OUTPUTS_JS = """() => [...document.querySelectorAll('div.cell_output .output pre')]
+    .filter(pre => pre.scrollWidth > pre.clientWidth + 1)
+    .map(pre => pre.textContent.trim().slice(0, 60))"""
+
+
+def _assert_reflows(page: Any, name: str) -> None:
+    """On a laptop screen no output is cut off on the right: printed values and error messages
+    wrap, as JupyterLab wraps them. At 320 CSS px wide the page does not
+    scroll sideways (WCAG 2.1 1.4.10, reflow): only a code block, a wide table or a drawing in
+    characters may, inside its own box."""
+    page.set_viewport_size({"width": LAPTOP[0], "height": LAPTOP[1]})
+    cut = page.evaluate(_CUT_OUTPUTS_JS)
+    assert not cut, f"{name}: outputs cut off at {LAPTOP[0]} px:\n  " + "\n  ".join(cut)
+    page.set_viewport_size({"width": REFLOW_WIDTH, "height": 640})
+    wide = page.evaluate("() => document.documentElement.scrollWidth")
+    assert wide <= REFLOW_WIDTH, (
+        f"{name} is {wide} px wide at {REFLOW_WIDTH} px, because of:\n  "
+        + "\n  ".join(page.evaluate(_OVERFLOWING_JS, REFLOW_WIDTH))
+    )
+
+
 def _assert_axe_finds_nothing_in_either_scheme(page: Any, name: str) -> None:
     """axe (WCAG 2.1 A and AA) on ``page`` in the light and the dark scheme, which the site takes
     from the reader's system setting."""
@@ -191,6 +227,7 @@ def test_page_loads_and_shows_its_notebook(name: str, site: SiteServer, screensh
             assert not found, f"{name}, {scheme} scheme: axe (WCAG 2.1 AA):\n  " + "\n  ".join(
                 found
             )
+        _assert_reflows(page, name)
         assert page.evaluate(_BROKEN_IMAGES_JS) == [], f"{name}: images that did not load"
         leaked = leaks(page.evaluate("() => document.body.textContent"), solution_secrets())
         assert not leaked, f"{name} shows solution code: {[s.text for s in leaked]}"
@@ -224,10 +261,12 @@ def test_page_loads_and_shows_its_notebook(name: str, site: SiteServer, screensh
 
 @pytest.mark.parametrize("name", ["search", "genindex", "py-modindex"])
 def test_sphinx_own_pages_pass_axe(name: str, site: SiteServer) -> None:
-    """The search page and the indexes, which are not in the reading order, pass axe too."""
+    """The search page and the indexes, which are not in the reading order, pass axe and reflow
+    at 320 px too."""
     opened = _open(site, name)
     try:
         _assert_axe_finds_nothing_in_either_scheme(opened.page, name)
+        _assert_reflows(opened.page, name)
     finally:
         opened.page.close()
 
@@ -343,9 +382,6 @@ def test_widgets_render_from_saved_state_offline(site: SiteServer, screenshots: 
         opened.page.close()
 
 
-PHONE = (390, 844)
-
-
 def test_menu_button_opens_the_lesson_list_on_a_phone(site: SiteServer, screenshots: Path) -> None:
     """On a phone the sidebar is folded away; the visible menu button at the top of the article
     opens it as a dialog, and a lesson link in it leads to that lesson."""
@@ -372,7 +408,7 @@ def test_menu_button_opens_the_lesson_list_on_a_phone(site: SiteServer, screensh
 def test_a_laptop_screen_shows_one_search_box_and_the_menu_button_folds_the_sidebar(
     site: SiteServer,
 ) -> None:
-    opened = _open(site, "notebooks/07_devices_and_abstract_trees", viewport=(1366, 768))
+    opened = _open(site, "notebooks/07_devices_and_abstract_trees", viewport=LAPTOP)
     page = opened.page
     try:
         assert page.locator(".search-button-field:visible").count() == 1
