@@ -106,8 +106,9 @@ class TreeExplorer:
     (the button that shows the next children), ``course-explorer-previous`` (the one that shows
     earlier children, after a jump into a long list), ``course-explorer-details`` (the details
     pane). Each row's tooltip (its ``title`` attribute) is its key path, e.g. ``['encoder']['w']``,
-    and for a node that opens, `` · expanded`` or `` · collapsed`` after it. Every control shows a
-    3 px focus ring when reached by keyboard (`focus_style`).
+    and for a node that opens, a middle dot and ``expanded`` or ``collapsed`` after it
+    (``['encoder'] · expanded``). Every control shows a 3 px focus ring when reached by keyboard
+    (`focus_style`).
 
     >>> explorer = TreeExplorer({"w": jnp.ones((3, 2)), "b": jnp.zeros(2)})
     >>> for path, label in explorer.visible_rows():

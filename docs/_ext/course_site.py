@@ -8,7 +8,8 @@ Only the copy that myst-nb renders is adjusted, by `site_notebook`:
 * the "Open in Colab" badge (`make navigation` adds one when the course has a repository) is left
   out: its image would load from outside the site, and the page has its own Colab link;
 * each ``### Pitfall N: ...`` heading gets the label ``pitfall-N`` (`pitfall_anchor`), which the
-  pitfall index links (and which gives every pitfall a stable address, ``...html#pitfall-N``);
+  pitfall index links (and which gives every pitfall a stable address, ``...html#pitfall-N``),
+  and a main index entry "Pitfall N", which the site's search ranks first for that query;
 * a code cell whose source is hidden in Jupyter (``jupyter.source_hidden``) gets the
   ``hide-input`` tag, myst-nb's equivalent (it ignores ``source_hidden``), or, when it shows
   nothing (the lessons' first cell, ``%%capture`` then ``%xmode minimal``), ``remove-cell``;
@@ -52,7 +53,10 @@ def _with_pitfall_labels(markdown: str) -> str:
     lines = []
     for line in markdown.splitlines():
         for number, _ in pitfall_headings(line):
-            lines += ["", f"({pitfall_anchor(number)})="]
+            # A main index entry: a search for "Pitfall 17" finds this heading first (Sphinx's
+            # search drops a query's bare numbers from its full-text terms).
+            lines += ["", "```{index} !Pitfall " + str(number), "```", ""]
+            lines += [f"({pitfall_anchor(number)})="]
         lines.append(line)
     return "\n".join(lines)
 

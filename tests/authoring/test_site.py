@@ -362,6 +362,15 @@ def test_pitfall_index_links_every_numbered_pitfall_heading(html_dir: Path) -> N
         assert " ".join(html_text(section.group(1)).split()) == f"Pitfall {number}: {title}"
 
 
+def test_the_pitfall_index_and_the_api_page_show_what_a_reader_needs(html_dir: Path) -> None:
+    """No instructions for the course's authors on the pitfall index, and no reST markup left
+    unrendered (a literal that starts with a space shows its backticks) on the API page."""
+    pitfalls = html_text(_page(html_dir, "docs/pitfalls").split("<article", 1)[1])
+    assert "make navigation" not in pitfalls
+    api = html_text(_page(html_dir, "docs/api").split("<article", 1)[1])
+    assert "``" not in api, api[api.index("``") - 60 : api.index("``") + 60]
+
+
 ROLE_PAGES = ("docs/learner", "docs/instructor", "docs/grader", "docs/author")
 
 

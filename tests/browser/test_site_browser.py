@@ -330,6 +330,23 @@ def test_search_for_static_finds_lesson_04(site: SiteServer) -> None:
         page.close()
 
 
+def test_search_for_a_pitfall_by_number_finds_its_heading_first(site: SiteServer) -> None:
+    page = site.context.new_page()
+    try:
+        page.goto(f"{site.base_url}/search.html?q=Pitfall+17", wait_until="load")
+        first = page.locator("#search-results li > a").first
+        first.wait_for(timeout=LOAD_TIMEOUT_MS)
+        href = first.get_attribute("href")
+        assert href.startswith("notebooks/07_devices_and_abstract_trees.html#"), href
+        # The result leads to the heading: its anchor stands right before it.
+        target = href.split("#", 1)[1]
+        page.goto(f"{site.base_url}/{href}", wait_until="load")
+        heading = page.locator(f"[id='{target}'] ~ h3, [id='{target}'] + h3").first
+        assert heading.text_content().startswith("Pitfall 17:")
+    finally:
+        page.close()
+
+
 def _widget_note_follows(page: Any, selector: str) -> bool:
     return page.evaluate(
         """(sel) => { const w = document.querySelector(sel);
