@@ -11,6 +11,7 @@ as `draw_tree` styles it, and folds into grey rows when the outline would be too
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,7 +24,7 @@ from matplotlib.figure import Figure
 from .. import PyTree, tree_diff
 from .._leaves import children, key_text, leaf_spec
 from ._draw import FONT, LINE, PAD, STYLES, describe_items, sized_axes
-from ._figure import DescribedFigure
+from ._figure import MAX_WIDTH_PX, PX_PER_PT, DescribedFigure
 from ._labels import Totals, node_label, plural, totals, totals_text
 
 _FS = 9.0  # the rows' labels
@@ -35,6 +36,7 @@ _MOST = 12  # children listed under a node that differs in kind
 # Advance of a DejaVu Sans Mono character as Agg draws it (0.625 em at 72 dpi). draw_tree's 0.61
 # only spaces boxes apart; here the badge and sentence stand right after a box, so no less.
 _EM = 0.63
+_MAX_WIDTH = MAX_WIDTH_PX / PX_PER_PT - 2 * _MARGIN  # sentences and notes wrap to fit the page
 
 
 @dataclass(eq=False)
@@ -209,9 +211,11 @@ def draw_diff(
     wrong leaf of a big model stays in sight. Without ``ax`` the figure is sized to the outline
     and shown once as a cell's value, as with `draw_tree`, with the sentences and the outline in
     words as its ``description``; with ``ax`` it is drawn into your axes.
-    Every text is an artist of the axes whose gid names its role: ``diff-edge-*``,
-    ``diff-<kind>-*`` for the boxes (kinds as above and as in `draw_tree`), ``diff-badge-*``,
-    ``diff-sentence-*``, ``diff-title``, ``diff-note``.
+    Sentences and notes wrap to fit the width of a notebook or of the course's website
+    (`MAX_WIDTH_PX`). Every text is an artist of the axes whose gid names its role:
+    ``diff-edge-*``, ``diff-<kind>-*`` for the boxes (kinds as above and as in `draw_tree`),
+    ``diff-badge-*``, ``diff-sentence-<row>-<sentence>-<line>`` (one per line of a wrapped
+    sentence), ``diff-title``, ``diff-note``.
 
     >>> import matplotlib; matplotlib.use("Agg")
     >>> fig = draw_diff({"w": jnp.ones((3, 2)), "b": 0.0}, {"w": jnp.ones((2, 2))}, ("mine", "ref"))
@@ -271,6 +275,17 @@ def _flatten(row: _Row, depth: int = 0) -> list[tuple[int, _Row]]:
     return out
 
 
+def _wrapped(texts: Sequence[str], room: float, fontsize: float = 8.0) -> list[tuple[int, str]]:
+    """``(which text, line)``: each of ``texts`` broken at spaces into lines no wider than ``room``
+    points (a word longer than that stays whole)."""
+    chars = max(20, int(room // (_EM * fontsize)))
+    return [
+        (n, line)
+        for n, text in enumerate(texts)
+        for line in textwrap.wrap(text, chars, break_long_words=False)
+    ]
+
+
 def _render(
     root: _Row,
     sentences: dict[str, list[str]],
@@ -280,20 +295,23 @@ def _render(
 ) -> Figure:
     rows = _flatten(root)
     heading = ([(title, 11.0, "diff-title")] if title else []) + [
-        (note, 8.0, "diff-note") for note in notes
+        (line, 8.0, "diff-note") for _, line in _wrapped(notes, _MAX_WIDTH)
     ]
     top = sum(LINE * size + 4.0 for _, size, _ in heading)
+    badge_room = _width("00", 8.0) + 2 * _GAP
     placed = []  # (row, depth, y, x of its box, x after its box)
+    lines_of: dict[int, list[tuple[int, str]]] = {}  # a badged row's sentences, wrapped to fit
     y = -top - _PITCH / 2
     for depth, row in rows:
         x = depth * _INDENT + (_width(row.edge, 8.0) + _GAP if row.edge else 0.0)
         end = x + _width(row.text) + 2 * PAD * _FS
         placed.append((row, depth, y, x, end))
-        y -= _PITCH * max(1, len(sentences.get(row.badge, [])))
+        if row.badge:
+            lines_of[id(row)] = _wrapped(sentences[row.badge], _MAX_WIDTH - end - badge_room)
+        y -= _PITCH * max(1, len(lines_of.get(id(row), [])))
     bottom = y + _PITCH / 2
-    badge_room = _width("00", 8.0) + 2 * _GAP
     widths = [
-        end + (badge_room + max(_width(s, 8.0) for s in sentences[row.badge]) if row.badge else 0)
+        end + (badge_room + max(_width(s, 8.0) for _, s in lines_of[id(row)]) if row.badge else 0)
         for row, _, _, _, end in placed
     ]
     width = max(widths + [_width(text, size) for text, size, _ in heading])
@@ -356,15 +374,15 @@ def _render(
             gid=f"diff-badge-{index}",
             bbox={"boxstyle": "circle,pad=0.25", "fc": "#c0392b", "ec": "none"},
         )
-        for line, sentence in enumerate(sentences[row.badge]):
+        for line, (number, part) in enumerate(lines_of[id(row)]):
             ax.text(
                 end + badge_room,
                 y - line * _PITCH,
-                sentence,
+                part,
                 fontsize=8.0,
                 family=FONT,
                 va="center",
                 color="#7b241c",
-                gid=f"diff-sentence-{index}-{line}",
+                gid=f"diff-sentence-{index}-{number}-{line}",
             )
     return ax.figure  # type: ignore[return-value]  # a top-level Axes: never a SubFigure

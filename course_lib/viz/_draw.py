@@ -19,7 +19,7 @@ from matplotlib.figure import Figure
 
 from .. import PyTree
 from .._leaves import children, key_text, leaf_spec
-from ._figure import DescribedFigure, detached_figure
+from ._figure import MAX_WIDTH_PX, PX_PER_PT, DescribedFigure, detached_figure
 from ._labels import Totals, leaf_totals, node_label, totals_text
 
 FONT = "DejaVu Sans Mono"
@@ -32,7 +32,7 @@ _EDGE_LIFT = 3.0  # between a key and the top of its box
 _STUB = 10.0  # vertical line from the bottom of a parent to its bar
 _DROP = 8.0  # vertical line from the bar to the key above a child
 _GAP, _GAP_COMPACT = 12.0, 3.0  # space between neighbouring subtrees
-_MAX_WIDTH = 760.0  # wider than this with level labels: turn labels sideways instead
+_MAX_WIDTH = MAX_WIDTH_PX / PX_PER_PT  # wider than this with level labels: turn labels sideways
 _TURN_SAVING = 16.0  # a node's label turns sideways when that saves more than this much width
 _MARGIN = 8.0
 

@@ -12,11 +12,13 @@ from matplotlib.patches import Rectangle
 from .. import PyTree
 from .._leaves import human_bytes, leaf_spec, path_text
 from .._sharding import leaf_shards, tree_bytes_per_device
-from ._figure import DescribedFigure, detached_figure
+from ._figure import MAX_WIDTH_PX, MIN_LABEL_PT, PX_PER_PT, DescribedFigure, detached_figure
 
 _COLORS = ("#1f4e8c", "#8c2d19", "#2d6b2d", "#6b3d8c", "#7a5a00", "#00666b", "#8c1f5a", "#4d4d4d")
 """One colour per device id (mod 8), each dark enough for white labels at 6.3:1 or more."""
 DEVICE_COLORS = ListedColormap(_COLORS, name="course-devices")
+_PANEL = (2.3, 2.1)  # inches, at 72 points each: three panels fit the page's width (MAX_WIDTH_PX)
+_FIT = int(MAX_WIDTH_PX // (_PANEL[0] * 72 * PX_PER_PT))
 """The same colours as a matplotlib colour map, for ``jax.debug.visualize_array_sharding(x,
 color_map=viz.DEVICE_COLORS)``: JAX writes white labels on them (its default map puts white text
 on pale pink, at 2.1:1)."""
@@ -76,7 +78,7 @@ def _draw_leaf(ax: Axes, path: str, leaf: Any) -> None:
             device_ids_text(ids),
             ha="center",
             va="center",
-            fontsize=8,
+            fontsize=MIN_LABEL_PT,
             color="white",
             gid="sharding-block",
         )
@@ -84,11 +86,15 @@ def _draw_leaf(ax: Axes, path: str, leaf: Any) -> None:
     ax.set_ylim(rows, 0)
     ax.set_xticks([])
     ax.set_yticks([])
-    ax.set_title(f"{path}\n{leaf_spec(leaf)} {_layout_text(leaf)}", fontsize=8, family="monospace")
+    ax.set_title(
+        f"{path}\n{leaf_spec(leaf)} {_layout_text(leaf)}", fontsize=MIN_LABEL_PT, family="monospace"
+    )
 
 
-def draw_shardings(tree: PyTree, columns: int = 4, max_leaves: int = 24) -> DescribedFigure:
-    """Draw how every leaf of ``tree`` is laid out over the devices, one small panel per leaf.
+def draw_shardings(tree: PyTree, columns: int = _FIT, max_leaves: int = 24) -> DescribedFigure:
+    """Draw how every leaf of ``tree`` is laid out over the devices, one small panel per leaf,
+    ``columns`` panels to a line (at most 3, which fit the width of a notebook or of the course's
+    website, so that the labels are shown at their size).
 
     A panel is the leaf as a matrix (a vector is one row, a scalar one cell; beyond two dimensions
     the first two are drawn), cut into the blocks the devices hold; each block is labelled with
@@ -114,9 +120,9 @@ def draw_shardings(tree: PyTree, columns: int = 4, max_leaves: int = 24) -> Desc
             "shapes a sharding"
         )
     shown = placed[:max_leaves]
-    columns = max(1, min(columns, len(shown)))
+    columns = max(1, min(columns, _FIT, len(shown)))
     lines = -(-len(shown) // columns)
-    fig = detached_figure((2.6 * columns, 2.1 * lines), layout="constrained")
+    fig = detached_figure((_PANEL[0] * columns, _PANEL[1] * lines), layout="constrained")
     axes = fig.subplots(lines, columns, squeeze=False)
     for ax, (path, leaf) in zip(axes.flat, shown, strict=False):  # the grid may have spare axes
         _draw_leaf(ax, path, leaf)
@@ -173,7 +179,7 @@ def draw_device_bytes(
     bars = ax.bar(
         np.arange(len(ids)), list(totals.values()), color=[_COLORS[i % len(_COLORS)] for i in ids]
     )
-    ax.bar_label(bars, labels=[human_bytes(n) for n in totals.values()], fontsize=7)
+    ax.bar_label(bars, labels=[human_bytes(n) for n in totals.values()], fontsize=MIN_LABEL_PT)
     ax.set_xticks(np.arange(len(ids)), [str(i) for i in ids])
     ax.set(xlabel="device id", ylabel="bytes", title=title)
     ax.margins(y=0.2)

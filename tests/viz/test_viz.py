@@ -710,10 +710,19 @@ def test_draw_diff_marks_every_kind_of_difference() -> None:
     assert {("leaf", "f32[4,3]"), ("leaf", "f32[3]"), ("none", "None")} <= boxes
 
 
+def _diff_sentences(fig: Figure) -> list[str]:
+    """The sentences beside the badges, each one's wrapped lines joined again."""
+    parts: dict[tuple[int, int], list[str]] = {}
+    for gid, text in _diff_texts(fig, "sentence"):
+        row, sentence, _ = gid.removeprefix("diff-sentence-").split("-")
+        parts.setdefault((int(row), int(sentence)), []).append(text)
+    return [" ".join(lines) for _, lines in sorted(parts.items())]
+
+
 def test_draw_diff_writes_tree_diff_sentences_beside_their_badges() -> None:
     mine, expected = _every_difference()
     fig = viz.draw_diff(mine, expected, names=("mine", "expected"))
-    sentences = [text for _, text in _diff_texts(fig, "sentence")]
+    sentences = _diff_sentences(fig)
     assert sentences == list(cl.tree_diff(mine, expected, names=("mine", "expected")))
     rows = _rows(fig)
     badges = {int(gid.rpartition("-")[2]): text for gid, text in _diff_texts(fig, "badge")}
@@ -755,9 +764,7 @@ def test_draw_diff_folds_a_big_model_around_its_one_wrong_leaf() -> None:
     assert counts == [62, 137]
     edges = [text for _, text in _diff_texts(fig, "edge")]
     assert "[0] … [136]" in edges and "[138] … [199]" in edges
-    assert [text for _, text in _diff_texts(fig, "sentence")] == [
-        "at ['layers'][137]['w']: shape (4, 4) in a, (4, 5) in b"
-    ]
+    assert _diff_sentences(fig) == ["at ['layers'][137]['w']: shape (4, 4) in a, (4, 5) in b"]
 
 
 def test_draw_diff_texts_stay_apart_and_inside() -> None:
@@ -799,7 +806,7 @@ def test_draw_diff_prefix_reads_leaves_as_subtrees() -> None:
     assert ("leaf", "'split' → f32[4,2]") in rows
     assert ("only-a", "only in shardings: 'replicated'") in rows
     assert ("only-b", "only in params: f32[2]") in rows
-    assert [text for _, text in _diff_texts(fig, "sentence")] == [
+    assert _diff_sentences(fig) == [
         "at <root>: dict keys differ: ['norms'] only in shardings; ['norm'] only in params"
     ]
     # the same two trees compared leaf for leaf differ at every shared key as well
