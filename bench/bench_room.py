@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/bench_room.py                # 200 learners, lessons 01-09
     .venv/bin/python bench/bench_room.py --learners 50  # a smaller room
+    .venv/bin/python bench/bench_room.py --beat 45      # heartbeats as often as a kernel's
 
 It starts ``course-room serve`` in its own process, with a dashboard listening to its live stream
 in another, then lets 200 simulated learners post concurrently (one thread each, every event a new
@@ -9,7 +10,10 @@ connection through urllib, as a kernel's room client sends it). Each learner joi
 00's ready event (one in twenty a failed setup, with its reason), then for each exercise of lessons
 01-09 in order: maybe one run of the stub (not attempted), a few incorrect tries with the hint
 rising (0-4, most often 0 or 1), most naming a recognised mistake with its idea and fix, a raised
-hand after the third and lowered after it, then a pass; and last, a leave. Two rounds on the same
+hand after the third and lowered after it, then a pass; and last, a leave (a check's start is
+sent only when it runs over 5 s: none here). Each learner's events carry its learner key, and
+beside them each learner sends a heartbeat every ``--beat`` seconds (5 by default: nine times a
+kernel's rate, so that their load shows), counted apart in the report. Two rounds on the same
 room:
 
 * **burst**: no pause between a learner's events, so the server is the limit: events per second;
@@ -26,8 +30,9 @@ as a ratio and in milliseconds. The per-learner and per-address rate and connect
 raised for the run (a real room's learners each come from their own address), so that the server
 itself is measured.
 
-Goals (issues 36 and 47): every event stored; p99 dashboard latency <= 1 s at 200 learners; a
-check's own cost with the room on <= 5 ms above the same check without it.
+Goals: every event stored, heartbeats included; p99 dashboard latency <= 1 s at 200 learners; a
+check's own cost with the room on (its heartbeats' thread running) <= 5 ms above the same check
+without it.
 """
 
 from __future__ import annotations
@@ -124,9 +129,10 @@ def plan(rng: random.Random, exercises: list[str]) -> list[dict[str, Any]]:
 
 
 def post(info: dict[str, str], name: str, event: dict[str, Any]) -> int | None:
-    """POST one event as a learner's kernel does (urllib, a new connection each time): its id, or
-    ``None`` when it was not stored."""
-    body = json.dumps({"code": info["code"], "name": name, **event}).encode()
+    """POST one event as a learner's kernel does (urllib, a new connection each time, the learner's
+    key made from its name): its id, or ``None`` when it was not stored."""
+    key = "bench-" + "".join(c if c.isalnum() else "-" for c in name)
+    body = json.dumps({"code": info["code"], "name": name, "learner_key": key, **event}).encode()
     request = urllib.request.Request(
         f"{info['url']}/api/events", data=body, headers={"Content-Type": "application/json"}
     )
@@ -138,27 +144,53 @@ def post(info: dict[str, str], name: str, event: dict[str, Any]) -> int | None:
 
 
 def run_room(
-    info: dict[str, str], learners: int, pause: tuple[float, float], seed: int, tag: str
-) -> tuple[list[tuple[int, float]], int, float, int]:
-    """Every learner's events, posted concurrently: (id, start) of each, refusals, wall time, and
-    the number of events."""
+    info: dict[str, str],
+    learners: int,
+    pause: tuple[float, float],
+    seed: int,
+    tag: str,
+    beat: float,
+) -> tuple[list[tuple[int, float]], int, float, int, int]:
+    """Every learner's events, posted concurrently, and their heartbeats every ``beat`` seconds
+    while they work: (id, start) of each event, heartbeats included, refusals, wall time, the
+    number of planned events and the number of heartbeats stored."""
     exercises = [e.id for e in all_exercises()]
     sent: list[tuple[int, float]] = []
     refused = [0]
+    beats = [0]
     lock = threading.Lock()
+
+    def send(name: str, event: dict[str, Any]) -> None:
+        start = time.time()
+        event_id = post(info, name, event)
+        with lock:
+            if event_id is None:
+                refused[0] += 1
+            else:
+                sent.append((event_id, start))
+                beats[0] += event["kind"] == "beat"
 
     def learner(i: int) -> None:
         rng = random.Random(seed * 1000 + i)
+        name = f"{tag} {i:03d}"
+        done = threading.Event()
+        offset = random.Random(-seed * 1000 - i).uniform(0, beat)
+        beating = threading.Thread(target=heartbeats, args=(name, done, offset))
+        beating.start()
         for event in plan(rng, exercises):
-            start = time.time()
-            event_id = post(info, f"{tag} {i:03d}", event)
-            with lock:
-                if event_id is None:
-                    refused[0] += 1
-                else:
-                    sent.append((event_id, start))
+            send(name, event)
             if pause[1]:
                 time.sleep(rng.uniform(*pause))
+        done.set()
+        beating.join()
+
+    def heartbeats(name: str, done: threading.Event, offset: float) -> None:
+        if done.wait(offset):
+            return
+        while True:
+            send(name, {"kind": "beat"})
+            if done.wait(beat):
+                return
 
     threads = [threading.Thread(target=learner, args=(i,)) for i in range(learners)]
     began = time.time()
@@ -168,7 +200,7 @@ def run_room(
         thread.join()
     wall = time.time() - began
     total = sum(len(plan(random.Random(seed * 1000 + i), exercises)) for i in range(learners))
-    return sent, refused[0], wall, total
+    return sent, refused[0], wall, total + beats[0], beats[0]
 
 
 def latencies(sent: list[tuple[int, float]], seen: list[tuple[int, float]]) -> list[float]:
@@ -236,6 +268,9 @@ def check_cost(url: str, code: str, repeats: int = 60) -> tuple[float, float]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--learners", type=int, default=200)
+    parser.add_argument(
+        "--beat", type=float, default=5.0, help="seconds between a learner's heartbeats"
+    )
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory() as folder:
@@ -253,7 +288,9 @@ def main() -> int:
                 listener.start()
                 ready.wait(30)
                 print(f"{tag}: {args.learners} learners posting...", file=sys.stderr)
-                sent, refused, wall, total = run_room(info, args.learners, pause, 1, tag)
+                sent, refused, wall, total, beats = run_room(
+                    info, args.learners, pause, 1, tag, args.beat
+                )
                 time.sleep(1.0)  # the last update reaches the dashboard
                 stop.set()
                 # One more event wakes the listener's read, so that it sees stop.
@@ -261,7 +298,7 @@ def main() -> int:
                 seen = receiver.recv()
                 listener.join(30)
                 stored_expected += len(sent) + 1
-                rows.append((tag, total, len(sent), refused, wall, sent, seen))
+                rows.append((tag, total, len(sent), refused, wall, sent, seen, beats))
             rss = psutil.Process(server.pid).memory_info().rss
             export_url = f"{info['url']}/export.csv?token={info['token']}"
             received = stored_times(urllib.request.urlopen(export_url).read().decode())
@@ -271,15 +308,19 @@ def main() -> int:
             server.terminate()
             server.wait(30)
 
-    print(f"Room of {args.learners} learners, {len(all_exercises())} exercises (lessons 01-09)")
+    print(
+        f"Room of {args.learners} learners, {len(all_exercises())} exercises (lessons 01-09), "
+        f"a heartbeat from each every {args.beat:g} s"
+    )
     print()
     print(
         "| round | events | accepted | refused | wall (s) | events/s | event to dashboard, "
-        "median / p99 / max (ms) | stored to dashboard, median / p99 (ms) | covered |"
+        "median / p99 / max (ms) | stored to dashboard, median / p99 (ms) | covered | "
+        "heartbeats (per s, share of events) |"
     )
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     p99s = {}
-    for tag, total, accepted, refused, wall, sent, seen in rows:
+    for tag, total, accepted, refused, wall, sent, seen, beats in rows:
         found = sorted(latencies(sent, seen))
         after = sorted(latencies([(i, received[i]) for i, _ in sent if i in received], seen))
         p99s[tag] = percentile(found, 0.99)
@@ -287,7 +328,8 @@ def main() -> int:
             f"| {tag} | {total:,} | {accepted:,} | {refused} | {wall:.1f} | {accepted / wall:,.0f} "
             f"| {percentile(found, 0.5) * 1000:.0f} / {p99s[tag] * 1000:.0f} / "
             f"{found[-1] * 1000:.0f} | {percentile(after, 0.5) * 1000:.0f} / "
-            f"{percentile(after, 0.99) * 1000:.0f} | {len(found):,} of {accepted:,} |"
+            f"{percentile(after, 0.99) * 1000:.0f} | {len(found):,} of {accepted:,} "
+            f"| {beats:,} ({beats / wall:.1f}/s, {beats / max(accepted, 1):.1%}) |"
         )
     print()
     print(f"Stored in the room's export: {stored:,} of {stored_expected:,} accepted events")

@@ -51,6 +51,12 @@ ROOM_ENV = "COURSE_ROOM"
 ``off`` joins none, not even one joined earlier."""
 
 NAME_LIMIT = 64
+BEAT_S = 45.0
+"""Seconds between a joined kernel's heartbeats, which tell the room it is alive when no check
+runs: the room asks "kernel gone?" after two are missed."""
+START_AFTER_S = 5.0
+"""Seconds a check runs before the room is told it began: one still running a minute later shows
+as running on the dashboard. Quicker checks, nearly all, send their end alone."""
 HAND_WAIT = 2.0
 """Seconds ``help_me``, ``done`` and ``leave_room`` wait for the room to take their event, so that
 what they print is true."""
@@ -101,7 +107,8 @@ class RoomClient:
     """Sends one learner's events to a room from a background thread, never raising.
 
     ``send`` only appends to a bounded queue (the oldest event is dropped when it is full) and
-    returns at once. The thread posts each event with ``timeout`` seconds to answer; a room that
+    returns at once; from the first, a second thread adds a heartbeat every :data:`BEAT_S`
+    seconds. The thread posts each event with ``timeout`` seconds to answer; a room that
     does not answer, answers 5xx or asks to slow down (429) gets the same event again after a
     pause that doubles up to ``max_pause``. An event the room refuses (another 4xx) is dropped.
     Either way :meth:`take_notice` hands out one line saying so, once. Whoever must know how an
@@ -135,6 +142,8 @@ class RoomClient:
         self._wake = threading.Condition()
         self._closed = threading.Event()
         self._thread: threading.Thread | None = None
+        self._beating: threading.Thread | None = None
+        self._started: tuple[str, float] | None = None  # a check begun here: exercise, when
         self._notice: str | None = None
         self._noticed = False
         # (event, status, message) of the latest posts, for wait_answer
@@ -188,6 +197,10 @@ class RoomClient:
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="course-room", daemon=True)
                 self._thread.start()
+                self._beating = threading.Thread(
+                    target=self._beat, name="course-room-beat", daemon=True
+                )
+                self._beating.start()
             self._wake.notify_all()
         return queued
 
@@ -249,6 +262,33 @@ class RoomClient:
             else:
                 self._done(event)
                 self._note(f"(the workshop room refused a check: {message or status})")
+
+    def started(self, exercise: str) -> None:
+        """A check of ``exercise`` begins: the room hears of it if it runs
+        :data:`START_AFTER_S` seconds (see :meth:`_beat`), so that a check that never ends
+        shows."""
+        self._started = (exercise, time.monotonic())
+
+    def ended(self) -> None:
+        """The check begun has ended (its outcome is being sent)."""
+        self._started = None
+
+    def _beat(self) -> None:
+        """Every :data:`BEAT_S` seconds, a heartbeat, unless events still wait to go (they say
+        the kernel is alive when they arrive, and a beat must never push one out of the queue);
+        and the start of a check still running after :data:`START_AFTER_S` seconds."""
+        told = None
+        last = time.monotonic()
+        while not self._closed.wait(min(BEAT_S, START_AFTER_S)):
+            now, started = time.monotonic(), self._started
+            if started is not None and started is not told and now - started[1] >= START_AFTER_S:
+                told = started
+                self.send({"kind": "start", "exercise": started[0]})
+            elif now - last >= BEAT_S and not self._queue:
+                self.send({"kind": "beat"})
+            else:
+                continue
+            last = now
 
     def _done(self, event: dict[str, Any]) -> None:
         with self._wake:
@@ -620,10 +660,24 @@ def send_event(event: dict[str, Any]) -> None:
         room = current_room()
         if room is None:
             return
+        if event.get("kind") == "check":
+            room.ended()
         room.send(event)
         notice = room.take_notice()
         if notice:
             print(notice)
+    except Exception:  # noqa: BLE001 (the room must never break a check)
+        return
+
+
+def mark_start(exercise_id: str) -> None:
+    """Note, if this session is in a room, that a check of ``exercise_id`` begins: one still
+    running after :data:`START_AFTER_S` seconds is told to the room, and one that never ends (a
+    loop, a kernel stuck) shows on the dashboard as running. Never raises and never waits."""
+    try:
+        room = current_room()
+        if room is not None:
+            room.started(str(exercise_id))
     except Exception:  # noqa: BLE001 (the room must never break a check)
         return
 

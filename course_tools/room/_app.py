@@ -136,7 +136,7 @@ def validate(data: Any, code: str, known: Mapping[str, Any]) -> Event:
     what is wrong with it. ``data`` is left as it was.
 
     >>> validate({"code": "AB", "name": "Ada", "kind": "join"}, "AB", {})
-    Join(id=0, received=0.0, sent=None, learner='Ada', actor=None)
+    Join(id=0, received=0.0, sent=None, learner='Ada', learner_key=None, actor=None)
     >>> validate({"code": "AB", "name": "Ada", "kind": "join"}, "CD", {})  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...

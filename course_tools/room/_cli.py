@@ -27,7 +27,7 @@ from ._app import (
     log,
     make_app,
 )
-from ._state import RoomState, exercise_infos
+from ._state import GONE_AFTER_S, RUNNING_AFTER_S, RoomState, exercise_infos
 from ._store import PrivateFileError, RoomStore, make_private, write_private
 
 REQUEST_TIMEOUT_S = 20.0
@@ -74,6 +74,19 @@ def _parser() -> argparse.ArgumentParser:
         type=float,
         help="minutes without any check in the room after which it counts as paused (a lesson "
         "being taught): nobody is listed for silence then (default 5; the dashboard can change it)",
+    )
+    serve.add_argument(
+        "--running-after",
+        type=float,
+        default=RUNNING_AFTER_S,
+        help="seconds a check may run before Needs help shows it as running (default %(default)g)",
+    )
+    serve.add_argument(
+        "--gone-after",
+        type=float,
+        default=GONE_AFTER_S,
+        help="seconds without a word from a kernel that sends heartbeats before Needs help asks "
+        "whether it is gone (default %(default)g: two heartbeats missed)",
     )
     serve.add_argument(
         "--rate",
@@ -163,6 +176,7 @@ def serve(args: argparse.Namespace) -> int:
     from course_lib.checks import all_exercises
 
     state = RoomState(exercise_infos(all_exercises()), float(store.get("idle_minutes", "5")))
+    state.running_after, state.gone_after = args.running_after, args.gone_after
     limits = Limits(
         learner_rate=args.rate,
         host_rate=args.host_rate,

@@ -179,6 +179,21 @@ class CheckRun(Event):
 
 
 @dataclass(frozen=True, kw_only=True)
+class Start(Event):
+    """A check began (its end is the :class:`CheckRun`): one that never ends is seen hung."""
+
+    kind: ClassVar[str] = "start"
+    exercise: str = _sent(_exercise)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Beat(Event):
+    """A joined kernel is alive: its room client sends one every ``BEAT_S`` seconds."""
+
+    kind: ClassVar[str] = "beat"
+
+
+@dataclass(frozen=True, kw_only=True)
 class Ready(Event):
     """``ready()``'s result: the JAX version and backend, or why the set-up failed."""
 
@@ -278,7 +293,7 @@ class Block(Event):
 
 
 LEARNER_KINDS: dict[str, type[Event]] = {
-    cls.kind: cls for cls in (Join, CheckRun, Ready, Hand, Done, Leave)
+    cls.kind: cls for cls in (Join, Start, CheckRun, Beat, Ready, Hand, Done, Leave)
 }
 """What a learner's kernel sends, by kind."""
 ACTION_KINDS: dict[str, type[Event]] = {

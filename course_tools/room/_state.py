@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ._events import (
+    Beat,
     Block,
     CheckRun,
     Claim,
@@ -24,11 +25,13 @@ from ._events import (
     Event,
     Hand,
     Helped,
+    Join,
     Leave,
     Merge,
     Ready,
     Remove,
     Rename,
+    Start,
     Undo,
 )
 
@@ -41,9 +44,16 @@ SHARED_BY = 2
 """How many learners must share a mistake before the projector view shows it and its idea: the
 idea is the course's text, but it arrives from a learner's kernel, so one sender alone never
 puts words on the room's screen."""
-HELP_ORDER = {"hand": 0, "again": 1, "streak": 2, "over_time": 3}
+HELP_ORDER = {"hand": 0, "again": 1, "streak": 2, "running": 3, "gone": 4, "over_time": 5}
 """The order of the needs-help list: raised hands, then learners failing again where they were
-helped, then failing streaks, then silence."""
+helped, then failing streaks, then a check that never ended, a kernel no longer heard, and
+silence."""
+RUNNING_AFTER_S = 60.0
+"""Seconds a check may run before the needs-help list shows it ("check running 2 min")."""
+GONE_AFTER_S = 100.0
+"""Seconds without a word from a kernel that sends heartbeats (every 45 s, see
+``course_lib.checks._room.BEAT_S``) before the needs-help list asks "kernel gone?": two
+heartbeats missed, and a little slack for a slow network."""
 CLAIM_MINUTES = 5.0
 """How long "On my way" holds a learner for one helper without "Helped" (another may take it over
 sooner, once they confirm)."""
@@ -127,11 +137,14 @@ class Learner:
     helped_at: float = 0.0
     helped_on: set[str] = field(default_factory=set)  # what was failing (or their hand's) then
     claim: dict[str, Any] | None = None  # by (a helper's name), since
+    beats: bool = False  # their kernel sends heartbeats, so silence means it is gone
+    running: dict[str, Any] | None = None  # a check begun and not ended: exercise, since
 
     def view(self) -> dict[str, Any]:
         return {
             "ready": self.ready,
             "left": self.left,
+            "seen": self.seen_at,
             "hand": self.hand,
             "cells": {exercise: cell.view() for exercise, cell in self.cells.items()},
         }
@@ -157,6 +170,9 @@ class Learner:
             self.left, self.seen_at = other.left, other.seen_at
         if other.helped_at > self.helped_at:
             self.helped_at, self.helped_on = other.helped_at, other.helped_on
+        self.beats = self.beats or other.beats
+        runs = [run for run in (self.running, other.running) if run is not None]
+        self.running = max(runs, key=lambda run: run["since"], default=None)
         claims = [claim for claim in (self.claim, other.claim) if claim is not None]
         self.claim = max(claims, key=lambda claim: claim["since"], default=None)
 
@@ -178,6 +194,8 @@ class RoomState:
         self.exercises = dict(exercises)
         self.idle_minutes = idle_minutes
         self.claim_minutes = CLAIM_MINUTES
+        self.running_after = RUNNING_AFTER_S
+        self.gone_after = GONE_AFTER_S
         self.learners: dict[str, Learner] = {}
         self.names: dict[tuple[str, str], str] = {}  # (name sent, learner_key): name in the room
         self.keys: dict[str, str] = {}  # a name in the room: the learner_key that holds it
@@ -229,6 +247,8 @@ class RoomState:
         """The room worked out again from all of its ``events`` (after an undo), its changes
         since this one ready for :meth:`take_changed`."""
         state = RoomState(self.exercises, self.idle_minutes)
+        state.claim_minutes, state.running_after = self.claim_minutes, self.running_after
+        state.gone_after = self.gone_after
         state.replay(events)
         state._removed |= set(self.learners) - set(state.learners)
         return state
@@ -253,10 +273,17 @@ class RoomState:
             learner = Learner(name, joined_at=event.received)
         self.learners[name] = learner
         self._changed.add(name)
-        if not isinstance(event, Helped | Claim):  # the learner's own: are they still in the room
-            learner.left = isinstance(event, Leave)
+        if not isinstance(event, Helped | Claim):  # from the learner's kernel
             learner.seen_at = event.received
+        if not isinstance(event, Helped | Claim | Beat):  # their own: are they in the room
+            learner.left = isinstance(event, Leave)
         match event:
+            case Beat():
+                learner.beats = True
+            case Start():
+                learner.running = {"exercise": event.exercise, "since": event.received}
+            case Join():
+                learner.running = None  # a new kernel: what ran in another has ended
             case Ready():
                 learner.ready_at = event.received
                 learner.ready = {
@@ -314,6 +341,7 @@ class RoomState:
         self._changed.add(new)
 
     def _check(self, learner: Learner, event: CheckRun) -> None:
+        learner.running = None
         cell = learner.cells.setdefault(event.exercise, Cell())
         cell.tries += 1
         cell.at = event.received
@@ -421,7 +449,10 @@ class RoomState:
         :meth:`_over_time`). "Helped" takes a learner off until their next hand, their next
         failure on what they were helped with (kind ``again``, right after the hands), or
         :data:`STREAK_FOR_HELP` failures in a row on another exercise: a streak counts from the
-        help. Nobody who left the room is listed. Longest waiting first within each kind; each
+        help. Then a check begun over :attr:`running_after` seconds ago and not ended (kind
+        ``running``, since its start), and a kernel that sends heartbeats silent for
+        :attr:`gone_after` seconds (kind ``gone``, since it was last heard). Nobody who left the
+        room is listed. Longest waiting first within each kind; each
         entry has ``helped``, when the learner was last marked helped (0: never), and ``claim``,
         who is on the way to them (see :meth:`claims`)."""
         found = []
@@ -443,6 +474,17 @@ class RoomState:
                 else:
                     row = _row(learner, "streak", exercise, cell.since, cell.failing())
                 found.append({**row, "mistake": cell.fix or "", "last": cell.at})
+                continue
+            running = learner.running
+            if running is not None and now - running["since"] > self.running_after:
+                row = _row(
+                    learner, "running", running["exercise"], running["since"], "check running"
+                )
+                found.append(row)
+                continue
+            if learner.beats and now - learner.seen_at > self.gone_after:
+                row = _row(learner, "gone", learner.last_exercise, learner.seen_at, "kernel gone?")
+                found.append(row)
                 continue
             if room_at_work:
                 found.extend(self._over_time(learner, now))

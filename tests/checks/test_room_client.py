@@ -58,10 +58,12 @@ def no_room(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
 
 class StandIn:
     """A loopback room that answers ``reply(n)`` to the n-th request (from 0), after ``delay``
-    seconds, and records the events it accepted."""
+    seconds, and records the events it accepted: the starts of checks and the heartbeats in
+    ``alive``, the others in ``events``."""
 
     def __init__(self, reply: Callable[[int], int], delay: float = 0.0) -> None:
         self.events: list[dict[str, Any]] = []
+        self.alive: list[dict[str, Any]] = []
         self.requests = 0
         self.reply, self.delay = reply, delay
         outer = self
@@ -73,7 +75,8 @@ class StandIn:
                 status = outer.reply(outer.requests)
                 outer.requests += 1
                 if status < 300:
-                    outer.events.append(body)
+                    kept = outer.alive if body["kind"] in ("start", "beat") else outer.events
+                    kept.append(body)
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.end_headers()
@@ -617,9 +620,40 @@ def test_two_learners_named_sam_stay_two_and_the_second_is_told(
         _room._room.wait_answer(_room._room.send({"kind": "done"}), 5.0)  # type: ignore[union-attr]
         rows = room.exported()
     assert len({row["learner_key"] for row in rows}) == 2
-    assert [row["kind"] for row in rows if row["learner_key"] == rows[-1]["learner_key"]] == [
+    second = [row["kind"] for row in rows if row["learner_key"] == rows[-1]["learner_key"]]
+    assert [kind for kind in second if kind not in ("start", "beat")] == [
         "join",
         "join",
         "check",
         "done",
     ]
+
+
+def test_a_slow_check_tells_its_start_and_a_joined_kernel_beats_while_idle(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(_room, "BEAT_S", 0.1)
+    monkeypatch.setattr(_room, "START_AFTER_S", 0.2)
+
+    def slow(tree: Any) -> int:
+        time.sleep(0.05)
+        return count_params_right(tree)
+
+    with stand_in() as room:
+        join_room(room.url, code="C", name="Finn")
+        check("01.count_params", count_params_right)  # quick: its end alone
+        check("01.count_params", slow)  # ten cases, half a second
+        room.wait_for(3)
+        time.sleep(0.5)
+        starts = [event for event in room.alive if event["kind"] == "start"]
+        assert [(event["exercise"], event["name"]) for event in starts] == [
+            ("01.count_params", "Finn")
+        ]
+        assert starts[0]["sent_at"] <= room.events[2]["sent_at"]  # told while it still ran
+        beats = [event for event in room.alive if event["kind"] == "beat"]
+        assert 3 <= len(beats) <= 12, beats
+        leave_room()
+        time.sleep(0.3)
+        after = len(room.alive)
+        time.sleep(0.3)
+        assert len(room.alive) == after  # a kernel that left beats no more

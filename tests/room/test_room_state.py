@@ -852,7 +852,7 @@ def test_checking_an_event_leaves_what_was_sent_as_it_was() -> None:
         ("check", {"text": "x"}, "unknown field(s) for a check event: text"),
         ("ready", {"to": "Bob"}, "unknown field(s) for a ready event: to"),
         ("join", {"exercise": "01.a"}, "unknown field(s) for a join event: exercise"),
-        ("helped", {}, "kind must be one of join, check"),
+        ("helped", {}, "kind must be one of join, start, check, beat"),
         ("check", {"exercise": "01.a", "outcome": "passed"}, "hint must be a whole number"),
     ],
 )
@@ -863,7 +863,9 @@ def test_each_kind_takes_its_own_fields_only(kind: str, fields: dict[str, Any], 
 
 EVERY_KIND = [
     event("Ada", "join", 1.0),
+    event("Ada", "start", 1.5, exercise="01.a"),
     check("Ada", "01.a", "incorrect", 2.0, hint=1, mistake="adds_step"),
+    event("Ada", "beat", 2.5, learner_key="k" * 16),
     event("Ada", "ready", 3.0, outcome="error", jax="", backend="", reason="no backend"),
     event("Ada", "hand", 4.0, text="stuck"),
     event("Ada", "done", 5.0),
@@ -886,3 +888,49 @@ def test_every_kind_is_read_back_from_the_file_as_it_was_stored(tmp_path: Path) 
     assert list(store.events()) == stored
     assert [replace(one, id=0) for one in stored] == [replace(one, id=0) for one in EVERY_KIND]
     store.close()
+
+
+def test_a_check_that_never_ends_shows_as_running_and_its_end_clears_it() -> None:
+    state = state_of(event("Finn", "start", 100.0, exercise="01.a"))
+    assert listed(state, now=100.0 + state.running_after) == []
+    (row,) = state.needs_help(now=101.0 + state.running_after)
+    assert (row["kind"], row["exercise"], row["why"], row["since"]) == (
+        "running",
+        "01.a",
+        "check running",
+        100.0,
+    )
+    state.apply(check("Finn", "01.a", "passed", 200.0))
+    assert listed(state, now=300.0) == []
+
+
+def test_a_kernel_silent_for_two_heartbeats_is_asked_after_and_a_rejoin_clears_it() -> None:
+    state = state_of(
+        check("Finn", "01.a", "passed", 0.0),  # the room is at work: silence would count too
+        event("Finn", "beat", 45.0),
+        check("Old", "01.a", "passed", 45.0),  # a course_lib without heartbeats: never "gone"
+    )
+    assert listed(state, now=45.0 + state.gone_after) == []
+    (row,) = state.needs_help(now=46.0 + state.gone_after)
+    assert (row["name"], row["kind"], row["why"], row["since"]) == (
+        "Finn",
+        "gone",
+        "kernel gone?",
+        45.0,
+    )
+    state.apply(event("Finn", "join", 400.0))  # the kernel restarted: the saved join rejoins
+    assert [name for name, kind in listed(state, now=401.0)] == []
+    state.apply(event("Finn", "start", 402.0, exercise="01.b"))
+    state.apply(event("Finn", "join", 403.0))  # restarted in the middle of a check: it ended
+    assert state.learners["Finn"].running is None
+
+
+def test_a_kernel_gone_is_never_worded_as_a_learner_past_the_guides_minutes() -> None:
+    state = state_of(
+        check("Finn", "01.a", "passed", 0.0),
+        event("Finn", "beat", 30.0),
+        *[check("Ada", "01.a", "passed", t * MINUTE) for t in range(1, 40)],
+        idle_minutes=60,
+    )
+    rows = state.needs_help(now=40 * MINUTE)
+    assert [(row["name"], row["kind"]) for row in rows] == [("Finn", "gone")]

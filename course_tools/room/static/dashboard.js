@@ -49,8 +49,9 @@ function lastTime(seconds) {
 }
 
 function howLong(row) {
-  // How long: a streak's tries span and its latest try (a pause is not a struggle), else the wait.
-  let words = `${GAP}${ago(row.since)}`;
+  // How long: a streak's tries span and its latest try (a pause is not a struggle), else the wait
+  // (said already by a running check's and a gone kernel's own words).
+  let words = row.kind === "running" || row.kind === "gone" ? "" : `${GAP}${ago(row.since)}`;
   if (row.kind === "streak" || row.kind === "again") {
     const span = Math.floor((row.last - row.since) / 60);
     words = `${GAP}${span < 1 ? "" : `over ${span} min, `}last ${lastTime(row.last)}`;
@@ -214,7 +215,11 @@ function renderHelp() {
       const item = element("li", null, { class: fresh ? `${row.kind} fresh` : row.kind });
       if (fresh) item.append(element("span", "new", { class: "new-mark" }), " ");
       const what = element("span", null, { class: "what" });
-      const why = row.kind === "again" ? `helped ${lastTime(row.helped)}, ${row.why}` : row.why;
+      const why = {
+        again: `helped ${lastTime(row.helped)}, ${row.why}`,
+        running: `${row.why} ${ago(row.since)}`,
+        gone: `${row.why} last seen ${lastTime(row.since)}`,
+      }[row.kind] || row.why;
       what.append(element("strong", row.name), `${GAP}${row.exercise || "no exercise yet"}: ${why}`);
       if (row.text) what.append(" “", element("span", row.text), "”");
       if (row.mistake) what.append(", mistake: ", element("span", row.mistake, { class: "fix" }));
@@ -303,6 +308,7 @@ function renderGrid(exercises, names) {
   const head = element("tr");
   head.append(element("th", "Learner", { scope: "col" }));
   for (const e of exercises) head.append(element("th", e.id.split(".")[1], { scope: "col", title: `${e.id}: ${e.title}` }));
+  head.append(element("th", "Last seen", { scope: "col" }));
   $("grid").tHead.replaceChildren(head);
   const body = $("grid").tBodies[0];
   body.replaceChildren(
@@ -330,12 +336,13 @@ function renderGrid(exercises, names) {
         cell.append(element("span", shown, { "aria-hidden": "true" }), hidden(said));
         row.append(cell);
       }
+      row.append(element("td", learner.seen ? lastTime(learner.seen) : "", { class: "seen" }));
       return row;
     })
   );
   if (!names.length) {
     const row = element("tr");
-    row.append(element("td", "Nobody has joined yet.", { colspan: exercises.length + 1 }));
+    row.append(element("td", "Nobody has joined yet.", { colspan: exercises.length + 2 }));
     body.append(row);
   }
 }
