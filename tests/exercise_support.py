@@ -6,7 +6,8 @@ module imports this one by name, as test_properties.py imports strategies.py.
 * :class:`LessonChecks`: the tests every lesson has, run on its own answers by a subclass, say
   ``class TestLesson02(LessonChecks)`` with ``ids``, ``right`` and ``wrong`` set.
 * Helpers for the tests each lesson writes itself: :func:`stub`, :func:`check_output`,
-  :func:`repeated_check_output`, :func:`nodes`, :func:`has_none`, :func:`fingerprint`.
+  :func:`repeated_check_output`, :func:`successive_reports`, :func:`self_check_verdict` (an
+  answer judged once per test process), :func:`nodes`, :func:`has_none`, :func:`fingerprint`.
 * :func:`grading_verdict`: an answer judged on a seed's grading cases as the grader judges it, the
   reference's results worked out once per test process (:func:`grading_references`).
 
@@ -69,15 +70,22 @@ def check_output(
     return capsys.readouterr().out
 
 
+def self_check_verdict(exercise_id: str, answer: Callable[..., Any]) -> checks.Verdict:
+    """The self-check's verdict on ``answer``, judged once per test process (it is
+    deterministic): the tests of a wrong answer's mistake and of its hints share it."""
+    if (exercise_id, answer) not in _verdicts:
+        _verdicts[exercise_id, answer] = checks.evaluate(get_exercise(exercise_id), answer)
+    return _verdicts[exercise_id, answer]
+
+
 def successive_reports(
     exercise_id: str, answer: Callable[..., Any], times: int = 3
 ) -> tuple[checks.Verdict, list[str]]:
-    """The verdict on ``answer``, and what ``check(exercise_id, answer)`` prints the first ``times``
-    times from fresh hints: the answer is judged once (the verdict is deterministic) and reported
-    ``times`` times."""
-    exercise = get_exercise(exercise_id)
-    verdict = checks.evaluate(exercise, answer)
+    """The verdict on ``answer`` (:func:`self_check_verdict`), and what ``check(exercise_id,
+    answer)`` prints for it the first ``times`` times from fresh hints."""
+    verdict = self_check_verdict(exercise_id, answer)
     checks.reset_hints()
+    exercise = get_exercise(exercise_id)
     return verdict, [_report(exercise, verdict)[0] for _ in range(times)]
 
 
@@ -97,8 +105,8 @@ def repeated_check_output(
 
 
 _references: dict[tuple[str, int], list[Any]] = {}
-_fixed_verdicts: dict[tuple[str, Callable[..., Any]], checks.Verdict] = {}
-"""The verdict on each answer that a wrong answer becomes with its fix applied, judged once."""
+_verdicts: dict[tuple[str, Callable[..., Any]], checks.Verdict] = {}
+"""The self-check's verdict on each answer a test has judged (:func:`self_check_verdict`)."""
 
 
 def grading_references(exercise_id: str, seed: int) -> list[Any]:
@@ -245,10 +253,12 @@ class LessonChecks:
     (tree_util loops, flatten/unflatten, casts as optax writes them, NumPy): each must pass.
     ``fixed`` lists ``(id, wrong answer, the same answer with its last hint, the fix, applied
     exactly as written)``: each must pass, or the fix does not work as written.
+    ``named`` links each mistake an exercise names to its wrong answer: ``{exercise id: {named
+    mistake: the text the wrong answer's row in ``wrong`` pins}}``.
     ``grading_seeds`` are the grader's seeds the right answers are judged on.
     Tests that take ``exercise_id`` run once per exercise, the hint test once per wrong answer.
-    Each exercise's ``mistakes`` (what the facilitator's guide says its check recognises) may name
-    no more mistakes than ``wrong`` has answers for it.
+    Each exercise's ``mistakes`` (what the facilitator's guide says its check recognises) are
+    linked by ``named`` to wrong answers of the table, one each.
     """
 
     ids: tuple[str, ...] = ()
@@ -258,13 +268,20 @@ class LessonChecks:
     wrong: Sequence[tuple[str, Callable[..., Any], str]] = ()
     also_right: Sequence[tuple[str, Callable[..., Any]]] = ()
     fixed: Sequence[tuple[str, Callable[..., Any], Callable[..., Any]]] = ()
+    named: Mapping[str, Mapping[str, str]] = {}
     grading_seeds: tuple[int, ...] = (0, 1)
 
     def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:
         if "hint" in metafunc.fixturenames:
             metafunc.parametrize(("exercise_id", "answer", "hint"), self.wrong, ids=answer_id)
         elif "fixed" in metafunc.fixturenames:
-            metafunc.parametrize(("exercise_id", "answer", "fixed"), self.fixed, ids=answer_id)
+            # A fix that turns the answer into the lesson's right answer passes in
+            # test_check_correct: only the other fixes are judged here.
+            rows: list[Any] = [row for row in self.fixed if row[2] is not self.right[row[0]]]
+            if not rows:  # every fix of the lesson makes its right answer: nothing more to judge
+                why = "each fix in this lesson's table is its right answer (test_check_correct)"
+                rows = [pytest.param(None, None, None, marks=pytest.mark.skip(reason=why))]
+            metafunc.parametrize(("exercise_id", "answer", "fixed"), rows, ids=answer_id)
         elif "other_right" in metafunc.fixturenames:
             metafunc.parametrize(("exercise_id", "other_right"), self.also_right, ids=answer_id)
         elif "exercise_id" in metafunc.fixturenames:
@@ -282,16 +299,25 @@ class LessonChecks:
         assert {exercise_id for exercise_id, _, _ in self.wrong} == set(self.ids)
 
     def test_each_mistake_named_is_a_tested_wrong_answer(self) -> None:
-        """The facilitator's guide names the mistakes each check recognises: at least one per
-        exercise, and no more than the wrong answers whose hints this lesson's tests check."""
-        for exercise in checks.exercises(self.ids[0][:2]):
-            tested = sum(exercise_id == exercise.id for exercise_id, _, _ in self.wrong)
-            named = exercise.mistakes
-            assert 1 <= len(named) <= tested, (exercise.id, len(named), tested)
-            assert len(set(named)) == len(named), exercise.id
-            for mistake in named:
+        """The facilitator's guide names the mistakes each check recognises, at least one per
+        exercise; ``named`` links each to the wrong answer of the table whose hint names it (by
+        the text the table pins), a wrong answer of its own, which the check judges wrong with
+        that text."""
+        exercises = checks.exercises(self.ids[0][:2])
+        assert set(self.named) == {exercise.id for exercise in exercises}
+        for exercise in exercises:
+            named, linked = exercise.mistakes, self.named[exercise.id]
+            assert len(named) >= 1 and len(set(named)) == len(named), exercise.id
+            assert list(linked) == list(named), (exercise.id, set(linked) ^ set(named))
+            rows = {hint: answer for i, answer, hint in self.wrong if i == exercise.id}
+            assert len(set(linked.values())) == len(linked), exercise.id  # one answer each
+            for mistake, hint in linked.items():
                 assert mistake == " ".join(mistake.split()) and mistake[0].islower(), mistake
                 assert len(mistake) <= 90 and not mistake.endswith("."), mistake
+                assert hint in rows, (exercise.id, mistake, hint)
+                verdict, reports = successive_reports(exercise.id, rows[hint])
+                assert verdict.status in ("failed", "error"), (mistake, verdict.message)
+                assert hint in "\n".join(reports), (mistake, hint, reports)
 
     def test_check_not_attempted(
         self, exercise_id: str, capsys: pytest.CaptureFixture[str]
@@ -347,9 +373,12 @@ class LessonChecks:
 
     def test_every_wrong_answer_has_its_fix_applied(self) -> None:
         """Each wrong answer of the table is in ``fixed`` too, apart from the few that hold more
-        than one mistake, whose fix leads to the next mistake (``SEVERAL_MISTAKES``)."""
+        than one mistake, whose fix leads to the next mistake (``SEVERAL_MISTAKES``), and each
+        row of ``fixed`` is the fix of a wrong answer of the table."""
         lesson = self.ids[0][:2]
         fixed = {(exercise_id, answer) for exercise_id, answer, _ in self.fixed}
+        tested = {(exercise_id, answer) for exercise_id, answer, _ in self.wrong}
+        assert fixed <= tested, {(i, answer.__qualname__) for i, answer in fixed - tested}
         missing = {
             (exercise_id, answer.__qualname__)
             for exercise_id, answer, _ in self.wrong
@@ -363,14 +392,9 @@ class LessonChecks:
         answer: Callable[..., Any],
         fixed: Callable[..., Any],
     ) -> None:
-        """Checked once per fixed answer: one that is the lesson's right answer passes in
-        ``test_check_correct``."""
-        assert any(entry[:2] == (exercise_id, answer) for entry in self.wrong), answer
-        if fixed is self.right[exercise_id]:
-            return
-        if (exercise_id, fixed) not in _fixed_verdicts:
-            _fixed_verdicts[exercise_id, fixed] = checks.evaluate(get_exercise(exercise_id), fixed)
-        verdict = _fixed_verdicts[exercise_id, fixed]
+        """A wrong answer with its fix applied passes (a fix that makes it the lesson's right
+        answer is left to ``test_check_correct``)."""
+        verdict = self_check_verdict(exercise_id, fixed)
         assert verdict.status == "passed", verdict.message
 
     def test_cases_are_deterministic_and_grading_differs(self, exercise_id: str) -> None:

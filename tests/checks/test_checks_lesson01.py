@@ -179,8 +179,8 @@ WRONG: list[tuple[str, Callable[..., Any], str]] = [
     ("01.count_params", count_leaves, "the number of leaves"),
     ("01.count_params", count_with_none, "each None seems to count as a parameter"),
     ("01.count_params", count_skipping_numbers, "Python numbers were not counted"),
-    ("01.count_params", count_forgetting_return, "returned None: missing `return`?"),
     ("01.count_params", count_by_dot_size, "leaf.size fails on a Python float"),
+    ("01.count_params", count_forgetting_return, "returned None: missing `return`?"),
     ("01.leaf_paths", leaf_paths_without_none, "the paths of the None entries"),
     (
         "01.leaf_paths",
@@ -250,11 +250,55 @@ ALSO_RIGHT: list[tuple[str, Callable[..., Any]]] = [
 # --- the lesson-01 exercises -----------------------------------------------------------------
 
 
+NAMED: dict[str, dict[str, str]] = {
+    "01.count_params": {
+        "counts the leaves, not the elements in them": "the number of leaves",
+        "counts each `None` as a parameter": "each None seems to count as a parameter",
+        "leaves out the Python numbers, which have no `.size`": "Python numbers were not counted",
+        "calls `.size` on a Python number": "leaf.size fails on a Python float",
+        "forgets `return`": "returned None: missing `return`?",
+    },
+    "01.leaf_paths": {
+        "leaves out the paths of the `None` entries": "the paths of the None entries",
+        "returns a tuple instead of a list": (
+            "returned a tuple of 4 paths, where a list was expected"
+        ),
+        "sorts the paths as text, which breaks an `OrderedDict`'s own order": (
+            "the right paths in another order"
+        ),
+    },
+    "01.is_node": {
+        "asks `treedef_is_leaf`, which calls `None` and empty containers leaves": (
+            "is_node returned False, expected True"
+        ),
+        "decides by counting leaves": "is_node returned",
+        "decides with `isinstance`, which misses registered classes": "registered",
+    },
+    "01.replace_leaves": {
+        "returns the new values instead of a tree": (
+            "list in your result, dict in the expected result"
+        ),
+        "fills the leaves in insertion order, not in flatten order (dict keys sorted)": (
+            "in another order"
+        ),
+    },
+    "01.same_structure": {
+        "compares the numbers of leaves": "same_structure returned",
+        "accepts any pair that `jax.tree.map` accepts, a prefix included": (
+            "jax.tree.map accepts this pair"
+        ),
+    },
+}
+"""Each mistake an exercise names (``Exercise.mistakes``), with the text that the hint of its wrong
+answer in ``WRONG`` pins."""
+
+
 class TestLesson01(LessonChecks):
     ids = LESSON_01
     points = 8
     right = RIGHT
     wrong = WRONG
+    named = NAMED
     also_right = ALSO_RIGHT
     fixed = FIXED
     grading_seeds = (0, 1, 2)

@@ -461,11 +461,80 @@ FIXED: list[tuple[str, Callable[..., Any], Callable[..., Any]]] = [
 # --- the tests ------------------------------------------------------------------------------------
 
 
+NAMED: dict[str, dict[str, str]] = {
+    "02.sgd_step": {
+        "adds the step instead of subtracting it": "you added the step: your leaves are p + lr * g",
+        "returns a flat list of leaves": (
+            "returned a flat list of 2 leaves, where a tree shaped like"
+        ),
+        "leaves out the learning rate": "the learning rate is missing",
+        "returns the step `-lr * g` instead of the new parameters": (
+            "you returned the step -lr * g, not the new parameters"
+        ),
+        "forgets `return`": "returned None: missing `return`?",
+        "swaps the function's arguments, moving the gradient by the parameters": (
+            "your leaves are g - lr * p"
+        ),
+    },
+    "02.average_trees": {
+        "sums the trees instead of averaging them": "you returned the sum of the 3 trees",
+        "returns a list of scaled trees instead of one tree": (
+            "returned a list of 3 trees, one per input"
+        ),
+        "returns one of the trees instead of their mean": "you returned the first tree unchanged",
+        "averages the entries inside each leaf": "entries inside each leaf were averaged",
+        "averages two trees at a time, a running average": "a running average of pairs",
+    },
+    "02.make_sgd_step": {
+        "does not jit the step": "is not jitted",
+        "makes the learning rate static, so each new rate compiles again": (
+            "compiled 3 times, expected 1, once for each of the 3 learning rates: the same lr again"
+        ),
+        "climbs the loss instead of descending": "the loss went up",
+        "returns only the new parameters, not `(new_params, loss)`": (
+            "where a pair (new_params, loss) was expected"
+        ),
+        "returns the loss after the update instead of before it": "before the update",
+    },
+    "02.global_norm": {
+        "returns the sum of squares, without the square root": "that is the sum of squares",
+        "returns one norm per leaf": "one value per leaf",
+        "adds up the leaves' own norms": "the sum of the leaves' norms",
+        "turns the norm into a Python `float`, which fails under `jit`": (
+            "under jax.jit it raised ConcretizationTypeError"
+        ),
+        "squares each leaf's sum instead of each entry": "squaring the sum of each leaf",
+    },
+    "02.clip_by_global_norm": {
+        "clips each leaf by its own norm": "you clipped each leaf by its own norm",
+        "scales even when the global norm is below `max_norm`": (
+            "you scaled even though the global norm is below max_norm"
+        ),
+        "uses a Python `if` on a traced value, which fails under `jit`": (
+            "under jax.jit it raised TracerBoolConversionError"
+        ),
+        "divides by a zero norm and gets `nan`": "dividing by it gives nan",
+        "uses the sum of squares as the norm": "you used the sum of squares as the norm",
+        "scales by `norm / max_norm`, upside down": "you scaled by norm / max_norm",
+        "returns `grads` without clipping them": "nothing was clipped",
+    },
+    "02.stack_trees": {
+        "transposes the list instead of stacking it": "that is a transpose",
+        "concatenates along an existing axis": "joined along their existing first axis",
+        "returns a list of trees": "returned a list of 3 trees, one per input",
+        "stacks along the last axis instead of a new first one": "with the axes in another order",
+    },
+}
+"""Each mistake an exercise names (``Exercise.mistakes``), with the text that the hint of its wrong
+answer in ``WRONG`` pins."""
+
+
 class TestLesson02(LessonChecks):
     ids = LESSON_02
     points = 12
     right = RIGHT
     wrong = WRONG
+    named = NAMED
     also_right = ALSO_RIGHT
     fixed = FIXED
 

@@ -465,8 +465,8 @@ WRONG: list[tuple[str, Callable[..., Any], str]] = [
     ("03.decay_weights", decay_by_text_containing, "was decayed, but its last key is not w"),
     ("03.decay_weights", decay_by_rate, "was multiplied by rate"),
     ("03.decay_weights", decay_empty_path_crash, "raised IndexError"),
-    ("03.decay_weights", decay_everything, "every leaf was decayed"),
     ("03.decay_weights", decay_forgetting_return, "decay_weights returned None"),
+    ("03.decay_weights", decay_everything, "every leaf was decayed"),
 ]
 
 
@@ -559,12 +559,64 @@ FIXED: list[tuple[str, Callable[..., Any], Callable[..., Any]]] = [
 # --- the tests ------------------------------------------------------------------------------------
 
 
+NAMED: dict[str, dict[str, str]] = {
+    "03.dense": {
+        "leaves the class unregistered, so JAX sees one leaf": "JAX sees a Dense as a single leaf",
+        "makes `activation` a child instead of static configuration": (
+            "include 'tanh', the value of its activation, next to its arrays: jit refuses a "
+            "string leaf with a TypeError"
+        ),
+        "declares the fields in another order than `w, b, activation`": (
+            "the leaves come in another order"
+        ),
+        "registers it by hand, so its key paths lose the field names": (
+            "the key paths of the leaves are ['[<flat index 0>]', '[<flat index 1>]'], expected"
+        ),
+        "forgets `return Dense`": "define_dense returned None, not a class",
+        "returns an instance instead of the class": "define_dense returned a Dense, not a class",
+    },
+    "03.conv1d": {
+        "makes `stride` and `padding` children instead of auxiliary data": (
+            "include 2, the value of its stride, next to its arrays: jit would trace it, and grad"
+            " refuses an integer leaf"
+        ),
+        "drops the auxiliary data, and `stride` with it": "gave a Conv1D whose stride is wrong",
+        "unflattens into a tuple instead of a `Conv1D`": "gave a tuple, not a Conv1D",
+        "leaves part of the stub in place": (
+            "That is the stub's error: unflatten still holds the stub"
+        ),
+        "keeps the configuration in a dict, which cannot be hashed": (
+            "the auxiliary data of a Conv1D is a dict, which cannot be hashed"
+        ),
+    },
+    "03.layer_norm": {
+        "unflattens through `__init__`, which converts its children (Pitfall 3)": (
+            "a real number, not a placeholder"
+        ),
+        "makes `eps` a child instead of auxiliary data": "include 0.1, the value of its eps",
+        "drops `eps` from the structure": "differ only in eps have the same structure",
+    },
+    "03.decay_weights": {
+        "looks for the text `.w`, which a dict key prints as `['w']`": (
+            "is a weight (its last key is w) but was not decayed"
+        ),
+        "decays leaves whose last key is not `w`": "was decayed, but its last key is not w",
+        "multiplies by `rate` instead of `1 - rate`": "was multiplied by rate",
+        "fails on a leaf with an empty key path": "raised IndexError",
+        "forgets `return`": "decay_weights returned None",
+    },
+}
+"""Each mistake an exercise names (``Exercise.mistakes``), with the text that the hint of its wrong
+answer in ``WRONG`` pins."""
+
+
 class TestLesson03(LessonChecks):
     ids = LESSON_03
     points = 8
     right = RIGHT
     stubs = STUBS
     wrong = WRONG
+    named = NAMED
     also_right = ALSO_RIGHT
     fixed = FIXED
 

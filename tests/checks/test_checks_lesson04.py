@@ -367,7 +367,6 @@ WRONG: list[tuple[str, Callable[..., Any], str]] = [
     ("04.fixed_mlp", mlp_depth_leaf, "2 is a leaf, so the field depth is traced"),
     ("04.fixed_mlp", mlp_unchanged, "so the field act is traced, and jit cannot trace a string"),
     ("04.frozen_config", config_plain, "the class's __hash__ is None"),
-    ("04.frozen_config", config_plain_assigning, "the class's __hash__ is None"),
     ("04.frozen_config", config_keeps_list, "hidden was given as a list and kept as one"),
     (
         "04.frozen_config",
@@ -375,6 +374,7 @@ WRONG: list[tuple[str, Callable[..., Any], str]] = [
         "the config can change after jit has used it as a cache key",
     ),
     ("04.frozen_config", config_by_identity, "built separately, are not equal (==)"),
+    ("04.frozen_config", config_plain_assigning, "the class's __hash__ is None"),
     ("04.static_and_traced", split_by_metadata, "its fields carry no metadata"),
     ("04.static_and_traced", split_by_leaves, "holds None and is missing from the traced fields"),
     (
@@ -408,11 +408,64 @@ FIXED: list[tuple[str, Callable[..., Any], Callable[..., Any]]] = [
 ]
 
 
+NAMED: dict[str, dict[str, str]] = {
+    "04.dense": {
+        "stores `activation` as a leaf, and `jit` cannot trace a string": (
+            "'tanh' is a leaf, so the field activation is traced, and jit cannot trace a string"
+        ),
+        "stores `use_bias` as a leaf, so it is traced": (
+            "True is a leaf, so the field use_bias is traced"
+        ),
+        "leaves the class unregistered": "JAX sees a Dense as one opaque leaf",
+        "marks the weights static: arrays are never static (Pitfall 8)": "an array field is static",
+        "keeps a bias when `use_bias=False`": "gave the same result as with the bias",
+    },
+    "04.fixed_mlp": {
+        "makes `scale` static, so every new scale compiles again": (
+            "scale is not a leaf: it is static, so every new scale compiles a new program"
+        ),
+        "leaves `depth` a leaf, so it is traced": "2 is a leaf, so the field depth is traced",
+        "leaves the bug in place: `act` is still a leaf": (
+            "so the field act is traced, and jit cannot trace a string"
+        ),
+    },
+    "04.frozen_config": {
+        "uses a plain `@dataclass`, which cannot be hashed (Pitfall 7)": (
+            "the class's __hash__ is None"
+        ),
+        "keeps `hidden` as the list it was given": "hidden was given as a list and kept as one",
+        "uses `unsafe_hash` on a class that can still change": (
+            "the config can change after jit has used it as a cache key"
+        ),
+        "compares by identity, so equal configs are not equal": (
+            "built separately, are not equal (==)"
+        ),
+    },
+    "04.static_and_traced": {
+        "reads field metadata that some registered classes do not carry": (
+            "its fields carry no metadata"
+        ),
+        "decides by the leaves, missing a traced field that holds `None`": (
+            "holds None and is missing from the traced fields"
+        ),
+        "returns key paths instead of field names": (
+            "'.scale', a key path written out as text, where the field's name"
+        ),
+        "sorts the names instead of keeping their declaration order": (
+            "the right names, in another order"
+        ),
+    },
+}
+"""Each mistake an exercise names (``Exercise.mistakes``), with the text that the hint of its wrong
+answer in ``WRONG`` pins."""
+
+
 class TestLesson04(LessonChecks):
     ids = LESSON_04
     points = 9
     right = RIGHT
     wrong = WRONG
+    named = NAMED
     also_right = ALSO_RIGHT
     fixed = FIXED
 

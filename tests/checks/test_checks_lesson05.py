@@ -308,8 +308,8 @@ WRONG: list[tuple[str, Callable[..., Any], str]] = [
     ),
     ("05.make_step", make_step_static_lr, "lr is a static argument"),
     ("05.make_step", make_step_without_jit, "Nothing you jitted was compiled"),
-    ("05.make_step", make_step_numpy_lr, "lr = 1 arrived as int32[] weakly typed"),
     ("05.make_step", make_step_uphill, "step added lr * grads"),
+    ("05.make_step", make_step_numpy_lr, "lr = 1 arrived as int32[] weakly typed"),
     ("05.pad_to_bucket", pad_nothing, "compiled 10 times, expected 3"),
     (
         "05.pad_to_bucket",
@@ -424,11 +424,67 @@ FIXED: list[tuple[str, Callable[..., Any], Callable[..., Any]]] = [
 ]
 
 
+NAMED: dict[str, dict[str, str]] = {
+    "05.make_step": {
+        "a plain `jax.jit`: Python and JAX learning rates compile separately (Pitfall 11)": (
+            "compiled 3 times, expected 1"
+        ),
+        "converts `lr` inside the jitted function, too late": (
+            "Converting lr inside the jitted function comes too late"
+        ),
+        "makes `lr` a static argument": "lr is a static argument",
+        "does not jit at all": "Nothing you jitted was compiled",
+        "adds `lr * grads` instead of subtracting it": "step added lr * grads",
+    },
+    "05.pad_to_bucket": {
+        "does not pad, so every batch size compiles": "compiled 10 times, expected 3",
+        "pads to the largest bucket instead of the smallest that fits": (
+            "for a batch of 3 rows, you padded to 32, but a smaller bucket of [8, 16, 32] also "
+            "holds"
+        ),
+        "takes the first bucket that fits, though the buckets are not sorted": "are not sorted",
+        "pads a batch that already fills a bucket to the next one": (
+            "for a batch of 8 rows, you padded to 16, but a smaller bucket of [8, 16, 32]"
+        ),
+        "makes a float mask instead of a boolean one": "the mask has dtype float32",
+        "pads with float64 zeros, which changes the dtype": "has dtype float64, expected int32",
+        "puts the padding in front": "the padding comes first",
+        "returns instead of raising `ValueError` when no bucket fits": (
+            "fits no bucket: pad_to_bucket returned, expected it to raise ValueError"
+        ),
+    },
+    "05.init_state": {
+        "starts with the parameters only, so later states gain keys (Pitfall 5)": (
+            "The state gained or lost the keys {'loss_avg', 'step', 'velocity'} after the first "
+            "step"
+        ),
+        "leaves out the velocity": "gained or lost the keys {'velocity'}",
+        "starts with Python numbers, which are weakly typed (Pitfall 11)": (
+            "At state['loss_avg'] the first state held a Python number"
+        ),
+        "counts steps in a float": "leaf ['step'] has dtype float32, expected int32",
+    },
+    "05.make_scaled": {
+        "jits a fresh function every time `make_scaled` is called": "compiled 6 times, expected 2",
+        "jits a new lambda on every call (Pitfall 12)": (
+            "a new lambda, partial or def is a new cache key"
+        ),
+        "makes `factor` a static argument": "factor is a static argument",
+        "keeps one jitted function for every `f`": (
+            "make_scaled(energy) gave the results of make_scaled(squash)"
+        ),
+    },
+}
+"""Each mistake an exercise names (``Exercise.mistakes``), with the text that the hint of its wrong
+answer in ``WRONG`` pins."""
+
+
 class TestLesson05(LessonChecks):
     ids = LESSON_05
     points = 10
     right = RIGHT
     wrong = WRONG
+    named = NAMED
     also_right = ALSO_RIGHT
     fixed = FIXED
     grading_seeds = (1,)

@@ -537,11 +537,92 @@ COURSE_VERSIONS = [
 # --- the checks -----------------------------------------------------------------------------------
 
 
+NAMED: dict[str, dict[str, str]] = {
+    "06.momentum_step": {
+        "moves the parameters with the old velocity": "moved with the old velocity",
+        "averages the gradients into the velocity (dampened momentum)": (
+            "averages the gradients, beta * v + (1 - beta) * g"
+        ),
+        "puts the learning rate inside the velocity": "has the learning rate inside",
+        "returns the velocity as a list of leaves": "the new velocity has another structure",
+        "swaps the two results": "the two results are swapped",
+        "returns the velocity that came in": "the velocity returned is the one that came in",
+        "returns a list instead of a tuple": "returned a list, not a tuple",
+    },
+    "06.adam_init": {
+        "returns a plain tuple instead of the state class": "the state is a plain tuple",
+        "keeps the count as a Python int": "the count in the state is 0, a Python int",
+        "makes float32 moments for float16 parameters": (
+            "leaf .mu['w'] has dtype float32, expected float16"
+        ),
+        "builds the moments as lists of leaves": "the state's mu has another structure",
+        "returns the course's own `AdamState`, whose fields differ": (
+            "with the fields learning_rate, count, mu, nu"
+        ),
+    },
+    "06.adam_step": {
+        "leaves out the bias correction": "Adam without bias correction",
+        "corrects with the count from before the step": (
+            "the count from before this step (off by one)"
+        ),
+        "adds one to a count already increased": (
+            "count + 1 after the count was already increased (off by one)"
+        ),
+        "puts `eps` inside the square root": "eps went inside the square root",
+        "does not increase the count": "the new state's count is 0, expected 1",
+        "returns a plain tuple as the new state": "the new state is a plain tuple",
+    },
+    "06.save_checkpoint": {
+        "names the entries `arr_0`, `arr_1`, ... by position": "named arr_0, arr_1",
+        "names the entries by something other than the leaves' key paths": (
+            "which is not the key path of a leaf"
+        ),
+        "adds `.npz` to a path that already ends in it": "the folder holds ['layer.npz.npz']",
+        "writes entries for `None` subtrees": (
+            "the file holds pickled Python objects, not plain arrays (in the entries [1], [2]['a'])"
+        ),
+    },
+    "06.restore_checkpoint": {
+        "does not check the structure, and fails with `KeyError`": "raised KeyError",
+        "checks the names but not the shapes": (
+            "returned a tree, but the entry ['params']['b'] has another shape"
+        ),
+        "raises an error that does not say where the trees differ": "but not where",
+        "fills the leaves in the sorted order of the names": "in the wrong places",
+    },
+    "06.train_loop": {
+        (
+            "creates the optimizer state inside the loop, so the carry changes structure "
+            "(Pitfall 15)"
+        ): "the carry of lax.scan came out with another structure",
+        "lets a leaf of the carry change dtype": (
+            "a leaf of the carry changed dtype inside the loop: at carry[0][0].w"
+        ),
+        "lets a leaf of the carry change shape": (
+            "a leaf of the carry changed shape inside the loop: at carry[1]['b']"
+        ),
+        "starts a float32 velocity for bfloat16 parameters": (
+            "the velocity: the leaf [0].w is float32, expected bfloat16"
+        ),
+        "loops in Python instead of with `lax.scan`": "the traced program holds no loop",
+        "records the loss after each step instead of before it": (
+            "losses differ from the expected values (largest difference 1.06), though the params"
+        ),
+        "turns the losses into Python floats, which fails under `jit`": (
+            "train_loop runs without jit and fails under it"
+        ),
+    },
+}
+"""Each mistake an exercise names (``Exercise.mistakes``), with the text that the hint of its wrong
+answer in ``WRONG`` pins."""
+
+
 class TestLesson06(LessonChecks):
     ids = LESSON_06
     points = 14
     right = RIGHT
     wrong = WRONG
+    named = NAMED
     also_right = ALSO_RIGHT
     fixed = FIXED
 

@@ -265,6 +265,45 @@ FIXED: list[tuple[str, Any, Any]] = [
 ]
 
 
+NAMED: dict[str, dict[str, str]] = {
+    "08.guarded_step": {
+        "uses a Python `if` on a traced value": "Python `if`",
+        "has `lax.cond` branches whose dtypes differ (Pitfall 21)": "return different dtypes",
+        "steps even when a gradient holds a NaN or an inf": "a gradient leaf holds a NaN or an inf",
+    },
+    "08.scan_layers": {
+        "loops over the layers in Python, unrolling every one": "tanh outside any scan",
+        "returns the stacked outputs instead of the final carry": "(scan's ys)",
+    },
+    "08.clip_per_leaf": {
+        "returns a bare tree from the backward rule (Pitfall 22)": (
+            "Called on its own, yours returns a dict"
+        ),
+        "changes the forward value instead of passing `params` through": (
+            "the forward value is not params unchanged"
+        ),
+        "clips by the global norm instead of each leaf on its own": (
+            "computed from the norm of the whole tree"
+        ),
+    },
+    "08.ensemble_predict": {
+        "maps over the shared parameters too": (
+            "Its in_axes maps the shared scale over the member axis too"
+        ),
+        "puts the member axis last instead of first": "the member axis is not first",
+    },
+    "08.scaled_updates": {
+        "maps over the gradients first, so the prefix tree of rates is not the first tree": (
+            "raised given the prefix lrs"
+        ),
+        "climbs: the update is `-lr * g`": "the updates point uphill",
+        "returns float32 updates for bfloat16 gradients": "has dtype float32, expected bfloat16",
+    },
+}
+"""Each mistake an exercise names (``Exercise.mistakes``), with the text that the hint of its wrong
+answer in the ``wrong`` table pins."""
+
+
 class TestLesson08(LessonChecks):
     ids = LESSON_08
     points = 13
@@ -285,11 +324,11 @@ class TestLesson08(LessonChecks):
     wrong = (
         ("08.guarded_step", guarded_with_python_if, "Python `if`"),
         ("08.guarded_step", guarded_without_cast, "return different dtypes"),
-        ("08.guarded_step", guarded_branch_of_leaves, "return trees of different structures"),
         ("08.guarded_step", guarded_always_steps, "a gradient leaf holds a NaN or an inf"),
+        ("08.guarded_step", guarded_branch_of_leaves, "return trees of different structures"),
         ("08.scan_layers", scan_python_loop, "tanh outside any scan"),
-        ("08.scan_layers", scan_with_one_bias, "differ in their leading axis"),
         ("08.scan_layers", scan_returning_ys, "(scan's ys)"),
+        ("08.scan_layers", scan_with_one_bias, "differ in their leading axis"),
         ("08.clip_per_leaf", clip_bare_tree, "Called on its own, yours returns a dict"),
         ("08.clip_per_leaf", clip_forward_values, "the forward value is not params unchanged"),
         ("08.clip_per_leaf", clip_by_global_norm, "computed from the norm of the whole tree"),
@@ -303,6 +342,7 @@ class TestLesson08(LessonChecks):
         ("08.scaled_updates", updates_uphill, "the updates point uphill"),
         ("08.scaled_updates", updates_in_float32, "has dtype float32, expected bfloat16"),
     )
+    named = NAMED
     fixed = FIXED
 
 

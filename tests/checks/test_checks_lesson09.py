@@ -259,9 +259,9 @@ RIGHT: dict[str, Callable[..., Any]] = {
 WRONG: list[tuple[str, Callable[..., Any], str]] = [
     ("09.decay_mask", decay_mask_default_keystr, "no leaf is True"),
     ("09.decay_mask", decay_mask_substring, "'w' only occurs in its last part, 'w_mean'"),
-    ("09.decay_mask", decay_mask_endswith, "its name only ends in 'w'"),
     ("09.decay_mask", decay_mask_by_ndim, "not the names"),
     ("09.decay_mask", decay_mask_dropping_none, "structure differs"),
+    ("09.decay_mask", decay_mask_endswith, "its name only ends in 'w'"),
     ("09.freeze_group", freeze_group_startswith, "its name only starts with 'encoder'"),
     ("09.freeze_group", freeze_group_nothing, "every leaf moved"),
     ("09.freeze_group", freeze_group_inverted, "the wrong group stayed still"),
@@ -330,11 +330,57 @@ FIXED: list[tuple[str, Callable[..., Any], Callable[..., Any]]] = [
 ]
 
 
+NAMED: dict[str, dict[str, str]] = {
+    "09.decay_mask": {
+        "writes the rule against `keystr`'s default format (Pitfall 26)": "no leaf is True",
+        "looks for a substring instead of the last part of the name": (
+            "'w' only occurs in its last part, 'w_mean'"
+        ),
+        "decides by the number of dimensions, not by the names": "not the names",
+        "drops the `None` subtrees, so the mask's structure differs (Pitfall 23)": (
+            "structure differs"
+        ),
+    },
+    "09.freeze_group": {
+        "freezes by `name.startswith`, which catches other groups too": (
+            "its name only starts with 'encoder'"
+        ),
+        "freezes nothing": "every leaf moved",
+        "freezes the wrong group": "the wrong group stayed still",
+        "reads the group from `keystr`'s default format": "keystr's default format",
+    },
+    "09.split_by_mask": {
+        "swaps the two halves": "the two halves are swapped",
+        "fills the placeholders with zeros instead of `None`": "some placeholders are zeros",
+        "drops keys instead of keeping `None` placeholders": "a container lost its keys",
+        "returns one tree instead of a pair": "where a pair (selected, rest) was expected",
+    },
+    "09.group_sgd": {
+        "gives every leaf the first group's rate": "every leaf took the first group's rate",
+        "steps uphill": "the steps go uphill",
+        "reads the group from the wrong part of the name": "the wrong part of the name",
+        "looks the rate up by the whole path in `keystr`'s default format (a `KeyError`)": (
+            "rates has the keys ['embed', 'encoder', 'encoder_norm', 'head', 'extra'], and the key"
+        ),
+    },
+    "09.count_by_group": {
+        "leaves out a group without leaves, which has 0 parameters": (
+            "which hold no leaves, are missing from the result"
+        ),
+        "counts leaves instead of parameters": "those are the numbers of leaves",
+        "shares the counts out to the wrong groups": "shared out wrongly",
+    },
+}
+"""Each mistake an exercise names (``Exercise.mistakes``), with the text that the hint of its wrong
+answer in ``WRONG`` pins."""
+
+
 class TestLesson09(LessonChecks):
     ids = LESSON_09
     points = 11
     right = RIGHT
     wrong = WRONG
+    named = NAMED
     fixed = FIXED
     # Written differently (flatten/unflatten, the key classes, optax): fair grading accepts them.
     also_right = [
