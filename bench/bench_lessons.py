@@ -5,6 +5,7 @@
     .venv/bin/python bench/bench_lessons.py notebooks/06_*.ipynb
     .venv/bin/python bench/bench_lessons.py --in-process     # no kernels: IPython, a process each
     .venv/bin/python bench/bench_lessons.py --slowest 10     # each notebook's ten slowest cells
+    .venv/bin/python bench/bench_lessons.py --against-cpu    # each lesson on the CPU backend too
 
 Each notebook runs top to bottom in a new kernel, as ``make notebooks`` runs it, and nothing is
 written. The time is from the first code cell's start to the last one's end (the kernel's start
@@ -13,13 +14,18 @@ to look. The machine's load is shown, since these machines are shared: compare r
 invocation, not of two. A notebook whose cell fails (with ``COURSE_STRICT_CHECKS=1``, a self-check
 that does not pass) is a FAILED row with the reason, the others still run, and the exit status is 1.
 
-With ``--in-process`` no kernel starts (a machine without inet sockets, such as the device tool's
-TPU machine, where also one program at a time may hold the chip): each notebook runs in a new
+With ``--in-process`` no kernel starts (a machine without inet sockets, such as a TPU host, where
+also one program at a time may hold the chip): each notebook runs in a new
 Python process of its own, one after another, in an IPython shell, as a kernel would run it from a
 fresh start: neither JAX nor ``course_lib`` is imported before the first cell. JAX's backend starts
 in the cell that first needs it, after the cells that set XLA's flags and platforms (lesson 07's),
 and its start is shown apart and left out of that cell's seconds. A cell tagged
 ``raises-exception`` may raise there; any other that raises fails its notebook.
+
+With ``--against-cpu`` each lesson (not the solutions) runs again, right after, on the same
+machine's CPU backend (``JAX_PLATFORMS=cpu``), and its seconds are shown as a ratio to the CPU's:
+on an accelerator the goal is a lesson at most 1.3 times its CPU backend, since the machine's
+host, not the course, sets the CPU's seconds. Its slowest cells show both seconds.
 """
 
 import argparse
@@ -31,7 +37,7 @@ import re
 import statistics
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -46,6 +52,7 @@ from course_tools.authoring.execute import (
 )
 
 TARGET_S = 8.0
+TARGET_RATIO = 1.3  # on an accelerator: a lesson's cells against the same machine's CPU backend
 
 
 def first_line(source: str, width: int = 32) -> str:
@@ -146,11 +153,12 @@ def run_here(path: Path, compiles: bool) -> dict[str, object]:
     }
 
 
-def run_in_new_process(path: Path, compiles: bool) -> tuple[Timing, float, list]:
-    """Run one notebook in a new Python process (`run_here` there): its timing, its backend's
-    start in seconds, and its compiles."""
+def run_in_new_process(path: Path, compiles: bool, cpu: bool) -> tuple[Timing, float, list]:
+    """Run one notebook in a new Python process (`run_here` there), on the CPU backend if
+    ``cpu``: its timing, its backend's start in seconds, and its compiles."""
     argv = [sys.executable, __file__, "--child", str(path)] + (["--compiles", "1"] * compiles)
-    done = subprocess.run(argv, capture_output=True, text=True)
+    env = {**os.environ, "JAX_PLATFORMS": "cpu"} if cpu else None
+    done = subprocess.run(argv, capture_output=True, text=True, env=env)
     said = json.loads(done.stdout.splitlines()[-1]) if done.stdout.strip() else {}
     if "error" in said or done.returncode:
         raise NotebookExecutionError(said.get("error") or done.stderr.strip()[-1500:])
@@ -161,6 +169,34 @@ def run_in_new_process(path: Path, compiles: bool) -> tuple[Timing, float, list]
         differing=tuple(map(tuple, said["differing"])),
     )
     return timing, said["backend"], [tuple(c) for c in said["compiles"]]
+
+
+def run_in_kernel(path: Path, cpu: bool) -> tuple[Timing, float, list]:
+    """Run one notebook in a fresh kernel, on the CPU backend if ``cpu`` (the kernel inherits
+    this process's environment): its timing."""
+    before = os.environ.get("JAX_PLATFORMS")
+    if cpu:
+        os.environ["JAX_PLATFORMS"] = "cpu"
+    try:
+        return execute_notebook(path, write=False), 0.0, []
+    finally:
+        if before is None:
+            os.environ.pop("JAX_PLATFORMS", None)
+        else:
+            os.environ["JAX_PLATFORMS"] = before
+
+
+def is_lesson(path: Path) -> bool:
+    return path.parent.name == "notebooks" and re.match(r"\d\d_", path.name) is not None
+
+
+def cell_medians(timings: Iterable[Timing]) -> dict[int, float]:
+    """Each code cell's median seconds over runs, by its index."""
+    per_cell: dict[int, list[float]] = {}
+    for timing in timings:
+        for index, seconds in timing.per_cell:
+            per_cell.setdefault(index, []).append(seconds)
+    return {index: statistics.median(seconds) for index, seconds in per_cell.items()}
 
 
 def main() -> int:
@@ -182,6 +218,11 @@ def main() -> int:
     parser.add_argument(
         "--slowest", type=int, default=3, metavar="N", help="how many of the slowest cells to show"
     )
+    parser.add_argument(
+        "--against-cpu",
+        action="store_true",
+        help=f"each lesson again on the CPU backend: the ratio, against {TARGET_RATIO:g}x",
+    )
     parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)  # run_in_new_process's
     args = parser.parse_args()
     if args.child:
@@ -198,55 +239,73 @@ def main() -> int:
     load = os.getloadavg()[0]
     if args.in_process:
         os.environ.setdefault("MPLBACKEND", "Agg")
-        execute: Callable[[Path], tuple[Timing, float, list]] = functools.partial(
+        execute: Callable[..., tuple[Timing, float, list]] = functools.partial(
             run_in_new_process, compiles=args.compiles > 0
         )
         print("Each notebook in a new process; JAX's backend start is shown apart.\n")
         start = "backend's start, apart"
     else:
-        execute = lambda path: (execute_notebook(path, write=False), 0.0, [])
+        execute = run_in_kernel
         print(
             f"JAX's backend starts in {backend_start_elsewhere():.1f} s in a new process (imports "
             "included): each kernel's first JAX cell includes it.\n"
         )
         start = "with kernel start"
-    print(f"| notebook | cells (s) | {start} (s) | slowest cells (s) | <= 8 s |")
-    print("|---|---|---|---|---|")
-    missed = 0
+    if args.against_cpu:
+        print(
+            f"| notebook | cells (s) | {start} (s) | CPU cells (s) | ratio | slowest cells "
+            f"(s; CPU's after /) | <= {TARGET_RATIO:g}x CPU |"
+        )
+        print("|---|---|---|---|---|---|---|")
+    else:
+        print(f"| notebook | cells (s) | {start} (s) | slowest cells (s) | <= 8 s |")
+        print("|---|---|---|---|---|")
+    missed = compared = 0
     failed = []
     compiled = []
     differing = []
     for path in paths:
         name = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
+        against_cpu = args.against_cpu and is_lesson(path)
         try:
-            runs = [execute(path) for _ in range(args.repeats)]
+            runs = [execute(path, cpu=False) for _ in range(args.repeats)]
+            cpu_runs = [execute(path, cpu=True) for _ in range(args.repeats * against_cpu)]
         except NotebookExecutionError as error:
             failed.append(name)
             reason = " ".join(str(error).split())[:300].replace("|", "/")
-            print(f"| {name} | FAILED | | {reason} | |", flush=True)
+            gap = " | |" if args.against_cpu else ""
+            print(f"| {name} | FAILED | |{gap} {reason} | |", flush=True)
             continue
         timings = [timing for timing, _, _ in runs]
         cells = statistics.median(t.cells for t in timings)
         beside = statistics.median(
             backend if args.in_process else timing.total for timing, backend, _ in runs
         )
-        per_cell: dict[int, list[float]] = {}
-        for timing in timings:
-            for index, seconds in timing.per_cell:
-                per_cell.setdefault(index, []).append(seconds)
+        per_cell, cpu_per_cell = cell_medians(timings), cell_medians(t for t, _, _ in cpu_runs)
         nb = read_notebook(path)
-        slowest = sorted(per_cell, key=lambda i: -statistics.median(per_cell[i]))[: args.slowest]
+        slowest = sorted(per_cell, key=lambda i: -per_cell[i])[: args.slowest]
         shown = "; ".join(
-            f"{cell_label(nb.cells[i], i)} `{first_line(nb.cells[i].source)}` "
-            f"{statistics.median(per_cell[i]):.1f}"
+            f"{cell_label(nb.cells[i], i)} `{first_line(nb.cells[i].source)}` {per_cell[i]:.1f}"
+            + (f"/{cpu_per_cell[i]:.1f}" if i in cpu_per_cell else "")
             for i in slowest
         )
-        ok = cells <= TARGET_S
-        missed += not ok
-        print(
-            f"| {name} | {cells:.1f} | {beside:.1f} | {shown} | {'yes' if ok else 'NO'} |",
-            flush=True,
-        )
+        if against_cpu:
+            cpu_cells = statistics.median(t.cells for t, _, _ in cpu_runs)
+            ratio = cells / cpu_cells
+            ok = ratio <= TARGET_RATIO
+            compared += 1
+            missed += not ok
+            row = (
+                f"{cells:.1f} | {beside:.1f} | {cpu_cells:.1f} | {ratio:.2f}x | {shown} | "
+                f"{'yes' if ok else 'NO'}"
+            )
+        elif args.against_cpu:  # a solution: no goal of its own on an accelerator
+            row = f"{cells:.1f} | {beside:.1f} | - | - | {shown} | -"
+        else:
+            ok = cells <= TARGET_S
+            missed += not ok
+            row = f"{cells:.1f} | {beside:.1f} | {shown} | {'yes' if ok else 'NO'}"
+        print(f"| {name} | {row} |", flush=True)
         if args.compiles:
             compiled.append(f"- {name}: {compile_summary(runs[0][2], args.compiles)}")
         if timings[0].differing:
@@ -254,10 +313,11 @@ def main() -> int:
                 f"- {name}, {cell_label(nb.cells[i], i)}: {' '.join(text.split())[:160]!r}"
                 for i, text in timings[0].differing
             ]
+    goal = f"of {compared} lessons against the CPU, over {TARGET_RATIO:g}x"
     print(
-        f"\n{len(paths)} notebooks, median of {args.repeats} run(s) each; {missed} over "
-        f"{TARGET_S:g} s; {len(failed)} failed; load (1 min) before {load:.2f}, after "
-        f"{os.getloadavg()[0]:.2f}"
+        f"\n{len(paths)} notebooks, median of {args.repeats} run(s) each; {missed} "
+        f"{goal if args.against_cpu else f'over {TARGET_S:g} s'}; {len(failed)} failed; load "
+        f"(1 min) before {load:.2f}, after {os.getloadavg()[0]:.2f}"
     )
     if compiled:
         print("\nXLA compiles (of each notebook's first run):\n" + "\n".join(compiled))

@@ -21,7 +21,7 @@ faster of the two is the reference.
 import os
 import sys
 
-# OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE, when set, slow NumPy down on this project's machines. They
+# OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE, when set, slow NumPy down on some machines. They
 # are read when NumPy loads OpenBLAS, so they have to go before the first import of NumPy (JAX
 # imports it too). Only this process's environment changes; the change is printed in the header.
 _OPENBLAS_VARS = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
@@ -59,7 +59,7 @@ REF_1 = "ref: numpy add, 1 thread"
 REF_2 = "ref: numpy add, 2 threads"
 ONE_BUFFER = "jax: one donated buffer"
 
-# Targets from the issue, checked on course_lib's best path, the flat one.
+# The bench's targets, checked on course_lib's best path, the flat one.
 TARGET_X_REF = 1.3  # flat time <= 1.3 x the bandwidth reference, on every tree
 TARGET_X_ONE_BUFFER = 1.1  # flat time <= 1.1 x one jitted donated update of one device buffer
 TARGET_X_OPTAX_MANY_LEAVES = 10.0  # optax time >= 10 x flat time on the 2,000-leaf tree

@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
-# Fetch, here, the wheels that bench/device_check.sh installs on a device machine that has no
-# package index of ours, at the versions of the course's uv.lock, for x86-64 Linux. They go to
-# .whl/ (git-ignored), which the device call carries.
+# Fetch, here, the wheels that bench/device_check.sh installs on an accelerator host that has its
+# own JAX and no package index, at the versions of the course's uv.lock, for x86-64 Linux. They go
+# to .whl/ (git-ignored), which goes to the host with the checkout.
 #
 #   bash bench/device_wheels.sh            # a GPU machine: CPython 3.12 wheels of Jupyter's packages
 #   bash bench/device_wheels.sh tpu        # a TPU machine: CPython 3.11 wheels of all the course needs
 #
 # The GPU image has JAX, pytest, pytest-xdist, hypothesis, matplotlib, optax, Orbax, rich, psutil
 # and their kin, but no Jupyter: its wheels are ipykernel, nbclient, nbformat and ipywidgets with
-# every package they need that the image lacks. The TPU image (the device tool's KINDS.md) has JAX,
+# every package they need that the image lacks. The TPU host (Python 3.11, no inet socket) has JAX,
 # jaxlib, libtpu, NumPy, SciPy, pytest, pytest-benchmark and hypothesis, and nothing else the course
 # uses: its wheels are the course's own dependencies that the lessons and in-process tests import
 # (no Jupyter kernel can start there), IPython for the lessons, and all they need beside those.
@@ -35,9 +35,9 @@ ROOTS = {
         "psutil", "traitlets",
     ],
 }
-# Never carried: what each image already has (the TPU's JAX and test runner stay the machine's), and
-# on the TPU, whose carry must stay under the device tool's 64 MiB, what no import there needs.
-NOT_CARRIED = {
+# Never fetched: what each host already has (the TPU's JAX and test runner stay the machine's), and
+# on the TPU, to keep the wheels small, what no import there needs.
+NOT_FETCHED = {
     "gpu": {
         "attrs", "certifi", "charset-normalizer", "idna", "jinja2", "markupsafe", "numpy",
         "packaging", "pillow", "psutil", "pygments", "python-dateutil", "pyyaml", "requests",
@@ -68,7 +68,7 @@ for entry in tomllib.load(open("uv.lock", "rb"))["package"]:
 wanted, todo = set(), list(ROOTS[machine])
 while todo:
     name = todo.pop()
-    if name in wanted or name in NOT_CARRIED[machine]:
+    if name in wanted or name in NOT_FETCHED[machine]:
         continue
     wanted.add(name)
     for dep in packages[name].get("dependencies", []):

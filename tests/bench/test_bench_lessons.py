@@ -55,3 +55,25 @@ def test_a_process_that_has_jax_already_is_refused(tmp_path: Path) -> None:
     spec.loader.exec_module(bench)
     with pytest.raises(RuntimeError, match="JAX was imported before the notebook"):
         bench.run_here(_notebook(tmp_path / "probe.ipynb"), compiles=False)
+
+
+def test_against_cpu_times_each_lesson_again_on_the_cpu_and_gives_the_ratio(
+    tmp_path: Path,
+) -> None:
+    lessons = tmp_path / "notebooks"
+    lessons.mkdir()
+    lesson = _notebook(lessons / "01_probe.ipynb")
+    solution = _notebook(tmp_path / "01_probe.ipynb")  # not a lesson: no CPU run, no ratio
+    argv = [sys.executable, str(BENCH), "--in-process", "--against-cpu", str(lesson), str(solution)]
+    done = subprocess.run(argv, capture_output=True, text=True, check=True, timeout=240)
+    rows = {line.split(" | ")[0]: line.split(" | ") for line in done.stdout.splitlines()}
+    header = rows["| notebook"]
+    assert header[3:5] == ["CPU cells (s)", "ratio"] and header[-1] == "<= 1.3x CPU |"
+    cells, _, cpu_cells, ratio = rows[f"| {lesson}"][1:5]
+    # The ratio of the unrounded seconds, within what rounding to 0.1 s leaves of them.
+    low = (float(cells) - 0.05) / (float(cpu_cells) + 0.05)
+    high = (float(cells) + 0.05) / max(float(cpu_cells) - 0.05, 1e-9)
+    assert ratio.endswith("x") and low <= float(ratio[:-1]) <= high
+    solution_row = rows[f"| {solution}"]
+    assert solution_row[3:5] == ["-", "-"] and solution_row[-1] == "- |"
+    assert "of 1 lessons against the CPU, over 1.3x" in done.stdout

@@ -4,6 +4,7 @@ own environment (the way the script reviews itself without a device)."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -55,8 +56,45 @@ def test_a_step_past_its_time_is_stopped_and_says_so(tmp_path: Path) -> None:
     )
     assert status == 1
     assert "device_check: stopped after 1 s, all the time this step had" in printed
-    assert "tests logged: 0 passed, 0 failed" in printed
+    assert "tests: CUT: 0 of " in printed  # of 1, or of an unknown number if collecting was cut
     assert "done: FAILURES above" in printed
+
+
+def test_a_failing_report_hook_does_not_end_the_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As on a machine whose hypothesis imports a package that warns on import, to report a
+    failure, under the tests' ``filterwarnings = error``: pytest's INTERNALERROR ended the run."""
+    (tmp_path / "pytest.ini").write_text("[pytest]\nfilterwarnings = error\n", encoding="utf-8")
+    (tmp_path / "warns_on_import.py").write_text(
+        "import warnings\n\n"
+        "warnings.warn('an old API of ours is deprecated', DeprecationWarning)\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "imports_to_report.py").write_text(
+        "import pytest\n\n\n"
+        "@pytest.hookimpl(hookwrapper=True)\n"
+        "def pytest_runtest_makereport(item, call):\n"
+        "    report = (yield).get_result()\n"
+        "    if report.failed:\n"
+        "        import warns_on_import\n",
+        encoding="utf-8",
+    )
+    tests = tmp_path / "test_three.py"
+    tests.write_text(
+        "def test_fails():\n    assert 1 == 2\n\n\ndef test_passes():\n    pass\n\n\n"
+        "def test_fails_too():\n    assert 'a' == 'b'\n",
+        encoding="utf-8",
+    )
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    monkeypatch.setenv("PYTEST_PLUGINS", "imports_to_report")
+    status, printed = _device_check(tmp_path, STEPS="tests", TESTS=str(tests))
+    assert status == 1
+    failed = re.findall(r"^FAILED \S*test_three\.py::(\w+)", printed, re.MULTILINE)
+    assert failed == ["test_fails", "test_fails_too"]
+    assert "tests: all 3 collected ran: 1 passed, 2 failed, 0 skipped" in printed
+    log = (tmp_path / "out" / "tests.log").read_text(encoding="utf-8")
+    assert "a plugin's report hook raised" in log and "an old API of ours" in log
 
 
 def test_steps_after_the_calls_time_do_not_start(tmp_path: Path) -> None:
