@@ -70,14 +70,15 @@ Adding the exercises of a lesson (say 02):
    answer calls an earlier exercise's function, list it in ``uses`` and give that exercise a
    ``stand_in`` (a JAX version of its reference that works under ``jit``). Name in ``mistakes``,
    a few words each, the typical wrong answers your judge meets with a targeted hint (the
-   facilitator's guide lists them for instructors), no more of them than step 4 tests.
+   facilitator's guide lists them for instructors), each one a wrong answer that step 4 tests.
 3. In ``solutions/02_*.ipynb``: the exercise cell (metadata ``{"course": {"exercise": id}}``,
    solution between ``### BEGIN SOLUTION`` / ``### END SOLUTION``), then a check cell (metadata
    ``{"course": {"check": id}}``) with ``check(id, name)``, and ``progress("02")`` last.
 4. Add ``tests/checks/test_checks_lesson02.py`` with a subclass of ``LessonChecks`` from
    ``tests/exercise_support.py``: the lesson's right answers and its typical wrong answers, each
    with the text its hint must hold (not attempted, correct, the grading cases and the hints are
-   then tested). The course-wide grader test in ``tests/grade/test_grade.py`` grades the new
+   then tested), and ``named``, which links each of the exercise's ``mistakes`` to its wrong
+   answer by that text. The course-wide grader test in ``tests/grade/test_grade.py`` grades the new
    solution and exercise notebooks by itself.
 """
 
