@@ -362,6 +362,32 @@ def test_pitfall_index_links_every_numbered_pitfall_heading(html_dir: Path) -> N
         assert " ".join(html_text(section.group(1)).split()) == f"Pitfall {number}: {title}"
 
 
+CODE_COLUMNS = 85
+"""The characters of a code line that the site's content column shows whole on a 1366 px laptop
+screen (14 px DejaVu Sans Mono in 721 px; tests/browser/test_site_browser.py checks the lessons'
+pages there)."""
+
+
+def test_code_cells_fit_the_sites_column() -> None:
+    """Every line of the lessons' and the solutions' code cells (the exercises are made from the
+    solutions) fits the site's column, as the JAX documentation keeps its code near 80 columns;
+    hidden setup cells, which the site leaves out or folds, are not read."""
+    too_long = []
+    for folder in ("notebooks", "solutions"):
+        for path in sorted((ROOT / folder).glob("*.ipynb")):
+            for index, cell in enumerate(json.loads(path.read_text(encoding="utf-8"))["cells"]):
+                if cell["cell_type"] != "code" or cell["metadata"].get("jupyter", {}).get(
+                    "source_hidden"
+                ):
+                    continue
+                too_long += [
+                    f"{folder}/{path.name} cell {index}: {len(line)} characters: {line.strip()}"
+                    for line in _source(cell).splitlines()
+                    if len(line) > CODE_COLUMNS
+                ]
+    assert not too_long, f"code lines over {CODE_COLUMNS} characters:\n  " + "\n  ".join(too_long)
+
+
 def test_the_pitfall_index_and_the_api_page_show_what_a_reader_needs(html_dir: Path) -> None:
     """No instructions for the course's authors on the pitfall index, and no reST markup left
     unrendered (a literal that starts with a space shows its backticks) on the API page."""

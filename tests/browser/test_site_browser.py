@@ -186,14 +186,20 @@ _CUT_OUTPUTS_JS = """() => [...document.querySelectorAll('div.cell_output .outpu
     .map(pre => pre.textContent.trim().slice(0, 60))"""
 
 
+_CUT_CODE_JS = _CUT_OUTPUTS_JS.replace("div.cell_output .output pre", "div.cell_input pre")
+
+
 def _assert_reflows(page: Any, name: str) -> None:
     """On a laptop screen no output is cut off on the right: printed values and error messages
-    wrap, as JupyterLab wraps them. At 320 CSS px wide the page does not
+    wrap, as JupyterLab wraps them; nor is a lesson's code. At 320 CSS px wide the page does not
     scroll sideways (WCAG 2.1 1.4.10, reflow): only a code block, a wide table or a drawing in
     characters may, inside its own box."""
     page.set_viewport_size({"width": LAPTOP[0], "height": LAPTOP[1]})
     cut = page.evaluate(_CUT_OUTPUTS_JS)
     assert not cut, f"{name}: outputs cut off at {LAPTOP[0]} px:\n  " + "\n  ".join(cut)
+    if name.startswith("notebooks/"):  # the code cells of a lesson show whole
+        cut = page.evaluate(_CUT_CODE_JS)
+        assert not cut, f"{name}: code cut off at {LAPTOP[0]} px:\n  " + "\n  ".join(cut)
     page.set_viewport_size({"width": REFLOW_WIDTH, "height": 640})
     wide = page.evaluate("() => document.documentElement.scrollWidth")
     assert wide <= REFLOW_WIDTH, (
