@@ -69,6 +69,9 @@ _DRAWINGS = {
     ),
     "a layer over 8 devices": lambda: viz.draw_shardings(_placed(), columns=5),
     "bytes per device": lambda: viz.draw_device_bytes(_placed()),
+    "bytes per device in two layouts": lambda: viz.draw_device_bytes(
+        jax.device_put(_placed(), jax.devices("cpu")[0]), _placed(), names=("one device", "rules")
+    ),
 }
 
 

@@ -1,6 +1,7 @@
-"""The sharding pictures of course_lib.viz: each leaf's blocks with the devices that hold them, and
-bytes per device."""
+"""The sharding pictures of course_lib.viz: each leaf's blocks with the devices that hold them, in
+the colours JAX's own drawing gives them, and bytes per device, one layout or several."""
 
+import re
 from typing import Any
 
 import matplotlib
@@ -15,6 +16,7 @@ import pytest
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 from matplotlib.axes import Axes
+from matplotlib.colors import to_hex
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
@@ -116,3 +118,55 @@ def test_draw_device_bytes_into_given_axes(mesh: Mesh) -> None:
         viz.draw_device_bytes([jax.device_put(jnp.ones(2), NamedSharding(mesh, P()))], ax=ax) is fig
     )
     plt.close(fig)
+
+
+@pytest.mark.parametrize(
+    "spec", [P(None, "model"), P("model", None), P("data", "model"), P("data"), P()], ids=str
+)
+def test_draw_shardings_colours_each_block_as_jax_draws_it_with_device_colors(
+    mesh: Mesh, spec: P, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One scheme: JAX's own drawing with ``color_map=viz.DEVICE_COLORS`` gives every block the
+    colour that draw_shardings gives it (read from the background colours JAX prints)."""
+    leaf = jax.device_put(jnp.ones((8, 8)), NamedSharding(mesh, spec))
+    monkeypatch.setenv("FORCE_COLOR", "1")  # rich prints colours into the captured output,
+    monkeypatch.setenv("COLORTERM", "truecolor")  # as 24-bit ones
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    jax.debug.visualize_array_sharding(leaf, color_map=viz.DEVICE_COLORS)
+    printed = capsys.readouterr().out
+    seen = []  # JAX's blocks' backgrounds, in reading order, each once
+    for line in printed.splitlines():
+        for rgb in re.findall(r"48;2;(\d+);(\d+);(\d+)m", line):
+            color = "#" + "".join(f"{int(c):02x}" for c in rgb)
+            if color not in seen:
+                seen.append(color)
+    fig = viz.draw_shardings([leaf])
+    drawn = [
+        to_hex(patch.get_facecolor())
+        for patch in sorted(_rectangles(fig.axes[0]), key=lambda p: (p.get_y(), p.get_x()))
+    ]
+    assert seen and seen == list(dict.fromkeys(drawn)), (seen, drawn)
+
+
+def test_draw_device_bytes_compares_layouts_in_the_unit_of_its_labels(mesh: Mesh) -> None:
+    matrix = jnp.ones((32, 64))  # 8 KiB
+    replicated = {"w": jax.device_put(matrix, NamedSharding(mesh, P()))}
+    by_rules = {"w": jax.device_put(matrix, NamedSharding(mesh, P(None, "model")))}
+    fig = viz.draw_device_bytes(replicated, by_rules, names=("replicated", "by rules"))
+    ax = fig.axes[0]
+    bars = _rectangles(ax)
+    assert [round(b.get_height(), 2) for b in bars] == [8.0] * 8 + [2.0] * 8
+    assert ax.get_ylabel() == "KiB"
+    labels = [t.get_text() for t in ax.texts]
+    assert labels == ["8.0 KiB"] * 8 + ["2.0 KiB"] * 8
+    assert bars[0].get_hatch() != bars[8].get_hatch()  # told apart without colour too
+    legend = ax.get_legend()
+    assert legend is not None
+    assert [t.get_text() for t in legend.get_texts()] == ["replicated", "by rules"]
+    assert isinstance(fig, viz.DescribedFigure)
+    assert fig.description.startswith(
+        "Bar chart, bytes per device, replicated against by rules: "
+        "device 0: replicated 8.0 KiB, by rules 2.0 KiB; device 1: "
+    )
+    with pytest.raises(ValueError, match="names must name each of the 2 trees"):
+        viz.draw_device_bytes(replicated, by_rules)
