@@ -26,7 +26,8 @@ A check never waits on the room (but a kernel's first, joining from ``COURSE_ROO
 3 s for the join's answer, to say what happened): events go to a queue that one background thread
 empties, with a short timeout, retrying while the room does not answer. Nothing here raises into
 a check; when the room cannot be reached, the next check prints one notice, once per session.
-Standard library only.
+Standard library only, but for :func:`setup_failure`, which asks JAX whether it starts once a
+check has failed.
 """
 
 from __future__ import annotations
@@ -34,9 +35,11 @@ from __future__ import annotations
 import collections
 import http.client
 import json
+import math
 import os
 import secrets
 import socket
+import sys
 import threading
 import time
 import unicodedata
@@ -278,7 +281,7 @@ class RoomClient:
         the kernel is alive when they arrive, and a beat must never push one out of the queue);
         and the start of a check still running after :data:`START_AFTER_S` seconds."""
         told = None
-        last = time.monotonic()
+        last = -math.inf  # the first beat soon after the join: the room then knows it beats
         while not self._closed.wait(min(BEAT_S, START_AFTER_S)):
             now, started = time.monotonic(), self._started
             if started is not None and started is not told and now - started[1] >= START_AFTER_S:
@@ -668,6 +671,37 @@ def send_event(event: dict[str, Any]) -> None:
             print(notice)
     except Exception:  # noqa: BLE001 (the room must never break a check)
         return
+
+
+def setup_failure() -> str | None:
+    """For a check that raised before it could judge: when JAX cannot start a backend in this
+    kernel, what failed and what to do, in one short message, and the room told of a failed
+    setup (so that the dashboard names it so, not as the exercise's error); else ``None``. JAX
+    is imported here only, once a check has failed."""
+    try:
+        import jax
+
+        jax.devices()
+    except Exception as error:  # noqa: BLE001 (the diagnosis: whatever JAX raised)
+        platforms = os.environ.get("JAX_PLATFORMS", "")
+        told = str(error).strip().splitlines()[0] if str(error).strip() else ""
+        why = type(error).__name__ + (f": {told}" if told else "")
+        on = f" for JAX_PLATFORMS={platforms!r}" if platforms else ""
+        reason = f"JAX could not start a backend{on} ({why})"
+        version = getattr(sys.modules.get("jax"), "__version__", "")
+        send_event(
+            {"kind": "ready", "outcome": "error", "jax": version, "backend": "", "reason": reason}
+        )
+        todo = (
+            "set JAX_PLATFORMS=cpu (or unset it), restart the kernel"
+            if platforms
+            else "restart the kernel; if it fails again, ask a helper"
+        )
+        return (
+            f"Not checked: {reason}. This is your setup, not your answer: {todo}, and run the "
+            "cell again."
+        )
+    return None
 
 
 def mark_start(exercise_id: str) -> None:

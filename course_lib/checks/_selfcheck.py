@@ -23,7 +23,7 @@ from ._kit import error_text
 from ._picture import in_notebook, structure_picture
 from ._plain import describe
 from ._registry import exercises, get_exercise
-from ._room import OUTCOMES, mark_start, send_event
+from ._room import OUTCOMES, mark_start, send_event, setup_failure
 from ._spec import Exercise, Status, Verdict, round_points
 
 _strict_override: bool | None = None
@@ -205,6 +205,12 @@ def check(exercise_id: str, fn: Callable[..., Any], *, strict: bool | None = Non
         exercise = get_exercise(exercise_id)
         verdict, results = _evaluate(exercise, fn, sys._getframe(1).f_globals)
     except Exception:
+        setup = setup_failure()  # JAX cannot start here: the learner's setup, not their answer
+        if setup is not None and not (is_strict() if strict is None else strict):
+            print(setup)
+            return
+        if setup is not None:
+            raise CheckFailedError(setup) from None
         send_event(_check_event(str(exercise_id), None, 0))
         raise
     text, step = _report(exercise, verdict)

@@ -44,10 +44,13 @@ SHARED_BY = 2
 """How many learners must share a mistake before the projector view shows it and its idea: the
 idea is the course's text, but it arrives from a learner's kernel, so one sender alone never
 puts words on the room's screen."""
-HELP_ORDER = {"hand": 0, "again": 1, "streak": 2, "running": 3, "gone": 4, "over_time": 5}
-"""The order of the needs-help list: raised hands, then learners failing again where they were
-helped, then failing streaks, then a check that never ended, a kernel no longer heard, and
-silence."""
+HELP_ORDER = {
+    **{"setup": 0, "hand": 1, "again": 2, "streak": 3},
+    **{"running": 4, "gone": 5, "over_time": 6},
+}
+"""The order of the needs-help list: a broken setup, raised hands, then learners failing again
+where they were helped, then failing streaks, then a check that never ended, a kernel no longer
+heard, and silence."""
 RUNNING_AFTER_S = 60.0
 """Seconds a check may run before the needs-help list shows it ("check running 2 min")."""
 GONE_AFTER_S = 100.0
@@ -139,6 +142,13 @@ class Learner:
     claim: dict[str, Any] | None = None  # by (a helper's name), since
     beats: bool = False  # their kernel sends heartbeats, so silence means it is gone
     running: dict[str, Any] | None = None  # a check begun and not ended: exercise, since
+
+    @property
+    def setup_broken(self) -> bool:
+        """Whether their latest ``ready()`` failed, with no check passed since."""
+        if self.ready is None or self.ready["ok"]:
+            return False
+        return not any(c.outcome == "passed" and c.at > self.ready_at for c in self.cells.values())
 
     def view(self) -> dict[str, Any]:
         return {
@@ -397,10 +407,11 @@ class RoomState:
 
     def exercise_summary(self) -> dict[str, dict[str, Any]]:
         """Per exercise: how many passed and tried; of those failing, how many were told an
-        answer was wrong and how many had it raise, the hints they saw, and the recognised
+        answer was wrong and how many had it raise (``setup``: raised where the learner's setup
+        is broken, counted apart), the hints they saw, and the recognised
         mistakes most of them share, each with its fix and the idea the course gives for it."""
         summary: dict[str, dict[str, Any]] = {
-            exercise: {"passed": 0, "tried": 0, "incorrect": 0, "error": 0}
+            exercise: {"passed": 0, "tried": 0, "incorrect": 0, "error": 0, "setup": 0}
             for exercise in self.exercises
         }
         hints: dict[str, Counter[int]] = {}
@@ -414,6 +425,8 @@ class RoomState:
                 row["tried"] += 1
                 if cell.outcome == "passed":
                     row["passed"] += 1
+                elif cell.outcome == "error" and learner.setup_broken:
+                    row["setup"] += 1  # their JAX does not start: not the exercise's error
                 elif cell.outcome in ("incorrect", "error"):
                     row[cell.outcome] += 1
                     hints.setdefault(exercise, Counter())[cell.hint] += 1
@@ -442,7 +455,8 @@ class RoomState:
         return summary
 
     def needs_help(self, now: float) -> list[dict[str, Any]]:
-        """Who needs help, ranked by what an instructor acts on: raised hands, then
+        """Who needs help, ranked by what an instructor acts on: a broken setup (their latest
+        ``ready()`` failed and no check passed since), raised hands, then
         :data:`STREAK_FOR_HELP` failed tries in a row on one exercise (in any lesson), naming the
         mistake recognised (see :meth:`_streaks`); then, while the room is at work (see
         :meth:`at_work`), learners silent on an exercise past the minutes the guide gives it (see
@@ -459,6 +473,12 @@ class RoomState:
         room_at_work = self.at_work(now)
         for learner in self.learners.values():
             if learner.left:
+                continue
+            if learner.setup_broken:
+                assert learner.ready is not None
+                why = f"setup failed: {learner.ready['reason'] or 'no reason sent'}"
+                row = _row(learner, "setup", None, learner.ready_at, why)
+                found.append({**row, "text": learner.hand["text"] if learner.hand else ""})
                 continue
             if learner.hand is not None:
                 hand = learner.hand

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import http.server
 import json
+import os
 import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -657,3 +660,45 @@ def test_a_slow_check_tells_its_start_and_a_joined_kernel_beats_while_idle(
         after = len(room.alive)
         time.sleep(0.3)
         assert len(room.alive) == after  # a kernel that left beats no more
+
+
+def test_a_check_where_jax_cannot_start_names_the_setup_and_tells_the_room_so(
+    tmp_path: Path,
+) -> None:
+    learner = (
+        "import sys\n"
+        "from course_lib.checks import check, join_room\n"
+        "join_room(sys.argv[1], code='C', name='Eve')\n"
+        "def sgd_step(params, grads, lr):\n"
+        "    return params\n"
+        "check('02.sgd_step', sgd_step)\n"
+    )
+    env = {
+        **os.environ,
+        "JAX_PLATFORMS": "cuda",  # a backend this machine lacks
+        "XDG_CONFIG_HOME": str(tmp_path),
+        "COURSE_ROOM": "",
+        "COURSE_STRICT_CHECKS": "",
+        "CI": "",
+    }
+    with stand_in() as room:
+        ran = subprocess.run(
+            [sys.executable, "-c", learner, room.url],
+            env={key: value for key, value in env.items() if value},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        events = room.wait_for(2)
+    said = ran.stdout.splitlines()[-1]
+    assert said == (
+        "Not checked: JAX could not start a backend for JAX_PLATFORMS='cuda' (AssertionError). "
+        "This is your setup, not your answer: set JAX_PLATFORMS=cpu (or unset it), restart the "
+        "kernel, and run the cell again."
+    ), ran.stdout + ran.stderr
+    assert ran.returncode == 0 and "Traceback" not in ran.stderr
+    assert [(event["kind"], event.get("outcome")) for event in events] == [
+        ("join", None),
+        ("ready", "error"),
+    ]
+    assert events[1]["reason"].startswith("JAX could not start a backend for JAX_PLATFORMS")

@@ -419,6 +419,7 @@ def test_the_rooms_common_mistakes_are_counted_with_their_idea_and_errors_apart(
         "tried": 5,
         "incorrect": 3,
         "error": 1,
+        "setup": 0,
         "hints": [(0, 1), (1, 2), (2, 1)],
         "mistakes": [
             {
@@ -934,3 +935,27 @@ def test_a_kernel_gone_is_never_worded_as_a_learner_past_the_guides_minutes() ->
     )
     rows = state.needs_help(now=40 * MINUTE)
     assert [(row["name"], row["kind"]) for row in rows] == [("Finn", "gone")]
+
+
+def test_a_broken_setup_is_named_first_as_one_and_counted_apart_from_the_exercises() -> None:
+    broken = {"outcome": "error", "jax": "0.10.2", "backend": "", "reason": "no cuda"}
+    state = state_of(
+        check("Ada", "01.a", "passed", 0.0),
+        event("Eve", "ready", 1.0, **broken),
+        check("Eve", "01.a", "error", 2.0),  # a course_lib that sent it as the exercise's
+        *[check("Bob", "01.a", "incorrect", t) for t in (3.0, 4.0, 5.0)],
+        event("Cy", "hand", 6.0),
+        idle_minutes=60,
+    )
+    rows = state.needs_help(now=40 * MINUTE)[:3]  # Ada, silent past 01.b's minutes, is last
+    assert [(row["name"], row["kind"]) for row in rows] == [
+        ("Eve", "setup"),
+        ("Cy", "hand"),
+        ("Bob", "streak"),
+    ]
+    assert rows[0]["why"] == "setup failed: no cuda"
+    counts = state.exercise_summary()["01.a"]
+    assert (counts["error"], counts["setup"], counts["incorrect"]) == (0, 1, 1)
+    # Fixed: her next pass ends it, though ready() was not run again.
+    state.apply(check("Eve", "01.a", "passed", 41 * MINUTE))
+    assert ("Eve", "setup") not in listed(state, now=42 * MINUTE)

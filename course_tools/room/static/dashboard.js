@@ -220,7 +220,8 @@ function renderHelp() {
         running: `${row.why} ${ago(row.since)}`,
         gone: `${row.why} last seen ${lastTime(row.since)}`,
       }[row.kind] || row.why;
-      what.append(element("strong", row.name), `${GAP}${row.exercise || "no exercise yet"}: ${why}`);
+      const where = row.kind === "setup" ? "" : `${row.exercise || "no exercise yet"}: `;
+      what.append(element("strong", row.name), `${GAP}${where}${why}`);
       if (row.text) what.append(" “", element("span", row.text), "”");
       if (row.mistake) what.append(", mistake: ", element("span", row.mistake, { class: "fix" }));
       item.append(what, element("span", howLong(row), { class: "since" }));
@@ -288,7 +289,9 @@ function renderExercises(exercises, learners) {
       if (stats.incorrect) failing.push(`${stats.incorrect} incorrect`);
       if (stats.error) failing.push(`${stats.error} raised an error`);
       const hints = stats.hints.map(([hint, count]) => (hint ? `hint ${hint} ×${count}` : `no hint yet ×${count}`));
-      row.append(element("td", failing.length ? `${failing.join(", ")} · seen: ${hints.join(", ")}` : "nobody failing"));
+      let failed = failing.length ? `${failing.join(", ")} · seen: ${hints.join(", ")}` : "nobody failing";
+      if (stats.setup) failed += ` (and ${stats.setup} whose setup failed, not this exercise)`;
+      row.append(element("td", failed));
       const shared = stats.mistakes.filter((m) => !projecting() || m.count >= room.summary.shared_by);
       const cell = element("td");
       if (shared.length) {
