@@ -12,10 +12,11 @@ the course keeps with its lessons, so it changes when they do:
   metadata ``{"course": {"demo": "what it shows"}}`` (`demo_cells`);
 * the exercises with their points, minutes and the typical mistakes their checks recognise
   (``course_lib.checks.Exercise.mistakes``), the optional ones marked;
-* a half-day and a full-day agenda worked out from the sessions (`agenda`), and a checklist for
-  the room and the venue.
+* a half-day and a full-day agenda worked out from the sessions (`agenda`) for a room of
+  `ROOM_SIZE` learners, its set-up planned by the room's size (`set_up_minutes`), and a
+  checklist for the room and the venue.
 
->>> plan = agenda([("01", 45), ("02", 60), ("03", 75), ("04", 60)], HALF_DAY)
+>>> plan = agenda([("01", 45), ("02", 60), ("03", 75), ("04", 60)], HALF_DAY, learners=10)
 >>> for slot in plan.slots:
 ...     print(f"{clock(slot.start)} {slot.kind} {slot.lesson}".rstrip())
 09:00 opening
@@ -31,6 +32,7 @@ the course keeps with its lessons, so it changes when they do:
 
 from __future__ import annotations
 
+import math
 import re
 import textwrap
 from collections.abc import Sequence
@@ -59,6 +61,7 @@ __all__ = [
     "FULL_DAY",
     "HALF_DAY",
     "PRE_WORK",
+    "ROOM_SIZE",
     "Agenda",
     "Day",
     "Demo",
@@ -69,12 +72,19 @@ __all__ = [
     "demo_cells",
     "duration",
     "lesson_plan",
+    "set_up_minutes",
     "site_page",
 ]
 
 PRE_WORK = "00"
 """The lesson learners run at home before the day: it has no session of its own."""
-OPENING = 15
+SET_UP_BASE = 10
+SET_UP_PER_LEARNER = 0.5
+"""The day opens with a set-up whose minutes grow with the room (`set_up_minutes`): the welcome,
+everyone joining the room and running ``ready()``, and the helpers seeing to the laptops that
+fail, which take a few minutes each and come one in ten or so."""
+ROOM_SIZE = 30
+"""The learners the guide's agendas are planned for."""
 CLOSING = 15
 BREAK = 15
 BREAK_AFTER = 90
@@ -131,26 +141,38 @@ class Agenda:
         return last.start + last.minutes
 
 
-def agenda(sessions: Sequence[tuple[str, int]], day: Day) -> Agenda:
-    """Plan ``day`` for ``sessions``, ``(lesson, minutes)`` pairs taught in their order.
+def set_up_minutes(learners: int) -> int:
+    """The minutes a day opens with for a room of ``learners``: `SET_UP_BASE`, and
+    `SET_UP_PER_LEARNER` for each learner, rounded up to 5 minutes.
 
-    The day opens with `OPENING` minutes (welcome, everyone's set-up checked) and closes with
+    >>> [set_up_minutes(n) for n in (10, 20, 30, 60)]
+    [15, 20, 25, 40]
+    """
+    return 5 * math.ceil((SET_UP_BASE + SET_UP_PER_LEARNER * learners) / 5)
+
+
+def agenda(sessions: Sequence[tuple[str, int]], day: Day, learners: int = ROOM_SIZE) -> Agenda:
+    """Plan ``day`` for ``sessions``, ``(lesson, minutes)`` pairs taught in their order, for a
+    room of ``learners``.
+
+    The day opens with `set_up_minutes` (welcome, everyone's set-up checked) and closes with
     `CLOSING` minutes of questions. Before a lesson comes a `BREAK` whenever it would otherwise
-    make more than `BREAK_AFTER` minutes without one, or, on a day with lunch, a `LUNCH` break
-    instead once it is `LUNCH_FROM` o'clock. The lessons go in order, each building on the last,
-    and the first one whose session (and pause) would end the day late stops the plan: it and
-    those after it are ``left``.
+    make more than `BREAK_AFTER` minutes of teaching without one (the set-up is not teaching),
+    or, on a day with lunch, a `LUNCH` break instead once it is `LUNCH_FROM` o'clock. The
+    lessons go in order, each building on the last, and the first one whose session (and pause)
+    would end the day late stops the plan: it and those after it are ``left``.
 
-    >>> plan = agenda([("01", 45), ("02", 60), ("03", 75), ("04", 60)], FULL_DAY)
+    >>> plan = agenda([("01", 45), ("02", 60), ("03", 75), ("04", 60)], FULL_DAY, learners=10)
     >>> [(clock(slot.start), slot.kind) for slot in plan.slots[-3:]]
     [('12:45', 'lunch'), ('13:45', 'lesson'), ('14:45', 'closing')]
     >>> agenda([("07", 300)], HALF_DAY).left
     ('07',)
     """
     now = day.start
-    slots = [Slot(now, OPENING, "opening")]
-    now += OPENING
-    since_pause, lunched = OPENING, False
+    opening = set_up_minutes(learners)
+    slots = [Slot(now, opening, "opening")]
+    now += opening
+    since_pause, lunched = 0, False  # the set-up is not taught: the room is up and about
     left: tuple[str, ...] = ()
     for index, (lesson, minutes) in enumerate(sessions):
         pause: Slot | None = None
@@ -376,7 +398,8 @@ def _checklist(plans: Sequence[LessonPlan]) -> list[str]:
             "which takes minutes the first time, so open one Binder link yourself the day "
             f"before. The links: {_LAUNCH}. A kernel in the cloud cannot reach a room on "
             "your local network, so those learners stay off the dashboard unless the room runs "
-            "on a host they can reach."
+            "on a host they can reach: instead, a learner on Colab pairs with a neighbour whose "
+            "laptop is in the room, or puts up a sticky note when stuck, and a helper comes by."
         ),
         (
             "- **When the network is down.** The room needs no internet: it runs on your "
@@ -406,7 +429,7 @@ def _agenda_table(plan: Agenda, by_number: dict[str, LessonPlan]) -> list[str]:
         "closing": "Questions, and what to study next",
     }
     rows = [
-        f"### {plan.day.name}, {clock(plan.day.start)}–{clock(plan.day.end)}",
+        f"### {plan.day.name}, {clock(plan.day.start)}–{clock(plan.ends)}",
         "",
         "| time | what |",
         "|---|---|",
@@ -468,9 +491,17 @@ def _agendas(plans: Sequence[LessonPlan]) -> list[str]:
     rows += [
         "",
         *_wrap(
-            f"A day opens with {duration(OPENING)} to welcome the room and see that everyone "
-            f"is set up, takes a {duration(BREAK)} break rather than teach more than "
-            f"{duration(BREAK_AFTER)} without one (a longer session is taught whole, its "
+            f"A day opens with a set-up planned by the room's size: {duration(SET_UP_BASE)}, "
+            f"and {SET_UP_PER_LEARNER:g} min for each learner, rounded up to 5 min, to welcome "
+            "the room, see everyone join it and run `ready()`, and let the helpers see to the "
+            "laptops that fail (a few minutes each, one in ten or so). "
+            + ", ".join(
+                f"{n} learners: {duration(set_up_minutes(n))}" for n in (10, 20, 30, 40, 60)
+            )
+            + f". The agendas below are for {ROOM_SIZE} learners. The day then "
+            f"takes a {duration(BREAK)} break rather than teach more than "
+            f"{duration(BREAK_AFTER)} without one (the set-up, with everyone up and about, does "
+            "not count; a longer session is taught whole, its "
             f"break after it; a {duration(LUNCH)} lunch from {clock(LUNCH_FROM)} on a full "
             f"day), and closes with {duration(CLOSING)} of questions. The lessons go in order: "
             "each builds on the ones before."

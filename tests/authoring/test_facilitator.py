@@ -24,6 +24,7 @@ from course_tools.authoring.facilitator import (
     clock,
     demo_cells,
     lesson_plan,
+    set_up_minutes,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -122,11 +123,11 @@ def _schedule(plan: facilitator.Agenda) -> list[tuple[str, str, str]]:
 
 def test_half_day_breaks_before_ninety_minutes_and_stops_at_the_first_lesson_too_long() -> None:
     sessions = [("01", 45), ("02", 60), ("03", 75), ("04", 60), ("05", 30)]
-    plan = agenda(sessions, HALF_DAY)
+    plan = agenda(sessions, HALF_DAY, learners=10)
     assert _schedule(plan) == [
         ("09:00", "opening", ""),
-        ("09:15", "lesson", "01"),  # 15 + 45 = 60 min since the start: no break yet
-        ("10:00", "break", ""),  # 60 + 60 would make 120
+        ("09:15", "lesson", "01"),  # 45 min taught since the set-up: no break yet
+        ("10:00", "break", ""),  # 45 + 60 would make 105
         ("10:15", "lesson", "02"),
         ("11:15", "break", ""),
         ("11:30", "lesson", "03"),
@@ -139,7 +140,7 @@ def test_half_day_breaks_before_ninety_minutes_and_stops_at_the_first_lesson_too
 
 def test_full_day_takes_lunch_at_the_first_pause_from_noon() -> None:
     sessions = [("01", 45), ("02", 60), ("03", 75), ("04", 60), ("05", 75), ("06", 75)]
-    plan = agenda(sessions, FULL_DAY)
+    plan = agenda(sessions, FULL_DAY, learners=10)
     assert _schedule(plan)[-6:] == [
         ("11:30", "lesson", "03"),
         ("12:45", "lunch", ""),  # instead of a break: it is past noon
@@ -153,9 +154,20 @@ def test_full_day_takes_lunch_at_the_first_pause_from_noon() -> None:
 
 
 def test_a_day_too_short_for_any_session_teaches_none() -> None:
-    plan = agenda([("07", 240)], HALF_DAY)
+    plan = agenda([("07", 240)], HALF_DAY, learners=10)
     assert plan.taught == () and plan.left == ("07",)
     assert _schedule(plan) == [("09:00", "opening", ""), ("09:15", "closing", "")]
+
+
+def test_the_set_up_grows_with_the_room_and_moves_the_day_after_it() -> None:
+    sessions = [("01", 45), ("02", 60)]
+    small, large = agenda(sessions, HALF_DAY, learners=10), agenda(sessions, HALF_DAY, learners=30)
+    assert [slot.minutes for slot in (small.slots[0], large.slots[0])] == [15, 25]
+    assert large.slots[1].start - small.slots[1].start == 10
+    sizes = range(1, 200)
+    assert all(set_up_minutes(n) % 5 == 0 for n in sizes)
+    assert all(set_up_minutes(n) <= set_up_minutes(n + 1) for n in sizes)
+    assert all(set_up_minutes(n) >= 10 + n / 2 for n in sizes)
 
 
 def test_agendas_keep_their_rules_for_any_sessions() -> None:
@@ -173,7 +185,7 @@ def test_agendas_keep_their_rules_for_any_sessions() -> None:
         for slot in plan.slots:
             if slot.kind in ("break", "lunch"):
                 teaching = 0
-            elif slot.kind in ("opening", "lesson"):
+            elif slot.kind == "lesson":
                 teaching += slot.minutes
                 assert teaching <= BREAK_AFTER or teaching == slot.minutes, (sessions, day)
         lunches = [slot for slot in plan.slots if slot.kind == "lunch"]
@@ -271,7 +283,8 @@ def test_navigation_writes_the_guide_on_the_site(course: Path) -> None:
     assert "a structure" not in page
     assert "[01 Leaves](../notebooks/01_leaves.ipynb)" in page
     assert "(../exercises/01_leaves.ipynb)" in page
-    assert f"| 09:15 | [01 Leaves](../notebooks/01_leaves.ipynb) ({session}) |" in page
+    first = clock(9 * 60 + set_up_minutes(facilitator.ROOM_SIZE))  # after the room's set-up
+    assert f"| {first} | [01 Leaves](../notebooks/01_leaves.ipynb) ({session}) |" in page
     assert (course / "README.md").read_text(encoding="utf-8") == "# Course\n"
     assert navigation.main(["--check"]) == 0
 
@@ -412,7 +425,10 @@ def test_the_site_page_is_the_guide_of_the_real_course() -> None:
     assert page == facilitator.site_page(_real_plans())
     for exercise in (e for lesson in range(1, 10) for e in exercises(f"{lesson:02d}")):
         assert f"| `{exercise.id}`: {exercise.title} | {exercise.points} |" in page
-    for label in ("Half day, 09:00–13:00", "Full day, 09:00–17:00"):
-        assert f"### {label}" in page
+    # Each agenda's heading ends when its table does.
+    headings = re.findall(r"### (?:Half|Full) day, 09:00–(\d\d:\d\d)\n", page)
+    ends = re.findall(r"\| (\d\d:\d\d) \| End \|", page)
+    assert len(headings) == 2 and headings == ends
+    assert "pairs with a neighbour" in page and "sticky note" in page
     for words in ("course-room serve", "Colab", "Binder", "USB", "make site"):
         assert words in page, words
