@@ -35,7 +35,7 @@ from ._kit import (
 )
 from ._mistakes import Variant, first_mistake, lead
 from ._plain import describe, rebuild_tree, tree_plain
-from ._sections import ONE_TREE, SGD_UPDATE, STATIC_IS_A_CACHE_KEY, TRAINING, WHOLE_TREE_OPERATIONS
+from ._sections import ONE_TREE, SGD_UPDATE, TRAINING, WHOLE_TREE_OPERATIONS
 from ._spec import Case, Exercise, Judge, Mistake
 
 # --- shared helpers ----------------------------------------------------------------------------
@@ -652,7 +652,7 @@ def _judge_train(got: Any, expected: Any, case: Case) -> str | Mistake | None:
             "every learning rate.",
             "Leave lr an ordinary, traced argument of the jitted step: drop it from "
             "static_argnums or static_argnames.",
-            reread=STATIC_IS_A_CACHE_KEY,
+            reread=TRAINING,
         )
     return problem
 
@@ -1183,15 +1183,18 @@ def _explain_stack(problem: str, mine: Any, theirs: Any, case: Case) -> str | Mi
         except (ValueError, TypeError):
             return problem
         if pieces and all(isinstance(p, (list, tuple)) and len(p) == k for p in pieces):
+            first = jax.tree_util.keystr(jax.tree_util.tree_flatten_with_path(theirs)[0][0][0])
             return Mistake(
-                f"each leaf of your result is a {type(pieces[0]).__name__} of {k} arrays, "
-                "where one array was expected: that is a transpose.",
+                f"the leaf at {first} of your result, and every other, is a "
+                f"{type(pieces[0]).__name__} of {k} arrays where one array was expected: that is "
+                "a transpose.",
                 _NEW_AXIS + " A list of the arrays is no array, and to JAX it is a node.",
                 "Turn the leaves the function receives into one array with jnp.stack.",
-                reread=WHOLE_TREE_OPERATIONS,
             )
         return problem
-    for a, b in zip(jax.tree.leaves(mine), jax.tree.leaves(theirs), strict=True):
+    paths = [jax.tree_util.keystr(path) for path, _ in jax.tree_util.tree_leaves_with_path(theirs)]
+    pairs = zip(paths, jax.tree.leaves(mine), jax.tree.leaves(theirs), strict=True)
+    for where, a, b in pairs:
         shape_a, shape_b = np.shape(a), np.shape(b)
         if shape_a == shape_b:
             continue
@@ -1201,15 +1204,15 @@ def _explain_stack(problem: str, mine: Any, theirs: Any, case: Case) -> str | Mi
             and shape_a[1:] == shape_b[2:]
         ):
             return Mistake(
-                f"a leaf has shape {shape_a}, expected {shape_b}: the arrays were joined along "
-                "their existing first axis.",
+                f"the leaf at {where} has shape {shape_a}, expected {shape_b}: the arrays were "
+                "joined along their existing first axis.",
                 _NEW_AXIS + " Concatenating joins along an axis the arrays already have.",
                 "Use jnp.stack, which adds the new axis, instead of jnp.concatenate.",
             )
         if sorted(shape_a) == sorted(shape_b):
             return Mistake(
-                f"a leaf has shape {shape_a}, expected {shape_b}: the right size, with the axes "
-                "in another order.",
+                f"the leaf at {where} has shape {shape_a}, expected {shape_b}: the right size, "
+                "with the axes in another order.",
                 _NEW_AXIS,
                 "Stack along axis 0, jnp.stack's default, so that the new axis comes first.",
             )

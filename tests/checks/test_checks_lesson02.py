@@ -386,10 +386,22 @@ WRONG: list[tuple[str, Callable[..., Any], str]] = [
     ("02.clip_by_global_norm", clip_without_sqrt, "you used the sum of squares as the norm"),
     ("02.clip_by_global_norm", clip_upside_down, "you scaled by norm / max_norm"),
     ("02.clip_by_global_norm", clip_never, "nothing was clipped"),
-    ("02.stack_trees", stack_transposing, "that is a transpose"),
-    ("02.stack_trees", stack_concatenating, "joined along their existing first axis"),
+    (
+        "02.stack_trees",
+        stack_transposing,
+        "at ['steps'] of your result, and every other, is a list",
+    ),
+    (
+        "02.stack_trees",
+        stack_concatenating,
+        "the leaf at ['w'] has shape (6, 3), expected (3, 2, 3): the",
+    ),
     ("02.stack_trees", stack_per_tree, "returned a list of 3 trees, one per input"),
-    ("02.stack_trees", stack_last_axis, "with the axes in another order"),
+    (
+        "02.stack_trees",
+        stack_last_axis,
+        "the leaf at ['w'] has shape (2, 3, 3), expected (3, 2, 3)",
+    ),
 ]
 
 
@@ -519,10 +531,16 @@ NAMED: dict[str, dict[str, str]] = {
         "returns `grads` without clipping them": "nothing was clipped",
     },
     "02.stack_trees": {
-        "transposes the list instead of stacking it": "that is a transpose",
-        "concatenates along an existing axis": "joined along their existing first axis",
+        "transposes the list instead of stacking it": (
+            "at ['steps'] of your result, and every other, is a list"
+        ),
+        "concatenates along an existing axis": (
+            "the leaf at ['w'] has shape (6, 3), expected (3, 2, 3): the"
+        ),
         "returns a list of trees": "returned a list of 3 trees, one per input",
-        "stacks along the last axis instead of a new first one": "with the axes in another order",
+        "stacks along the last axis instead of a new first one": (
+            "the leaf at ['w'] has shape (2, 3, 3), expected (3, 2, 3)"
+        ),
     },
 }
 """Each mistake an exercise names (``Exercise.mistakes``), with the text that the hint of its wrong

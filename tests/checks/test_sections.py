@@ -50,3 +50,18 @@ def test_the_check_modules_name_sections_only_through_the_constants() -> None:
                 cited.update(alias.name for alias in node.names)
     assert not written, written
     assert cited == set(_constants()), set(_constants()) ^ cited
+
+
+def test_no_check_sends_a_learner_ahead_to_a_later_lesson() -> None:
+    """Every section a lesson's checks cite, for an exercise or for any of its mistakes, is in
+    that lesson or an earlier one: a learner of lesson 02 has not met lesson 04 yet."""
+    ahead: list[str] = []
+    for path in sorted(CHECKS.glob("_lesson[0-9][0-9].py")):
+        lesson = path.stem[-2:]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module == "_sections":
+                for alias in node.names:
+                    section = getattr(_sections, alias.name)
+                    if section[:2] > lesson:
+                        ahead.append(f"{path.name}: {alias.name} ({section!r})")
+    assert not ahead, ahead
