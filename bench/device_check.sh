@@ -44,8 +44,8 @@
 #    for tests in one process as on a TPU; the compile step 60 s), and none runs past
 #    DEVICE_CHECK_CALL_S (580 s) from the start, so that a run ends inside its 10 minutes with the
 #    logs of every step. On the TPU v5e (JAX 0.10.2, 2026-12-06), after 33-45 s of installing: the
-#    tests, 1,124 of them, 330 s; the SGD bench 161 s; the lessons and solutions, without
-#    the CPU runs, 279-281 s.
+#    tests, 1,124 of them, 330 s; the SGD bench 161 s; the lessons and solutions, with each
+#    lesson's CPU run, 356 s (279-281 s without).
 #
 # Logs go to $OUT (default build/device-check/): device_check.log, backend.txt, tests.log,
 # tests.record, lessons.md, bench_compile.md and bench_sgd.json. Without an accelerator the same
