@@ -289,8 +289,30 @@ _MOMENTUM_VARIANTS: tuple[tuple[str, Mistake], ...] = (
 (:func:`_momentum_wrongly`), and its mistake."""
 
 
+def _pairs_problem(mine: Any, theirs: Any) -> Mistake | None:
+    """The mistake of one ``jax.tree.map`` returning ``(p, v)`` at each leaf: one tree of pairs
+    shaped like the params, where two trees were due (``None`` for any other answer)."""
+    pairs = jax.tree.map(lambda p, v: (p, v), theirs[0], theirs[1])
+    if jax.tree.structure(mine) != jax.tree.structure(pairs) or not jax.tree.leaves(theirs[0]):
+        return None
+    first = keystr(jax.tree_util.tree_flatten_with_path(theirs[0])[0][0][0])
+    return Mistake(
+        f"returned one tree shaped like the params with a pair at each leaf (at {first}, and "
+        "at every other), where a tuple of two trees, the params and the velocity, was expected.",
+        "jax.tree.map builds one tree of whatever its function returns at each leaf, so a "
+        "function returning (p, v) nests a pair in every leaf; unpacking that tree by position "
+        "takes its own entries, not two trees.",
+        "Map twice, the velocity first and then the params with it; or keep the one map and split "
+        "its pairs, jax.tree.transpose(jax.tree.structure(params), jax.tree.structure((0, 0)), "
+        "pairs).",
+    )
+
+
 def _judge_momentum(got: Any, expected: Any, case: Case) -> str | Mistake | None:
     mine, theirs = rebuild_tree(got), rebuild_tree(expected)
+    pairs = _pairs_problem(mine, theirs)
+    if pairs is not None:
+        return pairs
     if not (type(mine) is tuple and len(mine) == 2):
         if isinstance(mine, list):
             return Mistake(
@@ -357,6 +379,7 @@ MOMENTUM_STEP = Exercise(
         "swaps the two results",
         "returns the velocity that came in",
         "returns a list instead of a tuple",
+        "returns one tree of (p, v) pairs from a single map",
     ),
 )
 

@@ -110,6 +110,23 @@ def momentum_as_list(params, grads, velocity, lr, beta):
     return list(momentum_step(params, grads, velocity, lr, beta))
 
 
+def momentum_pairs(params, grads, velocity, lr, beta):
+    def one(p, g, v):
+        v = beta * v + g
+        return p - lr * v, v
+
+    return jax.tree.map(one, params, grads, velocity)
+
+
+def momentum_pairs_transposed(params, grads, velocity, lr, beta):
+    def one(p, g, v):
+        v = beta * v + g
+        return p - lr * v, v
+
+    pairs = jax.tree.map(one, params, grads, velocity)
+    return jax.tree.transpose(jax.tree.structure(params), jax.tree.structure((0, 0)), pairs)
+
+
 def momentum_with_course_version(params, grads, velocity, lr, beta):
     velocity = cl.tree_add_scale(grads, beta, velocity)
     return jax.tree.map(lambda p, v: p - lr * v, params, velocity), velocity
@@ -427,6 +444,11 @@ WRONG: list[tuple[str, Callable[..., Any], str]] = [
     ("06.momentum_step", momentum_swapped, "the two results are swapped"),
     ("06.momentum_step", momentum_stale_velocity, "the velocity returned is the one that came in"),
     ("06.momentum_step", momentum_as_list, "returned a list, not a tuple"),
+    (
+        "06.momentum_step",
+        momentum_pairs,
+        "returned one tree shaped like the params with a pair at each leaf (at ['b'], and",
+    ),
     ("06.adam_init", adam_init_plain_tuple, "the state is a plain tuple"),
     ("06.adam_init", adam_init_python_count, "the count in the state is 0, a Python int"),
     ("06.adam_init", adam_init_float32, "leaf .mu['w'] has dtype float32, expected float16"),
@@ -497,6 +519,7 @@ FIXED: list[tuple[str, Callable[..., Any], Callable[..., Any]]] = [
     ("06.momentum_step", momentum_swapped, momentum_step),
     ("06.momentum_step", momentum_stale_velocity, momentum_step),
     ("06.momentum_step", momentum_as_list, momentum_step),
+    ("06.momentum_step", momentum_pairs, momentum_pairs_transposed),
     ("06.adam_init", adam_init_plain_tuple, adam_init),
     ("06.adam_init", adam_init_python_count, adam_init),
     ("06.adam_init", adam_init_float32, adam_init),
@@ -548,6 +571,9 @@ NAMED: dict[str, dict[str, str]] = {
         "swaps the two results": "the two results are swapped",
         "returns the velocity that came in": "the velocity returned is the one that came in",
         "returns a list instead of a tuple": "returned a list, not a tuple",
+        "returns one tree of (p, v) pairs from a single map": (
+            "returned one tree shaped like the params with a pair at each leaf (at ['b'], and"
+        ),
     },
     "06.adam_init": {
         "returns a plain tuple instead of the state class": "the state is a plain tuple",
