@@ -86,7 +86,7 @@ def successive_reports(
     verdict = self_check_verdict(exercise_id, answer)
     checks.reset_hints()
     exercise = get_exercise(exercise_id)
-    return verdict, [_report(exercise, verdict)[0] for _ in range(times)]
+    return verdict, [_report(exercise, verdict)[0].text for _ in range(times)]
 
 
 def repeated_check_output(
@@ -348,13 +348,13 @@ class LessonChecks:
         answer: Callable[..., Any],
         hint: str,
     ) -> None:
-        """Three failed checks: what went wrong and on which input, then the idea alone and the
-        section to reread (in this lesson or an earlier one), then the fix alone, each under a
-        one-line header; ``hint`` is in one of them. The first fits 6 lines of 100 columns, and
-        none names a course file, a line of it, a private name or a class internal to JAX. The
-        answer is judged once, and the three reports are what ``check`` prints for that verdict
-        the first, second and third time (tests/checks/test_checks.py runs ``check`` itself three
-        times over)."""
+        """Three failed checks: what went wrong and on which input, then the same with the idea
+        and the section to reread (in this lesson or an earlier one) under it, then with the fix
+        under that too, each under a one-line header; ``hint`` is in one of them. The first fits 6
+        lines of 100 columns, and none names a course file, a line of it, a private name or a class
+        internal to JAX. The answer is judged once, and the three reports are what ``check`` prints
+        for that verdict the first, second and third time (tests/checks/test_checks.py runs
+        ``check`` itself three times over)."""
         exercise = get_exercise(exercise_id)
         verdict, outs = successive_reports(exercise_id, answer)
         assert outs[0].startswith(f"{exercise_id}: incorrect ("), outs[0]
@@ -362,8 +362,11 @@ class LessonChecks:
         assert not partial, outs[0]  # partial credit at most
         assert "\n  input: " in outs[0]
         assert verdict.idea not in outs[0] and verdict.fix not in outs[0] + outs[1], outs[:2]
-        assert outs[1].splitlines()[1:] == [f"  hint 1/2, the idea: {verdict.idea_text()}"]
-        assert outs[2].splitlines()[1:] == [f"  hint 2/2, the fix: {verdict.fix}"], outs[2]
+        idea = f"  hint 1/2, the idea: {verdict.idea_text()}"
+        fix = f"  hint 2/2, the fix: {verdict.fix}"
+        kept = outs[0].splitlines()[1:]  # what went wrong stays above the hints
+        assert outs[1].splitlines()[1:] == [*kept, idea], outs[1]
+        assert outs[2].splitlines()[1:] == [*kept, idea, fix], outs[2]
         assert [out.splitlines()[0].rsplit("; ", 1)[1] for out in outs] == list(NEXT_STEPS)
         assert_section_exists(verdict.reread)
         assert verdict.reread[:2] <= exercise_id[:2], verdict.reread  # never a later lesson

@@ -6,6 +6,7 @@ a check's outcome, the hint step the learner saw and, when the check recognised 
 and its idea; ``ready``'s outcome, JAX's version and backend, and what failed.
 """
 
+import dataclasses
 import functools
 import os
 import sys
@@ -20,6 +21,7 @@ import numpy as np
 from .._leaves import shorten
 from ._evaluate import judge_outcomes, probe_all, reference_results
 from ._kit import error_text
+from ._panel import CheckPanel, Row, Tone
 from ._picture import in_notebook, structure_picture
 from ._plain import describe
 from ._registry import exercises, get_exercise
@@ -111,48 +113,48 @@ _NEXT = (
 """How the header of a failed check's report ends, by the hint step it shows."""
 
 
-def _report(exercise: Exercise, verdict: Verdict) -> tuple[str, int]:
-    """What the check prints, and the hint step it shows (0 when it shows none): the first failure
-    with a mistake says what went wrong and where, the second only the idea and the lesson section
-    behind it, the third only the fix, each under a one-line header."""
-    head = exercise.id
+def _report(exercise: Exercise, verdict: Verdict) -> tuple[CheckPanel, int]:
+    """What the check shows, and the hint step it reaches (0 when it shows no hint): the first
+    failure with a mistake says what went wrong and where; the second adds the idea and the lesson
+    section behind it, the third the fix, so that each run keeps what the runs before it showed."""
+    head = {"exercise": exercise.id, "points": _points(verdict)}
     if verdict.status == "passed":
-        return (
-            f"{head}: passed ({_points(verdict)}, {verdict.cases} "
-            f"case{'' if verdict.cases == 1 else 's'})"
+        cases = f"{verdict.cases} case{'' if verdict.cases == 1 else 's'}"
+        return CheckPanel(
+            exercise=exercise.id, tone="passed", word="passed", points=f"{head['points']}, {cases}"
         ), 0
     if verdict.status == "not_attempted":
-        return (
-            f"{head}: not attempted yet\n"
-            f"  {exercise.name} still raises NotImplementedError. Replace that line with "
+        waiting = Row(
+            text=f"`{exercise.name}` still raises `NotImplementedError`. Replace that line with "
             "your code, run the cell, then run this check again."
+        )
+        return CheckPanel(
+            exercise=exercise.id, tone="waiting", word="not attempted yet", rows=(waiting,)
         ), 0
-    word = "flagged, it does not count" if verdict.status == "flagged" else "incorrect"
-    header = f"{head}: {word} ({_points(verdict)})"
+    flagged = verdict.status == "flagged"
+    tone: Tone = "flagged" if flagged else "incorrect"
+    word = "flagged, it does not count" if flagged else "incorrect"
+    what = Row(text=verdict.message)
     if not verdict.idea:
-        return "\n".join([header, *_indented(verdict.message)]), 0
+        return CheckPanel(**head, tone=tone, word=word, rows=(what,)), 0
     # The first failure with a mistake says what went wrong; each further one, with the same
-    # mistake, shows the next step alone: the idea, then the fix. Another mistake starts again.
+    # mistake, adds the next step: the idea, then the fix. Another mistake starts again.
     this = mistake_id(exercise.id, verdict.idea, verdict.fix)
     mistake, seen = _hints_shown.get(exercise.id, ("", -1))
     level = min(seen + 1, 2) if mistake == this else 0
     _hints_shown[exercise.id] = (this, level)
-    lines = [f"{header}; {_NEXT[level]}"]
-    if level == 0:
-        lines += _indented(verdict.message)
-        if verdict.case is not None:
-            case = exercise.make_cases("check")[verdict.case]
-            shown = case.shown or ", ".join(describe(arg, 200) for arg in case.args)
-            lines.append(f"  input: {shorten(shown, INPUT_WIDTH)}")
-    elif level == 1:
-        lines.append(f"  hint 1/2, the idea: {verdict.idea_text()}")
-    else:
-        lines.append(f"  hint 2/2, the fix: {verdict.fix}")
-    return "\n".join(lines), level
-
-
-def _indented(message: str) -> list[str]:
-    return [f"  {line}" for line in message.splitlines()]
+    rows = [what]
+    if verdict.case is not None:
+        case = exercise.make_cases("check")[verdict.case]
+        shown = case.shown or ", ".join(describe(arg, 200) for arg in case.args)
+        rows.append(Row(label="input", text=shorten(shown, INPUT_WIDTH), code=True))
+    hints = [
+        Row(label="hint 1/2, the idea", text=verdict.idea_text()),
+        Row(label="hint 2/2, the fix", text=verdict.fix),
+    ]
+    rows += hints[:level]
+    panel = CheckPanel(**head, tone=tone, word=word, next_step=_NEXT[level], rows=tuple(rows))
+    return panel, level
 
 
 IDEA_LIMIT = 300
@@ -192,10 +194,11 @@ def check(exercise_id: str, fn: Callable[..., Any], *, strict: bool | None = Non
 
     Prints "passed" with the points, "not attempted yet" while the stub still raises
     ``NotImplementedError``, or "incorrect" with what went wrong on the first failing case; each
-    further failing call with the same mistake shows one more hint, the idea and then the fix,
-    chosen for that mistake. Never prints the solution. In a notebook,
-    a result whose structure differs from the expected one is also drawn against it, structure
-    only (``viz.draw_diff``; see ``_picture``), under the report that says what went wrong. When
+    further failing call with the same mistake adds one more hint under it, the idea and then the
+    fix, chosen for that mistake. Never prints the solution. In a notebook the report is a panel
+    (``_panel.CheckPanel``: HTML, with the same plain text beside it), and a result whose
+    structure differs from the expected one is also drawn against it, structure only
+    (``viz.draw_diff``; see ``_picture``), under the panel. When
     checks are strict (``strict=True``, ``COURSE_STRICT_CHECKS=1`` or ``CI`` set), anything but
     "passed" raises :class:`CheckFailedError` with the same text instead of printing it. A check
     that fails before it can judge (an unknown id, a broken case) tells the room so, then raises.
@@ -213,18 +216,21 @@ def check(exercise_id: str, fn: Callable[..., Any], *, strict: bool | None = Non
             raise CheckFailedError(setup) from None
         send_event(_check_event(str(exercise_id), None, 0))
         raise
-    text, step = _report(exercise, verdict)
+    panel, step = _report(exercise, verdict)
     send_event(_check_event(exercise.id, verdict, step))
     if verdict.status != "passed" and (is_strict() if strict is None else strict):
-        raise CheckFailedError(text)
-    shows_what = step == 0 and in_notebook()
-    picture = structure_picture(*results) if results and shows_what else None
+        raise CheckFailedError(panel.text)
+    if not in_notebook():
+        print(panel.text)
+        return
+    picture = structure_picture(*results) if results else None
     if picture is not None:
-        text += "\n  (the picture below marks where your result's structure differs)"
-    print(text)
-    if picture is not None:
-        from IPython.display import display  # in a notebook, IPython is already loaded
+        note = Row(text="(the picture below marks where your result's structure differs)")
+        panel = dataclasses.replace(panel, rows=(*panel.rows, note))
+    from IPython.display import display  # in a notebook, IPython is already loaded
 
+    display(panel)
+    if picture is not None:
         display(picture)
 
 

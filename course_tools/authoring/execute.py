@@ -84,19 +84,21 @@ class Timing:
 
 
 def passed_checks(nb: NotebookNode) -> int:
-    """How many self-checks in ``nb``'s outputs said "passed".
+    """How many self-checks in ``nb``'s outputs said "passed": printed (a terminal's text), or
+    shown as a panel whose plain text says so (a notebook's).
 
     >>> from nbformat.v4 import new_notebook, new_code_cell, new_output
     >>> said = new_output("stream", name="stdout", text="02.sgd_step: passed (2/2 points)")
-    >>> passed_checks(new_notebook(cells=[new_code_cell("check(...)", outputs=[said])]))
-    1
+    >>> panel = new_output("display_data", data={"text/plain": "02.tree_sum: passed (1/1 point)"})
+    >>> passed_checks(new_notebook(cells=[new_code_cell("check(...)", outputs=[said, panel])]))
+    2
     """
     return sum(
-        len(_PASSED.findall(output.get("text", "")))
+        len(_PASSED.findall(output.get("text", "") or output.get("data", {}).get("text/plain", "")))
         for cell in nb.cells
         if cell.cell_type == "code"
         for output in cell.get("outputs", [])
-        if output.get("output_type") == "stream"
+        if output.get("output_type") in ("stream", "display_data")
     )
 
 

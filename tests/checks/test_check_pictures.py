@@ -17,6 +17,7 @@ from matplotlib.figure import Figure
 
 from course_lib._leaves import same_structure
 from course_lib.checks import _selfcheck, check
+from course_lib.checks._panel import CheckPanel
 
 pytestmark = pytest.mark.usefixtures("fresh_checks")
 
@@ -63,10 +64,10 @@ def test_a_wrong_structure_is_drawn_under_the_hint(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     check(exercise_id, answer, strict=False)
-    printed = capsys.readouterr().out
-    assert f"{exercise_id}: incorrect" in printed
-    assert "the picture below marks where your result's structure differs" in printed
-    [figure] = shown
+    assert capsys.readouterr().out == ""  # a notebook gets the panel and the picture
+    panel, figure = shown
+    assert isinstance(panel, CheckPanel) and repr(panel).startswith(f"{exercise_id}: incorrect")
+    assert "the picture below marks where your result's structure differs" in repr(panel)
     assert isinstance(figure, Figure)
     texts = _texts(figure)
     # A long sentence wraps onto the next label: read the labels as one text.
@@ -78,7 +79,7 @@ def test_a_wrong_structure_is_drawn_under_the_hint(
 def test_the_picture_shows_the_expected_structure_not_its_values(shown: list[Any]) -> None:
     # replace_leaves' expected leaves are the strings it was given: the picture must not show them
     check("01.replace_leaves", lambda tree, values: list(values), strict=False)
-    [figure] = shown
+    _, figure = shown
     texts = " ".join(_texts(figure))
     assert "new_" not in texts
     assert "str" in texts
@@ -94,7 +95,18 @@ def test_a_terminal_gets_the_text_alone(capsys: pytest.CaptureFixture[str]) -> N
 
 def test_the_right_structure_with_wrong_values_draws_nothing(shown: list[Any]) -> None:
     check("01.replace_leaves", lambda tree, values: jax.tree.map(lambda _: 0.0, tree), strict=False)
-    assert shown == []
+    [panel] = shown
+    assert isinstance(panel, CheckPanel) and "picture" not in repr(panel)
+
+
+def test_each_run_of_a_failed_check_keeps_the_picture(shown: list[Any]) -> None:
+    """The picture belongs to what went wrong, which every further run shows again above its
+    hints: a third run shows the panel with both hints, and the picture under it."""
+    for _ in range(3):
+        check("09.decay_mask", _top_level_mask, strict=False)
+    kinds = [(isinstance(item, CheckPanel), isinstance(item, Figure)) for item in shown]
+    assert kinds == [(True, False), (False, True)] * 3, shown
+    assert "hint 2/2, the fix" in repr(shown[-2]) and "picture below" in repr(shown[-2])
 
 
 def test_a_strict_check_raises_without_drawing(shown: list[Any]) -> None:

@@ -43,9 +43,11 @@ pytestmark = pytest.mark.usefixtures("fresh_checks")
 # --- hints, output, strict mode ---------------------------------------------------------------
 
 
-def test_hints_are_revealed_one_per_failed_check(capsys: pytest.CaptureFixture[str]) -> None:
-    """What went wrong, then the idea alone with the section to reread, then the fix alone, each
-    under a one-line header; a fourth check shows the fix again."""
+def test_each_failed_check_adds_a_hint_and_keeps_what_it_showed(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """What went wrong, then the same with the idea and the section to reread under it, then with
+    the fix under that too, each under a one-line header; a fourth check shows the third again."""
     outputs = []
     for _ in range(4):
         check("01.count_params", count_leaves)
@@ -53,15 +55,17 @@ def test_hints_are_revealed_one_per_failed_check(capsys: pytest.CaptureFixture[s
     header = "01.count_params: incorrect (0/2 points); "
     assert outputs[0].startswith(f"{header}run the check again for a hint\n")
     assert "returned 2, the number of leaves" in outputs[0] and "idea" not in outputs[0]
-    assert outputs[1] == (
-        f"{header}run the check again for the fix\n  hint 1/2, the idea: A parameter is one "
-        "entry of an array: a leaf holds as many parameters as it has elements. (reread lesson "
-        '01, "Containers and leaves")\n'
+    diagnosis = outputs[0].split("\n", 1)[1]
+    idea = (
+        "  hint 1/2, the idea: A parameter is one entry of an array: a leaf holds as many "
+        'parameters as it has elements. (reread lesson 01, "Containers and leaves")\n'
     )
-    assert outputs[2] == (
-        f"{header}that was the last hint\n  hint 2/2, the fix: Add up the element counts of the "
-        "leaves instead of counting the leaves (a (3, 2) array holds 6).\n"
+    fix = (
+        "  hint 2/2, the fix: Add up the element counts of the leaves instead of counting the "
+        "leaves (a (3, 2) array holds 6).\n"
     )
+    assert outputs[1] == f"{header}run the check again for the fix\n{diagnosis}{idea}"
+    assert outputs[2] == f"{header}that was the last hint\n{diagnosis}{idea}{fix}"
     assert outputs[3] == outputs[2]
 
 
@@ -102,7 +106,7 @@ def test_a_mistake_with_the_same_idea_and_another_fix_starts_again() -> None:
     other = failure("returned 9, one too many", "Leave the None subtrees out.")
     assert _report(exercise, first)[1] == 0 and _report(exercise, first)[1] == 1
     report, step = _report(exercise, other)
-    assert step == 0 and "returned 9, one too many" in report, report
+    assert step == 0 and "returned 9, one too many" in report.text, report
 
 
 def test_check_output_is_deterministic(capsys: pytest.CaptureFixture[str]) -> None:
