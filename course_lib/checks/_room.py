@@ -469,7 +469,7 @@ def join_room(url: str, *, code: str, name: str, timeout: float = JOIN_WAIT) -> 
     client = RoomClient(
         url.strip(), code=str(code).strip(), name=valid_name(name), key=learner_key()
     )
-    status, message = client.wait_answer(client.send({"kind": "join"}), timeout)
+    status, message = client.wait_answer(client.send({"kind": "join", "beats": True}), timeout)
     if refused(status):
         client.close()
         print(
@@ -622,7 +622,7 @@ def current_room() -> RoomClient | None:
         old.close()
     room = _room
     if room is not None:
-        queued = room.send({"kind": "join"})
+        queued = room.send({"kind": "join", "beats": True})
         if from_env:  # nobody saw this join answered yet: say only what happened
             said = _said_of_env_join(room, *room.wait_answer(queued, JOIN_WAIT))
     if said:

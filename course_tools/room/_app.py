@@ -136,7 +136,7 @@ def validate(data: Any, code: str, known: Mapping[str, Any]) -> Event:
     what is wrong with it. ``data`` is left as it was.
 
     >>> validate({"code": "AB", "name": "Ada", "kind": "join"}, "AB", {})
-    Join(id=0, received=0.0, sent=None, learner='Ada', learner_key=None, actor=None)
+    Join(id=0, received=0.0, sent=None, learner='Ada', learner_key=None, actor=None, beats=False)
     >>> validate({"code": "AB", "name": "Ada", "kind": "join"}, "CD", {})  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
@@ -311,9 +311,25 @@ class Room:
         self.store.set("idle_minutes", str(minutes))
         self._last_push = 0.0  # the needs-help list changes now
 
+    def reach(self) -> str:
+        """What the instructor must know about how learners reach the room, or ``""``."""
+        if self.public_url or self.addresses:
+            shown = self.public_url or " or ".join(self.addresses)
+            return (
+                f"Learners reach the room at {shown}: the join page shows that address even "
+                "when opened on this machine (as localhost), which reaches nobody else."
+            )
+        return (
+            "The room listens on this machine only: learners cannot reach it. Restart it with "
+            "--host 0.0.0.0 (or --public-url)."
+        )
+
     def snapshot(self, role: str) -> bytes:
-        """The whole room for a dashboard that just connected, with the role its token gives."""
+        """The whole room for a dashboard that just connected, with the role its token gives
+        (and, for the instructor, how learners reach the room)."""
         data = {**self.state.snapshot(self.clock()), "role": role}
+        if role == "instructor":
+            data["reach"] = self.reach()
         return sse("snapshot", data, self.state.last_event)
 
     def push(self) -> None:
@@ -475,24 +491,21 @@ def is_loopback(host: str) -> bool:
 
 class JoinPageHandler(_Handler):
     """The page to project: the join line and nothing else (no token, no learner's data). Opened
-    on the room's own machine (``localhost``), it never shows a join line with that address,
-    which reaches nobody else: it shows the addresses learners can use, with a warning."""
+    on the room's own machine (``localhost``), which is how it gets projected, it never shows a
+    join line with that address, which reaches nobody else: it shows the addresses learners can
+    use, without a word about it (the instructor's dashboard says it). Only a room that listens
+    on this machine alone, with no line to show, says what to do on this page."""
 
     def get(self) -> None:
         urls = [self.room.public_url] if self.room.public_url else []
         warning = ""
         if not urls and is_loopback(self.request.host_name):
             urls = self.room.addresses
-            warning = (
-                "This page was opened on the room's own machine: its address (localhost) "
-                "reaches nobody else. "
-                + (
-                    "Learners use the address below."
-                    if urls
-                    else "The room listens on this machine only: restart it with --host 0.0.0.0 "
+            if not urls:
+                warning = (
+                    "The room listens on this machine only: restart it with --host 0.0.0.0 "
                     "(or --public-url) so that learners can reach it."
                 )
-            )
         elif not urls:
             urls = [f"{self.request.protocol}://{self.request.host}{self.room.base}"]
         code = self.room.store.code

@@ -151,11 +151,19 @@ def _reason(value: Any, known: Mapping[str, Any]) -> str:
     return "" if value == "" else one_line(value, "reason")
 
 
+def _flag(value: Any, known: Mapping[str, Any]) -> bool:
+    if not isinstance(value, bool):
+        raise Refused(400, "beats must be true or false")
+    return value
+
+
 @dataclass(frozen=True, kw_only=True)
 class Join(Event):
-    """A kernel joined the room (``join_room`` or ``COURSE_ROOM``)."""
+    """A kernel joined the room (``join_room`` or ``COURSE_ROOM``); ``beats`` when it sends
+    heartbeats, so that its silence means it is gone."""
 
     kind: ClassVar[str] = "join"
+    beats: bool = _sent(_flag, False)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -294,6 +294,7 @@ class RoomState:
                 learner.running = {"exercise": event.exercise, "since": event.received}
             case Join():
                 learner.running = None  # a new kernel: what ran in another has ended
+                learner.beats = learner.beats or event.beats
             case Ready():
                 learner.ready_at = event.received
                 learner.ready = {
@@ -517,7 +518,7 @@ class RoomState:
         for the claims made in the last :attr:`claim_minutes` and not ended by "Helped"."""
         return {
             name: learner.claim
-            for name, learner in self.learners.items()
+            for name, learner in sorted(self.learners.items())
             if learner.claim is not None and now - learner.claim["since"] <= self.claim_minutes * 60
         }
 

@@ -1,5 +1,5 @@
-"""The workshop room's dashboard in Chromium, as an instructor and a helper use it with the class of
-issue 47: 14 learners, 3 of them real learner processes (Python importing ``course_lib``, running
+"""The workshop room's dashboard in Chromium, as an instructor and a helper use it with a class of
+14 learners, 3 of them real learner processes (Python importing ``course_lib``, running
 ``join_room``, ``ready``, the real ``check`` and ``help_me``; far cheaper than kernels), two stuck
 on one exercise with the same recognised mistake, one with a broken setup, one silent since they
 joined 20 minutes ago, one ahead of the room and failing, one hand raised, one learner twice under
@@ -17,6 +17,7 @@ import csv
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -72,7 +73,7 @@ def room(chromium_path: str, tmp_path_factory: pytest.TempPathFactory) -> Iterat
         CheckRun(learner="Lee", exercise="01.count_params", outcome="not_attempted", hint=0),
     )
     store.close()
-    with served_room(path, "--rate", "100", "--idle-minutes", "30") as r:
+    with served_room(path, "--rate", "100", "--idle-minutes", "30", "--gone-after", "600") as r:
         yield r
 
 
@@ -160,19 +161,22 @@ def test_the_class_of_fourteen_on_the_dashboard(
     expect(page.locator("#connection")).to_have_text("Live: updates as learners check.")
     expect(page.locator("#grid tbody tr")).to_have_count(14)
 
-    # The hand, then the stuck (Sam, Sue, and Ana ahead of the room), longest first, then Sid,
-    # silent since he joined; nobody merely working, nobody silent for less than the guide's
-    # minutes (Bo Broken joined just now).
-    expect(page.locator("#needs-help li")).to_have_count(5)
-    assert help_names(page) == ["Hal", "Sam Stuck", "Sue", "Ana", "Sid"]
-    expect(page.locator("#needs-help li").first).to_contain_text("raised a hand “lost in tree.map”")
+    # Bo's broken setup, named as one, then the hand, then the stuck (Sam, Sue, and Ana ahead of
+    # the room), longest first, then Sid, silent since he joined; nobody merely working, nobody
+    # silent for less than the guide's minutes.
+    expect(page.locator("#needs-help li")).to_have_count(6)
+    assert help_names(page) == ["Bo Broken", "Hal", "Sam Stuck", "Sue", "Ana", "Sid"]
+    expect(page.locator("#needs-help li").first).to_contain_text("Bo Broken · setup failed: ")
     expect(page.locator("#needs-help li").nth(1)).to_contain_text(
+        "raised a hand “lost in tree.map”"
+    )
+    expect(page.locator("#needs-help li").nth(2)).to_contain_text(
         f"01.count_params: 4 incorrect tries in a row, mistake: {fix}"
     )
-    expect(page.locator("#needs-help li").nth(3)).to_contain_text(
+    expect(page.locator("#needs-help li").nth(4)).to_contain_text(
         "03.conv1d: 7 incorrect tries in a row"
     )
-    expect(page.locator("#needs-help li").nth(4)).to_contain_text(
+    expect(page.locator("#needs-help li").nth(5)).to_contain_text(
         "01.count_params: no check in lesson 01 yet, past the guide's 8 minutes · 20 min"
     )
     # The stuck exercise's common mistake, named by its fix, with its count and the idea.
@@ -192,7 +196,7 @@ def test_the_class_of_fourteen_on_the_dashboard(
     # "Helped" takes Sue off the list; a rename into a name in the room merges the two, once
     # confirmed in the page; the merged name counts in no total.
     page.get_by_role("button", name="Mark Sue helped").click()
-    expect(page.locator("#needs-help li")).to_have_count(4)
+    expect(page.locator("#needs-help li")).to_have_count(5)
     page.select_option("#learner", "Kim")
     page.fill("#new-name", "Kim L")
     page.get_by_role("button", name="Rename or merge").click()
@@ -206,9 +210,9 @@ def test_the_class_of_fourteen_on_the_dashboard(
     # Remove asks too; Cancel does nothing; a removed learner counts nowhere; Undo brings them
     # back as they were.
     page.select_option("#learner", "Ola")
-    page.get_by_role("button", name="Remove").click()
+    page.get_by_role("button", name="Remove", exact=True).click()
     page.get_by_role("button", name="Cancel").click()
-    page.get_by_role("button", name="Remove").click()
+    page.get_by_role("button", name="Remove", exact=True).click()
     page.get_by_role("button", name="Confirm remove Ola").click()
     expect(page.locator("#grid tbody tr")).to_have_count(12)
     expect(page.locator("#ready-count")).to_have_text("(8 of 12 ready, 1 setup failed)")
@@ -319,7 +323,7 @@ def test_the_dashboard_works_from_the_keyboard(room: ServedRoom, browser: Any) -
     page.goto(room.dashboard)
     expect(page.locator("#grid tbody tr").first).to_be_visible()
     stops = []
-    for _ in range(3):
+    for _ in range(4):
         page.keyboard.press("Tab")
         stops.append(
             page.evaluate(
@@ -330,12 +334,13 @@ def test_the_dashboard_works_from_the_keyboard(room: ServedRoom, browser: Any) -
                 }"""
             )
         )
-    assert [stop[0] for stop in stops] == ["skip", "start-block", "projector"]
+    # The count of hands up, when there are, comes right after the skip link.
+    assert [stop[0] for stop in stops] == ["skip", "hands-up", "start-block", "projector"]
     for name, outline, width in stops:
         assert outline == "solid" and width == "3px", (name, outline, width)
     # Back to the skip link; Enter on it lands on the needs-help heading.
-    page.keyboard.press("Shift+Tab")
-    page.keyboard.press("Shift+Tab")
+    for _ in range(3):
+        page.keyboard.press("Shift+Tab")
     page.keyboard.press("Enter")
     assert page.evaluate("document.activeElement.id") == "help-heading"
     # Choosing a lesson by keyboard shows its exercises.
@@ -484,3 +489,142 @@ def test_needs_help_fits_one_line_entries_above_the_fold_and_who_left_counts_now
         expect(page.locator("#ready-count")).to_have_text("(8 of 9 ready)")
         expect(page.locator("#exercises tbody tr").first).to_contain_text("1 of 9")
         page.close()
+
+
+ALIVE = """
+import sys, time
+from course_lib.checks import _room, check, join_room
+_room.BEAT_S = _room.START_AFTER_S = 0.5  # a kernel's 45 s and 5 s, scaled for the test
+join_room(sys.argv[1], code=sys.argv[2], name=sys.argv[3])
+def right(tree):
+    import jax, numpy as np
+    return sum(int(np.size(leaf)) for leaf in jax.tree.leaves(tree))
+def hangs(tree):
+    time.sleep(3600)
+check("01.count_params", hangs if sys.argv[4] == "hangs" else right)
+time.sleep(3600)  # a kernel left open
+"""
+KERNELS = {"Finn": "killed", "Hana": "hangs", "Sam": "laptop 1", "Sam ": "laptop 2", "Pat": ""}
+
+
+def test_fourteen_with_two_helpers_a_killed_kernel_a_hung_check_and_two_sams(
+    browser: Any, tmp_path: Path
+) -> None:
+    """Five real learner processes (heartbeats and a check's start scaled to half a second, the
+    room's thresholds to seconds): Finn's kernel killed with SIGKILL, Hana's check hanging, two
+    learners named Sam on two laptops (two configuration folders), Pat working; nine more
+    posted, Ivy with a hand up. Two helpers, each named once in their page, claim learners: a
+    claim on another's asks before it takes over, and every screen shows it. The hand count
+    stays in view wherever the page is scrolled; a learner's row leads to rename, merge and
+    remove; the join page fits the projector's 1280x720."""
+    from playwright.sync_api import expect
+
+    with served_room(
+        tmp_path / "room.sqlite", "--host", "0.0.0.0", "--rate", "100",
+        "--running-after", "3", "--gone-after", "4",
+    ) as room:  # fmt: skip
+        kernels = {}
+        for folder, (name, what) in enumerate(KERNELS.items()):
+            env = {k: v for k, v in os.environ.items() if k not in ("CI", "COURSE_STRICT_CHECKS")}
+            env["XDG_CONFIG_HOME"] = str(tmp_path / f"laptop-{folder}")
+            kernels[name] = subprocess.Popen(
+                [sys.executable, "-c", ALIVE, room.url, room.code, name.strip(), what],
+                cwd=ROOT,
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+            )
+        try:
+            others = ["Ada", "Bob", "Cy", "Dee", "Eli", "Fay", "Gus", "Ivy", "Jo"]
+            for i, name in enumerate(others):
+                outcome = "incorrect" if i % 3 == 0 else "passed"
+                event = room.event(name, exercise="01.count_params", outcome=outcome, hint=0)
+                assert room.post(event)[0] == 201
+            assert room.post(room.event("Ivy", "hand", text="what is a leaf"))[0] == 201
+
+            page = browser.new_page(viewport={"width": 1280, "height": 720})
+            page.set_default_timeout(ACTION_TIMEOUT_MS)
+            page.goto(room.dashboard)
+            expect(page.locator("#grid tbody tr")).to_have_count(14, timeout=60_000)
+            grid = page.locator("#grid")
+            expect(grid.get_by_role("rowheader", name="Sam (2)", exact=True)).to_be_visible()
+            kernels["Finn"].send_signal(signal.SIGKILL)
+            killed = time.monotonic()
+            entries = page.locator("#needs-help li")
+            expect(entries.filter(has_text="Finn")).to_contain_text(
+                "kernel gone? last seen just now", timeout=30_000
+            )
+            assert time.monotonic() - killed < 20
+            expect(entries.filter(has_text="Hana")).to_contain_text(
+                "Hana · 01.count_params: check running under a minute"
+            )
+            assert help_names(page)[:3] == ["Ivy", "Hana", "Finn"]
+
+            helpers = {}
+            for helper in ("Alex", "Bea"):
+                helpers[helper] = browser.new_page(viewport={"width": 1280, "height": 720})
+                helpers[helper].set_default_timeout(ACTION_TIMEOUT_MS)
+                helpers[helper].goto(room.dashboard.replace(room.token, room.helper_token))
+                name_field = helpers[helper].get_by_label(
+                    "Your name (on your claims and in the export)"
+                )
+                name_field.fill(helper)
+                name_field.press("Tab")
+            helpers["Alex"].get_by_role("button", name="On my way: Hana").click()
+            page.bring_to_front()
+            expect(entries.filter(has_text="Hana")).to_contain_text(
+                "Alex is on the way (under a minute)"
+            )
+            bea = helpers["Bea"]
+            bea.bring_to_front()
+            bea.get_by_role("button", name="Take over from Alex: Hana").click()
+            expect(entries.filter(has_text="Hana")).to_contain_text("Alex is on the way")
+            bea.get_by_role("button", name="Confirm: take over from Alex: Hana").click()
+            bea.get_by_role("button", name="On my way: Finn").click()
+            page.bring_to_front()  # a page in the background draws nothing until it is seen
+            expect(page.locator("#claims")).to_have_text(
+                "On the way: Bea to Finn (under a minute), Bea to Hana (under a minute)"
+            )
+            helpers["Alex"].bring_to_front()
+            alex_sees = helpers["Alex"].locator("#needs-help li").filter(has_text="Hana")
+            expect(alex_sees).to_contain_text("Bea is on the way")
+            helpers["Alex"].get_by_role("button", name="Mark Ivy helped").click()
+            page.bring_to_front()
+            expect(page.locator("#hands-up")).to_be_hidden()
+
+            # A new hand stays in view wherever the page is scrolled.
+            assert room.post(room.event("Jo", "hand"))[0] == 201
+            page.evaluate("window.scrollTo(0, document.body.scrollHeight)")
+            expect(page.locator("#hands-up")).to_have_text("1 hand up: go to Needs help")
+            box = page.locator("#hands-up").bounding_box()
+            assert 0 <= box["y"] and box["y"] + box["height"] <= 720, box
+            # Rename, merge and remove are reached from the learner's row.
+            page.get_by_role("button", name="Names… (rename, merge or remove Gus)").click()
+            assert page.evaluate("document.activeElement.id") == "new-name"
+            expect(page.locator("#learner")).to_have_value("Gus")
+            # The join page, projected from this machine, fits 1280x720 and says nothing of
+            # localhost.
+            port = room.url.rsplit(":", 1)[1]
+            page.goto(f"http://localhost:{port}/")
+            assert page.evaluate("document.documentElement.scrollHeight") <= 720
+            expect(page.get_by_text("help_me(")).to_be_in_viewport()
+            expect(page.locator(".warning")).to_have_count(0)
+
+            rows = room.exported()
+            claims = [(row["learner"], row["actor"]) for row in rows if row["kind"] == "claim"]
+            assert claims == [
+                ("Hana", "helper:Alex"),
+                ("Hana", "helper:Bea"),
+                ("Finn", "helper:Bea"),
+            ]
+            assert len({row["learner_key"] for row in rows if row["learner"] == "Sam"}) == 2
+        finally:
+            for process in kernels.values():
+                process.kill()
+        said = {name: process.communicate(timeout=30)[0] for name, process in kernels.items()}
+    assert (
+        "Sam is taken in this room: you are Sam (2); join_room(..., name=...) to choose"
+        in (said["Sam "])
+    ), said["Sam "]
+    assert "taken" not in said["Sam"]

@@ -672,6 +672,7 @@ def test_a_check_where_jax_cannot_start_names_the_setup_and_tells_the_room_so(
         "def sgd_step(params, grads, lr):\n"
         "    return params\n"
         "check('02.sgd_step', sgd_step)\n"
+        "import time; time.sleep(1.5)  # the room's thread sends the last event\n"
     )
     env = {
         **os.environ,

@@ -415,9 +415,15 @@ def test_the_join_page_opened_on_localhost_shows_the_address_learners_use(
     port = open_room.url.rsplit(":", 1)[1]
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=10) as reply:
         page = reply.read().decode()
-    assert "reaches nobody else" in page and "Learners use the address below" in page
+    # Projected from the instructor's laptop: the address learners use, and no notice on screen.
     assert f"join_room(&quot;{open_room.url}&quot;" in page
     assert "join_room(&quot;http://127.0.0.1" not in page
+    assert 'class="warning"' not in page and "localhost" not in page
+    # The instructor's dashboard says it instead; the helpers' does not.
+    said = read_stream(open_room, lambda kind, data: kind == "snapshot")["reach"]
+    assert said.startswith(f"Learners reach the room at {open_room.url}: the join page shows")
+    helpers = ServedRoom(**{**open_room.__dict__, "token": open_room.helper_token})
+    assert "reach" not in read_stream(helpers, lambda kind, data: kind == "snapshot")
 
 
 @pytest.mark.parametrize(

@@ -25,6 +25,16 @@ function element(tag, text, attributes) {
   return node;
 }
 
+// Replace a list's or a table's rows only when what they show changed: a row rebuilt under the
+// pointer, as updates stream in, would swallow the click on its button.
+const shownAs = new WeakMap();
+function replaceIfChanged(parent, children) {
+  const shown = children.map((child) => child.outerHTML).join("");
+  if (shownAs.get(parent) === shown) return;
+  shownAs.set(parent, shown);
+  parent.replaceChildren(...children);
+}
+
 function hidden(text) {
   return element("span", text, { class: "visually-hidden" });
 }
@@ -76,6 +86,8 @@ function take(message, whole) {
     room.role = message.role;
     document.body.classList.toggle("helper", room.role !== "instructor");
     $("role").textContent = room.role === "instructor" ? "" : "(helpers' view)";
+    $("reach").textContent = message.reach || "";
+    $("reach").classList.toggle("warning", (message.reach || "").startsWith("The room listens on this machine only"));
     if (room.role !== "instructor" && !helperName()) {
       $("action-said").textContent = "Type your name at the top of the page: it shows on your claims and in the export.";
     }
@@ -112,7 +124,10 @@ function noticeHands(rows) {
       scheduleRender();
     }, FRESH_MS + 100);
   }
-  document.title = up.length ? `(${up.length} hand${up.length === 1 ? "" : "s"} up) ${TITLE}` : TITLE;
+  const count = `${up.length} hand${up.length === 1 ? "" : "s"} up`;
+  document.title = up.length ? `(${count}) ${TITLE}` : TITLE;
+  $("hands-up").hidden = !up.length;
+  $("hands-up").textContent = `${count}: go to Needs help`;
 }
 
 let pending = false;
@@ -205,8 +220,7 @@ function renderHelp() {
   const list = $("needs-help");
   const rows = room.summary.needs_help;
   $("help-count").textContent = `(${rows.length})`;
-  list.replaceChildren(
-    ...rows.map((row) => {
+  const items = rows.map((row) => {
       const fresh = Date.now() - (hands.fresh.get(row.name) || -Infinity) < FRESH_MS && row.kind === "hand";
       // One line each: the end of what went wrong (the learner's words, the mistake's fix, then
       // why) is cut on screen (an ellipsis), never in the page: the whole text stays in it for a
@@ -231,9 +245,9 @@ function renderHelp() {
       button.addEventListener("click", () => act({ kind: "helped", name: row.name }));
       item.append(button);
       return item;
-    })
-  );
-  if (!rows.length) list.append(element("li", "Nobody right now.", { class: "quiet" }));
+    });
+  if (!rows.length) items.push(element("li", "Nobody right now.", { class: "quiet" }));
+  replaceIfChanged(list, items);
   const claims = Object.entries(room.summary.claims || {});
   $("claims").textContent = claims.length
     ? `On the way: ${claims.map(([name, claim]) => `${claim.by} to ${name} (${ago(claim.since)})`).join(", ")}`
@@ -312,10 +326,10 @@ function renderGrid(exercises, names) {
   head.append(element("th", "Learner", { scope: "col" }));
   for (const e of exercises) head.append(element("th", e.id.split(".")[1], { scope: "col", title: `${e.id}: ${e.title}` }));
   head.append(element("th", "Last seen", { scope: "col" }));
+  head.append(element("th", "Names", { scope: "col", class: "instructor" }));
   $("grid").tHead.replaceChildren(head);
   const body = $("grid").tBodies[0];
-  body.replaceChildren(
-    ...names.map((name) => {
+  const rows = names.map((name) => {
       const learner = room.learners[name];
       const row = element("tr");
       const header = element("th", name, { scope: "row", title: name });
@@ -340,14 +354,28 @@ function renderGrid(exercises, names) {
         row.append(cell);
       }
       row.append(element("td", learner.seen ? lastTime(learner.seen) : "", { class: "seen" }));
+      const names = element("td", null, { class: "instructor" });
+      names.append(namesButton(name));
+      row.append(names);
       return row;
-    })
-  );
+    });
   if (!names.length) {
     const row = element("tr");
-    row.append(element("td", "Nobody has joined yet.", { colspan: exercises.length + 2 }));
-    body.append(row);
+    row.append(element("td", "Nobody has joined yet.", { colspan: exercises.length + 3 }));
+    rows.push(row);
   }
+  replaceIfChanged(body, rows);
+}
+
+// Rename, merge and remove, reached from the learner's row: the controls, with them chosen.
+function namesButton(name) {
+  const button = element("button", "Names…", { type: "button", class: "row-names", "aria-label": `Names… (rename, merge or remove ${name})` });
+  button.addEventListener("click", () => {
+    $("learner").value = name;
+    $("controls-heading").scrollIntoView({ block: "start" });
+    $("new-name").focus();
+  });
+  return button;
 }
 
 function setupWords(info) {
