@@ -310,8 +310,9 @@ def _step_advice(got: dict[str, Any], expected: dict[str, Any], rates: Sequence[
             "A Python float is weakly typed, a NumPy or JAX float32 is not: two kinds of input, "
             "two programs (Pitfall 11). Converting lr inside the jitted function comes too late, "
             "because the cache key is made from the arguments as they arrive.",
-            "Turn lr into a float32 array, jnp.asarray(lr, jnp.float32), in the plain function "
-            "step, before it calls the jitted one.",
+            "Wrap the jitted function, step here, in a plain one that converts lr first, and "
+            "return that: return lambda params, grads, lr: step(params, grads, "
+            "jnp.asarray(lr, jnp.float32)).",
             reread=PITFALL_11,
         ), quote
     return Mistake(

@@ -52,6 +52,14 @@ def make_step_converting_inside():
     return step
 
 
+def make_step_converting_inside_wrapped():
+    @jax.jit
+    def step(params, grads, lr):
+        return sgd_tree(params, grads, jnp.asarray(lr, jnp.float32))
+
+    return lambda params, grads, lr: step(params, grads, jnp.asarray(lr, jnp.float32))
+
+
 def make_step_static_lr():
     return jax.jit(sgd_tree, static_argnums=2)
 
@@ -399,7 +407,7 @@ def make_scaled_traced_factor(f):
 
 FIXED: list[tuple[str, Callable[..., Any], Callable[..., Any]]] = [
     ("05.make_step", make_step_plain_jit, make_step),
-    ("05.make_step", make_step_converting_inside, make_step),
+    ("05.make_step", make_step_converting_inside, make_step_converting_inside_wrapped),
     ("05.make_step", make_step_static_lr, make_step),
     ("05.make_step", make_step_without_jit, make_step_jitted_once),
     ("05.make_step", make_step_numpy_lr, make_step),
