@@ -10,6 +10,7 @@ JAX's message is shown as supporting detail only. Inputs are NumPy arrays (bfloa
 ``jax.device_put``), so that making a case compiles nothing.
 """
 
+import traceback
 from collections.abc import Callable
 from typing import Any
 
@@ -19,6 +20,8 @@ import numpy as np
 from jax import lax
 
 from .._jaxpr import inner_jaxprs
+from .._leaves import shorten
+from ._guard import is_learner_file
 from ._kit import (
     Layer,
     Point,
@@ -58,8 +61,9 @@ def _fails(result: Any) -> bool:
     return isinstance(result, dict) and "raised" in result
 
 
-def _raised(run: Callable[[], Any]) -> Any:
-    """``run()``, or ``{"raised": text}`` when JAX refuses the trees it was given.
+def _raised(run: Callable[[], Any], lines: int = 1) -> Any:
+    """``run()``, or ``{"raised": text}`` when JAX refuses the trees it was given (the first
+    ``lines`` of its message), with where in the learner's code (:func:`_learner_line`).
 
     Rank promotion is allowed whatever the process set (the tests set it to raise): ``h @ w + b``
     with a bias vector is how learners, and the lesson, write a layer.
@@ -68,7 +72,26 @@ def _raised(run: Callable[[], Any]) -> Any:
         with jax.numpy_rank_promotion("allow"):
             return run()
     except (TypeError, ValueError) as error:  # ConcretizationTypeError is a TypeError
-        return {"raised": error_text(error, 400)}
+        return {"raised": error_text(error, 400, lines), **_learner_line(error)}
+
+
+def _learner_line(error: BaseException) -> dict[str, Any]:
+    """Where in the learner's own code ``error`` was raised: ``{"line": 3, "function":
+    "guarded_step", "source": "if finite:"}`` (the function a generator or lambda on that line
+    belongs to), or ``{}`` when none of its frames is theirs."""
+    frames = [
+        frame
+        for frame in traceback.extract_tb(error.__traceback__)
+        if frame.filename != "<string>" and is_learner_file(frame.filename)
+    ]
+    if not frames:
+        return {}
+    named = [frame.name for frame in frames if not frame.name.startswith("<")]
+    return {
+        "line": frames[-1].lineno,
+        "function": named[-1] if named else frames[-1].name,
+        "source": shorten((frames[-1].line or "").strip(), 80),
+    }
 
 
 def _dtype_difference(got: Any, expected: Any) -> tuple[str, str, str] | None:
@@ -228,10 +251,14 @@ def _judge_guarded(got: Any, expected: Any, case: Case) -> str | Mistake | None:
         if hint:
             return hint
         if got.get("eager"):
+            where = (
+                f"line {got['line']} of {got['function']}, `{got['source']}`,"
+                if "line" in got
+                else "one of its lines"
+            )
             return Mistake(
-                "guarded_step runs without jit and fails under it: it asks for the value of a "
-                "traced array, as a Python `if`, `and`, `all()` or float() on the gradients "
-                f"does.\n  ({text[:200]})",
+                f"guarded_step runs without jit and fails under it: {where} asks for the value "
+                f"of a traced array.\n  ({text[:200]})",
                 "Under jit the gradients are tracers, with shapes and dtypes but no values yet: a "
                 "decision on their values has to be part of the compiled program, where lax.cond "
                 "picks a branch at run time.",
@@ -558,7 +585,8 @@ def _clip_fwd(params: Any, limit: float) -> tuple[Any, float]:
 
 
 def _clip_bwd(limit: float, g: Any) -> tuple[Any, None]:
-    return jax.tree.map(lambda leaf: jnp.clip(leaf, -limit, limit), g), None
+    clipped = jax.tree.map(lambda leaf: jnp.minimum(jnp.maximum(leaf, -limit), limit), g)
+    return (clipped, None)
 
 
 _clip_per_leaf.defvjp(_clip_fwd, _clip_bwd)
@@ -598,15 +626,15 @@ def _judge_clip(got: Any, expected: Any, case: Case) -> str | Mistake | None:
         text = got["raised"]
         backward = got.get("backward")
         if backward and backward["length"] != backward["wanted"]:
+            length = backward["length"]
             what = (
-                f"a tuple of {backward['length']}"
-                if backward["length"] is not None
+                f"a tuple of {length} item{'' if length == 1 else 's'}"
+                if length is not None
                 else f"a {backward['kind']}"
             )
             return Mistake(
-                f"jax.grad raised {text.split(':', 1)[0]}, refusing what the backward rule gave "
-                f"it. Called on its own, yours returns {what}, not a tuple of "
-                f"{backward['wanted']} cotangents.",
+                f"jax.grad raised {text.split(':', 1)[0]} on what your backward rule returned: "
+                f"called on its own with the residuals and a cotangent, the rule returns {what}.",
                 "A backward rule returns a tuple with one cotangent per argument of the primal "
                 "function, in order, even for an argument that gets no gradient (Pitfall 22).",
                 "Return a pair from the backward rule: the clipped tree for params, and None for "
@@ -735,7 +763,7 @@ def _square_variants(params: Any, x: Any) -> list[tuple[str, Callable[[], Any]]]
 
 
 def _ensemble_probe(fn: Callable[..., Any], case: Case) -> Any:
-    result = _raised(lambda: fn(*case.args))
+    result = _raised(lambda: fn(*case.args), lines=4)
     if _fails(result):
         params, x = case.args
         square = _square_inputs(int(np.shape(x)[-1]))
@@ -759,11 +787,13 @@ def _judge_ensemble(got: Any, expected: Any, case: Case) -> str | Mistake | None
     if "raised" in got:
         text = got["raised"]
         if got.get("mapped"):
+            lines = text.splitlines()
+            odd = f" ({lines[-1].strip(' *;.')})" if len(lines) > 1 else ""
             return Mistake(
-                f"ensemble_predict raised ({text[:200]}). Its in_axes maps {got['mapped']} over "
-                "the member axis too: called again on inputs where the members, the outputs and "
-                f"the rows of x all number {_SQUARE}, so that such a mapping runs, it gives "
-                "what that mapping gives.",
+                f"ensemble_predict raised {lines[0].split(':', 1)[0]}: vmap was given mapped axes "
+                f"of different sizes{odd}. Its in_axes maps {got['mapped']} over the member axis "
+                f"too: with {_SQUARE} members, {_SQUARE} outputs and {_SQUARE} rows of x, where "
+                "that mapping runs, yours returns exactly what it gives.",
                 "in_axes is a prefix of the tuple of arguments (params, x): a 0 maps every leaf "
                 "below it over its leading axis, a None passes it whole. Only the member "
                 "weights have a member axis; the shared scale and x do not (Pitfall 13).",

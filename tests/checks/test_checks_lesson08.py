@@ -6,6 +6,7 @@ Two tests look inside the lesson module (``_lesson08``): its scan counter and it
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 import jax
@@ -59,6 +60,13 @@ def guarded_branch_of_leaves(params: Any, grads: Any, lr: Any) -> Any:
 
 def guarded_always_steps(params: Any, grads: Any, lr: Any) -> Any:
     return jax.tree.map(lambda p, g: (p - lr * g).astype(p.dtype), params, grads), jnp.bool_(False)
+
+
+PYTHON_IF_LINE = (
+    f"fails under it: line {inspect.getsourcelines(guarded_with_python_if)[1] + 1} of "
+    "guarded_with_python_if, `if all(bool("
+)
+"""Where the first message points for guarded_with_python_if: its line that reads the gradients."""
 
 
 # --- 08.scan_layers ----------------------------------------------------------------------------
@@ -267,7 +275,7 @@ FIXED: list[tuple[str, Any, Any]] = [
 
 NAMED: dict[str, dict[str, str]] = {
     "08.guarded_step": {
-        "uses a Python `if` on a traced value": "Python `if`",
+        "uses a Python `if` on a traced value": PYTHON_IF_LINE,
         "has `lax.cond` branches whose dtypes differ (Pitfall 21)": "return different dtypes",
         "steps even when a gradient holds a NaN or an inf": "a gradient leaf holds a NaN or an inf",
     },
@@ -276,9 +284,7 @@ NAMED: dict[str, dict[str, str]] = {
         "returns the stacked outputs instead of the final carry": "(scan's ys)",
     },
     "08.clip_per_leaf": {
-        "returns a bare tree from the backward rule (Pitfall 22)": (
-            "Called on its own, yours returns a dict"
-        ),
+        "returns a bare tree from the backward rule (Pitfall 22)": "the rule returns a dict",
         "changes the forward value instead of passing `params` through": (
             "the forward value is not params unchanged"
         ),
@@ -322,14 +328,14 @@ class TestLesson08(LessonChecks):
         ("08.scaled_updates", updates_with_broadcast),
     )
     wrong = (
-        ("08.guarded_step", guarded_with_python_if, "Python `if`"),
+        ("08.guarded_step", guarded_with_python_if, PYTHON_IF_LINE),
         ("08.guarded_step", guarded_without_cast, "return different dtypes"),
         ("08.guarded_step", guarded_always_steps, "a gradient leaf holds a NaN or an inf"),
         ("08.guarded_step", guarded_branch_of_leaves, "return trees of different structures"),
         ("08.scan_layers", scan_python_loop, "tanh outside any scan"),
         ("08.scan_layers", scan_returning_ys, "(scan's ys)"),
         ("08.scan_layers", scan_with_one_bias, "differ in their leading axis"),
-        ("08.clip_per_leaf", clip_bare_tree, "Called on its own, yours returns a dict"),
+        ("08.clip_per_leaf", clip_bare_tree, "the rule returns a dict"),
         ("08.clip_per_leaf", clip_forward_values, "the forward value is not params unchanged"),
         ("08.clip_per_leaf", clip_by_global_norm, "computed from the norm of the whole tree"),
         (
@@ -378,7 +384,7 @@ REFUSED: list[tuple[str, Any, str]] = [
     ("08.guarded_step", guarded_without_cast, "the first branch returns float32"),
     ("08.guarded_step", guarded_branch_of_leaves, "return trees of different structures"),
     ("08.scan_layers", scan_with_one_bias, "The leading sizes of xs are: [0] "),
-    ("08.clip_per_leaf", clip_bare_tree, "Called on its own, yours returns a dict"),
+    ("08.clip_per_leaf", clip_bare_tree, "the rule returns a dict"),
     ("08.ensemble_predict", ensemble_mapping_everything, "maps the shared scale over the member"),
     ("08.scaled_updates", updates_grads_first, "runs given one learning rate per gradient leaf"),
 ]
