@@ -273,8 +273,31 @@ def _freeze_cases(rng: np.random.Generator) -> list[Case]:
     return cases
 
 
+def _freeze_probe(fn: Callable[..., Any], case: Case) -> dict[str, Any]:
+    """What ``fn`` returns on the case, and whether it freezes a leaf when ``frozen`` is written
+    in keystr's default format instead (``"['encoder']"``, or a whole name such as
+    ``"['encoder']['w']"``): an answer that reads names in that format does, one that ignores
+    ``frozen`` never does."""
+    params, grads, lr, frozen = case.args
+    paths = [path for path, _ in jax.tree_util.tree_leaves_with_path(params)]
+    whole = [keystr(path) for path in paths if leaf_name(path).split("/")[0] == frozen][:1]
+    default_format = False
+    for written in [f"[{frozen!r}]", *whole]:
+        try:
+            moved = fn(params, grads, lr, written)
+            kept = [
+                np.array_equal(np.asarray(a), np.asarray(b))
+                for a, b in zip(jax.tree.leaves(moved), jax.tree.leaves(params), strict=True)
+            ]
+        except Exception:  # noqa: BLE001 (an answer that fails here is judged on the case alone)
+            continue
+        default_format = default_format or any(kept)
+    return {"tree": call_tree(fn, case), "default_format": default_format}
+
+
 def _judge_freeze(got: Any, expected: Any, case: Case) -> str | Mistake | None:
-    problem = missing_return(got, expected, "freeze_group") or tree_judge()(got, expected, case)
+    mine, theirs = got["tree"], expected["tree"]
+    problem = missing_return(mine, theirs, "freeze_group") or tree_judge()(mine, theirs, case)
     if problem is None:
         return None
     params, grads, lr, frozen = case.args
@@ -285,17 +308,26 @@ def _judge_freeze(got: Any, expected: Any, case: Case) -> str | Mistake | None:
         )
 
     others = [group for group in params if group != frozen and group.startswith(frozen)]
+    default_format = Mistake(
+        f"every leaf moved, those of the frozen group {frozen!r} too: your step reads each name "
+        f'in keystr\'s default format, since given frozen="[{frozen!r}]" or a whole name in '
+        "that format it keeps a leaf still.",
+        "keystr's default format writes a path as \"['encoder'][0]['w']\": the part before the "
+        "first '/' is the whole name, never a group (Pitfall 26).",
+        "Write the name with keystr(path, simple=True, separator='/'), so that "
+        "name.split('/')[0] is the group.",
+        reread=PITFALL_26,
+    )
+    nothing = Mistake(
+        f"every leaf moved, those of the frozen group {frozen!r} too: nothing was frozen.",
+        "The step must tell each leaf's group, the first part of its name, and leave the leaves "
+        "of the frozen one as they are, while every other leaf takes the SGD step.",
+        "In jax.tree.map_with_path, write the name with keystr(path, simple=True, "
+        "separator='/') and return p unchanged when its first part equals frozen.",
+    )
     variants = [
         Variant(
-            mistake=Mistake(
-                f"every leaf moved, those of the frozen group {frozen!r} too.",
-                "The step must tell each leaf's group, the first part of its name, to leave the "
-                "frozen one alone. A name written in keystr's default format, "
-                "\"['encoder'][0]['w']\", never has a group as its first part (Pitfall 26).",
-                "In jax.tree.map_with_path, write the name with keystr(path, simple=True, "
-                "separator='/') and return p unchanged when its first part equals frozen.",
-                reread=PITFALL_26,
-            ),
+            mistake=default_format if got["default_format"] else nothing,
             build=lambda: stepped(lambda name: False),
         ),
         Variant(
@@ -324,7 +356,7 @@ def _judge_freeze(got: Any, expected: Any, case: Case) -> str | Mistake | None:
                 build=lambda: stepped(lambda name: name.startswith(frozen)),
             )
         )
-    return first_mistake(rebuild_tree(got), variants, rebuilt=True) or problem
+    return first_mistake(rebuild_tree(mine), variants, rebuilt=True) or problem
 
 
 FREEZE_GROUP = Exercise(
@@ -334,7 +366,7 @@ FREEZE_GROUP = Exercise(
     points=2,
     cases=_freeze_cases,
     reference=_freeze_group,
-    probe=call_tree,
+    probe=_freeze_probe,
     judge=_judge_freeze,
     hints=(
         (

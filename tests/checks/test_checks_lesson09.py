@@ -263,9 +263,13 @@ WRONG: list[tuple[str, Callable[..., Any], str]] = [
     ("09.decay_mask", decay_mask_dropping_none, "structure differs"),
     ("09.decay_mask", decay_mask_endswith, "its name only ends in 'w'"),
     ("09.freeze_group", freeze_group_startswith, "its name only starts with 'encoder'"),
-    ("09.freeze_group", freeze_group_nothing, "every leaf moved"),
+    ("09.freeze_group", freeze_group_nothing, "too: nothing was frozen."),
     ("09.freeze_group", freeze_group_inverted, "the wrong group stayed still"),
-    ("09.freeze_group", freeze_group_default_keystr, "keystr's default format"),
+    (
+        "09.freeze_group",
+        freeze_group_default_keystr,
+        "too: your step reads each name in keystr's default format",
+    ),
     ("09.split_by_mask", split_by_mask_swapped, "the two halves are swapped"),
     ("09.split_by_mask", split_by_mask_zeros, "some placeholders are zeros"),
     ("09.split_by_mask", split_by_mask_dropping, "a container lost its keys"),
@@ -345,9 +349,11 @@ NAMED: dict[str, dict[str, str]] = {
         "freezes by `name.startswith`, which catches other groups too": (
             "its name only starts with 'encoder'"
         ),
-        "freezes nothing": "every leaf moved",
+        "freezes nothing": "too: nothing was frozen.",
         "freezes the wrong group": "the wrong group stayed still",
-        "reads the group from `keystr`'s default format": "keystr's default format",
+        "reads the group from `keystr`'s default format": (
+            "too: your step reads each name in keystr's default format"
+        ),
     },
     "09.split_by_mask": {
         "swaps the two halves": "the two halves are swapped",
