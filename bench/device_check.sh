@@ -107,16 +107,18 @@ finish() {
     step "done: $([ $status = 0 ] && echo 'everything passed' || echo 'FAILURES above')"
     exit $status
 }
-jax_version() { "$PYTHON" -c 'import jax, jaxlib; print(jax.__version__, jaxlib.__version__)'; }
+# JAX's versions, in a line of their own, from a process that also does something else: each
+# start of a Python that imports JAX costs a second or more.
+VERSIONS='import jax, jaxlib; print("jax, jaxlib:", jax.__version__, jaxlib.__version__)'
 
 step "the machine"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null \
     || echo "no NVIDIA GPU"
 "$PYTHON" --version
-before=$(jax_version) || { echo "device_check: $PYTHON cannot import JAX"; exit 2; }
-echo "jax, jaxlib: $before"
-"$PYTHON" -c 'import jax; print("backend:", jax.default_backend(), jax.devices())' 2>&1 \
+"$PYTHON" -c "$VERSIONS"'; print("backend:", jax.default_backend(), jax.devices())' 2>&1 \
     | grep -v hugepages | tee "$OUT/backend.txt"
+before=$(sed -n 's/^jax, jaxlib: //p' "$OUT/backend.txt")
+[ -n "$before" ] || { echo "device_check: $PYTHON cannot import JAX"; exit 2; }
 backend=$(sed -n 's/^backend: \([a-z]*\).*/\1/p' "$OUT/backend.txt")
 # A TPU chip admits one program at a time and its machine no kernel: one process, no kernels.
 in_process=${DEVICE_CHECK_IN_PROCESS:-$([ "$backend" = tpu ] && echo 1 || echo 0)}
@@ -134,9 +136,11 @@ if [ "${DEVICE_CHECK_WHEELS:-carried}" != none ]; then
 fi
 export JUPYTER_PLATFORM_DIRS=1 XLA_PYTHON_CLIENT_PREALLOCATE=false
 needs=$([ "$in_process" = 1 ] && echo IPython, nbformat, optax, orbax.checkpoint || echo ipykernel, nbclient)
-"$PYTHON" -c "import course_lib, course_tools, $needs; print('course_lib from', course_lib.__file__)" \
-    || { echo "device_check: the course does not import"; exit 2; }
-after=$(jax_version)
+imported=$("$PYTHON" -c "import course_lib, course_tools, $needs; $VERSIONS
+print('course_lib from', course_lib.__file__)" 2>&1) \
+    || { echo "$imported"; echo "device_check: the course does not import"; exit 2; }
+grep '^course_lib from' <<<"$imported"
+after=$(sed -n 's/^jax, jaxlib: //p' <<<"$imported")
 if [ "$after" != "$before" ]; then
     echo "device_check: JAX changed from $before to $after"
     exit 2
