@@ -176,7 +176,7 @@ COMPAT_PYTEST := -- -n 2 --dist loadfile -m "not browser" --doctest-modules cour
 # release changes: 03 (jacobian's vmap hands unflatten object() placeholders before JAX 0.8), 04
 # (jax.tree.static from 0.9.1), 05 (compile counts, cache-miss explanations), 07 (shardings,
 # Orbax) and 08 (cond's branches, inner jaxprs); the floor has found problems in 04, 05 and 08.
-# The wrong answers of 01, 02, 06 and 09 (101 of their tests: tree arithmetic, key paths and
+# The wrong answers of 01, 02, 06 and 09 (102 tests: tree arithmetic, key paths and
 # optax's updates, optax being the lock's on every release) run on the lock's JAX only.
 FLOOR_SAME_WRONG_ANSWERS := (lesson01 or lesson02 or lesson06 or lesson09) and \
   test_check_incorrect_gives_the_targeted_hint
