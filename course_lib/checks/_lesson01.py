@@ -497,7 +497,8 @@ IS_NODE = Exercise(
 
 
 def _replace_leaves(tree: Any, values: list[Any]) -> Any:
-    return jax.tree.unflatten(jax.tree.structure(tree), values)
+    treedef = jax.tree_util.tree_structure(tree)
+    return jax.tree_util.tree_unflatten(treedef, list(values))
 
 
 def _replace_cases(rng: np.random.Generator) -> list[Case]:

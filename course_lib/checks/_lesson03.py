@@ -71,7 +71,9 @@ class Conv1D:
 
 
 def _conv1d_flatten(layer: Conv1D) -> tuple[tuple[Any, Any], tuple[int, str]]:
-    return (layer.kernel, layer.bias), (layer.stride, layer.padding)
+    children = (layer.kernel, layer.bias)
+    aux = (layer.stride, layer.padding)
+    return children, aux
 
 
 def _conv1d_unflatten(aux: tuple[int, str], children: Any) -> Conv1D:
@@ -93,7 +95,8 @@ class LayerNorm:
         self.eps = float(eps)
 
     def tree_flatten(self) -> tuple[tuple[Any, Any], float]:
-        return (self.scale, self.offset), self.eps
+        children = (self.scale, self.offset)
+        return children, self.eps
 
     @classmethod
     def tree_unflatten(cls, eps: float, children: Any) -> "LayerNorm":

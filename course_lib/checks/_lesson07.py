@@ -467,11 +467,11 @@ def _is_plan(x: Any) -> bool:
 
 
 def _bytes_per_device(tree: Any) -> int:
-    total = 0
-    for leaf in jax.tree.leaves(tree):
-        block = leaf.sharding.shard_shape(leaf.shape)
-        total += math.prod(block) * np.dtype(leaf.dtype).itemsize
-    return total
+    blocks = [
+        (leaf.sharding.shard_shape(leaf.shape), np.dtype(leaf.dtype).itemsize)
+        for leaf in jax.tree.leaves(tree)
+    ]
+    return int(sum(np.prod(block, dtype=np.int64) * itemsize for block, itemsize in blocks))
 
 
 _DTYPES = ("float32", "bfloat16", "int8", "float16", "int32")
@@ -913,7 +913,8 @@ ABSTRACT_SIZE = Exercise(
 
 
 def _sharded_init(init: Callable[[jax.Array], Any], key: jax.Array, shardings: Any) -> Any:
-    return jax.jit(init, out_shardings=shardings)(key)
+    compiled = jax.jit(init, out_shardings=shardings).lower(key).compile()
+    return compiled(key)
 
 
 _INIT_LAYOUTS: tuple[tuple[str, Callable[[Callable[[Any], NamedSharding]], Any]], ...] = (
