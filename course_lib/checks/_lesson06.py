@@ -21,7 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.tree_util import keystr
 
-from .._leaves import close_elements, is_namedtuple
+from .._leaves import close_elements, is_namedtuple, same_structure
 from ._kit import (
     Layer,
     Point,
@@ -293,7 +293,7 @@ def _pairs_problem(mine: Any, theirs: Any) -> Mistake | None:
     """The mistake of one ``jax.tree.map`` returning ``(p, v)`` at each leaf: one tree of pairs
     shaped like the params, where two trees were due (``None`` for any other answer)."""
     pairs = jax.tree.map(lambda p, v: (p, v), theirs[0], theirs[1])
-    if jax.tree.structure(mine) != jax.tree.structure(pairs) or not jax.tree.leaves(theirs[0]):
+    if not same_structure(mine, pairs) or not jax.tree.leaves(theirs[0]):
         return None
     first = keystr(jax.tree_util.tree_flatten_with_path(theirs[0])[0][0][0])
     return Mistake(
