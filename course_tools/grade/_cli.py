@@ -452,13 +452,16 @@ def main(argv: list[str] | None = None) -> int:
         return int(stop.code or 0) and EXIT_USAGE
     if args.gradescope_run:
         return _gradescope_run()
-    if args.gradescope_autograder:
-        return _gradescope_bundle(parser, args)
-    if not args.paths:
-        return _usage(parser, "give at least one PATH to grade")
-    problem = _solutions_problem(args.solutions, canary=not args.no_canary)
+    # A bundle always carries the solutions: its canary grades them on Gradescope.
+    canary = bool(args.gradescope_autograder) or not args.no_canary
+    problem = _solutions_problem(args.solutions, canary=canary)
     if problem:
         return _usage(parser, problem)
+    if args.gradescope_autograder:
+        with _solutions_named(args.solutions):
+            return _gradescope_bundle(parser, args)
+    if not args.paths:
+        return _usage(parser, "give at least one PATH to grade")
     if args.memory_mb < 256:
         return _usage(parser, "--memory-mb must be at least 256")
     bad = [name for name in args.forbid if not name.isidentifier()]

@@ -29,7 +29,7 @@ from typing import Any
 
 from course_lib.checks import Exercise, exercises, lessons
 
-from .._course import COURSE_LIB, SOLUTIONS
+from .._course import COURSE_LIB, solutions_folder
 from .book import ExerciseResult, best_exercises, exercise_feedback
 from .intake import UsageError
 
@@ -63,15 +63,15 @@ exec python3 -m course_tools.grade --gradescope-run
 
 
 def _course_files() -> dict[str, Path]:
-    """What ``pip install ./course`` needs, and the solutions the canary grades: bundle path to
-    file."""
+    """What ``pip install ./course`` needs, and the solutions the canary grades (those of
+    `solutions_folder`, which ``--solutions`` sets): bundle path to file."""
     root = COURSE_LIB.parent
     files = {f"course/{name}": root / name for name in ("pyproject.toml", "README.md")}
     for package in ("course_lib", "course_tools"):
         for path in sorted((root / package).rglob("*")):
             if path.is_file() and "__pycache__" not in path.parts:
                 files[f"course/{path.relative_to(root)}"] = path
-    for path in sorted(SOLUTIONS.glob("[0-9][0-9]_*.ipynb")):
+    for path in sorted(solutions_folder().glob("[0-9][0-9]_*.ipynb")):
         files[f"course/solutions/{path.name}"] = path
     return files
 

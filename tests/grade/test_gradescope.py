@@ -131,3 +131,22 @@ def test_a_broken_grading_environment_is_told_to_the_instructor_only(
     assert document["score"] == 0 and document["visibility"] == "hidden"
     assert document["output"].startswith("The grading environment is broken")
     assert "the canary failed" in document["output"]
+
+
+def test_the_bundle_packs_the_solutions_that_solutions_names(tmp_path: Path) -> None:
+    """An installed grader has no solutions/ beside it: --solutions says which ones to pack."""
+    chosen = tmp_path / "instructor"
+    chosen.mkdir()
+    marked = SOLVED.read_bytes() + b"\n"  # still a notebook, but not the checkout's bytes
+    (chosen / SOLVED.name).write_bytes(marked)
+    target = tmp_path / "autograder.zip"
+    assert main(["--gradescope-autograder", str(target), "02", "--solutions", str(chosen)]) == 0
+    with zipfile.ZipFile(target) as archive:
+        packed = [name for name in archive.namelist() if name.startswith("course/solutions/")]
+        assert packed == [f"course/solutions/{SOLVED.name}"]
+        assert archive.read(packed[0]) == marked
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    refused = tmp_path / "refused.zip"
+    assert main(["--gradescope-autograder", str(refused), "--solutions", str(empty)]) == 2
+    assert not refused.exists()
