@@ -75,25 +75,29 @@ class CheckPanel:
         box = (
             f"border-left: 0.35em solid {colour}; padding: 0.4em 0.8em; margin: 0.2em 0;"
             f" background: color-mix(in srgb, {colour} 10%, transparent);"
-            " white-space: pre-wrap; overflow-wrap: break-word; word-break: normal;"
             " font-family: var(--jp-content-font-family, sans-serif); line-height: 1.45;"
         )
         points = f" ({html.escape(self.points)})" if self.points else ""
         step = f" <span>{_inline(self.next_step)}</span>" if self.next_step else ""
         head = (
-            f'<div><span aria-hidden="true">{_ICONS[self.tone]}</span> '
+            f'<div style="{_LINES}"><span aria-hidden="true">{_ICONS[self.tone]}</span> '
             f"<strong>{html.escape(self.word.capitalize())}</strong>"
             f" <code>{html.escape(self.exercise)}</code>{points}{';' if step else ''}{step}</div>"
         )
-        rows = "".join(_row_html(row) for row in self.rows)
-        return f'<div role="status" style="{box}">{head}{rows}</div>'
+        # One line between the parts: no space on the page, a line break in the panel's text.
+        parts = "\n".join([head, *(_row_html(row) for row in self.rows)])
+        return f'<div role="status" style="{box}">\n{parts}\n</div>'
 
 
 def _row_html(row: Row) -> str:
     text = f"<code>{html.escape(row.text)}</code>" if row.code else _inline(row.text)
     label = f"<strong>{html.escape(row.label.capitalize())}:</strong> " if row.label else ""
-    return f'<div style="margin-top: 0.3em">{label}{text}</div>'
+    return f'<div style="{_LINES} margin-top: 0.3em;">{label}{text}</div>'
 
+
+_LINES = "white-space: pre-wrap; overflow-wrap: break-word; word-break: normal;"
+"""A line breaks at spaces (a word is cut only when it is longer than the line), and a message's own
+line breaks stay."""
 
 _CODE = re.compile(r"`([^`\n]+)`")
 

@@ -1,7 +1,8 @@
-"""A generated exercise notebook in JupyterLab: the first self-check says "not attempted"; after the
-answer is typed into the exercise cell and both cells are run with Shift+Enter, it says "passed".
-Then an answer of the wrong structure, typed into another exercise, makes its check draw the
-learner's tree against the expected structure: an image under the check cell."""
+"""A generated exercise notebook in JupyterLab: the first self-check's panel says "not attempted";
+after the answer is typed into the exercise cell and both cells are run with Shift+Enter, it says
+"passed". Then an answer of the wrong structure, typed into another exercise, makes its check draw
+the learner's tree against the expected structure: an image under the check's panel. Run twice
+more, that check shows what went wrong and both hints at once, the picture still under them."""
 
 from __future__ import annotations
 
@@ -68,8 +69,8 @@ def test_first_exercise_goes_from_not_attempted_to_passed(
         assert not problems, f"{EXERCISES} as generated, after Run All Cells:\n  " + "\n  ".join(
             problems
         )
-        before = page.output_text(check_at)
-        assert re.search(rf"{re.escape(exercise_id)}: not attempted", before), (
+        before = _panel_text(page, check_at)
+        assert re.search(rf"Not attempted yet {re.escape(exercise_id)}\b", before), (
             f"the check of {exercise_id} before any answer printed:\n{before}"
         )
 
@@ -90,7 +91,7 @@ def test_first_exercise_goes_from_not_attempted_to_passed(
                 "([area, text]) => area.textContent.includes(text)",
                 arg=[
                     page.cell(check_at).locator(".jp-OutputArea").element_handle(),
-                    f"{exercise_id}: passed",
+                    f"Passed {exercise_id} (",
                 ],
                 timeout=WIDGET_TIMEOUT * 1000,
             )
@@ -118,10 +119,24 @@ def test_first_exercise_goes_from_not_attempted_to_passed(
                 f"a wrong structure for {WRONG_STRUCTURE_EXERCISE} showed no picture under its "
                 f"check; the check printed:\n{page.output_text(shaped_check_at)}"
             ) from error
-        text = page.output_text(shaped_check_at)
-        assert f"{WRONG_STRUCTURE_EXERCISE}: incorrect" in text, text
+        text = _panel_text(page, shaped_check_at)
+        assert f"Incorrect {WRONG_STRUCTURE_EXERCISE}" in text, text
         assert "the picture below marks where your result's structure differs" in text, text
+        assert "Hint 1/2" not in text, text
+        after_header = text.split("; run the check again for a hint", 1)[1]
+        diagnosis = after_header.split("(the picture below", 1)[0].strip()  # and its input
         save_screenshot(page, "exercises_01_wrong_structure_picture")
+
+        # the same wrong answer checked twice more: one panel with what went wrong and both hints
+        for _ in range(2):
+            _run_cell(page, shaped_check_at)
+        text = _panel_text(page, shaped_check_at)
+        assert page.cell(shaped_check_at).locator("[role=status]").count() == 1, text
+        for kept in (diagnosis, "Hint 1/2, the idea: ", "Hint 2/2, the fix: "):
+            assert kept in text, f"{kept!r} is not in the third check's panel:\n{text}"
+        assert text.index(diagnosis) < text.index("Hint 1/2") < text.index("Hint 2/2"), text
+        assert picture.count() == 1, "the third check shows no picture under its panel"
+        save_screenshot(page.cell(shaped_check_at), "exercises_01_third_check_both_hints")
     finally:
         page.close()
 
@@ -136,6 +151,13 @@ def _cell_index(notebook: Any, role: str, exercise_id: str) -> int:
     found = [i for i, cell in enumerate(notebook.cells) if _course(cell).get(role) == exercise_id]
     assert found, f"no {role} cell for {exercise_id} in {EXERCISES}"
     return found[0]
+
+
+def _panel_text(page: Any, index: int) -> str:
+    """The text of the check panel under cell ``index`` (its HTML output), or all its output's text
+    when it shows no panel (then the assertions that read it say what it showed instead)."""
+    panel = page.cell(index).locator(".jp-OutputArea [role=status]")
+    return (panel.first.text_content() or "") if panel.count() else page.output_text(index)
 
 
 def _run_cell(page: Any, index: int) -> None:

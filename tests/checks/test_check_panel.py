@@ -55,6 +55,7 @@ class _Text(HTMLParser):
 def _read(fragment: str) -> _Text:
     parser = _Text()
     parser.feed(fragment)
+    parser.text = parser.text.strip()
     return parser
 
 
@@ -126,24 +127,26 @@ def test_the_html_escapes_what_it_shows_and_its_text_reads_as_the_plain_form() -
         assert line.strip().lower() in read.text.lower(), line
 
 
-def _wraps_at_spaces(page: str) -> bool:
-    style = re.search(r'style="([^"]*)"', page)
-    assert style is not None
-    rules = dict(rule.split(":", 1) for rule in style.group(1).split(";") if ":" in rule)
-    rules = {name.strip(): value.strip() for name, value in rules.items()}
-    return (
-        rules.get("white-space") == "pre-wrap"
-        and rules.get("word-break") == "normal"
-        and rules.get("overflow-wrap") == "break-word"
-    )
+def _styles(page: str) -> list[dict[str, str]]:
+    """The inline style of each element of ``page``, as a dict of its rules."""
+    found = []
+    for style in re.findall(r'style="([^"]*)"', page):
+        rules = (rule.split(":", 1) for rule in style.split(";") if ":" in rule)
+        found.append({name.strip(): value.strip() for name, value in rules})
+    return found
 
 
 def test_lines_wrap_at_spaces_and_keep_their_line_breaks(shown: list[Any]) -> None:
-    """A long line breaks between words (only a word longer than the line is cut), and a message's
-    own line breaks stay."""
+    """Each line of the panel breaks between words (only a word longer than the line is cut), and
+    a message's own line breaks stay."""
     check("01.count_params", count_leaves, strict=False)
     [panel] = shown
-    assert _wraps_at_spaces(panel._repr_html_())
+    box, *lines = _styles(panel._repr_html_())
+    assert len(lines) == 1 + len(panel.rows)  # the header and each row
+    for rules in lines:
+        assert rules["white-space"] == "pre-wrap", rules
+        assert (rules["word-break"], rules["overflow-wrap"]) == ("normal", "break-word"), rules
+    assert "white-space" not in box  # the line breaks between the parts are not shown
 
 
 # --- contrast in JupyterLab's light and dark themes -------------------------------------------
