@@ -178,7 +178,7 @@ def test_training_playground_learning_rate_by_keyboard_and_mouse(
     )
     # A screen reader names the box by its label and reads the value shown.
     label = root.locator(f"label[for='{box.get_attribute('id')}']")
-    assert label.text_content().strip() == "learning rate"
+    assert label.text_content().strip() == "or type a learning rate"
 
     # Keyboard: focus the box, type a new rate, Enter.
     box.focus()
@@ -189,26 +189,38 @@ def test_training_playground_learning_rate_by_keyboard_and_mouse(
     _assert_redrawn_without_compiling(start, after_keys, "with the keyboard")
     assert float(after_keys["shown"]) == 0.2
 
-    # Keyboard again: the up arrow steps the rate (at 0.2, one step shows in the final loss's
-    # three digits: 0.00993 before, 0.00941 after).
-    box.press("ArrowUp")
-    after_arrow = _wait_for_redraw(root, after_keys, "with the up arrow")
-    _assert_redrawn_without_compiling(after_keys, after_arrow, "with the up arrow")
-    assert float(after_arrow["shown"]) > 0.2
+    # Keyboard again: a rate on the log scale of buttons, pressed with the space bar.
+    scale = root.locator(".course-lr-scale button")
+    rates = [text.strip() for text in scale.all_text_contents()]
+    scale.nth(rates.index("0.1")).focus()
+    root.page.keyboard.press("Space")
+    after_scale = _wait_for_redraw(root, after_keys, "on the scale, with the space bar")
+    _assert_redrawn_without_compiling(after_keys, after_scale, "on the scale")
+    assert float(after_scale["shown"]) == 0.1
 
     # Mouse: click into the box, type a small rate, click away.
     box.click(click_count=3)
     box.press_sequentially("0.002")
     root.locator(".course-training-stats").click()
-    after_mouse = _wait_for_redraw(root, after_arrow, "with the mouse")
-    _assert_redrawn_without_compiling(after_arrow, after_mouse, "with the mouse")
+    after_mouse = _wait_for_redraw(root, after_scale, "with the mouse")
+    _assert_redrawn_without_compiling(after_scale, after_mouse, "with the mouse")
     assert float(after_mouse["shown"]) == 0.002
 
-    # Every control of the widget shows the keyboard focus.
-    box.focus()
+    # A rate off the scale is refused in words, and the box shows the rate in use again.
+    box.click(click_count=3)
+    box.press_sequentially("5")
+    box.press("Enter")
+    refusal = root.locator(".course-training-stats", has_text="5 is outside the scale")
+    refusal.wait_for(timeout=WIDGET_TIMEOUT * 1000)
+    assert float(box.input_value()) == 0.002
+
+    # Every control of the widget shows the keyboard focus: each rate's button, then the boxes.
+    scale.first.focus()
     root.page.keyboard.press("Shift+Tab")
-    stops, unseen = visible_focus_changes(root.page, limit=10, within=".course-training")
-    assert stops == 2, f"the two number boxes should be the two stops, not {stops}"
+    stops, unseen = visible_focus_changes(
+        root.page, limit=len(rates) + 5, within=".course-training"
+    )
+    assert stops == len(rates) + 2, f"{len(rates)} rate buttons and two boxes, not {stops} stops"
     assert not unseen, f"focus not visible at: {unseen}"
     save_screenshot(root, "02_training_playground_after_choices")
 
