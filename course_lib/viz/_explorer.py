@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+from collections import defaultdict, deque
 from collections.abc import Sequence
 from typing import Any
 
@@ -28,6 +29,14 @@ KeyPath = str | Sequence[Any]
 the tuple of key entries that ``jax.tree_util.tree_flatten_with_path`` gives."""
 
 _INDENT_PX = 18
+_SELECTED_CSS = (
+    # The selected row: a tinted background and a bar at its left edge, which tells it apart
+    # without colour (the details pane names it too).
+    ".course-explorer .course-explorer-selected { background: #dbe8f6 !important; "
+    "box-shadow: inset 4px 0 0 #1f5a96 !important; color: #111 !important; }"
+)
+_NOTE_SEARCH_LIMIT = 1_000
+"""How many nodes `sorted_keys_note` looks through for a dict whose keys sort out of order."""
 
 
 class _Row:
@@ -108,7 +117,12 @@ class TreeExplorer:
     pane). Each row's tooltip (its ``title`` attribute) is its key path, e.g. ``['encoder']['w']``,
     and for a node that opens, a middle dot and ``expanded`` or ``collapsed`` after it
     (``['encoder'] · expanded``). Every control shows a 3 px focus ring when reached by keyboard
-    (`focus_style`).
+    (`focus_style`). The selected row has a bar at its left edge as well as a tint. Rows never
+    shrink: a long list scrolls. The details pane sits next to the widest row.
+
+    Dict keys are listed in the order JAX flattens a dict, sorted; where that differs from the
+    order the dict was built in, a note above the details says so with the tree's own example
+    (:attr:`note`, from :func:`sorted_keys_note`; class ``course-explorer-note``).
 
     >>> explorer = TreeExplorer({"w": jnp.ones((3, 2)), "b": jnp.zeros(2)})
     >>> for path, label in explorer.visible_rows():
@@ -141,17 +155,22 @@ class TreeExplorer:
                 max_height=height,
                 overflow="auto",
                 align_items="flex-start",
-                flex="3 1 0%",
+                flex="0 1 auto",  # as wide as its widest row, so the details sit beside it
                 min_width="0",
+                max_width="100%",
             )
         )
         self._tree_box.add_class("course-explorer-tree")
+        self.note = sorted_keys_note(tree)
+        """What the listed order of dict keys means, where the tree has keys that sort out of the
+        order they were put in; ``None`` elsewhere."""
         self._details = widgets.HTML(
-            layout=widgets.Layout(flex="2 1 0%", min_width="0", padding="0 0 0 12px")
+            layout=widgets.Layout(flex="1 1 16em", min_width="0", padding="0 0 0 24px")
         )
         self._details.add_class("course-explorer-details")
         self.widget = widgets.HBox(
-            [self._tree_box, self._details, focus_style()], layout=widgets.Layout(width="100%")
+            [self._tree_box, self._details, focus_style()],
+            layout=widgets.Layout(width="100%", flex_flow="row wrap", align_items="flex-start"),
         )
         self.widget.add_class("course-explorer")
         self.widget.add_class(FOCUS_CLASS)
@@ -337,10 +356,16 @@ class TreeExplorer:
         walk(self._root)
         return out
 
-    def _layout(self, depth: int) -> widgets.Layout:
+    def layout_of_depth(self, depth: int) -> widgets.Layout:
+        """The layout every row at ``depth`` shares: indented, and never squeezed by the list's
+        height (``flex: none``), so the rows keep their spacing however many are open.
+
+        >>> TreeExplorer({"a": 1}).layout_of_depth(2).flex
+        'none'
+        """
         if depth not in self._layouts:
             self._layouts[depth] = widgets.Layout(
-                width="auto", margin=f"1px 0 1px {depth * _INDENT_PX}px"
+                width="auto", flex="none", margin=f"1px 0 1px {depth * _INDENT_PX}px"
             )
         return self._layouts[depth]
 
@@ -352,7 +377,7 @@ class TreeExplorer:
             button = widgets.Button(
                 description=row.label(),
                 tooltip=row.tooltip(),
-                layout=self._layout(row.depth),
+                layout=self.layout_of_depth(row.depth),
                 style=style,
             )
             button.add_class("course-explorer-leaf" if row.is_leaf else "course-explorer-node")
@@ -371,7 +396,7 @@ class TreeExplorer:
         if button is None:
             button = widgets.Button(
                 tooltip=path_text(row.path),
-                layout=self._layout(row.depth + 1),
+                layout=self.layout_of_depth(row.depth + 1),
                 style={
                     "button_color": "transparent",
                     "font_family": "monospace",
@@ -398,13 +423,9 @@ class TreeExplorer:
         old = self._selected
         if old is not None and old.button is not None:
             old.button.remove_class("course-explorer-selected")
-            old.button.button_style = ""
-            old.button.style.button_color = "transparent"
         self._selected = row
         button = self._button(row)
         button.add_class("course-explorer-selected")
-        button.style.button_color = None
-        button.button_style = "info"
 
     def _refresh(self) -> None:
         rows = self._visible()
@@ -420,7 +441,45 @@ class TreeExplorer:
             width = max(len(name) for name, _ in lines)
             self._details_text = "\n".join(f"{name:<{width}}  {value}" for name, value in lines)
         text = html.escape(self._details_text)
-        self._details.value = f"<pre style='margin:0;white-space:pre-wrap'>{text}</pre>"
+        note = (
+            ""
+            if self.note is None
+            else f"<p class='course-explorer-note' style='margin:0 0 8px 0;line-height:1.4'>"
+            f"{html.escape(self.note)}</p>"
+        )
+        self._details.value = (
+            f"<style>{_SELECTED_CSS}</style>{note}"
+            f"<pre style='margin:0;white-space:pre-wrap'>{text}</pre>"
+        )
+
+
+def sorted_keys_note(tree: PyTree) -> str | None:
+    """A sentence saying that dict keys are listed sorted, with an example from ``tree``: two keys
+    of one dict that sort in the other order than they were put in. ``None`` where every dict's
+    keys were put in sorted order (then the order needs no word).
+
+    >>> print(sorted_keys_note({f"block{i}": i for i in range(12)}))
+    Dict keys are listed sorted, as JAX flattens a dict: ['block10'] comes before ['block2'].
+    >>> sorted_keys_note({"a": 1, "b": [{"c": 2, "d": 3}]}) is None
+    True
+    """
+    queue, seen = deque([tree]), 0
+    while queue and seen < _NOTE_SEARCH_LIMIT:
+        node = queue.popleft()
+        seen += 1
+        if type(node) in (dict, defaultdict):
+            built = {key: i for i, key in enumerate(node)}
+            pairs = children(node) or []
+            ordered = [key for key, _ in pairs]
+            for i, first in enumerate(ordered):
+                later = next((k for k in ordered[i + 1 :] if built[k.key] < built[first.key]), None)
+                if later is not None:
+                    return (
+                        "Dict keys are listed sorted, as JAX flattens a dict: "
+                        f"{key_text(first)} comes before {key_text(later)}."
+                    )
+        queue.extend(child for _, child in children(node) or [])
+    return None
 
 
 def _type_name(leaf: Any) -> str:
