@@ -74,7 +74,6 @@ from .._notebook_files import (
     notebook_text,
     read_notebook,
 )
-from .exercises import is_banner
 from .facilitator import LessonPlan, lesson_plan, site_page
 from .floorplan import FLOORPLAN_BEGIN, FLOORPLAN_END, floorplan_table
 from .launch import colab_badge, repository, setup_source, with_badge
@@ -467,21 +466,28 @@ def _setup_cell(source: str, with_id: bool) -> NotebookNode:
 
 
 def with_setup(nb: NotebookNode, source: str) -> NotebookNode | None:
-    """``nb`` with exactly one setup cell holding ``source`` first (after an exercise notebook's
-    banner); None if it already has it. A setup cell that is rewritten keeps its execution count
-    and outputs.
+    """``nb`` with exactly one setup cell holding ``source`` right before its first code cell (or
+    its navigation cell), so that the title and what a reader sees first come above it and nothing
+    runs before it; None if it already has it. A setup cell that is rewritten keeps its execution
+    count and outputs.
 
-    >>> from nbformat.v4 import new_notebook, new_markdown_cell
-    >>> nb = with_setup(new_notebook(cells=[new_markdown_cell("# Hi", id="t")]), "pass")
-    >>> [cell.id for cell in nb.cells], nb.cells[0].metadata["jupyter"]
-    (['course-setup', 't'], {'source_hidden': True})
+    >>> from nbformat.v4 import new_notebook, new_markdown_cell, new_code_cell
+    >>> title, code = new_markdown_cell("# Hi", id="t"), new_code_cell("import jax", id="c")
+    >>> nb = with_setup(new_notebook(cells=[title, code]), "pass")
+    >>> [cell.id for cell in nb.cells], nb.cells[1].metadata["jupyter"]
+    (['t', 'course-setup', 'c'], {'source_hidden': True})
     >>> with_setup(nb, "pass") is None
     True
     """
     with_id = has_cell_ids(nb)
     wanted = _setup_cell(source, with_id)
     present = [cell for cell in nb.cells if is_setup(cell)]
-    place = 1 if nb.cells and is_banner(nb.cells[0]) else 0
+    rest = [cell for cell in nb.cells if not is_setup(cell)]
+    # (in a notebook without code, above its navigation cell, which stays last)
+    place = next(
+        (i for i, cell in enumerate(rest) if cell.cell_type == "code" or is_navigation(cell)),
+        len(rest),
+    )
     if (
         len(present) == 1
         and len(nb.cells) > place
@@ -497,7 +503,6 @@ def with_setup(nb: NotebookNode, source: str) -> NotebookNode | None:
         wanted.execution_count = present[0].get("execution_count")
         wanted.outputs = present[0].get("outputs", [])
     updated = NotebookNode(nb)  # shallow: the caller's notebook keeps its cells
-    rest = [cell for cell in nb.cells if not is_setup(cell)]
     updated.cells = [*rest[:place], wanted, *rest[place:]]
     return updated
 
@@ -636,7 +641,6 @@ def _stale(root: Path) -> list[_Stale]:
             wanted.append((path, companion_navigation(by_name.get(path.name))))
 
     repo = repository(root)
-    setup = setup_source(repo)
     stale: list[_Stale] = []
     for path, markdown in wanted:
         # Solutions get no badge: learners open the lessons and the exercises.
@@ -648,6 +652,7 @@ def _stale(root: Path) -> list[_Stale]:
             updated = with_navigation(nb, markdown)
             if path in contents:
                 updated = with_contents(updated or nb, contents[path]) or updated
+            setup = setup_source(repo, lesson=path.parent.name == "notebooks")
             updated = with_setup(updated or nb, setup) or updated
             updated = with_colab_badge(updated or nb, badge) or updated
         except NotebookError as error:

@@ -12,7 +12,7 @@ Only the copy that myst-nb renders is adjusted, by `site_notebook`:
   and a main index entry "Pitfall N", which the site's search ranks first for that query;
 * a code cell whose source is hidden in Jupyter (``jupyter.source_hidden``) gets the
   ``hide-input`` tag, myst-nb's equivalent (it ignores ``source_hidden``), or, when it shows
-  nothing (the lessons' first cell, ``%%capture`` then ``%xmode minimal``), ``remove-cell``;
+  nothing (the setup cell where the course is installed), ``remove-cell``;
 * under each widget a line says that it is live in Jupyter: the page renders the widget from the
   state saved in the notebook, and without a kernel nothing answers when it is moved;
 * a picture's text alternative becomes its ``<img>``'s ``alt``: the ``alt`` that IPython keeps in

@@ -96,11 +96,20 @@ def test_binder_is_the_lock() -> None:
     "path",
     [p.relative_to(ROOT).as_posix() for f in FOLDERS for p in sorted((ROOT / f).glob("*.ipynb"))],
 )
-def test_every_notebook_starts_with_the_setup_cell(path: str) -> None:
+def test_every_notebook_runs_the_setup_cell_first(path: str) -> None:
+    """The setup cell is the first code cell, so nothing runs before it, and a lesson's sets its
+    short tracebacks itself: no other cell does. A lesson's title comes above it."""
     cells = nbformat.read(ROOT / path, as_version=4).cells
     first_code = next(cell for cell in cells if cell.cell_type == "code")
     assert navigation.is_setup(first_code)
-    assert first_code.source == launch.setup_source(launch.repository(ROOT))
+    lesson = path.startswith("notebooks/")
+    assert first_code.source == launch.setup_source(launch.repository(ROOT), lesson=lesson)
+    others = [c.source for c in cells if c.cell_type == "code" and c is not first_code]
+    assert not any("%xmode" in source or "%%capture" in source for source in others)
+    above = cells[: cells.index(first_code)]
+    assert all(c.cell_type == "markdown" for c in above)
+    if lesson:  # a lesson opens on its title
+        assert any(c.source.startswith("# ") for c in above), [c.source[:40] for c in above]
     assert first_code.metadata["jupyter"] == {"source_hidden": True}
     assert sum(navigation.is_setup(cell) for cell in cells) == 1
     assert not first_code.get("outputs"), "the setup cell printed where the course is installed"
@@ -241,7 +250,7 @@ def test_a_repository_url_puts_a_colab_badge_on_lessons_and_exercises(
             assert first.count("colab-badge.svg") == 1
     for path in sorted((root / "solutions").glob("*.ipynb")):
         assert "colab-badge.svg" not in path.read_text(encoding="utf-8")
-    setup = launch.setup_source(launch.repository(root))
+    setup = launch.setup_source(launch.repository(root), lesson=True)
     assert "'pytree-course @ git+https://github.com/example-org/pytree-course@main'" in setup
     lesson = nbformat.read(root / "notebooks" / "02_mapping_and_sgd.ipynb", as_version=4)
     assert next(c for c in lesson.cells if c.cell_type == "code").source == setup

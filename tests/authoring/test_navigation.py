@@ -121,8 +121,9 @@ def test_navigation_leaves_other_cells_alone(course: Path) -> None:
     before = _read(path)
     navigation.main([])
     after = _read(path)
-    assert navigation.is_setup(after.cells[0])
-    assert after.cells[1:-1] == before.cells
+    first_code = next(i for i, cell in enumerate(before.cells) if cell.cell_type == "code")
+    assert navigation.is_setup(after.cells[first_code])  # the title and prose come first
+    assert [*after.cells[:first_code], *after.cells[first_code + 1 : -1]] == before.cells
     assert after.metadata == before.metadata
 
 
@@ -170,8 +171,8 @@ def test_navigation_replaces_rather_than_stacks(course: Path) -> None:
     navigation.main([])
     cells = _read(path).cells
     assert [c.id for c in cells] == [
-        "course-setup",
         "title",
+        "course-setup",
         "code",
         "summary",
         "course-navigation",
@@ -181,7 +182,7 @@ def test_navigation_replaces_rather_than_stacks(course: Path) -> None:
 def test_navigation_follows_title_changes(course: Path) -> None:
     navigation.main([])
     nb = _read(course / "notebooks" / "02_mapping.ipynb")
-    nb.cells[1].source = nb.cells[1].source.replace("# 02 · Mapping", "# 02 · Mapping over trees")
+    nb.cells[0].source = nb.cells[0].source.replace("# 02 · Mapping", "# 02 · Mapping over trees")
     _write(course / "notebooks" / "02_mapping.ipynb", nb)
     assert navigation.main(["--check"]) == 1  # lesson 01 names lesson 02 in its "next" link
     navigation.main([])
@@ -308,9 +309,8 @@ def test_pitfall_table_check_catches_a_renamed_heading(
     index = _write_index(course)
     navigation.main([])
     nb = _read(lesson)
-    nb.cells[2].source = nb.cells[2].source.replace(
-        "Pitfall 1: leaves", "Pitfall 1: leaves and nodes"
-    )
+    pitfalls = next(cell for cell in nb.cells if cell.id == "pitfalls")
+    pitfalls.source = pitfalls.source.replace("Pitfall 1: leaves", "Pitfall 1: leaves and nodes")
     _write(lesson, nb)
     before = index.read_text()
     capsys.readouterr()
@@ -455,16 +455,16 @@ def test_lesson_tables_are_written(course: Path) -> None:
 
     cells = _read(course / "notebooks" / "00_start_here.ipynb").cells
     assert [cell.id for cell in cells] == [
-        "course-setup",
         "title",
         "before",
         "course-contents",
         "after",
+        "course-setup",
         "code",
         "summary",
         "course-navigation",
     ]
-    contents = cells[3]
+    contents = cells[2]
     assert contents.cell_type == "markdown"
     assert contents.metadata == {"course": {"contents": True}}
     table, comment = contents.source.split("\n\n")
@@ -513,7 +513,7 @@ def test_check_catches_stale_lesson_tables(
     readme.write_bytes(pristine[0])
 
     nb = _read(lesson_00)
-    nb.cells[3].source = nb.cells[3].source.replace("map `f`", "map things")
+    nb.cells[2].source = nb.cells[2].source.replace("map `f`", "map things")
     _write(lesson_00, nb)
     assert navigation.main(["--check"]) == 1
     assert navigation.main([]) == 0
@@ -522,7 +522,7 @@ def test_check_catches_stale_lesson_tables(
     # An outcome edited in its lesson makes both tables stale.
     path = course / "notebooks" / "02_mapping.ipynb"
     nb = _read(path)
-    nb.cells[1].source = nb.cells[1].source.replace("map `f`", "map `f` over trees")
+    nb.cells[0].source = nb.cells[0].source.replace("map `f`", "map `f` over trees")
     _write(path, nb)
     capsys.readouterr()
     assert navigation.main(["--check"]) == 1

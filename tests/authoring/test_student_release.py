@@ -165,8 +165,8 @@ def test_the_checks_need_no_solutions_folder(plain: Path) -> None:
 def test_the_copy_opens_colab_and_binder_on_the_student_repository(pointed: Path) -> None:
     repo = launch.repository(pointed)
     assert repo == launch.parse_repository(STUDENT_URL)
-    setup = launch.setup_source(repo)
     for folder in LEARNERS_FOLDERS:
+        setup = launch.setup_source(repo, lesson=folder == "notebooks")
         for path in sorted((pointed / folder).glob("*.ipynb")):
             nb = nbformat.read(path, as_version=4)
             assert next(c for c in nb.cells if navigation.is_setup(c)).source == setup

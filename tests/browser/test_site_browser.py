@@ -145,7 +145,7 @@ def _headings(nb: dict) -> list[str]:
 
 
 def _shown_code_cells(nb: dict) -> list[dict]:
-    """Code cells the page shows: all but a hidden cell with no output (the `%xmode` cell)."""
+    """Code cells the page shows: all but a hidden cell with no output (the setup cell)."""
     return [
         cell
         for cell in nb["cells"]
