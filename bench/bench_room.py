@@ -3,6 +3,7 @@
     .venv/bin/python bench/bench_room.py                # 200 learners, lessons 01-09
     .venv/bin/python bench/bench_room.py --learners 50  # a smaller room
     .venv/bin/python bench/bench_room.py --beat 45      # heartbeats as often as a kernel's
+    .venv/bin/python bench/bench_room.py --liveness     # a killed kernel and a hung check
 
 It starts ``course-room serve`` in its own process, with a dashboard listening to its live stream
 in another, then lets 200 simulated learners post concurrently (one thread each, every event a new
@@ -30,6 +31,10 @@ as a ratio and in milliseconds. The per-learner and per-address rate and connect
 raised for the run (a real room's learners each come from their own address), so that the server
 itself is measured.
 
+With ``--liveness`` it measures instead, at the room's and the client's default thresholds, how
+long the dashboard takes to show two real learner processes in trouble: one killed with SIGKILL
+(goal: within 2 min) and one whose check hangs (goal: within 90 s of the check's start).
+
 Goals: every event stored, heartbeats included; p99 dashboard latency <= 1 s at 200 learners; a
 check's own cost with the room on (its heartbeats' thread running) <= 5 ms above the same check
 without it.
@@ -39,7 +44,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import multiprocessing
+import os
 import random
 import statistics
 import subprocess
@@ -170,29 +177,38 @@ def run_room(
                 sent.append((event_id, start))
                 beats[0] += event["kind"] == "beat"
 
+    working: set[str] = set()
+
     def learner(i: int) -> None:
         rng = random.Random(seed * 1000 + i)
         name = f"{tag} {i:03d}"
-        done = threading.Event()
-        offset = random.Random(-seed * 1000 - i).uniform(0, beat)
-        beating = threading.Thread(target=heartbeats, args=(name, done, offset))
-        beating.start()
         for event in plan(rng, exercises):
             send(name, event)
             if pause[1]:
                 time.sleep(rng.uniform(*pause))
-        done.set()
-        beating.join()
+        with lock:
+            working.discard(name)
 
-    def heartbeats(name: str, done: threading.Event, offset: float) -> None:
-        if done.wait(offset):
-            return
+    def heartbeats(names: list[str]) -> None:
+        """A heartbeat for each of ``names`` still working, every ``beat`` seconds, spread
+        evenly (one thread for many learners: the bench's own threads stay few)."""
         while True:
-            send(name, {"kind": "beat"})
-            if done.wait(beat):
-                return
+            for name in names:
+                time.sleep(beat / len(names))
+                with lock:
+                    if not working:
+                        return
+                    if name not in working:
+                        continue
+                send(name, {"kind": "beat"})
 
+    names = [f"{tag} {i:03d}" for i in range(learners)]
+    working.update(names)
     threads = [threading.Thread(target=learner, args=(i,)) for i in range(learners)]
+    threads += [
+        threading.Thread(target=heartbeats, args=(names[start : start + 25],))
+        for start in range(0, learners, 25)
+    ]
     began = time.time()
     for thread in threads:
         thread.start()
@@ -265,13 +281,90 @@ def check_cost(url: str, code: str, repeats: int = 60) -> tuple[float, float]:
     return (alone + alone_again) / 2, with_room
 
 
+GOAL_GONE_S = 120.0
+GOAL_RUNNING_S = 90.0
+LIVE_LEARNER = """
+import sys, time
+from course_lib.checks import check, join_room
+join_room(sys.argv[1], code=sys.argv[2], name=sys.argv[3])
+def right(tree):
+    import jax, numpy as np
+    return sum(int(np.size(leaf)) for leaf in jax.tree.leaves(tree))
+def hangs(tree):
+    time.sleep(3600)
+check("01.count_params", right)
+print("started", time.time(), flush=True)
+if sys.argv[3] == "Hung":
+    check("01.count_params", hangs)
+time.sleep(3600)
+"""
+
+
+def liveness(folder: Path) -> int:
+    """Two real learners at the defaults: seconds until Needs help shows one killed with SIGKILL
+    20 s after its first check, and one whose second check hangs (from that check's start)."""
+    server, info = start_server(folder)
+    learners: dict[str, subprocess.Popen[str]] = {}
+    try:
+        started = {}
+        for name in ("Killed", "Hung"):
+            env = {**os.environ, "XDG_CONFIG_HOME": str(folder / name), "COURSE_ROOM": ""}
+            learner = subprocess.Popen(
+                [sys.executable, "-c", LIVE_LEARNER, info["url"], info["code"], name],
+                cwd=ROOT,
+                env=env,
+                stdout=subprocess.PIPE,
+                text=True,
+            )
+            learners[name] = learner
+            assert learner.stdout is not None
+            for line in learner.stdout:
+                if line.startswith("started"):
+                    started[name] = float(line.split()[1])
+                    break
+        time.sleep(20)
+        learners["Killed"].kill()
+        started["Killed"] = time.time()
+        shown: dict[str, float] = {}
+        stream_url = f"{info['url']}/api/stream?token={info['token']}"
+        with urllib.request.urlopen(stream_url, timeout=300) as stream:
+            while len(shown) < 2 and time.time() - started["Killed"] < 300:
+                line = stream.readline()
+                if line.startswith(b"data: "):
+                    for row in json.loads(line[6:]).get("needs_help", []):
+                        if (row["name"], row["kind"]) in (("Killed", "gone"), ("Hung", "running")):
+                            shown.setdefault(row["name"], time.time())
+    finally:
+        for learner in learners.values():
+            learner.kill()
+        server.terminate()
+        server.wait(30)
+    gone = shown.get("Killed", math.inf) - started["Killed"]
+    running = shown.get("Hung", math.inf) - started["Hung"]
+    print(f"A kernel killed with SIGKILL: shown as gone after {gone:.0f} s")
+    print(f"A check that hangs: shown as running {running:.0f} s after it began")
+    goals = {
+        f"a killed kernel shown within {GOAL_GONE_S:g} s": gone <= GOAL_GONE_S,
+        f"a hung check shown within {GOAL_RUNNING_S:g} s": running <= GOAL_RUNNING_S,
+    }
+    for goal, met in goals.items():
+        print(f"{'met' if met else 'MISSED'}: {goal}")
+    return 0 if all(goals.values()) else 1
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--learners", type=int, default=200)
     parser.add_argument(
         "--beat", type=float, default=5.0, help="seconds between a learner's heartbeats"
     )
+    parser.add_argument(
+        "--liveness", action="store_true", help="measure a killed kernel and a hung check instead"
+    )
     args = parser.parse_args()
+    if args.liveness:
+        with tempfile.TemporaryDirectory() as folder:
+            return liveness(Path(folder))
 
     with tempfile.TemporaryDirectory() as folder:
         server, info = start_server(Path(folder))
