@@ -13,6 +13,7 @@ from typing import Any
 
 import nbformat
 import pytest
+from axe import axe_problems
 from lab_browser import WIDGET_TIMEOUT, LabServer, PlaywrightTimeout, editor_text, type_into_cell
 
 # One JupyterLab serves every test that needs one: make test runs them all in one process
@@ -137,6 +138,13 @@ def test_first_exercise_goes_from_not_attempted_to_passed(
         assert text.index(diagnosis) < text.index("Hint 1/2") < text.index("Hint 2/2"), text
         assert picture.count() == 1, "the third check shows no picture under its panel"
         save_screenshot(page.cell(shaped_check_at), "exercises_01_third_check_both_hints")
+        # the panels pass axe in JupyterLab's light theme and in its dark one
+        for theme in ("JupyterLab Dark", "JupyterLab Light"):
+            found = axe_problems(page.page, _panels(page))
+            assert not found, "the check panels, axe (WCAG 2.1 AA):\n  " + "\n  ".join(found)
+            _use_theme(page, theme)
+            if theme == "JupyterLab Dark":
+                save_screenshot(page.cell(shaped_check_at), "exercises_01_check_dark_theme")
     finally:
         page.close()
 
@@ -151,6 +159,23 @@ def _cell_index(notebook: Any, role: str, exercise_id: str) -> int:
     found = [i for i, cell in enumerate(notebook.cells) if _course(cell).get(role) == exercise_id]
     assert found, f"no {role} cell for {exercise_id} in {EXERCISES}"
     return found[0]
+
+
+def _panels(page: Any) -> dict:
+    """axe's context: the check panels of the notebook, and nothing of JupyterLab's own."""
+    return {"include": [[f"{page.panel} .jp-OutputArea-output [role=status]"]]}
+
+
+def _use_theme(page: Any, theme: str) -> None:
+    """Switch JupyterLab to ``theme`` (Settings > Theme) and wait until its colours apply."""
+    light = "false" if "Dark" in theme else "true"
+    page.page.get_by_role("menuitem", name="Settings", exact=True).click()
+    page.page.locator(".lm-Menu-item", has_text="Theme").first.hover()
+    page.page.locator(".lm-Menu-item", has_text=theme).first.click()
+    page.page.wait_for_function(
+        "light => document.body.dataset.jpThemeLight === light", arg=light, timeout=30_000
+    )
+    page.page.wait_for_timeout(500)  # the theme's stylesheet applies after the attribute
 
 
 def _panel_text(page: Any, index: int) -> str:
