@@ -26,8 +26,8 @@ A check never waits on the room (but a kernel's first, joining from ``COURSE_ROO
 3 s for the join's answer, to say what happened): events go to a queue that one background thread
 empties, with a short timeout, retrying while the room does not answer. Nothing here raises into
 a check; when the room cannot be reached, the next check prints one notice, once per session.
-Standard library only, but for :func:`setup_failure`, which asks JAX whether it starts once a
-check has failed.
+Standard library only (:func:`setup_failure` asks the JAX that the checks imported whether it
+starts, once a check has failed).
 """
 
 from __future__ import annotations
@@ -676,11 +676,13 @@ def send_event(event: dict[str, Any]) -> None:
 def setup_failure() -> str | None:
     """For a check that raised before it could judge: when JAX cannot start a backend in this
     kernel, what failed and what to do, in one short message, and the room told of a failed
-    setup (so that the dashboard names it so, not as the exercise's error); else ``None``. JAX
-    is imported here only, once a check has failed."""
+    setup (so that the dashboard names it so, not as the exercise's error); else ``None``. It
+    asks the JAX the checks imported (this module imports nothing beyond the standard library).
+    """
+    jax = sys.modules.get("jax")
+    if jax is None:
+        return None
     try:
-        import jax
-
         jax.devices()
     except Exception as error:  # noqa: BLE001 (the diagnosis: whatever JAX raised)
         platforms = os.environ.get("JAX_PLATFORMS", "")
@@ -688,7 +690,7 @@ def setup_failure() -> str | None:
         why = type(error).__name__ + (f": {told}" if told else "")
         on = f" for JAX_PLATFORMS={platforms!r}" if platforms else ""
         reason = f"JAX could not start a backend{on} ({why})"
-        version = getattr(sys.modules.get("jax"), "__version__", "")
+        version = str(getattr(jax, "__version__", ""))
         send_event(
             {"kind": "ready", "outcome": "error", "jax": version, "backend": "", "reason": reason}
         )
