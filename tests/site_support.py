@@ -29,6 +29,7 @@ REFERENCE_PAGES = (
     "docs/grader",
     "docs/author",
     "docs/api",
+    "CONTRIBUTING",
 )
 # The repository the tests' site has its Binder and Colab links to (not the course's own setting).
 TEST_REPOSITORY = "https://github.com/example-org/pytree-course"

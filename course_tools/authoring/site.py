@@ -5,7 +5,8 @@
 Sphinx reads the course folder ``--root`` (default: the working directory) with the
 configuration in ``docs/conf.py``; its pages are `SITE_PAGES`: the pages in ``docs/`` (the
 start page, one page for each of learners, instructors, graders and authors, the pitfall index,
-the API and the facilitator's guide) and every notebook in ``notebooks/`` and ``exercises/``.
+the API and the facilitator's guide), ``CONTRIBUTING.md`` and every notebook in ``notebooks/``
+and ``exercises/``.
 ``solutions/`` is never read, so no solution can reach the site. myst-nb renders the outputs
 saved in the notebooks; nothing is executed. The site goes to ``OUT/html`` (default ``OUT``:
 ``ROOT/build/site``), rebuilt from scratch each time, with Sphinx warnings as errors.
@@ -76,7 +77,7 @@ class SiteError(Exception):
     """The site cannot be built; the message says what is missing and what to do."""
 
 
-SITE_PAGES = ("docs/*.md", "notebooks/*.ipynb", "exercises/*.ipynb")
+SITE_PAGES = ("docs/*.md", "CONTRIBUTING.md", "notebooks/*.ipynb", "exercises/*.ipynb")
 """The files under the course folder that are the site's pages (Sphinx's ``include_patterns``)."""
 LAUNCH_PAGES = ("notebooks/*.ipynb", "exercises/*.ipynb")
 """The pages that get Binder and Colab links: the lessons and the exercises."""
@@ -327,10 +328,17 @@ def _html_files(html_dir: Path) -> list[Path]:
     )
 
 
+# What Sphinx adds at the top of the site: the search, the two indexes, and the ``index.html``
+# that leads to the start page.
+_SPHINX_PAGES = frozenset({"index.html", "search.html", "genindex.html", "py-modindex.html"})
+
+
 def site_pages(html_dir: Path) -> list[Path]:
-    """The site's pages: the pages of ``docs/``, the lessons and the exercises (not Sphinx's
-    search and name index, nor the top ``index.html`` that leads to the start page)."""
-    return [p for p in _html_files(html_dir) if p.parent != html_dir]
+    """The site's pages: the pages of ``docs/``, ``CONTRIBUTING.md``'s, the lessons and the
+    exercises (not what Sphinx adds, `_SPHINX_PAGES`)."""
+    return [
+        p for p in _html_files(html_dir) if p.relative_to(html_dir).as_posix() not in _SPHINX_PAGES
+    ]
 
 
 def build(root: Path, out: Path, repository: str | None = None) -> Path:
