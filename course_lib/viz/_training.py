@@ -188,7 +188,7 @@ class TrainingPlayground:
         """The curves as the latest redraw left them, a PNG of twice the pixels it is shown at."""
         self.plot_description = ""
         """The curves in words: the alt text of their image."""
-        self.plot = widgets.HTML(layout=widgets.Layout(width="480px"))
+        self.plot = widgets.HTML(layout=widgets.Layout(width="560px", max_width="100%"))
         self.plot.add_class("course-loss-plot")
         self.stats = widgets.HTML(layout=widgets.Layout(padding="0 0 0 12px"))
         self.stats.add_class("course-training-stats")
@@ -202,7 +202,7 @@ class TrainingPlayground:
         self.widget.add_class("course-training")
         self.widget.add_class(FOCUS_CLASS)
 
-        self.figure = Figure(figsize=(4.8, 3.0), dpi=100, layout="constrained")
+        self.figure = Figure(figsize=(5.6, 3.0), dpi=100, layout="constrained")
         FigureCanvasAgg(self.figure)
         self.axes = self.figure.add_subplot()
         self.axes.set_xlabel("step")
@@ -319,8 +319,8 @@ class TrainingPlayground:
         if self.kept:
             self.axes.legend(
                 handles=lines[: len(runs)],  # the latest first
-                loc="upper right",
-                framealpha=0.9,
+                loc="upper left",  # beside the axes, where it hides no curve
+                bbox_to_anchor=(1.02, 1.0),
                 title="learning rate",
                 fontsize=MIN_LABEL_PT + 1,
                 title_fontsize=MIN_LABEL_PT + 1,

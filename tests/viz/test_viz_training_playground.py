@@ -125,8 +125,8 @@ def test_a_typed_rate_outside_the_range_is_refused_in_words(typed: float) -> Non
 def test_the_plot_is_twice_the_pixels_it_is_shown_at() -> None:
     playground = _playground()
     width, height = struct.unpack(">II", playground.png[16:24])
-    assert 'width="480"' in playground.plot.value
-    assert (width, height) == (960, 600)
+    assert 'width="560"' in playground.plot.value
+    assert (width, height) == (1120, 600)
 
 
 def test_bad_keep_is_refused() -> None:
