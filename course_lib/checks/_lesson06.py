@@ -185,32 +185,44 @@ def _momentum_cases(rng: np.random.Generator) -> list[Case]:
     )
 
 
-def _momentum_wrongly(
-    how: str, params: Any, grads: Any, velocity: Any, lr: Any, beta: Any
-) -> tuple[Any, Any]:
-    """One momentum step done wrong in one of the usual ways, named by ``how``."""
-    tmap = jax.tree.map
+def _swapped(params: Any, grads: Any, velocity: Any, lr: Any, beta: Any) -> tuple[Any, Any]:
     new_params, new_velocity = _momentum_step(params, grads, velocity, lr, beta)
-    if how == "swapped":
-        return new_velocity, new_params
-    if how == "old velocity":
-        return tmap(lambda p, v: p - lr * v, params, velocity), new_velocity
-    if how == "stale velocity":
-        return new_params, velocity
-    if how == "uphill":
-        return tmap(lambda p, v: p + lr * v, params, new_velocity), new_velocity
-    if how == "nesterov":
-        step = tmap(lambda p, v, g: p - lr * (g + beta * v), params, new_velocity, grads)
-        return step, new_velocity
-    if how == "dampened":
-        v = tmap(lambda v, g: beta * v + (1 - beta) * g, velocity, grads)
-        return tmap(lambda p, v: p - lr * v, params, v), v
-    if how == "lr inside, -":
-        v = tmap(lambda v, g: beta * v - lr * g, velocity, grads)
-        return tmap(lambda p, v: p + v, params, v), v
-    assert how == "lr inside, +", how
-    v = tmap(lambda v, g: beta * v + lr * g, velocity, grads)
-    return tmap(lambda p, v: p - v, params, v), v
+    return new_velocity, new_params
+
+
+def _old_velocity(params: Any, grads: Any, velocity: Any, lr: Any, beta: Any) -> tuple[Any, Any]:
+    _, new_velocity = _momentum_step(params, grads, velocity, lr, beta)
+    return jax.tree.map(lambda p, v: p - lr * v, params, velocity), new_velocity
+
+
+def _stale_velocity(params: Any, grads: Any, velocity: Any, lr: Any, beta: Any) -> tuple[Any, Any]:
+    new_params, _ = _momentum_step(params, grads, velocity, lr, beta)
+    return new_params, velocity
+
+
+def _uphill(params: Any, grads: Any, velocity: Any, lr: Any, beta: Any) -> tuple[Any, Any]:
+    _, new_velocity = _momentum_step(params, grads, velocity, lr, beta)
+    return jax.tree.map(lambda p, v: p + lr * v, params, new_velocity), new_velocity
+
+
+def _nesterov(params: Any, grads: Any, velocity: Any, lr: Any, beta: Any) -> tuple[Any, Any]:
+    _, v = _momentum_step(params, grads, velocity, lr, beta)
+    return jax.tree.map(lambda p, v, g: p - lr * (g + beta * v), params, v, grads), v
+
+
+def _dampened(params: Any, grads: Any, velocity: Any, lr: Any, beta: Any) -> tuple[Any, Any]:
+    v = jax.tree.map(lambda v, g: beta * v + (1 - beta) * g, velocity, grads)
+    return jax.tree.map(lambda p, v: p - lr * v, params, v), v
+
+
+def _lr_inside_minus(params: Any, grads: Any, velocity: Any, lr: Any, beta: Any) -> tuple[Any, Any]:
+    v = jax.tree.map(lambda v, g: beta * v - lr * g, velocity, grads)
+    return jax.tree.map(lambda p, v: p + v, params, v), v
+
+
+def _lr_inside_plus(params: Any, grads: Any, velocity: Any, lr: Any, beta: Any) -> tuple[Any, Any]:
+    v = jax.tree.map(lambda v, g: beta * v + lr * g, velocity, grads)
+    return jax.tree.map(lambda p, v: p - v, params, v), v
 
 
 def _lr_inside(sign: str) -> Mistake:
@@ -223,9 +235,9 @@ def _lr_inside(sign: str) -> Mistake:
     )
 
 
-_MOMENTUM_VARIANTS: tuple[tuple[str, Mistake], ...] = (
+_MOMENTUM_VARIANTS: tuple[tuple[Callable[..., tuple[Any, Any]], Mistake], ...] = (
     (
-        "swapped",
+        _swapped,
         Mistake(
             "the two results are swapped: the first is the new velocity, the second the new "
             "params.",
@@ -235,7 +247,7 @@ _MOMENTUM_VARIANTS: tuple[tuple[str, Mistake], ...] = (
         ),
     ),
     (
-        "old velocity",
+        _old_velocity,
         Mistake(
             "the new params were moved with the old velocity, the one that came in.",
             "Momentum first folds this step's gradient into the velocity and then moves along "
@@ -245,7 +257,7 @@ _MOMENTUM_VARIANTS: tuple[tuple[str, Mistake], ...] = (
         ),
     ),
     (
-        "stale velocity",
+        _stale_velocity,
         Mistake(
             "the params are right, but the velocity returned is the one that came in.",
             "The velocity is state carried from step to step: each step hands the updated one "
@@ -254,7 +266,7 @@ _MOMENTUM_VARIANTS: tuple[tuple[str, Mistake], ...] = (
         ),
     ),
     (
-        "dampened",
+        _dampened,
         Mistake(
             "your velocity averages the gradients, beta * v + (1 - beta) * g.",
             "Momentum here, as in optax.sgd(momentum=beta), adds the whole gradient to the "
@@ -263,10 +275,10 @@ _MOMENTUM_VARIANTS: tuple[tuple[str, Mistake], ...] = (
             "v = beta * v + g.",
         ),
     ),
-    ("lr inside, -", _lr_inside("-")),
-    ("lr inside, +", _lr_inside("+")),
+    (_lr_inside_minus, _lr_inside("-")),
+    (_lr_inside_plus, _lr_inside("+")),
     (
-        "uphill",
+        _uphill,
         Mistake(
             "the params moved uphill: lr * v was added to them.",
             "The velocity sums gradients, which point where the loss grows: a descent step "
@@ -276,7 +288,7 @@ _MOMENTUM_VARIANTS: tuple[tuple[str, Mistake], ...] = (
         ),
     ),
     (
-        "nesterov",
+        _nesterov,
         Mistake(
             "that is the Nesterov step, p - lr * (g + beta * v).",
             "This exercise asks for plain momentum, optax.sgd(momentum=beta) without "
@@ -285,8 +297,8 @@ _MOMENTUM_VARIANTS: tuple[tuple[str, Mistake], ...] = (
         ),
     ),
 )
-"""The usual wrong momentum steps, tried in this order: how each is done wrong
-(:func:`_momentum_wrongly`), and its mistake."""
+"""The usual wrong momentum steps, tried in this order: a function that takes a step's arguments
+and does it wrong in one way, and that way's mistake."""
 
 
 def _pairs_problem(mine: Any, theirs: Any) -> Mistake | None:
@@ -344,8 +356,8 @@ def _judge_momentum(got: Any, expected: Any, case: Case) -> str | Mistake | None
     if trees_close(mine, theirs):
         return _leaf_problem(mine, theirs, "the result")
     variants = [
-        Variant(mistake=mistake, build=functools.partial(_momentum_wrongly, how, *case.args))
-        for how, mistake in _MOMENTUM_VARIANTS
+        Variant(mistake=mistake, build=functools.partial(wrongly, *case.args))
+        for wrongly, mistake in _MOMENTUM_VARIANTS
     ]
     return first_mistake(mine, variants, rebuilt=True) or _leaf_problem(mine, theirs, "the result")
 
