@@ -47,7 +47,7 @@ from course_tools._notebook_files import markdown_headings, read_notebook
 
 ROOT = Path(__file__).resolve().parents[1]
 
-STUB_MESSAGE = "Write your solution here, then run the check below."
+STUB_MESSAGE = "Write your answer here, then run the check."
 """What the exercise notebooks' stubs raise."""
 
 

@@ -78,7 +78,7 @@ __all__ = [
 
 BEGIN_MARKER = "### BEGIN SOLUTION"
 END_MARKER = "### END SOLUTION"
-STUB_MESSAGE = "Write your solution here, then run the check below."
+STUB_MESSAGE = "Write your answer here, then run the check."
 SOLUTION_ONLY_TAG = "solution-only"
 BANNER_ID = "exercise-banner"
 
@@ -106,7 +106,7 @@ def clear_solutions(source: str, message: str = STUB_MESSAGE) -> str:
     ...     ### END SOLUTION'''))
     def double(x):
         "Twice x."
-        raise NotImplementedError("Write your solution here, then run the check below.")
+        raise NotImplementedError("Write your answer here, then run the check.")
 
     Source without markers comes back unchanged; markers that don't pair up raise:
 
@@ -191,7 +191,7 @@ def make_exercise(
     ['exercise-banner', 'a']
     >>> print(exercise.cells[1].source)
     x = 1
-    raise NotImplementedError("Write your solution here, then run the check below.")
+    raise NotImplementedError("Write your answer here, then run the check.")
     """
     problems: list[str] = []
     cells: list[NotebookNode] = []

@@ -26,7 +26,7 @@ from course_tools.authoring import exercises
 GOLDEN = Path(__file__).parent / "golden"
 GOLDEN_SOLUTION = GOLDEN / "solutions" / "99_golden.ipynb"
 GOLDEN_EXERCISE = GOLDEN / "exercises" / "99_golden.ipynb"
-STUB = 'raise NotImplementedError("Write your solution here, then run the check below.")'
+STUB = 'raise NotImplementedError("Write your answer here, then run the check.")'
 
 
 @pytest.fixture

@@ -369,11 +369,11 @@ pages there)."""
 
 
 def test_code_cells_fit_the_sites_column() -> None:
-    """Every line of the lessons' and the solutions' code cells (the exercises are made from the
-    solutions) fits the site's column, as the JAX documentation keeps its code near 80 columns;
-    hidden setup cells, which the site leaves out or folds, are not read."""
+    """Every line of the lessons', the solutions' and the exercises' code cells (an exercise's
+    stubs are its own lines) fits the site's column, as the JAX documentation keeps its code near
+    80 columns; hidden setup cells, which the site leaves out or folds, are not read."""
     too_long = []
-    for folder in ("notebooks", "solutions"):
+    for folder in ("notebooks", "solutions", "exercises"):
         for path in sorted((ROOT / folder).glob("*.ipynb")):
             for index, cell in enumerate(json.loads(path.read_text(encoding="utf-8"))["cells"]):
                 if cell["cell_type"] != "code" or cell["metadata"].get("jupyter", {}).get(
