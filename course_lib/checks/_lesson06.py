@@ -787,7 +787,8 @@ def _judge_adam(got: Any, expected: Any, case: Case) -> str | Mistake | None:
             )
             for flags, mistake in _ADAM_VARIANTS
         ]
-        found = first_mistake(mine, variants, *tolerance, rebuilt=True)
+        rtol, atol = tolerance
+        found = first_mistake(mine, variants, rtol=rtol, atol=atol, rebuilt=True)
         if found:
             return found.led_by(at)
         if count != want_count:

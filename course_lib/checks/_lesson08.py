@@ -671,7 +671,8 @@ def _judge_clip(got: Any, expected: Any, case: Case) -> str | Mistake | None:
     raw = jax.grad(_clip_loss(case.info["weights"]))(params)
     raw64 = jax.tree.map(lambda g: np.asarray(g, np.float64), raw)
     mine = rebuild_tree(got["grads"]["tree"])
-    found = first_mistake(mine, _clip_variants(raw64, limit), *(_BFLOAT16 if bf16 else _FLOAT32))
+    rtol, atol = _BFLOAT16 if bf16 else _FLOAT32
+    found = first_mistake(mine, _clip_variants(raw64, limit), rtol=rtol, atol=atol)
     if found and _close(got["grads"]["tree"], expected["grads"]["tree"], case) is not None:
         return found
     return _judge_trees(got["grads"], expected["grads"], case, bf16=bf16)
@@ -773,9 +774,8 @@ def _ensemble_probe(fn: Callable[..., Any], case: Case) -> Any:
             # NumPy's products against the learner's, at JAX's default precision (a TPU's is
             # bfloat16's): the tolerance rule for a matrix product.
             labels, builds = zip(*_square_variants(*square), strict=True)
-            index = first_match(
-                np.asarray(mine, np.float64), builds, *float_tolerance(matmul=True, scale=1.0)
-            )
+            rtol, atol = float_tolerance(matmul=True, scale=1.0)
+            index = first_match(np.asarray(mine, np.float64), builds, rtol=rtol, atol=atol)
             mapped = None if index is None else labels[index]
         return {**result, "mapped": mapped}
     if result is None:
@@ -943,10 +943,12 @@ def _judge_updates(got: Any, expected: Any, case: Case) -> str | Mistake | None:
         "Negate it: each update is -lr * g.",
         reread=SGD_UPDATE,
     )
+    rtol, atol = _BFLOAT16 if case.info["bf16"] else _FLOAT32
     found = first_mistake(
         mine,
         [Variant(mistake=uphill, build=lambda: wrong_sign)],
-        *(_BFLOAT16 if case.info["bf16"] else _FLOAT32),
+        rtol=rtol,
+        atol=atol,
     )
     if found and _close(got["tree"], expected["tree"], case) is not None:
         return found

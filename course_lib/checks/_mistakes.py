@@ -41,19 +41,27 @@ class Variant:
 def first_match(
     mine: Any,
     builds: Sequence[Callable[[], Any]],
+    *,
     rtol: float = JUDGE_RTOL,
     atol: float = JUDGE_ATOL,
     rebuilt: bool = False,
+    exact: bool = False,
 ) -> int | None:
     """The index of the first wrong answer ``builds[i]()`` that ``mine`` matches
-    (:func:`trees_close`), or ``None``.
+    (:func:`trees_close`, or ``==`` with ``exact``), or ``None``.
 
     Each answer is built only when those before it did not match; one that cannot be built is not
     the mistake. With ``rebuilt`` each is compared as a judge sees a learner's result, its
-    containers rebuilt from plain data (``as_judged``). NumPy's warnings are silenced throughout.
+    containers rebuilt from plain data (``as_judged``). ``exact`` is for answers that are not
+    floats, such as specs or byte counts. NumPy's warnings are silenced throughout.
 
     >>> first_match([2.0], [lambda: [1.0], lambda: 1 / 0, lambda: [2.0]])
     2
+    >>> first_match([1_000_000], [lambda: [1_000_001]]), first_match(["x"], [lambda: ["x"]])
+    (0, None)
+    >>> first_match([1_000_000], [lambda: [1_000_001]], exact=True)
+    >>> first_match(["x"], [lambda: ["x"]], exact=True)
+    0
     """
     for index, build in enumerate(builds):
         with np.errstate(all="ignore"):
@@ -63,7 +71,7 @@ def first_match(
                     wrong = as_judged(wrong)
             except Exception:  # noqa: BLE001 (a variant that cannot be built is simply not the mistake)
                 continue
-            if trees_close(mine, wrong, rtol, atol):
+            if mine == wrong if exact else trees_close(mine, wrong, rtol, atol):
                 return index
     return None
 
@@ -71,9 +79,11 @@ def first_match(
 def first_mistake(
     mine: Any,
     variants: Sequence[Variant],
+    *,
     rtol: float = JUDGE_RTOL,
     atol: float = JUDGE_ATOL,
     rebuilt: bool = False,
+    exact: bool = False,
 ) -> Mistake | None:
     """The mistake of the first variant ``mine`` matches (:func:`first_match`), or ``None``.
 
@@ -81,7 +91,8 @@ def first_mistake(
     >>> first_mistake([1.0], [Variant(mistake=same, build=lambda: [2.0])]) is None
     True
     """
-    index = first_match(mine, [variant.build for variant in variants], rtol, atol, rebuilt)
+    builds = [variant.build for variant in variants]
+    index = first_match(mine, builds, rtol=rtol, atol=atol, rebuilt=rebuilt, exact=exact)
     return None if index is None else variants[index].mistake
 
 
