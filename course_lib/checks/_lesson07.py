@@ -35,6 +35,7 @@ from jax.tree_util import keystr
 from .._leaves import leaf_nbytes, leaf_size
 from .._paths import leaf_name
 from ._kit import Layer, Point, as_float32, random_array, trees_close
+from ._mistakes import Variant, first_mistake
 from ._plain import describe
 from ._sections import (
     CONTAINERS_AND_LEAVES,
@@ -291,15 +292,22 @@ def _rule_deciding(case: Case, index: int) -> tuple[str, int, str | None]:
     return name, int(np.ndim(leaf)), deciding
 
 
-def _rule_mistake(kind: str, case: Case, index: int, mine: list[Any], theirs: list[Any]) -> Mistake:
-    """The mistake ``kind`` (a key of :data:`_RULE_VARIANTS`), told at leaf ``index``, the first
-    leaf whose spec differs from the expected one."""
+def _rule_variants(case: Case, index: int, mine: list[Any], theirs: list[Any]) -> list[Variant]:
+    """Typical wrong readings of a case's rules, each told at leaf ``index``, the first leaf whose
+    spec differs from the expected one (``mine`` and ``theirs`` are its specs)."""
     _, rules = case.args
     name, ndim, deciding = _rule_deciding(case, index)
     got = f"the leaf {name!r} got {spec_text(mine)}, expected {spec_text(theirs)}"
-    if kind == "last":
-        matching = [repr(pattern) for pattern, _ in rules if re.search(pattern, name)]
-        return Mistake(
+
+    def reading(**change: Any) -> Callable[[], list[list[Any]]]:
+        options = {"name": leaf_name, "search": re.search, "last": False, "ndim": True, **change}
+        return functools.partial(_rules_variant, case, **options)
+
+    variants = []
+    matching = [repr(pattern) for pattern, _ in rules if re.search(pattern, name)]
+    # The last matching rule differs from the first only where two rules or more match.
+    if len(matching) >= 2:
+        last = Mistake(
             f"{got}: the rules {', '.join(matching[:-1])} and {matching[-1]} match it, and the "
             "last matching rule decided.",
             "The rules are read in order: specific rules come first, and the first rule that "
@@ -309,32 +317,30 @@ def _rule_mistake(kind: str, case: Case, index: int, mine: list[Any], theirs: li
             "from inside the loop over the rules; fall back to P() only when the loop ends "
             "without one.",
         )
-    if kind == "ndim":
-        dimensions = f"{ndim} dimension" + ("" if ndim == 1 else "s")
-        return Mistake(
-            f"{got}: {spec_text(mine)} has more entries than the leaf has dimensions "
-            f"({dimensions}).",
-            "A spec may be shorter than the array, never longer: a 2-entry spec cannot lay out a "
-            "vector. A rule whose spec is too long says nothing about that leaf, and the next "
-            "rules are tried.",
-            "Make the rank part of the test that picks a rule: a rule applies when its pattern "
-            "matches and len(spec) <= np.ndim(leaf).",
-            reread=SHARDING_TREE,
-        )
-    if kind == "match":
-        return Mistake(
-            f"{got}: the pattern {deciding!r}, the rule that decides it, occurs inside the name "
-            "but not at its start.",
-            "re.match and re.fullmatch find a pattern only at the start of the string; the rules "
-            "are written to be found anywhere in the name, as with grep.",
-            "Test each rule with re.search(pattern, name).",
-        )
+        variants.append(Variant(mistake=last, build=reading(last=True)))
+    dimensions = f"{ndim} dimension" + ("" if ndim == 1 else "s")
+    too_long = Mistake(
+        f"{got}: {spec_text(mine)} has more entries than the leaf has dimensions ({dimensions}).",
+        "A spec may be shorter than the array, never longer: a 2-entry spec cannot lay out a "
+        "vector. A rule whose spec is too long says nothing about that leaf, and the next "
+        "rules are tried.",
+        "Make the rank part of the test that picks a rule: a rule applies when its pattern "
+        "matches and len(spec) <= np.ndim(leaf).",
+        reread=SHARDING_TREE,
+    )
+    at_start = Mistake(
+        f"{got}: the pattern {deciding!r}, the rule that decides it, occurs inside the name "
+        "but not at its start.",
+        "re.match and re.fullmatch find a pattern only at the start of the string; the rules "
+        "are written to be found anywhere in the name, as with grep.",
+        "Test each rule with re.search(pattern, name).",
+    )
     decides = (
         f"the rule {deciding!r}, written for its name, did not match it"
         if deciding
         else "no rule is written for its name, yet one matched what you compared"
     )
-    return Mistake(
+    default_format = Mistake(
         f"{got}: {decides}.",
         "The rules are written for names such as 'layers/0/attn/wq'. keystr's default format "
         "writes the same path as \"['layers'][0]['attn']['wq']\", with brackets and quotes, so "
@@ -342,15 +348,12 @@ def _rule_mistake(kind: str, case: Case, index: int, mine: list[Any], theirs: li
         "Write each key path as the rules expect it: jax.tree_util.keystr(path, simple=True, "
         "separator='/').",
     )
-
-
-_RULE_VARIANTS: tuple[tuple[str, dict[str, Any]], ...] = (
-    ("last", {"last": True}),
-    ("ndim", {"ndim": False}),
-    ("match", {"search": re.match}),
-    ("keystr", {"name": keystr}),
-)
-"""Typical wrong readings of the rules, each a change to the right reading."""
+    return [
+        *variants,
+        Variant(mistake=too_long, build=reading(ndim=False)),
+        Variant(mistake=at_start, build=reading(search=re.match)),
+        Variant(mistake=default_format, build=reading(name=keystr)),
+    ]
 
 
 def _judge_rules(got: Any, expected: Any, case: Case) -> str | Mistake | None:
@@ -402,11 +405,11 @@ def _judge_rules(got: Any, expected: Any, case: Case) -> str | Mistake | None:
     first = next((i for i, (a, b) in enumerate(zip(specs, wanted, strict=True)) if a != b), None)
     if first is None:
         return None
-    for kind, change in _RULE_VARIANTS:
-        options = {"name": leaf_name, "search": re.search, "last": False, "ndim": True, **change}
-        variant = _rules_variant(case, **options)
-        if specs == variant and variant != wanted:
-            return _rule_mistake(kind, case, first, specs[first], wanted[first])
+    found = first_mistake(
+        specs, _rule_variants(case, first, specs[first], wanted[first]), exact=True
+    )
+    if found:
+        return found
     path = got["paths"][first]
     return f"the leaf at {path} got {spec_text(specs[first])}, expected {spec_text(wanted[first])}."
 
