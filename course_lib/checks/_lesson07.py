@@ -573,64 +573,39 @@ def _split(leaf: LeafPlan, sizes: dict[str, int]) -> int:
     return parts
 
 
-def _bytes_variants(case: Case) -> list[tuple[str, int]]:
-    """What typical wrong counts give on a case: ``(kind, bytes)`` pairs."""
+def _bytes_variants(case: Case, got: int, expected: int) -> list[Variant]:
+    """Typical wrong counts of a case's bytes per device, each told for a count of ``got``."""
     (plan,) = case.args
     shape, names = case.info["mesh"]
     sizes, devices = dict(zip(names, shape, strict=True)), math.prod(shape)
-    full = lambda leaf, s: math.prod(leaf.shape) * jnp.dtype(leaf.dtype_name).itemsize
-    return [
-        ("whole", _plan_bytes(plan, sizes, full)),
-        ("divided", _plan_bytes(plan, sizes, lambda leaf, s: full(leaf, s) // devices)),
-        (
-            "four",
-            _plan_bytes(plan, sizes, lambda leaf, s: 4 * math.prod(leaf.shape) // _split(leaf, s)),
-        ),
-        (
-            "placed",
-            _plan_bytes(
-                plan, sizes, lambda leaf, s: full(leaf, s) // _split(leaf, s) if leaf.placed else 0
-            ),
-        ),
-    ]
-
-
-def _bytes_mistake(kind: str, got: int, expected: int, case: Case) -> Mistake:
-    """The mistake ``kind`` of :func:`_bytes_variants`, told for a count of ``got`` bytes."""
-    (plan,) = case.args
-    shape, _ = case.info["mesh"]
-    devices = math.prod(shape)
     leaves = jax.tree.leaves(plan, is_leaf=_is_plan)
+    full = lambda leaf, s: math.prod(leaf.shape) * jnp.dtype(leaf.dtype_name).itemsize
     holds = f"where each device holds {expected}"
-    if kind == "whole":
-        return Mistake(
-            f"returned {got}, the bytes of the whole tree, {holds}.",
-            "A sharded leaf is cut into blocks: a device holds only its block of each leaf, and "
-            "a replicated leaf whole.",
-            "Count each leaf's block, not the leaf: leaf.sharding.shard_shape(leaf.shape) is the "
-            "shape of the block one device holds.",
-        )
-    if kind == "divided":
-        return Mistake(
-            f"returned {got}, the bytes of the whole tree divided by the {devices} devices, "
-            f"{holds}.",
-            "A leaf is split only over the mesh axes its spec names: a replicated leaf (P()) is "
-            "held whole by every device, and P('model') splits over 'model' alone, the 'data' "
-            "axis holding copies.",
-            "Let each leaf's sharding say what one device holds: "
-            "leaf.sharding.shard_shape(leaf.shape), instead of dividing by the number of devices.",
-        )
-    if kind == "four":
-        dtypes = sorted({leaf.dtype_name for leaf in leaves})
-        return Mistake(
-            f"returned {got}, which counts 4 bytes per element of each block, {holds}; the "
-            f"leaves' dtypes are {', '.join(dtypes)}.",
-            "An element takes as many bytes as its dtype says: 4 for float32 and int32, 2 for "
-            "bfloat16 and float16, 1 for int8.",
-            "Multiply each block's number of elements by np.dtype(leaf.dtype).itemsize.",
-        )
+    whole = Mistake(
+        f"returned {got}, the bytes of the whole tree, {holds}.",
+        "A sharded leaf is cut into blocks: a device holds only its block of each leaf, and "
+        "a replicated leaf whole.",
+        "Count each leaf's block, not the leaf: leaf.sharding.shard_shape(leaf.shape) is the "
+        "shape of the block one device holds.",
+    )
+    divided = Mistake(
+        f"returned {got}, the bytes of the whole tree divided by the {devices} devices, {holds}.",
+        "A leaf is split only over the mesh axes its spec names: a replicated leaf (P()) is "
+        "held whole by every device, and P('model') splits over 'model' alone, the 'data' "
+        "axis holding copies.",
+        "Let each leaf's sharding say what one device holds: "
+        "leaf.sharding.shard_shape(leaf.shape), instead of dividing by the number of devices.",
+    )
+    dtypes = sorted({leaf.dtype_name for leaf in leaves})
+    four = Mistake(
+        f"returned {got}, which counts 4 bytes per element of each block, {holds}; the "
+        f"leaves' dtypes are {', '.join(dtypes)}.",
+        "An element takes as many bytes as its dtype says: 4 for float32 and int32, 2 for "
+        "bfloat16 and float16, 1 for int8.",
+        "Multiply each block's number of elements by np.dtype(leaf.dtype).itemsize.",
+    )
     structs = sum(not leaf.placed for leaf in leaves)
-    return Mistake(
+    placed = Mistake(
         f"returned {got}, the bytes of the placed arrays alone, {holds}: the {structs} "
         "ShapeDtypeStruct leaves were not counted.",
         "A ShapeDtypeStruct with a sharding describes an array that does not exist yet, block by "
@@ -640,6 +615,22 @@ def _bytes_mistake(kind: str, got: int, expected: int, case: Case) -> Mistake:
         ".sharding, so leaf.sharding.shard_shape(leaf.shape) works on each.",
         reread=TREES_WITHOUT_DATA,
     )
+
+    def counting(block: Callable[[LeafPlan, dict[str, int]], int]) -> Callable[[], int]:
+        return functools.partial(_plan_bytes, plan, sizes, block)
+
+    return [
+        Variant(mistake=whole, build=counting(full)),
+        Variant(mistake=divided, build=counting(lambda leaf, s: full(leaf, s) // devices)),
+        Variant(
+            mistake=four,
+            build=counting(lambda leaf, s: 4 * math.prod(leaf.shape) // _split(leaf, s)),
+        ),
+        Variant(
+            mistake=placed,
+            build=counting(lambda leaf, s: full(leaf, s) // _split(leaf, s) if leaf.placed else 0),
+        ),
+    ]
 
 
 def _judge_bytes(got: Any, expected: Any, case: Case) -> str | Mistake | None:
@@ -653,10 +644,8 @@ def _judge_bytes(got: Any, expected: Any, case: Case) -> str | Mistake | None:
         )
     if got == expected:
         return None
-    for kind, value in _bytes_variants(case):
-        if got == value and value != expected:
-            return _bytes_mistake(kind, got, expected, case)
-    return f"returned {got}, expected {expected} bytes per device."
+    found = first_mistake(got, _bytes_variants(case, got, expected), exact=True)
+    return found or f"returned {got}, expected {expected} bytes per device."
 
 
 BYTES_PER_DEVICE = Exercise(
