@@ -111,39 +111,34 @@ def _mask_cases(rng: np.random.Generator) -> list[Case]:
     return cases
 
 
-def _mask_mistake(kind: str, name: str, value: Any, ndim: int) -> Mistake:
-    """The mistake ``kind`` of :func:`_judge_mask`'s variants, told at the first wrong leaf: its
-    name, what the answer put there, and the parameter's number of dimensions."""
+def _mask_variants(params: Any, name: str, value: Any, ndim: int) -> list[Variant]:
+    """Typical wrong masks of ``params``, each told at the first wrong leaf: its name, what the
+    answer put there, and the parameter's number of dimensions."""
     last = name.split("/")[-1]
-    if kind == "keystr":
-        return Mistake(
-            f"no leaf is True, not even {name!r}, whose last key is 'w'.",
-            "keystr's default format writes a key path as \"['encoder'][0]['w']\", with brackets "
-            "and quotes and no slashes, so a rule written for names such as 'encoder/0/w' "
-            "matches nothing (Pitfall 26).",
-            "Write the name with keystr(path, simple=True, separator='/') before the rule reads "
-            "it.",
-            reread=PITFALL_26,
-        )
-    if kind == "endswith":
-        return Mistake(
-            f"the leaf {name!r} got True, but its name only ends in 'w': its last part is "
-            f"{last!r}.",
-            "The rule is about the last key of the path, compared whole: 'dw', 'shadow' and "
-            "'row' end in the letter w, but none of them is the key 'w'.",
-            "Split the name on '/' and compare its last part with ==: name.split('/')[-1] == 'w'.",
-            reread=MASKS,
-        )
-    if kind == "substring":
-        return Mistake(
-            f"the leaf {name!r} got True, but 'w' only occurs in its last part, {last!r}.",
-            "A substring test accepts every key that contains the letter, such as 'w_mean'; "
-            "the rule asks for the key 'w' exactly.",
-            "Compare the last part of the name with == rather than testing with in: "
-            "name.split('/')[-1] == 'w'.",
-            reread=MASKS,
-        )
-    return Mistake(
+    default_format = Mistake(
+        f"no leaf is True, not even {name!r}, whose last key is 'w'.",
+        "keystr's default format writes a key path as \"['encoder'][0]['w']\", with brackets "
+        "and quotes and no slashes, so a rule written for names such as 'encoder/0/w' "
+        "matches nothing (Pitfall 26).",
+        "Write the name with keystr(path, simple=True, separator='/') before the rule reads it.",
+        reread=PITFALL_26,
+    )
+    ending = Mistake(
+        f"the leaf {name!r} got True, but its name only ends in 'w': its last part is {last!r}.",
+        "The rule is about the last key of the path, compared whole: 'dw', 'shadow' and "
+        "'row' end in the letter w, but none of them is the key 'w'.",
+        "Split the name on '/' and compare its last part with ==: name.split('/')[-1] == 'w'.",
+        reread=MASKS,
+    )
+    substring = Mistake(
+        f"the leaf {name!r} got True, but 'w' only occurs in its last part, {last!r}.",
+        "A substring test accepts every key that contains the letter, such as 'w_mean'; "
+        "the rule asks for the key 'w' exactly.",
+        "Compare the last part of the name with == rather than testing with in: "
+        "name.split('/')[-1] == 'w'.",
+        reread=MASKS,
+    )
+    by_rank = Mistake(
         f"the leaf {name!r}, with {ndim} dimension{'' if ndim == 1 else 's'}, got "
         f"{describe(value)}: the mask follows the number of dimensions, not the names.",
         "Weight decay here is a rule on names: the leaves whose last key is 'w' take it, and a "
@@ -152,14 +147,27 @@ def _mask_mistake(kind: str, name: str, value: Any, ndim: int) -> Mistake:
         "part of the name decides.",
         reread=MASKS,
     )
+    return [
+        Variant(
+            mistake=default_format,
+            build=lambda: _by_name(
+                params, lambda name, leaf: name.split("/")[-1] == "w", _default_name
+            ),
+        ),
+        Variant(
+            mistake=ending, build=lambda: _by_name(params, lambda name, leaf: name.endswith("w"))
+        ),
+        Variant(
+            mistake=substring,
+            build=lambda: _by_name(params, lambda name, leaf: "w" in name.split("/")[-1]),
+        ),
+        Variant(
+            mistake=by_rank, build=lambda: _by_name(params, lambda name, leaf: np.ndim(leaf) >= 2)
+        ),
+    ]
 
 
-def _judge_bool_tree(
-    got: Any,
-    expected: Any,
-    case: Case,
-    variants: list[tuple[str, Callable[[], Any]]],
-) -> str | Mistake | None:
+def _judge_mask(got: Any, expected: Any, case: Case) -> str | Mistake | None:
     problem = missing_return(got, expected, "the function")
     if problem:
         return problem
@@ -185,32 +193,12 @@ def _judge_bool_tree(
     name, leaf = wrong[0]
     (params,) = case.args
     ndims = {leaf_name(path): np.ndim(x) for path, x in jax.tree_util.tree_leaves_with_path(params)}
-    mistake = first_mistake(
-        mine,
-        [
-            Variant(mistake=_mask_mistake(kind, name, leaf, ndims.get(name, 0)), build=build)
-            for kind, build in variants
-        ],
-        rebuilt=True,
-    )
+    variants = _mask_variants(params, name, leaf, ndims.get(name, 0))
+    mistake = first_mistake(mine, variants, rebuilt=True)
     if mistake:
         return mistake
     wanted = not leaf if isinstance(leaf, bool) else "True or False"
     return f"the leaf at {name!r} is {describe(leaf)}, expected {wanted}."
-
-
-def _judge_mask(got: Any, expected: Any, case: Case) -> str | Mistake | None:
-    (params,) = case.args
-    variants: list[tuple[str, Callable[[], Any]]] = [
-        (
-            "keystr",
-            lambda: _by_name(params, lambda name, leaf: name.split("/")[-1] == "w", _default_name),
-        ),
-        ("endswith", lambda: _by_name(params, lambda name, leaf: name.endswith("w"))),
-        ("substring", lambda: _by_name(params, lambda name, leaf: "w" in name.split("/")[-1])),
-        ("ndim", lambda: _by_name(params, lambda name, leaf: np.ndim(leaf) >= 2)),
-    ]
-    return _judge_bool_tree(got, expected, case, variants)
 
 
 DECAY_MASK = Exercise(
