@@ -15,6 +15,7 @@ wrong; it never changes what it was given.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import re
 import unicodedata
 from collections.abc import Callable, Mapping
@@ -29,6 +30,7 @@ _BACKEND = re.compile(r"[A-Za-z0-9_\-]{0,20}")
 _YEARS = (946_684_800, 4_102_444_800)  # 2000-01-01 and 2100-01-01, in seconds since 1970
 _COMMON = ("code", "name", "kind", "sent_at", "learner_key")  # every learner's event may send
 _KEY = re.compile(r"[A-Za-z0-9_\-]{8,64}")
+_log = logging.getLogger("course_tools.room")
 
 
 class Refused(Exception):
@@ -76,8 +78,8 @@ class Event:
         """What is wrong between the fields (each one checked alone already), or ``None``."""
         return None
 
-    def own_fields(self) -> dict[str, Any]:
-        """The kind's own fields and their values, as stored."""
+    def own_values(self) -> dict[str, Any]:
+        """The values of the kind's own fields (:func:`own_fields`), by name, as stored."""
         return {f.name: getattr(self, f.name) for f in own_fields(type(self))}
 
 
@@ -214,7 +216,8 @@ class Ready(Event):
 
     def refusal(self) -> str | None:
         if self.outcome == "error" and not self.reason:
-            return "reason must be one line of at most 300 printable characters"
+            limit = ROOM_TEXT_LIMITS["reason"]
+            return f"reason must be one line of at most {limit} printable characters"
         if self.outcome == "passed" and self.reason:
             return "only a failed setup has a reason"
         return None
@@ -290,7 +293,7 @@ class Undo(Event):
 
     kind: ClassVar[str] = "undo"
     legacy_detail: ClassVar[str | None] = "undoes"
-    undoes: int
+    undoes: int = field(metadata={"stored": int})  # text in room files of the one detail column
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -366,7 +369,12 @@ def from_stored(
 ) -> Event | None:
     """An event as read back from the room's file: ``fields`` its kind's own (``None`` for a row
     written before kinds had fields of their own: then they are in ``common`` under their own
-    names, but for the one in ``detail``). ``None`` for a kind this room does not know."""
+    names, but for the one in ``detail``). ``None`` for a kind this room does not know, and for a
+    row that lacks a field its kind requires, which the room's log names.
+
+    >>> from_stored("rename", {"id": 7, "learner": "Ada"}, {}, None) is None
+    True
+    """
     cls = KINDS.get(kind)
     if cls is None:
         return None
@@ -379,15 +387,27 @@ def from_stored(
         key: common.get(key) for key in ("id", "received", "sent", "learner", "actor")
     }
     base["learner_key"] = common.get("learner_key")
+    lacking = [
+        f.name
+        for f in own_fields(cls)
+        if f.default is dataclasses.MISSING and fields.get(f.name) is None
+    ]
+    if lacking:
+        _log.warning(
+            "event %s (%s) lacks %s: left out of the room",
+            base["id"],
+            kind,
+            ", ".join(lacking),
+        )
+        return None
     typed = {f.name: _stored_value(f, fields[f.name]) for f in own_fields(cls) if f.name in fields}
     return cls(**base, **typed)
 
 
 def _stored_value(one: dataclasses.Field[Any], value: Any) -> Any:
-    """A stored value as the field holds it: the id an undo takes back, stored as text in old
-    room files, is a number; a missing text is the field's default."""
-    if one.name == "undoes":
-        return int(value)
+    """A stored value as the field holds it: converted by ``stored`` in the field's metadata
+    where it has one; a missing value is the field's default."""
     if value is None and one.default is not dataclasses.MISSING:
         return one.default
-    return value
+    convert = one.metadata.get("stored")
+    return value if convert is None else convert(value)

@@ -173,7 +173,7 @@ class RoomStore:
                 event.learner_key,
                 event.kind,
                 event.actor,
-                json.dumps(event.own_fields()),
+                json.dumps(event.own_values()),
             ),
         )
         assert cursor.lastrowid is not None
