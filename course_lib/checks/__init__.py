@@ -30,7 +30,7 @@ other way round):
 * ``_mistakes.py``: typical wrong answers. A judge checks the structure, then looks the answer up
   in a table of ``Variant(mistake=..., build=...)`` records with ``first_mistake`` (by their place
   in the table, never their text), then reports the leaf difference; ``lead`` puts where it
-  happened in front of a finding (``Mistake.led_by`` for a :class:`Mistake`).
+  happened in front of a finding, a text or a :class:`Mistake`.
 * ``_sections.py``: the lesson headings that hints send a learner back to, one constant each.
 * ``_evaluate.py``: ``probe_all`` runs the learner's function on cases in the learner's process,
   with the functions of the exercises it ``uses`` replaced by their stand-ins, and every call

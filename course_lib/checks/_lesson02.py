@@ -1,7 +1,6 @@
 """Exercises of lesson 02, mapping over trees: SGD, several trees at once, norms, stacking."""
 
 import collections
-import dataclasses
 import functools
 from collections.abc import Callable
 from typing import Any
@@ -366,14 +365,16 @@ def _average_cases(rng: np.random.Generator) -> list[Case]:
     return cases + _copies_of_random_trees(rng, part="random trees")
 
 
-_EVERY_TREE = Mistake(
-    "",
-    "Every tree of the list counts, equally, in the mean: each leaf of the result depends on the "
-    "matching leaf of every tree.",
-    "Pass all the trees to jax.tree.map, unpacked with *trees, so that its function receives one "
-    "leaf from each.",
-    reread=SGD_UPDATE,
-)
+def _every_tree(what: str) -> Mistake:
+    """A mean that misses trees of the list, as ``what`` tells it."""
+    return Mistake(
+        what,
+        "Every tree of the list counts, equally, in the mean: each leaf of the result depends on "
+        "the matching leaf of every tree.",
+        "Pass all the trees to jax.tree.map, unpacked with *trees, so that its function receives "
+        "one leaf from each.",
+        reread=SGD_UPDATE,
+    )
 
 
 def _explain_average(problem: str, mine: Any, theirs: Any, case: Case) -> str | Mistake:
@@ -404,15 +405,11 @@ def _explain_average(problem: str, mine: Any, theirs: Any, case: Case) -> str | 
                 build=lambda: jax.tree.map(lambda *xs: sum(xs), *trees),
             ),
             Variant(
-                mistake=dataclasses.replace(
-                    _EVERY_TREE, what="It looks like you returned the first tree unchanged."
-                ),
+                mistake=_every_tree("It looks like you returned the first tree unchanged."),
                 build=lambda: trees[0],
             ),
             Variant(
-                mistake=dataclasses.replace(
-                    _EVERY_TREE, what="It looks like you returned the last tree unchanged."
-                ),
+                mistake=_every_tree("It looks like you returned the last tree unchanged."),
                 build=lambda: trees[-1],
             ),
             Variant(

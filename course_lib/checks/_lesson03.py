@@ -1114,6 +1114,20 @@ def _decay_cases(rng: np.random.Generator) -> list[Case]:
 _tree_judge = tree_judge()
 
 
+def _by_last_key(what: str) -> Mistake:
+    """A weight told by the text of its path rather than its last key, as ``what`` tells it."""
+    return Mistake(
+        what,
+        "A weight is a leaf whose last key is named w, a dict key or an attribute. A key path "
+        "is a tuple of key objects, and its text depends on the nodes: a dict key prints as "
+        "['w'], an attribute as .w. Decide by the last key itself, not by the text of the whole "
+        "path.",
+        "Look at path[-1]: its .key (a DictKey) or its .name (a GetAttrKey) is 'w' for a weight; "
+        "a SequenceKey has .idx instead, and an empty path has no last key.",
+        KEY_PATHS,
+    )
+
+
 def _judge_decay(got: Any, expected: Any, case: Case) -> str | Mistake | None:
     if missing_return(got, expected, "decay_weights"):
         return Mistake(
@@ -1131,16 +1145,6 @@ def _judge_decay(got: Any, expected: Any, case: Case) -> str | Mistake | None:
     want = jax.tree.leaves(rebuild_tree(expected))
     given = jax.tree.leaves(params)
     decayed = set(case.info["decayed"])
-    by_last_key = Mistake(
-        "",
-        "A weight is a leaf whose last key is named w, a dict key or an attribute. A key path "
-        "is a tuple of key objects, and its text depends on the nodes: a dict key prints as "
-        "['w'], an attribute as .w. Decide by the last key itself, not by the text of the whole "
-        "path.",
-        "Look at path[-1]: its .key (a DictKey) or its .name (a GetAttrKey) is 'w' for a weight; "
-        "a SequenceKey has .idx instead, and an empty path has no last key.",
-        KEY_PATHS,
-    )
     # trees_close compares in float64; the given leaves are scaled in float64 before it.
     given = [np.asarray(x, np.float64) for x in given]
     shrunk = [trees_close(a, x * (1 - rate)) for (_, a), x in zip(mine, given, strict=True)]
@@ -1150,8 +1154,9 @@ def _judge_decay(got: Any, expected: Any, case: Case) -> str | Mistake | None:
         where = keystr(path) or "<root>"
         if where in decayed:
             if trees_close(a, x):
-                what = f"leaf {where} is a weight (its last key is w) but was not decayed."
-                return dataclasses.replace(by_last_key, what=what)
+                return _by_last_key(
+                    f"leaf {where} is a weight (its last key is w) but was not decayed."
+                )
             if trees_close(a, x * rate):
                 return Mistake(
                     f"leaf {where} was multiplied by rate: it is {rate:g} times its value, where "
@@ -1181,9 +1186,7 @@ def _judge_decay(got: Any, expected: Any, case: Case) -> str | Mistake | None:
                     "the leaf only when the last key of path is w.",
                     WEIGHT_DECAY,
                 )
-            return dataclasses.replace(
-                by_last_key, what=f"leaf {where} was decayed, but its last key is not w."
-            )
+            return _by_last_key(f"leaf {where} was decayed, but its last key is not w.")
         return f"leaf {where} is no weight and must stay unchanged; {problem}"
     return problem
 

@@ -767,7 +767,7 @@ def _judge_adam(got: Any, expected: Any, case: Case) -> str | Mistake | None:
         if trees_close(mine, theirs, *tolerance):
             text = _leaf_problem(mine, theirs, "the result", tolerance)
             if text is not None:
-                return at + text
+                return lead(at, text)
             params, state = theirs[0], AdamState(*theirs[1])
             continue
         if count == want_count - 1 and trees_close(mine[0], theirs[0], *tolerance):
@@ -790,16 +790,17 @@ def _judge_adam(got: Any, expected: Any, case: Case) -> str | Mistake | None:
         rtol, atol = tolerance
         found = first_mistake(mine, variants, rtol=rtol, atol=atol, rebuilt=True)
         if found:
-            return found.led_by(at)
+            return lead(at, found)
         if count != want_count:
             return Mistake(
                 f"{at}the new state's count is {count}, expected {want_count}.",
                 "The count numbers the steps taken: each step adds exactly 1.",
                 "count = state.count + 1, returned in the new state.",
             )
-        return at + (
+        return lead(
+            at,
             _leaf_problem(mine, theirs, "the result", tolerance)
-            or "the result differs from the expected one."
+            or "the result differs from the expected one.",
         )
     if len(got) < len(expected):
         return f"stopped after step {len(got)} of {len(expected)}."

@@ -18,7 +18,7 @@ True
 """
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, overload
 
 import numpy as np
@@ -110,5 +110,5 @@ def lead(text: str, problem: str | Mistake | None) -> str | Mistake | None:
     ('under jit, returned 2.', None)
     """
     if isinstance(problem, Mistake):
-        return problem.led_by(text)
+        return replace(problem, what=text + problem.what)
     return None if problem is None else text + problem

@@ -7,7 +7,7 @@ learner's kernel to the grader's process as JSON (see ``_wire.py``) and be judge
 
 import zlib
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
@@ -60,14 +60,6 @@ class Mistake:
     idea: str
     fix: str
     reread: str = ""
-
-    def led_by(self, text: str) -> "Mistake":
-        """This mistake with ``text`` in front of what went wrong (where it happened, say).
-
-        >>> Mistake("returned 2.", "Count elements.", "Add leaf.size.").led_by("at step 1: ").what
-        'at step 1: returned 2.'
-        """
-        return replace(self, what=text + self.what)
 
 
 Judge = Callable[[Any, Any, Case], "str | Mistake | None"]
