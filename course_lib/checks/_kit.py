@@ -69,6 +69,7 @@ __all__ = [
     "dtype_name",
     "dtyped_plain",
     "error_text",
+    "first_leaf_path",
     "float_tree",
     "in_parts",
     "input_changes",
@@ -784,6 +785,15 @@ def trees_close(
         if not close_elements(a, b, rtol=rtol, atol=atol, equal_nan=True).all():
             return False
     return True
+
+
+def first_leaf_path(tree: Any) -> str:
+    """The key path of ``tree``'s first leaf, as ``keystr`` writes it (the tree has a leaf).
+
+    >>> first_leaf_path({"b": [1.0, 2.0], "a": None}), first_leaf_path(3.0)
+    ("['b'][0]", '')
+    """
+    return jax.tree_util.keystr(jax.tree_util.tree_flatten_with_path(tree)[0][0][0])
 
 
 # --- NumPy references --------------------------------------------------------------------------

@@ -18,6 +18,7 @@ from ._kit import (
     call_tree,
     call_value,
     compile_report,
+    first_leaf_path,
     float_tolerance,
     float_tree,
     judge_compiles,
@@ -1180,7 +1181,7 @@ def _explain_stack(problem: str, mine: Any, theirs: Any, case: Case) -> str | Mi
         except (ValueError, TypeError):
             return problem
         if pieces and all(isinstance(p, (list, tuple)) and len(p) == k for p in pieces):
-            first = jax.tree_util.keystr(jax.tree_util.tree_flatten_with_path(theirs)[0][0][0])
+            first = first_leaf_path(theirs)
             return Mistake(
                 f"the leaf at {first} of your result, and every other, is a "
                 f"{type(pieces[0]).__name__} of {k} arrays where one array was expected: that is "

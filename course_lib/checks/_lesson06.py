@@ -28,6 +28,7 @@ from ._kit import (
     as_judged,
     dtyped_plain,
     error_text,
+    first_leaf_path,
     float_tolerance,
     float_tree,
     in_parts,
@@ -307,7 +308,7 @@ def _pairs_problem(mine: Any, theirs: Any) -> Mistake | None:
     pairs = jax.tree.map(lambda p, v: (p, v), theirs[0], theirs[1])
     if not same_structure(mine, pairs) or not jax.tree.leaves(theirs[0]):
         return None
-    first = keystr(jax.tree_util.tree_flatten_with_path(theirs[0])[0][0][0])
+    first = first_leaf_path(theirs[0])
     return Mistake(
         f"returned one tree shaped like the params with a pair at each leaf (at {first}, and "
         "at every other), where a tuple of two trees, the params and the velocity, was expected.",
