@@ -94,8 +94,9 @@ class TrainingPlayground:
     curve itself, ``line.get_ydata()``.
 
     CSS classes, for browser tests: ``course-training`` (the whole widget), ``course-lr-scale``
-    (the rate buttons), ``course-lr-box``, ``course-steps-box``, ``course-loss-plot`` (the curve:
-    an HTML widget holding one ``img``) and ``course-training-stats`` (the text beside it).
+    (the rate buttons), ``course-lr-box``, ``course-lr-notice`` (under it: why a typed rate was
+    refused), ``course-steps-box``, ``course-loss-plot`` (the curve: an HTML widget holding one
+    ``img``) and ``course-training-stats`` (the text beside it).
 
     >>> import numpy as np
     >>> def run(learning_rate, steps):  # gradient descent on x**2 from x = 1, in closed form
@@ -110,7 +111,7 @@ class TrainingPlayground:
     final loss 1.36e-13
     compilations: 0 for this change, 0 in all
     >>> playground.lr_box.value = 5
-    >>> print(playground.stats_text.splitlines()[-1])
+    >>> print(playground.refusal)
     5 is outside the scale, 0.001 to 1: the rate stays 0.2.
     >>> print(playground.plot_description)
     Loss curve, learning rate 0.2, 30 steps: the loss falls from 1 to 1.36e-13 (log scale).
@@ -150,7 +151,8 @@ class TrainingPlayground:
         self.error: str | None = None
         """The latest run's error as ``"TypeError: ..."``, or ``None`` when it succeeded."""
         self.refusal: str | None = None
-        """Why the latest typed rate was refused, or ``None``."""
+        """Why the latest typed rate was refused, or ``None``; shown under the box it was typed
+        in, where the learner is looking, and read out by screen readers (a status)."""
         self.stats_text = ""
         """The text beside the curve."""
         self._latest: Run | None = None
@@ -184,6 +186,8 @@ class TrainingPlayground:
             layout=widgets.Layout(width="260px"),
         )
         self.steps_box.add_class("course-steps-box")
+        self.notice = widgets.HTML()
+        self.notice.add_class("course-lr-notice")
         self.png = b""
         """The curves as the latest redraw left them, a PNG of twice the pixels it is shown at."""
         self.plot_description = ""
@@ -194,7 +198,7 @@ class TrainingPlayground:
         self.stats.add_class("course-training-stats")
         self.widget = widgets.VBox(
             [
-                widgets.VBox([self.lr_scale, self.lr_box, self.steps_box]),
+                widgets.VBox([self.lr_scale, self.lr_box, self.notice, self.steps_box]),
                 widgets.HBox([self.plot, self.stats], layout=widgets.Layout(flex_flow="row wrap")),
                 focus_style(),
             ]
@@ -251,7 +255,7 @@ class TrainingPlayground:
                 f"{rate:g} is outside the scale, {low:g} to {high:g}: "
                 f"the rate stays {change['old']:g}."
             )
-            self._write_stats()
+            self._write_notice()
             return
         self._set_quietly(self.lr_scale, rate if rate in self.stops else None)
         self.update()
@@ -262,6 +266,7 @@ class TrainingPlayground:
     def update(self) -> None:
         """Run with the controls' values and redraw (the controls call this on every change)."""
         self.refusal = None
+        self._write_notice()
         learning_rate = jnp.asarray(self.learning_rate, dtype=jnp.float32)
         steps = int(self.steps_box.value)
         try:
@@ -354,6 +359,11 @@ class TrainingPlayground:
             text += f"\nEarlier runs, fainter: {earlier}."
         return text
 
+    def _write_notice(self) -> None:
+        self.notice.value = (
+            "" if self.refusal is None else f'<p role="status">{html.escape(self.refusal)}</p>'
+        )
+
     def _write_stats(self) -> None:
         lines = [f"learning rate {self.learning_rate:.3g} · {self.steps_box.value} steps"]
         if self.error is not None:
@@ -364,8 +374,6 @@ class TrainingPlayground:
                 f"final loss {final:.3g}" + ("" if math.isfinite(final) else " (diverged)")
             )
         lines.append(f"compilations: {self.last_compiles} for this change, {self.compiles} in all")
-        if self.refusal is not None:
-            lines.append(self.refusal)
         self.stats_text = "\n".join(lines)
         self.stats.value = "<br>".join(f"<code>{html.escape(line)}</code>" for line in lines)
 
@@ -383,6 +391,7 @@ class TrainingPlayground:
             self.lr_scale,
             self.lr_box,
             self.steps_box,
+            self.notice,
             self.plot,
             self.stats,
             *self.widget.children,

@@ -210,7 +210,7 @@ def test_training_playground_learning_rate_by_keyboard_and_mouse(
     box.click(click_count=3)
     box.press_sequentially("5")
     box.press("Enter")
-    refusal = root.locator(".course-training-stats", has_text="5 is outside the scale")
+    refusal = root.locator(".course-lr-notice [role=status]", has_text="5 is outside the scale")
     refusal.wait_for(timeout=WIDGET_TIMEOUT * 1000)
     assert float(box.input_value()) == 0.002
 

@@ -115,11 +115,15 @@ def test_a_typed_rate_outside_the_range_is_refused_in_words(typed: float) -> Non
     playground.lr_box.value = typed
     assert playground.runs == runs and playground.losses is losses
     assert playground.lr_box.value == 0.1 and playground.lr_scale.value == 0.1
-    assert playground.stats_text.splitlines()[-1] == (
-        f"{typed:g} is outside the scale, 0.0001 to 0.3: the rate stays 0.1."
-    )
-    playground.lr_box.value = 0.2  # the next accepted rate clears the message
+    # Said under the box the rate was typed in, as a status, rather than under the plot.
+    said = f"{typed:g} is outside the scale, 0.0001 to 0.3: the rate stays 0.1."
+    assert playground.refusal == said
+    assert playground.notice.value == f'<p role="status">{said}</p>'
+    controls = playground.widget.children[0].children
+    assert controls.index(playground.notice) == controls.index(playground.lr_box) + 1
     assert "outside" not in playground.stats_text
+    playground.lr_box.value = 0.2  # the next accepted rate clears the message
+    assert playground.refusal is None and playground.notice.value == ""
 
 
 def test_the_plot_is_twice_the_pixels_it_is_shown_at() -> None:
