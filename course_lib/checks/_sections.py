@@ -37,9 +37,7 @@ WEIGHT_DECAY = "03 Key paths at work: weight decay on the weights only"
 STATIC_IS_A_CACHE_KEY = "04 A static value is a cache key"
 DATA_OR_CONFIGURATION = "04 Data or configuration?"
 NEW_STATIC_VALUE = "04 Every new static value is a new compilation"
-MARKING_STATIC = (
-    "04 Three ways to mark a field static, one for a whole class, and one for whole arguments"
-)
+MARKING_STATIC = "04 Three ways to mark a field static"
 WHAT_JIT_SEES = "04 What `jit` sees"
 PITFALL_6 = "04 Pitfall 6: unhashable static arguments are refused, mutable ones serve stale code"
 PITFALL_7 = "04 Pitfall 7: a plain dataclass is unhashable"
