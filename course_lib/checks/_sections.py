@@ -73,7 +73,7 @@ SCAN = "08 `scan` over a tree of `xs`: layers as one loop"
 COND_AND_SWITCH = "08 `cond` and `switch`: every branch returns the same tree"
 CUSTOM_VJP = "08 `custom_vjp` with tree arguments"
 VMAP_ENSEMBLE = "08 `vmap` over an ensemble, with `in_axes` and `out_axes` trees"
-TREE_TOOLS = "08 The tree tools not shown yet"
+TREE_TOOLS = "08 Going further: the tree tools not shown yet"
 PITFALL_21 = (
     "08 Pitfall 21: `cond`/`switch` branches returning different structures or dtypes, a "
     "literal's included"
