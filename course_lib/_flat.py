@@ -76,8 +76,8 @@ _LAYOUTS: dict[tuple[Any, ...], FlatLayout] = {}  # by _signature: structure, sh
 
 
 def _signature(treedef: Any, leaves: list[Any], dtype: Any) -> tuple[Any, ...] | None:
-    """What a layout depends on, cheaply; None for leaves without a shape and dtype (those take the
-    checked path)."""
+    """What a layout depends on, cheaply; None for leaves without a shape and dtype (their layout is
+    worked out on every call, never kept)."""
     try:
         return treedef, dtype, tuple((leaf.shape, leaf.dtype) for leaf in leaves)
     except AttributeError:

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import course_lib as cl
+from course_lib import _flat
 from course_lib._leaves import same_structure
 
 
@@ -90,11 +91,13 @@ def test_string_leaf_names_the_path() -> None:
 
 @pytest.mark.parametrize("real_tree_first", [False, True])
 def test_abstract_leaf_is_refused_before_and_after_a_real_tree_of_its_shapes(
-    real_tree_first: bool,
+    real_tree_first: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The layout of a structure, shapes and dtypes is kept after its first tree; a tree of
-    ``ShapeDtypeStruct`` leaves has the same ones, and is refused by name all the same."""
-    shape = (7, 5) if real_tree_first else (5, 7)  # a layout no other test has made
+    ``ShapeDtypeStruct`` leaves has the same ones, and is refused by name all the same. The kept
+    layouts start empty, as in a fresh process."""
+    monkeypatch.setattr(_flat, "_LAYOUTS", {})
+    shape = (5, 7)
     abstract = {"w": jax.ShapeDtypeStruct(shape, jnp.float32), "b": jnp.ones(3)}
     real = {"w": jnp.ones(shape), "b": jnp.ones(3)}
     refused = r"FlatTree.from_tree: the leaf at \['w'\] is ShapeDtypeStruct"
