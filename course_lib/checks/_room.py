@@ -15,9 +15,10 @@ at with one ``stat``), so every lesson and exercise notebook is in the room; ``l
 ends it for all of them the same way. From then on every ``check`` sends one small event: the
 room's code, the learner's name and key, the exercise, its outcome, the hint number shown, the
 typical mistake the check recognised (its id, the course's idea and fix for it) and the time.
-Never code, outputs or values. The key, made at random once and kept with the join, tells two
-learners of one name apart: the second is shown as ``Sam (2)`` and told so; every kernel of one
-learner on one machine sends the same key. The join is kept per machine (its name is in the
+Never code, outputs or values. The key, made at random once and kept with the join (alone, for
+a join from ``COURSE_ROOM``, which keeps no join), tells two learners of one name apart: the
+second is shown as ``Sam (2)`` and told so; every kernel of one learner on one machine sends the
+same key. The join is kept per machine (its name is in the
 file's), so lab machines sharing one home folder keep one join each. ``help_me()`` and
 ``done()`` raise and lower the learner's hand; ``leave_room()`` tells the room, which lowers it
 too.
@@ -393,8 +394,9 @@ def saved_join_path() -> Path:
 
 def learner_key() -> str:
     """This learner's key: what tells them apart in a room from another learner of the same name.
-    Made once, at random, and kept with the join, so that every kernel of theirs on this machine
-    (a restarted one too) sends the same key, and another machine or account another.
+    Made once, at random, and kept with the join or by :func:`_keep_key`, so that every kernel of
+    theirs on this machine (a restarted one too) sends the same key, and another machine or
+    account another.
 
     >>> len(learner_key()) >= 16
     True
@@ -409,6 +411,31 @@ def learner_key() -> str:
             valid = isinstance(kept, str) and 16 <= len(kept) <= 64 and kept.isascii()
             _key = kept if valid else secrets.token_urlsafe(12)
         return _key
+
+
+def _keep_key() -> None:
+    """Keep this learner's key on this machine for a join from ``COURSE_ROOM``, where
+    :func:`join_room` keeps it with the join: where the saved join's file is missing, a file
+    holding the key alone (no room, so no kernel joins by it). It is made only where none is, in
+    one step, so that of two kernels starting at once, the second takes the first one's key."""
+    global _key
+    path = saved_join_path()
+    if path.exists():
+        return  # learner_key read the key kept in it, if any
+    fresh = path.with_name(f".room-{os.getpid()}-{threading.get_ident()}.json")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        descriptor = os.open(fresh, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(descriptor, "w") as file:
+            file.write(json.dumps({"learner_key": learner_key()}))
+        os.link(fresh, path)  # fails where another kernel kept one since
+    except FileExistsError:
+        with _key_lock:
+            _key = None  # take the key of the kernel that kept one first
+    except OSError:
+        pass  # this kernel still sends its key; a restarted one sends another
+    finally:
+        fresh.unlink(missing_ok=True)
 
 
 def _keep(record: dict[str, Any]) -> None:
@@ -612,6 +639,7 @@ def current_room() -> RoomClient | None:
                 print(f"(not joining a workshop room: {error})")
                 return None
             from_env = True  # said once the room answers the join
+            _keep_key()
         else:
             return _room
         old = _room

@@ -601,6 +601,27 @@ def test_every_kernel_of_one_learner_sends_one_key_and_another_account_another(
     assert keys[0] == keys[1] == keys[2] != keys[3]
 
 
+def test_kernels_joining_from_course_room_in_one_home_are_one_learner_and_in_two_homes_two(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.delenv("XDG_CONFIG_HOME")
+    with stand_in() as room:
+        monkeypatch.setenv(_room.ROOM_ENV, f"{room.url}?code=C&name=Sam")
+        for home in ("sam", "sam", "another-sam"):  # Sam's kernel, restarted, then another Sam
+            monkeypatch.setenv("HOME", str(tmp_path / home))
+            new_kernel(monkeypatch)
+            check("01.count_params", count_params_right)
+        events = room.wait_for(6)
+        monkeypatch.setenv("HOME", str(tmp_path / "sam"))
+        monkeypatch.delenv(_room.ROOM_ENV)
+        new_kernel(monkeypatch)
+        assert _room.current_room() is None  # the key was kept, not a join
+    assert [event["kind"] for event in events] == ["join", "check"] * 3
+    keys = [event["learner_key"] for event in events]
+    assert keys[0] == keys[1] == keys[2] == keys[3] != keys[4] == keys[5]
+    assert _room.saved_join_path().stat().st_mode & 0o077 == 0
+
+
 def test_two_learners_named_sam_stay_two_and_the_second_is_told(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
