@@ -150,6 +150,15 @@ class Learner:
             return False
         return not any(c.outcome == "passed" and c.at > self.ready_at for c in self.cells.values())
 
+    def came_after_help(self, at: float) -> bool:
+        """Whether something at ``at`` happened since the learner was last marked helped (or
+        they never were), so that an entry it makes is new to the helpers.
+
+        >>> Learner("Ada", helped_at=60.0).came_after_help(30.0)
+        False
+        """
+        return not self.helped_at or at > self.helped_at
+
     def view(self) -> dict[str, Any]:
         return {
             "ready": self.ready,
@@ -466,7 +475,9 @@ class RoomState:
         :data:`STREAK_FOR_HELP` failures in a row on another exercise: a streak counts from the
         help. Then a check begun over :attr:`running_after` seconds ago and not ended (kind
         ``running``, since its start), and a kernel that sends heartbeats silent for
-        :attr:`gone_after` seconds (kind ``gone``, since it was last heard). Nobody who left the
+        :attr:`gone_after` seconds (kind ``gone``, since it was last heard). "Helped" takes off
+        these and a broken setup too, until something new: another check begins, the kernel is
+        heard again and falls silent again, or ``ready()`` fails again. Nobody who left the
         room is listed. Longest waiting first within each kind; each
         entry has ``helped``, when the learner was last marked helped (0: never), and ``claim``,
         who is on the way to them (see :meth:`claims`)."""
@@ -475,7 +486,7 @@ class RoomState:
         for learner in self.learners.values():
             if learner.left:
                 continue
-            if learner.setup_broken:
+            if learner.setup_broken and learner.came_after_help(learner.ready_at):
                 assert learner.ready is not None
                 why = f"setup failed: {learner.ready['reason'] or 'no reason sent'}"
                 row = _row(learner, "setup", None, learner.ready_at, why)
@@ -497,13 +508,21 @@ class RoomState:
                 found.append({**row, "mistake": cell.fix or "", "last": cell.at})
                 continue
             running = learner.running
-            if running is not None and now - running["since"] > self.running_after:
+            if (
+                running is not None
+                and now - running["since"] > self.running_after
+                and learner.came_after_help(running["since"])
+            ):
                 row = _row(
                     learner, "running", running["exercise"], running["since"], "check running"
                 )
                 found.append(row)
                 continue
-            if learner.beats and now - learner.seen_at > self.gone_after:
+            if (
+                learner.beats
+                and now - learner.seen_at > self.gone_after
+                and learner.came_after_help(learner.seen_at)
+            ):
                 row = _row(learner, "gone", learner.last_exercise, learner.seen_at, "kernel gone?")
                 found.append(row)
                 continue

@@ -992,3 +992,28 @@ def test_a_broken_setup_is_named_first_as_one_and_counted_apart_from_the_exercis
     # Fixed: her next pass ends it, though ready() was not run again.
     state.apply(check("Eve", "01.a", "passed", 41 * MINUTE))
     assert ("Eve", "setup") not in listed(state, now=42 * MINUTE)
+
+
+def test_helped_clears_a_running_check_a_gone_kernel_and_a_broken_setup_until_something_new() -> (
+    None
+):
+    broken = {"outcome": "error", "jax": "0.10.2", "backend": "", "reason": "no cuda"}
+    state = state_of(
+        event("Finn", "start", 0.0, exercise="01.a"),
+        event("Kai", "join", 0.0, beats=True),
+        event("Eve", "ready", 0.0, **broken),
+    )
+    now = 1.0 + max(state.running_after, state.gone_after)
+    assert sorted(listed(state, now)) == [("Eve", "setup"), ("Finn", "running"), ("Kai", "gone")]
+    for name in ("Finn", "Kai", "Eve"):
+        state.apply(event(name, "helped", now))
+    assert listed(state, now + 1.0) == []
+    assert listed(state, now + 10 * MINUTE) == []  # nothing new: they stay off
+    # Something new: another check begins, the kernel comes back and goes again, ready() fails.
+    later = now + 20 * MINUTE
+    state.apply(event("Finn", "start", later, exercise="01.b"))
+    state.apply(event("Kai", "join", later, beats=True))
+    state.apply(event("Eve", "ready", later, **broken))
+    assert listed(state, later + 1.0) == [("Eve", "setup")]
+    after = later + 1.0 + max(state.running_after, state.gone_after)
+    assert sorted(listed(state, after)) == [("Eve", "setup"), ("Finn", "running"), ("Kai", "gone")]
