@@ -10,7 +10,7 @@ SOLUTIONS := $(sort $(wildcard solutions/*.ipynb))
 # One place that says how every notebook is checked.
 NBVAL := --nbval --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout 120
 
-.PHONY: lab test lint lock compat notebooks exercises navigation site bench clean student-release
+.PHONY: lab test no-tests lint lock compat notebooks exercises navigation site bench clean student-release
 
 # Two environments from the one uv.lock, in one venv. `make lab` installs the learner's: the course
 # and what its notebooks use (pyproject.toml's dependencies, Jupyter among them), no extra. Every
@@ -121,7 +121,8 @@ lint: $(STAMP)
 # (.ci/cpu-total: every process, orphans included).
 STAGES := build/stage-times.txt
 FILLER := nice -n 5
-test: $(STAMP)
+# A student copy (make student-release) has no tests/: they grade the solutions it leaves out.
+test: $(if $(wildcard tests),$(STAMP),no-tests)
 	@rm -f $(STAGES)
 	@.ci/cpu-total start
 	@$(COMPILE_OURS)
@@ -222,6 +223,11 @@ student-release: $(LAB_STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python bench/bench_sgd.py
+
+no-tests:
+	@echo "make test: this copy of the course has no tests/ (a student copy leaves them out, with" \
+	  "the solutions they grade); run them in the course's own repository" >&2
+	@exit 2
 
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info

@@ -52,6 +52,7 @@ from .._notebook_files import (
     markdown_headings,
     read_notebook,
 )
+from .launch import with_badge
 
 __all__ = [
     "GOING_FURTHER_HEADING",
@@ -204,8 +205,8 @@ def live_path(nb: NotebookNode) -> LivePath:
     for index, cell in enumerate(nb.cells):
         if _generated(cell) or any(first <= index <= last for first, last in skipped):
             continue
-        if cell.cell_type == "markdown":
-            words += _words(cell.source)
+        if cell.cell_type == "markdown":  # a Colab badge is a button, not words to read
+            words += _words(with_badge(cell.source, None))
         elif cell.cell_type == "code" and not cell.metadata.get("jupyter", {}).get("source_hidden"):
             code_cells += 1
     headings = tuple(

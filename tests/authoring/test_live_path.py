@@ -12,7 +12,7 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from course_lib.checks import exercises
 from course_tools._notebook_files import NotebookError
-from course_tools.authoring import live_path, navigation
+from course_tools.authoring import launch, live_path, navigation
 from course_tools.authoring.live_path import (
     GOING_FURTHER_TAG,
     SESSION_BUDGETS,
@@ -122,6 +122,17 @@ def test_the_live_path_counts_what_a_learner_reads_and_runs() -> None:
     assert live_path.live_path(nb) == live_path.LivePath(
         words=4, code_cells=1, going_further=("Going further: skipped words here",)
     )
+
+
+def test_a_colab_badge_is_not_words_a_learner_reads() -> None:
+    """A student copy with a repository gets badges under its titles; its sessions stay the same."""
+    title = "# 01 T\n\nTwo words."
+    badge = launch.colab_badge(launch.Repository("octo", "c"), "notebooks/01_t.ipynb")
+    plain, badged = (
+        live_path.live_path(new_notebook(cells=[new_markdown_cell(text)]))
+        for text in (title, launch.with_badge(title, badge))
+    )
+    assert plain.words == badged.words == 4
 
 
 def test_an_exercise_is_optional_when_its_section_is_going_further() -> None:

@@ -212,3 +212,11 @@ def test_the_exercise_generator_stops_in_the_copy(
     assert exercises.main(["--root", str(plain)]) == 2
     assert "no solutions/ folder" in capsys.readouterr().err
     assert {p: p.read_bytes() for p in _files(plain / "exercises")} == before
+
+
+def test_make_test_in_the_copy_says_the_tests_stayed_behind(plain: Path) -> None:
+    """README's second command fails at once with a reason, before any environment is built."""
+    ran = subprocess.run(["make", "test"], cwd=plain, capture_output=True, text=True, timeout=60)
+    assert ran.returncode == 2
+    assert "this copy of the course has no tests/" in ran.stderr
+    assert not (plain / ".venv").exists()
