@@ -292,6 +292,21 @@ def _rule_deciding(case: Case, index: int) -> tuple[str, int, str | None]:
     return name, int(np.ndim(leaf)), deciding
 
 
+def _last_rule(got: str, matching: list[str]) -> Mistake:
+    """The last of the ``matching`` rules (two or more, by pattern) decided a leaf: ``got`` says
+    what it got, and what was expected."""
+    return Mistake(
+        f"{got}: the rules {', '.join(matching[:-1])} and {matching[-1]} match it, and the "
+        "last matching rule decided.",
+        "The rules are read in order: specific rules come first, and the first rule that "
+        "matches a leaf (and fits its rank) decides it; the rules after it are never "
+        "consulted.",
+        "Stop at the first (pattern, spec) that matches and fits, for example by returning "
+        "from inside the loop over the rules; fall back to P() only when the loop ends "
+        "without one.",
+    )
+
+
 def _rule_variants(case: Case, index: int, mine: list[Any], theirs: list[Any]) -> list[Variant]:
     """Typical wrong readings of a case's rules, each told at leaf ``index``, the first leaf whose
     spec differs from the expected one (``mine`` and ``theirs`` are its specs)."""
@@ -307,17 +322,7 @@ def _rule_variants(case: Case, index: int, mine: list[Any], theirs: list[Any]) -
     matching = [repr(pattern) for pattern, _ in rules if re.search(pattern, name)]
     # The last matching rule differs from the first only where two rules or more match.
     if len(matching) >= 2:
-        last = Mistake(
-            f"{got}: the rules {', '.join(matching[:-1])} and {matching[-1]} match it, and the "
-            "last matching rule decided.",
-            "The rules are read in order: specific rules come first, and the first rule that "
-            "matches a leaf (and fits its rank) decides it; the rules after it are never "
-            "consulted.",
-            "Stop at the first (pattern, spec) that matches and fits, for example by returning "
-            "from inside the loop over the rules; fall back to P() only when the loop ends "
-            "without one.",
-        )
-        variants.append(Variant(mistake=last, build=reading(last=True)))
+        variants.append(Variant(mistake=_last_rule(got, matching), build=reading(last=True)))
     dimensions = f"{ndim} dimension" + ("" if ndim == 1 else "s")
     too_long = Mistake(
         f"{got}: {spec_text(mine)} has more entries than the leaf has dimensions ({dimensions}).",
