@@ -258,8 +258,9 @@ class Room:
         name = data.get("name")
         if not isinstance(name, str) or name not in self.state.learners:
             raise Refused(404, f"no learner named {name!r} in the room")
+        sent, key = self.state.sent_as(name)  # stored as the learner's own events are
         if data["kind"] == "helped":
-            return Helped(learner=name, actor=actor)
+            return Helped(learner=sent, learner_key=key, actor=actor)
         if data["kind"] == "claim":
             claim = self.state.claims(self.clock()).get(name)
             if claim and claim["by"] != helper_name(actor) and data.get("take_over") is not True:
@@ -269,7 +270,7 @@ class Room:
                     f"{claim['by']} is on the way to {name} ({minutes} min): confirm to take it "
                     "over",
                 )
-            return Claim(learner=name, actor=actor)
+            return Claim(learner=sent, learner_key=key, actor=actor)
         if data["kind"] == "remove":
             return Remove(learner=name, actor=actor)
         try:

@@ -250,6 +250,21 @@ class RoomState:
         taken = self.learners.keys() | self.removed.keys() | self.keys.keys() | self.aliases.keys()
         return next(f"{name} ({n})" for n in range(2, 10**6) if f"{name} ({n})" not in taken)
 
+    def sent_as(self, name: str) -> tuple[str, str | None]:
+        """The name and key the kernel of the learner known in the room as ``name`` sends (its
+        first, for learners merged into one), so that an action on them is stored as their own
+        events are: the inverse of :meth:`shown_name`.
+
+        >>> state = RoomState({})
+        >>> for key in ("a" * 16, "b" * 16):
+        ...     state.apply(Join(id=1, received=1.0, learner="Sam", learner_key=key))
+        >>> state.sent_as("Sam (2)")
+        ('Sam', 'bbbbbbbbbbbbbbbb')
+        """
+        owned = [(sent, shown) for sent, shown in self.names.items() if self.resolve(shown) == name]
+        own = min(owned, key=lambda pair: pair[1] != name, default=None)  # not merged in: first
+        return (name, None) if own is None else own[0]
+
     def shown_name(self, event: Event) -> str:
         """The name the dashboard shows for a learner's event."""
         return self.resolve(self.name_of(event.learner, event.learner_key))

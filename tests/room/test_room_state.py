@@ -1017,3 +1017,24 @@ def test_helped_clears_a_running_check_a_gone_kernel_and_a_broken_setup_until_so
     assert listed(state, later + 1.0) == [("Eve", "setup")]
     after = later + 1.0 + max(state.running_after, state.gone_after)
     assert sorted(listed(state, after)) == [("Eve", "setup"), ("Finn", "running"), ("Kai", "gone")]
+
+
+def test_the_export_gives_a_helpers_actions_the_learners_own_name_and_key(tmp_path: Path) -> None:
+    path = tmp_path / "sams.sqlite"
+    live = Room(RoomStore(path), RoomState(EXERCISES))
+    for key in ("a" * 16, "b" * 16):
+        live.add({"code": live.store.code, "name": "Sam", "kind": "join", "learner_key": key}, "h")
+    live.act({"kind": "claim", "name": "Sam (2)", "by": "Alex"}, instructor=False)
+    live.act({"kind": "helped", "name": "Sam (2)", "by": "Alex"}, instructor=False)
+    assert live.state.learners["Sam (2)"].helped_at and not live.state.learners["Sam"].helped_at
+    rows = list(csv.DictReader(io.StringIO(live.export_csv())))
+    assert [(row["kind"], row["learner"], row["learner_key"]) for row in rows] == [
+        ("join", "Sam", "a" * 16),
+        ("join", "Sam", "b" * 16),
+        ("claim", "Sam", "b" * 16),
+        ("helped", "Sam", "b" * 16),
+    ]
+    rebuilt = Room(RoomStore(path), RoomState(EXERCISES))
+    assert rebuilt.state.snapshot(10**10) == live.state.snapshot(10**10)
+    live.store.close()
+    rebuilt.store.close()
