@@ -308,9 +308,8 @@ def _last_rule(got: str, matching: list[str]) -> Mistake:
 
 
 def _rule_variants(case: Case, index: int, mine: list[Any], theirs: list[Any]) -> list[Variant]:
-    """Typical wrong readings of a case's rules, each told at leaf ``index``, the first leaf whose
-    spec differs from the expected one (``mine`` and ``theirs`` are its specs)."""
-    _, rules = case.args
+    """Typical wrong readings of a case's rules, told at leaf ``index``, the first whose spec
+    (``mine``) differs from the expected one (``theirs``)."""
     name, ndim, deciding = _rule_deciding(case, index)
     got = f"the leaf {name!r} got {spec_text(mine)}, expected {spec_text(theirs)}"
 
@@ -319,13 +318,12 @@ def _rule_variants(case: Case, index: int, mine: list[Any], theirs: list[Any]) -
         return functools.partial(_rules_variant, case, **options)
 
     variants = []
-    matching = [repr(pattern) for pattern, _ in rules if re.search(pattern, name)]
-    # The last matching rule differs from the first only where two rules or more match.
-    if len(matching) >= 2:
+    matching = [repr(pattern) for pattern, _ in case.args[1] if re.search(pattern, name)]
+    if len(matching) >= 2:  # else the last matching rule is the first, or there is none
         variants.append(Variant(mistake=_last_rule(got, matching), build=reading(last=True)))
-    dimensions = f"{ndim} dimension" + ("" if ndim == 1 else "s")
     too_long = Mistake(
-        f"{got}: {spec_text(mine)} has more entries than the leaf has dimensions ({dimensions}).",
+        f"{got}: {spec_text(mine)} has more entries than the leaf has dimensions "
+        f"({ndim} dimension{'' if ndim == 1 else 's'}).",
         "A spec may be shorter than the array, never longer: a 2-entry spec cannot lay out a "
         "vector. A rule whose spec is too long says nothing about that leaf, and the next "
         "rules are tried.",
