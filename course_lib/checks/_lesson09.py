@@ -147,23 +147,15 @@ def _mask_variants(params: Any, name: str, value: Any, ndim: int) -> list[Varian
         "part of the name decides.",
         reread=MASKS,
     )
+    wrong_rules: list[tuple[Mistake, Callable[[str, Any], Any], Callable[[Any], str]]] = [
+        (default_format, lambda name, leaf: name.split("/")[-1] == "w", _default_name),
+        (ending, lambda name, leaf: name.endswith("w"), leaf_name),
+        (substring, lambda name, leaf: "w" in name.split("/")[-1], leaf_name),
+        (by_rank, lambda name, leaf: np.ndim(leaf) >= 2, leaf_name),
+    ]
     return [
-        Variant(
-            mistake=default_format,
-            build=lambda: _by_name(
-                params, lambda name, leaf: name.split("/")[-1] == "w", _default_name
-            ),
-        ),
-        Variant(
-            mistake=ending, build=lambda: _by_name(params, lambda name, leaf: name.endswith("w"))
-        ),
-        Variant(
-            mistake=substring,
-            build=lambda: _by_name(params, lambda name, leaf: "w" in name.split("/")[-1]),
-        ),
-        Variant(
-            mistake=by_rank, build=lambda: _by_name(params, lambda name, leaf: np.ndim(leaf) >= 2)
-        ),
+        Variant(mistake=mistake, build=functools.partial(_by_name, params, rule, naming))
+        for mistake, rule, naming in wrong_rules
     ]
 
 
