@@ -619,20 +619,15 @@ def _bytes_variants(case: Case, got: int, expected: int) -> list[Variant]:
         reread=TREES_WITHOUT_DATA,
     )
 
-    def counting(block: Callable[[LeafPlan, dict[str, int]], int]) -> Callable[[], int]:
-        return functools.partial(_plan_bytes, plan, sizes, block)
-
+    blocks: list[tuple[Mistake, Callable[[LeafPlan, dict[str, int]], int]]] = [
+        (whole, full),
+        (divided, lambda leaf, s: full(leaf, s) // devices),
+        (four, lambda leaf, s: 4 * math.prod(leaf.shape) // _split(leaf, s)),
+        (placed, lambda leaf, s: full(leaf, s) // _split(leaf, s) if leaf.placed else 0),
+    ]
     return [
-        Variant(mistake=whole, build=counting(full)),
-        Variant(mistake=divided, build=counting(lambda leaf, s: full(leaf, s) // devices)),
-        Variant(
-            mistake=four,
-            build=counting(lambda leaf, s: 4 * math.prod(leaf.shape) // _split(leaf, s)),
-        ),
-        Variant(
-            mistake=placed,
-            build=counting(lambda leaf, s: full(leaf, s) // _split(leaf, s) if leaf.placed else 0),
-        ),
+        Variant(mistake=mistake, build=functools.partial(_plan_bytes, plan, sizes, block))
+        for mistake, block in blocks
     ]
 
 
