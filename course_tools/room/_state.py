@@ -520,7 +520,9 @@ class RoomState:
                     row = _row(learner, "again", exercise, cell.since, "failing again")
                 else:
                     row = _row(learner, "streak", exercise, cell.since, cell.failing())
-                found.append({**row, "mistake": cell.fix or "", "last": cell.at})
+                found.append(
+                    {**row, "idea": cell.idea or "", "fix": cell.fix or "", "last": cell.at}
+                )
                 continue
             running = learner.running
             if (

@@ -171,7 +171,7 @@ def test_the_class_of_fourteen_on_the_dashboard(
         "raised a hand “lost in tree.map”"
     )
     expect(page.locator("#needs-help li").nth(2)).to_contain_text(
-        f"01.count_params: 4 incorrect tries in a row, mistake: {fix}"
+        f"01.count_params: 4 incorrect tries in a row, misses: {idea} — fix: {fix}"
     )
     expect(page.locator("#needs-help li").nth(4)).to_contain_text(
         "03.conv1d: 7 incorrect tries in a row"
@@ -458,7 +458,8 @@ def test_needs_help_fits_one_line_entries_above_the_fold_and_who_left_counts_now
         # tooltip repeats it), and on screen while the entry's button has the focus.
         what = entries.nth(1).locator(".what")
         expect(what).to_have_text(
-            f"Stuck 1\u00a0· 01.count_params: 3 incorrect tries in a row, mistake: {LONG_FIX}"
+            "Stuck 1\u00a0· 01.count_params: 3 incorrect tries in a row, misses: "
+            f"{told['idea']} — fix: {LONG_FIX}"
         )
         expect(entries.nth(1)).not_to_have_attribute("title", re.compile("."))
         # Cut where the fix is: the name and why show whole.

@@ -101,7 +101,8 @@ def test_three_failed_in_a_row_needs_help_and_a_pass_ends_it() -> None:
             "why": "3 failed tries (incorrect or error) in a row",
             "since": 10,
             "helped": 0.0,
-            "mistake": "",
+            "idea": "",
+            "fix": "",
             "last": 30,
             "claim": None,
         }
@@ -230,7 +231,7 @@ def test_a_learner_helped_who_fails_that_exercise_again_returns_at_once() -> Non
     )
     (row,) = state.needs_help(now=9 * MINUTE)
     assert (row["name"], row["kind"], row["why"]) == ("Bo", "again", "failing again")
-    assert (row["helped"], row["since"], row["mistake"]) == (
+    assert (row["helped"], row["since"], row["fix"]) == (
         4 * MINUTE,
         8 * MINUTE,
         "the fix for adds_step",
@@ -670,11 +671,13 @@ def test_a_removed_learner_who_checks_again_comes_back_with_their_progress() -> 
     }
 
 
-def test_a_streak_names_its_mistake_by_the_courses_fix() -> None:
+def test_a_streak_names_its_mistake_by_the_idea_it_misses_and_its_fix_apart() -> None:
     state = state_of(
         *[check("Ada", "01.a", "incorrect", t, mistake="adds_step") for t in (1, 2, 3)]
     )
-    assert state.needs_help(now=4)[0]["mistake"] == "the fix for adds_step"
+    (row,) = state.needs_help(now=4)
+    assert (row["idea"], row["fix"]) == ("the idea behind adds_step", "the fix for adds_step")
+    assert "mistake" not in row  # a mistake's id names nothing a helper can read
 
 
 def test_two_mistakes_sharing_an_idea_are_counted_apart_each_named_by_its_fix() -> None:

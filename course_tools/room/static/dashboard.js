@@ -222,7 +222,7 @@ function renderHelp() {
   $("help-count").textContent = `(${rows.length})`;
   const items = rows.map((row) => {
       const fresh = Date.now() - (hands.fresh.get(row.name) || -Infinity) < FRESH_MS && row.kind === "hand";
-      // One line each: the end of what went wrong (the learner's words, the mistake's fix, then
+      // One line each: the end of what went wrong (the learner's words, the mistake's idea and fix, then
       // why) is cut on screen (an ellipsis), never in the page: the whole text stays in it for a
       // screen reader, and the entry opens to it on hover and when its button has the focus (no
       // tooltip: a screen reader would hear the text twice). The time and the button always show.
@@ -237,7 +237,9 @@ function renderHelp() {
       const where = row.kind === "setup" ? "" : `${row.exercise || "no exercise yet"}: `;
       what.append(element("strong", row.name), `${GAP}${where}${why}`);
       if (row.text) what.append(" “", element("span", row.text), "”");
-      if (row.mistake) what.append(", mistake: ", element("span", row.mistake, { class: "fix" }));
+      // A recognised mistake by the idea it misses (what went wrong), then its fix, each labelled.
+      if (row.idea) what.append(", misses: ", element("span", row.idea, { class: "idea" }));
+      if (row.fix) what.append(" — fix: ", element("span", row.fix, { class: "fix" }));
       item.append(what, element("span", howLong(row), { class: "since" }));
       if (row.claim) item.append(element("span", claimWords(row.claim), { class: "claim" }));
       item.append(claimButton(row), " ");
