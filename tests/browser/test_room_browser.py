@@ -587,6 +587,12 @@ def test_fourteen_with_two_helpers_a_killed_kernel_a_hung_check_and_two_sams(
             expect(page.locator("#claims")).to_have_text(
                 "On the way: Bea to Finn (under a minute), Bea to Hana (under a minute)"
             )
+            # A claim has a line of its own under the entry: why the learner is listed shows
+            # whole beside it.
+            hana = entries.filter(has_text="Hana")
+            assert hana.locator(".what").evaluate("e => e.scrollWidth <= e.clientWidth")
+            what, claim = (hana.locator(part).bounding_box() for part in (".what", ".claim"))
+            assert claim["y"] >= what["y"] + what["height"] - 1, (what, claim)
             helpers["Alex"].bring_to_front()
             alex_sees = helpers["Alex"].locator("#needs-help li").filter(has_text="Hana")
             expect(alex_sees).to_contain_text("Bea is on the way")
