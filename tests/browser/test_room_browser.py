@@ -348,6 +348,11 @@ def test_the_dashboard_works_from_the_keyboard(room: ServedRoom, browser: Any) -
     page.select_option("#lesson", "02")
     expect(page.locator("#lesson-name")).to_have_text("lesson 02")
     expect(page.locator("#grid thead th").nth(1)).to_have_text("sgd_step")
+    # Lesson 02's six exercises: each row's Names… button still shows at 1280 px, unscrolled.
+    assert page.viewport_size["width"] == 1280
+    box = page.get_by_role("button", name="Names… (rename, merge or remove Keys)").bounding_box()
+    shown = page.locator("#grid").locator("xpath=..").bounding_box()
+    assert box["x"] + box["width"] <= min(1280, shown["x"] + shown["width"]), (box, shown)
     # The projector view's button says whether it is on.
     page.focus("#projector")
     page.keyboard.press("Enter")
