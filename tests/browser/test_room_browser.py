@@ -635,8 +635,6 @@ def test_fourteen_with_two_helpers_a_killed_kernel_a_hung_check_and_two_sams(
             for process in kernels.values():
                 process.kill()
         said = {name: process.communicate(timeout=30)[0] for name, process in kernels.items()}
-    assert (
-        "Sam is taken in this room: you are Sam (2); join_room(..., name=...) to choose"
-        in (said["Sam "])
-    ), said["Sam "]
-    assert "taken" not in said["Sam"]
+    # Whichever Sam joined second (the two start together) is told, and only they are.
+    taken = "Sam is taken in this room: you are Sam (2); join_room(..., name=...) to choose"
+    assert sorted(taken in said[name] for name in ("Sam", "Sam ")) == [False, True], said
