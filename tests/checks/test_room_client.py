@@ -607,11 +607,12 @@ def test_kernels_joining_from_course_room_in_one_home_are_one_learner_and_in_two
     monkeypatch.delenv("XDG_CONFIG_HOME")
     with stand_in() as room:
         monkeypatch.setenv(_room.ROOM_ENV, f"{room.url}?code=C&name=Sam")
-        for home in ("sam", "sam", "another-sam"):  # Sam's kernel, restarted, then another Sam
+        homes = ("sam", "sam", "another-sam")  # Sam's kernel, restarted, then another Sam
+        for sent, home in enumerate(homes, start=1):
             monkeypatch.setenv("HOME", str(tmp_path / home))
             new_kernel(monkeypatch)
             check("01.count_params", count_params_right)
-        events = room.wait_for(6)
+            events = room.wait_for(2 * sent)  # each kernel's events, before the next one starts
         monkeypatch.setenv("HOME", str(tmp_path / "sam"))
         monkeypatch.delenv(_room.ROOM_ENV)
         new_kernel(monkeypatch)

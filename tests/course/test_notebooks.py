@@ -171,9 +171,14 @@ def test_lesson_07_runs_when_an_accelerator_is_jaxs_default(
 
 def test_lesson_07_keeps_jax_on_the_cpu_from_its_setup_cell() -> None:
     """Lesson 07's devices are simulated CPU devices: run before JAX is imported, as in a fresh
-    kernel, its hidden setup cell leaves JAX with the CPU backend alone (no GPU or TPU started, a
-    TPU chip left free) and 8 CPU devices, whatever the environment asked for before."""
-    first = nbformat.read(ROOT / "notebooks" / "07_devices_and_abstract_trees.ipynb", 4).cells[1]
+    kernel, its hidden cell after the course's setup cell leaves JAX with the CPU backend alone (no
+    GPU or TPU started, a TPU chip left free) and 8 CPU devices, whatever the environment asked
+    for before."""
+    cells = nbformat.read(ROOT / "notebooks" / "07_devices_and_abstract_trees.ipynb", 4).cells
+    code = [cell for cell in cells if cell.cell_type == "code"]
+    assert code[0].metadata.get("course", {}).get("setup"), "the course's setup cell comes first"
+    first = code[1]
+    assert first.metadata.get("jupyter", {}).get("source_hidden"), "then lesson 07's hidden cell"
     setup = "\n".join(
         line for line in first.source.splitlines() if not line.startswith(("%", "%%"))
     )
