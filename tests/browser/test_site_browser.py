@@ -27,7 +27,13 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 from axe import axe_problems
-from lab_browser import ACTION_TIMEOUT_MS, parse_stats, visible_focus_changes, whole_screenshots
+from lab_browser import (
+    ACTION_TIMEOUT_MS,
+    PlaywrightTimeout,
+    parse_stats,
+    visible_focus_changes,
+    whole_screenshots,
+)
 from site_support import ROOT, build_site, course_notebooks, leaks, reading_order, solution_secrets
 
 if TYPE_CHECKING:
@@ -42,6 +48,13 @@ LOAD_TIMEOUT_MS = 120_000
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         pass
+
+
+class _SiteHTTPServer(http.server.ThreadingHTTPServer):
+    # socketserver's listen backlog is 5. Chromium opens several connections at once for a page's
+    # scripts, fonts and images; on a busy machine the accepting thread falls behind, the kernel
+    # drops the extra handshakes, and Chromium retries them for up to two minutes.
+    request_queue_size = 128
 
 
 @dataclass
@@ -63,7 +76,7 @@ class SiteServer:
 def site(browser: Any) -> Iterator[SiteServer]:
     html_dir = build_site()
     handler = functools.partial(_QuietHandler, directory=str(html_dir))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server = _SiteHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     host = f"127.0.0.1:{server.server_address[1]}"
@@ -112,10 +125,17 @@ def _open(site: SiteServer, name: str, viewport: tuple[int, int] | None = None) 
     page.on("pageerror", lambda error: problems.append(f"page error: {error}"))
     page.on("requestfailed", lambda r: problems.append(f"request failed: {r.url} ({r.failure})"))
     page.on("response", on_response)
+    pending: set[str] = set()
+    page.on("request", lambda r: pending.add(r.url))
+    page.on("requestfinished", lambda r: pending.discard(r.url))
+    page.on("requestfailed", lambda r: pending.discard(r.url))
     before = len(site.blocked)
     page.goto(site.url(name), wait_until="load")
     # Widgets, math and fonts load after the load event; the machine may be busy.
-    page.wait_for_load_state("networkidle", timeout=LOAD_TIMEOUT_MS)
+    try:
+        page.wait_for_load_state("networkidle", timeout=LOAD_TIMEOUT_MS)
+    except PlaywrightTimeout:
+        pytest.fail(f"{name}: requests still open after {LOAD_TIMEOUT_MS} ms: {sorted(pending)}")
     problems += [f"tried to load from outside the site: {url}" for url in site.blocked[before:]]
     return OpenPage(page, problems)
 
