@@ -8,28 +8,36 @@ import re
 import subprocess
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
-THIS_FILE = Path(__file__).resolve().relative_to(ROOT).as_posix()
-LEFT_OUT = {"uv.lock", THIS_FILE}
-"""The lock (package names and hashes only), and this file, which names what it looks for."""
+LEFT_OUT = {"uv.lock"}
+"""The lock: package names and hashes only. This file is read like every other one: its patterns
+are written so that none of them spells, in one piece, what it looks for (see `INTERNAL`)."""
+PATH = "a path into a repository beside this one"
+STYLE_FILE = "a style or tooling file of another repository"
+NUMBER = "an issue or pull-request number"
+MACHINERY = "the machinery the course was built with"
 INTERNAL = {
-    "a path into a repository beside this one": [r"\.\./shared\b"],
-    "a style or tooling file of another repository": [r"(?<![\w./-])shared/[A-Z][A-Z_]*\.md\b"],
-    "an issue or pull-request number": [
+    PATH: [r"\.\./shared\b"],
+    STYLE_FILE: [r"(?<![\w./-])shared/[A-Z][A-Z_]*\.md\b"],
+    NUMBER: [
         r"issues?\s+#?\d+\b",
         r"pull\s+requests?\s+#?\d+\b",
         r"\bprs?\s+#?\d+\b",
         r"(?:fix(?:es|ed)?|close[sd]?|resolve[sd]?)\s+#\d+\b",
     ],
-    "the machinery the course was built with": [
-        r"steering\s+repo",
-        r"farm-studio",
-        r"device\s+tool\b",
-        r"issues\s+tool\b",
-        r"kinds\.md\b",
-        r"(?:helper|development)\s+session\b",
-        r"carry=\[",
-        r"timeout_s=",
+    # Each name's first letter stands in a character class ("[f]arm" matches "farm", and the text
+    # "[f]arm" does not), so that this file, which the test reads too, passes its own test.
+    MACHINERY: [
+        r"[s]teering\s+repo",
+        r"[f]arm-studio",
+        r"[d]evice\s+tool\b",
+        r"[i]ssues\s+tool\b",
+        r"[k]inds\.md\b",
+        r"(?:[h]elper|[d]evelopment)\s+[s]ession\b",
+        r"[c]arry=\[",
+        r"[t]imeout_s=",
     ],
 }
 """What each kind of reference looks like. Each pattern is searched on its own, in the lowercased
@@ -42,6 +50,27 @@ _PATTERNS = [
 ]
 
 
+CAUGHT = [
+    (PATH, ("see ../", "shared/notes")),
+    (STYLE_FILE, ("read shared/", "STYLE.md")),
+    (NUMBER, ("issue ", "36")),
+    (NUMBER, ("pull request ", "#12")),
+    (NUMBER, ("PR ", "7")),
+    (NUMBER, ("fixes ", "#3")),
+    (MACHINERY, ("steer", "ing repo")),
+    (MACHINERY, ("farm", "-studio")),
+    (MACHINERY, ("device", " tool")),
+    (MACHINERY, ("issues", " tool")),
+    (MACHINERY, ("KINDS", ".md")),
+    (MACHINERY, ("helper", " session")),
+    (MACHINERY, ("development", " session")),
+    (MACHINERY, ("carry", "=[")),
+    (MACHINERY, ("timeout", "_s=")),
+]
+"""One reference of each shape `INTERNAL` looks for, in pieces that the tests join, so that this
+file never holds one whole."""
+
+
 def tracked_text_files() -> list[str]:
     listed = subprocess.run(
         ["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True
@@ -52,10 +81,13 @@ def tracked_text_files() -> list[str]:
 def findings(path: str, text: str) -> list[str]:
     """Each line of ``text`` that names something internal, with what it names.
 
-    >>> findings("x.md", "See ../shared/STYLE.md.\\nThe issue is the cache.\\n")
-    ['x.md:1: a path into a repository beside this one: ../shared']
-    >>> findings("x.py", "# goals of issue 36\\n# [link](pitfalls.md#pitfall-3), color #111\\n")
-    ['x.py:1: an issue or pull-request number: issue 36']
+    >>> findings("x.md", "The issue is the cache; see [it](pitfalls.md#pitfall-3), color #111.")
+    []
+    >>> text = "See ../%s/STYLE.md.\\n# goals of issue %d\\n" % ("shared", 36)
+    >>> for finding in findings("x.md", text):
+    ...     print(finding.rsplit(": ", 1)[0])  # the text found, here, is left out
+    x.md:1: a path into a repository beside this one
+    x.md:2: an issue or pull-request number
     """
     found = []
     lowered = text.lower()
@@ -77,3 +109,19 @@ def test_tracked_files_speak_of_the_course_alone() -> None:
             continue  # binary
         found += findings(path, data.decode("utf-8", errors="replace"))
     assert not found, "\n".join(found)
+
+
+@pytest.mark.parametrize(("what", "pieces"), CAUGHT)
+def test_findings_catch(what: str, pieces: tuple[str, ...]) -> None:
+    text = f"An ordinary line.\nSo {''.join(pieces)} here.\n"
+    assert [finding.rsplit(": ", 1)[0] for finding in findings("x.md", text)] == [f"x.md:2: {what}"]
+
+
+def test_findings_every_pattern_catches_an_example() -> None:
+    texts = ["".join(pieces) for _, pieces in CAUGHT]
+    unused = [
+        pattern.pattern
+        for _, pattern, on_lowered in _PATTERNS
+        if not any(pattern.search(text.lower() if on_lowered else text) for text in texts)
+    ]
+    assert not unused, f"patterns with no example in CAUGHT: {unused}"
