@@ -60,6 +60,7 @@ from .._notebook_files import (
     notebook_text,
     read_notebook,
 )
+from ._options import add_root_option
 from .launch import colab_badge, repository, with_badge
 
 __all__ = [
@@ -287,12 +288,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="write nothing; exit 1 if any exercise notebook would change",
     )
-    parser.add_argument(
-        "--root",
-        type=Path,
-        default=Path("."),
-        help="course folder (default: the working directory)",
-    )
+    add_root_option(parser)
     args = parser.parse_args(argv)
 
     everything = not args.solutions

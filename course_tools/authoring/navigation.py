@@ -74,6 +74,7 @@ from .._notebook_files import (
     notebook_text,
     read_notebook,
 )
+from ._options import add_root_option
 from .facilitator import LessonPlan, lesson_plan, site_page
 from .floorplan import FLOORPLAN_BEGIN, FLOORPLAN_END, floorplan_table
 from .launch import colab_badge, repository, setup_source, with_badge
@@ -705,12 +706,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--check", action="store_true", help="write nothing; exit 1 if a generated part is stale"
     )
-    parser.add_argument(
-        "--root",
-        type=Path,
-        default=Path("."),
-        help="course folder (default: the working directory)",
-    )
+    add_root_option(parser)
     args = parser.parse_args(argv)
     try:
         texts = _stale(args.root)

@@ -40,6 +40,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from . import exercises, navigation
+from ._options import add_root_option
 from .launch import LaunchSettingError, parse_repository
 
 __all__ = ["RELEASED", "ReleaseError", "main", "release", "with_repository"]
@@ -172,12 +173,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="the GitHub repository the copy will be published at: its notebooks' Colab and "
         "Binder links open there (default: the links of the course itself)",
     )
-    parser.add_argument(
-        "--root",
-        type=Path,
-        default=Path("."),
-        help="course folder (default: the working directory)",
-    )
+    add_root_option(parser)
     args = parser.parse_args(argv)
     try:
         release(args.root, args.dest, args.repository)
