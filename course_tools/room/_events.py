@@ -74,6 +74,14 @@ class Event:
     learner_key: str | None = None
     actor: str | None = None
 
+    def __init_subclass__(cls, *, kind: str, legacy_detail: str | None = None) -> None:
+        """A kind names itself, and its ``legacy_detail`` where it has one, in its class line:
+        ``class Done(Event, kind="done")``. A kind without fields of its own needs no decorator
+        (it is a dataclass through this one); one with fields takes the same decorator as this."""
+        super().__init_subclass__()
+        cls.kind = kind
+        cls.legacy_detail = legacy_detail
+
     def refusal(self) -> str | None:
         """What is wrong between the fields (each one checked alone already), or ``None``."""
         return None
@@ -160,21 +168,18 @@ def _flag(value: Any, known: Mapping[str, Any]) -> bool:
 
 
 @dataclass(frozen=True, kw_only=True)
-class Join(Event):
+class Join(Event, kind="join"):
     """A kernel joined the room (``join_room`` or ``COURSE_ROOM``); ``beats`` when it sends
     heartbeats, so that its silence means it is gone."""
 
-    kind: ClassVar[str] = "join"
     beats: bool = _sent(_flag, False)
 
 
 @dataclass(frozen=True, kw_only=True)
-class CheckRun(Event):
+class CheckRun(Event, kind="check", legacy_detail="idea"):
     """A check's outcome on an exercise, the hint it showed, and the typical mistake it
     recognised with the course's idea and fix for it."""
 
-    kind: ClassVar[str] = "check"
-    legacy_detail: ClassVar[str | None] = "idea"
     exercise: str = _sent(_exercise)
     outcome: str = _sent(_outcome)
     hint: int = _sent(_hint)
@@ -189,26 +194,20 @@ class CheckRun(Event):
 
 
 @dataclass(frozen=True, kw_only=True)
-class Start(Event):
+class Start(Event, kind="start"):
     """A check began (its end is the :class:`CheckRun`): one that never ends is seen hung."""
 
-    kind: ClassVar[str] = "start"
     exercise: str = _sent(_exercise)
 
 
-@dataclass(frozen=True, kw_only=True)
-class Beat(Event):
+class Beat(Event, kind="beat"):
     """A joined kernel is alive: its room client sends one every ``BEAT_S`` seconds."""
 
-    kind: ClassVar[str] = "beat"
-
 
 @dataclass(frozen=True, kw_only=True)
-class Ready(Event):
+class Ready(Event, kind="ready", legacy_detail="reason"):
     """``ready()``'s result: the JAX version and backend, or why the set-up failed."""
 
-    kind: ClassVar[str] = "ready"
-    legacy_detail: ClassVar[str | None] = "reason"
     outcome: str = _sent(_setup_outcome)
     jax: str = _sent(_jax)
     backend: str = _sent(_backend)
@@ -224,83 +223,57 @@ class Ready(Event):
 
 
 @dataclass(frozen=True, kw_only=True)
-class Hand(Event):
+class Hand(Event, kind="hand", legacy_detail="text"):
     """``help_me()``: a raised hand, with the learner's few words."""
 
-    kind: ClassVar[str] = "hand"
-    legacy_detail: ClassVar[str | None] = "text"
     text: str = _sent(_text("text", empty=True), "")
 
 
-@dataclass(frozen=True, kw_only=True)
-class Done(Event):
+class Done(Event, kind="done"):
     """``done()``: the hand lowered."""
 
-    kind: ClassVar[str] = "done"
 
-
-@dataclass(frozen=True, kw_only=True)
-class Leave(Event):
+class Leave(Event, kind="leave"):
     """``leave_room()``: the learner left; a hand still up goes down."""
 
-    kind: ClassVar[str] = "leave"
 
-
-@dataclass(frozen=True, kw_only=True)
-class Helped(Event):
+class Helped(Event, kind="helped"):
     """A dashboard marked the learner helped."""
 
-    kind: ClassVar[str] = "helped"
 
-
-@dataclass(frozen=True, kw_only=True)
-class Claim(Event):
+class Claim(Event, kind="claim"):
     """A helper (or the instructor) is on the way to the learner: every dashboard shows it until
     "Helped", another's claim, or a few minutes without either."""
 
-    kind: ClassVar[str] = "claim"
-
 
 @dataclass(frozen=True, kw_only=True)
-class Rename(Event):
+class Rename(Event, kind="rename", legacy_detail="to"):
     """The instructor gave the learner another name, one not in the room."""
 
-    kind: ClassVar[str] = "rename"
-    legacy_detail: ClassVar[str | None] = "to"
     to: str
 
 
 @dataclass(frozen=True, kw_only=True)
-class Merge(Event):
+class Merge(Event, kind="merge", legacy_detail="to"):
     """The instructor renamed the learner into a name in the room: one learner from then on."""
 
-    kind: ClassVar[str] = "merge"
-    legacy_detail: ClassVar[str | None] = "to"
     to: str
 
 
-@dataclass(frozen=True, kw_only=True)
-class Remove(Event):
+class Remove(Event, kind="remove"):
     """The instructor took the learner off the dashboard (kept aside, back at their next
     event)."""
 
-    kind: ClassVar[str] = "remove"
-
 
 @dataclass(frozen=True, kw_only=True)
-class Undo(Event):
+class Undo(Event, kind="undo", legacy_detail="undoes"):
     """The instructor took back the rename, merge or remove whose id is ``undoes``."""
 
-    kind: ClassVar[str] = "undo"
-    legacy_detail: ClassVar[str | None] = "undoes"
     undoes: int = field(metadata={"stored": int})  # text in room files of the one detail column
 
 
-@dataclass(frozen=True, kw_only=True)
-class Block(Event):
+class Block(Event, kind="block"):
     """The instructor started a block of exercises (``learner`` is empty)."""
-
-    kind: ClassVar[str] = "block"
 
 
 LEARNER_KINDS: dict[str, type[Event]] = {
