@@ -345,32 +345,39 @@ def test_math_renders_offline(site: SiteServer) -> None:
         opened.page.close()
 
 
-def test_search_for_static_finds_lesson_04(site: SiteServer) -> None:
+@pytest.fixture
+def new_page(site: SiteServer) -> Iterator[Any]:
+    """A new tab of the site's browser, closed after the test."""
     page = site.context.new_page()
-    try:
-        page.goto(f"{site.base_url}/search.html?q=static", wait_until="load")
-        link = page.locator("#search-results a[href*='notebooks/04_static_fields.html']").first
-        link.wait_for(timeout=LOAD_TIMEOUT_MS)
-        assert "Static fields" in link.text_content()
-    finally:
-        page.close()
+    yield page
+    page.close()
 
 
-def test_search_for_a_pitfall_by_number_finds_its_heading_first(site: SiteServer) -> None:
-    page = site.context.new_page()
-    try:
-        page.goto(f"{site.base_url}/search.html?q=Pitfall+17", wait_until="load")
-        first = page.locator("#search-results li > a").first
-        first.wait_for(timeout=LOAD_TIMEOUT_MS)
-        href = first.get_attribute("href")
-        assert href.startswith("notebooks/07_devices_and_abstract_trees.html#"), href
-        # The result leads to the heading: its anchor stands right before it.
-        target = href.split("#", 1)[1]
-        page.goto(f"{site.base_url}/{href}", wait_until="load")
-        heading = page.locator(f"[id='{target}'] ~ h3, [id='{target}'] + h3").first
-        assert heading.text_content().startswith("Pitfall 17:")
-    finally:
-        page.close()
+def _search(site: SiteServer, page: Any, query: str, result: str) -> Any:
+    """The first search result for ``query`` that the CSS selector ``result`` matches (inside
+    ``#search-results``), once ``page``, on the site's search page, shows it."""
+    query_string = urllib.parse.urlencode({"q": query})
+    page.goto(f"{site.base_url}/search.html?{query_string}", wait_until="load")
+    found = page.locator(f"#search-results {result}").first
+    found.wait_for(timeout=LOAD_TIMEOUT_MS)
+    return found
+
+
+def test_search_for_static_finds_lesson_04(site: SiteServer, new_page: Any) -> None:
+    link = _search(site, new_page, "static", "a[href*='notebooks/04_static_fields.html']")
+    assert "Static fields" in link.text_content()
+
+
+def test_search_for_a_pitfall_by_number_finds_its_heading_first(
+    site: SiteServer, new_page: Any
+) -> None:
+    href = _search(site, new_page, "Pitfall 17", "li > a").get_attribute("href")
+    assert href.startswith("notebooks/07_devices_and_abstract_trees.html#"), href
+    # The result leads to the heading: its anchor stands right before it.
+    target = href.split("#", 1)[1]
+    new_page.goto(f"{site.base_url}/{href}", wait_until="load")
+    heading = new_page.locator(f"[id='{target}'] ~ h3, [id='{target}'] + h3").first
+    assert heading.text_content().startswith("Pitfall 17:")
 
 
 def _widget_note_follows(page: Any, selector: str) -> bool:
