@@ -7,6 +7,7 @@ import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -75,3 +76,12 @@ def fresh_checks(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     yield
     checks.set_strict(None)
     checks.reset_hints()
+
+
+@pytest.fixture
+def shown(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """What the checks display, as if they ran in a notebook: the list fills as they display."""
+    displayed: list[Any] = []
+    monkeypatch.setattr("course_lib.checks._selfcheck.in_notebook", lambda: True)
+    monkeypatch.setattr("IPython.display.display", lambda *objects: displayed.extend(objects))
+    return displayed

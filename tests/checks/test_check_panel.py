@@ -23,15 +23,6 @@ from course_lib.checks._panel import _COLOURS, CheckPanel, Row
 pytestmark = pytest.mark.usefixtures("fresh_checks")
 
 
-@pytest.fixture
-def shown(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
-    """What the checks display, as if they ran in a notebook."""
-    displayed: list[Any] = []
-    monkeypatch.setattr(_selfcheck, "in_notebook", lambda: True)
-    monkeypatch.setattr("IPython.display.display", lambda *objects: displayed.extend(objects))
-    return displayed
-
-
 class _Text(HTMLParser):
     """The text a reader of an HTML fragment gets, and the text inside its ``code`` elements."""
 

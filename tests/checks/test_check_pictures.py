@@ -42,15 +42,6 @@ WRONG_STRUCTURE: list[tuple[str, Callable[..., Any], str]] = [
 ]
 
 
-@pytest.fixture
-def shown(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
-    """What the checks display, as if they ran in a notebook."""
-    displayed: list[Any] = []
-    monkeypatch.setattr(_selfcheck, "in_notebook", lambda: True)
-    monkeypatch.setattr("IPython.display.display", lambda *objects: displayed.extend(objects))
-    return displayed
-
-
 def _texts(figure: Figure) -> list[str]:
     return [text.get_text() for text in figure.axes[0].texts]
 
