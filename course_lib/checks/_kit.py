@@ -7,7 +7,7 @@ generator, so a case set is the same wherever it is made.
 
 This is the one shelf of helpers for the lesson modules: look here before writing one in a lesson
 module, and put a helper that two lessons need here. What is here, by section (``__all__`` lists
-it): parts (``in_parts``); probes (``call_value``, ``call_tree``, ``compile_report``,
+it): parts (``in_parts``); probes (``attempt``, ``call_value``, ``call_tree``, ``compile_report``,
 ``jit_compile_calls``, ``jit_compile_report``, ``repeat_compiles``, ``input_changes``,
 ``recompiled_calls``, ``miss_of``, ``measured_calls``, ``error_text``, ``SOURCE_LOCATION``,
 ``returned_instead``, ``leaf_text``); judges (``judge_number``, ``judge_bool``, ``judge_equal``,
@@ -62,6 +62,7 @@ __all__ = [
     "as_float32",
     "as_judged",
     "as_numpy",
+    "attempt",
     "call_tree",
     "call_value",
     "compile_report",
@@ -464,6 +465,29 @@ def error_text(error: BaseException, limit: int = 300, lines: int = 1) -> str:
     text = _FOLDERS.sub(r"\1", SOURCE_LOCATION.sub("", _ADDRESS.sub("", text)))
     text = shorten(text, limit)
     return f"{type(error).__name__}: {text}" if text else type(error).__name__
+
+
+def attempt(run: Callable[[], Any]) -> tuple[Any, Exception | None]:
+    """Run a learner's code: ``(run(), None)``, or ``(None, the exception)`` when it raised.
+
+    The exercise stub's ``NotImplementedError`` passes through: an answer not written yet is not
+    attempted, and the framework says so. A probe records what it needs of the exception (its type,
+    :func:`error_text`) for the judge to turn into a hint. The exception comes without tracebacks,
+    its chained ones included, so that the learner's frames (a file they opened and left open) do
+    not outlive the call in a reference cycle.
+
+    >>> attempt(lambda: 1 / 2), attempt(lambda: 1 / 0)
+    ((0.5, None), (None, ZeroDivisionError('division by zero')))
+    """
+    try:
+        return run(), None
+    except NotImplementedError:
+        raise
+    except Exception as error:  # noqa: BLE001 (what the learner's code raised is the probe's finding)
+        chained: BaseException | None = error
+        while chained is not None:
+            chained.__traceback__, chained = None, chained.__context__
+        return None, error
 
 
 def returned_instead(value: Any, wanted: str) -> str | None:

@@ -15,6 +15,7 @@ from ._kit import (
     Layer,
     Point,
     as_numpy,
+    attempt,
     call_tree,
     call_value,
     compile_report,
@@ -33,7 +34,7 @@ from ._kit import (
     to_python,
     tree_judge,
 )
-from ._mistakes import Variant, first_mistake, lead
+from ._mistakes import Steps, Variant, first_mistake, lead
 from ._plain import describe, rebuild_tree, tree_plain
 from ._sections import ONE_TREE, SGD_UPDATE, TRAINING, WHOLE_TREE_OPERATIONS
 from ._spec import Case, Exercise, Judge, Mistake
@@ -366,16 +367,14 @@ def _average_cases(rng: np.random.Generator) -> list[Case]:
     return cases + _copies_of_random_trees(rng, part="random trees")
 
 
-def _every_tree(what: str) -> Mistake:
-    """A mean that misses trees of the list, as ``what`` tells it."""
-    return Mistake(
-        what,
-        "Every tree of the list counts, equally, in the mean: each leaf of the result depends on "
-        "the matching leaf of every tree.",
-        "Pass all the trees to jax.tree.map, unpacked with *trees, so that its function receives "
-        "one leaf from each.",
-        reread=SGD_UPDATE,
-    )
+_EVERY_TREE = Steps(
+    idea="Every tree of the list counts, equally, in the mean: each leaf of the result depends "
+    "on the matching leaf of every tree.",
+    fix="Pass all the trees to jax.tree.map, unpacked with *trees, so that its function "
+    "receives one leaf from each.",
+    reread=SGD_UPDATE,
+)
+"""The steps of a mean that misses trees of the list."""
 
 
 def _explain_average(problem: str, mine: Any, theirs: Any, case: Case) -> str | Mistake:
@@ -406,11 +405,11 @@ def _explain_average(problem: str, mine: Any, theirs: Any, case: Case) -> str | 
                 build=lambda: jax.tree.map(lambda *xs: sum(xs), *trees),
             ),
             Variant(
-                mistake=_every_tree("It looks like you returned the first tree unchanged."),
+                mistake=_EVERY_TREE.mistake("It looks like you returned the first tree unchanged."),
                 build=lambda: trees[0],
             ),
             Variant(
-                mistake=_every_tree("It looks like you returned the last tree unchanged."),
+                mistake=_EVERY_TREE.mistake("It looks like you returned the last tree unchanged."),
                 build=lambda: trees[-1],
             ),
             Variant(
@@ -762,13 +761,14 @@ def _probe_norm(fn: Callable[..., Any], case: Case) -> Any:
     eager = call_value(fn, case)
     if not case.info.get("jit"):
         return eager
-    try:
-        jitted: Any = call_value(jax.jit(fn), case)
-    except NotImplementedError:
-        raise
-    except Exception as error:  # noqa: BLE001 (what fails under jit is the hint)
-        jitted = {"error": type(error).__name__}
-    return {"eager": eager, "jit": jitted}
+    return {"eager": eager, "jit": _under_jit(call_value, fn, case)}
+
+
+def _under_jit(record: Callable[..., Any], fn: Callable[..., Any], case: Case) -> Any:
+    """``record(jax.jit(fn), case)``, or ``{"error": type}`` when ``fn`` fails under jit (the
+    hint)."""
+    jitted, error = attempt(lambda: record(jax.jit(fn), case))
+    return jitted if error is None else {"error": type(error).__name__}
 
 
 def _judge_norm_probe(got: Any, expected: Any, case: Case) -> str | Mistake | None:
@@ -948,16 +948,8 @@ def _clip_cases(rng: np.random.Generator) -> list[Case]:
 
 
 def _probe_clip(fn: Callable[..., Any], case: Case) -> Any:
-    eager = tree_plain(fn(*case.args))
-    if not case.info["jit"]:
-        return {"eager": eager, "jit": None}
-    try:
-        jitted: Any = tree_plain(jax.jit(fn)(*case.args))
-    except NotImplementedError:
-        raise
-    except Exception as error:  # noqa: BLE001 (what fails under jit is the hint)
-        jitted = {"error": type(error).__name__}
-    return {"eager": eager, "jit": jitted}
+    eager = call_tree(fn, case)
+    return {"eager": eager, "jit": _under_jit(call_tree, fn, case) if case.info["jit"] else None}
 
 
 _ONE_FACTOR = (

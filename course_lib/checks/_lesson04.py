@@ -19,6 +19,7 @@ import numpy as np
 from .._leaves import children
 from ._kit import (
     ACTIVATIONS,
+    attempt,
     error_text,
     float_tolerance,
     jit_compile_report,
@@ -45,24 +46,14 @@ from ._sections import (
 from ._spec import Case, Exercise, Mistake
 
 
-def _attempt(run: Callable[[], Any]) -> tuple[Any, str | None]:
-    """``(run(), None)``, or ``(None, error text)`` if ``run`` raised (the stub's error passes)."""
-    try:
-        return run(), None
-    except NotImplementedError:
-        raise
-    except Exception as error:  # noqa: BLE001 (the judge turns the error into a hint)
-        return None, error_text(error, limit=300)
-
-
 def _forward_report(report: dict[str, Any], run: Callable[[], list[Any]]) -> dict[str, Any]:
     """``report`` with ``run()``'s outputs (a jitted call per layer or config) and compile count.
 
     When a call raises, the report holds the error instead.
     """
-    counted, error = _attempt(lambda: jit_compile_report(run))
-    if error:
-        return {**report, "error": error}
+    counted, error = attempt(lambda: jit_compile_report(run))
+    if error is not None:
+        return {**report, "error": error_text(error, limit=300)}
     outputs, counts = counted
     return {**report, "outputs": [np.asarray(out) for out in outputs], **counts}
 
@@ -570,7 +561,8 @@ def _config_probe(fn: Callable[..., Any], case: Case) -> dict[str, Any] | str | 
         value = list(hidden) if kind == "list" else tuple(hidden)
         configs.append(cls(hidden=value) if act == "relu" else cls(hidden=value, activation=act))
     report: dict[str, Any] = {"hidden_type": type(configs[0].hidden).__name__}
-    _, report["hash_error"] = _attempt(lambda: hash(configs[0]))
+    _, hash_error = attempt(lambda: hash(configs[0]))
+    report["hash_error"] = None if hash_error is None else error_text(hash_error, limit=300)
     report["unhashable"] = _unhashable_fields(configs[0]) if report["hash_error"] else []
     report["hash_off"] = type(configs[0]).__hash__ is None
     report["equal"] = bool(configs[0] == configs[1] == configs[2])
@@ -579,7 +571,7 @@ def _config_probe(fn: Callable[..., Any], case: Case) -> dict[str, Any] | str | 
         configs[1]
     ) == hash(configs[2])
     spare = cls(hidden=tuple(case.info["calls"][0][1]))
-    _, mutation_error = _attempt(lambda: setattr(spare, "activation", "tanh"))
+    _, mutation_error = attempt(lambda: setattr(spare, "activation", "tanh"))
     report["frozen"] = mutation_error is not None
     program = jax.jit(_config_program, static_argnums=1)
     x = case.info["x"]

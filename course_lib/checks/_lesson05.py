@@ -15,7 +15,6 @@ below the hint as supporting detail.
 """
 
 import collections
-import dataclasses
 import functools
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -28,6 +27,7 @@ from .._leaves import same_structure
 from ._kit import (
     Layer,
     Point,
+    attempt,
     count_none,
     error_text,
     jit_compile_calls,
@@ -45,6 +45,7 @@ from ._kit import (
     tree_judge,
     trees_close,
 )
+from ._mistakes import lead
 from ._plain import describe, rebuild_tree, tree_plain
 from ._sections import (
     CACHE_KEY,
@@ -117,10 +118,13 @@ def _compiles_problem(
     """:func:`judge_compiles_with_advice` with ``advice``: for a :class:`Mistake`, its ``what``
     goes between the compile count and JAX's explanation, and the idea and the fix follow."""
     found, about = advice
-    if isinstance(found, Mistake):
-        what = judge_compiles_with_advice(got, expected, case, found.what, about)
-        return None if what is None else dataclasses.replace(found, what=what)
-    return judge_compiles_with_advice(got, expected, case, found, about)
+    if not isinstance(found, Mistake):
+        return judge_compiles_with_advice(got, expected, case, found, about)
+    problem = judge_compiles_with_advice(got, expected, case, None, about)
+    if problem is None:
+        return None
+    first, newline, rest = problem.partition("\n")
+    return lead(f"{first}\n", found, f"\n{rest}" if newline else "")
 
 
 _tree = tree_judge()
@@ -213,12 +217,10 @@ def _step_inputs(params: Any, grads: Any, rate: Any) -> dict[str, Any]:
 def _step_repeats(step: Callable[..., Any], params: Any, grads: Any, one: Any, other: Any) -> Any:
     """:func:`repeat_compiles` of ``step`` with lr ``one``, ``one`` again, then ``other`` (``[]``
     when a call raises)."""
-    try:
-        return repeat_compiles(lambda rate: step(params, grads, rate), one, other)
-    except NotImplementedError:
-        raise
-    except Exception:  # noqa: BLE001 (an answer that fails here has its error judged already)
-        return []
+    repeats, error = attempt(
+        lambda: repeat_compiles(lambda rate: step(params, grads, rate), one, other)
+    )
+    return [] if error is not None else repeats
 
 
 def _step_probe(fn: Callable[..., Any], case: Case) -> dict[str, Any] | str | None:
@@ -234,13 +236,11 @@ def _step_probe(fn: Callable[..., Any], case: Case) -> dict[str, Any] | str | No
     if not callable(step):
         return returned_instead(step, "a function")
     calls = [functools.partial(step, params, grads, rate) for rate in rates]
-    try:
-        results, report = jit_compile_calls(calls)
-    except NotImplementedError:
-        raise
-    except Exception as error:  # noqa: BLE001 (the judge turns a static lr's error into a hint)
+    counted, error = attempt(lambda: jit_compile_calls(calls))
+    if error is not None:
         text = error_text(error, 300)
         return {"error": text, "repeats": _step_repeats(step, params, grads, 0.125, 0.25)}
+    results, report = counted
     inputs = [_step_inputs(params, grads, rate) for rate in rates]
     again = recompiled_calls(inputs, report["per_call"])
     record = {"results": [tree_plain(result) for result in results], **report, "again": again}
@@ -499,15 +499,10 @@ def _pad_probe(fn: Callable[..., Any], case: Case) -> dict[str, Any]:
             _, report = jit_compile_report(lambda: [total(*r) for r in results])
         except Exception as error:  # noqa: BLE001 (a malformed result is judged from its values)
             report = {"compiles": 0, "misses": [], "error": type(error).__name__}
-    try:
-        fn(_rows(batch, max(buckets) + 1), buckets)
-        too_big = "returned"
-    except ValueError:
-        too_big = "ValueError"
-    except NotImplementedError:
-        raise
-    except Exception as error:  # noqa: BLE001 (any other exception is reported by name)
-        too_big = type(error).__name__
+    _, refusal = attempt(lambda: fn(_rows(batch, max(buckets) + 1), buckets))
+    too_big = "returned" if refusal is None else type(refusal).__name__
+    if isinstance(refusal, ValueError):
+        too_big = "ValueError"  # a subclass of ValueError is the refusal asked for too
     return {"results": plain, "too_big": too_big, **report}
 
 

@@ -6,10 +6,8 @@ from the case's own inputs and say which one the answer matches.
 """
 
 import collections
-import dataclasses
 import functools
 import os
-import shutil
 import tempfile
 import zipfile
 from collections.abc import Callable
@@ -26,6 +24,7 @@ from ._kit import (
     Layer,
     Point,
     as_judged,
+    attempt,
     dtyped_plain,
     error_text,
     first_leaf_path,
@@ -967,8 +966,8 @@ def _read_npz(path: Path) -> dict[str, Any]:
 def _save_probe(fn: Callable[..., Any], case: Case) -> dict[str, Any]:
     """Call ``fn`` with a path in a fresh temporary folder, then read back what it wrote."""
     name, tree = case.args
-    folder = Path(tempfile.mkdtemp(prefix="course-06-"))
-    try:
+    with tempfile.TemporaryDirectory(prefix="course-06-", ignore_cleanup_errors=True) as scratch:
+        folder = Path(scratch)
         target = folder / name
         fn(target if case.info.get("as_path") else str(target), tree)
         found = sorted(os.listdir(folder))
@@ -976,8 +975,6 @@ def _save_probe(fn: Callable[..., Any], case: Case) -> dict[str, Any]:
         if target.is_file():
             record.update(_read_npz(target))
         return record
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _spec_text(array: Any) -> str:
@@ -1180,24 +1177,18 @@ def _restore_checkpoint(path: Any, like: Any) -> Any:
 def _restore_probe(fn: Callable[..., Any], case: Case) -> dict[str, Any]:
     """Write the case's entries to a fresh ``.npz``, call ``fn`` on it, record a tree or error."""
     name, like = case.args
-    folder = Path(tempfile.mkdtemp(prefix="course-06-"))
-    try:
-        target = folder / name
+    with tempfile.TemporaryDirectory(prefix="course-06-", ignore_cleanup_errors=True) as folder:
+        target = Path(folder) / name
         np.savez(target, **case.info["entries"])
-        try:
-            out = fn(str(target), like)
-        except NotImplementedError:
-            raise
-        except Exception as error:  # noqa: BLE001 (raising is the point in some cases)
-            message = str(error).replace(str(folder), "<folder>")[:600]
+        out, error = attempt(lambda: fn(str(target), like))
+        if error is not None:
+            message = str(error).replace(folder, "<folder>")[:600]
             return {
                 "raised": type(error).__name__,
                 "value_error": isinstance(error, ValueError),
                 "message": message,
             }
         return {"returned": tree_plain(out)}
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
 
 
 _MISFIT = {
@@ -1632,7 +1623,7 @@ def _judge_train(got: Any, expected: Any, case: Case) -> str | Mistake | None:
             return found or f"train_loop raised {got['message']}"
         jit_only = "\n  train_loop runs without jit and fails under it."
         if found:
-            return dataclasses.replace(found, what=found.what + jit_only)
+            return lead("", found, jit_only)
         return Mistake(
             f"train_loop raised {got['message']}" + jit_only,
             _JIT_ONLY,

@@ -1,4 +1,5 @@
-"""Typical wrong answers: a table of them, the first one an answer matches, and a lead-in.
+"""Typical wrong answers: a table of them, the first one an answer matches, a lead-in, and the
+next steps that several mistakes share.
 
 A judge checks the structure of an answer first, then looks the answer up in a table of
 :class:`Variant` records, the usual wrong answers computed from the case's own inputs, and reports
@@ -15,6 +16,10 @@ their text, so two mistakes that say the same thing stay two.
 True
 >>> lead("at step 2: ", uphill).what
 'at step 2: the params moved uphill.'
+>>> descend = Steps(idea="Descend.", fix="p - lr * g.")
+>>> descend.mistake("the params moved uphill.") == Mistake("the params moved uphill.", "Descend.",
+...                                                        "p - lr * g.")
+True
 """
 
 from collections.abc import Callable, Sequence
@@ -26,7 +31,7 @@ import numpy as np
 from ._kit import JUDGE_ATOL, JUDGE_RTOL, as_judged, trees_close
 from ._spec import Mistake
 
-__all__ = ["Variant", "first_match", "first_mistake", "lead"]
+__all__ = ["Steps", "Variant", "first_match", "first_mistake", "lead"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -36,6 +41,28 @@ class Variant:
 
     mistake: Mistake
     build: Callable[[], Any]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Steps:
+    """The next steps of a mistake that a judge meets in several forms: the ``idea`` it misses,
+    the ``fix``, and the section to ``reread`` (the exercise's own when empty). Each form says what
+    went wrong in its own words (:meth:`mistake`).
+
+    >>> field = Steps(idea="{field} is data.", fix="Leave {field} a leaf.")
+    >>> field.mistake("w is static.", field="w").idea
+    'w is data.'
+    """
+
+    idea: str
+    fix: str
+    reread: str = ""
+
+    def mistake(self, what: str, field: str = "") -> Mistake:
+        """The mistake ``what`` tells, with these steps; ``{field}`` in them stands for
+        ``field``."""
+        idea, fix = self.idea.format(field=field), self.fix.format(field=field)
+        return Mistake(what, idea, fix, self.reread)
 
 
 def first_match(
@@ -97,18 +124,20 @@ def first_mistake(
 
 
 @overload
-def lead(text: str, problem: Mistake) -> Mistake: ...
+def lead(text: str, problem: Mistake, after: str = "") -> Mistake: ...
 @overload
-def lead(text: str, problem: str) -> str: ...
+def lead(text: str, problem: str, after: str = "") -> str: ...
 @overload
-def lead(text: str, problem: str | Mistake | None) -> str | Mistake | None: ...
-def lead(text: str, problem: str | Mistake | None) -> str | Mistake | None:
-    """``problem``, a judge's finding, with ``text`` in front of what it says went wrong
-    (``None``, no finding, stays ``None``).
+def lead(text: str, problem: str | Mistake | None, after: str = "") -> str | Mistake | None: ...
+def lead(text: str, problem: str | Mistake | None, after: str = "") -> str | Mistake | None:
+    """``problem``, a judge's finding, with ``text`` in front of what it says went wrong and
+    ``after`` behind it (``None``, no finding, stays ``None``).
 
     >>> lead("under jit, ", "returned 2."), lead("under jit, ", None)
     ('under jit, returned 2.', None)
+    >>> lead("", Mistake("raised.", "Trace.", "Use jnp."), after=" Only under jit.").what
+    'raised. Only under jit.'
     """
     if isinstance(problem, Mistake):
-        return replace(problem, what=text + problem.what)
-    return None if problem is None else text + problem
+        return replace(problem, what=text + problem.what + after)
+    return None if problem is None else text + problem + after

@@ -5,6 +5,7 @@ These tests are about that module, so they import it.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -14,9 +15,37 @@ import numpy as np
 import pytest
 
 from course_lib.checks import Case, Exercise, evaluate
-from course_lib.checks._kit import compile_report, judge_compiles, random_tree
+from course_lib.checks._kit import attempt, compile_report, judge_compiles, random_tree
 
 pytestmark = pytest.mark.usefixtures("fresh_checks")
+
+
+class _Held:
+    """Something a learner's function holds while it fails, as an open file."""
+
+
+def test_attempt_lets_the_failed_calls_frames_go() -> None:
+    held: list[weakref.ref[_Held]] = []
+
+    def learner() -> None:
+        resource, entries = _Held(), {"present": 1}
+        held.append(weakref.ref(resource))
+        try:
+            entries["missing"]
+        except KeyError:
+            raise ValueError("no entry") from None
+
+    result, error = attempt(learner)
+    assert result is None and isinstance(error, ValueError) and str(error) == "no entry"
+    assert held[0]() is None  # gone while the exception is still at hand
+
+
+def test_attempt_lets_a_stub_through() -> None:
+    def stub() -> None:
+        raise NotImplementedError
+
+    with pytest.raises(NotImplementedError):
+        attempt(stub)
 
 
 def test_random_tree_is_deterministic() -> None:
