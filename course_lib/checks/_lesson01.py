@@ -25,6 +25,7 @@ from ._kit import (
     to_python,
     tree_judge,
 )
+from ._mistakes import Steps
 from ._plain import describe, rebuild_tree
 from ._sections import (
     APART_AND_BACK,
@@ -115,22 +116,19 @@ def _judge_count(got: Any, expected: Any, case: Case) -> str | Mistake | None:
         )
     if info["numbers"] and value == want - info["numbers"]:
         n = info["numbers"]
-        return _numbers_are_leaves(
+        return _NUMBERS_ARE_LEAVES.mistake(
             f"returned {value}, expected {want}: the input's {n} Python number"
             f"{'s were' if n > 1 else ' was'} not counted."
         )
     return problem
 
 
-def _numbers_are_leaves(what: str) -> Mistake:
-    """The mistake of an answer that leaves out, or fails on, the Python numbers among the
-    leaves."""
-    return Mistake(
-        what,
-        "Python numbers are leaves too, and each holds one element.",
-        "np.size(leaf) counts a Python number as 1, where leaf.size fails on it.",
-        reread=WHICH_NODES,
-    )
+_NUMBERS_ARE_LEAVES = Steps(
+    idea="Python numbers are leaves too, and each holds one element.",
+    fix="np.size(leaf) counts a Python number as 1, where leaf.size fails on it.",
+    reread=WHICH_NODES,
+)
+"""The steps of an answer that leaves out, or fails on, the Python numbers among the leaves."""
 
 
 def _judge_count_raise(error: str, message: str, case: Case) -> Mistake | None:
@@ -140,7 +138,7 @@ def _judge_count_raise(error: str, message: str, case: Case) -> Mistake | None:
     )
     if error != "AttributeError" or number is None:
         return None
-    return _numbers_are_leaves(
+    return _NUMBERS_ARE_LEAVES.mistake(
         f"leaf.size fails on a Python {number}: this input has Python numbers among its leaves."
     )
 
@@ -327,18 +325,6 @@ def _is_node(x: Any) -> bool:
     return not jax.tree_util.all_leaves([x])
 
 
-@dataclasses.dataclass(frozen=True)
-class _Why:
-    """Why one kind of input gets the answer it does: the idea a wrong True or False misses, a
-    fix close to the answer, the section to reread, and a fact about the input for the first
-    message (``""`` for none)."""
-
-    idea: str
-    fix: str
-    reread: str = ""
-    fact: str = ""
-
-
 # A wrong False for a node comes from counting leaves, treedef_is_leaf or isinstance; a wrong True
 # for a leaf from a test that every leaf passes too.
 _COUNT_FIX = (
@@ -358,51 +344,53 @@ _LEAF_FIX = (
     "with the structure of a value you know is a leaf, such as 0."
 )
 _NODE_WHY = {
-    "none": _Why(
-        "None is a node: an empty subtree with no children, which is why jax.tree.leaves(None) "
-        "is [].",
-        _EMPTY_FIX,
-        PITFALL_1,
+    "none": Steps(
+        idea="None is a node: an empty subtree with no children, which is why "
+        "jax.tree.leaves(None) is [].",
+        fix=_EMPTY_FIX,
+        reread=PITFALL_1,
     ),
-    "empty": _Why(
-        "An empty container is still a node: it just has no children, so it holds no leaves.",
-        _EMPTY_FIX,
+    "empty": Steps(
+        idea="An empty container is still a node: it just has no children, so it holds no leaves.",
+        fix=_EMPTY_FIX,
     ),
-    "single": _Why(
-        "A container holding a single leaf is still a node: [x] and x both have one leaf, but "
+    "single": Steps(
+        idea="A container holding a single leaf is still a node: [x] and x both have one leaf, but "
         "not the same structure.",
-        _COUNT_FIX,
+        fix=_COUNT_FIX,
     ),
-    "container": _Why("Lists, tuples and dicts are nodes, whatever they hold.", _COUNT_FIX),
-    "namedtuple": _Why("A namedtuple is a node: each field is a child.", _COUNT_FIX),
-    "ordered": _Why(
-        "An OrderedDict is a node; its children keep their insertion order.", _COUNT_FIX
+    "container": Steps(
+        idea="Lists, tuples and dicts are nodes, whatever they hold.", fix=_COUNT_FIX
     ),
-    "shape": _Why(
-        "x.shape is a plain tuple, and a tuple is a node whatever it means to you: JAX sees "
+    "namedtuple": Steps(idea="A namedtuple is a node: each field is a child.", fix=_COUNT_FIX),
+    "ordered": Steps(
+        idea="An OrderedDict is a node; its children keep their insertion order.", fix=_COUNT_FIX
+    ),
+    "shape": Steps(
+        idea="x.shape is a plain tuple, and a tuple is a node whatever it means to you: JAX sees "
         "the dimensions as its leaves.",
-        _COUNT_FIX,
+        fix=_COUNT_FIX,
     ),
-    "registered": _Why(
-        "JAX decides what is a node from its registry: a class registered with JAX (here with "
+    "registered": Steps(
+        idea="JAX decides what is a node from its registry: a class registered with JAX (here with "
         "register_dataclass) is a node, though it is no list, tuple or dict.",
-        _REGISTRY_FIX,
+        fix=_REGISTRY_FIX,
     ),
-    "partial": _Why(
-        "jax.tree_util.Partial is registered with JAX as a node: its bound arguments are its "
+    "partial": Steps(
+        idea="jax.tree_util.Partial is registered with JAX as a node: its bound arguments are its "
         "children.",
-        _REGISTRY_FIX,
+        fix=_REGISTRY_FIX,
     ),
-    "array": _Why(
-        "An array is one leaf, however many elements it holds: JAX does not look inside it.",
-        _LEAF_FIX,
+    "array": Steps(
+        idea="An array is one leaf, however many elements it holds: JAX does not look inside it.",
+        fix=_LEAF_FIX,
     ),
-    "number": _Why("A Python number is a leaf.", _LEAF_FIX),
-    "string": _Why("A string is a leaf: JAX does not look inside it.", _LEAF_FIX),
-    "set": _Why("A set is not a registered pytree node, so it is a leaf.", _LEAF_FIX),
-    "opaque": _Why(
-        "An instance of a class JAX has not been told about is a leaf, whatever it holds.",
-        _LEAF_FIX,
+    "number": Steps(idea="A Python number is a leaf.", fix=_LEAF_FIX),
+    "string": Steps(idea="A string is a leaf: JAX does not look inside it.", fix=_LEAF_FIX),
+    "set": Steps(idea="A set is not a registered pytree node, so it is a leaf.", fix=_LEAF_FIX),
+    "opaque": Steps(
+        idea="An instance of a class JAX has not been told about is a leaf, whatever it holds.",
+        fix=_LEAF_FIX,
     ),
 }
 
@@ -445,21 +433,17 @@ def _node_cases(rng: np.random.Generator) -> list[Case]:
     return [Case((found[i][1],), label=found[i][0], info={"kind": found[i][2]}) for i in order]
 
 
-def _explained_bool(name: str, why: dict[str, _Why]) -> Judge:
-    """:func:`judge_bool`, and for a wrong True or False the mistake its kind of input reveals."""
+def _explained_bool(name: str, why: dict[str, Steps], facts: dict[str, str] | None = None) -> Judge:
+    """:func:`judge_bool`, and for a wrong True or False the mistake its kind of input reveals,
+    with the fact ``facts`` holds about that kind of input, if any, in what went wrong."""
 
     def judge(got: Any, expected: Any, case: Case) -> str | Mistake | None:
         problem = judge_bool(got, expected, case)
         if problem is None or not isinstance(to_python(got), bool):
             return problem
-        reason = why[case.info["kind"]]
-        fact = f", {reason.fact}" if reason.fact else ""
-        return Mistake(
-            f"{name} returned {to_python(got)}, expected {expected}{fact}.",
-            reason.idea,
-            reason.fix,
-            reason.reread,
-        )
+        kind = case.info["kind"]
+        fact = f", {facts[kind]}" if facts and kind in facts else ""
+        return why[kind].mistake(f"{name} returned {to_python(got)}, expected {expected}{fact}.")
 
     return judge
 
@@ -624,75 +608,76 @@ _TOO_MUCH = (
 )
 _MAP_ACCEPTS = "though jax.tree.map accepts this pair"
 _SAME_WHY = {
-    "list_tuple": _Why(
-        "A list and a tuple are different node types, even with the same leaves: the node type "
-        "is part of the structure.",
-        _TOO_LITTLE,
-        PITFALL_14,
+    "list_tuple": Steps(
+        idea="A list and a tuple are different node types, even with the same leaves: the node "
+        "type is part of the structure.",
+        fix=_TOO_LITTLE,
+        reread=PITFALL_14,
     ),
-    "namedtuple_tuple": _Why(
-        "A namedtuple is a node type of its own, recorded with its class in the structure: it is "
-        "not a tuple.",
-        _TOO_LITTLE,
-        PITFALL_14,
+    "namedtuple_tuple": Steps(
+        idea="A namedtuple is a node type of its own, recorded with its class in the structure: it "
+        "is not a tuple.",
+        fix=_TOO_LITTLE,
+        reread=PITFALL_14,
     ),
-    "dict_order": _Why(
-        "A dict is flattened in sorted key order, so the order its keys were inserted in is not "
-        "part of its structure.",
-        _TOO_MUCH,
-        PITFALL_4,
+    "dict_order": Steps(
+        idea="A dict is flattened in sorted key order, so the order its keys were inserted in is "
+        "not part of its structure.",
+        fix=_TOO_MUCH,
+        reread=PITFALL_4,
     ),
-    "ordered_order": _Why(
-        "An OrderedDict keeps its key order, and that order is part of its structure.",
-        _TOO_LITTLE,
-        PITFALL_4,
+    "ordered_order": Steps(
+        idea="An OrderedDict keeps its key order, and that order is part of its structure.",
+        fix=_TOO_LITTLE,
+        reread=PITFALL_4,
     ),
-    "dict_ordered": _Why(
-        "A dict and an OrderedDict are different node types, even with the same keys.",
-        _TOO_LITTLE,
-        PITFALL_4,
+    "dict_ordered": Steps(
+        idea="A dict and an OrderedDict are different node types, even with the same keys.",
+        fix=_TOO_LITTLE,
+        reread=PITFALL_4,
     ),
-    "shapes": _Why(
-        "The structure is what remains once the leaves are taken away: their values, shapes and "
-        "dtypes do not count.",
-        _TOO_MUCH,
+    "shapes": Steps(
+        idea="The structure is what remains once the leaves are taken away: their values, shapes "
+        "and dtypes do not count.",
+        fix=_TOO_MUCH,
     ),
-    "leaf_kinds": _Why(
-        "A Python number and an array are both leaves, so each leaves the same mark, *, in the "
-        "structure.",
-        _TOO_MUCH,
+    "leaf_kinds": Steps(
+        idea="A Python number and an array are both leaves, so each leaves the same mark, *, in "
+        "the structure.",
+        fix=_TOO_MUCH,
     ),
-    "none_leaf": _Why(
-        "None is an empty subtree, not a leaf, so a None where the other tree has a leaf is "
+    "none_leaf": Steps(
+        idea="None is an empty subtree, not a leaf, so a None where the other tree has a leaf is "
         "another structure.",
-        _TOO_LITTLE,
-        PITFALL_1,
+        fix=_TOO_LITTLE,
+        reread=PITFALL_1,
     ),
-    "leaf_none": _Why(
-        "None is an empty subtree, not a leaf, so a None where the other tree has a leaf is "
+    "leaf_none": Steps(
+        idea="None is an empty subtree, not a leaf, so a None where the other tree has a leaf is "
         "another structure, even where jax.tree.map hands that None to f as it is.",
-        _TOO_LITTLE,
-        PITFALL_1,
-        _MAP_ACCEPTS,
+        fix=_TOO_LITTLE,
+        reread=PITFALL_1,
     ),
-    "deeper": _Why(
-        "A leaf where the other tree has a tuple is another structure. jax.tree.map asks less: "
-        "its later trees may go deeper than the first, so a map that succeeds does not prove "
+    "deeper": Steps(
+        idea="A leaf where the other tree has a tuple is another structure. jax.tree.map asks "
+        "less: its later trees may go deeper than the first, so a map that succeeds does not prove "
         "two structures equal.",
-        _TOO_LITTLE,
-        fact=_MAP_ACCEPTS,
+        fix=_TOO_LITTLE,
     ),
-    "extra_key": _Why("The keys of a dict are part of its structure.", _TOO_LITTLE),
-    "same": _Why("Two trees that differ only in their leaves have the same structure.", _TOO_MUCH),
-    "none_both": _Why(
-        "None in the same place in both trees is the same empty subtree: the structures match.",
-        _TOO_MUCH,
-        PITFALL_1,
+    "extra_key": Steps(idea="The keys of a dict are part of its structure.", fix=_TOO_LITTLE),
+    "same": Steps(
+        idea="Two trees that differ only in their leaves have the same structure.", fix=_TOO_MUCH
     ),
-    "length": _Why(
-        "Lists of different lengths are different structures: the number of children is part "
+    "none_both": Steps(
+        idea="None in the same place in both trees is the same empty subtree: the structures "
+        "match.",
+        fix=_TOO_MUCH,
+        reread=PITFALL_1,
+    ),
+    "length": Steps(
+        idea="Lists of different lengths are different structures: the number of children is part "
         "of a node.",
-        _TOO_LITTLE,
+        fix=_TOO_LITTLE,
     ),
 }
 
@@ -774,7 +759,9 @@ SAME_STRUCTURE = Exercise(
     cases=_same_cases,
     reference=_same_structure,
     probe=call_value,
-    judge=_explained_bool("same_structure", _SAME_WHY),
+    judge=_explained_bool(
+        "same_structure", _SAME_WHY, {"leaf_none": _MAP_ACCEPTS, "deeper": _MAP_ACCEPTS}
+    ),
     hints=(
         (
             "Two trees have the same structure when what remains after taking the leaves away is "

@@ -36,7 +36,7 @@ from ._kit import (
     tree_judge,
     trees_close,
 )
-from ._mistakes import lead
+from ._mistakes import Steps, lead
 from ._plain import describe, rebuild_tree
 from ._sections import (
     KEY_PATHS,
@@ -345,22 +345,6 @@ def _class_probe(spec: _Spec) -> Callable[[Callable[..., Any], Case], Any]:
 
 
 @dataclasses.dataclass(frozen=True)
-class _Steps:
-    """The next steps for one kind of mistake in a class exercise: its idea, its fix and the lesson
-    section behind them (the exercise's own when empty). ``{field}`` in the idea or the fix stands
-    for the field the mistake is about."""
-
-    idea: str
-    fix: str
-    reread: str = ""
-
-    def mistake(self, what: str, field: str = "") -> Mistake:
-        return Mistake(
-            what, self.idea.format(field=field), self.fix.format(field=field), self.reread
-        )
-
-
-@dataclasses.dataclass(frozen=True)
 class _Advice:
     """A class exercise's own steps, one for each kind of mistake whose remedy depends on how the
     class is registered: ``register`` (JAX sees the class as one leaf), ``static`` (configuration
@@ -368,11 +352,11 @@ class _Advice:
     ``order`` (the children in another order) and ``rebuild`` (unflatten makes something else than
     the object, or drops part of it)."""
 
-    register: _Steps
-    static: _Steps
-    children: _Steps
-    order: _Steps
-    rebuild: _Steps
+    register: Steps
+    static: Steps
+    children: Steps
+    order: Steps
+    rebuild: Steps
 
 
 def _error_of(x: Any) -> str | None:
@@ -411,12 +395,12 @@ class _ClassJudge:
                     "that is the course's answer to this exercise, so it does not count. "
                     "Write the class yourself."
                 )
-            returning = _Steps(
-                f"{define} is a factory: it defines the class and hands the class itself back. "
-                "The check calls it for a fresh class, then calls that class with each input's "
-                "arrays to make its own layers.",
-                f"End {define} with `return {name}`, at the indentation of the function's body, "
-                f"below the class: the class object, not an instance {name}(...).",
+            returning = Steps(
+                idea=f"{define} is a factory: it defines the class and hands the class itself "
+                "back. The check calls it for a fresh class, then calls that class with each "
+                "input's arrays to make its own layers.",
+                fix=f"End {define} with `return {name}`, at the indentation of the function's "
+                f"body, below the class: the class object, not an instance {name}(...).",
             )
             return returning.mistake(f"{define} returned {got['defined']}, not a class.")
         if got["type"] != expected["type"]:
@@ -611,15 +595,15 @@ class _ClassJudge:
 
     def placeholders(self, what: str) -> Mistake:
         """The mistake of an unflatten that cannot store what transformations hand it."""
-        return _Steps(
-            "Transformations rebuild your object from whatever they carry at its leaves: "
+        return Steps(
+            idea="Transformations rebuild your object from whatever they carry at its leaves: "
             "placeholders, None, tracers, whole trees (Pitfall 3). Unflatten must store the "
             "children it receives as they are, without converting or checking them, so it cannot "
             "go through a constructor that does.",
-            f"Build the {self.name} in unflatten without a converting constructor: "
+            fix=f"Build the {self.name} in unflatten without a converting constructor: "
             "object.__new__(cls) makes an empty instance, then set each attribute from the "
             "children and the auxiliary data.",
-            PITFALL_3,
+            reread=PITFALL_3,
         ).mistake(what)
 
 
@@ -742,44 +726,44 @@ DENSE = _class_exercise(
     _dense_cases,
     _define_dense,
     _Advice(
-        register=_Steps(
-            "JAX looks inside only the classes in its registry; an object of any other class is "
-            "one leaf, arrays and all. register_dataclass adds a dataclass to the registry, with "
-            "its fields as children.",
-            "Put @jax.tree_util.register_dataclass on the class, above @dataclass: decorators "
+        register=Steps(
+            idea="JAX looks inside only the classes in its registry; an object of any other class "
+            "is one leaf, arrays and all. register_dataclass adds a dataclass to the registry, "
+            "with its fields as children.",
+            fix="Put @jax.tree_util.register_dataclass on the class, above @dataclass: decorators "
             "apply from the bottom up, so the dataclass exists by the time JAX registers it.",
-            UNKNOWN_CLASS_IS_A_LEAF,
+            reread=UNKNOWN_CLASS_IS_A_LEAF,
         ),
-        static=_Steps(
-            "{field} is configuration: Python reads it while tracing to pick the nonlinearity, "
-            "and nothing should trace or differentiate it. register_dataclass makes every field "
-            "a child unless the field's metadata marks it static; a static field is kept in the "
-            "treedef instead.",
-            'Declare {field} with field(default="relu", metadata=dict(static=True)), the field '
+        static=Steps(
+            idea="{field} is configuration: Python reads it while tracing to pick the "
+            "nonlinearity, and nothing should trace or differentiate it. register_dataclass makes "
+            "every field a child unless the field's metadata marks it static; a static field is "
+            "kept in the treedef instead.",
+            fix='Declare {field} with field(default="relu", metadata=dict(static=True)), the field '
             "that the notebook imports from dataclasses.",
-            REGISTER_DATACLASS,
+            reread=REGISTER_DATACLASS,
         ),
-        children=_Steps(
-            "Arrays are data: JAX traces, maps and differentiates only the children, so every "
+        children=Steps(
+            idea="Arrays are data: JAX traces, maps and differentiates only the children, so every "
             "array must be one. Static metadata is for configuration, and an array there makes "
             "every new array a new structure.",
-            "Declare w and b as ordinary fields, without static metadata: register_dataclass "
+            fix="Declare w and b as ordinary fields, without static metadata: register_dataclass "
             "then makes them children.",
-            REGISTER_DATACLASS,
+            reread=REGISTER_DATACLASS,
         ),
-        order=_Steps(
-            "register_dataclass takes the children in the order the fields are declared, and "
+        order=Steps(
+            idea="register_dataclass takes the children in the order the fields are declared, and "
             "everything that pairs leaves by position (unflatten, a map over two trees, an "
             "optimizer's state) relies on that order.",
-            "Declare the fields in the order w, b, activation.",
-            REGISTER_DATACLASS,
+            fix="Declare the fields in the order w, b, activation.",
+            reread=REGISTER_DATACLASS,
         ),
-        rebuild=_Steps(
-            "register_dataclass builds a Dense back by calling the class with one argument per "
-            "field: the children from the leaves, the static fields from the treedef.",
-            "Let @dataclass write __init__, one parameter per field, so that JAX can call "
+        rebuild=Steps(
+            idea="register_dataclass builds a Dense back by calling the class with one argument "
+            "per field: the children from the leaves, the static fields from the treedef.",
+            fix="Let @dataclass write __init__, one parameter per field, so that JAX can call "
             "Dense(w=..., b=..., activation=...) to rebuild a layer.",
-            REGISTER_DATACLASS,
+            reread=REGISTER_DATACLASS,
         ),
     ),
     hints=(
@@ -846,44 +830,45 @@ CONV1D = _class_exercise(
     _conv_cases,
     _define_conv1d,
     _Advice(
-        register=_Steps(
-            "JAX looks inside only the classes in its registry. Writing conv1d_flatten and "
+        register=Steps(
+            idea="JAX looks inside only the classes in its registry. Writing conv1d_flatten and "
             "conv1d_unflatten does not register them: until they are, a Conv1D is one leaf.",
-            "Call jax.tree_util.register_pytree_node with the class and the two functions inside "
-            "define_conv1d, before `return Conv1D`.",
-            UNKNOWN_CLASS_IS_A_LEAF,
+            fix="Call jax.tree_util.register_pytree_node with the class and the two functions "
+            "inside define_conv1d, before `return Conv1D`.",
+            reread=UNKNOWN_CLASS_IS_A_LEAF,
         ),
-        static=_Steps(
-            "{field} is configuration: Python needs its value while tracing (a stride to slice "
-            "with, a padding to name a mode), so it must not be traced. Flatten returns a pair, "
-            "and only its first item holds children; the second, the auxiliary data, is kept in "
-            "the treedef and handed back to unflatten.",
-            "Return the arrays as the first item of conv1d_flatten's pair and a tuple of stride "
-            "and padding as the second; conv1d_unflatten receives that tuple back as aux_data.",
-            REGISTER_PYTREE_NODE,
+        static=Steps(
+            idea="{field} is configuration: Python needs its value while tracing (a stride to "
+            "slice with, a padding to name a mode), so it must not be traced. Flatten returns a "
+            "pair, and only its first item holds children; the second, the auxiliary data, is kept "
+            "in the treedef and handed back to unflatten.",
+            fix="Return the arrays as the first item of conv1d_flatten's pair and a tuple of "
+            "stride and padding as the second; conv1d_unflatten receives that tuple back as "
+            "aux_data.",
+            reread=REGISTER_PYTREE_NODE,
         ),
-        children=_Steps(
-            "Arrays are data: JAX traces, maps and differentiates only the children, the first "
-            "item of flatten's pair. The auxiliary data is for configuration, and an array there "
-            "makes every new array a new structure.",
-            "Put kernel and bias, in that order, in the first item of conv1d_flatten's pair, "
+        children=Steps(
+            idea="Arrays are data: JAX traces, maps and differentiates only the children, the "
+            "first item of flatten's pair. The auxiliary data is for configuration, and an array "
+            "there makes every new array a new structure.",
+            fix="Put kernel and bias, in that order, in the first item of conv1d_flatten's pair, "
             "bias too when it is None (None is an empty subtree).",
-            REGISTER_PYTREE_NODE,
+            reread=REGISTER_PYTREE_NODE,
         ),
-        order=_Steps(
-            "Unflatten receives the children in the order flatten gives them, and JAX pairs "
+        order=Steps(
+            idea="Unflatten receives the children in the order flatten gives them, and JAX pairs "
             "leaves by that order everywhere (a map over two trees, an optimizer's state).",
-            "Return the children as kernel, then bias, and unpack them in the same order in "
+            fix="Return the children as kernel, then bias, and unpack them in the same order in "
             "conv1d_unflatten.",
-            REGISTER_PYTREE_NODE,
+            reread=REGISTER_PYTREE_NODE,
         ),
-        rebuild=_Steps(
-            "Unflatten receives what flatten returned, the auxiliary data first and the children "
-            "second, and must return a whole Conv1D built from both: its arrays and its "
+        rebuild=Steps(
+            idea="Unflatten receives what flatten returned, the auxiliary data first and the "
+            "children second, and must return a whole Conv1D built from both: its arrays and its "
             "configuration.",
-            "In conv1d_unflatten, unpack the children into kernel and bias and aux_data into "
+            fix="In conv1d_unflatten, unpack the children into kernel and bias and aux_data into "
             "stride and padding, then return a Conv1D made with all four.",
-            REGISTER_PYTREE_NODE,
+            reread=REGISTER_PYTREE_NODE,
         ),
     ),
     hints=(
@@ -953,42 +938,43 @@ LAYER_NORM = _class_exercise(
     _norm_cases,
     _define_layer_norm,
     _Advice(
-        register=_Steps(
-            "JAX looks inside only the classes in its registry. The decorator "
+        register=Steps(
+            idea="JAX looks inside only the classes in its registry. The decorator "
             "register_pytree_node_class registers a class through its tree_flatten and "
             "tree_unflatten methods; without it a LayerNorm is one leaf.",
-            "Keep @jax.tree_util.register_pytree_node_class on the class, directly above "
+            fix="Keep @jax.tree_util.register_pytree_node_class on the class, directly above "
             "`class LayerNorm`.",
-            UNKNOWN_CLASS_IS_A_LEAF,
+            reread=UNKNOWN_CLASS_IS_A_LEAF,
         ),
-        static=_Steps(
-            "{field} is configuration: a constant the formula reads, not a parameter to train "
+        static=Steps(
+            idea="{field} is configuration: a constant the formula reads, not a parameter to train "
             "or differentiate. The second item of tree_flatten's pair, the auxiliary data, is "
             "where such values go: it is kept in the treedef and handed back to tree_unflatten.",
-            "Return the two arrays as the children and self.eps as the auxiliary data, then set "
-            "eps from aux_data in tree_unflatten.",
-            REGISTER_PYTREE_NODE_CLASS,
+            fix="Return the two arrays as the children and self.eps as the auxiliary data, then "
+            "set eps from aux_data in tree_unflatten.",
+            reread=REGISTER_PYTREE_NODE_CLASS,
         ),
-        children=_Steps(
-            "Arrays are data: JAX traces, maps and differentiates only the children, the first "
-            "item of tree_flatten's pair. The auxiliary data is for configuration, and an array "
-            "there makes every new array a new structure.",
-            "Return scale and offset, in that order, as the first item of tree_flatten's pair.",
-            REGISTER_PYTREE_NODE_CLASS,
+        children=Steps(
+            idea="Arrays are data: JAX traces, maps and differentiates only the children, the "
+            "first item of tree_flatten's pair. The auxiliary data is for configuration, and an "
+            "array there makes every new array a new structure.",
+            fix="Return scale and offset, in that order, as the first item of tree_flatten's pair.",
+            reread=REGISTER_PYTREE_NODE_CLASS,
         ),
-        order=_Steps(
-            "tree_unflatten receives the children in the order tree_flatten gives them, and JAX "
-            "pairs leaves by that order everywhere (a map over two trees, an optimizer's state).",
-            "Return the children as scale, then offset, and unpack them in the same order in "
+        order=Steps(
+            idea="tree_unflatten receives the children in the order tree_flatten gives them, and "
+            "JAX pairs leaves by that order everywhere (a map over two trees, an optimizer's "
+            "state).",
+            fix="Return the children as scale, then offset, and unpack them in the same order in "
             "tree_unflatten.",
-            REGISTER_PYTREE_NODE_CLASS,
+            reread=REGISTER_PYTREE_NODE_CLASS,
         ),
-        rebuild=_Steps(
-            "tree_unflatten receives the auxiliary data and the children, and must return a "
+        rebuild=Steps(
+            idea="tree_unflatten receives the auxiliary data and the children, and must return a "
             "whole LayerNorm: scale, offset and eps, each stored as it arrives.",
-            "In tree_unflatten, make the instance with object.__new__(cls), set scale and offset "
-            "from the children and eps from aux_data, and return it.",
-            REGISTER_PYTREE_NODE_CLASS,
+            fix="In tree_unflatten, make the instance with object.__new__(cls), set scale and "
+            "offset from the children and eps from aux_data, and return it.",
+            reread=REGISTER_PYTREE_NODE_CLASS,
         ),
     ),
     hints=(
@@ -1114,18 +1100,16 @@ def _decay_cases(rng: np.random.Generator) -> list[Case]:
 _tree_judge = tree_judge()
 
 
-def _by_last_key(what: str) -> Mistake:
-    """A weight told by the text of its path rather than its last key, as ``what`` tells it."""
-    return Mistake(
-        what,
-        "A weight is a leaf whose last key is named w, a dict key or an attribute. A key path "
-        "is a tuple of key objects, and its text depends on the nodes: a dict key prints as "
-        "['w'], an attribute as .w. Decide by the last key itself, not by the text of the whole "
-        "path.",
-        "Look at path[-1]: its .key (a DictKey) or its .name (a GetAttrKey) is 'w' for a weight; "
-        "a SequenceKey has .idx instead, and an empty path has no last key.",
-        KEY_PATHS,
-    )
+_BY_LAST_KEY = Steps(
+    idea="A weight is a leaf whose last key is named w, a dict key or an attribute. A key path "
+    "is a tuple of key objects, and its text depends on the nodes: a dict key prints as "
+    "['w'], an attribute as .w. Decide by the last key itself, not by the text of the whole "
+    "path.",
+    fix="Look at path[-1]: its .key (a DictKey) or its .name (a GetAttrKey) is 'w' for a "
+    "weight; a SequenceKey has .idx instead, and an empty path has no last key.",
+    reread=KEY_PATHS,
+)
+"""The steps of a weight told by the text of its path rather than by its last key."""
 
 
 def _judge_decay(got: Any, expected: Any, case: Case) -> str | Mistake | None:
@@ -1154,7 +1138,7 @@ def _judge_decay(got: Any, expected: Any, case: Case) -> str | Mistake | None:
         where = keystr(path) or "<root>"
         if where in decayed:
             if trees_close(a, x):
-                return _by_last_key(
+                return _BY_LAST_KEY.mistake(
                     f"leaf {where} is a weight (its last key is w) but was not decayed."
                 )
             if trees_close(a, x * rate):
@@ -1186,7 +1170,7 @@ def _judge_decay(got: Any, expected: Any, case: Case) -> str | Mistake | None:
                     "the leaf only when the last key of path is w.",
                     WEIGHT_DECAY,
                 )
-            return _by_last_key(f"leaf {where} was decayed, but its last key is not w.")
+            return _BY_LAST_KEY.mistake(f"leaf {where} was decayed, but its last key is not w.")
         return f"leaf {where} is no weight and must stay unchanged; {problem}"
     return problem
 
