@@ -244,7 +244,7 @@ def _as_a_leaf(value: Any) -> str:
     return "JAX would trace it under jit and differentiate it under grad."
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class _Spec:
     """What a class exercise checks: the attributes to record, the children, the static ones."""
 
@@ -344,7 +344,7 @@ def _class_probe(spec: _Spec) -> Callable[[Callable[..., Any], Case], Any]:
     return probe
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class _Advice:
     """A class exercise's own steps, one for each kind of mistake whose remedy depends on how the
     class is registered: ``register`` (JAX sees the class as one leaf), ``static`` (configuration
@@ -688,7 +688,7 @@ def _article(kind: str) -> str:
 # --- 03.dense ----------------------------------------------------------------------------------
 
 _DENSE = _Spec(
-    "dense",
+    kind="dense",
     fields=("w", "b", "activation"),
     children=("w", "b"),
     static=("activation",),
@@ -793,7 +793,7 @@ DENSE = _class_exercise(
 # --- 03.conv1d ---------------------------------------------------------------------------------
 
 _CONV = _Spec(
-    "conv1d",
+    kind="conv1d",
     fields=("kernel", "bias", "stride", "padding"),
     children=("kernel", "bias"),
     static=("stride", "padding"),
@@ -898,7 +898,7 @@ CONV1D = _class_exercise(
 # --- 03.layer_norm -----------------------------------------------------------------------------
 
 _NORM = _Spec(
-    "layer_norm",
+    kind="layer_norm",
     fields=("scale", "offset", "eps"),
     children=("scale", "offset"),
     static=("eps",),

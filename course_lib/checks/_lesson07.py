@@ -21,7 +21,7 @@ import re
 import shutil
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -454,7 +454,7 @@ SHARDINGS_FROM_RULES = Exercise(
 # --- 07.bytes_per_device ---------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class LeafPlan:
     """A case's leaf, described: shape, dtype, spec entries, and whether it is a placed array."""
 
@@ -497,7 +497,10 @@ def _plan_leaf(rng: np.random.Generator, placed_rate: float) -> LeafPlan:
     ndim = max(len(spec), int(rng.integers(1, 3)))
     shape = tuple(8 * int(rng.integers(1, 5)) for _ in range(ndim))
     return LeafPlan(
-        shape, _DTYPES[int(rng.integers(0, len(_DTYPES)))], spec, bool(rng.random() < placed_rate)
+        shape=shape,
+        dtype_name=_DTYPES[int(rng.integers(0, len(_DTYPES)))],
+        spec=spec,
+        placed=bool(rng.random() < placed_rate),
     )
 
 
@@ -680,7 +683,7 @@ BYTES_PER_DEVICE = Exercise(
 # --- 07.abstract_size ------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ModelPlan:
     """An init function's model, described: sizes, dtype, and which containers it uses."""
 
@@ -766,12 +769,12 @@ def _size_cases(rng: np.random.Generator) -> list[Case]:
     cases = []
     for style, dtype in ((0, "float32"), (1, "bfloat16")):
         model = ModelPlan(
-            8 * int(rng.integers(4, 9)),
-            8 * int(rng.integers(1, 4)),
-            16 * int(rng.integers(1, 4)),
-            int(rng.integers(1, 4)),
-            dtype,
-            style,
+            vocab=8 * int(rng.integers(4, 9)),
+            d=8 * int(rng.integers(1, 4)),
+            hidden=16 * int(rng.integers(1, 4)),
+            layers=int(rng.integers(1, 4)),
+            dtype_name=dtype,
+            style=style,
         )
         cases.append(
             Case(
@@ -779,7 +782,12 @@ def _size_cases(rng: np.random.Generator) -> list[Case]:
             )
         )
     big = ModelPlan(
-        32000, 4096, 4 * 4096, 8 + int(rng.integers(0, 5)), "bfloat16", int(rng.integers(0, 2))
+        vocab=32000,
+        d=4096,
+        hidden=4 * 4096,
+        layers=8 + int(rng.integers(0, 5)),
+        dtype_name="bfloat16",
+        style=int(rng.integers(0, 2)),
     )
     cases.append(
         Case(
@@ -803,7 +811,7 @@ def _size_probe(fn: Callable[..., Any], case: Case) -> Any:
     (model,) = case.args
     if case.info["big"]:
         # The same init, tiny, first: an answer that runs init must not get to allocate billions.
-        tiny = ModelPlan(8, 8, 8, 1, model.dtype_name, model.style)
+        tiny = replace(model, vocab=8, d=8, hidden=8, layers=1)
         _, ran = _size_run(fn, tiny, 0)
         if ran:
             return {"ran": True, "size": None}
@@ -935,7 +943,12 @@ def _init_cases(rng: np.random.Generator) -> list[Case]:
     cases = []
     for i, (label, _) in enumerate(_INIT_LAYOUTS):
         model = ModelPlan(
-            32, 16, 16 * int(rng.integers(1, 3)), 1, ("float32", "bfloat16")[i % 2], 0
+            vocab=32,
+            d=16,
+            hidden=16 * int(rng.integers(1, 3)),
+            layers=1,
+            dtype_name=("float32", "bfloat16")[i % 2],
+            style=0,
         )
         mesh = ((2, 4), ("data", "model"))
         shown = f"{model!r}; shardings: {label} on a {_mesh_text(*mesh)}"
