@@ -819,38 +819,37 @@ def _judge_norm(got: Any, expected: Any, case: Case) -> str | Mistake | None:
                 "numbers over jax.tree.leaves(tree), and take the square root at the end.",
             )
         return judge_number(got, expected, case)
-    if np.isclose(value, want, rtol=JUDGE_RTOL, atol=JUDGE_ATOL):
+
+    def near(other: float) -> bool:
+        return bool(np.isclose(value, other, rtol=JUDGE_RTOL, atol=JUDGE_ATOL))
+
+    if near(want):
         return None
     text = f"returned {round(value, 5)}, expected {round(want, 5)}"
     (tree,) = case.args
     leaves = [np.asarray(leaf, dtype=np.float64) for leaf in jax.tree.leaves(tree)]
     per_leaf = [float(np.sqrt(np.sum(leaf**2))) for leaf in leaves]
-    if np.isclose(value, want**2, rtol=JUDGE_RTOL, atol=JUDGE_ATOL):
+    if near(want**2):
         return Mistake(
             f"{text}: that is the sum of squares, the square of the expected norm.",
             "A norm is the square root of a sum of squares, so it grows like the entries do: "
             "doubling every entry doubles the norm.",
             "Take jnp.sqrt of your sum of squares.",
         )
-    if per_leaf and np.isclose(value, sum(per_leaf), rtol=JUDGE_RTOL, atol=JUDGE_ATOL):
+    if per_leaf and near(sum(per_leaf)):
         return Mistake(
             f"{text}: that is the sum of the leaves' norms.",
             "Norms do not add up: two leaves with norms a and b have the global norm "
             "sqrt(a ** 2 + b ** 2), not a + b.",
             _ROOT_OF_ALL,
         )
-    if per_leaf and np.isclose(value, max(per_leaf), rtol=JUDGE_RTOL, atol=JUDGE_ATOL):
+    if per_leaf and near(max(per_leaf)):
         return Mistake(
             f"{text}: that is the largest norm of a single leaf.",
             "Every leaf counts in the global norm, not only the largest one.",
             _ROOT_OF_ALL,
         )
-    if leaves and np.isclose(
-        value,
-        np.sqrt(sum(float(np.sum(leaf)) ** 2 for leaf in leaves)),
-        rtol=JUDGE_RTOL,
-        atol=JUDGE_ATOL,
-    ):
+    if leaves and near(np.sqrt(sum(float(np.sum(leaf)) ** 2 for leaf in leaves))):
         return Mistake(
             f"{text}: that is what squaring the sum of each leaf gives.",
             "Each entry is squared on its own before anything is added: squaring a sum lets "
@@ -1073,8 +1072,7 @@ def _judge_clip(got: Any, expected: Any, case: Case) -> str | Mistake | None:
         )
     # The reference computes in NumPy, which cannot run under jit: the jitted answer must match its
     # eager result.
-    problem = _judge_tree(got["jit"], expected["eager"], case)
-    return None if problem is None else "under jax.jit, " + problem
+    return lead("under jax.jit, ", _judge_tree(got["jit"], expected["eager"], case))
 
 
 CLIP_BY_GLOBAL_NORM = Exercise(
