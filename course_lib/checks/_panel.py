@@ -3,12 +3,19 @@
 A notebook shows the panel (``_repr_html_``): the verdict said in a word and with an icon, its
 colour only a border and a tint, each `code` span set as code and lines wrapping at spaces. nbval,
 a terminal and a grader's log read the plain text (``__repr__``), which says the same.
+
+A code row (a case's input) is one line that fits :data:`COLUMNS` in the plain text, cut between
+words where it is longer (:func:`abridge`). The panel shows that line too, as the summary of a
+disclosure whose body holds the whole text: a keyboard opens it with Enter or Space, and a screen
+reader reads it as a button, collapsed or expanded.
 """
 
 import dataclasses
 import html
 import re
 from typing import Literal
+
+from ._plain import abridge
 
 Tone = Literal["passed", "incorrect", "flagged", "waiting"]
 
@@ -29,6 +36,35 @@ class Row:
     text: str
     label: str = ""
     code: bool = False  # the whole text is code (a case's input), not prose with `code` spans
+
+    @property
+    def prefix(self) -> str:
+        """What stands before the text on its line of the plain text."""
+        return f"  {self.label}: " if self.label else "  "
+
+    @property
+    def line(self) -> str:
+        """A code row's text on one line of :data:`COLUMNS`, cut between words where it is
+        longer; other rows' text as it is.
+
+        >>> Row(label="input", text="{'w': f32[3],\\n 'b': None}", code=True).line
+        "{'w': f32[3], 'b': None}"
+        >>> row = Row(label="input", text=", ".join(["f32[2,3]"] * 12), code=True)
+        >>> row.line[-21:], len(row.prefix + row.line), row.cut
+        ('f32[2,3], f32[2,3], …', 100, True)
+        """
+        if not self.code:
+            return self.text
+        return abridge(" ".join(self.text.split()), COLUMNS - len(self.prefix))
+
+    @property
+    def cut(self) -> bool:
+        """Whether :attr:`line` leaves out part of a code row's text (more than its line breaks)."""
+        return self.code and self.line != " ".join(self.text.split())
+
+
+COLUMNS = 100
+"""The width of the plain text: a first message is at most six lines of it."""
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -61,8 +97,8 @@ class CheckPanel:
     def text(self) -> str:
         lines = [self.header]
         for row in self.rows:
-            if row.label:
-                lines.append(f"  {row.label}: {row.text}")
+            if row.label or row.code:
+                lines.append(row.prefix + row.line)
             else:
                 lines += [f"  {line}" for line in row.text.splitlines()]
         return "\n".join(lines)
@@ -90,9 +126,17 @@ class CheckPanel:
 
 
 def _row_html(row: Row) -> str:
-    text = f"<code>{html.escape(row.text)}</code>" if row.code else _inline(row.text)
+    text = f"<code>{html.escape(row.line)}</code>" if row.code else _inline(row.text)
     label = f"<strong>{html.escape(row.label.capitalize())}:</strong> " if row.label else ""
-    return f'<div style="{_LINES} margin-top: 0.3em;">{label}{text}</div>'
+    if not row.cut:
+        return f'<div style="{_LINES} margin-top: 0.3em;">{label}{text}</div>'
+    # The line as the plain text has it, and under it, one key press away, the whole text.
+    return (
+        f'<details style="margin-top: 0.3em;"><summary style="{_LINES} cursor: pointer;">'
+        f"{label}{text}</summary>"
+        f'<div style="{_LINES} margin: 0.2em 0 0 1.2em;"><code>{html.escape(row.text)}</code></div>'
+        "</details>"
+    )
 
 
 _LINES = "white-space: pre-wrap; overflow-wrap: break-word; word-break: normal;"

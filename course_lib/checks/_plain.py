@@ -4,7 +4,8 @@
 refuses anything else. ``tree_plain`` records a whole pytree, containers and all (node type, keys,
 metadata, leaves), so that list-vs-tuple or a namedtuple's type survives the trip to the grader.
 ``rebuild_tree`` turns that record back into a real tree of equivalent containers, which the core's
-``tree_diff`` and ``assert_trees_close`` can compare.
+``tree_diff`` and ``assert_trees_close`` can compare. ``describe`` pictures a value for a hint in a
+few words, and ``abridge`` fits such a text to a line, cutting it between words.
 """
 
 import collections
@@ -62,7 +63,7 @@ def _short_repr(x: Any, limit: int = 80) -> str:
         text = repr(x)
     except Exception:  # noqa: BLE001 (a learner's object may fail to print)
         text = f"<{type(x).__name__}>"
-    return shorten(text, limit)
+    return abridge(text, limit)
 
 
 def _node_kind(node: Any) -> str:
@@ -238,7 +239,47 @@ def describe(value: Any, limit: int = 160) -> str:
     >>> describe({"b": None, "w": [jnp.ones((3, 2)), 1.5]})
     "{'b': None, 'w': [f32[3,2], 1.5]}"
     """
-    return shorten(_describe(value, 0), limit)
+    return abridge(_describe(value, 0), limit)
+
+
+_CLOSING = {"(": ")", "[": "]", "{": "}"}
+
+
+def abridge(text: str, limit: int) -> str:
+    """``text`` cut to at most ``limit`` characters at a space outside quotes, so that no word or
+    string is cut: an ellipsis stands for the rest, and the brackets left open are closed after it.
+
+    >>> abridge("{'w': f32[3,2], 'b': f32[2], 'scale': None}", 36)
+    "{'w': f32[3,2], 'b': f32[2], …}"
+    >>> abridge("Dense(w=f32[4,2], activation='leaky relu') on a mesh", 40)
+    'Dense(w=f32[4,2], …)'
+
+    Where no space comes early enough, the text is cut where the limit falls (:func:`shorten`).
+    """
+    if len(text) <= limit:
+        return text
+    cut = shorten(text, limit)
+    still_open: list[str] = []  # the closing brackets owed at this point, innermost last
+    quote, escaped = "", False
+    for at, char in enumerate(text[:limit]):
+        if quote:  # inside a string: only its own closing quote counts, an escaped one not
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == quote:
+                quote = ""
+        elif char in "'\"" and (at == 0 or not text[at - 1].isalnum()):  # "learner's" is a word
+            quote = char
+        elif char in _CLOSING:
+            still_open.append(_CLOSING[char])
+        elif still_open and char == still_open[-1]:
+            still_open.pop()
+        elif char.isspace():
+            candidate = text[:at].rstrip() + " …" + "".join(reversed(still_open))
+            if len(candidate) <= limit:
+                cut = candidate
+    return cut
 
 
 def _describe(x: Any, depth: int) -> str:

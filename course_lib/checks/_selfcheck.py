@@ -102,9 +102,6 @@ def _points(verdict: Verdict) -> str:
     return f"{verdict.points}/{verdict.max_points} point{'s' if verdict.max_points != 1 else ''}"
 
 
-INPUT_WIDTH = 100 - len("  input: ")
-"""How much of a case's input a report shows: its one line fits 100 columns."""
-
 _NEXT = (
     "run the check again for a hint",
     "run the check again for the fix",
@@ -147,7 +144,7 @@ def _report(exercise: Exercise, verdict: Verdict) -> tuple[CheckPanel, int]:
     if verdict.case is not None:
         case = exercise.make_cases("check")[verdict.case]
         shown = case.shown or ", ".join(describe(arg, 200) for arg in case.args)
-        rows.append(Row(label="input", text=shorten(shown, INPUT_WIDTH), code=True))
+        rows.append(Row(label="input", text=shown, code=True))  # the panel fits it to its line
     hints = [
         Row(label="hint 1/2, the idea", text=verdict.idea_text()),
         Row(label="hint 2/2, the fix", text=verdict.fix),

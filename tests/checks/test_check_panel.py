@@ -13,9 +13,10 @@ from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
+import jax
 import pytest
 from IPython.core.formatters import format_display_data
-from test_checks_lesson01 import count_leaves, count_params
+from test_checks_lesson01 import count_leaves, count_params, leaf_paths
 
 from course_lib.checks import _selfcheck, check
 from course_lib.checks._panel import _COLOURS, CheckPanel, Row
@@ -116,6 +117,38 @@ def test_the_html_escapes_what_it_shows_and_its_text_reads_as_the_plain_form() -
     assert read.text.startswith("⚠ Flagged, it does not count 01.x (0/1 point)"), read.text
     for line in repr(panel).replace("`", "").splitlines()[1:]:  # each line under the header
         assert line.strip().lower() in read.text.lower(), line
+
+
+def test_a_long_input_is_cut_between_words_and_shown_whole_one_key_away(shown: list[Any]) -> None:
+    """An input longer than its line: the plain text cuts it at a space, an ellipsis and the
+    brackets it leaves open after the last word, within 100 columns; the panel shows that line as
+    the summary of a disclosure, which a keyboard opens and a screen reader reads as a button,
+    with the whole input inside."""
+
+    def paths_of_small_trees(tree: Any) -> list[str]:  # wrong from the third leaf on
+        return leaf_paths(tree) if len(jax.tree.leaves(tree)) < 3 else []
+
+    check("01.leaf_paths", paths_of_small_trees, strict=False)
+    [panel] = shown
+    whole = panel.rows[-1].text
+    line = repr(panel).splitlines()[-1]
+    assert line.startswith("  input: ") and len(line) <= 100 < len("  input: " + whole), line
+    shown_input = line.removeprefix("  input: ")
+    kept, ellipsis, closing = shown_input.rpartition(" …")
+    assert ellipsis and closing and set(closing) <= set(")]}"), line
+    assert whole.startswith(kept) and whole[len(kept)] == " ", (kept, whole)
+    page = panel._repr_html_()
+    disclosure = re.search(r"<details[^>]*><summary[^>]*>(.*?)</summary>(.*?)</details>", page)
+    assert disclosure is not None, page
+    summary, inside = (_read(part).text for part in disclosure.groups())
+    assert summary == f"Input: {shown_input}" and inside == whole
+    short = CheckPanel(
+        exercise="01.x",
+        tone="incorrect",
+        word="incorrect",
+        rows=(Row(label="input", text="[f32[2]]", code=True),),
+    )
+    assert "<details" not in short._repr_html_()  # a line that fits is shown as it is
 
 
 def _styles(page: str) -> list[dict[str, str]]:
