@@ -82,11 +82,13 @@ class TrainingPlayground:
     The learning rate has a scale of buttons, one per rate, from one end of ``lr_range`` to the
     other in even steps on a log scale (1, 2 and 5 in each decade: :func:`log_scale`), and a
     number box for typing any rate in the range: a value outside it is refused with a message that
-    says the range, and the rate stays as it was. The step count has a number box. A typed value
-    counts when it is entered (Enter, or leaving the box). The buttons and the boxes are named
-    controls a screen reader reads as shown (a slider is not: ipywidgets' slider handle has no
-    accessible name and reports its position as a power of ten). The curve is an image whose alt
-    text says what it shows (:attr:`plot_description`).
+    says the range, and the rate stays as it was. The step count has a number box: a count above
+    ``max_steps`` (or below 1) runs as ``max_steps`` (or 1), which the box then shows, and a message
+    says so. Each message stands under the box it is about. A typed value counts when it is
+    entered (Enter, or leaving the box). The buttons and the boxes are named controls a screen
+    reader reads as shown (a slider is not: ipywidgets' slider handle has no accessible name and
+    reports its position as a power of ten). The curve is an image whose alt text says what it
+    shows (:attr:`plot_description`).
 
     Display it by ending a cell with it; ``.widget`` is the ipywidgets box. From code (the tests
     do this): set ``lr_scale.value``, ``lr_box.value`` or ``steps_box.value``, then read
@@ -95,7 +97,8 @@ class TrainingPlayground:
 
     CSS classes, for browser tests: ``course-training`` (the whole widget), ``course-lr-scale``
     (the rate buttons), ``course-lr-box``, ``course-lr-notice`` (under it: why a typed rate was
-    refused), ``course-steps-box``, ``course-loss-plot`` (the curve: an HTML widget holding one
+    refused), ``course-steps-box``, ``course-steps-notice`` (under it: the count that ran instead
+    of one typed out of range), ``course-loss-plot`` (the curve: an HTML widget holding one
     ``img``) and ``course-training-stats`` (the text beside it).
 
     >>> import numpy as np
@@ -116,6 +119,9 @@ class TrainingPlayground:
     >>> print(playground.plot_description)
     Loss curve, learning rate 0.2, 30 steps: the loss falls from 1 to 1.36e-13 (log scale).
     Earlier runs, fainter: 0.1 (dashed) falls from 1 to 2.39e-06.
+    >>> playground.steps_box.value = 9999
+    >>> print(playground.refusal, playground.steps_box.value, len(playground.losses))
+    At most 50 steps: ran 50, not 9999. 50 50
     """
 
     def __init__(
@@ -138,6 +144,7 @@ class TrainingPlayground:
             raise ValueError(f"keep must be between 0 and {len(KEPT_STYLES)}, got {keep}")
         self.run = run
         self.lr_range = (low, high)
+        self.max_steps = max_steps
         self.keep = keep
         self.compiles = 0
         """Compilations caused by every run so far, the first included."""
@@ -151,8 +158,9 @@ class TrainingPlayground:
         self.error: str | None = None
         """The latest run's error as ``"TypeError: ..."``, or ``None`` when it succeeded."""
         self.refusal: str | None = None
-        """Why the latest typed rate was refused, or ``None``; shown under the box it was typed
-        in, where the learner is looking, and read out by screen readers (a status)."""
+        """Why the latest typed value was refused or replaced, or ``None``; shown under the box
+        it was typed in, where the learner is looking, and read out by screen readers (a
+        status)."""
         self.stats_text = ""
         """The text beside the curve."""
         self._latest: Run | None = None
@@ -176,10 +184,10 @@ class TrainingPlayground:
             layout=widgets.Layout(width="260px"),
         )
         self.lr_box.add_class("course-lr-box")
-        self.steps_box = widgets.BoundedIntText(
+        # Not a BoundedIntText: its box turns 9999 into the maximum before the kernel hears of it,
+        # with no word; the kernel keeps the count in range here, and says so.
+        self.steps_box = widgets.IntText(
             value=steps,
-            min=1,
-            max=max_steps,
             step=1,
             description="steps",
             style={"description_width": "initial"},
@@ -188,6 +196,8 @@ class TrainingPlayground:
         self.steps_box.add_class("course-steps-box")
         self.notice = widgets.HTML()
         self.notice.add_class("course-lr-notice")
+        self.steps_notice = widgets.HTML()
+        self.steps_notice.add_class("course-steps-notice")
         self.png = b""
         """The curves as the latest redraw left them, a PNG of twice the pixels it is shown at."""
         self.plot_description = ""
@@ -198,7 +208,9 @@ class TrainingPlayground:
         self.stats.add_class("course-training-stats")
         self.widget = widgets.VBox(
             [
-                widgets.VBox([self.lr_scale, self.lr_box, self.notice, self.steps_box]),
+                widgets.VBox(
+                    [self.lr_scale, self.lr_box, self.notice, self.steps_box, self.steps_notice]
+                ),
                 widgets.HBox([self.plot, self.stats], layout=widgets.Layout(flex_flow="row wrap")),
                 focus_style(),
             ]
@@ -223,7 +235,7 @@ class TrainingPlayground:
 
         self.lr_scale.observe(self._picked, names="value")
         self.lr_box.observe(self._typed, names="value")
-        self.steps_box.observe(self._changed, names="value")
+        self.steps_box.observe(self._stepped, names="value")
         self.update()
 
     @property
@@ -251,22 +263,31 @@ class TrainingPlayground:
         rate = float(change["new"])
         if not low <= rate <= high:  # also refuses nan
             self._set_quietly(self.lr_box, change["old"])
-            self.refusal = (
+            self._say(
                 f"{rate:g} is outside the scale, {low:g} to {high:g}: "
-                f"the rate stays {change['old']:g}."
+                f"the rate stays {change['old']:g}.",
+                under=self.notice,
             )
-            self._write_notice()
             return
         self._set_quietly(self.lr_scale, rate if rate in self.stops else None)
         self.update()
 
-    def _changed(self, change: dict[str, Any]) -> None:
+    def _stepped(self, change: dict[str, Any]) -> None:
+        if self._syncing:
+            return
+        typed = int(change["new"])
+        steps = min(max(typed, 1), self.max_steps)
+        if steps == typed:
+            self.update()
+            return
+        self._set_quietly(self.steps_box, steps)
         self.update()
+        limit = f"At most {self.max_steps} steps" if typed > steps else "At least 1 step"
+        self._say(f"{limit}: ran {steps}, not {typed}.", under=self.steps_notice)
 
     def update(self) -> None:
         """Run with the controls' values and redraw (the controls call this on every change)."""
-        self.refusal = None
-        self._write_notice()
+        self._say(None)
         learning_rate = jnp.asarray(self.learning_rate, dtype=jnp.float32)
         steps = int(self.steps_box.value)
         try:
@@ -359,10 +380,13 @@ class TrainingPlayground:
             text += f"\nEarlier runs, fainter: {earlier}."
         return text
 
-    def _write_notice(self) -> None:
-        self.notice.value = (
-            "" if self.refusal is None else f'<p role="status">{html.escape(self.refusal)}</p>'
-        )
+    def _say(self, refusal: str | None, under: widgets.HTML | None = None) -> None:
+        """Show ``refusal`` under the box it is about, the notice ``under`` it, and clear the
+        other notice (``None``: clear both)."""
+        self.refusal = refusal
+        said = "" if refusal is None else f'<p role="status">{html.escape(refusal)}</p>'
+        for notice in (self.notice, self.steps_notice):
+            notice.value = said if notice is under else ""
 
     def _write_stats(self) -> None:
         lines = [f"learning rate {self.learning_rate:.3g} · {self.steps_box.value} steps"]
@@ -392,6 +416,7 @@ class TrainingPlayground:
             self.lr_box,
             self.steps_box,
             self.notice,
+            self.steps_notice,
             self.plot,
             self.stats,
             *self.widget.children,

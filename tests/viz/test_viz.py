@@ -613,6 +613,7 @@ def test_training_css_classes_and_display() -> None:
     playground = viz.TrainingPlayground(_run, steps=5, max_steps=MAX_STEPS)
     assert "course-lr-box" in playground.lr_box._dom_classes
     assert "course-steps-box" in playground.steps_box._dom_classes
+    assert "course-steps-notice" in playground.steps_notice._dom_classes
     assert "course-training-stats" in playground.stats._dom_classes
     assert "course-loss-plot" in playground.plot._dom_classes
     assert "course-training" in playground.widget._dom_classes

@@ -1,5 +1,6 @@
 """The training playground's plot: a fixed log scale, the last runs kept fainter and named by
-their rates, and a learning rate chosen on a log slider or typed within its range."""
+their rates, a learning rate chosen on a log slider or typed within its range, and a step count
+kept within its range in words."""
 
 from __future__ import annotations
 
@@ -124,6 +125,30 @@ def test_a_typed_rate_outside_the_range_is_refused_in_words(typed: float) -> Non
     assert "outside" not in playground.stats_text
     playground.lr_box.value = 0.2  # the next accepted rate clears the message
     assert playground.refusal is None and playground.notice.value == ""
+
+
+def test_a_step_count_out_of_range_runs_the_nearest_and_says_so() -> None:
+    playground = _playground(max_steps=50)
+    # No maximum for the browser's box to clamp to before the kernel hears what was typed.
+    assert "max" not in playground.steps_box.keys
+    controls = playground.widget.children[0].children
+    assert controls.index(playground.steps_notice) == controls.index(playground.steps_box) + 1
+    for typed, ran, said in [
+        (9999, 50, "At most 50 steps: ran 50, not 9999."),
+        (0, 1, "At least 1 step: ran 1, not 0."),
+    ]:
+        playground.steps_box.value = typed
+        assert playground.steps_box.value == ran and len(playground.losses) == ran
+        assert playground.stats_text.startswith(f"learning rate 0.1 · {ran} steps")
+        # Said under the steps box, as a status, like a refused rate under the rate's box.
+        assert playground.refusal == said
+        assert playground.steps_notice.value == f'<p role="status">{said}</p>'
+        assert playground.notice.value == ""
+    playground.lr_box.value = 5.0  # a refused rate: its message alone, under its own box
+    assert playground.steps_notice.value == "" and "5 is outside" in playground.notice.value
+    playground.steps_box.value = 30  # a count in range runs as typed, and clears the message
+    assert playground.refusal is None and playground.notice.value == ""
+    assert len(playground.losses) == 30
 
 
 def test_the_plot_is_twice_the_pixels_it_is_shown_at() -> None:
