@@ -145,9 +145,7 @@ class Notebooks:
         """Open ``relative``, run all its cells, save; show the kept tab again when it was kept."""
         if relative in self.kept:
             return self.kept[relative].open()
-        if self.lab is None:
-            self.lab = LabPage(self.server, self.browser)
-        page = self.lab.open(relative)
+        page = self.show(relative)
         try:
             page.run_all()
         except BaseException:
@@ -157,6 +155,12 @@ class Notebooks:
         if keep:
             self.kept[relative] = page
         return page
+
+    def show(self, relative: str) -> NotebookPage:
+        """Open ``relative`` as it was saved, outputs and all, without running it."""
+        if self.lab is None:
+            self.lab = LabPage(self.server, self.browser)
+        return self.lab.open(relative)
 
     def close_all(self) -> None:
         for page in self.kept.values():
