@@ -160,7 +160,9 @@ def flag_place(flag: dict[str, Any]) -> str:
     return f"{where}: `{flag['text']}`" if flag["text"] else where
 
 
-_JAX_ITSELF = "Write it with JAX itself (jax.tree.leaves, jax.tree.map, jax.tree.structure, ...)."
+_JAX_ITSELF = (
+    "Write it with JAX itself (`jax.tree.leaves`, `jax.tree.map`, `jax.tree.structure`, ...)."
+)
 
 
 def flag_message(
@@ -173,29 +175,32 @@ def flag_message(
     reached = flag["reached"]
     if flag["kind"] == "tamper":
         return (
-            f"{name} switched off the grader's watch of what it calls (sys.setprofile), so it "
+            f"`{name}` switched off the grader's watch of what it calls (`sys.setprofile`), so it "
             "cannot be graded."
         )
     if flag["kind"] == "module":
         package = reached.split(".", 1)[0]
         text = (
-            f"{name} calls {reached} ({place(flag)}): {package} may not be used in this exercise."
+            f"`{name}` calls `{reached}` ({place(flag)}): `{package}` may not be used in this "
+            "exercise."
         )
     else:
         what = (
-            "the course's reference answer, " + reached if flag["kind"] == "reference" else reached
+            f"the course's reference answer, `{reached}`"
+            if flag["kind"] == "reference"
+            else f"`{reached}`"
         )
         if flag["file"]:
-            text = f"{name} calls {what} ({place(flag)})"
+            text = f"`{name}` calls {what} ({place(flag)})"
         else:
-            text = f"{name} is {what} itself"
+            text = f"`{name}` is {what} itself"
         text += (
             ": that is the course's own version of what this exercise asks you to write, "
             "so it does not count. "
         ) + _JAX_ITSELF
     others = sorted({f["reached"] for f in flags[1:]} - {reached})
     if others:
-        text += f" It also calls {', '.join(others)}."
+        text += f" It also calls {', '.join(f'`{other}`' for other in others)}."
     return text
 
 
@@ -232,11 +237,11 @@ def _case_problem(
         return (
             "failed",
             _about(case)
-            + f"{exercise.name} raised NotImplementedError: is part of the stub still there?",
+            + f"`{exercise.name}` raised `NotImplementedError`: is part of the stub still there?",
             _steps(exercise),
         )
     if outcome.status == "raised":
-        text = _about(case) + f"{exercise.name} raised {outcome.error}: {outcome.message}"
+        text = _about(case) + f"`{exercise.name}` raised `{outcome.error}`: {outcome.message}"
         behind = exercise.judge_raise and exercise.judge_raise(outcome.error, outcome.message, case)
         if behind:
             return "error", f"{text}\n{behind.what}", _mistake_steps(exercise, behind)
@@ -244,7 +249,7 @@ def _case_problem(
     return (
         "failed",
         _about(case)
-        + f"{exercise.name} returned {outcome.message}, which the check cannot compare.",
+        + f"`{exercise.name}` returned {outcome.message}, which the check cannot compare.",
         _steps(exercise),
     )
 
@@ -381,11 +386,11 @@ def judge_outcomes(
             status="not_attempted",
             points=0,
             max_points=total,
-            message=f"{name} still raises NotImplementedError: not attempted yet.",
+            message=f"`{name}` still raises `NotImplementedError`: not attempted yet.",
             cases=len(cases),
             passed_cases=(False,) * len(cases),
         )
-    not_run = f"{name} was not run on every case."
+    not_run = f"`{name}` was not run on every case."
     if not flags and len(outcomes) < len(cases) and all(o.status == "returned" for o in outcomes):
         return Verdict(
             status="error", points=0, max_points=total, message=not_run, cases=len(cases)

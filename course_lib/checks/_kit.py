@@ -540,8 +540,8 @@ def judge_bool(got: Any, expected: Any, case: Case) -> str | None:
     if isinstance(got, np.ndarray) and got.shape == () and got.dtype == bool:
         got = bool(got)
     if not isinstance(got, bool):
-        return f"returned {describe(got)}; return True or False."
-    return None if got == expected else f"returned {got}, expected {expected}."
+        return f"returned {describe(got)}; return `True` or `False`."
+    return None if got == expected else f"returned `{got}`, expected `{expected}`."
 
 
 def to_python(x: Any) -> Any:
@@ -561,7 +561,7 @@ def plain_difference(got: Any, expected: Any, where: str = "") -> str | None:
         if not (isinstance(expected, np.ndarray) and isinstance(got, np.ndarray)):
             return f"got {describe(got)}{at}, expected {describe(expected)}."
         if got.shape != expected.shape:
-            return f"got shape {got.shape}{at}, expected {expected.shape}."
+            return f"got shape `{got.shape}`{at}, expected `{expected.shape}`."
         if not np.allclose(got, expected, rtol=JUDGE_RTOL, atol=JUDGE_ATOL, equal_nan=True):
             return f"the values{at} differ from the expected ones."
         return None
@@ -701,8 +701,8 @@ def tree_judge(
             for (path, a), b in zip(paths, jax.tree.leaves(theirs), strict=True):
                 if isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and a.dtype != b.dtype:
                     return (
-                        f"leaf {jax.tree_util.keystr(path) or '<root>'} has dtype {a.dtype}, "
-                        f"expected {b.dtype}."
+                        f"leaf {jax.tree_util.keystr(path) or '<root>'} has dtype `{a.dtype}`, "
+                        f"expected `{b.dtype}`."
                     )
         return None
 
@@ -760,13 +760,13 @@ def returned_none(name: str) -> Mistake:
     recognised, with its own idea and fix, so that a workshop's room counts it.
 
     >>> returned_none("count_params").what
-    'count_params returned None: missing `return`?'
+    '`count_params` returned `None`: missing `return`?'
     """
     return Mistake(
-        f"{name} returned None: missing `return`?",
-        "A Python function that reaches its end without a return statement gives back None, "
+        f"`{name}` returned `None`: missing `return`?",
+        "A Python function that reaches its end without a `return` statement gives back `None`, "
         "whatever it computed on the way.",
-        "Put return in front of the expression that builds the result, or return the name you "
+        "Put `return` in front of the expression that builds the result, or return the name you "
         "stored it in.",
     )
 
@@ -776,7 +776,7 @@ def missing_return(got: Any, expected: Any, name: str) -> Mistake | None:
     returned ``None`` where a tree was due.
 
     >>> missing_return(NONE_RECORD, tree_plain([1.0]), "sgd_step").what
-    'sgd_step returned None: missing `return`?'
+    '`sgd_step` returned `None`: missing `return`?'
     """
     if got == NONE_RECORD and expected != NONE_RECORD:
         return returned_none(name)

@@ -62,11 +62,11 @@ def _count_cases(rng: np.random.Generator) -> list[Case]:
     cases = [
         _count_case(
             {"w": random_f32(rng, m, n), "b": random_f32(rng, n)},
-            f"a layer with w of shape ({m}, {n}) and b of shape ({n},)",
+            f"a layer with `w` of shape `({m}, {n})` and `b` of shape `({n},)`",
         ),
         _count_case(
             {"encoder": {"w": random_f32(rng, n, m), "b": None}, "decoder": None},
-            "a dict with None subtrees",
+            "a dict with `None` subtrees",
         ),
         _count_case(
             [1.5, random_f32(rng, n), (2, random_f32(rng, m, 1))],
@@ -77,10 +77,10 @@ def _count_cases(rng: np.random.Generator) -> list[Case]:
                 Layer(w=random_f32(rng, m, m), b=None),
                 Point(x=random_f32(rng), y=random_f32(rng, 1)),
             ),
-            "namedtuples with a None field and 0-d arrays",
+            "namedtuples with a `None` field and 0-d arrays",
         ),
         _count_case(collections.OrderedDict(z=[None, None], a=()), "a tree with no leaves at all"),
-        _count_case(None, "None on its own"),
+        _count_case(None, "`None` on its own"),
     ]
     for i in range(4):
         tree = {
@@ -104,14 +104,14 @@ def _judge_count(got: Any, expected: Any, case: Case) -> str | Mistake | None:
             f"returned {value}, the number of leaves, where {want} was expected.",
             "A parameter is one entry of an array: a leaf holds as many parameters as it has "
             "elements.",
-            "Add up the element counts of the leaves instead of counting the leaves (a (3, 2) "
+            "Add up the element counts of the leaves instead of counting the leaves (a `(3, 2)` "
             "array holds 6).",
         )
     if info["nones"] and value == want + info["nones"]:
         return Mistake(
-            f"returned {value}, expected {want}: each None seems to count as a parameter.",
-            "None is an empty subtree: it holds no leaves, so it adds no parameters.",
-            "Count only what jax.tree.leaves(tree) lists: it already leaves None out.",
+            f"returned {value}, expected {want}: each `None` seems to count as a parameter.",
+            "`None` is an empty subtree: it holds no leaves, so it adds no parameters.",
+            "Count only what `jax.tree.leaves(tree)` lists: it already leaves `None` out.",
             reread=PITFALL_1,
         )
     if info["numbers"] and value == want - info["numbers"]:
@@ -125,7 +125,7 @@ def _judge_count(got: Any, expected: Any, case: Case) -> str | Mistake | None:
 
 _NUMBERS_ARE_LEAVES = Steps(
     idea="Python numbers are leaves too, and each holds one element.",
-    fix="np.size(leaf) counts a Python number as 1, where leaf.size fails on it.",
+    fix="`np.size(leaf)` counts a Python number as 1, where `leaf.size` fails on it.",
     reread=WHICH_NODES,
 )
 """The steps of an answer that leaves out, or fails on, the Python numbers among the leaves."""
@@ -139,7 +139,7 @@ def _judge_count_raise(error: str, message: str, case: Case) -> Mistake | None:
     if error != "AttributeError" or number is None:
         return None
     return _NUMBERS_ARE_LEAVES.mistake(
-        f"leaf.size fails on a Python {number}: this input has Python numbers among its leaves."
+        f"`leaf.size` fails on a Python {number}: this input has Python numbers among its leaves."
     )
 
 
@@ -156,11 +156,12 @@ COUNT_PARAMS = Exercise(
     hints=(
         (
             "A parameter is one entry of an array, so a leaf counts as many parameters as it has "
-            "elements, and a None subtree has none."
+            "elements, and a `None` subtree has none."
         ),
         (
-            "Add np.size(leaf) over jax.tree.leaves(tree): np.size counts the elements of a JAX "
-            "array, a NumPy array or a Python number alike, and a tree without leaves gives 0."
+            "Add `np.size(leaf)` over `jax.tree.leaves(tree)`: `np.size` counts the elements of "
+            "a JAX array, a NumPy array or a Python number alike, and a tree without leaves "
+            "gives 0."
         ),
     ),
     reread=CONTAINERS_AND_LEAVES,
@@ -195,15 +196,15 @@ def _paths_cases(rng: np.random.Generator) -> list[Case]:
     cases = [
         _paths_case(
             {"w": leaf(), "b": None, "alpha": [leaf(), None]},
-            "a dict with None values, keys not in sorted order",
+            "a dict with `None` values, keys not in sorted order",
         ),
         _paths_case(
             collections.OrderedDict(z=leaf(), a=None, m=(leaf(),)),
-            "an OrderedDict, which keeps its own key order",
+            "an `OrderedDict`, which keeps its own key order",
         ),
         _paths_case(
             [Layer(w=leaf(), b=None), Point(x=None, y=leaf())],
-            "a list of namedtuples with None fields",
+            "a list of namedtuples with `None` fields",
         ),
         _paths_case(
             (leaf(), [None, [leaf(), ()]], {}), "nested tuples and lists with empty containers"
@@ -229,8 +230,8 @@ def _judge_paths(got: Any, expected: Any, case: Case) -> str | Mistake | None:
             f"returned a tuple of {len(got)} paths, where a list was expected.",
             "A tuple and a list are different types: Python tells them apart, and so does JAX, "
             "for which they are different nodes.",
-            "Build the result as a list: a list comprehension over the (path, leaf) pairs, or "
-            "list(...) around what you have.",
+            "Build the result as a list: a list comprehension over the `(path, leaf)` pairs, or "
+            "`list(...)` around what you have.",
             reread=PITFALL_14,
         )
     if not isinstance(got, list):
@@ -240,20 +241,20 @@ def _judge_paths(got: Any, expected: Any, case: Case) -> str | Mistake | None:
         return Mistake(
             f"the list holds {describe(bad)}, where the text of a key path was expected.",
             "A key path is a tuple of key objects, one per step from the root; the exercise asks "
-            "for the text JAX writes for it, such as \"['b'][0]\".",
-            "jax.tree_util.keystr(path) writes a key path as a string: apply it to each path.",
+            "for the text JAX writes for it, such as `\"['b'][0]\"`.",
+            "`jax.tree_util.keystr(path)` writes a key path as a string: apply it to each path.",
         )
     if got == expected:
         return None
     none_paths = case.info["none_paths"]
     if none_paths and got == [p for p in expected if p not in none_paths]:
         return Mistake(
-            f"the paths of the None entries ({', '.join(none_paths)}) are missing; every other "
+            f"the paths of the `None` entries ({', '.join(none_paths)}) are missing; every other "
             "path is there.",
-            "None is an empty subtree: JAX lists no leaf for it, so it has no path of its own "
-            "unless is_leaf says it is a leaf.",
-            "Give jax.tree_util.tree_leaves_with_path an is_leaf argument, a function that "
-            "returns True for None.",
+            "`None` is an empty subtree: JAX lists no leaf for it, so it has no path of its own "
+            "unless `is_leaf` says it is a leaf.",
+            "Give `jax.tree_util.tree_leaves_with_path` an `is_leaf` argument, a function that "
+            "returns `True` for `None`.",
             reread=PITFALL_1,
         )
     if sorted(got) == sorted(expected):
@@ -262,8 +263,8 @@ def _judge_paths(got: Any, expected: Any, case: Case) -> str | Mistake | None:
             f"the right paths in another order: path {i + 1} is {got[i]!r}, expected "
             f"{expected[i]!r}.",
             "The leaves come in flatten order: a dict's keys sorted, whatever order they were "
-            "written in, and an OrderedDict's in its own order.",
-            "Keep the paths in the order jax.tree_util.tree_leaves_with_path gives them, "
+            "written in, and an `OrderedDict`'s in its own order.",
+            "Keep the paths in the order `jax.tree_util.tree_leaves_with_path` gives them, "
             "without sorting or walking the containers yourself.",
             reread=PITFALL_4,
         )
@@ -274,7 +275,7 @@ def _judge_paths(got: Any, expected: Any, case: Case) -> str | Mistake | None:
             f", and {extra[0]!r} is not a path of a leaf." if extra else "."
         )
     if extra:
-        return f"{extra[0]!r} is not the path of a leaf or of a None entry."
+        return f"{extra[0]!r} is not the path of a leaf or of a `None` entry."
     return f"returned {len(got)} paths, expected {len(expected)}: some appear twice."
 
 
@@ -290,13 +291,13 @@ LEAF_PATHS = Exercise(
     hints=(
         (
             "JAX can hand you each leaf together with its key path, the keys that lead to it from "
-            "the root, in flatten order. None is an empty subtree, so it has a path only if you "
+            "the root, in flatten order. `None` is an empty subtree, so it has a path only if you "
             "declare it a leaf."
         ),
         (
-            "jax.tree_util.tree_leaves_with_path gives (path, leaf) pairs and takes is_leaf, a "
-            "function that says which objects count as leaves: one that is true for None. Write "
-            "each path as text with jax.tree_util.keystr(path)."
+            "`jax.tree_util.tree_leaves_with_path` gives `(path, leaf)` pairs and takes "
+            "`is_leaf`, a function that says which objects count as leaves: one that is true for "
+            "`None`. Write each path as text with `jax.tree_util.keystr(path)`."
         ),
     ),
     reread=PITFALL_1,
@@ -329,24 +330,24 @@ def _is_node(x: Any) -> bool:
 # for a leaf from a test that every leaf passes too.
 _COUNT_FIX = (
     "Look at the structure, not at the leaves: only a lone leaf has the structure "
-    "PyTreeDef(*), and jax.tree.structure(x) shows what x has."
+    "`PyTreeDef(*)`, and `jax.tree.structure(x)` shows what `x` has."
 )
 _EMPTY_FIX = (
-    "Counting leaves and jax.tree_util.treedef_is_leaf both take None and empty containers for "
-    "leaves: compare jax.tree.structure(x) with PyTreeDef(*), the structure of a lone leaf."
+    "Counting leaves and `jax.tree_util.treedef_is_leaf` both take `None` and empty containers for "
+    "leaves: compare `jax.tree.structure(x)` with `PyTreeDef(*)`, the structure of a lone leaf."
 )
 _REGISTRY_FIX = (
-    "Ask JAX instead of listing types with isinstance: jax.tree.structure(x) knows every "
-    "registered class, and it is PyTreeDef(*) only for a lone leaf."
+    "Ask JAX instead of listing types with `isinstance`: `jax.tree.structure(x)` knows every "
+    "registered class, and it is `PyTreeDef(*)` only for a lone leaf."
 )
 _LEAF_FIX = (
-    "A lone leaf, whatever it is, has the structure PyTreeDef(*): compare jax.tree.structure(x) "
-    "with the structure of a value you know is a leaf, such as 0."
+    "A lone leaf, whatever it is, has the structure `PyTreeDef(*)`: compare "
+    "`jax.tree.structure(x)` with the structure of a value you know is a leaf, such as `0`."
 )
 _NODE_WHY = {
     "none": Steps(
-        idea="None is a node: an empty subtree with no children, which is why "
-        "jax.tree.leaves(None) is [].",
+        idea="`None` is a node: an empty subtree with no children, which is why "
+        "`jax.tree.leaves(None)` is `[]`.",
         fix=_EMPTY_FIX,
         reread=PITFALL_1,
     ),
@@ -355,8 +356,10 @@ _NODE_WHY = {
         fix=_EMPTY_FIX,
     ),
     "single": Steps(
-        idea="A container holding a single leaf is still a node: [x] and x both have one leaf, but "
-        "not the same structure.",
+        idea=(
+            "A container holding a single leaf is still a node: `[x]` and `x` both have one "
+            "leaf, but not the same structure."
+        ),
         fix=_COUNT_FIX,
     ),
     "container": Steps(
@@ -364,21 +367,23 @@ _NODE_WHY = {
     ),
     "namedtuple": Steps(idea="A namedtuple is a node: each field is a child.", fix=_COUNT_FIX),
     "ordered": Steps(
-        idea="An OrderedDict is a node; its children keep their insertion order.", fix=_COUNT_FIX
+        idea="An `OrderedDict` is a node; its children keep their insertion order.", fix=_COUNT_FIX
     ),
     "shape": Steps(
-        idea="x.shape is a plain tuple, and a tuple is a node whatever it means to you: JAX sees "
+        idea="`x.shape` is a plain tuple, and a tuple is a node whatever it means to you: JAX sees "
         "the dimensions as its leaves.",
         fix=_COUNT_FIX,
     ),
     "registered": Steps(
         idea="JAX decides what is a node from its registry: a class registered with JAX (here with "
-        "register_dataclass) is a node, though it is no list, tuple or dict.",
+        "`register_dataclass`) is a node, though it is no list, tuple or dict.",
         fix=_REGISTRY_FIX,
     ),
     "partial": Steps(
-        idea="jax.tree_util.Partial is registered with JAX as a node: its bound arguments are its "
-        "children.",
+        idea=(
+            "`jax.tree_util.Partial` is registered with JAX as a node: its bound arguments "
+            "are its children."
+        ),
         fix=_REGISTRY_FIX,
     ),
     "array": Steps(
@@ -403,18 +408,18 @@ def _node_cases(rng: np.random.Generator) -> list[Case]:
         ("an empty tuple", (), "empty"),
         ("an empty list", [], "empty"),
         ("an empty dict", {}, "empty"),
-        ("an empty OrderedDict", collections.OrderedDict(), "empty"),
+        ("an empty `OrderedDict`", collections.OrderedDict(), "empty"),
         ("a list of one leaf", [a], "single"),
-        ("a tuple holding only None", (None,), "single"),
+        ("a tuple holding only `None`", (None,), "single"),
         ("a dict", {"w": a, "b": b}, "container"),
         ("a namedtuple", Layer(w=a, b=b), "namedtuple"),
         ("a registered dataclass", RegisteredLayer(w=a, b=b), "registered"),
         (
-            "a jax.tree_util.Partial with a bound array",
+            "a `jax.tree_util.Partial` with a bound array",
             jax.tree_util.Partial(np.multiply, arr),
             "partial",
         ),
-        ("an OrderedDict", collections.OrderedDict(b=a, a=b), "ordered"),
+        ("an `OrderedDict`", collections.OrderedDict(b=a, a=b), "ordered"),
         ("the shape of an array", arr.shape, "shape"),
         ("a NumPy array", arr, "array"),
         ("a JAX array", jax.device_put(arr), "array"),
@@ -443,7 +448,9 @@ def _explained_bool(name: str, why: dict[str, Steps], facts: dict[str, str] | No
             return problem
         kind = case.info["kind"]
         fact = f", {facts[kind]}" if facts and kind in facts else ""
-        return why[kind].mistake(f"{name} returned {to_python(got)}, expected {expected}{fact}.")
+        return why[kind].mistake(
+            f"`{name}` returned `{to_python(got)}`, expected `{expected}`{fact}."
+        )
 
     return judge
 
@@ -460,12 +467,12 @@ IS_NODE = Exercise(
     hints=(
         (
             "Whether something is a node is JAX's decision, made from its registry, not from the "
-            "type or the number of leaves: None and empty containers are nodes with no leaves, and "
-            "[x] is a node with one."
+            "type or the number of leaves: `None` and empty containers are nodes with no leaves, "
+            "and `[x]` is a node with one."
         ),
         (
-            "Compare jax.tree.structure(x) with the structure of a lone leaf, PyTreeDef(*), for "
-            "example jax.tree.structure(0)."
+            "Compare `jax.tree.structure(x)` with the structure of a lone leaf, `PyTreeDef(*)`, "
+            "for example `jax.tree.structure(0)`."
         ),
     ),
     reread=WHICH_NODES,
@@ -516,11 +523,13 @@ def _replace_cases(rng: np.random.Generator) -> list[Case]:
         ),
         odd_values(
             {"w": leaf(), "b": leaf(), "c": [leaf(), leaf()], "d": (leaf(), leaf())},
-            "new values that are tuples, lists, dicts and None",
+            "new values that are tuples, lists, dicts and `None`",
         ),
-        case([leaf(), None, (leaf(), {"z": leaf(), "a": None})], "a list with None subtrees", True),
+        case(
+            [leaf(), None, (leaf(), {"z": leaf(), "a": None})], "a list with `None` subtrees", True
+        ),
         case(Layer(w=leaf(), b=(leaf(), leaf())), "a namedtuple", False),
-        case(collections.OrderedDict(z=leaf(), a=[leaf()]), "an OrderedDict", True),
+        case(collections.OrderedDict(z=leaf(), a=[leaf()]), "an `OrderedDict`", True),
         case(leaf(), "a single leaf", False),
     ]
     for i in range(3):
@@ -543,12 +552,12 @@ def _judge_replace(got: Any, expected: Any, case: Case) -> str | Mistake | None:
     if problem.startswith("the structure"):
         if isinstance(mine, list) and len(mine) == len(values) and not isinstance(theirs, list):
             return Mistake(
-                f"returned a list of {len(mine)} items, as long as values, where a tree shaped "
-                f"like tree was expected; {problem}",
-                "The result takes its structure from tree: its containers, their keys and its "
-                "None subtrees. values only supplies the leaves that fill it.",
-                "Take the structure of tree with jax.tree.structure, a PyTreeDef, and fill it "
-                "with values using jax.tree.unflatten.",
+                f"returned a list of {len(mine)} items, as long as `values`, where a tree shaped "
+                f"like `tree` was expected; {problem}",
+                "The result takes its structure from `tree`: its containers, their keys and its "
+                "`None` subtrees. `values` only supplies the leaves that fill it.",
+                "Take the structure of `tree` with `jax.tree.structure`, a `PyTreeDef`, and fill "
+                "it with `values` using `jax.tree.unflatten`.",
                 reread=PYTREEDEF,
             )
         return problem
@@ -556,10 +565,10 @@ def _judge_replace(got: Any, expected: Any, case: Case) -> str | Mistake | None:
     if sorted(map(describe, mine_leaves)) == sorted(map(describe, their_leaves)):
         return Mistake(
             problem + " The values are all there, but in another order.",
-            "The leaves are filled in flatten order, the order jax.tree.leaves lists them, which "
+            "The leaves are filled in flatten order, the order `jax.tree.leaves` lists them, which "
             "sorts a dict's keys; the order the keys were written in does not count.",
-            "Let JAX place the values: jax.tree.unflatten fills a PyTreeDef in flatten order, so "
-            "there is no need to walk the containers yourself.",
+            "Let JAX place the values: `jax.tree.unflatten` fills a `PyTreeDef` in flatten "
+            "order, so there is no need to walk the containers yourself.",
             reread=PITFALL_4,
         )
     return problem
@@ -578,11 +587,11 @@ REPLACE_LEAVES = Exercise(
         (
             "A tree is its structure plus its leaves in flatten order; you can keep the structure "
             "and put in new leaves. The new values are used as they are, even when a value is "
-            "itself a tuple, a list or None."
+            "itself a tuple, a list or `None`."
         ),
         (
-            "jax.tree.unflatten takes a PyTreeDef, here the one jax.tree.structure gives for "
-            "tree, and a list of leaves: pass values as it is, without flattening it first."
+            "`jax.tree.unflatten` takes a `PyTreeDef`, here the one `jax.tree.structure` gives for "
+            "`tree`, and a list of leaves: pass `values` as it is, without flattening it first."
         ),
     ),
     reread=APART_AND_BACK,
@@ -598,15 +607,15 @@ REPLACE_LEAVES = Exercise(
 # A wrong True comes from comparing too little (the leaf counts, or whether a map succeeds); a
 # wrong False from comparing too much (the leaves, or the keys as written).
 _TOO_LITTLE = (
-    "Compare the two PyTreeDefs that jax.tree.structure gives for a and for b, with ==: they "
-    "hold the node types, the keys and their order, which leaf counts and a trial "
-    "jax.tree.map do not check."
+    "Compare the two `PyTreeDef`s that `jax.tree.structure` gives for `a` and for `b`, with "
+    "`==`: they hold the node types, the keys and their order, which leaf counts and a trial "
+    "`jax.tree.map` do not check."
 )
 _TOO_MUCH = (
-    "Compare only what remains without the leaves: the PyTreeDefs that jax.tree.structure gives "
-    "for a and for b, with ==. It sorts dict keys and ignores every leaf for you."
+    "Compare only what remains without the leaves: the `PyTreeDef`s that `jax.tree.structure` "
+    "gives for `a` and for `b`, with `==`. It sorts dict keys and ignores every leaf for you."
 )
-_MAP_ACCEPTS = "though jax.tree.map accepts this pair"
+_MAP_ACCEPTS = "though `jax.tree.map` accepts this pair"
 _SAME_WHY = {
     "list_tuple": Steps(
         idea="A list and a tuple are different node types, even with the same leaves: the node "
@@ -627,12 +636,12 @@ _SAME_WHY = {
         reread=PITFALL_4,
     ),
     "ordered_order": Steps(
-        idea="An OrderedDict keeps its key order, and that order is part of its structure.",
+        idea="An `OrderedDict` keeps its key order, and that order is part of its structure.",
         fix=_TOO_LITTLE,
         reread=PITFALL_4,
     ),
     "dict_ordered": Steps(
-        idea="A dict and an OrderedDict are different node types, even with the same keys.",
+        idea="A dict and an `OrderedDict` are different node types, even with the same keys.",
         fix=_TOO_LITTLE,
         reread=PITFALL_4,
     ),
@@ -642,24 +651,29 @@ _SAME_WHY = {
         fix=_TOO_MUCH,
     ),
     "leaf_kinds": Steps(
-        idea="A Python number and an array are both leaves, so each leaves the same mark, *, in "
+        idea="A Python number and an array are both leaves, so each leaves the same mark, `*`, in "
         "the structure.",
         fix=_TOO_MUCH,
     ),
     "none_leaf": Steps(
-        idea="None is an empty subtree, not a leaf, so a None where the other tree has a leaf is "
-        "another structure.",
+        idea=(
+            "`None` is an empty subtree, not a leaf, so a `None` where the other tree has a "
+            "leaf is another structure."
+        ),
         fix=_TOO_LITTLE,
         reread=PITFALL_1,
     ),
     "leaf_none": Steps(
-        idea="None is an empty subtree, not a leaf, so a None where the other tree has a leaf is "
-        "another structure, even where jax.tree.map hands that None to f as it is.",
+        idea=(
+            "`None` is an empty subtree, not a leaf, so a `None` where the other tree has a "
+            "leaf is another structure, even where `jax.tree.map` hands that `None` to `f` as "
+            "it is."
+        ),
         fix=_TOO_LITTLE,
         reread=PITFALL_1,
     ),
     "deeper": Steps(
-        idea="A leaf where the other tree has a tuple is another structure. jax.tree.map asks "
+        idea="A leaf where the other tree has a tuple is another structure. `jax.tree.map` asks "
         "less: its later trees may go deeper than the first, so a map that succeeds does not prove "
         "two structures equal.",
         fix=_TOO_LITTLE,
@@ -669,7 +683,7 @@ _SAME_WHY = {
         idea="Two trees that differ only in their leaves have the same structure.", fix=_TOO_MUCH
     ),
     "none_both": Steps(
-        idea="None in the same place in both trees is the same empty subtree: the structures "
+        idea="`None` in the same place in both trees is the same empty subtree: the structures "
         "match.",
         fix=_TOO_MUCH,
         reread=PITFALL_1,
@@ -700,13 +714,13 @@ def _same_cases(rng: np.random.Generator) -> list[Case]:
             "dict_order",
         ),
         (
-            "two OrderedDicts with the same keys in different orders",
+            "two `OrderedDict`s with the same keys in different orders",
             collections.OrderedDict(w=x, b=y),
             collections.OrderedDict(b=y, w=x),
             "ordered_order",
         ),
         (
-            "a dict and an OrderedDict with the same keys",
+            "a dict and an `OrderedDict` with the same keys",
             {"a": x},
             collections.OrderedDict(a=x),
             "dict_ordered",
@@ -719,15 +733,15 @@ def _same_cases(rng: np.random.Generator) -> list[Case]:
         ),
         ("a Python float where the other tree has an array", (1.5, [x]), (x, [2]), "leaf_kinds"),
         (
-            "None where the other tree has a leaf",
+            "`None` where the other tree has a leaf",
             {"w": x, "b": None},
             {"w": x, "b": z},
             "none_leaf",
         ),
-        ("a leaf where the other tree has None", (x, z), (x, None), "leaf_none"),
+        ("a leaf where the other tree has `None`", (x, z), (x, None), "leaf_none"),
         ("a leaf where the other tree has a tuple", [x], [(x, z)], "deeper"),
         ("a dict with an extra key", {"w": x}, {"w": x, "b": y}, "extra_key"),
-        ("None in the same place in both trees", [None, x], [None, y], "none_both"),
+        ("`None` in the same place in both trees", [None, x], [None, y], "none_both"),
         ("lists of different lengths", [x, y], [x, y, z], "length"),
     ]
     for i in range(3):
@@ -768,7 +782,7 @@ SAME_STRUCTURE = Exercise(
             "the same: the node types, their keys and their order. The leaves' values, shapes and "
             "types do not count."
         ),
-        "jax.tree.structure gives a PyTreeDef, and two PyTreeDefs compare with ==.",
+        "`jax.tree.structure` gives a `PyTreeDef`, and two `PyTreeDef`s compare with `==`.",
     ),
     reread=PYTREEDEF,
     forbidden=("tree_diff", "tree_allclose", "assert_trees_close"),

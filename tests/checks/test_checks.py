@@ -62,7 +62,7 @@ def test_each_failed_check_adds_a_hint_and_keeps_what_it_showed(
     )
     fix = (
         "  hint 2/2, the fix: Add up the element counts of the leaves instead of counting the "
-        "leaves (a (3, 2) array holds 6).\n"
+        "leaves (a `(3, 2)` array holds 6).\n"
     )
     assert outputs[1] == f"{header}run the check again for the fix\n{diagnosis}{idea}"
     assert outputs[2] == f"{header}that was the last hint\n{diagnosis}{idea}{fix}"
@@ -79,10 +79,10 @@ def test_another_mistake_starts_again_at_what_went_wrong(
     capsys.readouterr()
     check("01.count_params", count_with_none)
     out = capsys.readouterr().out
-    assert "each None seems to count" in out and "hint 1/2" not in out, out
+    assert "each `None` seems to count" in out and "hint 1/2" not in out, out
     check("01.count_params", count_with_none)
     out = capsys.readouterr().out
-    assert "hint 1/2, the idea: None is an empty subtree" in out, out
+    assert "hint 1/2, the idea: `None` is an empty subtree" in out, out
 
 
 def test_a_mistake_with_the_same_idea_and_another_fix_starts_again() -> None:
@@ -373,7 +373,7 @@ def test_exception_in_learner_code_is_an_error_with_its_line() -> None:
 
     verdict = evaluate(get_exercise("01.count_params"), broken)
     assert verdict.status == "error"
-    assert "count_params raised ZeroDivisionError: division by zero (line" in verdict.message
+    assert "`count_params` raised `ZeroDivisionError`: division by zero (line" in verdict.message
 
 
 def test_unreadable_result() -> None:

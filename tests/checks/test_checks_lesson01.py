@@ -177,19 +177,23 @@ RIGHT: dict[str, Callable[..., Any]] = {
 
 WRONG: list[tuple[str, Callable[..., Any], str]] = [
     ("01.count_params", count_leaves, "the number of leaves"),
-    ("01.count_params", count_with_none, "each None seems to count as a parameter"),
+    ("01.count_params", count_with_none, "each `None` seems to count as a parameter"),
     ("01.count_params", count_skipping_numbers, "Python numbers were not counted"),
-    ("01.count_params", count_by_dot_size, "leaf.size fails on a Python float"),
-    ("01.count_params", count_forgetting_return, "returned None: missing `return`?"),
-    ("01.leaf_paths", leaf_paths_without_none, "the paths of the None entries"),
+    ("01.count_params", count_by_dot_size, "`leaf.size` fails on a Python float"),
+    (
+        "01.count_params",
+        count_forgetting_return,
+        "`count_params` returned `None`: missing `return`?",
+    ),
+    ("01.leaf_paths", leaf_paths_without_none, "the paths of the `None` entries"),
     (
         "01.leaf_paths",
         leaf_paths_as_tuple,
         "returned a tuple of 4 paths, where a list was expected",
     ),
     ("01.leaf_paths", leaf_paths_sorted, "the right paths in another order"),
-    ("01.is_node", is_node_by_treedef_is_leaf, "is_node returned False, expected True"),
-    ("01.is_node", is_node_by_leaf_count, "is_node returned"),
+    ("01.is_node", is_node_by_treedef_is_leaf, "`is_node` returned `False`, expected `True`"),
+    ("01.is_node", is_node_by_leaf_count, "`is_node` returned"),
     (
         "01.replace_leaves",
         replace_returning_values,
@@ -199,11 +203,12 @@ WRONG: list[tuple[str, Callable[..., Any], str]] = [
     (
         "01.replace_leaves",
         replace_by_flattening_values,
-        "For new values that are tuples, lists, dicts and None: replace_leaves raised ValueError",
+        "For new values that are tuples, lists, dicts and `None`: `replace_leaves` raised "
+        "`ValueError`",
     ),
-    ("01.same_structure", same_leaf_count, "same_structure returned"),
+    ("01.same_structure", same_leaf_count, "`same_structure` returned"),
     ("01.is_node", is_node_by_isinstance, "registered"),
-    ("01.same_structure", same_if_map_succeeds, "jax.tree.map accepts this pair"),
+    ("01.same_structure", same_if_map_succeeds, "`jax.tree.map` accepts this pair"),
 ]
 
 # Each wrong answer with the fix its last hint gives, applied as written.
@@ -253,13 +258,13 @@ ALSO_RIGHT: list[tuple[str, Callable[..., Any]]] = [
 NAMED: dict[str, dict[str, str]] = {
     "01.count_params": {
         "counts the leaves, not the elements in them": "the number of leaves",
-        "counts each `None` as a parameter": "each None seems to count as a parameter",
+        "counts each `None` as a parameter": "each `None` seems to count as a parameter",
         "leaves out the Python numbers, which have no `.size`": "Python numbers were not counted",
-        "calls `.size` on a Python number": "leaf.size fails on a Python float",
-        "forgets `return`": "returned None: missing `return`?",
+        "calls `.size` on a Python number": "`leaf.size` fails on a Python float",
+        "forgets `return`": "`count_params` returned `None`: missing `return`?",
     },
     "01.leaf_paths": {
-        "leaves out the paths of the `None` entries": "the paths of the None entries",
+        "leaves out the paths of the `None` entries": "the paths of the `None` entries",
         "returns a tuple instead of a list": (
             "returned a tuple of 4 paths, where a list was expected"
         ),
@@ -269,9 +274,9 @@ NAMED: dict[str, dict[str, str]] = {
     },
     "01.is_node": {
         "asks `treedef_is_leaf`, which calls `None` and empty containers leaves": (
-            "is_node returned False, expected True"
+            "`is_node` returned `False`, expected `True`"
         ),
-        "decides by counting leaves": "is_node returned",
+        "decides by counting leaves": "`is_node` returned",
         "decides with `isinstance`, which misses registered classes": "registered",
     },
     "01.replace_leaves": {
@@ -283,9 +288,9 @@ NAMED: dict[str, dict[str, str]] = {
         ),
     },
     "01.same_structure": {
-        "compares the numbers of leaves": "same_structure returned",
+        "compares the numbers of leaves": "`same_structure` returned",
         "accepts any pair that `jax.tree.map` accepts, a prefix included": (
-            "jax.tree.map accepts this pair"
+            "`jax.tree.map` accepts this pair"
         ),
     },
 }

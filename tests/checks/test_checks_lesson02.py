@@ -350,7 +350,7 @@ WRONG: list[tuple[str, Callable[..., Any], str]] = [
     ("02.sgd_step", sgd_leaves, "returned a flat list of 2 leaves, where a tree shaped like"),
     ("02.sgd_step", sgd_without_lr, "the learning rate is missing"),
     ("02.sgd_step", sgd_returning_step, "you returned the step -lr * g, not the new parameters"),
-    ("02.sgd_step", sgd_forgetting_return, "returned None: missing `return`?"),
+    ("02.sgd_step", sgd_forgetting_return, "`sgd_step` returned `None`: missing `return`?"),
     ("02.sgd_step", sgd_swapped_arguments, "your leaves are g - lr * p"),
     ("02.average_trees", average_summing, "you returned the sum of the 3 trees"),
     ("02.average_trees", average_per_tree, "returned a list of 3 trees, one per input"),
@@ -483,7 +483,7 @@ NAMED: dict[str, dict[str, str]] = {
         "returns the step `-lr * g` instead of the new parameters": (
             "you returned the step -lr * g, not the new parameters"
         ),
-        "forgets `return`": "returned None: missing `return`?",
+        "forgets `return`": "`sgd_step` returned `None`: missing `return`?",
         "swaps the function's arguments, moving the gradient by the parameters": (
             "your leaves are g - lr * p"
         ),

@@ -451,7 +451,7 @@ WRONG: list[tuple[str, Callable[..., Any], str]] = [
     ),
     ("06.adam_init", adam_init_plain_tuple, "the state is a plain tuple"),
     ("06.adam_init", adam_init_python_count, "the count in the state is 0, a Python int"),
-    ("06.adam_init", adam_init_float32, "leaf .mu['w'] has dtype float32, expected float16"),
+    ("06.adam_init", adam_init_float32, "leaf .mu['w'] has dtype `float32`, expected `float16`"),
     ("06.adam_init", adam_init_leaf_lists, "the state's mu has another structure"),
     ("06.adam_init", adam_init_course_state, "with the fields learning_rate, count, mu, nu"),
     ("06.adam_step", adam_without_bias_correction, "Adam without bias correction"),
@@ -579,7 +579,7 @@ NAMED: dict[str, dict[str, str]] = {
         "returns a plain tuple instead of the state class": "the state is a plain tuple",
         "keeps the count as a Python int": "the count in the state is 0, a Python int",
         "makes float32 moments for float16 parameters": (
-            "leaf .mu['w'] has dtype float32, expected float16"
+            "leaf .mu['w'] has dtype `float32`, expected `float16`"
         ),
         "builds the moments as lists of leaves": "the state's mu has another structure",
         "returns the course's own `AdamState`, whose fields differ": (
@@ -974,5 +974,5 @@ def test_a_train_loop_that_fails_everywhere_gets_the_error_only(
         return make_train_loop()(loss_fn, params, {"target": batches["weights"]}, lr, beta)
 
     out = check_output("06.train_loop", train_loop_missing_a_key, capsys)
-    assert "train_loop raised KeyError: 'weights'" in out, out
+    assert "`train_loop` raised `KeyError`: 'weights'" in out, out
     assert "Pitfall" not in out and "without jit" not in out

@@ -45,7 +45,7 @@ def test_course_version_is_flagged_at_run_time_however_it_is_reached() -> None:
     direct = evaluate(exercise, count_with_course_version)
     assert direct.status == "flagged" and direct.points == 0
     assert (
-        "count_params calls cl.tree_size (line " in direct.message
+        "`count_params` calls `cl.tree_size` (line " in direct.message
         and "`return cl.tree_size(tree)`" in direct.message
     )
     hidden = evaluate(exercise, count_with_hidden_course_version)
@@ -53,7 +53,9 @@ def test_course_version_is_flagged_at_run_time_however_it_is_reached() -> None:
     aliased = evaluate(
         exercise, cl.tree_size
     )  # the course's function itself, bound to the learner's name
-    assert aliased.status == "flagged" and "count_params is cl.tree_size itself" in aliased.message
+    assert (
+        aliased.status == "flagged" and "`count_params` is `cl.tree_size` itself" in aliased.message
+    )
     assert cl.tree_size({"a": jnp.ones(3)}) == 3
 
 
@@ -62,8 +64,8 @@ def test_the_reference_answer_is_flagged() -> None:
     aliased = evaluate(exercise, exercise.reference)
     assert aliased.status == "flagged"
     assert (
-        "count_params is the course's reference answer, "
-        "course_lib.checks._lesson01._count_params itself"
+        "`count_params` is the course's reference answer, "
+        "`course_lib.checks._lesson01._count_params` itself"
     ) in aliased.message
 
     def wrapped(tree: Any) -> Any:

@@ -101,10 +101,10 @@ def test_a_forbidden_package_is_flagged_with_the_line_and_the_function_reached(
         assert (
             verdict.status == "flagged" and verdict.points == 0 and verdict.points_if_allowed == 3
         )
-        assert "make_sgd_step calls optax." in verdict.message
+        assert "`make_sgd_step` calls `optax." in verdict.message
         line = "opt = optax.sgd(lr)" if name == "make_sgd_step" else "opt = _sgd(lr)"
         assert (
-            f"of cells.py: `{line}`): optax may not be used in this exercise." in verdict.message
+            f"of cells.py: `{line}`): `optax` may not be used in this exercise." in verdict.message
         ), verdict.message
         assert verdict.flags[0]["reached"].endswith(".sgd") and verdict.flags[0]["kind"] == "module"
     average = grade("02.average_trees", cells["average_trees"], packages=("optax",))
@@ -223,11 +223,11 @@ def test_course_functions_are_flagged_through_an_alias_from_another_cell_or_geta
     step = grade("02.make_sgd_step", cells["make_sgd_step"])
     assert (
         step.status == "flagged"
-        and "calls cl.sgd (line " in step.message
+        and "calls `cl.sgd` (line " in step.message
         and "`opt = course_sgd(lr, donate=False)`" in step.message
     )
     average = grade("02.average_trees", cells["average_trees"])
-    assert average.status == "flagged" and "calls cl.tree_add (line " in average.message
+    assert average.status == "flagged" and "calls `cl.tree_add` (line " in average.message
 
 
 # --- no cascades ---------------------------------------------------------------------------------

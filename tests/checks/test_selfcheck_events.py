@@ -46,7 +46,7 @@ def test_a_recognised_mistake_is_sent_with_its_id_its_idea_and_the_step_shown(
         assert event["mistake"].isascii() and len(event["mistake"]) <= 40
         assert 0 < len(event["idea"]) <= 300 and 0 < len(event["fix"]) <= 300
     assert sent[0]["idea"].startswith("A parameter is one entry of an array")
-    assert sent[3]["idea"].startswith("None is an empty subtree")
+    assert sent[3]["idea"].startswith("`None` is an empty subtree")
 
 
 def test_a_mistake_has_the_same_id_in_every_run(sent: list[dict[str, Any]]) -> None:
@@ -105,12 +105,12 @@ def test_a_missing_return_is_a_recognised_mistake_and_says_first_what_went_wrong
     for _ in range(3):
         check(exercise, answer)
     said = capsys.readouterr().out.split(f"{exercise}: incorrect")[1:]
-    assert f"{name} returned None: missing `return`?" in said[0]
-    assert "gives back None" in said[1] and "Put return in front of" in said[2]
+    assert f"`{name}` returned `None`: missing `return`?" in said[0]
+    assert "gives back `None`" in said[1] and "Put `return` in front of" in said[2]
     assert [event["hint"] for event in sent] == [0, 1, 2]
     assert sent[0]["mistake"] == sent[2]["mistake"] and sent[0]["mistake"].startswith(exercise)
-    assert "without a return statement gives back None" in sent[0]["idea"]
-    assert sent[0]["fix"].startswith("Put return in front of the expression")
+    assert "without a `return` statement gives back `None`" in sent[0]["idea"]
+    assert sent[0]["fix"].startswith("Put `return` in front of the expression")
 
 
 def test_a_check_that_cannot_judge_sends_an_error_then_raises(

@@ -369,11 +369,11 @@ def test_hostile_messages_say_what_happened(hostile: Hostile) -> None:
         if c.metadata.get("course", {}).get("exercise") == "01.count_params"
     )
     assert (
-        f"count_params calls cl.tree_size (code cell {count_cell} (`def count_params(tree):`), "
+        f"`count_params` calls `cl.tree_size` (code cell {count_cell} (`def count_params(tree):`), "
         "line " in message(books["forbidden"], "01.count_params")
     )
     assert "`return cl.tree_size(tree)`" in message(books["forbidden"], "01.count_params")
-    assert "same_structure calls cl.tree_diff (code cell " in message(
+    assert "`same_structure` calls `cl.tree_diff` (code cell " in message(
         books["forbidden"], "01.same_structure"
     )
     assert "`return not getattr(cl, 'tree_' + 'diff')(a, b)`" in message(
@@ -384,7 +384,7 @@ def test_hostile_messages_say_what_happened(hostile: Hostile) -> None:
     assert flagged["flags"][0]["reached"] == "cl.tree_size" and flagged["flags"][0][
         "cell"
     ].startswith(f"code cell {count_cell} ")
-    assert "None entries" in message(books["wrong_answer"], "01.leaf_paths")
+    assert "`None` entries" in message(books["wrong_answer"], "01.leaf_paths")
     assert "defines no is_node" in message(books["renamed_function"], "01.is_node")
     assert "SyntaxError" in message(books["syntax_error"], "01.replace_leaves")
     replace_cell = next(
@@ -398,11 +398,12 @@ def test_hostile_messages_say_what_happened(hostile: Hostile) -> None:
     assert books["lost_metadata"]["lesson"] == "01"
     # Bound in its cell by an import, or by getattr with a computed name: caught when it runs.
     assert (
-        "count_params is the course's reference answer, course_lib.checks._lesson01._count_params "
-        "itself" in message(books["uses_reference"], "01.count_params")
+        "`count_params` is the course's reference answer, "
+        "`course_lib.checks._lesson01._count_params` itself"
+        in message(books["uses_reference"], "01.count_params")
     )
     assert (
-        "is_node is the course's reference answer, course_lib.checks._lesson01._is_node itself"
+        "`is_node` is the course's reference answer, `course_lib.checks._lesson01._is_node` itself"
         in message(books["uses_reference"], "01.is_node")
     )
 

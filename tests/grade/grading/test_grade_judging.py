@@ -201,11 +201,11 @@ def test_forbid_optax_flags_the_line_and_the_function_reached(
     # the line a student's editor shows, counted in the submitted cell, not copied from the message
     line = notebook.cells[index].source.splitlines().index("        opt = optax.sgd(lr)") + 1
     assert step["status"] == "flagged" and step["points"] == 0 and step["points_if_allowed"] == 3
-    assert step["message"].startswith("make_sgd_step calls optax._src.alias.sgd (")
+    assert step["message"].startswith("`make_sgd_step` calls `optax._src.alias.sgd` (")
     # counted from 1 over code cells, its first line cut
     label = f"code cell {number} (`def make_sgd_step(loss_f…`)"
     assert (
-        f"({label}, line {line}: `opt = optax.sgd(lr)`): optax may not be used" in step["message"]
+        f"({label}, line {line}: `opt = optax.sgd(lr)`): `optax` may not be used" in step["message"]
     )
     assert (
         step["flags"][0]["cell"] == label and step["flags"][0]["reached"] == "optax._src.alias.sgd"
@@ -229,18 +229,19 @@ def test_the_course_functions_and_the_reference_are_flagged_however_reached(
     entry = graded["allowed"]["course_alias"]
     step = exercise(entry, "02.make_sgd_step")
     assert (
-        step["status"] == "flagged" and "make_sgd_step calls cl.sgd (code cell " in step["message"]
+        step["status"] == "flagged"
+        and "`make_sgd_step` calls `cl.sgd` (code cell " in step["message"]
     )
     assert "`opt = course_sgd(lr, donate=False)`" in step["message"]
     average = exercise(entry, "02.average_trees")
     assert (
         average["status"] == "flagged"
-        and "average_trees calls cl.tree_add (code cell " in average["message"]
+        and "`average_trees` calls `cl.tree_add` (code cell " in average["message"]
     )
     norm = exercise(entry, "02.global_norm")
     assert (
         norm["status"] == "flagged"
-        and "is the course's reference answer, course_lib.checks._lesson02._global_norm itself"
+        and "is the course's reference answer, `course_lib.checks._lesson02._global_norm` itself"
         in norm["message"]
     )
     assert exercise(entry, "02.sgd_step")["status"] == "passed"
