@@ -80,11 +80,11 @@ def _flat_leaves_hint(mine: Any, reference_tree: Any, name: str) -> Mistake | No
     ):
         return Mistake(
             f"returned a flat {type(mine).__name__} of {n} leaves, where a tree shaped like "
-            f"{name} was expected.",
-            "jax.tree.map rebuilds the containers of its first tree around the results, so what "
-            "it returns keeps the structure; a loop over jax.tree.leaves keeps only the leaves.",
-            f"Map over the trees with jax.tree.map instead of looping over their leaves: "
-            f"{name} goes first, and the result comes back shaped like it.",
+            f"`{name}` was expected.",
+            "`jax.tree.map` rebuilds the containers of its first tree around the results, so what "
+            "it returns keeps the structure; a loop over `jax.tree.leaves` keeps only the leaves.",
+            f"Map over the trees with `jax.tree.map` instead of looping over their leaves: "
+            f"`{name}` goes first, and the result comes back shaped like it.",
             reread=ONE_TREE,
         )
     return None
@@ -98,13 +98,13 @@ def _one_per_input(mine: Any, theirs: Any, trees: list[Any]) -> bool:
 def _one_tree_per_input(k: int) -> Mistake:
     """The mistake of returning one tree per input tree, where one tree was due."""
     return Mistake(
-        f"returned a list of {k} trees, one per input, where one tree shaped like trees[0] was "
+        f"returned a list of {k} trees, one per input, where one tree shaped like `trees[0]` was "
         "expected.",
-        "Given several trees, jax.tree.map calls its function once per leaf position, with one "
+        "Given several trees, `jax.tree.map` calls its function once per leaf position, with one "
         "leaf from each tree, and returns a single tree: the trees must be separate arguments, "
         "not one list.",
-        "Unpack the list into jax.tree.map's arguments, jax.tree.map(f, *trees), and write f to "
-        "take any number of leaves, *leaves.",
+        "Unpack the list into `jax.tree.map`'s arguments, `jax.tree.map(f, *trees)`, and write `f` "
+        "to take any number of leaves, `*leaves`.",
         reread=SGD_UPDATE,
     )
 
@@ -146,7 +146,7 @@ def _sgd_cases(rng: np.random.Generator) -> list[Case]:
         (
             {"w": random_array(rng, m, n), "b": random_array(rng, n)},
             0.1,
-            "the brief's layer, a dict with w and b",
+            "the brief's layer, a dict with `w` and `b`",
         ),
         (
             [
@@ -154,7 +154,7 @@ def _sgd_cases(rng: np.random.Generator) -> list[Case]:
                 {"w": random_array(rng, m, n), "b": jax.device_put(random_array(rng, n))},
             ],
             0.01,
-            "a list of layers, the first without a bias (None)",
+            "a list of layers, the first without a bias (`None`)",
         ),
         (
             (
@@ -162,7 +162,7 @@ def _sgd_cases(rng: np.random.Generator) -> list[Case]:
                 collections.OrderedDict(scale=random_array(rng), shift=random_array(rng, n)),
             ),
             0.5,
-            "a namedtuple with a None field and an OrderedDict",
+            "a namedtuple with a `None` field and an `OrderedDict`",
         ),
         (
             {
@@ -213,8 +213,8 @@ def _sgd_stand_in(params: Any, grads: Any, lr: Any) -> Any:
 
 
 _NEW_PARAMS = (
-    "sgd_step returns the parameters after the step, each leaf p moved by -lr * g, not the step "
-    "itself."
+    "`sgd_step` returns the parameters after the step, each leaf `p` moved by `-lr * g`, not the "
+    "step itself."
 )
 
 
@@ -227,60 +227,62 @@ def _explain_sgd(problem: str, mine: Any, theirs: Any, case: Case) -> str | Mist
         [
             Variant(
                 mistake=Mistake(
-                    "It looks like you added the step: your leaves are p + lr * g.",
+                    "It looks like you added the step: your leaves are `p + lr * g`.",
                     "The gradient points the way the loss grows fastest, so gradient descent "
                     "moves each parameter against it; adding it climbs the loss.",
-                    "Subtract the step instead of adding it: each new leaf is p - lr * g.",
+                    "Subtract the step instead of adding it: each new leaf is `p - lr * g`.",
                 ),
                 build=lambda: jax.tree.map(lambda p, g: p + lr * g, params, grads),
             ),
             Variant(
                 mistake=Mistake(
                     "It looks like the learning rate is missing: each leaf moved by the whole "
-                    "gradient, p - g.",
+                    "gradient, `p - g`.",
                     "The gradient gives the direction and the steepness; the learning rate sets "
                     "how far one step goes along it.",
-                    "Scale each gradient leaf by lr before subtracting it from its parameter leaf.",
+                    "Scale each gradient leaf by `lr` before subtracting it from its parameter "
+                    "leaf.",
                 ),
                 build=lambda: jax.tree.map(lambda p, g: p - g, params, grads),
             ),
             Variant(
                 mistake=Mistake(
-                    "It looks like you returned params unchanged: no leaf moved.",
+                    "It looks like you returned `params` unchanged: no leaf moved.",
                     "An SGD step moves every parameter leaf against the gradient leaf at the same "
                     "place.",
-                    "Map over params and grads together, jax.tree.map(f, params, grads), so that f "
-                    "receives each parameter leaf with its gradient leaf.",
+                    "Map over `params` and `grads` together, `jax.tree.map(f, params, grads)`, so "
+                    "that `f` receives each parameter leaf with its gradient leaf.",
                 ),
                 build=lambda: params,
             ),
             Variant(
                 mistake=Mistake(
-                    "It looks like you returned the step -lr * g, not the new parameters.",
+                    "It looks like you returned the step `-lr * g`, not the new parameters.",
                     _NEW_PARAMS,
-                    "Add the step to the parameter leaf it belongs to: f receives p and g, and "
-                    "returns p - lr * g.",
+                    "Add the step to the parameter leaf it belongs to: `f` receives `p` and `g`, "
+                    "and returns `p - lr * g`.",
                 ),
                 build=lambda: jax.tree.map(lambda g: -lr * g, grads),
             ),
             Variant(
                 mistake=Mistake(
-                    "It looks like you returned lr * g, the size of the step, not the new "
+                    "It looks like you returned `lr * g`, the size of the step, not the new "
                     "parameters.",
                     _NEW_PARAMS,
-                    "Subtract lr * g from the parameter leaf it belongs to: f receives p and g, "
-                    "and returns p - lr * g.",
+                    "Subtract `lr * g` from the parameter leaf it belongs to: `f` receives `p` "
+                    "and `g`, and returns `p - lr * g`.",
                 ),
                 build=lambda: jax.tree.map(lambda g: lr * g, grads),
             ),
             Variant(
                 mistake=Mistake(
                     "It looks like the function's arguments are swapped: your leaves are "
-                    "g - lr * p, the gradient moved by the parameters.",
-                    "jax.tree.map hands its function one leaf of each tree in the order the trees "
-                    "come after it: with params first, the first argument is the parameter leaf.",
-                    "Name the function's arguments in the order of the trees: lambda p, g: "
-                    "p - lr * g, with params, grads.",
+                    "`g - lr * p`, the gradient moved by the parameters.",
+                    "`jax.tree.map` hands its function one leaf of each tree in the order the "
+                    "trees come after it: with `params` first, the first argument is the parameter "
+                    "leaf.",
+                    "Name the function's arguments in the order of the trees: "
+                    "`lambda p, g: p - lr * g`, with `params, grads`.",
                 ),
                 build=lambda: jax.tree.map(lambda p, g: g - lr * p, params, grads),
             ),
@@ -301,12 +303,12 @@ SGD_STEP = Exercise(
     hints=(
         (
             "The update happens leaf by leaf: each parameter leaf moves against the gradient leaf "
-            "at the same place, and the result has the structure of params."
+            "at the same place, and the result has the structure of `params`."
         ),
         (
-            "Give jax.tree.map a function of two leaves, p and g, that returns the moved "
-            "parameter, then params and grads as the trees to walk together; None subtrees stay "
-            "None by themselves."
+            "Give `jax.tree.map` a function of two leaves, `p` and `g`, that returns the moved "
+            "parameter, then `params` and `grads` as the trees to walk together; `None` subtrees "
+            "stay `None` by themselves."
         ),
     ),
     reread=SGD_UPDATE,
@@ -345,12 +347,12 @@ def _average_cases(rng: np.random.Generator) -> list[Case]:
     cases = [
         Case(
             ([first, _like(rng, first), _like(rng, first)],),
-            label="three dicts with a None entry",
+            label="three dicts with a `None` entry",
             part=dicts,
         ),
         Case(
             ([ordered, _like(rng, ordered)],),
-            label="two OrderedDicts holding a namedtuple",
+            label="two `OrderedDict`s holding a namedtuple",
             part=named,
         ),
         Case(
@@ -370,7 +372,7 @@ def _average_cases(rng: np.random.Generator) -> list[Case]:
 _EVERY_TREE = Steps(
     idea="Every tree of the list counts, equally, in the mean: each leaf of the result depends "
     "on the matching leaf of every tree.",
-    fix="Pass all the trees to jax.tree.map, unpacked with *trees, so that its function "
+    fix="Pass all the trees to `jax.tree.map`, unpacked with `*trees`, so that its function "
     "receives one leaf from each.",
     reread=SGD_UPDATE,
 )
@@ -388,7 +390,7 @@ def _explain_average(problem: str, mine: Any, theirs: Any, case: Case) -> str | 
             "The mean runs across the trees, leaf position by leaf position: each leaf of the "
             "result keeps the shape of the leaves it averages.",
             "Add the matching leaves of all the trees and divide by their number, with no "
-            "jnp.mean inside a leaf.",
+            "`jnp.mean` inside a leaf.",
             reread=SGD_UPDATE,
         )
     mistake = first_mistake(
@@ -399,8 +401,8 @@ def _explain_average(problem: str, mine: Any, theirs: Any, case: Case) -> str | 
                     f"It looks like you returned the sum of the {k} trees.",
                     "A mean is a sum divided by the number of values added up, here the number "
                     "of trees.",
-                    "Divide the sum of the matching leaves by len(trees), or by the number of "
-                    "leaves f receives.",
+                    "Divide the sum of the matching leaves by `len(trees)`, or by the number of "
+                    "leaves `f` receives.",
                 ),
                 build=lambda: jax.tree.map(lambda *xs: sum(xs), *trees),
             ),
@@ -419,8 +421,8 @@ def _explain_average(problem: str, mine: Any, theirs: Any, case: Case) -> str | 
                     f"1/{2 ** (k - 1)}.",
                     f"The mean of {k} trees weighs each of them alike, 1/{k}; averaging two at "
                     "a time weighs the later trees more.",
-                    "Add up the matching leaves of all the trees at once, jax.tree.map with "
-                    "*trees, and divide that sum by len(trees).",
+                    "Add up the matching leaves of all the trees at once, `jax.tree.map` with "
+                    "`*trees`, and divide that sum by `len(trees)`.",
                 ),
                 build=lambda: functools.reduce(
                     lambda mean, tree: jax.tree.map(lambda a, b: (a + b) / 2, mean, tree), trees
@@ -449,13 +451,13 @@ AVERAGE_TREES = Exercise(
     judge=_tree_answer("average_trees", _explain_average),
     hints=(
         (
-            "jax.tree.map takes any number of trees and hands the function one leaf from each, at "
-            "the same place."
+            "`jax.tree.map` takes any number of trees and hands the function one leaf from each, "
+            "at the same place."
         ),
         (
-            "Unpack the list into jax.tree.map's arguments, *trees, so that each tree is its own "
-            "argument, and give it a function of any number of leaves, *leaves, that returns "
-            "their sum over their count."
+            "Unpack the list into `jax.tree.map`'s arguments, `*trees`, so that each tree is its "
+            "own argument, and give it a function of any number of leaves, `*leaves`, that "
+            "returns their sum over their count."
         ),
     ),
     reread=SGD_UPDATE,
@@ -513,10 +515,11 @@ def _train_cases(rng: np.random.Generator) -> list[Case]:
     ]
     lrs = [float(lr) for lr in rng.choice([0.2, 0.1, 0.05, 0.02], size=3, replace=False)]
     shown = (
-        f"3 steps with lr = {', '.join(map(str, lrs))} on batches of {batch_size} examples; "
-        f"loss_fn = mean squared error of a two-layer tanh network, params {describe(params, 120)}"
+        f"3 steps with `lr` = {', '.join(map(str, lrs))} on batches of {batch_size} examples; "
+        "`loss_fn` = mean squared error of a two-layer tanh network, params "
+        f"{describe(params, 120)}"
     )
-    label = "a model whose layers are a dict with a None bias and a namedtuple"
+    label = "a model whose layers are a dict with a `None` bias and a namedtuple"
     return [Case((params, batches, lrs), label=label, shown=shown)]
 
 
@@ -534,7 +537,9 @@ def _probe_train(fn: Callable[..., Any], case: Case) -> Any:
     if not callable(step):
         return {
             **report,
-            "output": f"make_sgd_step returned {describe(step, 60)}, where a function was expected",
+            "output": (
+                f"`make_sgd_step` returned {describe(step, 60)}, where a function was expected"
+            ),
         }
     state: dict[str, Any] = {"params": params}
 
@@ -543,7 +548,7 @@ def _probe_train(fn: Callable[..., Any], case: Case) -> Any:
             out = step(state["params"], batch, lr)
             if not (isinstance(out, tuple) and len(out) == 2):
                 report["output"] = (
-                    f"step returned {describe(out, 80)}, where a pair (new_params, loss) was "
+                    f"`step` returned {describe(out, 80)}, where a pair `(new_params, loss)` was "
                     "expected"
                 )
                 return None
@@ -564,20 +569,20 @@ def _probe_train(fn: Callable[..., Any], case: Case) -> Any:
 
 def _judge_output(output: str) -> str | Mistake:
     """What the probe found wrong with the step's output, before any value was compared."""
-    if output.startswith("make_sgd_step returned"):
+    if output.startswith("`make_sgd_step` returned"):
         return Mistake(
             output + ".",
-            "make_sgd_step builds a function: it defines the training step around loss_fn and "
+            "`make_sgd_step` builds a function: it defines the training step around `loss_fn` and "
             "hands that step back, and the caller then calls it once per batch.",
-            "Define step(params, batch, lr) inside make_sgd_step, jit it, and end "
-            "make_sgd_step with return step.",
+            "Define `step(params, batch, lr)` inside `make_sgd_step`, jit it, and end "
+            "`make_sgd_step` with `return step`.",
         )
-    if output.startswith("step returned"):
+    if output.startswith("`step` returned"):
         return Mistake(
             output + ".",
             "A training step reports how training goes: it returns the loss it measured "
             "alongside the parameters it produced.",
-            "jax.value_and_grad(loss_fn)(params, batch) gives the loss and the gradients "
+            "`jax.value_and_grad(loss_fn)(params, batch)` gives the loss and the gradients "
             "together: return the new parameters and that loss as a tuple.",
             reread=TRAINING,
         )
@@ -598,8 +603,8 @@ def _judge_train(got: Any, expected: Any, case: Case) -> str | Mistake | None:
                     "the update.",
                     "The loss a step reports belongs to the parameters it was given: it is the "
                     "value whose gradient the step follows, measured before the update.",
-                    "Take the loss from jax.value_and_grad(loss_fn)(params, batch), which gives "
-                    "it with the gradients, rather than calling loss_fn on the new parameters.",
+                    "Take the loss from `jax.value_and_grad(loss_fn)(params, batch)`, which gives "
+                    "it with the gradients, rather than calling `loss_fn` on the new parameters.",
                     reread=TRAINING,
                 )
             text = (
@@ -611,7 +616,7 @@ def _judge_train(got: Any, expected: Any, case: Case) -> str | Mistake | None:
                     text + ": the loss went up.",
                     "The gradient points the way the loss grows fastest, so a descent step moves "
                     "the parameters the other way.",
-                    "Subtract lr times each gradient leaf from its parameter leaf, as sgd_step "
+                    "Subtract `lr` times each gradient leaf from its parameter leaf, as `sgd_step` "
                     "does.",
                     reread=SGD_UPDATE,
                 )
@@ -621,11 +626,11 @@ def _judge_train(got: Any, expected: Any, case: Case) -> str | Mistake | None:
         return "after three steps, " + problem
     if not got["jitted"]:
         return Mistake(
-            "the values are right, but the function make_sgd_step returns is not jitted.",
+            "the values are right, but the function `make_sgd_step` returns is not jitted.",
             "Jitting the whole step compiles the gradient and the update into one program; "
             "jitting only a part leaves the rest to run operation by operation, in Python, on "
             "every call.",
-            "Put @jax.jit on step itself, or return jax.jit(step), rather than jitting the "
+            "Put `@jax.jit` on `step` itself, or return `jax.jit(step)`, rather than jitting the "
             "gradient alone.",
             reread=TRAINING,
         )
@@ -647,8 +652,8 @@ def _judge_train(got: Any, expected: Any, case: Case) -> str | Mistake | None:
             "A static argument is part of the key under which jit caches its compiled program, "
             "so each new value compiles again. A traced argument is data: one program serves "
             "every learning rate.",
-            "Leave lr an ordinary, traced argument of the jitted step: drop it from "
-            "static_argnums or static_argnames.",
+            "Leave `lr` an ordinary, traced argument of the jitted step: drop it from "
+            "`static_argnums` or `static_argnames`.",
             reread=TRAINING,
         )
     return problem
@@ -670,9 +675,9 @@ MAKE_SGD_STEP = Exercise(
             "argument of it, so one program serves every call."
         ),
         (
-            "Inside make_sgd_step define step(params, batch, lr) with @jax.jit on it: loss, grads "
-            "= jax.value_and_grad(loss_fn)(params, batch), then the SGD map; return (new_params, "
-            "loss), and return step."
+            "Inside `make_sgd_step` define `step(params, batch, lr)` with `@jax.jit` on it: "
+            "`loss, grads = jax.value_and_grad(loss_fn)(params, batch)`, then the SGD map; "
+            "`return (new_params, loss)`, and `return step`."
         ),
     ),
     reread=TRAINING,
@@ -704,7 +709,7 @@ def _norm_cases(rng: np.random.Generator) -> list[Case]:
     trees = [
         (
             {"w": random_array(rng, m, n, scale=2.0), "b": random_array(rng, n, scale=2.0)},
-            "a layer with w and b",
+            "a layer with `w` and `b`",
         ),
         (
             [
@@ -712,11 +717,11 @@ def _norm_cases(rng: np.random.Generator) -> list[Case]:
                 None,
                 {"z": None, "a": random_array(rng, m, n, scale=3.0)},
             ],
-            "a list with None subtrees",
+            "a list with `None` subtrees",
         ),
         (
             (Layer(w=rng.integers(-4, 5, size=(n,)).astype(np.int32), b=None), 2.5),
-            "int32 entries and a Python float",
+            "`int32` entries and a Python float",
         ),
         (
             collections.OrderedDict(only=np.array(-round(2 + rng.random(), 3), np.float32)),
@@ -743,7 +748,7 @@ def _norm_cases(rng: np.random.Generator) -> list[Case]:
         )
     layer = {"w": random_array(rng, m, n, scale=2.0), "b": random_array(rng, n, scale=2.0)}
     cases.append(
-        Case((layer,), label="a layer, under jax.jit", info={"jit": True}, part="under jit")
+        Case((layer,), label="a layer, under `jax.jit`", info={"jit": True}, part="under jit")
     )
     return cases
 
@@ -779,18 +784,18 @@ def _judge_norm_probe(got: Any, expected: Any, case: Case) -> str | Mistake | No
         return problem
     if isinstance(got["jit"], dict):
         return Mistake(
-            f"right without jit, but under jax.jit it raised {got['jit'].get('error')}, the "
-            "error that float(), .item() or a NumPy function gives on a traced leaf.",
-            "Inside jax.jit the leaves are tracers: they stand for arrays whose shape and dtype "
+            f"right without jit, but under `jax.jit` it raised `{got['jit'].get('error')}`, the "
+            "error that `float()`, `.item()` or a NumPy function gives on a traced leaf.",
+            "Inside `jax.jit` the leaves are tracers: they stand for arrays whose shape and dtype "
             "are known but whose numbers are not, so nothing can turn them into Python numbers. "
-            "clip_by_global_norm calls global_norm under jit too.",
-            "Compute with jnp functions only and return the jnp value as it is, without float() "
-            "or .item().",
+            "`clip_by_global_norm` calls `global_norm` under jit too.",
+            "Compute with `jnp` functions only and return the `jnp` value as it is, without "
+            "`float()` or `.item()`.",
             reread=TRAINING,
         )
     # The reference computes in NumPy, which cannot run under jit: the jitted answer must match its
     # eager result.
-    return lead("under jax.jit, ", _judge_norm(got["jit"], expected["eager"], case))
+    return lead("under `jax.jit`, ", _judge_norm(got["jit"], expected["eager"], case))
 
 
 def _number(x: Any) -> float | None:
@@ -816,7 +821,7 @@ def _judge_norm(got: Any, expected: Any, case: Case) -> str | Mistake | None:
                 "The global norm is one number for the whole tree: all the entries of all the "
                 "leaves are taken as one long vector.",
                 "Reduce each leaf to one number, the sum of its squared entries, add those "
-                "numbers over jax.tree.leaves(tree), and take the square root at the end.",
+                "numbers over `jax.tree.leaves(tree)`, and take the square root at the end.",
             )
         return judge_number(got, expected, case)
 
@@ -834,13 +839,13 @@ def _judge_norm(got: Any, expected: Any, case: Case) -> str | Mistake | None:
             f"{text}: that is the sum of squares, the square of the expected norm.",
             "A norm is the square root of a sum of squares, so it grows like the entries do: "
             "doubling every entry doubles the norm.",
-            "Take jnp.sqrt of your sum of squares.",
+            "Take `jnp.sqrt` of your sum of squares.",
         )
     if per_leaf and near(sum(per_leaf)):
         return Mistake(
             f"{text}: that is the sum of the leaves' norms.",
-            "Norms do not add up: two leaves with norms a and b have the global norm "
-            "sqrt(a ** 2 + b ** 2), not a + b.",
+            "Norms do not add up: two leaves with norms `a` and `b` have the global norm "
+            "`sqrt(a ** 2 + b ** 2)`, not `a + b`.",
             _ROOT_OF_ALL,
         )
     if per_leaf and near(max(per_leaf)):
@@ -854,7 +859,7 @@ def _judge_norm(got: Any, expected: Any, case: Case) -> str | Mistake | None:
             f"{text}: that is what squaring the sum of each leaf gives.",
             "Each entry is squared on its own before anything is added: squaring a sum lets "
             "positive and negative entries cancel.",
-            "Square the entries first, jnp.square(leaf), then sum them.",
+            "Square the entries first, `jnp.square(leaf)`, then sum them.",
         )
     return text + "."
 
@@ -872,11 +877,11 @@ GLOBAL_NORM = Exercise(
     hints=(
         (
             "The global norm treats the whole tree as one long vector: every entry of every leaf "
-            "counts once. It must work under jax.jit too, so stay with jnp functions."
+            "counts once. It must work under `jax.jit` too, so stay with `jnp` functions."
         ),
         (
-            "Sum jnp.sum(jnp.square(leaf)) over jax.tree.leaves(tree) (start from 0.0, for a tree "
-            "without leaves) and take jnp.sqrt of the total."
+            "Sum `jnp.sum(jnp.square(leaf))` over `jax.tree.leaves(tree)` (start from 0.0, for a "
+            "tree without leaves) and take `jnp.sqrt` of the total."
         ),
     ),
     reread=WHOLE_TREE_OPERATIONS,
@@ -916,14 +921,14 @@ def _clip_cases(rng: np.random.Generator) -> list[Case]:
         case(
             {"w": random_array(rng, m, n, scale=2.0), "b": random_array(rng, n, scale=2.0)},
             0.5,
-            "a layer whose norm is twice max_norm, under jax.jit",
+            "a layer whose norm is twice `max_norm`, under `jax.jit`",
             jit=True,
             part="under jit",
         ),
         case(
             {"w": random_array(rng, m, n), "b": None},
             2.0,
-            "a layer within max_norm (nothing to clip)",
+            "a layer within `max_norm` (nothing to clip)",
         ),
         case(
             [
@@ -952,8 +957,8 @@ def _probe_clip(fn: Callable[..., Any], case: Case) -> Any:
 
 
 _ONE_FACTOR = (
-    "Clipping by the global norm scales the whole tree by one factor, max_norm / norm when norm "
-    "is above max_norm: the gradient keeps its direction, and its global norm becomes max_norm."
+    "Clipping by the global norm scales the whole tree by one factor, `max_norm / norm` when norm "
+    "is above `max_norm`: the gradient keeps its direction, and its global norm becomes `max_norm`."
 )
 
 
@@ -966,14 +971,14 @@ def _explain_clip(problem: str, mine: Any, theirs: Any, case: Case) -> str | Mis
         np.isnan(np.asarray(leaf, dtype=np.float64)).any() for leaf in jax.tree.leaves(mine)
     )
     if norm > 0 and holds_nan:
-        return f"{problem} Your result holds nan."
+        return f"{problem} Your result holds `nan`."
     if norm == 0 and holds_nan:
         return Mistake(
-            f"{problem} The global norm is 0 here, and dividing by it gives nan.",
-            "A tree whose norm is at most max_norm comes back as it is, and a tree of zeros is "
-            "one: dividing its zeros by its zero norm gives 0 / 0, nan.",
-            "Keep the division away from a zero norm: divide by jnp.maximum(norm, a tiny "
-            "number), or choose the factor 1 with jnp.where when norm <= max_norm.",
+            f"{problem} The global norm is 0 here, and dividing by it gives `nan`.",
+            "A tree whose norm is at most `max_norm` comes back as it is, and a tree of zeros is "
+            "one: dividing its zeros by its zero norm gives `0 / 0`, `nan`.",
+            "Keep the division away from a zero norm: divide by `jnp.maximum(norm, a tiny "
+            "number)`, or choose the factor 1 with `jnp.where` when `norm <= max_norm`.",
         )
 
     def per_leaf() -> Any:
@@ -997,30 +1002,30 @@ def _explain_clip(problem: str, mine: Any, theirs: Any, case: Case) -> str | Mis
             Variant(
                 mistake=Mistake(
                     "It looks like you clipped each leaf by its own norm.",
-                    "The norm compared with max_norm is the global norm of the whole tree, and "
+                    "The norm compared with `max_norm` is the global norm of the whole tree, and "
                     "every leaf is scaled by the same factor, so the gradient keeps its "
                     "direction.",
-                    "Compute the global norm once, with your global_norm, and multiply every "
+                    "Compute the global norm once, with your `global_norm`, and multiply every "
                     "leaf by the one factor it gives.",
                 ),
                 build=per_leaf,
             ),
             Variant(
                 mistake=Mistake(
-                    "It looks like you scaled even though the global norm is below max_norm.",
-                    "Clipping only ever shrinks: a tree whose global norm is at most max_norm "
+                    "It looks like you scaled even though the global norm is below `max_norm`.",
+                    "Clipping only ever shrinks: a tree whose global norm is at most `max_norm` "
                     "comes back unchanged, with the factor 1.",
-                    "Use the factor jnp.minimum(1.0, max_norm / norm): 1 for a small tree, "
-                    "max_norm / norm for a large one.",
+                    "Use the factor `jnp.minimum(1.0, max_norm / norm)`: 1 for a small tree, "
+                    "`max_norm / norm` for a large one.",
                 ),
                 build=lambda: jax.tree.map(lambda g: g * (max_norm / norm), grads),
             ),
             Variant(
                 mistake=Mistake(
-                    "It looks like you scaled by norm / max_norm.",
-                    "Scaling every leaf by c multiplies the global norm by c; after clipping, the "
-                    "norm must be max_norm.",
-                    "Turn the factor upside down: max_norm / norm.",
+                    "It looks like you scaled by `norm / max_norm`.",
+                    "Scaling every leaf by `c` multiplies the global norm by `c`; after "
+                    "clipping, the norm must be `max_norm`.",
+                    "Turn the factor upside down: `max_norm / norm`.",
                 ),
                 build=lambda: jax.tree.map(lambda g: g * (norm / max_norm), grads),
             ),
@@ -1029,19 +1034,19 @@ def _explain_clip(problem: str, mine: Any, theirs: Any, case: Case) -> str | Mis
                     "It looks like you used the sum of squares as the norm.",
                     "The global norm is the square root of the sum of squares of every entry; "
                     "the sum itself is its square, and it is the norm that is compared with "
-                    "max_norm and divides it.",
-                    "Take the square root before comparing and dividing: your global_norm from "
+                    "`max_norm` and divides it.",
+                    "Take the square root before comparing and dividing: your `global_norm` from "
                     "exercise 4 does it.",
                 ),
                 build=without_sqrt,
             ),
             Variant(
                 mistake=Mistake(
-                    "It looks like nothing was clipped: your result is grads, though its global "
-                    "norm is above max_norm.",
+                    "It looks like nothing was clipped: your result is `grads`, though its global "
+                    "norm is above `max_norm`.",
                     _ONE_FACTOR,
-                    "Multiply every leaf by max_norm / norm when norm is above max_norm; "
-                    "jnp.minimum(1.0, max_norm / norm) gives the factor in both cases.",
+                    "Multiply every leaf by `max_norm / norm` when norm is above `max_norm`; "
+                    "`jnp.minimum(1.0, max_norm / norm)` gives the factor in both cases.",
                 ),
                 build=lambda: grads,
             ),
@@ -1061,18 +1066,18 @@ def _judge_clip(got: Any, expected: Any, case: Case) -> str | Mistake | None:
         return None
     if "error" in got["jit"]:
         return Mistake(
-            f"right without jit, but under jax.jit it raised {got['jit']['error']}, the error "
-            "a Python `if`, min() or float() gives on the traced norm.",
-            "Inside jax.jit the norm is a tracer, a value without a number yet: Python cannot "
-            "decide an `if` or a min() on it while the function is traced, so the choice has to "
+            f"right without jit, but under `jax.jit` it raised `{got['jit']['error']}`, the error "
+            "a Python `if`, `min()` or `float()` gives on the traced norm.",
+            "Inside `jax.jit` the norm is a tracer, a value without a number yet: Python cannot "
+            "decide an `if` or a `min()` on it while the function is traced, so the choice has to "
             "happen inside the compiled program.",
-            "Compute the factor with jnp.minimum or jnp.where, which choose inside the program, "
-            "and multiply every leaf by it.",
+            "Compute the factor with `jnp.minimum` or `jnp.where`, which choose inside the "
+            "program, and multiply every leaf by it.",
             reread=TRAINING,
         )
     # The reference computes in NumPy, which cannot run under jit: the jitted answer must match its
     # eager result.
-    return lead("under jax.jit, ", _judge_tree(got["jit"], expected["eager"], case))
+    return lead("under `jax.jit`, ", _judge_tree(got["jit"], expected["eager"], case))
 
 
 CLIP_BY_GLOBAL_NORM = Exercise(
@@ -1088,12 +1093,12 @@ CLIP_BY_GLOBAL_NORM = Exercise(
     hints=(
         (
             "Clipping scales every leaf by one factor, computed once from the global norm of the "
-            "whole tree; under jax.jit that factor must be chosen without a Python `if`."
+            "whole tree; under `jax.jit` that factor must be chosen without a Python `if`."
         ),
         (
-            "Take norm from your global_norm, then one factor, jnp.minimum(1.0, max_norm / norm), "
-            "with the division kept away from a zero norm (jnp.maximum or jnp.where), and "
-            "multiply every leaf by it with jax.tree.map."
+            "Take `norm` from your `global_norm`, then one factor, `jnp.minimum(1.0, max_norm / "
+            "norm)`, with the division kept away from a zero norm (`jnp.maximum` or "
+            "`jnp.where`), and multiply every leaf by it with `jax.tree.map`."
         ),
     ),
     reread=WHOLE_TREE_OPERATIONS,
@@ -1126,7 +1131,7 @@ def _stack_cases(rng: np.random.Generator) -> list[Case]:
     cases = [
         Case(
             ([layer, _like_any(rng, layer), _like_any(rng, layer)],),
-            label="three dicts with a None entry and a 0-d int32",
+            label="three dicts with a `None` entry and a 0-d `int32`",
             part="dicts and namedtuples",
         ),
         Case(
@@ -1136,7 +1141,7 @@ def _stack_cases(rng: np.random.Generator) -> list[Case]:
         ),
         Case(
             ([collections.OrderedDict(z=random_array(rng, 2, 3), a=(None, random_array(rng)))],),
-            label="a single OrderedDict",
+            label="a single `OrderedDict`",
             part="one tree, and random trees",
         ),
     ]
@@ -1156,7 +1161,7 @@ def _like_any(rng: np.random.Generator, tree: Any) -> Any:
 
 _NEW_AXIS = (
     "Stacking k arrays of one shape makes one array with a new first axis of length k, the "
-    "axis that counts the trees: result[i] is the leaf of trees[i]."
+    "axis that counts the trees: `result[i]` is the leaf of `trees[i]`."
 )
 
 
@@ -1173,11 +1178,11 @@ def _explain_stack(problem: str, mine: Any, theirs: Any, case: Case) -> str | Mi
         if pieces and all(isinstance(p, (list, tuple)) and len(p) == k for p in pieces):
             first = first_leaf_path(theirs)
             return Mistake(
-                f"the leaf at {first} of your result, and every other, is a "
+                f"the leaf at `{first}` of your result, and every other, is a "
                 f"{type(pieces[0]).__name__} of {k} arrays where one array was expected: that is "
                 "a transpose.",
                 _NEW_AXIS + " A list of the arrays is no array, and to JAX it is a node.",
-                "Turn the leaves the function receives into one array with jnp.stack.",
+                "Turn the leaves the function receives into one array with `jnp.stack`.",
             )
         return problem
     paths = [jax.tree_util.keystr(path) for path, _ in jax.tree_util.tree_leaves_with_path(theirs)]
@@ -1192,17 +1197,17 @@ def _explain_stack(problem: str, mine: Any, theirs: Any, case: Case) -> str | Mi
             and shape_a[1:] == shape_b[2:]
         ):
             return Mistake(
-                f"the leaf at {where} has shape {shape_a}, expected {shape_b}: the arrays were "
-                "joined along their existing first axis.",
+                f"the leaf at `{where}` has shape `{shape_a}`, expected `{shape_b}`: the arrays "
+                "were joined along their existing first axis.",
                 _NEW_AXIS + " Concatenating joins along an axis the arrays already have.",
-                "Use jnp.stack, which adds the new axis, instead of jnp.concatenate.",
+                "Use `jnp.stack`, which adds the new axis, instead of `jnp.concatenate`.",
             )
         if sorted(shape_a) == sorted(shape_b):
             return Mistake(
-                f"the leaf at {where} has shape {shape_a}, expected {shape_b}: the right size, "
-                "with the axes in another order.",
+                f"the leaf at `{where}` has shape `{shape_a}`, expected `{shape_b}`: the right "
+                "size, with the axes in another order.",
                 _NEW_AXIS,
-                "Stack along axis 0, jnp.stack's default, so that the new axis comes first.",
+                "Stack along axis 0, `jnp.stack`'s default, so that the new axis comes first.",
             )
         return problem
     return problem
@@ -1223,9 +1228,9 @@ STACK_TREES = Exercise(
             "leaves of all the trees along a new first axis."
         ),
         (
-            "Unpack the list into jax.tree.map, *trees, and turn the leaves its function receives "
-            "into one array with jnp.stack, which adds the new first axis: k leaves of shape (3,) "
-            "become one of shape (k, 3)."
+            "Unpack the list into `jax.tree.map`, `*trees`, and turn the leaves its function "
+            "receives into one array with `jnp.stack`, which adds the new first axis: k leaves "
+            "of shape `(3,)` become one of shape `(k, 3)`."
         ),
     ),
     reread=SGD_UPDATE,

@@ -346,12 +346,12 @@ def stack_last_axis(trees):
 
 
 WRONG: list[tuple[str, Callable[..., Any], str]] = [
-    ("02.sgd_step", sgd_adding, "you added the step: your leaves are p + lr * g"),
+    ("02.sgd_step", sgd_adding, "you added the step: your leaves are `p + lr * g`"),
     ("02.sgd_step", sgd_leaves, "returned a flat list of 2 leaves, where a tree shaped like"),
     ("02.sgd_step", sgd_without_lr, "the learning rate is missing"),
-    ("02.sgd_step", sgd_returning_step, "you returned the step -lr * g, not the new parameters"),
+    ("02.sgd_step", sgd_returning_step, "you returned the step `-lr * g`, not the new parameters"),
     ("02.sgd_step", sgd_forgetting_return, "`sgd_step` returned `None`: missing `return`?"),
-    ("02.sgd_step", sgd_swapped_arguments, "your leaves are g - lr * p"),
+    ("02.sgd_step", sgd_swapped_arguments, "your leaves are `g - lr * p`"),
     ("02.average_trees", average_summing, "you returned the sum of the 3 trees"),
     ("02.average_trees", average_per_tree, "returned a list of 3 trees, one per input"),
     ("02.average_trees", average_first_tree, "you returned the first tree unchanged"),
@@ -364,43 +364,43 @@ WRONG: list[tuple[str, Callable[..., Any], str]] = [
         "compiled 3 times, expected 1, once for each of the 3 learning rates: the same lr again",
     ),
     ("02.make_sgd_step", make_step_climbing, "the loss went up"),
-    ("02.make_sgd_step", make_step_params_only, "where a pair (new_params, loss) was expected"),
+    ("02.make_sgd_step", make_step_params_only, "where a pair `(new_params, loss)` was expected"),
     ("02.make_sgd_step", make_step_loss_after, "before the update"),
     ("02.global_norm", norm_squared, "that is the sum of squares"),
     ("02.global_norm", norm_of_each_leaf, "one value per leaf"),
     ("02.global_norm", norm_summing_leaf_norms, "the sum of the leaves' norms"),
-    ("02.global_norm", norm_as_python_float, "under jax.jit it raised ConcretizationTypeError"),
+    ("02.global_norm", norm_as_python_float, "under `jax.jit` it raised `ConcretizationTypeError`"),
     ("02.global_norm", norm_squaring_sums, "squaring the sum of each leaf"),
     ("02.clip_by_global_norm", clip_each_leaf, "you clipped each leaf by its own norm"),
     (
         "02.clip_by_global_norm",
         clip_always,
-        "you scaled even though the global norm is below max_norm",
+        "you scaled even though the global norm is below `max_norm`",
     ),
     (
         "02.clip_by_global_norm",
         clip_with_python_if,
-        "under jax.jit it raised TracerBoolConversionError",
+        "under `jax.jit` it raised `TracerBoolConversionError`",
     ),
-    ("02.clip_by_global_norm", clip_dividing_by_zero, "dividing by it gives nan"),
+    ("02.clip_by_global_norm", clip_dividing_by_zero, "dividing by it gives `nan`"),
     ("02.clip_by_global_norm", clip_without_sqrt, "you used the sum of squares as the norm"),
-    ("02.clip_by_global_norm", clip_upside_down, "you scaled by norm / max_norm"),
+    ("02.clip_by_global_norm", clip_upside_down, "you scaled by `norm / max_norm`"),
     ("02.clip_by_global_norm", clip_never, "nothing was clipped"),
     (
         "02.stack_trees",
         stack_transposing,
-        "at ['steps'] of your result, and every other, is a list",
+        "at `['steps']` of your result, and every other, is a list",
     ),
     (
         "02.stack_trees",
         stack_concatenating,
-        "the leaf at ['w'] has shape (6, 3), expected (3, 2, 3): the",
+        "the leaf at `['w']` has shape `(6, 3)`, expected `(3, 2, 3)`: the",
     ),
     ("02.stack_trees", stack_per_tree, "returned a list of 3 trees, one per input"),
     (
         "02.stack_trees",
         stack_last_axis,
-        "the leaf at ['w'] has shape (2, 3, 3), expected (3, 2, 3)",
+        "the leaf at `['w']` has shape `(2, 3, 3)`, expected `(3, 2, 3)`",
     ),
 ]
 
@@ -475,17 +475,17 @@ FIXED: list[tuple[str, Callable[..., Any], Callable[..., Any]]] = [
 
 NAMED: dict[str, dict[str, str]] = {
     "02.sgd_step": {
-        "adds the step instead of subtracting it": "you added the step: your leaves are p + lr * g",
+        "adds the step instead of subtracting it": "you added the step: your leaves are `p + lr * g`",
         "returns a flat list of leaves": (
             "returned a flat list of 2 leaves, where a tree shaped like"
         ),
         "leaves out the learning rate": "the learning rate is missing",
         "returns the step `-lr * g` instead of the new parameters": (
-            "you returned the step -lr * g, not the new parameters"
+            "you returned the step `-lr * g`, not the new parameters"
         ),
         "forgets `return`": "`sgd_step` returned `None`: missing `return`?",
         "swaps the function's arguments, moving the gradient by the parameters": (
-            "your leaves are g - lr * p"
+            "your leaves are `g - lr * p`"
         ),
     },
     "02.average_trees": {
@@ -504,7 +504,7 @@ NAMED: dict[str, dict[str, str]] = {
         ),
         "climbs the loss instead of descending": "the loss went up",
         "returns only the new parameters, not `(new_params, loss)`": (
-            "where a pair (new_params, loss) was expected"
+            "where a pair `(new_params, loss)` was expected"
         ),
         "returns the loss after the update instead of before it": "before the update",
     },
@@ -513,33 +513,33 @@ NAMED: dict[str, dict[str, str]] = {
         "returns one norm per leaf": "one value per leaf",
         "adds up the leaves' own norms": "the sum of the leaves' norms",
         "turns the norm into a Python `float`, which fails under `jit`": (
-            "under jax.jit it raised ConcretizationTypeError"
+            "under `jax.jit` it raised `ConcretizationTypeError`"
         ),
         "squares each leaf's sum instead of each entry": "squaring the sum of each leaf",
     },
     "02.clip_by_global_norm": {
         "clips each leaf by its own norm": "you clipped each leaf by its own norm",
         "scales even when the global norm is below `max_norm`": (
-            "you scaled even though the global norm is below max_norm"
+            "you scaled even though the global norm is below `max_norm`"
         ),
         "uses a Python `if` on a traced value, which fails under `jit`": (
-            "under jax.jit it raised TracerBoolConversionError"
+            "under `jax.jit` it raised `TracerBoolConversionError`"
         ),
-        "divides by a zero norm and gets `nan`": "dividing by it gives nan",
+        "divides by a zero norm and gets `nan`": "dividing by it gives `nan`",
         "uses the sum of squares as the norm": "you used the sum of squares as the norm",
-        "scales by `norm / max_norm`, upside down": "you scaled by norm / max_norm",
+        "scales by `norm / max_norm`, upside down": "you scaled by `norm / max_norm`",
         "returns `grads` without clipping them": "nothing was clipped",
     },
     "02.stack_trees": {
         "transposes the list instead of stacking it": (
-            "at ['steps'] of your result, and every other, is a list"
+            "at `['steps']` of your result, and every other, is a list"
         ),
         "concatenates along an existing axis": (
-            "the leaf at ['w'] has shape (6, 3), expected (3, 2, 3): the"
+            "the leaf at `['w']` has shape `(6, 3)`, expected `(3, 2, 3)`: the"
         ),
         "returns a list of trees": "returned a list of 3 trees, one per input",
         "stacks along the last axis instead of a new first one": (
-            "the leaf at ['w'] has shape (2, 3, 3), expected (3, 2, 3)"
+            "the leaf at `['w']` has shape `(2, 3, 3)`, expected `(3, 2, 3)`"
         ),
     },
 }
@@ -562,7 +562,7 @@ def test_the_course_update_is_flagged_where_it_is_called_even_while_the_step_run
     assert direct.status == "flagged" and direct.points == 0
     line = sgd_with_course_version.__code__.co_firstlineno + 1
     assert (
-        f"sgd_step calls cl.tree_add_scale (line {line} of test_checks_lesson02.py: "
+        f"`sgd_step` calls `cl.tree_add_scale` (line {line} of test_checks_lesson02.py: "
         "`return cl.tree_add_scale(params, -lr, grads)`)"
     ) in direct.message
     assert (
@@ -571,7 +571,7 @@ def test_the_course_update_is_flagged_where_it_is_called_even_while_the_step_run
     inside = evaluate(get_exercise("02.make_sgd_step"), make_step_with_course_optimizer)
     assert (
         inside.status == "flagged"
-        and "make_sgd_step calls cl.tree_add_scale (line " in inside.message
+        and "`make_sgd_step` calls `cl.tree_add_scale` (line " in inside.message
     )
     hidden = evaluate(get_exercise("02.make_sgd_step"), make_step_with_hidden_course_call)
     assert (

@@ -269,7 +269,7 @@ def test_a_wrong_helper_costs_points_once_in_its_own_exercise(tmp_path: Path) ->
     assert (
         norm.status == "failed" and norm.points == 0.75
     )  # right on every part but the one under jit
-    assert "under jax.jit it raised" in norm.message and "float(), .item()" in norm.message
+    assert "under `jax.jit` it raised" in norm.message and "`float()`, `.item()`" in norm.message
     clip = grade("02.clip_by_global_norm", cells["clip_by_global_norm"])
     assert clip.status == "passed", clip.message
 

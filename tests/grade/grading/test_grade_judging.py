@@ -260,7 +260,7 @@ def test_a_wrong_helper_does_not_zero_the_exercise_that_calls_it(
     assert (
         norm["status"] == "failed"
         and norm["points"] == 0.75
-        and "under jax.jit it raised" in norm["message"]
+        and "under `jax.jit` it raised" in norm["message"]
     )
     assert [p["passed"] for p in norm["parts"]] == [True, True, True, False]
     assert exercise(entry, "02.clip_by_global_norm")["status"] == "passed"
