@@ -238,9 +238,9 @@ def _as_a_leaf(value: Any) -> str:
     'jit would trace it, and grad refuses an integer leaf with a TypeError.'
     """
     if isinstance(value, str):
-        return "jit refuses a string leaf with a TypeError."
+        return "jit refuses a string leaf with a `TypeError`."
     if isinstance(value, (bool, int)):
-        return "jit would trace it, and grad refuses an integer leaf with a TypeError."
+        return "jit would trace it, and grad refuses an integer leaf with a `TypeError`."
     return "JAX would trace it under jit and differentiate it under grad."
 
 
@@ -391,26 +391,26 @@ class _ClassJudge:
         if got["defined"] != "class":
             if got["defined"] == "reference":
                 return (
-                    f"{define} returns the course's own {name} from course_lib.checks: "
+                    f"`{define}` returns the course's own `{name}` from `course_lib.checks`: "
                     "that is the course's answer to this exercise, so it does not count. "
                     "Write the class yourself."
                 )
             returning = Steps(
-                idea=f"{define} is a factory: it defines the class and hands the class itself "
+                idea=f"`{define}` is a factory: it defines the class and hands the class itself "
                 "back. The check calls it for a fresh class, then calls that class with each "
                 "input's arrays to make its own layers.",
-                fix=f"End {define} with `return {name}`, at the indentation of the function's "
-                f"body, below the class: the class object, not an instance {name}(...).",
+                fix=f"End `{define}` with `return {name}`, at the indentation of the function's "
+                f"body, below the class: the class object, not an instance `{name}(...)`.",
             )
-            return returning.mistake(f"{define} returned {got['defined']}, not a class.")
+            return returning.mistake(f"`{define}` returned {got['defined']}, not a class.")
         if got["type"] != expected["type"]:
             return (
-                f"calling {name}(...) made {_article(got['type'])}, a built-in type, where an "
+                f"calling `{name}(...)` made {_article(got['type'])}, a built-in type, where an "
                 "instance of a class of your own was expected."
             )
         if not got["node"]:
             return advice.register.mistake(
-                f"JAX sees a {name} as a single leaf: jax.tree.leaves(layer) is [layer], the "
+                f"JAX sees a `{name}` as a single leaf: `jax.tree.leaves(layer)` is `[layer]`, the "
                 "whole layer, so the class is not registered."
             )
         return None
@@ -426,18 +426,18 @@ class _ClassJudge:
         if configuration:
             value = configuration[0]
             field = next((f for f in spec.static if case.kwargs.get(f) == value), "")
-            whose = f"the value of its {field}" if field else "a Python value"
+            whose = f"the value of its `{field}`" if field else "a Python value"
             return advice.static.mistake(
-                f"the leaves of a {name} include {value!r}, {whose}, next to its arrays: "
+                f"the leaves of a `{name}` include {value!r}, {whose}, next to its arrays: "
                 + _as_a_leaf(value),
                 field or spec.static[0],
             )
         if len(got["leaves"]) < len(expected["leaves"]):
             count = len(got["leaves"])
             return advice.children.mistake(
-                f"a {name} has {count} lea{'f' if count == 1 else 'ves'}, expected "
+                f"a `{name}` has {count} lea{'f' if count == 1 else 'ves'}, expected "
                 f"{len(expected['leaves'])}: one for each of {' and '.join(spec.children)} that "
-                "is not None."
+                "is not `None`."
             )
         problem = plain_difference(got["leaves"], expected["leaves"])
         if problem:
@@ -459,12 +459,12 @@ class _ClassJudge:
             return Mistake(
                 f"the key paths of the leaves are {got['paths']}, expected {expected['paths']}.",
                 "A key path names each child by the key its registration gives it. "
-                "register_dataclass names each child by its field, so paths read .w and .b; a "
-                "registration by hand with register_pytree_node gives no names, and JAX only "
-                "numbers the children.",
-                "Register the dataclass with @jax.tree_util.register_dataclass rather than with "
-                "your own flatten and unflatten (or give each child a GetAttrKey with "
-                "register_pytree_with_keys).",
+                "`register_dataclass` names each child by its field, so paths read `.w` and "
+                "`.b`; a registration by hand with `register_pytree_node` gives no names, and "
+                "JAX only numbers the children.",
+                "Register the dataclass with `@jax.tree_util.register_dataclass` rather than with "
+                "your own flatten and unflatten (or give each child a `GetAttrKey` with "
+                "`register_pytree_with_keys`).",
                 KEY_PATHS,
             )
         return None
@@ -476,17 +476,17 @@ class _ClassJudge:
             mine = got["static"][field]
             if _error_of(mine):
                 return (
-                    f"comparing the structures of two {name}s with different {field} raised "
+                    f"comparing the structures of two `{name}`s with different `{field}` raised "
                     f"{_error_of(mine)}."
                 )
             if mine != want:
                 return Mistake(
-                    f"two {name}s that differ only in {field} have the same structure, and "
-                    f"{field} is not among the leaves either: flattening loses it.",
+                    f"two `{name}`s that differ only in `{field}` have the same structure, and "
+                    f"`{field}` is not among the leaves either: flattening loses it.",
                     "The treedef and the leaves together must hold everything needed to build "
                     "the object again. Configuration belongs in the treedef, as node metadata, "
                     "where it is part of the structure (Pitfall 9): two layers with another "
-                    f"{field} are two structures.",
+                    f"`{field}` are two structures.",
                     advice.static.fix.format(field=field),
                     PITFALL_9,
                 )
@@ -497,17 +497,17 @@ class _ClassJudge:
                 else ""
             )
             return advice.children.mistake(
-                f"two {name}s that differ only in their arrays have different "
+                f"two `{name}`s that differ only in their arrays have different "
                 f"structures{why}: an array ended up in the treedef's metadata."
             )
         if isinstance(got.get("aux"), str):
             fields = ", ".join(f"layer.{field}" for field in spec.static)
             return Mistake(
-                f"the auxiliary data of a {name} is a {got['aux']}, which cannot be hashed.",
+                f"the auxiliary data of a `{name}` is a {got['aux']}, which cannot be hashed.",
                 "JAX's documentation requires auxiliary data to be hashable and to compare by "
                 "value. JAX accepts this one only because a treedef's hash leaves the metadata "
                 "out today, which it does not promise.",
-                f"Return the configuration as a tuple, ({fields}), and unpack it in unflatten.",
+                f"Return the configuration as a tuple, `({fields})`, and unpack it in unflatten.",
                 REGISTER_PYTREE_NODE,
             )
         return None
@@ -516,8 +516,8 @@ class _ClassJudge:
         """Rebuilding: from its own leaves, through jax.tree.map, from placeholders."""
         spec, name, advice = self.spec, self.name, self.advice
         rebuilds = (
-            ("rebuilt", "jax.tree.unflatten(treedef, leaves)"),
-            ("mapped", "jax.tree.map(lambda x: x * 2, layer)"),
+            ("rebuilt", "`jax.tree.unflatten(treedef, leaves)`"),
+            ("mapped", "`jax.tree.map(lambda x: x * 2, layer)`"),
         )
         for key, what in rebuilds:
             mine = got[key]
@@ -528,7 +528,7 @@ class _ClassJudge:
                         f"{what} raised {error.rstrip('.')}. That is the stub's error: "
                         "unflatten still holds the stub.",
                         "JAX calls unflatten whenever it builds the object back from a treedef "
-                        "and leaves: jax.tree.map, jit and grad all do. Flatten and unflatten "
+                        "and leaves: `jax.tree.map`, jit and grad all do. Flatten and unflatten "
                         "must both work before the class is a usable node.",
                         advice.rebuild.fix,
                         advice.rebuild.reread,
@@ -541,14 +541,16 @@ class _ClassJudge:
         if placeholder_error:
             # The placeholders are the check's own objects: the learner reads "a placeholder".
             error = placeholder_error.replace(f"'{Placeholder.__name__}'", "a placeholder")
-            return self.placeholders(f"rebuilding a {name} from placeholder leaves raised {error}.")
+            return self.placeholders(
+                f"rebuilding a `{name}` from placeholder leaves raised {error}."
+            )
         if got["placeholders"] != expected["placeholders"]:
             return Mistake(
-                f"rebuilding a {name} from placeholder leaves gave {got['placeholders']}, "
+                f"rebuilding a `{name}` from placeholder leaves gave {got['placeholders']}, "
                 f"expected {expected['placeholders']}.",
                 "Unflatten receives the children in the order flatten gave them, and must put "
                 "each one back where it came from, unchanged: transformations hand it "
-                "placeholders, tracers and None as well as arrays.",
+                "placeholders, tracers and `None` as well as arrays.",
                 "Assign the children to the attributes in flatten's order, as they are, without "
                 "converting or replacing them.",
                 PITFALL_3,
@@ -562,7 +564,7 @@ class _ClassJudge:
             return None
         if _error_of(got["trained"]):
             return Mistake(
-                f"jax.jit(jax.value_and_grad(loss)) over a {name} raised "
+                f"`jax.jit(jax.value_and_grad(loss))` over a `{name}` raised "
                 f"{_error_of(got['trained'])}.",
                 "Under jit the children become tracers and the metadata stays Python: whatever "
                 f"Python must read while tracing ({', '.join(spec.static)}) has to be static, "
@@ -573,22 +575,22 @@ class _ClassJudge:
         problem = plain_difference(got["trained"]["value"], expected["trained"]["value"])
         if problem:
             return (
-                f"the loss computed with your {name} under jit differs from the expected one: "
+                f"the loss computed with your `{name}` under jit differs from the expected one: "
                 f"{problem}"
             )
         grads = _record_difference(
             got["trained"]["grads"], expected["trained"]["grads"], name, spec.static, advice
         )
         if grads:
-            return lead("jax.grad returned ", grads)
+            return lead("`jax.grad` returned ", grads)
         if spec.jacobian:
             if _error_of(got["jacobian"]):
                 return self.placeholders(
-                    f"jax.jacobian over a {name} raised {_error_of(got['jacobian'])}."
+                    f"`jax.jacobian` over a `{name}` raised {_error_of(got['jacobian'])}."
                 )
             if got["jacobian"] != expected["jacobian"]:
                 return (
-                    f"jax.jacobian over a {name} gave {got['jacobian']}, expected "
+                    f"`jax.jacobian` over a `{name}` gave {got['jacobian']}, expected "
                     f"{expected['jacobian']}."
                 )
         return None
@@ -597,11 +599,11 @@ class _ClassJudge:
         """The mistake of an unflatten that cannot store what transformations hand it."""
         return Steps(
             idea="Transformations rebuild your object from whatever they carry at its leaves: "
-            "placeholders, None, tracers, whole trees (Pitfall 3). Unflatten must store the "
+            "placeholders, `None`, tracers, whole trees (Pitfall 3). Unflatten must store the "
             "children it receives as they are, without converting or checking them, so it cannot "
             "go through a constructor that does.",
-            fix=f"Build the {self.name} in unflatten without a converting constructor: "
-            "object.__new__(cls) makes an empty instance, then set each attribute from the "
+            fix=f"Build the `{self.name}` in unflatten without a converting constructor: "
+            "`object.__new__(cls)` makes an empty instance, then set each attribute from the "
             "children and the auxiliary data.",
             reread=PITFALL_3,
         ).mistake(what)
@@ -617,9 +619,9 @@ def _record_difference(
     """How the object that was rebuilt (``mine``, a :func:`_record`) differs from ``want``."""
     if mine["type"] != want["type"]:
         return Mistake(
-            f"{_article(mine['type'])}, not a {name}.",
+            f"{_article(mine['type'])}, not a `{name}`.",
             "Unflatten is how JAX builds your object back from a treedef and new leaves: every "
-            "result of jax.tree.map, jit or grad comes out of it. It must return an instance of "
+            "result of `jax.tree.map`, jit or grad comes out of it. It must return an instance of "
             "the class, not the parts it received.",
             advice.rebuild.fix,
             advice.rebuild.reread,
@@ -627,27 +629,27 @@ def _record_difference(
     for field, kind in want["kinds"].items():
         got_kind = mine["kinds"][field]
         if got_kind == "missing":
-            return advice.rebuild.mistake(f"a {name} without the attribute {field}.", field)
+            return advice.rebuild.mistake(f"a `{name}` without the attribute `{field}`.", field)
         if got_kind != kind:
             if kind in ("str", "int", "float") and got_kind == "array":
                 return advice.static.mistake(
-                    f"a {name} whose {field} is an array, not a Python {kind}: {field} went "
+                    f"a `{name}` whose `{field}` is an array, not a Python {kind}: `{field}` went "
                     "through the leaves.",
                     field,
                 )
-            return f"a {name} whose {field} is {_article(got_kind)}, expected {_article(kind)}."
+            return f"a `{name}` whose `{field}` is {_article(got_kind)}, expected {_article(kind)}."
         problem = plain_difference(mine["values"][field], want["values"][field])
         if problem:
             if field in static:
                 return Mistake(
-                    f"a {name} whose {field} is wrong: {problem}",
-                    f"The auxiliary data carries {field} from flatten to unflatten, which "
+                    f"a `{name}` whose `{field}` is wrong: {problem}",
+                    f"The auxiliary data carries `{field}` from flatten to unflatten, which "
                     "receives it as its first argument: the children alone cannot rebuild the "
                     "layer, and a default in the constructor hides the loss.",
                     advice.rebuild.fix,
                     advice.rebuild.reread,
                 )
-            return f"a {name} whose {field} is wrong: {problem}"
+            return f"a `{name}` whose `{field}` is wrong: {problem}"
     return None
 
 
@@ -709,8 +711,8 @@ def _dense_cases(rng: np.random.Generator) -> list[Case]:
             "x": random_array(rng, 4, 3),
             "train": i == 0,
         }
-        label = f"a Dense layer with activation {activation!r}" + (
-            "" if with_bias else " and no bias (b=None)"
+        label = f"a `Dense` layer with activation `{activation!r}`" + (
+            "" if with_bias else " and no bias (`b=None`)"
         )
         shown = f"Dense({describe(w)}, {describe(b)}, activation={activation!r})"
         cases.append(
@@ -728,54 +730,68 @@ DENSE = _class_exercise(
     _Advice(
         register=Steps(
             idea="JAX looks inside only the classes in its registry; an object of any other class "
-            "is one leaf, arrays and all. register_dataclass adds a dataclass to the registry, "
+            "is one leaf, arrays and all. `register_dataclass` adds a dataclass to the registry, "
             "with its fields as children.",
-            fix="Put @jax.tree_util.register_dataclass on the class, above @dataclass: decorators "
-            "apply from the bottom up, so the dataclass exists by the time JAX registers it.",
+            fix=(
+                "Put `@jax.tree_util.register_dataclass` on the class, above `@dataclass`: "
+                "decorators apply from the bottom up, so the dataclass exists by the time "
+                "JAX registers it."
+            ),
             reread=UNKNOWN_CLASS_IS_A_LEAF,
         ),
         static=Steps(
-            idea="{field} is configuration: Python reads it while tracing to pick the "
-            "nonlinearity, and nothing should trace or differentiate it. register_dataclass makes "
-            "every field a child unless the field's metadata marks it static; a static field is "
-            "kept in the treedef instead.",
-            fix='Declare {field} with field(default="relu", metadata=dict(static=True)), the field '
-            "that the notebook imports from dataclasses.",
+            idea=(
+                "`{field}` is configuration: Python reads it while tracing to pick the "
+                "nonlinearity, and nothing should trace or differentiate it. "
+                "`register_dataclass` makes every field a child unless the field's metadata "
+                "marks it static; a static field is kept in the treedef instead."
+            ),
+            fix=(
+                'Declare `{field}` with `field(default="relu", metadata=dict(static=True))`, '
+                "the `field` that the notebook imports from `dataclasses`."
+            ),
             reread=REGISTER_DATACLASS,
         ),
         children=Steps(
             idea="Arrays are data: JAX traces, maps and differentiates only the children, so every "
             "array must be one. Static metadata is for configuration, and an array there makes "
             "every new array a new structure.",
-            fix="Declare w and b as ordinary fields, without static metadata: register_dataclass "
-            "then makes them children.",
+            fix=(
+                "Declare `w` and `b` as ordinary fields, without static metadata: "
+                "`register_dataclass` then makes them children."
+            ),
             reread=REGISTER_DATACLASS,
         ),
         order=Steps(
-            idea="register_dataclass takes the children in the order the fields are declared, and "
-            "everything that pairs leaves by position (unflatten, a map over two trees, an "
-            "optimizer's state) relies on that order.",
-            fix="Declare the fields in the order w, b, activation.",
+            idea=(
+                "`register_dataclass` takes the children in the order the fields are "
+                "declared, and everything that pairs leaves by position (unflatten, a map "
+                "over two trees, an optimizer's state) relies on that order."
+            ),
+            fix="Declare the fields in the order `w, b, activation`.",
             reread=REGISTER_DATACLASS,
         ),
         rebuild=Steps(
-            idea="register_dataclass builds a Dense back by calling the class with one argument "
-            "per field: the children from the leaves, the static fields from the treedef.",
-            fix="Let @dataclass write __init__, one parameter per field, so that JAX can call "
-            "Dense(w=..., b=..., activation=...) to rebuild a layer.",
+            idea=(
+                "`register_dataclass` builds a `Dense` back by calling the class with one "
+                "argument per field: the children from the leaves, the static fields from "
+                "the treedef."
+            ),
+            fix="Let `@dataclass` write `__init__`, one parameter per field, so that JAX can call "
+            "`Dense(w=..., b=..., activation=...)` to rebuild a layer.",
             reread=REGISTER_DATACLASS,
         ),
     ),
     hints=(
         (
-            "register_dataclass makes each field a child, in the order the fields are declared, "
+            "`register_dataclass` makes each field a child, in the order the fields are declared, "
             "unless its metadata marks it static; configuration such as an activation name is "
             "static."
         ),
         (
-            "Inside define_dense, decorate a dataclass with @jax.tree_util.register_dataclass "
-            "above @dataclass; declare w and b as plain fields, then activation with "
-            "field(default=..., metadata=dict(static=True)), and end with `return Dense`."
+            "Inside `define_dense`, decorate a dataclass with `@jax.tree_util.register_dataclass` "
+            "above `@dataclass`; declare `w` and `b` as plain fields, then `activation` with "
+            "`field(default=..., metadata=dict(static=True))`, and end with `return Dense`."
         ),
     ),
     reread=REGISTER_DATACLASS,
@@ -812,8 +828,8 @@ def _conv_cases(rng: np.random.Generator) -> list[Case]:
             "x": random_array(rng, 8),
             "train": not with_bias,
         }
-        label = f"a Conv1D with stride {stride} and padding {padding!r}" + (
-            "" if with_bias else ", without a bias (None)"
+        label = f"a `Conv1D` with stride {stride} and padding `{padding!r}`" + (
+            "" if with_bias else ", without a bias (`None`)"
         )
         shown = (
             f"Conv1D({describe(kernel)}, {describe(bias)}, stride={stride}, padding={padding!r})"
@@ -831,43 +847,51 @@ CONV1D = _class_exercise(
     _define_conv1d,
     _Advice(
         register=Steps(
-            idea="JAX looks inside only the classes in its registry. Writing conv1d_flatten and "
-            "conv1d_unflatten does not register them: until they are, a Conv1D is one leaf.",
-            fix="Call jax.tree_util.register_pytree_node with the class and the two functions "
-            "inside define_conv1d, before `return Conv1D`.",
+            idea="JAX looks inside only the classes in its registry. Writing `conv1d_flatten` and "
+            "`conv1d_unflatten` does not register them: until they are, a `Conv1D` is one leaf.",
+            fix="Call `jax.tree_util.register_pytree_node` with the class and the two functions "
+            "inside `define_conv1d`, before `return Conv1D`.",
             reread=UNKNOWN_CLASS_IS_A_LEAF,
         ),
         static=Steps(
-            idea="{field} is configuration: Python needs its value while tracing (a stride to "
+            idea="`{field}` is configuration: Python needs its value while tracing (a stride to "
             "slice with, a padding to name a mode), so it must not be traced. Flatten returns a "
             "pair, and only its first item holds children; the second, the auxiliary data, is kept "
             "in the treedef and handed back to unflatten.",
-            fix="Return the arrays as the first item of conv1d_flatten's pair and a tuple of "
-            "stride and padding as the second; conv1d_unflatten receives that tuple back as "
-            "aux_data.",
+            fix="Return the arrays as the first item of `conv1d_flatten`'s pair and a tuple of "
+            "`stride` and `padding` as the second; `conv1d_unflatten` receives that tuple back as "
+            "`aux_data`.",
             reread=REGISTER_PYTREE_NODE,
         ),
         children=Steps(
             idea="Arrays are data: JAX traces, maps and differentiates only the children, the "
             "first item of flatten's pair. The auxiliary data is for configuration, and an array "
             "there makes every new array a new structure.",
-            fix="Put kernel and bias, in that order, in the first item of conv1d_flatten's pair, "
-            "bias too when it is None (None is an empty subtree).",
+            fix=(
+                "Put `kernel` and `bias`, in that order, in the first item of "
+                "`conv1d_flatten`'s pair, `bias` too when it is `None` (`None` is an empty "
+                "subtree)."
+            ),
             reread=REGISTER_PYTREE_NODE,
         ),
         order=Steps(
             idea="Unflatten receives the children in the order flatten gives them, and JAX pairs "
             "leaves by that order everywhere (a map over two trees, an optimizer's state).",
-            fix="Return the children as kernel, then bias, and unpack them in the same order in "
-            "conv1d_unflatten.",
+            fix=(
+                "Return the children as `kernel`, then `bias`, and unpack them in the same "
+                "order in `conv1d_unflatten`."
+            ),
             reread=REGISTER_PYTREE_NODE,
         ),
         rebuild=Steps(
             idea="Unflatten receives what flatten returned, the auxiliary data first and the "
-            "children second, and must return a whole Conv1D built from both: its arrays and its "
+            "children second, and must return a whole `Conv1D` built from both: its arrays and its "
             "configuration.",
-            fix="In conv1d_unflatten, unpack the children into kernel and bias and aux_data into "
-            "stride and padding, then return a Conv1D made with all four.",
+            fix=(
+                "In `conv1d_unflatten`, unpack the children into `kernel` and `bias` and "
+                "`aux_data` into `stride` and `padding`, then return a `Conv1D` made with all "
+                "four."
+            ),
             reread=REGISTER_PYTREE_NODE,
         ),
     ),
@@ -878,10 +902,10 @@ CONV1D = _class_exercise(
             "value); unflatten receives both back and builds the object again."
         ),
         (
-            "conv1d_flatten returns a pair: a tuple of the two arrays, then a tuple of stride and "
-            "padding. conv1d_unflatten unpacks both and makes a Conv1D from the four values. "
-            "Register the two functions with jax.tree_util.register_pytree_node before `return "
-            "Conv1D`."
+            "`conv1d_flatten` returns a pair: a tuple of the two arrays, then a tuple of stride "
+            "and padding. `conv1d_unflatten` unpacks both and makes a `Conv1D` from the four "
+            "values. Register the two functions with `jax.tree_util.register_pytree_node` before "
+            "`return Conv1D`."
         ),
     ),
     reread=REGISTER_PYTREE_NODE,
@@ -923,7 +947,7 @@ def _norm_cases(rng: np.random.Generator) -> list[Case]:
             Case(
                 (scale, offset),
                 kwargs={"eps": eps},
-                label=f"a LayerNorm with eps={eps}",
+                label=f"a `LayerNorm` with `eps={eps}`",
                 info=info,
                 shown=shown,
             )
@@ -940,53 +964,63 @@ LAYER_NORM = _class_exercise(
     _Advice(
         register=Steps(
             idea="JAX looks inside only the classes in its registry. The decorator "
-            "register_pytree_node_class registers a class through its tree_flatten and "
-            "tree_unflatten methods; without it a LayerNorm is one leaf.",
-            fix="Keep @jax.tree_util.register_pytree_node_class on the class, directly above "
+            "`register_pytree_node_class` registers a class through its `tree_flatten` and "
+            "`tree_unflatten` methods; without it a `LayerNorm` is one leaf.",
+            fix="Keep `@jax.tree_util.register_pytree_node_class` on the class, directly above "
             "`class LayerNorm`.",
             reread=UNKNOWN_CLASS_IS_A_LEAF,
         ),
         static=Steps(
-            idea="{field} is configuration: a constant the formula reads, not a parameter to train "
-            "or differentiate. The second item of tree_flatten's pair, the auxiliary data, is "
-            "where such values go: it is kept in the treedef and handed back to tree_unflatten.",
-            fix="Return the two arrays as the children and self.eps as the auxiliary data, then "
-            "set eps from aux_data in tree_unflatten.",
+            idea=(
+                "`{field}` is configuration: a constant the formula reads, not a parameter "
+                "to train or differentiate. The second item of `tree_flatten`'s pair, the "
+                "auxiliary data, is where such values go: it is kept in the treedef and "
+                "handed back to `tree_unflatten`."
+            ),
+            fix="Return the two arrays as the children and `self.eps` as the auxiliary data, then "
+            "set `eps` from `aux_data` in `tree_unflatten`.",
             reread=REGISTER_PYTREE_NODE_CLASS,
         ),
         children=Steps(
             idea="Arrays are data: JAX traces, maps and differentiates only the children, the "
-            "first item of tree_flatten's pair. The auxiliary data is for configuration, and an "
+            "first item of `tree_flatten`'s pair. The auxiliary data is for configuration, and an "
             "array there makes every new array a new structure.",
-            fix="Return scale and offset, in that order, as the first item of tree_flatten's pair.",
+            fix=(
+                "Return `scale` and `offset`, in that order, as the first item of "
+                "`tree_flatten`'s pair."
+            ),
             reread=REGISTER_PYTREE_NODE_CLASS,
         ),
         order=Steps(
-            idea="tree_unflatten receives the children in the order tree_flatten gives them, and "
-            "JAX pairs leaves by that order everywhere (a map over two trees, an optimizer's "
-            "state).",
-            fix="Return the children as scale, then offset, and unpack them in the same order in "
-            "tree_unflatten.",
+            idea=(
+                "`tree_unflatten` receives the children in the order `tree_flatten` gives "
+                "them, and JAX pairs leaves by that order everywhere (a map over two trees, "
+                "an optimizer's state)."
+            ),
+            fix=(
+                "Return the children as `scale`, then `offset`, and unpack them in the same "
+                "order in `tree_unflatten`."
+            ),
             reread=REGISTER_PYTREE_NODE_CLASS,
         ),
         rebuild=Steps(
-            idea="tree_unflatten receives the auxiliary data and the children, and must return a "
-            "whole LayerNorm: scale, offset and eps, each stored as it arrives.",
-            fix="In tree_unflatten, make the instance with object.__new__(cls), set scale and "
-            "offset from the children and eps from aux_data, and return it.",
+            idea="`tree_unflatten` receives the auxiliary data and the children, and must return a "
+            "whole `LayerNorm`: `scale`, `offset` and `eps`, each stored as it arrives.",
+            fix="In `tree_unflatten`, make the instance with `object.__new__(cls)`, set scale and "
+            "`offset` from the children and `eps` from `aux_data`, and return it.",
             reread=REGISTER_PYTREE_NODE_CLASS,
         ),
     ),
     hints=(
         (
-            "tree_flatten gives the arrays as children and eps as auxiliary data; tree_unflatten "
-            "receives whatever children a transformation passes (placeholders, None, tracers) and "
-            "must store them unchanged (Pitfall 3)."
+            "`tree_flatten` gives the arrays as children and `eps` as auxiliary data; "
+            "`tree_unflatten` receives whatever children a transformation passes (placeholders, "
+            "`None`, tracers) and must store them unchanged (Pitfall 3)."
         ),
         (
-            "tree_flatten returns the two arrays as the children and eps as the auxiliary data; "
-            "tree_unflatten makes the instance with object.__new__(cls) and sets scale, offset "
-            "and eps on it, so that __init__ and its conversions never run."
+            "`tree_flatten` returns the two arrays as the children and `eps` as the auxiliary "
+            "data; `tree_unflatten` makes the instance with `object.__new__(cls)` and sets "
+            "scale, offset and eps on it, so that `__init__` and its conversions never run."
         ),
     ),
     reread=REGISTER_PYTREE_NODE_CLASS,
@@ -1052,7 +1086,7 @@ def _decay_cases(rng: np.random.Generator) -> list[Case]:
                 "decoder": {"w": random_array(rng, 3, 2), "b": random_array(rng, 2)},
             },
             rates[0],
-            "nested dicts, one bias None",
+            "nested dicts, one bias `None`",
         ),
         _decay_case(
             [Layer(w=leaf(), b=leaf()), Layer(w=leaf(), b=None)],
@@ -1069,14 +1103,14 @@ def _decay_cases(rng: np.random.Generator) -> list[Case]:
             },
             rates[2],
             (
-                "registered dataclass blocks, and the keys 'bw' and 'raw', which end in w but "
+                "registered dataclass blocks, and the keys `'bw'` and `'raw'`, which end in w but "
                 "are not w"
             ),
         ),
         _decay_case(
             {"w": round(float(rng.normal()), 3), "alpha": {"w_scale": leaf()}},
             rates[3],
-            "a Python float weight and a key 'w_scale'",
+            "a Python float weight and a key `'w_scale'`",
         ),
         _decay_case(leaf(), rates[0], "a single array: its key path is empty, so it is no weight"),
     ]
@@ -1101,12 +1135,15 @@ _tree_judge = tree_judge()
 
 
 _BY_LAST_KEY = Steps(
-    idea="A weight is a leaf whose last key is named w, a dict key or an attribute. A key path "
+    idea="A weight is a leaf whose last key is named `w`, a dict key or an attribute. A key path "
     "is a tuple of key objects, and its text depends on the nodes: a dict key prints as "
-    "['w'], an attribute as .w. Decide by the last key itself, not by the text of the whole "
+    "`['w']`, an attribute as `.w`. Decide by the last key itself, not by the text of the whole "
     "path.",
-    fix="Look at path[-1]: its .key (a DictKey) or its .name (a GetAttrKey) is 'w' for a "
-    "weight; a SequenceKey has .idx instead, and an empty path has no last key.",
+    fix=(
+        "Look at `path[-1]`: its `.key` (a `DictKey`) or its `.name` (a `GetAttrKey`) is "
+        "`'w'` for a weight; a `SequenceKey` has `.idx` instead, and an empty path has no "
+        "last key."
+    ),
     reread=KEY_PATHS,
 )
 """The steps of a weight told by the text of its path rather than by its last key."""
@@ -1115,10 +1152,10 @@ _BY_LAST_KEY = Steps(
 def _judge_decay(got: Any, expected: Any, case: Case) -> str | Mistake | None:
     if missing_return(got, expected, "decay_weights"):
         return Mistake(
-            "decay_weights returned None, where a tree like params was expected.",
-            "A Python function without a `return` statement returns None: the tree that "
-            "jax.tree.map_with_path builds is lost unless the function hands it back.",
-            "Return the result of jax.tree.map_with_path: `return jax.tree.map_with_path(...)`.",
+            "`decay_weights` returned `None`, where a tree like `params` was expected.",
+            "A Python function without a `return` statement returns `None`: the tree that "
+            "`jax.tree.map_with_path` builds is lost unless the function hands it back.",
+            "Return the result of `jax.tree.map_with_path`: `return jax.tree.map_with_path(...)`.",
             WEIGHT_DECAY,
         )
     problem = _tree_judge(got, expected, case)
@@ -1139,39 +1176,39 @@ def _judge_decay(got: Any, expected: Any, case: Case) -> str | Mistake | None:
         if where in decayed:
             if trees_close(a, x):
                 return _BY_LAST_KEY.mistake(
-                    f"leaf {where} is a weight (its last key is w) but was not decayed."
+                    f"leaf `{where}` is a weight (its last key is `w`) but was not decayed."
                 )
             if trees_close(a, x * rate):
                 return Mistake(
-                    f"leaf {where} was multiplied by rate: it is {rate:g} times its value, where "
-                    f"{1 - rate:g} times was expected.",
+                    f"leaf `{where}` was multiplied by `rate`: it is {rate:g} times its value, "
+                    f"where {1 - rate:g} times was expected.",
                     "Weight decay shrinks each weight by a small fraction of itself: the rate is "
                     "the part taken away, not the part kept.",
-                    "Multiply each weight by (1 - rate).",
+                    "Multiply each weight by `(1 - rate)`.",
                     WEIGHT_DECAY,
                 )
-            return f"leaf {where} should be {1 - rate:g} times its value; {problem}"
+            return f"leaf `{where}` should be {1 - rate:g} times its value; {problem}"
         if trees_close(a, x * (1 - rate)):
             if where == "<root>":
                 return Mistake(
                     "the input is a single array, and it was decayed.",
-                    "A tree that is one leaf has the empty key path (): there is no last key, so "
+                    "A tree that is one leaf has the empty key path `()`: there is no last key, so "
                     "the leaf is no weight.",
-                    "Check that path is not empty before reading path[-1], and leave the leaf "
+                    "Check that `path` is not empty before reading `path[-1]`, and leave the leaf "
                     "unchanged when it is.",
                     KEY_PATHS,
                 )
             if all(shrunk):
                 return Mistake(
-                    f"every leaf was decayed, {where} too, although its last key is not w.",
+                    f"every leaf was decayed, `{where}` too, although its last key is not `w`.",
                     "Weight decay is for the weights only, and what makes a leaf a weight is its "
-                    "key path: jax.tree.map hands your function the leaves alone.",
-                    "Use jax.tree.map_with_path(f, params): f receives (path, leaf) and decays "
-                    "the leaf only when the last key of path is w.",
+                    "key path: `jax.tree.map` hands your function the leaves alone.",
+                    "Use `jax.tree.map_with_path(f, params)`: `f` receives `(path, leaf)` and "
+                    "decays the leaf only when the last key of `path` is `w`.",
                     WEIGHT_DECAY,
                 )
-            return _BY_LAST_KEY.mistake(f"leaf {where} was decayed, but its last key is not w.")
-        return f"leaf {where} is no weight and must stay unchanged; {problem}"
+            return _BY_LAST_KEY.mistake(f"leaf `{where}` was decayed, but its last key is not `w`.")
+        return f"leaf `{where}` is no weight and must stay unchanged; {problem}"
     return problem
 
 
@@ -1186,15 +1223,15 @@ DECAY_WEIGHTS = Exercise(
     judge=_judge_decay,
     hints=(
         (
-            "A weight is a leaf whose last key is named w, whether that key is a dict key or an "
+            "A weight is a leaf whose last key is named `w`, whether that key is a dict key or an "
             "attribute. A key path is a tuple of key objects, and the text of a whole path differs "
             "between the two; a tree that is a single leaf has the empty path, with no last key."
         ),
         (
-            "Use jax.tree.map_with_path(f, params). In f(path, leaf), leave the leaf unchanged "
-            "when path is empty; otherwise read the last key's name, path[-1].key for a DictKey "
-            "or path[-1].name for a GetAttrKey, and multiply the leaf by (1 - rate) when it is "
-            "'w'."
+            "Use `jax.tree.map_with_path(f, params)`. In `f(path, leaf)`, leave the leaf "
+            "unchanged when `path` is empty; otherwise read the last key's name, `path[-1].key` "
+            "for a `DictKey` or `path[-1].name` for a `GetAttrKey`, and multiply the leaf by "
+            "`(1 - rate)` when it is `'w'`."
         ),
     ),
     reread=KEY_PATHS,

@@ -425,12 +425,12 @@ def decay_forgetting_return(params, rate):
 
 
 WRONG: list[tuple[str, Callable[..., Any], str]] = [
-    ("03.dense", dense_unregistered, "JAX sees a Dense as a single leaf"),
+    ("03.dense", dense_unregistered, "JAX sees a `Dense` as a single leaf"),
     (
         "03.dense",
         dense_activation_as_leaf,
-        "include 'tanh', the value of its activation, next to its arrays: jit refuses a string "
-        "leaf with a TypeError",
+        "include 'tanh', the value of its `activation`, next to its arrays: jit refuses a "
+        "string leaf with a `TypeError`",
     ),
     ("03.dense", dense_fields_reordered, "the leaves come in another order"),
     (
@@ -438,34 +438,34 @@ WRONG: list[tuple[str, Callable[..., Any], str]] = [
         dense_by_hand,
         "the key paths of the leaves are ['[<flat index 0>]', '[<flat index 1>]'], expected",
     ),
-    ("03.dense", dense_without_return, "define_dense returned None, not a class"),
-    ("03.dense", dense_returning_an_instance, "define_dense returned a Dense, not a class"),
+    ("03.dense", dense_without_return, "`define_dense` returned None, not a class"),
+    ("03.dense", dense_returning_an_instance, "`define_dense` returned a Dense, not a class"),
     (
         "03.conv1d",
         conv_everything_a_child,
-        "include 2, the value of its stride, next to its arrays: jit would trace it, and grad "
+        "include 2, the value of its `stride`, next to its arrays: jit would trace it, and grad "
         "refuses an integer leaf",
     ),
-    ("03.conv1d", conv_forgetting_aux, "gave a Conv1D whose stride is wrong"),
-    ("03.conv1d", conv_returning_tuple, "gave a tuple, not a Conv1D"),
+    ("03.conv1d", conv_forgetting_aux, "gave a `Conv1D` whose `stride` is wrong"),
+    ("03.conv1d", conv_returning_tuple, "gave a tuple, not a `Conv1D`"),
     ("03.conv1d", conv_half_done, "That is the stub's error: unflatten still holds the stub"),
     (
         "03.conv1d",
         conv_dict_aux,
-        "the auxiliary data of a Conv1D is a dict, which cannot be hashed",
+        "the auxiliary data of a `Conv1D` is a dict, which cannot be hashed",
     ),
     ("03.layer_norm", norm_calling_init, "a real number, not a placeholder"),
-    ("03.layer_norm", norm_eps_as_child, "include 0.1, the value of its eps"),
-    ("03.layer_norm", norm_losing_eps, "differ only in eps have the same structure"),
+    ("03.layer_norm", norm_eps_as_child, "include 0.1, the value of its `eps`"),
+    ("03.layer_norm", norm_losing_eps, "differ only in `eps` have the same structure"),
     (
         "03.decay_weights",
         decay_by_text_ending,
-        "is a weight (its last key is w) but was not decayed",
+        "is a weight (its last key is `w`) but was not decayed",
     ),
-    ("03.decay_weights", decay_by_text_containing, "was decayed, but its last key is not w"),
-    ("03.decay_weights", decay_by_rate, "was multiplied by rate"),
-    ("03.decay_weights", decay_empty_path_crash, "raised IndexError"),
-    ("03.decay_weights", decay_forgetting_return, "decay_weights returned None"),
+    ("03.decay_weights", decay_by_text_containing, "was decayed, but its last key is not `w`"),
+    ("03.decay_weights", decay_by_rate, "was multiplied by `rate`"),
+    ("03.decay_weights", decay_empty_path_crash, "raised `IndexError`"),
+    ("03.decay_weights", decay_forgetting_return, "`decay_weights` returned `None`"),
     ("03.decay_weights", decay_everything, "every leaf was decayed"),
 ]
 
@@ -561,10 +561,12 @@ FIXED: list[tuple[str, Callable[..., Any], Callable[..., Any]]] = [
 
 NAMED: dict[str, dict[str, str]] = {
     "03.dense": {
-        "leaves the class unregistered, so JAX sees one leaf": "JAX sees a Dense as a single leaf",
+        "leaves the class unregistered, so JAX sees one leaf": (
+            "JAX sees a `Dense` as a single leaf"
+        ),
         "makes `activation` a child instead of static configuration": (
-            "include 'tanh', the value of its activation, next to its arrays: jit refuses a "
-            "string leaf with a TypeError"
+            "include 'tanh', the value of its `activation`, next to its arrays: jit refuses a "
+            "string leaf with a `TypeError`"
         ),
         "declares the fields in another order than `w, b, activation`": (
             "the leaves come in another order"
@@ -572,38 +574,38 @@ NAMED: dict[str, dict[str, str]] = {
         "registers it by hand, so its key paths lose the field names": (
             "the key paths of the leaves are ['[<flat index 0>]', '[<flat index 1>]'], expected"
         ),
-        "forgets `return Dense`": "define_dense returned None, not a class",
-        "returns an instance instead of the class": "define_dense returned a Dense, not a class",
+        "forgets `return Dense`": "`define_dense` returned None, not a class",
+        "returns an instance instead of the class": "`define_dense` returned a Dense, not a class",
     },
     "03.conv1d": {
         "makes `stride` and `padding` children instead of auxiliary data": (
-            "include 2, the value of its stride, next to its arrays: jit would trace it, and grad"
-            " refuses an integer leaf"
+            "include 2, the value of its `stride`, next to its arrays: jit would trace it, and "
+            "grad refuses an integer leaf"
         ),
-        "drops the auxiliary data, and `stride` with it": "gave a Conv1D whose stride is wrong",
-        "unflattens into a tuple instead of a `Conv1D`": "gave a tuple, not a Conv1D",
+        "drops the auxiliary data, and `stride` with it": "gave a `Conv1D` whose `stride` is wrong",
+        "unflattens into a tuple instead of a `Conv1D`": "gave a tuple, not a `Conv1D`",
         "leaves part of the stub in place": (
             "That is the stub's error: unflatten still holds the stub"
         ),
         "keeps the configuration in a dict, which cannot be hashed": (
-            "the auxiliary data of a Conv1D is a dict, which cannot be hashed"
+            "the auxiliary data of a `Conv1D` is a dict, which cannot be hashed"
         ),
     },
     "03.layer_norm": {
         "unflattens through `__init__`, which converts its children (Pitfall 3)": (
             "a real number, not a placeholder"
         ),
-        "makes `eps` a child instead of auxiliary data": "include 0.1, the value of its eps",
-        "drops `eps` from the structure": "differ only in eps have the same structure",
+        "makes `eps` a child instead of auxiliary data": "include 0.1, the value of its `eps`",
+        "drops `eps` from the structure": "differ only in `eps` have the same structure",
     },
     "03.decay_weights": {
         "looks for the text `.w`, which a dict key prints as `['w']`": (
-            "is a weight (its last key is w) but was not decayed"
+            "is a weight (its last key is `w`) but was not decayed"
         ),
-        "decays leaves whose last key is not `w`": "was decayed, but its last key is not w",
-        "multiplies by `rate` instead of `1 - rate`": "was multiplied by rate",
-        "fails on a leaf with an empty key path": "raised IndexError",
-        "forgets `return`": "decay_weights returned None",
+        "decays leaves whose last key is not `w`": "was decayed, but its last key is not `w`",
+        "multiplies by `rate` instead of `1 - rate`": "was multiplied by `rate`",
+        "fails on a leaf with an empty key path": "raised `IndexError`",
+        "forgets `return`": "`decay_weights` returned `None`",
     },
 }
 """Each mistake an exercise names (``Exercise.mistakes``), with the text that the hint of its wrong
@@ -705,4 +707,4 @@ def test_the_reference_classes_are_refused() -> None:
     from course_lib.checks import _lesson03
 
     verdict = evaluate(get_exercise("03.dense"), lambda: _lesson03.Dense)
-    assert verdict.status == "failed" and "the course's own Dense" in verdict.message
+    assert verdict.status == "failed" and "the course's own `Dense`" in verdict.message
