@@ -413,6 +413,12 @@ class LessonChecks:
         verdict = self_check_verdict(exercise_id, fixed)
         assert verdict.status == "passed", verdict.message
 
+    def test_an_input_row_holds_no_backtick(self, exercise_id: str) -> None:
+        """A case's input is one code row of the panel, set as code whole: a backtick in it would
+        show as it is."""
+        cases = get_exercise(exercise_id).make_cases("check")
+        assert [case.shown for case in cases if "`" in (case.shown or "")] == []
+
     def test_cases_are_deterministic_and_grading_differs(self, exercise_id: str) -> None:
         exercise = get_exercise(exercise_id)
         one = [fingerprint(c) for c in exercise.make_cases("grade", 5)]

@@ -515,9 +515,8 @@ def _train_cases(rng: np.random.Generator) -> list[Case]:
     ]
     lrs = [float(lr) for lr in rng.choice([0.2, 0.1, 0.05, 0.02], size=3, replace=False)]
     shown = (
-        f"3 steps with `lr` = {', '.join(map(str, lrs))} on batches of {batch_size} examples; "
-        "`loss_fn` = mean squared error of a two-layer tanh network, params "
-        f"{describe(params, 120)}"
+        f"3 steps with lr = {', '.join(map(str, lrs))} on batches of {batch_size} examples; "
+        f"loss_fn = mean squared error of a two-layer tanh network, params {describe(params, 120)}"
     )
     label = "a model whose layers are a dict with a `None` bias and a namedtuple"
     return [Case((params, batches, lrs), label=label, shown=shown)]
