@@ -648,7 +648,7 @@ def _judge_train(got: Any, expected: Any, case: Case) -> str | Mistake | None:
                 "value is part of the cache key.",
                 1,
             ),
-            "A static argument is part of the key under which jit caches its compiled program, "
+            "A static argument is part of the key under which `jit` caches its compiled program, "
             "so each new value compiles again. A traced argument is data: one program serves "
             "every learning rate.",
             "Leave `lr` an ordinary, traced argument of the jitted step: drop it from "
@@ -783,11 +783,11 @@ def _judge_norm_probe(got: Any, expected: Any, case: Case) -> str | Mistake | No
         return problem
     if isinstance(got["jit"], dict):
         return Mistake(
-            f"right without jit, but under `jax.jit` it raised `{got['jit'].get('error')}`, the "
+            f"right without `jit`, but under `jax.jit` it raised `{got['jit'].get('error')}`, the "
             "error that `float()`, `.item()` or a NumPy function gives on a traced leaf.",
             "Inside `jax.jit` the leaves are tracers: they stand for arrays whose shape and dtype "
             "are known but whose numbers are not, so nothing can turn them into Python numbers. "
-            "`clip_by_global_norm` calls `global_norm` under jit too.",
+            "`clip_by_global_norm` calls `global_norm` under `jit` too.",
             "Compute with `jnp` functions only and return the `jnp` value as it is, without "
             "`float()` or `.item()`.",
             reread=TRAINING,
@@ -1065,8 +1065,8 @@ def _judge_clip(got: Any, expected: Any, case: Case) -> str | Mistake | None:
         return None
     if "error" in got["jit"]:
         return Mistake(
-            f"right without jit, but under `jax.jit` it raised `{got['jit']['error']}`, the error "
-            "a Python `if`, `min()` or `float()` gives on the traced norm.",
+            f"right without `jit`, but under `jax.jit` it raised `{got['jit']['error']}`, the "
+            "error a Python `if`, `min()` or `float()` gives on the traced norm.",
             "Inside `jax.jit` the norm is a tracer, a value without a number yet: Python cannot "
             "decide an `if` or a `min()` on it while the function is traced, so the choice has to "
             "happen inside the compiled program.",

@@ -238,10 +238,10 @@ def _as_a_leaf(value: Any) -> str:
     'jit would trace it, and grad refuses an integer leaf with a TypeError.'
     """
     if isinstance(value, str):
-        return "jit refuses a string leaf with a `TypeError`."
+        return "`jit` refuses a string leaf with a `TypeError`."
     if isinstance(value, (bool, int)):
-        return "jit would trace it, and grad refuses an integer leaf with a `TypeError`."
-    return "JAX would trace it under jit and differentiate it under grad."
+        return "`jit` would trace it, and `grad` refuses an integer leaf with a `TypeError`."
+    return "JAX would trace it under `jit` and differentiate it under `grad`."
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -528,8 +528,8 @@ class _ClassJudge:
                         f"{what} raised {error.rstrip('.')}. That is the stub's error: "
                         "unflatten still holds the stub.",
                         "JAX calls unflatten whenever it builds the object back from a treedef "
-                        "and leaves: `jax.tree.map`, jit and grad all do. Flatten and unflatten "
-                        "must both work before the class is a usable node.",
+                        "and leaves: `jax.tree.map`, `jit` and `grad` all do. Flatten and "
+                        "unflatten must both work before the class is a usable node.",
                         advice.rebuild.fix,
                         advice.rebuild.reread,
                     )
@@ -566,7 +566,7 @@ class _ClassJudge:
             return Mistake(
                 f"`jax.jit(jax.value_and_grad(loss))` over a `{name}` raised "
                 f"{_error_of(got['trained'])}.",
-                "Under jit the children become tracers and the metadata stays Python: whatever "
+                "Under `jit` the children become tracers and the metadata stays Python: whatever "
                 f"Python must read while tracing ({', '.join(spec.static)}) has to be static, "
                 "and the metadata must be hashable.",
                 advice.static.fix.format(field=spec.static[0]),
@@ -575,7 +575,7 @@ class _ClassJudge:
         problem = plain_difference(got["trained"]["value"], expected["trained"]["value"])
         if problem:
             return (
-                f"the loss computed with your `{name}` under jit differs from the expected one: "
+                f"the loss computed with your `{name}` under `jit` differs from the expected one: "
                 f"{problem}"
             )
         grads = _record_difference(
@@ -621,8 +621,8 @@ def _record_difference(
         return Mistake(
             f"{_article(mine['type'])}, not a `{name}`.",
             "Unflatten is how JAX builds your object back from a treedef and new leaves: every "
-            "result of `jax.tree.map`, jit or grad comes out of it. It must return an instance of "
-            "the class, not the parts it received.",
+            "result of `jax.tree.map`, `jit` or `grad` comes out of it. It must return an "
+            "instance of the class, not the parts it received.",
             advice.rebuild.fix,
             advice.rebuild.reread,
         )

@@ -185,11 +185,11 @@ def _returned_instead(define: str, got: str, name: str) -> Mistake:
     """The mistake of a ``define_...()`` that returned something else than a class (``got``, from
     :func:`_not_a_class`)."""
     return Mistake(
-        f"{define}() {got}.",
-        f"{define} is a factory: it defines the class and hands the class itself back. The check "
+        f"`{define}()` {got}.",
+        f"`{define}` is a factory: it defines the class and hands the class itself back. The check "
         "calls it for a fresh class, with an empty compilation cache, then makes its own "
         "instances with it.",
-        f"End {define} with `return {name}`, the class object, not an instance {name}(...).",
+        f"End `{define}` with `return {name}`, the class object, not an instance `{name}(...)`.",
     )
 
 
@@ -202,30 +202,30 @@ def _leaves_problem(
         return None
     if len(got) == 1 and got[0].startswith("<"):
         return Mistake(
-            f"jax.tree.leaves(layer) is [layer]: JAX sees a {got[0][1:-1]} as one opaque leaf.",
+            f"`jax.tree.leaves(layer)` is `[layer]`: JAX sees a {got[0][1:-1]} as one opaque leaf.",
             "JAX looks inside only the classes in its registry; an object of any other class is "
             "a single leaf, so none of its fields can be traced or static on its own.",
-            "Register the class: put @jax.tree_util.register_dataclass above @dataclass, so that "
-            "its fields become children unless marked static.",
+            "Register the class: put `@jax.tree_util.register_dataclass` above `@dataclass`, so "
+            "that its fields become children unless marked static.",
             UNKNOWN_CLASS_IS_A_LEAF,
         )
     declare = (
-        "field(default=..., metadata={'static': True})"
+        "`field(default=..., metadata={'static': True})`"
         if default
-        else "field(metadata={'static': True})"
+        else "`field(metadata={'static': True})`"
     )
     leaking = [name for text, name in names.items() if text in got]
     them = "them" if len(leaking) > 1 else "it"
     fix = (
-        f"Declare {' and '.join(leaking)} with {declare}; register_dataclass then keeps {them} "
-        "out of the leaves."
+        f"Declare {' and '.join(f'`{name}`' for name in leaking)} with {declare}; "
+        f"`register_dataclass` then keeps {them} out of the leaves."
     )
     for text, name in names.items():
         if text in got and text.startswith("'"):
             return Mistake(
-                f"{text} is a leaf, so the field {name} is traced, and jit cannot trace a "
-                "string: it fails with a TypeError before tracing starts.",
-                f"{name} is configuration: Python looks a function up by its value while "
+                f"{text} is a leaf, so the field `{name}` is traced, and `jit` cannot trace a "
+                "string: it fails with a `TypeError` before tracing starts.",
+                f"`{name}` is configuration: Python looks a function up by its value while "
                 "tracing. Configuration must be static: kept in the treedef, out of the leaves, "
                 "and part of the key of the compiled program.",
                 fix,
@@ -233,9 +233,9 @@ def _leaves_problem(
             )
         if text in got:
             return Mistake(
-                f"{text} is a leaf, so the field {name} is traced: under jit it becomes a "
+                f"{text} is a leaf, so the field `{name}` is traced: under `jit` it becomes a "
                 "tracer, and Python's `if` or a slice cannot use a tracer.",
-                f"{name} is configuration: Python needs its value while tracing, to choose a "
+                f"`{name}` is configuration: Python needs its value while tracing, to choose a "
                 "branch or to slice, and a tracer has no value yet, only a shape and a dtype. "
                 "Configuration must be static.",
                 fix,
@@ -245,7 +245,7 @@ def _leaves_problem(
     if arrays and len(got) < len(expected):
         return Mistake(
             f"the leaves are {got}, expected {expected}: an array field is static.",
-            "Arrays are data, never static metadata (Pitfall 8): JAX compares metadata with ==, "
+            "Arrays are data, never static metadata (Pitfall 8): JAX compares metadata with `==`, "
             "which fails on an array of several elements, and a static array would make every "
             "new array a new compilation.",
             "Leave the array fields ordinary fields, without static metadata: they become traced "
@@ -273,7 +273,7 @@ def _judge_dense(got: Any, expected: Any, case: Case) -> str | Mistake | None:
         if problem:
             return problem
     advice = (
-        "Only a new activation or a new use_bias should compile again; new weights, and a "
+        "Only a new activation or a new `use_bias` should compile again; new weights, and a "
         "configuration seen before, reuse a compiled program."
     )
     return _forward_problem(got, expected, case, "calling the jitted forward", advice)
@@ -288,10 +288,10 @@ def _bias_problem(outputs: list[Any], want: list[Any], case: Case) -> Mistake | 
         and not _same_output(want[3], want[2])
     ):
         return Mistake(
-            f"{what[3]} gave the same result as with the bias: b was added all the same.",
-            "use_bias is a switch Python reads while tracing: with use_bias=False the forward "
-            "leaves b out altogether, whatever b holds. Being static, it may decide an `if`.",
-            "In __call__, add self.b only inside `if self.use_bias:`.",
+            f"{what[3]} gave the same result as with the bias: `b` was added all the same.",
+            "`use_bias` is a switch Python reads while tracing: with `use_bias=False` the forward "
+            "leaves `b` out altogether, whatever `b` holds. Being static, it may decide an `if`.",
+            "In `__call__`, add `self.b` only inside `if self.use_bias:`.",
         )
     # Computed as the learner's layer computes it, with JAX's product, so that the two round alike
     # on every backend; and only a mistake where the bias changes the reference's output.
@@ -305,8 +305,8 @@ def _bias_problem(outputs: list[Any], want: list[Any], case: Case) -> Mistake | 
             f"{what[1]}, built without options, left the bias out.",
             "A field's default is what a layer gets when the caller leaves the field out; the "
             "exercise asks for a layer that adds its bias and applies tanh unless told otherwise.",
-            "Give use_bias the default True and activation the default 'tanh' in their field(...) "
-            "declarations.",
+            "Give `use_bias` the default `True` and `activation` the default `'tanh'` in their "
+            "`field(...)` declarations.",
         )
     return None
 
@@ -327,9 +327,10 @@ DENSE = Exercise(
             "(configuration, static)."
         ),
         (
-            "A registered dataclass with fields w, b, activation='tanh', use_bias=True, the last "
-            "two static: field(default=..., metadata={'static': True}). __call__ computes x @ w, "
-            "adds b only when use_bias, then applies ACTIVATIONS[activation]."
+            "A registered dataclass with fields `w`, `b`, `activation='tanh'`, `use_bias=True`, "
+            "the last two static: `field(default=..., metadata={'static': True})`. `__call__` "
+            "computes `x @ w`, adds `b` only when `use_bias`, then applies "
+            "`ACTIVATIONS[activation]`."
         ),
     ),
     reread=DATA_OR_CONFIGURATION,
@@ -439,18 +440,18 @@ def _judge_mlp(got: Any, expected: Any, case: Case) -> str | Mistake | None:
             and len(mine) == len(theirs) - 1
         ):
             return Mistake(
-                "scale is not a leaf: it is static, so every new scale compiles a new program.",
+                "`scale` is not a leaf: it is static, so every new scale compiles a new program.",
                 "A value the forward only computes with is data: as a leaf it is traced, and one "
                 "compiled program serves every scale. Static is for what Python must read while "
                 "tracing, and each new static value costs a compilation.",
-                "Leave scale an ordinary field with its default, 1.0, without static metadata.",
+                "Leave `scale` an ordinary field with its default, `1.0`, without static metadata.",
                 NEW_STATIC_VALUE,
             )
         names = {f"'{a}'": "act" for a in ACTIVATIONS}
         names.update({str(d): "depth" for d in (2, 3)})
         return _leaves_problem(mine, theirs, names, default=False)
     advice = (
-        "New weights and a new scale reuse the program; only a new depth or a new act "
+        "New weights and a new scale reuse the program; only a new `depth` or a new `act` "
         "compiles again."
     )
     return _forward_problem(got, expected, case, "calling the jitted forward", advice)
@@ -470,12 +471,12 @@ FIXED_MLP = Exercise(
             "A field Python needs while tracing (the length of a slice, a key to look a function "
             "up) is configuration and must be static; a field the forward only multiplies by is "
             "data and stays a leaf, so a new value costs no compilation. Running the broken model "
-            "under jit shows the first culprit."
+            "under `jit` shows the first culprit."
         ),
         (
-            "Mark depth and act static with field(metadata={'static': True}) and leave layers and "
-            "scale ordinary fields. A field without a default cannot follow one with a default, "
-            "so keep the order layers, depth, act, scale=1.0."
+            "Mark `depth` and `act` static with `field(metadata={'static': True})` and leave "
+            "`layers` and `scale` ordinary fields. A field without a default cannot follow one "
+            "with a default, so keep the order `layers, depth, act, scale=1.0`."
         ),
     ),
     reread=DATA_OR_CONFIGURATION,
@@ -585,14 +586,14 @@ def _judge_config(got: Any, expected: Any, case: Case) -> str | Mistake | None:
     error = got["hash_error"]
     if error and got["hash_off"]:
         return Mistake(
-            f"hash(config) fails ({error}): the class's __hash__ is None, so jit refuses a "
+            f"`hash(config)` fails ({error}): the class's `__hash__ is None`, so `jit` refuses a "
             "config as a static argument.",
-            "A plain @dataclass sets __hash__ to None (Pitfall 7): it compares by field values, "
-            "and fields that can change would change the hash. A static value must be hashable, "
-            "compare by value, and never change.",
-            "Make the dataclass frozen, @dataclass(frozen=True): it writes __eq__ and __hash__ "
-            "from the fields and refuses assignments, even in __post_init__, where a field is "
-            "then set with object.__setattr__(self, name, value).",
+            "A plain `@dataclass` sets `__hash__` to `None` (Pitfall 7): it compares by field "
+            "values, and fields that can change would change the hash. A static value must be "
+            "hashable, compare by value, and never change.",
+            "Make the dataclass frozen, `@dataclass(frozen=True)`: it writes `__eq__` and "
+            "`__hash__` from the fields and refuses assignments, even in `__post_init__`, where "
+            "a field is then set with `object.__setattr__(self, name, value)`.",
             PITFALL_7,
         )
     if error and got["unhashable"]:
@@ -604,66 +605,67 @@ def _judge_config(got: Any, expected: Any, case: Case) -> str | Mistake | None:
         )
         if kind == "list":
             return Mistake(
-                f"hash(config) fails: the field {name} holds a list, which cannot be hashed: "
-                f"{name} was given as a list and kept as one.",
+                f"`hash(config)` fails: the field `{name}` holds a list, which cannot be hashed: "
+                f"`{name}` was given as a list and kept as one.",
                 idea,
-                f"Turn {name} into a tuple when the config is made, in __post_init__. A frozen "
-                f"dataclass refuses self.{name} = ..., even there: store the tuple with "
-                f"object.__setattr__(self, {name!r}, ...).",
+                f"Turn `{name}` into a tuple when the config is made, in `__post_init__`. A frozen "
+                f"dataclass refuses `self.{name} = ...`, even there: store the tuple with "
+                f"`object.__setattr__(self, {name!r}, ...)`.",
                 STATIC_IS_A_CACHE_KEY,
             )
         return Mistake(
-            f"hash(config) fails: the field {name} holds a {kind}, which cannot be hashed.",
+            f"`hash(config)` fails: the field `{name}` holds a {kind}, which cannot be hashed.",
             idea,
-            f"Keep {name} hashable: store a tuple, a frozenset, a string or a number in it, "
-            "converted in __post_init__ with object.__setattr__ if callers give something else.",
+            f"Keep `{name}` hashable: store a tuple, a frozenset, a string or a number in it, "
+            "converted in `__post_init__` with `object.__setattr__` if callers give something "
+            "else.",
             STATIC_IS_A_CACHE_KEY,
         )
     if error:
-        return f"hash(config) fails ({error}): a static argument must be hashable."
+        return f"`hash(config)` fails ({error}): a static argument must be hashable."
     if not got["frozen"]:
         return Mistake(
-            "config.activation = 'tanh' worked: the config can change after jit has used it as "
+            "`config.activation = 'tanh'` worked: the config can change after `jit` has used it as "
             "a cache key.",
-            "jit keeps a static value as part of the key of the program it compiled. A config "
+            "`jit` keeps a static value as part of the key of the program it compiled. A config "
             "changed in place changes that key, and later calls get the program compiled for the "
             "old values, with no error (Pitfall 6): a static value must never change.",
-            "Use @dataclass(frozen=True): like unsafe_hash=True it writes __hash__ from the "
-            "fields, and it also refuses assignments, even in __post_init__, where a field is "
-            "then set with object.__setattr__(self, name, value).",
+            "Use `@dataclass(frozen=True)`: like `unsafe_hash=True` it writes `__hash__` from the "
+            "fields, and it also refuses assignments, even in `__post_init__`, where a field is "
+            "then set with `object.__setattr__(self, name, value)`.",
             PITFALL_6,
         )
     if not got["equal"]:
         return Mistake(
-            f"{what[0]} and {what[1]}, built separately, are not equal (==).",
-            "jit finds a compiled program by comparing static values with ==. Configs that "
+            f"{what[0]} and {what[1]}, built separately, are not equal (`==`).",
+            "`jit` finds a compiled program by comparing static values with `==`. Configs that "
             "compare by identity never match a config built anew, so each new config compiles "
             "again.",
-            "Let the dataclass write __eq__ from the fields: keep eq=True, the default, together "
-            "with frozen=True.",
+            "Let the dataclass write `__eq__` from the fields: keep `eq=True`, the default, "
+            "together with `frozen=True`.",
             STATIC_IS_A_CACHE_KEY,
         )
     if not got["distinct"]:
         return Mistake(
-            f"{what[0]} and {what[3]} are equal (==), although their hidden sizes differ.",
-            "jit reuses a compiled program for a static value equal to one it has seen: configs "
+            f"{what[0]} and {what[3]} are equal (`==`), although their hidden sizes differ.",
+            "`jit` reuses a compiled program for a static value equal to one it has seen: configs "
             "with other fields must compare unequal, or they get a program compiled for another "
             "configuration.",
-            "Let the dataclass write __eq__ from all its fields (eq=True, the default) instead of "
-            "writing your own.",
+            "Let the dataclass write `__eq__` from all its fields (`eq=True`, the default) "
+            "instead of writing your own.",
             STATIC_IS_A_CACHE_KEY,
         )
     if not got["same_hash"]:
         return Mistake(
             "configs that compare equal have different hashes.",
-            "jit's cache finds a key by its hash first, then compares with ==: equal configs must "
-            "hash alike, or an equal config misses the program compiled for it.",
-            "Let the dataclass write __hash__ from the fields (frozen=True) instead of writing "
+            "`jit`'s cache finds a key by its hash first, then compares with `==`: equal configs "
+            "must hash alike, or an equal config misses the program compiled for it.",
+            "Let the dataclass write `__hash__` from the fields (`frozen=True`) instead of writing "
             "your own.",
             STATIC_IS_A_CACHE_KEY,
         )
     if got["hidden_type"] != "tuple":
-        return f"config.hidden is a {got['hidden_type']}, where a tuple was expected."
+        return f"`config.hidden` is a {got['hidden_type']}, where a tuple was expected."
     advice = "Configs equal to one seen before must reuse its program: equal configs, equal hashes."
     return _forward_problem(
         got, expected, case, "a jitted function with the config as a static argument", advice
@@ -686,9 +688,9 @@ FROZEN_CONFIG = Exercise(
             "dataclass."
         ),
         (
-            "Use @dataclass(frozen=True), and turn hidden into a tuple in __post_init__. A frozen "
-            "dataclass refuses self.hidden = ..., even there: store the tuple with "
-            "object.__setattr__(self, name, value)."
+            "Use `@dataclass(frozen=True)`, and turn `hidden` into a tuple in `__post_init__`. A "
+            "frozen dataclass refuses `self.hidden = ...`, even there: store the tuple with "
+            "`object.__setattr__(self, name, value)`."
         ),
     ),
     reread=STATIC_IS_A_CACHE_KEY,
@@ -785,22 +787,22 @@ def _split_cases(rng: np.random.Generator) -> list[Case]:
             "metadata",
         ),
         (
-            "a dataclass whose static fields come from jax.tree.static()",
+            "a dataclass whose static fields come from `jax.tree.static()`",
             Conv(2, arr(3, 3, d), "VALID"),
             "tree_static",
         ),
         (
-            "a dataclass registered with data_fields= and meta_fields= (no field metadata)",
+            "a dataclass registered with `data_fields=` and `meta_fields=` (no field metadata)",
             Norm(1e-5, arr(d), -1, None),
             "named",
         ),
         (
-            "an instance of a class made static with register_static",
+            "an instance of a class made static with `register_static`",
             Activation("leaky_relu", 0.1),
             "register_static",
         ),
         (
-            "a dataclass whose data fields hold a dict, None and a Python float",
+            "a dataclass whose data fields hold a dict, `None` and a Python float",
             Block(
                 {"w": arr(d, d), "b": [arr(d), None]},
                 depth=2,
@@ -815,7 +817,7 @@ def _split_cases(rng: np.random.Generator) -> list[Case]:
             Block([Linear("inner", arr(d), None)], depth=1),
             "inner",
         ),
-        ("a dataclass whose w and b are both None", Linear("empty"), "none"),
+        ("a dataclass whose `w` and `b` are both `None`", Linear("empty"), "none"),
     ]
     order = rng.permutation(len(objects))
     return [
@@ -824,10 +826,10 @@ def _split_cases(rng: np.random.Generator) -> list[Case]:
 
 
 _ONE_LEVEL = (
-    "Flatten one level only: jax.tree_util.tree_flatten_with_path(obj, is_leaf=lambda n: n is "
-    "not obj) gives one (path, child) pair per traced field, and path[0].name is its field's "
+    "Flatten one level only: `jax.tree_util.tree_flatten_with_path(obj, is_leaf=lambda n: n is "
+    "not obj)` gives one `(path, child)` pair per traced field, and `path[0].name` is its field's "
     "name. It lists them in the order JAX flattens them, so build both lists by going through "
-    "dataclasses.fields(obj), in declaration order, each name traced if it is among those."
+    "`dataclasses.fields(obj)`, in declaration order, each name traced if it is among those."
 )
 
 
@@ -836,8 +838,8 @@ def _judge_split(got: Any, expected: Any, case: Case) -> str | Mistake | None:
         isinstance(got, tuple) and len(got) == 2 and all(isinstance(part, list) for part in got)
     ):
         return (
-            f"returned {describe(got, 80)}, where a pair of lists of field names, (traced, "
-            "static), was expected."
+            f"returned {describe(got, 80)}, where a pair of lists of field names, "
+            "`(traced, static)`, was expected."
         )
     if got == expected:
         return None
@@ -848,11 +850,11 @@ def _judge_split(got: Any, expected: Any, case: Case) -> str | Mistake | None:
         return Mistake(
             f"the result holds {paths[0]!r}, a key path written out as text, where the field's "
             f"name, {paths[0][1:]!r}, was expected.",
-            "keystr writes a key path as text for people to read. The path itself is a tuple of "
-            "key objects, and a dataclass field's key is a GetAttrKey, whose .name is the "
+            "`keystr` writes a key path as text for people to read. The path itself is a tuple of "
+            "key objects, and a dataclass field's key is a `GetAttrKey`, whose `.name` is the "
             "field's name.",
-            "Take the name from the key object, path[0].name, instead of writing the path out "
-            "with keystr.",
+            "Take the name from the key object, `path[0].name`, instead of writing the path out "
+            "with `keystr`.",
             KEY_PATHS,
         )
     if paths:
@@ -866,11 +868,11 @@ def _judge_split(got: Any, expected: Any, case: Case) -> str | Mistake | None:
         )
     if kind == "named" and set(traced) >= {"eps", "axis"}:
         return Mistake(
-            f"returned ({traced}, {static}): eps and axis, static in this class, are listed as "
-            "traced. This class was registered with data_fields=[...] and meta_fields=[...], so "
-            "its fields carry no metadata.",
-            "Field metadata is only one way to make a field static: meta_fields= and "
-            "register_static leave none. Only JAX's own flattening tells every case apart: its "
+            f"returned ({traced}, {static}): `eps` and `axis`, static in this class, are listed as "
+            "traced. This class was registered with `data_fields=[...]` and "
+            "`meta_fields=[...]`, so its fields carry no metadata.",
+            "Field metadata is only one way to make a field static: `meta_fields=` and "
+            "`register_static` leave none. Only JAX's own flattening tells every case apart: its "
             "children are the traced fields.",
             _ONE_LEVEL,
             MARKING_STATIC,
@@ -878,8 +880,8 @@ def _judge_split(got: Any, expected: Any, case: Case) -> str | Mistake | None:
     if kind == "register_static" and traced:
         return Mistake(
             f"returned ({traced}, {static}) for an instance of a class made static with "
-            "register_static: its fields are listed as traced.",
-            "register_static makes the whole object static: JAX keeps the object itself in the "
+            "`register_static`: its fields are listed as traced.",
+            "`register_static` makes the whole object static: JAX keeps the object itself in the "
             "treedef, and it has no children at all.",
             "Decide from JAX's one-level flatten: here its list of children is empty, so every "
             "field is static.",
@@ -889,20 +891,21 @@ def _judge_split(got: Any, expected: Any, case: Case) -> str | Mistake | None:
     empty = [name for name in want_traced if name not in traced and getattr(obj, name) is None]
     if empty:
         return Mistake(
-            f"{empty[0]!r} holds None and is missing from the traced fields.",
-            "None is an empty subtree: a field that holds None has no leaves, yet JAX flattens it "
-            "as a child of the object, so it is traced, not static. The leaves cannot show it.",
-            _ONE_LEVEL + " A None child is among them.",
+            f"{empty[0]!r} holds `None` and is missing from the traced fields.",
+            "`None` is an empty subtree: a field that holds `None` has no leaves, yet JAX "
+            "flattens it as a child of the object, so it is traced, not static. The leaves "
+            "cannot show it.",
+            _ONE_LEVEL + " A `None` child is among them.",
             PITFALL_1,
         )
     if sorted(traced) == sorted(want_traced) and sorted(static) == sorted(want_static):
         return Mistake(
             f"returned ({traced}, {static}): the right names, in another order.",
             "Both lists follow the order in which the dataclass declares its fields, the order "
-            "dataclasses.fields lists them in. JAX may flatten in another (data_fields= sets its "
-            "own), and sorting the names loses it too.",
-            "Go through dataclasses.fields(obj), which lists every field in declaration order, "
-            "and put each name in traced or static.",
+            "`dataclasses.fields` lists them in. JAX may flatten in another (`data_fields=` sets "
+            "its own), and sorting the names loses it too.",
+            "Go through `dataclasses.fields(obj)`, which lists every field in declaration order, "
+            "and put each name in `traced` or `static`.",
         )
     wrong = [name for name in traced if name in want_static] + [
         name for name in static if name in want_traced
@@ -939,14 +942,14 @@ STATIC_AND_TRACED = Exercise(
     judge=_judge_split,
     hints=(
         (
-            "Field metadata is only one way to make a field static (register_dataclass's "
-            "data_fields/meta_fields leave none), so ask JAX how it flattens the object one level: "
-            "its children are the traced fields, None included."
+            "Field metadata is only one way to make a field static (`register_dataclass`'s "
+            "`data_fields`/`meta_fields` leave none), so ask JAX how it flattens the object one "
+            "level: its children are the traced fields, `None` included."
         ),
         (
-            "jax.tree_util.tree_flatten_with_path(obj, is_leaf=lambda n: n is not obj) gives one "
-            "(path, child) pair per traced field, path[0].name its name; then go through "
-            "dataclasses.fields(obj), in declaration order: each name is traced if it is among "
+            "`jax.tree_util.tree_flatten_with_path(obj, is_leaf=lambda n: n is not obj)` gives one "
+            "`(path, child)` pair per traced field, `path[0].name` its name; then go through "
+            "`dataclasses.fields(obj)`, in declaration order: each name is traced if it is among "
             "those, else static."
         ),
     ),

@@ -429,7 +429,7 @@ WRONG: list[tuple[str, Callable[..., Any], str]] = [
     (
         "03.dense",
         dense_activation_as_leaf,
-        "include 'tanh', the value of its `activation`, next to its arrays: jit refuses a "
+        "include 'tanh', the value of its `activation`, next to its arrays: `jit` refuses a "
         "string leaf with a `TypeError`",
     ),
     ("03.dense", dense_fields_reordered, "the leaves come in another order"),
@@ -443,8 +443,8 @@ WRONG: list[tuple[str, Callable[..., Any], str]] = [
     (
         "03.conv1d",
         conv_everything_a_child,
-        "include 2, the value of its `stride`, next to its arrays: jit would trace it, and grad "
-        "refuses an integer leaf",
+        "include 2, the value of its `stride`, next to its arrays: `jit` would trace it, and "
+        "`grad` refuses an integer leaf",
     ),
     ("03.conv1d", conv_forgetting_aux, "gave a `Conv1D` whose `stride` is wrong"),
     ("03.conv1d", conv_returning_tuple, "gave a tuple, not a `Conv1D`"),
@@ -565,7 +565,7 @@ NAMED: dict[str, dict[str, str]] = {
             "JAX sees a `Dense` as a single leaf"
         ),
         "makes `activation` a child instead of static configuration": (
-            "include 'tanh', the value of its `activation`, next to its arrays: jit refuses a "
+            "include 'tanh', the value of its `activation`, next to its arrays: `jit` refuses a "
             "string leaf with a `TypeError`"
         ),
         "declares the fields in another order than `w, b, activation`": (
@@ -579,8 +579,8 @@ NAMED: dict[str, dict[str, str]] = {
     },
     "03.conv1d": {
         "makes `stride` and `padding` children instead of auxiliary data": (
-            "include 2, the value of its `stride`, next to its arrays: jit would trace it, and "
-            "grad refuses an integer leaf"
+            "include 2, the value of its `stride`, next to its arrays: `jit` would trace it, and "
+            "`grad` refuses an integer leaf"
         ),
         "drops the auxiliary data, and `stride` with it": "gave a `Conv1D` whose `stride` is wrong",
         "unflattens into a tuple instead of a `Conv1D`": "gave a tuple, not a `Conv1D`",

@@ -348,35 +348,39 @@ WRONG: list[tuple[str, Callable[..., Any], str]] = [
     (
         "04.dense",
         dense_activation_leaf,
-        "'tanh' is a leaf, so the field activation is traced, and jit cannot trace a string",
+        "'tanh' is a leaf, so the field `activation` is traced, and `jit` cannot trace a string",
     ),
-    ("04.dense", dense_use_bias_leaf, "True is a leaf, so the field use_bias is traced"),
+    ("04.dense", dense_use_bias_leaf, "True is a leaf, so the field `use_bias` is traced"),
     ("04.dense", dense_unregistered, "JAX sees a Dense as one opaque leaf"),
     ("04.dense", dense_weights_static, "an array field is static"),
     ("04.dense", dense_bias_always, "gave the same result as with the bias"),
     (
         "04.dense",
         dense_returning_an_instance,
-        "define_dense() returned an instance of Dense, not a class",
+        "`define_dense()` returned an instance of Dense, not a class",
     ),
     (
         "04.fixed_mlp",
         mlp_scale_static,
-        "scale is not a leaf: it is static, so every new scale compiles a new program",
+        "`scale` is not a leaf: it is static, so every new scale compiles a new program",
     ),
-    ("04.fixed_mlp", mlp_depth_leaf, "2 is a leaf, so the field depth is traced"),
-    ("04.fixed_mlp", mlp_unchanged, "so the field act is traced, and jit cannot trace a string"),
-    ("04.frozen_config", config_plain, "the class's __hash__ is None"),
-    ("04.frozen_config", config_keeps_list, "hidden was given as a list and kept as one"),
+    ("04.fixed_mlp", mlp_depth_leaf, "2 is a leaf, so the field `depth` is traced"),
+    (
+        "04.fixed_mlp",
+        mlp_unchanged,
+        "so the field `act` is traced, and `jit` cannot trace a string",
+    ),
+    ("04.frozen_config", config_plain, "the class's `__hash__ is None`"),
+    ("04.frozen_config", config_keeps_list, "`hidden` was given as a list and kept as one"),
     (
         "04.frozen_config",
         config_unsafe_hash,
-        "the config can change after jit has used it as a cache key",
+        "the config can change after `jit` has used it as a cache key",
     ),
-    ("04.frozen_config", config_by_identity, "built separately, are not equal (==)"),
-    ("04.frozen_config", config_plain_assigning, "the class's __hash__ is None"),
+    ("04.frozen_config", config_by_identity, "built separately, are not equal (`==`)"),
+    ("04.frozen_config", config_plain_assigning, "the class's `__hash__ is None`"),
     ("04.static_and_traced", split_by_metadata, "its fields carry no metadata"),
-    ("04.static_and_traced", split_by_leaves, "holds None and is missing from the traced fields"),
+    ("04.static_and_traced", split_by_leaves, "holds `None` and is missing from the traced fields"),
     (
         "04.static_and_traced",
         split_by_key_paths,
@@ -411,10 +415,10 @@ FIXED: list[tuple[str, Callable[..., Any], Callable[..., Any]]] = [
 NAMED: dict[str, dict[str, str]] = {
     "04.dense": {
         "stores `activation` as a leaf, and `jit` cannot trace a string": (
-            "'tanh' is a leaf, so the field activation is traced, and jit cannot trace a string"
+            "'tanh' is a leaf, so the field `activation` is traced, and `jit` cannot trace a string"
         ),
         "stores `use_bias` as a leaf, so it is traced": (
-            "True is a leaf, so the field use_bias is traced"
+            "True is a leaf, so the field `use_bias` is traced"
         ),
         "leaves the class unregistered": "JAX sees a Dense as one opaque leaf",
         "marks the weights static: arrays are never static (Pitfall 8)": "an array field is static",
@@ -422,23 +426,23 @@ NAMED: dict[str, dict[str, str]] = {
     },
     "04.fixed_mlp": {
         "makes `scale` static, so every new scale compiles again": (
-            "scale is not a leaf: it is static, so every new scale compiles a new program"
+            "`scale` is not a leaf: it is static, so every new scale compiles a new program"
         ),
-        "leaves `depth` a leaf, so it is traced": "2 is a leaf, so the field depth is traced",
+        "leaves `depth` a leaf, so it is traced": "2 is a leaf, so the field `depth` is traced",
         "leaves the bug in place: `act` is still a leaf": (
-            "so the field act is traced, and jit cannot trace a string"
+            "so the field `act` is traced, and `jit` cannot trace a string"
         ),
     },
     "04.frozen_config": {
         "uses a plain `@dataclass`, which cannot be hashed (Pitfall 7)": (
-            "the class's __hash__ is None"
+            "the class's `__hash__ is None`"
         ),
-        "keeps `hidden` as the list it was given": "hidden was given as a list and kept as one",
+        "keeps `hidden` as the list it was given": "`hidden` was given as a list and kept as one",
         "uses `unsafe_hash` on a class that can still change": (
-            "the config can change after jit has used it as a cache key"
+            "the config can change after `jit` has used it as a cache key"
         ),
         "compares by identity, so equal configs are not equal": (
-            "built separately, are not equal (==)"
+            "built separately, are not equal (`==`)"
         ),
     },
     "04.static_and_traced": {
@@ -446,7 +450,7 @@ NAMED: dict[str, dict[str, str]] = {
             "its fields carry no metadata"
         ),
         "decides by the leaves, missing a traced field that holds `None`": (
-            "holds None and is missing from the traced fields"
+            "holds `None` and is missing from the traced fields"
         ),
         "returns key paths instead of field names": (
             "'.scale', a key path written out as text, where the field's name"
@@ -525,7 +529,7 @@ def test_a_frozen_config_that_still_assigns_is_told_where(
     """Half the fix (frozen, the assignment left in __post_init__) is told at the learner's own
     line, never at the line of the __setattr__ that dataclasses generates."""
     out = check_output("04.frozen_config", config_frozen_still_assigning, capsys)
-    assert "raised FrozenInstanceError: cannot assign to field 'hidden'" in out, out
+    assert "raised `FrozenInstanceError`: cannot assign to field 'hidden'" in out, out
     assert "of __post_init__)" in out and "__setattr__" not in out, out
 
 
@@ -545,13 +549,13 @@ def test_grading_cases_hold_other_inputs() -> None:
     [
         (
             config_keeps_list,
-            "hidden was given as a list and kept as one",
+            "`hidden` was given as a list and kept as one",
             "a config is hashable only if every field is",
         ),
         (
             config_plain,
-            "the class's __hash__ is None",
-            "A plain @dataclass sets __hash__ to None (Pitfall 7)",
+            "the class's `__hash__ is None`",
+            "A plain `@dataclass` sets `__hash__` to `None` (Pitfall 7)",
         ),
     ],
     ids=answer_id,
@@ -591,4 +595,4 @@ def test_a_config_with_another_unhashable_field_is_named(
         return TrainConfig
 
     out = check_output("04.frozen_config", config_with_a_dict, capsys)
-    assert "the field extra holds a dict, which cannot be hashed" in out, out
+    assert "the field `extra` holds a dict, which cannot be hashed" in out, out
