@@ -103,9 +103,9 @@ def _no_miss_advice(got: dict[str, Any], expected: dict[str, Any], fix: str) -> 
     if got["compiles"] or not expected["compiles"]:
         return None, None
     return Mistake(
-        "Nothing you jitted was compiled: the computation ran operation by operation outside jit "
+        "Nothing you jitted was compiled: the computation ran operation by operation outside `jit` "
         "(each operation compiled on its own).",
-        "jax.jit traces a function into one program and runs that program on every later call; "
+        "`jax.jit` traces a function into one program and runs that program on every later call; "
         "code outside any jitted function runs one operation at a time, and the whole "
         "computation is never one program.",
         fix,
@@ -150,8 +150,8 @@ def _calls_problem(
 def _not_a_function(call: str, got: str, builds: str) -> Mistake:
     """An answer whose factory returned something else than a function."""
     return Mistake(
-        f"{call} {got}.",
-        f"{call.split('(')[0]} is a factory: it builds {builds} once and hands back that "
+        f"`{call}` {got}.",
+        f"`{call.split('(')[0]}` is a factory: it builds {builds} once and hands back that "
         "function, which the check then calls again and again.",
         "Define the function inside, then end with `return` followed by its name, without "
         "calling it.",
@@ -200,7 +200,7 @@ def _step_cases(rng: np.random.Generator) -> list[Case]:
         params = _param_tree(rng, int(kind))
         grads = _like(rng, params)
         rates = [_RATE_KINDS[k](round(float(rng.uniform(0.01, 0.5)), 3)) for k in plan]
-        label = "lr of several kinds"
+        label = "`lr` of several kinds"
         shown = (
             f"lr in turn {', '.join(_rate_text(r) for r in rates)}; params {describe(params, 110)}"
         )
@@ -255,22 +255,22 @@ def _step_probe(fn: Callable[..., Any], case: Case) -> dict[str, Any] | str | No
 def _static_lr(what: str) -> Mistake:
     return Mistake(
         what + "Called with Python floats, the same lr twice compiled once and a new lr "
-        "compiled again: lr is a static argument.",
+        "compiled again: `lr` is a static argument.",
         "A static argument's value is part of the cache key, so every new learning rate "
         "compiles a new program, and a JAX array cannot be static at all (it is not hashable). "
         "A learning rate is data: it changes while the program stays the same.",
-        "Leave lr out of static_argnums and static_argnames: pass it to the jitted function as "
-        "an ordinary argument, an array with an explicit dtype.",
+        "Leave `lr` out of `static_argnums` and `static_argnames`: pass it to the jitted "
+        "function as an ordinary argument, an array with an explicit dtype.",
         reread=NEW_STATIC_VALUE,
     )
 
 
 _NEW_STEP_FUNCTION = Mistake(
-    "The same call, repeated, compiled again: what step jits is a function JAX has not seen "
+    "The same call, repeated, compiled again: what `step` jits is a function JAX has not seen "
     "before, every time.",
-    "The function object is part of the cache key: a lambda or a jax.jit made inside step is a "
+    "The function object is part of the cache key: a lambda or a `jax.jit` made inside `step` is a "
     "new function on each call, and a new function is a new cache key (Pitfall 12).",
-    "Jit once, in make_step, and let step call that one jitted function.",
+    "Jit once, in `make_step`, and let `step` call that one jitted function.",
     reread=PITFALL_12,
 )
 
@@ -279,7 +279,9 @@ def _step_advice(got: dict[str, Any], expected: dict[str, Any], rates: Sequence[
     again = got.get("again", [])
     if not again:
         return _no_miss_advice(
-            got, expected, "Jit the update once, in make_step, and have step call that function."
+            got,
+            expected,
+            "Jit the update once, in `make_step`, and have `step` call that function.",
         )
     row = again[0]
     quote = miss_of(got, row["call"])
@@ -288,7 +290,7 @@ def _step_advice(got: dict[str, Any], expected: dict[str, Any], rates: Sequence[
         return _static_lr(""), quote
     if cause == "function":
         return _NEW_STEP_FUNCTION, quote
-    call = f"step(params, grads, {_rate_text(rates[row['call']])})"
+    call = f"`step(params, grads, {_rate_text(rates[row['call']])})`"
     changed = [leaf for leaf in row["changes"]["leaves"] if leaf["path"] == "['lr']"]
     if not changed and not row["changes"]["structure"]:
         return _same_inputs(call), quote
@@ -297,32 +299,32 @@ def _step_advice(got: dict[str, Any], expected: dict[str, Any], rates: Sequence[
     leaf = changed[0]
     if recompile_cause(got.get("kinds", [])) != "value":
         return (
-            f"{call} compiled again. Its lr was {leaf['now']}, the lr of an earlier call "
+            f"{call} compiled again. Its `lr` was {leaf['now']}, the `lr` of an earlier call "
             f"{leaf['before']}, but that change alone, tried on its own, compiled nothing new."
         ), quote
     what = (
-        f"lr = {_rate_text(rates[row['call']])} arrived as {leaf['now']}, where an earlier lr "
+        f"`lr = {_rate_text(rates[row['call']])}` arrived as {leaf['now']}, where an earlier `lr` "
         f"was {leaf['before']}, and that change alone compiles a new program."
     )
     if leaf["change"] == "weak_type":
         return Mistake(
             what,
-            "A Python float is weakly typed, a NumPy or JAX float32 is not: two kinds of input, "
-            "two programs (Pitfall 11). Converting lr inside the jitted function comes too late, "
+            "A Python float is weakly typed, a NumPy or JAX `float32` is not: two kinds of input, "
+            "two programs (Pitfall 11). Converting `lr` inside the jitted function comes too late, "
             "because the cache key is made from the arguments as they arrive.",
-            "Wrap the jitted function, step here, in a plain one that converts lr first, and "
-            "return that: return lambda params, grads, lr: step(params, grads, "
-            "jnp.asarray(lr, jnp.float32)).",
+            "Wrap the jitted function, `step` here, in a plain one that converts `lr` first, and "
+            "return that: `return lambda params, grads, lr: step(params, grads, "
+            "jnp.asarray(lr, jnp.float32))`.",
             reread=PITFALL_11,
         ), quote
     return Mistake(
         what,
         "The cache key holds the dtype, shape and weak type of each argument as it arrives. "
-        "However the caller writes lr (an int, a Python float, a NumPy or JAX float32), it "
+        "However the caller writes `lr` (an int, a Python float, a NumPy or JAX `float32`), it "
         "must reach the jitted function as one kind of input, and a conversion that names no "
         "dtype keeps the kinds apart.",
-        "Convert lr with an explicit dtype before the jitted function sees it: "
-        "jnp.asarray(lr, jnp.float32).",
+        "Convert `lr` with an explicit dtype before the jitted function sees it: "
+        "`jnp.asarray(lr, jnp.float32)`.",
         reread=PITFALL_11,
     ), quote
 
@@ -333,12 +335,12 @@ def _judge_step(got: Any, expected: Any, case: Case) -> str | Mistake | None:
         return _not_a_function("make_step()", got, "the training step")
     if isinstance(got, dict) and "error" in got:
         if recompile_cause(got.get("repeats", [])) == "value":
-            return _static_lr(f"step raised {got['error']}\n")
-        return f"step raised {got['error']}"
+            return _static_lr(f"`step` raised {got['error']}\n")
+        return f"`step` raised {got['error']}"
     results = got.get("results") if isinstance(got, dict) else None
     if not isinstance(results, list) or len(results) != len(expected["results"]):
         return (
-            "make_step() should return a function step(params, grads, lr) that returns the "
+            "`make_step()` should return a function `step(params, grads, lr)` that returns the "
             "new params."
         )
 
@@ -346,10 +348,10 @@ def _judge_step(got: Any, expected: Any, case: Case) -> str | Mistake | None:
         rate = rates[i]
         if rebuild_tree(mine) is None and rebuild_tree(theirs) is not None:
             return Mistake(
-                f"with lr = {_rate_text(rate)}, step returned None.",
-                "A Python function that ends without a return statement returns None: step "
+                f"with `lr = {_rate_text(rate)}`, `step` returned `None`.",
+                "A Python function that ends without a `return` statement returns `None`: `step` "
                 "must hand back the new params, which the next step takes in.",
-                "End step with `return`, followed by the result of the jitted function.",
+                "End `step` with `return`, followed by the result of the jitted function.",
             )
         if not problem.startswith("the structure"):
             uphill = jax.tree.map(
@@ -358,23 +360,23 @@ def _judge_step(got: Any, expected: Any, case: Case) -> str | Mistake | None:
             no_rate = jax.tree.map(lambda p, g: np.asarray(p) - np.asarray(g), params, grads)
             if _tree(mine, tree_plain(uphill), case) is None:
                 return Mistake(
-                    f"with lr = {_rate_text(rate)}, step added lr * grads to the params.",
+                    f"with `lr = {_rate_text(rate)}`, `step` added `lr * grads` to the params.",
                     "The gradient points where the loss grows fastest: SGD moves each parameter "
                     "against it, downhill.",
-                    "Subtract: each new leaf is p - lr * g.",
+                    "Subtract: each new leaf is `p - lr * g`.",
                     reread=SGD_UPDATE,
                 )
             if _tree(mine, tree_plain(no_rate), case) is None:
                 return Mistake(
-                    f"with lr = {_rate_text(rate)}, step returned params - grads: the result "
-                    "does not change with lr.",
+                    f"with `lr = {_rate_text(rate)}`, `step` returned `params - grads`: the "
+                    "result does not change with `lr`.",
                     "The learning rate scales every step. Passed in as an argument, a new value "
                     "is new data for the same program, and it must change the result.",
-                    "Multiply each gradient leaf by the lr the jitted function receives: "
-                    "p - lr * g.",
+                    "Multiply each gradient leaf by the `lr` the jitted function receives: "
+                    "`p - lr * g`.",
                     reread=SGD_UPDATE,
                 )
-        return f"with lr = {_rate_text(rate)}, {problem}"
+        return f"with `lr = {_rate_text(rate)}`, {problem}"
 
     return _calls_problem(
         got, expected, case, explain, lambda got, expected: _step_advice(got, expected, rates)
@@ -392,13 +394,13 @@ MAKE_STEP = Exercise(
     judge=_judge_step,
     hints=(
         (
-            "The cache key holds each argument's shape, dtype and weak type, taken as the argument "
-            "arrives: a Python float, a NumPy float32 and a JAX float32 are different inputs, and "
-            "so is a static value that changes."
+            "The cache key holds each argument's shape, dtype and weak type, taken as the "
+            "argument arrives: a Python float, a NumPy `float32` and a JAX `float32` are "
+            "different inputs, and so is a static value that changes."
         ),
         (
-            "Keep the update in one jitted function of (params, grads, lr) and have make_step "
-            "return a small function that calls it with jnp.asarray(lr, jnp.float32)."
+            "Keep the update in one jitted function of `(params, grads, lr)` and have `make_step` "
+            "return a small function that calls it with `jnp.asarray(lr, jnp.float32)`."
         ),
     ),
     reread=CACHE_KEY,
@@ -523,7 +525,7 @@ def _judge_padded(
     at = f"for a batch of {n} rows"
     if not (isinstance(got, tuple) and len(got) == 2):
         return Mistake(
-            f"{at}, pad_to_bucket returned {describe(got, 80)}, not a pair.",
+            f"{at}, `pad_to_bucket` returned {describe(got, 80)}, not a pair.",
             "A padded batch alone cannot tell its real rows from the padding: the function "
             "hands back both, the padded batch and the mask that marks the real rows.",
             "Return a tuple of two, the padded batch first and the mask second.",
@@ -543,7 +545,7 @@ def _judge_padded(
             f"{at}, the padding comes first: the {n} real rows sit at the end.",
             "The real rows keep their places, 0 to n - 1, and the padding follows them, so that "
             "row i of the padded batch is row i of the batch.",
-            "Pad the first axis with (0, size - n), nothing before, and make the mask True for "
+            "Pad the first axis with `(0, size - n)`, nothing before, and make the mask `True` for "
             "the first n rows.",
         )
     return _padded_problem(at, padded, want_padded, case) or _mask_problem(at, n, mask, want_mask)
@@ -558,8 +560,8 @@ def _rows_problem(
             f"{at}, the padded batch still has {n} rows, none of the buckets {list(buckets)}.",
             "Padding is what turns many batch shapes into a few: every batch must come out "
             "with a bucket's number of rows, whatever it came in with.",
-            "Add size - n zero rows at the end of each leaf's first axis, with one "
-            "jax.tree.map over the batch (np.pad takes one (before, after) pair per axis).",
+            "Add `size - n` zero rows at the end of each leaf's first axis, with one "
+            "`jax.tree.map` over the batch (`np.pad` takes one `(before, after)` pair per axis).",
         )
     if got_rows is not None and got_rows in buckets and got_rows > size and n == size:
         return Mistake(
@@ -567,7 +569,7 @@ def _rows_problem(
             f"holds {n} rows.",
             "A batch fits a bucket when it has at most that many rows, so the bucket of its "
             "own size holds it with no padding at all.",
-            "Choose among the buckets b with b >= n (not b > n), and take the smallest.",
+            "Choose among the buckets `b` with `b >= n` (not `b > n`), and take the smallest.",
         )
     if got_rows is not None and got_rows in buckets and got_rows > size:
         if list(buckets) == sorted(buckets):
@@ -577,8 +579,8 @@ def _rows_problem(
                 "Each padded row is work spent on nothing, so a batch goes to the smallest "
                 "bucket that holds it; the number of programs stays the number of buckets "
                 "either way.",
-                "Take the minimum over the buckets that are at least n: min(b for b in "
-                "buckets if b >= n).",
+                "Take the minimum over the buckets that are at least n: `min(b for b in "
+                "buckets if b >= n)`.",
             )
         return Mistake(
             f"{at}, you padded to {got_rows}, but a smaller bucket of {list(buckets)} also "
@@ -586,7 +588,7 @@ def _rows_problem(
             "The buckets may come in any order, so the first bucket that fits is not always "
             "the smallest one.",
             "Take the minimum over all the buckets that are at least n, not the first one "
-            "found: min(b for b in buckets if b >= n).",
+            "found: `min(b for b in buckets if b >= n)`.",
         )
     return f"{at}, the padded leaves have {got_rows} rows, expected {size}."
 
@@ -601,21 +603,21 @@ def _padded_problem(at: str, padded: Any, want_padded: Any, case: Case) -> str |
         if case.info["nones"]:
             return Mistake(
                 f"{at}, the padded batch: {problem}",
-                "None subtrees are empty: they hold no rows to pad, and stay None.",
-                "Pad with one jax.tree.map over the batch: it passes the leaves to your "
-                "function and keeps every None subtree as it is.",
+                "`None` subtrees are empty: they hold no rows to pad, and stay `None`.",
+                "Pad with one `jax.tree.map` over the batch: it passes the leaves to your "
+                "function and keeps every `None` subtree as it is.",
                 reread=PITFALL_1,
             )
     elif trees_close(padded, want_padded) and (change := _dtype_change(padded, want_padded)):
         path, dtype, wanted = change
         return Mistake(
             f"{at}, the padded batch holds the right values, but its leaf {path} has dtype "
-            f"{dtype}, expected {wanted}.",
+            f"`{dtype}`, expected `{wanted}`.",
             "Padding adds rows and changes nothing else: each leaf keeps its dtype. Zeros "
-            "made without a dtype are float64, and joined to a leaf they make the whole "
-            "leaf float64.",
-            "Pad with np.pad or jnp.pad, which keep the leaf's dtype, or make the zero rows "
-            "with the leaf's own dtype (np.zeros(shape, leaf.dtype)).",
+            "made without a dtype are `float64`, and joined to a leaf they make the whole "
+            "leaf `float64`.",
+            "Pad with `np.pad` or `jnp.pad`, which keep the leaf's dtype, or make the zero rows "
+            "with the leaf's own dtype (`np.zeros(shape, leaf.dtype)`).",
         )
     return f"{at}, the padded batch: {problem}"
 
@@ -625,27 +627,27 @@ def _mask_problem(at: str, n: int, mask: Any, want_mask: np.ndarray) -> str | Mi
     if not isinstance(mask, np.ndarray) or mask.shape != want_mask.shape:
         return (
             f"{at}, the mask is {describe(mask, 60)}; expected a boolean array of shape "
-            f"{want_mask.shape}."
+            f"`{want_mask.shape}`."
         )
     if mask.dtype != np.bool_:
         return Mistake(
-            f"{at}, the mask has dtype {mask.dtype}.",
+            f"{at}, the mask has dtype `{mask.dtype}`.",
             "The mask answers a yes-or-no question per row, is it real?, so it is a boolean "
-            "array: a condition that jnp.where and indexing take as it is.",
-            "Compare instead of converting: np.arange(size) < n is a boolean array, True for "
+            "array: a condition that `jnp.where` and indexing take as it is.",
+            "Compare instead of converting: `np.arange(size) < n` is a boolean array, `True` for "
             "the real rows.",
         )
     if np.array_equal(mask, ~want_mask):
         return Mistake(
-            f"{at}, the mask is inverted: it is True on the padding and False on the {n} real "
+            f"{at}, the mask is inverted: it is `True` on the padding and `False` on the {n} real "
             "rows.",
-            "True marks the rows that hold data, so that a masked sum keeps them and drops the "
+            "`True` marks the rows that hold data, so that a masked sum keeps them and drops the "
             "padding.",
-            "Make it True for the first n rows: np.arange(size) < n.",
+            "Make it `True` for the first n rows: `np.arange(size) < n`.",
         )
     if not np.array_equal(mask, want_mask):
         return (
-            f"{at}, the mask should be True for the first {n} rows and False for the padding "
+            f"{at}, the mask should be `True` for the first {n} rows and `False` for the padding "
             "after them."
         )
     return None
@@ -684,11 +686,11 @@ def _judge_pad(got: Any, expected: Any, case: Case) -> str | Mistake | None:
     if got["too_big"] != "ValueError":
         what = "returned" if got["too_big"] == "returned" else f"raised {got['too_big']}"
         return Mistake(
-            f"a batch of {max(buckets) + 1} rows fits no bucket: pad_to_bucket {what}, "
-            "expected it to raise ValueError.",
+            f"a batch of {max(buckets) + 1} rows fits no bucket: `pad_to_bucket` {what}, "
+            "expected it to raise `ValueError`.",
             "A batch larger than every bucket cannot be padded to any of them. Handing it on "
             "would compile a new program for its shape, silently, so the function refuses it.",
-            "When no bucket is at least n, raise ValueError (min() of an empty sequence raises "
+            "When no bucket is at least n, raise `ValueError` (`min()` of an empty sequence raises "
             "one as well).",
         )
     return judge_compiles_with_advice(got, expected, case)
@@ -710,9 +712,9 @@ PAD_TO_BUCKET = Exercise(
             "from the padding."
         ),
         (
-            "size = min(b for b in buckets if b >= n) (ValueError when none); pad each leaf's "
-            "first axis with zero rows via jax.tree.map and np.pad/jnp.pad, keeping the dtype; the "
-            "mask is np.arange(size) < n."
+            "`size = min(b for b in buckets if b >= n)` (`ValueError` when none); pad each "
+            "leaf's first axis with zero rows via `jax.tree.map` and `np.pad`/`jnp.pad`, keeping "
+            "the dtype; the mask is `np.arange(size) < n`."
         ),
     ),
     reread=SHAPE_CHANGES,
@@ -722,7 +724,7 @@ PAD_TO_BUCKET = Exercise(
         "takes the first bucket that fits, though the buckets are not sorted",
         "pads a batch that already fills a bucket to the next one",
         "makes a float mask instead of a boolean one",
-        "pads with float64 zeros, which changes the dtype",
+        "pads with `float64` zeros, which changes the dtype",
         "puts the padding in front",
         "returns instead of raising `ValueError` when no bucket fits",
     ),
@@ -815,43 +817,44 @@ def _state_advice(got: dict[str, Any], expected: dict[str, Any]) -> Advice:
             "The set of dict keys is part of the tree structure, and the structure is part of "
             "the cache key: a new dict key is a new structure, and a new structure a new "
             "program (Pitfall 5).",
-            "Start with every key train_step returns: params, velocity, loss_avg and step.",
+            "Start with every key `train_step` returns: `params`, `velocity`, `loss_avg` and "
+            "`step`.",
             reread=PITFALL_5,
         ), quote
     if changes["structure"]:
         lines = "\n".join(f"  {line}" for line in changes["structure"])
         return Mistake(
             f"The state's structure changed {after}:\n" + lines,
-            "The structure of the state (its containers, None subtrees and node types) is part "
-            "of the cache key: the first state must have the structure train_step gives back.",
-            "Compare jax.tree.structure of your state with that of the state train_step "
-            "returns, and build each part as train_step does (the velocity with jax.tree.map "
+            "The structure of the state (its containers, `None` subtrees and node types) is part "
+            "of the cache key: the first state must have the structure `train_step` gives back.",
+            "Compare `jax.tree.structure` of your state with that of the state `train_step` "
+            "returns, and build each part as `train_step` does (the velocity with `jax.tree.map` "
             "over the params).",
             reread=PITFALL_5,
         ), quote
     weak = [leaf for leaf in changes["leaves"] if leaf["change"] == "weak_type"]
     if weak:
-        paths = ", ".join(f"state{leaf['path']}" for leaf in weak)
+        paths = ", ".join(f"`state{leaf['path']}`" for leaf in weak)
         numbers = all(leaf["was"] in ("float", "int", "bool", "complex") for leaf in weak)
         held = "a Python number" if numbers else "a weakly typed value"
         return Mistake(
-            f"At {paths} the first state held {held}, and train_step gave back "
+            f"At {paths} the first state held {held}, and `train_step` gave back "
             f"{weak[0]['now']} there.",
             "A Python number is weakly typed, an array of the same dtype is not: two kinds of "
             "input, two programs (Pitfall 11).",
-            "Start with arrays of the dtypes train_step returns, each with an explicit dtype: "
-            "jnp.zeros((), jnp.float32) for a float, jnp.zeros((), jnp.int32) for a count.",
+            "Start with arrays of the dtypes `train_step` returns, each with an explicit dtype: "
+            "`jnp.zeros((), jnp.float32)` for a float, `jnp.zeros((), jnp.int32)` for a count.",
             reread=PITFALL_11,
         ), quote
     if changes["leaves"]:
         leaf = changes["leaves"][0]
         return Mistake(
-            f"At state{leaf['path']} the leaf was {leaf['before']} and train_step gave back "
+            f"At `state{leaf['path']}` the leaf was {leaf['before']} and `train_step` gave back "
             f"{leaf['now']} {after}.",
             "Each leaf's dtype and shape are part of the cache key: a step that hands back "
             "another dtype or shape than it got makes the next step compile again.",
-            "Start that leaf as train_step returns it: an array of the same shape and dtype "
-            "(jnp.zeros(shape, dtype)).",
+            "Start that leaf as `train_step` returns it: an array of the same shape and dtype "
+            "(`jnp.zeros(shape, dtype)`).",
         ), quote
     call = f"Step {row['call'] + 1}, with the state step {row['call']} returned,"
     return _same_inputs(call), quote
@@ -864,19 +867,19 @@ def _judge_state(got: Any, expected: Any, case: Case) -> str | Mistake | None:
     problem = _tree(got["final"], expected["final"], case)
     if problem is None:
         return None
-    what = f"after {_STEPS} steps of train_step from your state, {problem}"
+    what = f"after {_STEPS} steps of `train_step` from your state, {problem}"
     mine, theirs = rebuild_tree(got["final"]), rebuild_tree(expected["final"])
     same = same_structure(mine, theirs)
     if same and trees_close(mine, theirs):
         if _dtype_change(mine, theirs):
             return Mistake(
                 what,
-                "train_step keeps the dtype of what it is given (a count of 0.0 plus 1 is 1.0), "
+                "`train_step` keeps the dtype of what it is given (a count of 0.0 plus 1 is 1.0), "
                 "so the dtypes of your first state last all along, and they must be those of "
-                "the state train_step itself builds.",
-                "Give each starting array the dtype train_step returns there, explicitly: "
-                "jnp.zeros((), jnp.int32) for the step count, jnp.zeros((), jnp.float32) for "
-                "loss_avg.",
+                "the state `train_step` itself builds.",
+                "Give each starting array the dtype `train_step` returns there, explicitly: "
+                "`jnp.zeros((), jnp.int32)` for the step count, `jnp.zeros((), jnp.float32)` for "
+                "`loss_avg`.",
             )
     return what
 
@@ -892,14 +895,14 @@ INIT_STATE = Exercise(
     judge=_judge_state,
     hints=(
         (
-            "The state you build must be the tree train_step returns: the same keys, structure, "
+            "The state you build must be the tree `train_step` returns: the same keys, structure, "
             "dtypes and weak types (arrays, where a Python number would be weakly typed), or the "
             "second step compiles again."
         ),
         (
             "Return all four keys: the params, a velocity of zeros shaped like them "
-            "(jax.tree.map with jnp.zeros_like), and loss_avg and step as scalar arrays of the "
-            "dtypes train_step returns, float32 and int32 (jnp.zeros((), dtype))."
+            "(`jax.tree.map` with `jnp.zeros_like`), and `loss_avg` and `step` as scalar arrays of "
+            "the dtypes `train_step` returns, `float32` and `int32` (`jnp.zeros((), dtype)`)."
         ),
     ),
     reread=CACHE_KEY,
@@ -951,7 +954,7 @@ def _scaled_cases(rng: np.random.Generator) -> list[Case]:
         plan = [(name, round(float(rng.uniform(-3, 3)), 2)) for name in order]
         calls = ", ".join(f"make_scaled({name})(x, {factor})" for name, factor in plan)
         shown = f"x = {describe(x, 100)}; in turn {calls}"
-        label = f"{len(plan)} calls of make_scaled"
+        label = f"{len(plan)} calls of `make_scaled`"
         cases.append(Case((x, plan), label=label, info={"functions": 2}, shown=shown))
     return cases
 
@@ -990,37 +993,37 @@ def _scaled_advice(
     name, factor = plan[0]
     if cause == "value":
         return Mistake(
-            f"Repeated, the call make_scaled({name})(x, {factor}) compiled nothing new, and a "
-            "new factor compiled again: factor is a static argument.",
+            f"Repeated, the call `make_scaled({name})(x, {factor})` compiled nothing new, and a "
+            "new factor compiled again: `factor` is a static argument.",
             "A static argument's value is part of the cache key, so every new factor compiles "
-            "anew; factor is data that changes on every call.",
-            "Pass factor to the jitted function as an ordinary argument, left out of "
-            "static_argnums and static_argnames.",
+            "anew; `factor` is data that changes on every call.",
+            "Pass `factor` to the jitted function as an ordinary argument, left out of "
+            "`static_argnums` and `static_argnames`.",
             reread=NEW_STATIC_VALUE,
         ), quote
     if cause == "function":
         return Mistake(
-            f"The same call, make_scaled({name})(x, {factor}), repeated, compiled again: each "
+            f"The same call, `make_scaled({name})(x, {factor})`, repeated, compiled again: each "
             "time, what it jits is a function JAX has not seen before.",
             "The function object is part of the cache key: a new lambda, partial or def is a "
-            "new cache key (Pitfall 12), even with the same code, and so is every jax.jit "
+            "new cache key (Pitfall 12), even with the same code, and so is every `jax.jit` "
             "wrapped around one.",
-            "Build the jitted function once per f, keep it (a dict keyed by f), and return the "
-            "same one whenever make_scaled gets that f again; nothing in it jits anew.",
+            "Build the jitted function once per `f`, keep it (a dict keyed by `f`), and return the "
+            "same one whenever `make_scaled` gets that `f` again; nothing in it jits anew.",
             reread=PITFALL_12,
         ), quote
     if again:
         name, factor = plan[again[0]["call"]]
-        return _same_inputs(f"make_scaled({name})(x, {factor})"), quote
+        return _same_inputs(f"`make_scaled({name})(x, {factor})`"), quote
     return _no_miss_advice(
-        got, expected, "Jit one function of (x, factor) per f, keep it, and return it."
+        got, expected, "Jit one function of `(x, factor)` per `f`, keep it, and return it."
     )
 
 
 def _judge_scaled(got: Any, expected: Any, case: Case) -> str | Mistake | None:
     x, plan = case.args
     if isinstance(got, str):
-        return _not_a_function("make_scaled(f)", got, "a function that scales f's result")
+        return _not_a_function("make_scaled(f)", got, "a function that scales `f`'s result")
 
     def explain(i: int, mine: Any, theirs: Any, problem: str) -> str | Mistake:
         (name, factor), first = plan[i], plan[0][0]
@@ -1029,12 +1032,12 @@ def _judge_scaled(got: Any, expected: Any, case: Case) -> str | Mistake | None:
             and _tree(mine, tree_plain(_make_scaled(_FUNCTIONS[first])(x, factor)), case) is None
         ):
             return Mistake(
-                f"make_scaled({name}) gave the results of make_scaled({first}).",
-                "Each f has a program of its own: a single jitted function, kept for every f, "
-                "computes the first f's results for all of them.",
-                "Keep one jitted function per f, in a dict keyed by f, and look it up by f.",
+                f"`make_scaled({name})` gave the results of `make_scaled({first})`.",
+                "Each `f` has a program of its own: a single jitted function, kept for every `f`, "
+                "computes the first `f`'s results for all of them.",
+                "Keep one jitted function per `f`, in a dict keyed by `f`, and look it up by `f`.",
             )
-        return f"make_scaled({name})(x, {factor}): {problem}"
+        return f"`make_scaled({name})(x, {factor})`: {problem}"
 
     return _calls_problem(
         got, expected, case, explain, lambda got, expected: _scaled_advice(got, expected, plan)
@@ -1057,9 +1060,9 @@ MAKE_SCALED = Exercise(
             "static and not captured."
         ),
         (
-            "Once per f, jit a function of (x, factor) that multiplies every leaf of f(x) by "
-            "factor (jax.tree.map), keep it in a dict under f, and return the stored one whenever "
-            "make_scaled gets f again."
+            "Once per `f`, jit a function of `(x, factor)` that multiplies every leaf of `f(x)` "
+            "by `factor` (`jax.tree.map`), keep it in a dict under `f`, and return the stored one "
+            "whenever `make_scaled` gets `f` again."
         ),
     ),
     reread=CACHE_KEY,

@@ -312,12 +312,12 @@ WRONG: list[tuple[str, Callable[..., Any], str]] = [
     (
         "05.make_step",
         make_step_converting_inside,
-        "Converting lr inside the jitted function comes too late",
+        "Converting `lr` inside the jitted function comes too late",
     ),
-    ("05.make_step", make_step_static_lr, "lr is a static argument"),
+    ("05.make_step", make_step_static_lr, "`lr` is a static argument"),
     ("05.make_step", make_step_without_jit, "Nothing you jitted was compiled"),
-    ("05.make_step", make_step_uphill, "step added lr * grads"),
-    ("05.make_step", make_step_numpy_lr, "lr = 1 arrived as int32[] weakly typed"),
+    ("05.make_step", make_step_uphill, "`step` added `lr * grads`"),
+    ("05.make_step", make_step_numpy_lr, "`lr = 1` arrived as int32[] weakly typed"),
     ("05.pad_to_bucket", pad_nothing, "compiled 10 times, expected 3"),
     (
         "05.pad_to_bucket",
@@ -330,13 +330,13 @@ WRONG: list[tuple[str, Callable[..., Any], str]] = [
         pad_strictly_larger,
         "for a batch of 8 rows, you padded to 16, but a smaller bucket of [8, 16, 32]",
     ),
-    ("05.pad_to_bucket", pad_float_mask, "the mask has dtype float32"),
-    ("05.pad_to_bucket", pad_with_float64_zeros, "has dtype float64, expected int32"),
+    ("05.pad_to_bucket", pad_float_mask, "the mask has dtype `float32`"),
+    ("05.pad_to_bucket", pad_with_float64_zeros, "has dtype `float64`, expected `int32`"),
     ("05.pad_to_bucket", pad_in_front, "the padding comes first"),
     (
         "05.pad_to_bucket",
         pad_too_big_anyway,
-        "fits no bucket: pad_to_bucket returned, expected it to raise ValueError",
+        "fits no bucket: `pad_to_bucket` returned, expected it to raise `ValueError`",
     ),
     (
         "05.init_state",
@@ -347,21 +347,21 @@ WRONG: list[tuple[str, Callable[..., Any], str]] = [
     (
         "05.init_state",
         init_python_numbers,
-        "At state['loss_avg'] the first state held a Python number",
+        "At `state['loss_avg']` the first state held a Python number",
     ),
-    ("05.init_state", init_float_step, "leaf ['step'] has dtype float32, expected int32"),
+    ("05.init_state", init_float_step, "leaf ['step'] has dtype `float32`, expected `int32`"),
     (
         "05.init_state",
         init_half_loss_avg,
-        "At state['loss_avg'] the leaf was float16[] and train_step gave back float32[]",
+        "At `state['loss_avg']` the leaf was float16[] and `train_step` gave back float32[]",
     ),
     ("05.make_scaled", make_scaled_fresh, "compiled 6 times, expected 2"),
     ("05.make_scaled", make_scaled_jit_per_call, "a new lambda, partial or def is a new cache key"),
-    ("05.make_scaled", make_scaled_static_factor, "factor is a static argument"),
+    ("05.make_scaled", make_scaled_static_factor, "`factor` is a static argument"),
     (
         "05.make_scaled",
         make_scaled_ignoring_f,
-        "make_scaled(energy) gave the results of make_scaled(squash)",
+        "`make_scaled(energy)` gave the results of `make_scaled(squash)`",
     ),
 ]
 
@@ -438,11 +438,11 @@ NAMED: dict[str, dict[str, str]] = {
             "compiled 3 times, expected 1"
         ),
         "converts `lr` inside the jitted function, too late": (
-            "Converting lr inside the jitted function comes too late"
+            "Converting `lr` inside the jitted function comes too late"
         ),
-        "makes `lr` a static argument": "lr is a static argument",
+        "makes `lr` a static argument": "`lr` is a static argument",
         "does not jit at all": "Nothing you jitted was compiled",
-        "adds `lr * grads` instead of subtracting it": "step added lr * grads",
+        "adds `lr * grads` instead of subtracting it": "`step` added `lr * grads`",
     },
     "05.pad_to_bucket": {
         "does not pad, so every batch size compiles": "compiled 10 times, expected 3",
@@ -454,11 +454,13 @@ NAMED: dict[str, dict[str, str]] = {
         "pads a batch that already fills a bucket to the next one": (
             "for a batch of 8 rows, you padded to 16, but a smaller bucket of [8, 16, 32]"
         ),
-        "makes a float mask instead of a boolean one": "the mask has dtype float32",
-        "pads with float64 zeros, which changes the dtype": "has dtype float64, expected int32",
+        "makes a float mask instead of a boolean one": "the mask has dtype `float32`",
+        "pads with `float64` zeros, which changes the dtype": (
+            "has dtype `float64`, expected `int32`"
+        ),
         "puts the padding in front": "the padding comes first",
         "returns instead of raising `ValueError` when no bucket fits": (
-            "fits no bucket: pad_to_bucket returned, expected it to raise ValueError"
+            "fits no bucket: `pad_to_bucket` returned, expected it to raise `ValueError`"
         ),
     },
     "05.init_state": {
@@ -468,18 +470,18 @@ NAMED: dict[str, dict[str, str]] = {
         ),
         "leaves out the velocity": "gained or lost the keys {'velocity'}",
         "starts with Python numbers, which are weakly typed (Pitfall 11)": (
-            "At state['loss_avg'] the first state held a Python number"
+            "At `state['loss_avg']` the first state held a Python number"
         ),
-        "counts steps in a float": "leaf ['step'] has dtype float32, expected int32",
+        "counts steps in a float": "leaf ['step'] has dtype `float32`, expected `int32`",
     },
     "05.make_scaled": {
         "jits a fresh function every time `make_scaled` is called": "compiled 6 times, expected 2",
         "jits a new lambda on every call (Pitfall 12)": (
             "a new lambda, partial or def is a new cache key"
         ),
-        "makes `factor` a static argument": "factor is a static argument",
+        "makes `factor` a static argument": "`factor` is a static argument",
         "keeps one jitted function for every `f`": (
-            "make_scaled(energy) gave the results of make_scaled(squash)"
+            "`make_scaled(energy)` gave the results of `make_scaled(squash)`"
         ),
     },
 }
@@ -530,8 +532,8 @@ def test_eager_operations_are_not_counted() -> None:
 def test_miss_quoted_matches_the_advice(capsys: pytest.CaptureFixture[str]) -> None:
     check("05.make_step", make_step_plain_jit)
     out = capsys.readouterr().out
-    advice, _, quoted = out.partition("where an earlier lr was float32[] weakly typed")
-    assert "lr = np.float32(0.052) arrived as float32[]" in advice, out
+    advice, _, quoted = out.partition("where an earlier `lr` was float32[] weakly typed")
+    assert "`lr = np.float32(0.052)` arrived as float32[]" in advice, out
     assert "weak_type=True" in quoted.split("input: ")[0]
 
 
@@ -562,30 +564,30 @@ MEASURED: list[tuple[str, Callable[..., Any], str, str]] = [
         "05.make_step",
         make_step_plain_jit,
         "compiled 3 times, expected 1",
-        "A Python float is weakly typed, a NumPy or JAX float32 is not",
+        "A Python float is weakly typed, a NumPy or JAX `float32` is not",
     ),
     (
         "05.make_step",
         make_step_converting_inside,
-        "lr = np.float32(0.052) arrived as float32[], where an earlier lr was float32[] weakly",
-        "Converting lr inside the jitted function comes too late",
+        "`lr = np.float32(0.052)` arrived as float32[], where an earlier `lr` was float32[] weakly",
+        "Converting `lr` inside the jitted function comes too late",
     ),
     (
         "05.make_step",
         make_step_static_lr,
-        "lr is a static argument",
+        "`lr` is a static argument",
         "A static argument's value is part of the cache key",
     ),
     (
         "05.make_step",
         make_step_without_jit,
         "Nothing you jitted was compiled",
-        "jax.jit traces a function into one program",
+        "`jax.jit` traces a function into one program",
     ),
     (
         "05.make_step",
         make_step_numpy_lr,
-        "lr = 1 arrived as int32[] weakly typed",
+        "`lr = 1` arrived as int32[] weakly typed",
         "a conversion that names no dtype keeps the kinds apart",
     ),
     (
@@ -609,13 +611,13 @@ MEASURED: list[tuple[str, Callable[..., Any], str, str]] = [
     (
         "05.init_state",
         init_python_numbers,
-        "At state['loss_avg'] the first state held a Python",
+        "At `state['loss_avg']` the first state held a Python",
         "A Python number is weakly typed",
     ),
     (
         "05.init_state",
         init_half_loss_avg,
-        "At state['loss_avg'] the leaf was float16[]",
+        "At `state['loss_avg']` the leaf was float16[]",
         "Each leaf's dtype and shape are part of the cache key",
     ),
     (
@@ -633,7 +635,7 @@ MEASURED: list[tuple[str, Callable[..., Any], str, str]] = [
     (
         "05.make_scaled",
         make_scaled_static_factor,
-        "factor is a static argument",
+        "`factor` is a static argument",
         "every new factor compiles anew",
     ),
 ]
@@ -671,8 +673,8 @@ def test_static_lr_is_found_whatever_the_error_says(
         return raising_withheld(make_step_static_lr(), wording)
 
     out = check_output("05.make_step", make_step_static_lr_quietly, capsys)
-    assert "step raised ValueError" in out and "Non-hashable" not in out, out
-    assert "lr is a static argument" in out, out
+    assert "`step` raised ValueError" in out and "Non-hashable" not in out, out
+    assert "`lr` is a static argument" in out, out
 
 
 def _sgd_with_a_flag(params, grads, lr, flag):
@@ -701,6 +703,9 @@ def test_a_recompilation_the_probes_cannot_explain_gets_what_they_measured(
     alone compiles nothing new, so the hint says what was measured, not that lr is the cause."""
     out = check_output("05.make_step", make_step_with_a_hidden_flag, capsys)
     assert "compiled 2 times, expected 1" in out, out
-    assert "compiled again. Its lr was float32[], the lr of an earlier call float32[] weakly" in out
+    assert (
+        "compiled again. Its `lr` was float32[], the `lr` of an earlier call float32[] weakly"
+        in out
+    )
     assert "that change alone, tried on its own, compiled nothing new" in out
-    assert "Pitfall" not in out and "lr is a static argument" not in out
+    assert "Pitfall" not in out and "`lr` is a static argument" not in out
