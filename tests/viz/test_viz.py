@@ -5,7 +5,6 @@ import collections
 import dataclasses
 import itertools
 import re
-import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NamedTuple
 
@@ -476,13 +475,10 @@ def test_explorer_opens_10000_leaves_at_once() -> None:
             {"w": np.ones((4, 4), np.float32), "b": np.zeros(4, np.float32)} for _ in range(5000)
         ]
     }
-    start = time.perf_counter()
     explorer = viz.TreeExplorer(tree)
     explorer.expand("['layers']")
-    assert time.perf_counter() - start < 5.0  # building every row would take far longer
-    assert (
-        len(explorer.widget.children[0].children) == 1 + 1 + 100 + 1
-    )  # root, layers, a page, "more"
+    # Only what shows is built: the root, layers, a page of 100 and "more", not 15,000 rows.
+    assert len(explorer.widget.children[0].children) == 1 + 1 + 100 + 1
     assert explorer.label() == "▾ <root>  dict · 10,000 leaves · 100,000 params"
     explorer.close()
 
