@@ -19,8 +19,9 @@ also one program at a time may hold the chip): each notebook runs in a new
 Python process of its own, one after another, in an IPython shell, as a kernel would run it from a
 fresh start: neither JAX nor ``course_lib`` is imported before the first cell. JAX's backend starts
 in the cell that first needs it, after the cells that set XLA's flags and platforms (lesson 07's),
-and its start is shown apart and left out of that cell's seconds. A cell tagged
-``raises-exception`` may raise there; any other that raises fails its notebook.
+and its start is shown apart and left out of that cell's seconds. A cell that declares the error it
+shows (``# Raises TypeError``) prints it there, as in a kernel; a cell that raises fails its
+notebook.
 
 With ``--against-cpu`` each lesson (not the solutions) runs again, right after, on the same
 machine's CPU backend (``JAX_PLATFORMS=cpu``), and its seconds are shown as a ratio to the CPU's:

@@ -16,10 +16,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("course_lib", "course_tools")
 HEAVY = {"matplotlib", "ipywidgets", "nbformat", "nbclient"}
-# What course_tools may take from course_lib besides its public packages: the two helpers whose one
+# What course_tools may take from course_lib besides its public packages: the helpers whose one
 # home is the lower package (atomic file writes, which save_tree uses too; shortening a text for a
-# message, which the checks use too).
-SHARED_HELPERS = {"course_lib._atomic", "course_lib._leaves"}
+# message, which the checks use too; how a lesson cell declares the error it shows, which the
+# lessons' setup cell registers and the notebook runner checks).
+SHARED_HELPERS = {"course_lib._atomic", "course_lib._leaves", "course_lib._shown_errors"}
 PUBLIC_COURSE_LIB = {"course_lib", "course_lib.checks", "course_lib.viz"}
 # The grader's wings, each importing only the wings listed before it (or none: sandbox and intake
 # know nothing of each other), then the command line on top. The base modules of course_tools come

@@ -13,8 +13,9 @@ checkout. An environment whose lock and release have not changed is reused. Then
 
 1. every lesson and solution (``--lessons-only``: every lesson) runs top to bottom in a fresh
    kernel, without writing anything back (`course_tools.authoring.execute` ``--no-write``): no
-   cell may raise unless it is tagged ``raises-exception``, every tagged cell must raise, and every
-   self-check must say "passed" (``COURSE_STRICT_CHECKS=1`` turns anything else into an error);
+   cell may raise, every cell that declares the error it shows (``# Raises TypeError`` on its
+   first line) must raise it, and every self-check must say "passed" (``COURSE_STRICT_CHECKS=1``
+   turns anything else into an error);
 2. pytest runs the ``TEST`` arguments (`make compat` passes ``course_lib``'s tests and its
    doctests).
 

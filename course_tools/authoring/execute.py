@@ -8,10 +8,13 @@ For each notebook in turn: start a new ``python3`` kernel in the notebook's fold
 code cell top to bottom (no cell may take longer than ``--timeout`` seconds, default 120, and
 the whole notebook no longer than ``--notebook-timeout``, default 600), shut the kernel down,
 and on success write the notebook back atomically, in ``nbformat.write``'s format (``--no-write``
-only checks: `make compat` runs the course this way on other JAX releases). A cell
-tagged ``raises-exception`` must raise (that is the lesson it teaches); any other cell must not.
-On a failure the notebook file is left untouched and the notebook, cell and error are reported;
-the remaining notebooks still run, and the exit status is 1.
+only checks: `make compat` runs the course this way on other JAX releases). No cell may raise.
+A lesson cell that shows an error on purpose declares it on its first line, ``# Raises TypeError``
+(`course_lib._shown_errors`): it must raise that error, which it prints, and it fails when it
+raises nothing, so a lesson whose error went away on some JAX release fails here. Its output must
+show the error, and no cell may be tagged ``raises-exception``, which Jupyter honours on Run All
+but Colab does not. On a failure the notebook file is left untouched and the notebook, cell and
+error are reported; the remaining notebooks still run, and the exit status is 1.
 
 One line per notebook reports the wall time, kernel start and shutdown included, the time
 from the first cell starting to the last cell finishing (this is how lesson timings are
@@ -50,11 +53,11 @@ __all__ = [
     "DEFAULT_NOTEBOOK_TIMEOUT",
     "NotebookExecutionError",
     "Timing",
+    "error_cell_problems",
     "execute_in_process",
     "execute_notebook",
     "main",
     "passed_checks",
-    "silent_raises_exception_cells",
 ]
 
 DEFAULT_CELL_TIMEOUT = 120.0
@@ -106,28 +109,44 @@ class _NotebookTimeoutError(Exception):
     pass
 
 
-def silent_raises_exception_cells(nb: NotebookNode) -> list[int]:
-    """Indices of code cells tagged ``raises-exception`` whose outputs show no error.
+def error_cell_problems(nb: NotebookNode) -> list[tuple[int, str]]:
+    """Each code cell of ``nb`` that shows an error the wrong way, by index, and what is wrong: a
+    cell tagged ``raises-exception`` (Colab's Run All would stop there), or a cell that declares
+    the error it shows and whose outputs show none.
 
     >>> from nbformat.v4 import new_notebook, new_code_cell, new_output
-    >>> tagged = {"tags": ["raises-exception"]}
+    >>> shown = new_output("stream", name="stderr", text="ZeroDivisionError: division by zero")
     >>> nb = new_notebook(cells=[
-    ...     new_code_cell("1 / 0", metadata=tagged, outputs=[
-    ...         new_output("error", ename="ZeroDivisionError", evalue="division by zero")]),
-    ...     new_code_cell("1 / 1", metadata=tagged),
+    ...     new_code_cell("# Raises ZeroDivisionError\\n1 / 0", outputs=[shown]),
+    ...     new_code_cell("# Raises ZeroDivisionError\\n1 / 1"),
+    ...     new_code_cell("1 / 0", metadata={"tags": [RAISES_TAG]}),
     ...     new_code_cell("1 + 1"),
     ... ])
-    >>> silent_raises_exception_cells(nb)
-    [1]
+    >>> [index for index, _ in error_cell_problems(nb)]
+    [1, 2]
     """
-    return [
-        index
-        for index, cell in enumerate(nb.cells)
-        if cell.cell_type == "code"
-        and cell.source.strip()
-        and RAISES_TAG in cell.metadata.get("tags", [])
-        and not any(output.get("output_type") == "error" for output in cell.get("outputs", []))
-    ]
+    from course_lib._shown_errors import declared_error  # imported here: course_lib imports JAX
+
+    problems = []
+    for index, cell in enumerate(nb.cells):
+        if cell.cell_type != "code":
+            continue
+        expected = declared_error(cell.source)
+        if RAISES_TAG in cell.metadata.get("tags", []):
+            problems.append(
+                (
+                    index,
+                    f"tagged {RAISES_TAG!r}, which Colab ignores (its Run All stops at the error): "
+                    "drop the tag and name the error on the cell's first line instead, "
+                    "'# Raises TypeError'",
+                )
+            )
+        elif expected is not None and not any(
+            output.get("output_type") == "stream" and output.get("name") == "stderr"
+            for output in cell.get("outputs", [])
+        ):
+            problems.append((index, f"declares that it raises {expected} but shows no error"))
+    return problems
 
 
 def execute_notebook(
@@ -218,10 +237,10 @@ def execute_notebook(
     except Exception as error:  # noqa: BLE001 (nbclient raises many kinds: a kernel that won't start, a lost connection; each fails this notebook with its message)
         raise failure(f"{type(error).__name__}: {error}") from None
 
-    silent = silent_raises_exception_cells(nb)
-    if silent:
-        labels = ", ".join(cell_label(nb.cells[i], i) for i in silent)
-        raise NotebookExecutionError(f"{where}: {labels}: tagged {RAISES_TAG!r} but raised nothing")
+    wrong = error_cell_problems(nb)
+    if wrong:
+        said = "; ".join(f"{cell_label(nb.cells[i], i)}: {problem}" for i, problem in wrong)
+        raise NotebookExecutionError(f"{where}: {said}")
 
     if write:
         # Imported here: course_lib imports JAX, which execute_in_process's notebooks must import
@@ -273,14 +292,15 @@ def _committed_text(cell: NotebookNode) -> str:
 
 def execute_in_process(path: Path, before_cell: Callable[[int], None] | None = None) -> Timing:
     """Run ``path`` top to bottom in this process's IPython shell, where no kernel can start (a
-    machine without inet sockets); raise `NotebookExecutionError` naming the first untagged cell
-    that raised. Nothing is written. Where this process has imported JAX, its configuration is
-    restored after; where not, the notebook imports JAX in its own cell, timed there as in a fresh
-    kernel, and its settings stay (run one such notebook per process). ``before_cell``, if given,
-    is called with each code cell's index before it runs. The cells whose stdout and result differ
-    in text from the committed outputs (as strict nbval compares them) are listed in
-    ``Timing.differing``; tagged cells, whose tracebacks name this machine, and cells that display
-    (pictures, widgets, rich text) are not compared.
+    machine without inet sockets); raise `NotebookExecutionError` naming the first cell that
+    raised (a cell that declares the error it shows prints it instead, as in a kernel, and raises
+    only when it shows none). Nothing is written. Where this process has imported JAX, its
+    configuration is restored after; where not, the notebook imports JAX in its own cell, timed
+    there as in a fresh kernel, and its settings stay (run one such notebook per process).
+    ``before_cell``, if given, is called with each code cell's index before it runs. The cells
+    whose stdout and result differ in text from the committed outputs (as strict nbval compares
+    them) are listed in ``Timing.differing``; cells that display (pictures, widgets, rich text)
+    are not compared.
 
     >>> execute_in_process(Path("notebooks/01_what_is_a_pytree.ipynb")).cells < 60
     True
@@ -314,15 +334,13 @@ def execute_in_process(path: Path, before_cell: Callable[[int], None] | None = N
                 result = shell.run_cell(cell.source, store_history=True)
             per_cell.append((index, time.monotonic() - began))
             error = result.error_before_exec or result.error_in_exec
-            tagged = RAISES_TAG in cell.metadata.get("tags", [])
-            if error is not None and not tagged:
+            if error is not None:
                 said = (output.getvalue() + errors.getvalue()).strip()[-1500:]
                 raise NotebookExecutionError(
                     f"{path.name}: {cell_label(cell, index)}: {type(error).__name__}: {error}"
                     + (f"\n{said}" if said else "")
                 )
-            shown = any(o.output_type == "display_data" for o in cell.outputs)
-            if tagged or shown:  # a traceback names this machine; a display is no text
+            if any(o.output_type == "display_data" for o in cell.outputs):  # a display is no text
                 continue
             printed = [output.getvalue()]
             if result.result is not None:

@@ -186,8 +186,11 @@ if importlib.util.find_spec("course_lib") is None:
 
 
 # What a lesson's setup cell adds: the lessons' deliberate errors show as IPython's minimal
-# traceback, the error's type and message alone. Exercises keep the full one, which points at the
-# line of the learner's code that failed.
+# traceback, the error's type and message alone, and a cell that declares the error it shows runs
+# through course_lib._shown_errors, so that Run All goes on past it in every front end (Colab has
+# no cell tags). The module is imported by the first such cell: importing it here would import JAX
+# before lesson 07 sets XLA_FLAGS. Exercises keep the full traceback, which points at the line of
+# the learner's code that failed.
 _MINIMAL_TRACEBACKS = """
 
 # A lesson's deliberate errors show as their last line: the error's type and its message.
@@ -197,7 +200,21 @@ import io
 from IPython import get_ipython
 
 with contextlib.redirect_stdout(io.StringIO()):  # %xmode would print the mode it sets
-    get_ipython().run_line_magic("xmode", "minimal")"""
+    get_ipython().run_line_magic("xmode", "minimal")
+
+
+# A cell whose first line names an error ("# Raises TypeError") shows it, and the lesson runs on.
+def _shown_error(lines):
+    if lines and lines[0].startswith("# Raises "):
+        from course_lib._shown_errors import declared_cell
+
+        return declared_cell(lines)
+    return lines
+
+
+transformers = get_ipython().input_transformers_post
+transformers[:] = [t for t in transformers if getattr(t, "__name__", "") != "_shown_error"]
+transformers.append(_shown_error)"""
 
 
 def setup_source(repo: Repository | None, *, lesson: bool = False) -> str:
@@ -207,13 +224,14 @@ def setup_source(repo: Repository | None, *, lesson: bool = False) -> str:
     cannot be imported, pinning the JAX already installed so that pip cannot replace it; below the
     course's floor it stops and says to upgrade instead. Without one it installs nothing and stops,
     saying how to get the course. A lesson's (``lesson=True``) then sets IPython's minimal
-    tracebacks, silently.
+    tracebacks, silently, and registers the input transformer that lets a cell declare the error it
+    shows (`course_lib._shown_errors`).
 
     >>> print(setup_source(Repository("octo", "c")).splitlines()[12])
         course, floor = 'pytree-course @ git+https://github.com/octo/c@main', '0.7.1'
     >>> "pip" in setup_source(None)
     False
-    >>> setup_source(None, lesson=True).endswith('run_line_magic("xmode", "minimal")')
+    >>> setup_source(None, lesson=True).endswith("transformers.append(_shown_error)")
     True
     """
     if repo is None:

@@ -11,8 +11,10 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from course_tools._notebook_files import notebook_text
 from course_tools.authoring import execute
+from course_tools.authoring.launch import setup_source
 
-RAISES = {"tags": ["raises-exception"]}
+# A lesson's setup cell: it lets a cell declare the error it shows.
+SETUP = setup_source(None, lesson=True)
 
 
 def _write(path: Path, *cells: nbformat.NotebookNode) -> Path:
@@ -70,16 +72,18 @@ def test_execute_notebook_kernel_uses_unix_sockets_in_a_folder_removed_after(
     assert not Path(connection_file).parent.exists()
 
 
-def test_execute_notebook_allows_errors_in_tagged_cells(tmp_path: Path) -> None:
+def test_execute_notebook_shows_a_declared_error_and_runs_on(tmp_path: Path) -> None:
     path = _write(
         tmp_path / "lesson.ipynb",
-        new_code_cell("1 / 0", id="a", metadata=RAISES),
+        new_code_cell(SETUP, id="setup"),
+        new_code_cell("# Raises ZeroDivisionError\nprint('first')\n1 / 0", id="a"),
         new_code_cell("'still running'", id="b"),
     )
     execute.execute_notebook(path, cell_timeout=60)
     cells = nbformat.read(path, as_version=4).cells
-    assert cells[0].outputs[0].ename == "ZeroDivisionError"
-    assert cells[1].outputs[0].data["text/plain"] == "'still running'"
+    shown = {output.name: output.text for output in cells[1].outputs}
+    assert shown == {"stdout": "first\n", "stderr": "ZeroDivisionError: division by zero\n"}
+    assert cells[2].outputs[0].data["text/plain"] == "'still running'"
 
 
 def test_execute_notebook_failure_leaves_file_untouched(tmp_path: Path) -> None:
@@ -103,11 +107,31 @@ def test_execute_notebook_failure_leaves_file_untouched(tmp_path: Path) -> None:
     assert path.read_bytes() == before
 
 
-def test_execute_notebook_tagged_cell_must_raise(tmp_path: Path) -> None:
-    path = _write(tmp_path / "quiet.ipynb", new_code_cell("1 / 1", id="a", metadata=RAISES))
+def test_execute_notebook_declared_cell_must_raise(tmp_path: Path) -> None:
+    """A lesson whose deliberate error went away (on some JAX release) fails."""
+    path = _write(
+        tmp_path / "quiet.ipynb",
+        new_code_cell(SETUP, id="setup"),
+        new_code_cell("# Raises ZeroDivisionError\n1 / 1", id="a"),
+    )
     before = path.read_bytes()
     with pytest.raises(
-        execute.NotebookExecutionError, match="cell 0: tagged 'raises-exception' but"
+        execute.NotebookExecutionError,
+        match="cell 1: AssertionError: This cell was meant to raise ZeroDivisionError and raised "
+        "nothing",
+    ):
+        execute.execute_notebook(path, cell_timeout=60)
+    assert path.read_bytes() == before
+
+
+def test_execute_notebook_refuses_a_cell_tagged_raises_exception(tmp_path: Path) -> None:
+    """Jupyter's Run All goes on past such a cell's error; Colab's stops there."""
+    tagged = {"tags": ["raises-exception"]}
+    path = _write(tmp_path / "tagged.ipynb", new_code_cell("1 / 0", id="a", metadata=tagged))
+    before = path.read_bytes()
+    with pytest.raises(
+        execute.NotebookExecutionError,
+        match="cell 0: tagged 'raises-exception', which Colab ignores.*'# Raises TypeError'",
     ):
         execute.execute_notebook(path, cell_timeout=60)
     assert path.read_bytes() == before
@@ -146,19 +170,26 @@ def test_execute_in_process_lists_cells_that_print_other_than_committed(tmp_path
     stdout = nbformat.v4.new_output
     path = _write(
         tmp_path / "in_process.ipynb",
+        new_code_cell(SETUP, outputs=[]),
         new_code_cell("print(6 * 7)", outputs=[stdout("stream", name="stdout", text="42\n")]),
         new_code_cell("print(6 * 9)", outputs=[stdout("stream", name="stdout", text="42\n")]),
         new_code_cell("[1, 2]", outputs=[stdout("execute_result", data={"text/plain": "[1, 2]"})]),
         new_code_cell("{'at': object()}", outputs=[]),
-        new_code_cell("1 / 0", metadata=RAISES, outputs=[]),
+        new_code_cell("# Raises ZeroDivisionError\n1 / 0", outputs=[]),
     )
     timing = execute.execute_in_process(path)
-    assert [index for index, _ in timing.differing] == [1, 3]
+    assert [index for index, _ in timing.differing] == [2, 4]
     assert timing.differing[0][1] == "54"
-    assert [index for index, _ in timing.per_cell] == [0, 1, 2, 3, 4]
+    assert [index for index, _ in timing.per_cell] == [0, 1, 2, 3, 4, 5]
 
 
-def test_execute_in_process_names_the_first_untagged_cell_that_raised(tmp_path: Path) -> None:
-    path = _write(tmp_path / "raises.ipynb", new_code_cell("x = 1"), new_code_cell("1 / 0"))
-    with pytest.raises(execute.NotebookExecutionError, match="cell 1.*ZeroDivisionError"):
+def test_execute_in_process_names_the_first_cell_that_raised(tmp_path: Path) -> None:
+    path = _write(
+        tmp_path / "raises.ipynb",
+        new_code_cell(SETUP),
+        new_code_cell("# Raises ZeroDivisionError\n1 / 0"),
+        new_code_cell("x = 1"),
+        new_code_cell("# Raises ZeroDivisionError\nx / 1"),
+    )
+    with pytest.raises(execute.NotebookExecutionError, match="cell 3: AssertionError: This cell"):
         execute.execute_in_process(path)

@@ -11,6 +11,7 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
+from course_lib._shown_errors import declared_error
 from course_tools.authoring import navigation
 from course_tools.authoring.live_path import GOING_FURTHER_TAG, going_further_sections
 
@@ -155,3 +156,31 @@ def test_live_prose_names_nothing_only_going_further_made(
     assert prose_naming_going_further(nb) == [], (
         f"lesson {lesson}: show it on the live path, or say the part is going further"
     )
+
+
+@pytest.mark.parametrize(("lesson", "nb"), LESSONS, ids=[lesson for lesson, _ in LESSONS])
+def test_every_deliberate_error_is_declared_and_shown_as_the_minimal_traceback(
+    lesson: str, nb: nbformat.NotebookNode
+) -> None:
+    """A cell that shows an error names it on its first line (``# Raises TypeError``), so that Run
+    All goes on past it in every front end (Colab has no cell tags), and shows it as IPython's
+    minimal traceback would, its type and message (the type that this JAX raises: the declared one
+    or, where releases differ, a subclass of it; the runtime holds the cell to that). No cell
+    raises, and none is tagged ``raises-exception``, which Colab ignores."""
+    problems = []
+    for index, cell in enumerate(nb.cells):
+        if cell.cell_type != "code":
+            continue
+        declared = declared_error(cell.source)
+        shown = "".join(
+            o.text for o in cell.outputs if o.output_type == "stream" and o.name == "stderr"
+        )
+        if "raises-exception" in cell.metadata.get("tags", []):
+            problems.append(f"cell {index} is tagged raises-exception")
+        if any(o.output_type == "error" for o in cell.outputs):
+            problems.append(f"cell {index} raised an error that it does not declare")
+        if declared is not None and not re.match(r"[A-Z]\w*: ", shown):
+            problems.append(f"cell {index} declares {declared} but shows {shown[:60]!r}")
+        if declared is None and re.match(r"[A-Z]\w*(Error|Exception): ", shown):
+            problems.append(f"cell {index} shows {shown[:60]!r} without declaring it")
+    assert problems == [], f"lesson {lesson}"

@@ -36,6 +36,7 @@ from site_support import (
     start_tags,
 )
 
+from course_lib._shown_errors import declared_error
 from course_tools.authoring import site
 
 pytestmark = pytest.mark.slow
@@ -454,22 +455,27 @@ def test_widgets_render_from_saved_state_with_a_note(html_dir: Path) -> None:
 
 
 def test_tracebacks_are_as_short_as_in_the_notebooks(html_dir: Path) -> None:
+    """A page shows each error its notebook shows, as short: the deliberate errors of a lesson
+    (cells that declare them, ``# Raises TypeError``) as the one line each printed."""
     for name in course_notebooks():
         nb = _notebook(name)
-        errors = [
-            output
-            for cell in nb["cells"]
-            if cell["cell_type"] == "code"
-            for output in cell.get("outputs", [])
-            if output["output_type"] == "error"
-        ]
+        code = [cell for cell in nb["cells"] if cell["cell_type"] == "code"]
+        errors = [o for c in code for o in c.get("outputs", []) if o["output_type"] == "error"]
         page = html_text(_page(html_dir, name))
         stored = sum(
             "Traceback (most recent call last)" in "\n".join(e["traceback"]) for e in errors
         )
         assert page.count("Traceback (most recent call last)") == stored, name
-        for error in errors:
-            last = re.sub(r"\x1b\[[0-9;]*m", "", error["traceback"][-1]).strip().splitlines()[-1]
+        lines = [re.sub(r"\x1b\[[0-9;]*m", "", e["traceback"][-1]) for e in errors]
+        lines += [
+            "".join(output["text"])
+            for cell in code
+            if declared_error(_source(cell))
+            for output in cell.get("outputs", [])
+            if output.get("name") == "stderr"
+        ]
+        for text in lines:
+            last = text.strip().splitlines()[-1]
             assert " ".join(last.split()) in " ".join(page.split()), f"{name}: {last!r}"
 
 

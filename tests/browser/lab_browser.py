@@ -35,6 +35,8 @@ from typing import Any
 
 import nbformat
 
+from course_lib._shown_errors import declared_error
+
 PlaywrightTimeout: type[Exception]
 try:
     from playwright.sync_api import TimeoutError as _PlaywrightTimeout
@@ -375,10 +377,6 @@ def code_cell_indices(nb: nbformat.NotebookNode) -> list[int]:
     return [i for i, cell in enumerate(nb.cells) if cell.cell_type == "code"]
 
 
-def tags(cell: nbformat.NotebookNode) -> list[str]:
-    return list(cell.get("metadata", {}).get("tags", []))
-
-
 def has_png(cell: nbformat.NotebookNode) -> bool:
     return any("image/png" in output.get("data", {}) for output in cell.get("outputs", []))
 
@@ -572,7 +570,8 @@ class NotebookPage:
         return self.cell(index).locator(".jp-OutputArea").text_content() or ""
 
     def problems(self) -> list[str]:
-        """What is wrong with the saved run: unexecuted cells, unexpected errors, missing errors."""
+        """What is wrong with the saved run: unexecuted cells, errors raised, and cells that declare
+        the error they show (``# Raises TypeError``) but showed none."""
         assert self.saved is not None, "run_all() first"
         found: list[str] = []
         skipped: list[str] = []
@@ -585,15 +584,19 @@ class NotebookPage:
         for i in code_cell_indices(self.notebook):
             original, ran = self.notebook.cells[i], self.saved.cells[i]
             where = f"cell {i} ({first_line(original)!r})"
-            errors = [o for o in ran.get("outputs", []) if o.get("output_type") == "error"]
-            expected = "raises-exception" in tags(original)
+            outputs = ran.get("outputs", [])
+            errors = [o for o in outputs if o.get("output_type") == "error"]
+            shown = [
+                o for o in outputs if o.get("output_type") == "stream" and o["name"] == "stderr"
+            ]
+            expected = declared_error(original.source)
             if ran.get("execution_count") is None:
                 skipped.append(where)
-            if errors and not expected:
+            if errors:
                 error = errors[0]
                 found.append(f"{where} raised {error.get('ename')}: {error.get('evalue')}")
-            if expected and not errors and ran.get("execution_count") is not None:
-                found.append(f"{where} is tagged raises-exception but raised nothing")
+            elif expected and not shown and ran.get("execution_count") is not None:
+                found.append(f"{where} declares that it raises {expected} but showed no error")
         if len(skipped) > 3:
             found.append(
                 f"{len(skipped)} cells were not executed, from {skipped[0]} on (Run All stops at "
