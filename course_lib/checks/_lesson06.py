@@ -148,7 +148,7 @@ def _momentum_cases(rng: np.random.Generator) -> list[Case]:
                 "decoder": None,
                 "scale": random_f32(rng),
             },
-            "a dict with None subtrees",
+            "a dict with `None` subtrees",
             beta=0.5,
         ),
         _momentum_case(
@@ -157,7 +157,7 @@ def _momentum_cases(rng: np.random.Generator) -> list[Case]:
                 Layer(w=random_f32(rng, m, n), b=None),
                 Layer(w=random_f32(rng, m, n), b=random_f32(rng, n)),
             ],
-            "a list of namedtuples with a None field",
+            "a list of namedtuples with a `None` field",
         ),
         _momentum_case(
             rng,
@@ -165,11 +165,11 @@ def _momentum_cases(rng: np.random.Generator) -> list[Case]:
                 z=(random_f32(rng, n), jax.device_put(random_f32(rng, 3))),
                 a=Point(x=random_f32(rng), y=None),
             ),
-            "an OrderedDict of tuples and a namedtuple, with lr a float32 array",
+            "an `OrderedDict` of tuples and a namedtuple, with `lr` a `float32` array",
             lr=jax.device_put(np.float32(0.05)),
         ),
         _momentum_case(
-            rng, {"w": random_f32(rng, n), "b": random_f32(rng)}, "beta = 0: plain SGD", beta=0.0
+            rng, {"w": random_f32(rng, n), "b": random_f32(rng)}, "`beta = 0`: plain SGD", beta=0.0
         ),
     ]
     for i in range(3):
@@ -179,7 +179,10 @@ def _momentum_cases(rng: np.random.Generator) -> list[Case]:
                 rng, tree, f"random tree {i + 1}, {describe(tree, 100)}", lr=0.01 * (i + 1)
             )
         )
-    layers, nested = "layers, from rest and moving", "None subtrees, namedtuples and OrderedDicts"
+    layers, nested = (
+        "layers, from rest and moving",
+        "None subtrees, namedtuples and OrderedDicts",
+    )
     return in_parts(
         cases, [layers, layers, nested, nested, nested] + ["plain SGD and random trees"] * 4
     )
@@ -227,11 +230,11 @@ def _lr_inside_plus(params: Any, grads: Any, velocity: Any, lr: Any, beta: Any) 
 
 def _lr_inside(sign: str) -> Mistake:
     return Mistake(
-        f"your velocity has the learning rate inside (v = beta * v {sign} lr * g).",
-        "The velocity is a running sum of gradients alone, as optax keeps it; the learning rate "
-        "applies only when the params move, so that a new lr does not rescale the velocity "
+        f"your velocity has the learning rate inside (`v = beta * v {sign} lr * g`).",
+        "The velocity is a running sum of gradients alone, as `optax` keeps it; the learning rate "
+        "applies only when the params move, so that a new `lr` does not rescale the velocity "
         "built up so far.",
-        "v = beta * v + g for the velocity, then p - lr * v for the params.",
+        "`v = beta * v + g` for the velocity, then `p - lr * v` for the params.",
     )
 
 
@@ -242,8 +245,8 @@ _MOMENTUM_VARIANTS: tuple[tuple[Callable[..., tuple[Any, Any]], Mistake], ...] =
             "the two results are swapped: the first is the new velocity, the second the new "
             "params.",
             "The order of a returned tuple is part of the function's contract: the caller "
-            "unpacks it by position, new_params, new_velocity = momentum_step(...).",
-            "Return (new_params, new_velocity), in that order.",
+            "unpacks it by position, `new_params, new_velocity = momentum_step(...)`.",
+            "Return `(new_params, new_velocity)`, in that order.",
         ),
     ),
     (
@@ -252,8 +255,8 @@ _MOMENTUM_VARIANTS: tuple[tuple[Callable[..., tuple[Any, Any]], Mistake], ...] =
             "the new params were moved with the old velocity, the one that came in.",
             "Momentum first folds this step's gradient into the velocity and then moves along "
             "the result, so the gradient of this step counts at once (as in "
-            "optax.sgd(momentum=beta)).",
-            "Compute the new velocity first, then p - lr * v with that new velocity.",
+            "`optax.sgd(momentum=beta)`).",
+            "Compute the new velocity first, then `p - lr * v` with that new velocity.",
         ),
     ),
     (
@@ -268,11 +271,11 @@ _MOMENTUM_VARIANTS: tuple[tuple[Callable[..., tuple[Any, Any]], Mistake], ...] =
     (
         _dampened,
         Mistake(
-            "your velocity averages the gradients, beta * v + (1 - beta) * g.",
-            "Momentum here, as in optax.sgd(momentum=beta), adds the whole gradient to the "
-            "decayed velocity; the factor (1 - beta) belongs to other variants, and to Adam's "
+            "your velocity averages the gradients, `beta * v + (1 - beta) * g`.",
+            "Momentum here, as in `optax.sgd(momentum=beta)`, adds the whole gradient to the "
+            "decayed velocity; the factor `(1 - beta)` belongs to other variants, and to Adam's "
             "moments.",
-            "v = beta * v + g.",
+            "`v = beta * v + g`.",
         ),
     ),
     (_lr_inside_minus, _lr_inside("-")),
@@ -280,20 +283,20 @@ _MOMENTUM_VARIANTS: tuple[tuple[Callable[..., tuple[Any, Any]], Mistake], ...] =
     (
         _uphill,
         Mistake(
-            "the params moved uphill: lr * v was added to them.",
+            "the params moved uphill: `lr * v` was added to them.",
             "The velocity sums gradients, which point where the loss grows: a descent step "
             "moves against it.",
-            "p - lr * v.",
+            "`p - lr * v`.",
             reread=SGD_UPDATE,
         ),
     ),
     (
         _nesterov,
         Mistake(
-            "that is the Nesterov step, p - lr * (g + beta * v).",
-            "This exercise asks for plain momentum, optax.sgd(momentum=beta) without "
-            "nesterov=True: the params move along the new velocity itself.",
-            "p - lr * v, with the new v.",
+            "that is the Nesterov step, `p - lr * (g + beta * v)`.",
+            "This exercise asks for plain momentum, `optax.sgd(momentum=beta)` without "
+            "`nesterov=True`: the params move along the new velocity itself.",
+            "`p - lr * v`, with the new `v`.",
         ),
     ),
 )
@@ -311,12 +314,12 @@ def _pairs_problem(mine: Any, theirs: Any) -> Mistake | None:
     return Mistake(
         f"returned one tree shaped like the params with a pair at each leaf (at {first}, and "
         "at every other), where a tuple of two trees, the params and the velocity, was expected.",
-        "jax.tree.map builds one tree of whatever its function returns at each leaf, so a "
-        "function returning (p, v) nests a pair in every leaf; unpacking that tree by position "
+        "`jax.tree.map` builds one tree of whatever its function returns at each leaf, so a "
+        "function returning `(p, v)` nests a pair in every leaf; unpacking that tree by position "
         "takes its own entries, not two trees.",
         "Map twice, the velocity first and then the params with it; or keep the one map and split "
-        "its pairs, jax.tree.transpose(jax.tree.structure(params), jax.tree.structure((0, 0)), "
-        "pairs).",
+        "its pairs, `jax.tree.transpose(jax.tree.structure(params), jax.tree.structure((0, 0)), "
+        "pairs)`.",
     )
 
 
@@ -330,16 +333,16 @@ def _judge_momentum(got: Any, expected: Any, case: Case) -> str | Mistake | None
             return Mistake(
                 "returned a list, not a tuple.",
                 "The step returns two trees in a tuple, and the container around them counts: "
-                "a list is another node type than a tuple, so [a, b] and (a, b) are different "
+                "a list is another node type than a tuple, so `[a, b]` and `(a, b)` are different "
                 "trees (Pitfall 14).",
-                "Return new_params, new_velocity: a comma between the two makes a tuple.",
+                "Return `new_params, new_velocity`: a comma between the two makes a tuple.",
                 reread=PITFALL_14,
             )
         return Mistake(
             f"returned {describe(mine, 80)}, not a tuple of two trees.",
             "A momentum step changes two trees, the params and the velocity, and hands both "
             "back: the next step takes the velocity in again.",
-            "Return (new_params, new_velocity).",
+            "Return `(new_params, new_velocity)`.",
         )
     problem = _structure_problem(mine[0], theirs[0], "new_params")
     if problem is not None:
@@ -348,10 +351,10 @@ def _judge_momentum(got: Any, expected: Any, case: Case) -> str | Mistake | None
     if problem is not None:
         return Mistake(
             problem,
-            "The velocity is a tree shaped like the params, None subtrees, containers and all, "
-            "so that the next step can map over params, grads and velocity together.",
-            "Build the new velocity with jax.tree.map over velocity and grads: it keeps every "
-            "container and None subtree.",
+            "The velocity is a tree shaped like the params, `None` subtrees, containers and all, "
+            "so that the next step can map over `params`, `grads` and `velocity` together.",
+            "Build the new velocity with `jax.tree.map` over `velocity` and `grads`: it keeps "
+            "every container and `None` subtree.",
         )
     if trees_close(mine, theirs):
         return _leaf_problem(mine, theirs, "the result")
@@ -377,8 +380,8 @@ MOMENTUM_STEP = Exercise(
             "the old one and the gradient, then the params move along that new velocity."
         ),
         (
-            "v = beta * v + g and p - lr * v with the new v, each one jax.tree.map; return "
-            "(new_params, new_velocity)."
+            "`v = beta * v + g` and `p - lr * v` with the new `v`, each one `jax.tree.map`; "
+            "return `(new_params, new_velocity)`."
         ),
     ),
     reread=MOMENTUM,
@@ -391,7 +394,7 @@ MOMENTUM_STEP = Exercise(
         "swaps the two results",
         "returns the velocity that came in",
         "returns a list instead of a tuple",
-        "returns one tree of (p, v) pairs from a single map",
+        "returns one tree of `(p, v)` pairs from a single map",
     ),
 )
 
@@ -416,11 +419,11 @@ def _init_cases(rng: np.random.Generator) -> list[Case]:
     cases = [
         Case(
             ({"w": random_f32(rng, m, n), "b": random_f32(rng, n)},),
-            label=f"a layer with w of shape ({m}, {n}) and b of shape ({n},)",
+            label=f"a layer with `w` of shape `({m}, {n})` and `b` of shape `({n},)`",
         ),
         Case(
             ({"encoder": {"w": random_f32(rng, m, n), "b": None}, "decoder": None},),
-            label="a dict with None subtrees",
+            label="a dict with `None` subtrees",
         ),
         Case(
             (
@@ -433,7 +436,7 @@ def _init_cases(rng: np.random.Generator) -> list[Case]:
         ),
         Case(
             ({"w": _half_leaf(rng), "b": jax.device_put(random_f32(rng, n))},),
-            label="float16 weights next to float32 biases (the moments keep each leaf's dtype)",
+            label="`float16` weights next to `float32` biases (the moments keep each leaf's dtype)",
         ),
     ]
     for i in range(3):
@@ -445,36 +448,35 @@ def _init_cases(rng: np.random.Generator) -> list[Case]:
     return in_parts(cases, [layers, layers, named, named] + ["random trees"] * (len(cases) - 4))
 
 
-_THE_CLASS = "Return AdamState(count=..., mu=..., nu=...), the class defined above the exercise."
+_THE_CLASS = "Return `AdamState(count=..., mu=..., nu=...)`, the class defined above the exercise."
 
 
 def _state_problem(state: Any, what: str) -> Mistake | None:
     """What is wrong with an Adam state's form (its type, fields, count), or ``None``."""
     if type(state) is tuple:
         return Mistake(
-            f"{what} is a plain tuple, not an AdamState.",
-            "The state is a namedtuple, AdamState: a node type of its own with the fields "
-            "count, mu and nu, which a plain tuple of the same values is not (Pitfall 14).",
+            f"{what} is a plain tuple, not an `AdamState`.",
+            "The state is a namedtuple, `AdamState`: a node type of its own with the fields "
+            "`count`, `mu` and `nu`, which a plain tuple of the same values is not (Pitfall 14).",
             _THE_CLASS,
             reread=PITFALL_14,
         )
     if not is_namedtuple(state):
         return Mistake(
-            f"{what} is {describe(state, 80)}, not an AdamState.",
-            "Adam's state is one tree, an AdamState that holds the count and the two moment "
+            f"{what} is {describe(state, 80)}, not an `AdamState`.",
+            "Adam's state is one tree, an `AdamState` that holds the count and the two moment "
             "trees; the optimizer hands it from step to step.",
             _THE_CLASS,
         )
     fields = tuple(type(state)._fields)
     if type(state).__name__ != "AdamState" or fields != AdamState._fields:
         return Mistake(
-            f"{what} is a namedtuple {type(state).__name__} with the fields "
-            f"{', '.join(fields)}, not the AdamState defined above, whose fields are count, "
-            "mu, nu.",
-            "A namedtuple's class and fields are part of the tree structure: cl.AdamState, "
-            "with its learning_rate field, is another node type than the exercise's AdamState.",
-            "Use the AdamState of the notebook cell above the exercise, with exactly the fields "
-            "count, mu and nu.",
+            f"{what} is a namedtuple {type(state).__name__} with the fields {', '.join(fields)}, "
+            "not the `AdamState` defined above, whose fields are `count, mu, nu`.",
+            "A namedtuple's class and fields are part of the tree structure: `cl.AdamState`, "
+            "with its `learning_rate` field, is another node type than the exercise's `AdamState`.",
+            "Use the `AdamState` of the notebook cell above the exercise, with exactly the "
+            "fields `count`, `mu` and `nu`.",
             reread=PITFALL_14,
         )
     count = state.count
@@ -482,18 +484,18 @@ def _state_problem(state: Any, what: str) -> Mistake | None:
         return Mistake(
             f"the count in {what} is {describe(count, 40)}, a Python {type(count).__name__}.",
             "The count is data that changes every step: as a Python number it is weakly "
-            "typed, and a jitted step that gets it first as a number, then as the int32 array "
-            "a step returns, compiles twice (lesson 05, Pitfall 11). optax keeps it an int32 "
+            "typed, and a jitted step that gets it first as a number, then as the `int32` array "
+            "a step returns, compiles twice (lesson 05, Pitfall 11). `optax` keeps it an `int32` "
             "array.",
-            "Start the count as an int32 scalar array, jnp.zeros((), jnp.int32).",
+            "Start the count as an `int32` scalar array, `jnp.zeros((), jnp.int32)`.",
             reread=PITFALL_11,
         )
     if count.shape != () or count.dtype != np.int32:
         return Mistake(
-            f"the count in {what} is an array of dtype {count.dtype} and shape {count.shape}.",
-            "The count is one whole number per state, the steps taken: an int32 scalar, shape "
-            "(), as optax keeps it.",
-            "Start it as jnp.zeros((), jnp.int32); adding 1 keeps that dtype and shape.",
+            f"the count in {what} is an array of dtype `{count.dtype}` and shape `{count.shape}`.",
+            "The count is one whole number per state, the steps taken: an `int32` scalar, shape "
+            "`()`, as `optax` keeps it.",
+            "Start it as `jnp.zeros((), jnp.int32)`; adding 1 keeps that dtype and shape.",
         )
     return None
 
@@ -501,9 +503,9 @@ def _state_problem(state: Any, what: str) -> Mistake | None:
 def _moments_mistake(problem: str, fix: str) -> Mistake:
     return Mistake(
         problem,
-        "mu and nu hold one moment per parameter, in trees shaped like params (the same "
-        "containers and None subtrees), so that one jax.tree.map can walk params, grads, mu "
-        "and nu together.",
+        "`mu` and `nu` hold one moment per parameter, in trees shaped like `params` (the same "
+        "containers and `None` subtrees), so that one `jax.tree.map` can walk `params`, `grads`, "
+        "`mu` and `nu` together.",
         fix,
     )
 
@@ -518,7 +520,7 @@ def _judge_init(got: Any, expected: Any, case: Case) -> str | Mistake | None:
             f"the count starts at {int(mine.count)}.",
             "The state before the first step has taken no step yet: its count is 0, and the "
             "first step makes it 1.",
-            "Start the count as jnp.zeros((), jnp.int32).",
+            "Start the count as `jnp.zeros((), jnp.int32)`.",
         )
     for field in ("mu", "nu"):
         text = _structure_problem(
@@ -527,17 +529,17 @@ def _judge_init(got: Any, expected: Any, case: Case) -> str | Mistake | None:
         if text is not None:
             return _moments_mistake(
                 text,
-                f"Build {field} with jax.tree.map over params, not from jax.tree.leaves: "
-                "jax.tree.map keeps every container and None subtree.",
+                f"Build {field} with `jax.tree.map` over `params`, not from `jax.tree.leaves`: "
+                "`jax.tree.map` keeps every container and `None` subtree.",
             )
     text = _leaf_problem(mine, theirs, "the state")
     if text is not None and trees_close(mine, theirs):
         return Mistake(
             text,
-            "Each moment has the dtype of its parameter, as optax's moments do: a float16 "
-            "parameter gets float16 moments, and its shape too.",
-            "jnp.zeros_like(leaf) keeps each leaf's dtype and shape, where jnp.zeros(shape) "
-            "makes float32.",
+            "Each moment has the dtype of its parameter, as `optax`'s moments do: a `float16` "
+            "parameter gets `float16` moments, and its shape too.",
+            "`jnp.zeros_like(leaf)` keeps each leaf's dtype and shape, where `jnp.zeros(shape)` "
+            "makes `float32`.",
         )
     return text
 
@@ -557,8 +559,8 @@ ADAM_INIT = Exercise(
             "structure, shapes and dtypes), all starting at zero."
         ),
         (
-            "AdamState(count=jnp.zeros((), jnp.int32), mu=jax.tree.map(jnp.zeros_like, params), "
-            "nu=jax.tree.map(jnp.zeros_like, params))."
+            "`AdamState(count=jnp.zeros((), jnp.int32), mu=jax.tree.map(jnp.zeros_like, params), "
+            "nu=jax.tree.map(jnp.zeros_like, params))`."
         ),
     ),
     reread=ADAM,
@@ -566,7 +568,7 @@ ADAM_INIT = Exercise(
     mistakes=(
         "returns a plain tuple instead of the state class",
         "keeps the count as a Python int",
-        "makes float32 moments for float16 parameters",
+        "makes `float32` moments for `float16` parameters",
         "builds the moments as lists of leaves",
         "returns the course's own `AdamState`, whose fields differ",
     ),
@@ -645,12 +647,13 @@ _ADAM_VARIANTS: tuple[tuple[dict[str, Any], Mistake], ...] = (
     (
         {"bias": False},
         Mistake(
-            "this is Adam without bias correction: the params moved with mu and nu as they are.",
-            "mu and nu start at zero, so in the first steps they are too small; dividing by "
-            "1 - b1**count and 1 - b2**count, with the count of this step, undoes that bias "
+            "this is Adam without bias correction: the params moved with `mu` and `nu` as they "
+            "are.",
+            "`mu` and `nu` start at zero, so in the first steps they are too small; dividing by "
+            "`1 - b1**count` and `1 - b2**count`, with the count of this step, undoes that bias "
             "(most at step 1).",
-            "mu_hat = mu / (1 - b1**count) and nu_hat = nu / (1 - b2**count), with the new "
-            "count, then move the params with mu_hat and nu_hat.",
+            "`mu_hat = mu / (1 - b1**count)` and `nu_hat = nu / (1 - b2**count)`, with the new "
+            "count, then move the params with `mu_hat` and `nu_hat`.",
         ),
     ),
     (
@@ -658,54 +661,56 @@ _ADAM_VARIANTS: tuple[tuple[dict[str, Any], Mistake], ...] = (
         Mistake(
             "the bias correction used the count from before this step (off by one).",
             "The count goes up first: the first step is step 1, and on a fresh state the old "
-            "count would divide by 1 - b1**0 = 0.",
-            "Compute count = state.count + 1 first, and correct with that count.",
+            "count would divide by `1 - b1**0 = 0`.",
+            "Compute `count = state.count + 1` first, and correct with that count.",
         ),
     ),
     (
         {"shift": 1},
         Mistake(
-            "the bias correction used count + 1 after the count was already increased (off by "
+            "the bias correction used `count + 1` after the count was already increased (off by "
             "one).",
             "The first step is step 1: once increased, the count is this step's own number, "
             "the one the bias correction uses.",
-            "Increase the count once, count = state.count + 1, and correct with that count itself.",
+            "Increase the count once, `count = state.count + 1`, and correct with that count "
+            "itself.",
         ),
     ),
     (
         {"eps_inside": True},
         Mistake(
-            "eps went inside the square root: the params moved by m_hat / sqrt(v_hat + eps).",
-            "Adam adds eps to the square root, outside it. With small gradients the two differ "
-            "a lot: sqrt(eps) is 1e-4 for eps = 1e-8.",
-            "m_hat / (sqrt(v_hat) + eps).",
+            "`eps` went inside the square root: the params moved by `m_hat / sqrt(v_hat + eps)`.",
+            "Adam adds `eps` to the square root, outside it. With small gradients the two differ "
+            "a lot: `sqrt(eps)` is `1e-4` for `eps = 1e-8`.",
+            "`m_hat / (sqrt(v_hat) + eps)`.",
         ),
     ),
     (
         {"square": False},
         Mistake(
-            "nu averages the gradients themselves, not their squares.",
-            "nu estimates the mean of g**2, the second moment, whose square root scales each "
+            "`nu` averages the gradients themselves, not their squares.",
+            "`nu` estimates the mean of `g**2`, the second moment, whose square root scales each "
             "parameter's step.",
-            "nu = b2 * nu + (1 - b2) * g**2.",
+            "`nu = b2 * nu + (1 - b2) * g**2`.",
         ),
     ),
     (
         {"old_moments": True},
         Mistake(
-            "the params moved with the old mu and nu, those from before this step.",
+            "the params moved with the old `mu` and `nu`, those from before this step.",
             "Adam first updates both moments with this step's gradient, then moves the params "
             "with the new moments.",
-            "Compute the new mu and nu first, then map over params and the new mu and nu.",
+            "Compute the new `mu` and `nu` first, then map over `params` and the new `mu` and "
+            "`nu`.",
         ),
     ),
     (
         {"undamped": True},
         Mistake(
-            "the moments add the whole gradient: b1 * mu + g, b2 * nu + g**2.",
-            "Adam's moments are running averages: the new gradient enters with the weight "
-            "1 - b1 (and 1 - b2), so that the moments stay on the scale of the gradients.",
-            "mu = b1 * mu + (1 - b1) * g and nu = b2 * nu + (1 - b2) * g**2.",
+            "the moments add the whole gradient: `b1 * mu + g`, `b2 * nu + g**2`.",
+            "Adam's moments are running averages: the new gradient enters with the weight `1 - "
+            "b1` (and `1 - b2`), so that the moments stay on the scale of the gradients.",
+            "`mu = b1 * mu + (1 - b1) * g` and `nu = b2 * nu + (1 - b2) * g**2`.",
         ),
     ),
 )
@@ -744,7 +749,7 @@ def _judge_adam(got: Any, expected: Any, case: Case) -> str | Mistake | None:
                 f"{at}returned {describe(mine, 80)}, not a pair.",
                 "An Adam step changes the params and the state, and hands both back: the next "
                 "step takes the state in again.",
-                "Return (new_params, new_state), the new state an AdamState.",
+                "Return `(new_params, new_state)`, the new state an `AdamState`.",
             )
         problem: str | Mistake | None = _structure_problem(mine[0], theirs[0], "new_params")
         problem = problem or _state_problem(mine[1], "the new state")
@@ -756,8 +761,8 @@ def _judge_adam(got: Any, expected: Any, case: Case) -> str | Mistake | None:
                 if text:
                     problem = _moments_mistake(
                         text,
-                        f"Compute the new {field} with jax.tree.map over state.{field} and "
-                        "grads: it keeps every container and None subtree.",
+                        f"Compute the new {field} with `jax.tree.map` over `state.{field}` and "
+                        "`grads`: it keeps every container and `None` subtree.",
                     )
                     break
         if problem is not None:
@@ -774,10 +779,10 @@ def _judge_adam(got: Any, expected: Any, case: Case) -> str | Mistake | None:
             return Mistake(
                 f"{at}the params are right, but the new state's count is {count}, expected "
                 f"{want_count}.",
-                "The count is state: the step that corrects with count + 1 must also return it, "
+                "The count is state: the step that corrects with `count + 1` must also return it, "
                 "or the next step corrects its bias with the same count again.",
-                "Put the increased count into the new state: AdamState(count=state.count + 1, "
-                "...).",
+                "Put the increased count into the new state: `AdamState(count=state.count + 1, "
+                "...)`.",
             )
         grads = as_judged(grads_seq[i])
         variants = [
@@ -795,7 +800,7 @@ def _judge_adam(got: Any, expected: Any, case: Case) -> str | Mistake | None:
             return Mistake(
                 f"{at}the new state's count is {count}, expected {want_count}.",
                 "The count numbers the steps taken: each step adds exactly 1.",
-                "count = state.count + 1, returned in the new state.",
+                "`count = state.count + 1`, returned in the new state.",
             )
         return lead(
             at,
@@ -849,7 +854,7 @@ def _adam_cases(rng: np.random.Generator) -> list[Case]:
         _adam_case(
             rng,
             {"encoder": {"w": random_f32(rng, m, n), "b": None}, "decoder": None},
-            "a dict with None subtrees",
+            "a dict with `None` subtrees",
             lr=0.01,
         ),
         _adam_case(
@@ -865,14 +870,14 @@ def _adam_cases(rng: np.random.Generator) -> list[Case]:
         _adam_case(
             rng,
             ({"w": random_f32(rng, n)}, [random_f32(rng, m, n)]),
-            "other betas, b1=0.8 and b2=0.99",
+            "other betas, `b1=0.8` and `b2=0.99`",
             b1=0.8,
             b2=0.99,
         ),
         _adam_case(
             rng,
             {"w": random_f32(rng, n), "b": random_f32(rng)},
-            "gradients of size about 0.001, where eps matters",
+            "gradients of size about 0.001, where `eps` matters",
             lr=0.01,
             scale=1e-3,
         ),
@@ -900,13 +905,13 @@ ADAM_STEP = Exercise(
     hints=(
         (
             "One Adam step: the count goes up first, both moments update from the gradient, and "
-            "the bias correction uses the new count; one jax.tree.map can take params, mu and nu "
-            "together."
+            "the bias correction uses the new count; one `jax.tree.map` can take `params`, `mu` "
+            "and `nu` together."
         ),
         (
-            "mu = b1*mu + (1-b1)*g, nu = b2*nu + (1-b2)*g**2, mu_hat = mu / (1 - b1**count), "
-            "nu_hat = nu / (1 - b2**count), p - lr * mu_hat / (sqrt(nu_hat) + eps); return "
-            "(new_params, AdamState(count, mu, nu))."
+            "`mu = b1*mu + (1-b1)*g`, `nu = b2*nu + (1-b2)*g**2`, `mu_hat = mu / (1 - "
+            "b1**count)`, `nu_hat = nu / (1 - b2**count)`, `p - lr * mu_hat / (sqrt(nu_hat) + "
+            "eps)`; return `(new_params, AdamState(count, mu, nu))`."
         ),
     ),
     reread=ADAM,
@@ -990,21 +995,21 @@ def _none_paths(tree: Any) -> set[str]:
 def _judge_save(got: Any, expected: Any, case: Case) -> str | Mistake | None:
     name, tree = case.args
     if not isinstance(got, dict) or "files" not in got:
-        return "the check could not read what save_checkpoint wrote."
+        return "the check could not read what `save_checkpoint` wrote."
     if "entries" not in got and "unreadable" not in got:
         if got["files"]:
             return Mistake(
                 f"nothing was written at the path you were given ({name}); the folder holds "
                 f"{got['files']}.",
-                "The caller chooses the file, its suffix included: restore_checkpoint(path, "
-                "...) looks for it at that very path.",
-                "Call np.savez(path, ...) with path as given, adding nothing to it (np.savez "
-                "adds .npz only to a name that lacks it).",
+                "The caller chooses the file, its suffix included: `restore_checkpoint(path, "
+                "...)` looks for it at that very path.",
+                "Call `np.savez(path, ...)` with `path` as given, adding nothing to it (`np.savez` "
+                "adds `.npz` only to a name that lacks it).",
             )
         return Mistake(
             "nothing was written: the folder stayed empty.",
             "Saving has one effect, a file at `path`, and the check reads that file back.",
-            "Write the arrays with np.savez(path, **arrays).",
+            "Write the arrays with `np.savez(path, **arrays)`.",
         )
     if "unreadable" in got:
         objects = got.get("objects")
@@ -1016,21 +1021,21 @@ def _judge_save(got: Any, expected: Any, case: Case) -> str | Mistake | None:
             if set(objects) <= _none_paths(tree):
                 return Mistake(
                     what,
-                    "None subtrees hold no leaves, so they write nothing. An entry for None is "
-                    "stored as a pickled Python object, which np.load refuses unless told to "
+                    "`None` subtrees hold no leaves, so they write nothing. An entry for `None` is "
+                    "stored as a pickled Python object, which `np.load` refuses unless told to "
                     "unpickle.",
-                    "Save only the leaves, the pairs jax.tree_util.tree_leaves_with_path(tree) "
-                    "gives without is_leaf, each as np.asarray(leaf).",
+                    "Save only the leaves, the pairs `jax.tree_util.tree_leaves_with_path(tree)` "
+                    "gives without `is_leaf`, each as `np.asarray(leaf)`.",
                     reread=PITFALL_1,
                 )
             return Mistake(
                 what,
-                "A checkpoint holds plain arrays, which np.load reads without unpickling "
-                "anything; anything else is stored as a pickled Python object, which np.load "
+                "A checkpoint holds plain arrays, which `np.load` reads without unpickling "
+                "anything; anything else is stored as a pickled Python object, which `np.load` "
                 "refuses by default.",
-                "Save each leaf as np.asarray(leaf), and nothing but the leaves.",
+                "Save each leaf as `np.asarray(leaf)`, and nothing but the leaves.",
             )
-        return f"the file is not an .npz archive NumPy can read ({got['unreadable']})."
+        return f"the file is not an `.npz` archive NumPy can read ({got['unreadable']})."
     mine, theirs = got["entries"], expected["entries"]
     if set(mine) == set(theirs):
         for key in theirs:
@@ -1040,7 +1045,7 @@ def _judge_save(got: Any, expected: Any, case: Case) -> str | Mistake | None:
                     f"the entry {key} holds {_spec_text(a)}, expected {_spec_text(e)}.",
                     "A checkpoint stores each leaf unchanged, its shape and dtype included, so "
                     "that restoring gives back the same arrays.",
-                    "Store np.asarray(leaf) for each leaf, with no cast and no reshape.",
+                    "Store `np.asarray(leaf)` for each leaf, with no cast and no reshape.",
                 )
             if not np.array_equal(a, e):
                 return f"the entry {key} holds other values than the leaf at {key}."
@@ -1049,29 +1054,29 @@ def _judge_save(got: Any, expected: Any, case: Case) -> str | Mistake | None:
     if theirs and all(k.startswith("arr_") for k in mine) and len(mine) == len(theirs):
         return Mistake(
             "the entries are named "
-            f"{', '.join(sorted(mine)[:3])}{', ...' if len(mine) > 3 else ''}: np.savez got the "
+            f"{', '.join(sorted(mine)[:3])}{', ...' if len(mine) > 3 else ''}: `np.savez` got the "
             "arrays by position.",
             "A checkpoint must say which array is which: named by its key path, an entry can be "
             "found again whatever the order, and a misfit can be reported by name.",
-            "Pass the arrays as keywords, np.savez(path, **arrays), with arrays a dict from "
-            f"jax.tree_util.keystr(key_path) to the leaf (such as {example}).",
+            "Pass the arrays as keywords, `np.savez(path, **arrays)`, with `arrays` a dict from "
+            f"`jax.tree_util.keystr(key_path)` to the leaf (such as {example}).",
         )
     missing = [k for k in theirs if k not in mine]
     extra = [k for k in mine if k not in theirs]
     if extra:
         return Mistake(
             f"the file has an entry named {extra[0]!r}, which is not the key path of a leaf as "
-            f"jax.tree_util.keystr writes it (such as {missing[0] if missing else example}).",
-            "The entries are named in one agreed spelling, keystr's, so that restore_checkpoint "
-            "can compute the same names from its template.",
-            "Name each entry jax.tree_util.keystr(key_path), with the key paths of "
-            "jax.tree_util.tree_leaves_with_path(tree).",
+            f"`jax.tree_util.keystr` writes it (such as {missing[0] if missing else example}).",
+            "The entries are named in one agreed spelling, `keystr`'s, so that "
+            "`restore_checkpoint` can compute the same names from its template.",
+            "Name each entry `jax.tree_util.keystr(key_path)`, with the key paths of "
+            "`jax.tree_util.tree_leaves_with_path(tree)`.",
         )
     return Mistake(
         f"the entry {missing[0]} is missing.",
-        "Every leaf gets one entry, named by its key path; only None subtrees, which hold no "
+        "Every leaf gets one entry, named by its key path; only `None` subtrees, which hold no "
         "leaves, write nothing.",
-        "Write one entry for each pair of jax.tree_util.tree_leaves_with_path(tree).",
+        "Write one entry for each pair of `jax.tree_util.tree_leaves_with_path(tree)`.",
     )
 
 
@@ -1093,11 +1098,11 @@ def _save_cases(rng: np.random.Generator) -> list[Case]:
         Case(("layer.npz", {"w": random_f32(rng, m, n), "b": random_f32(rng, n)}), label="a layer"),
         Case(
             ("state.npz", _training_state(rng)),
-            label="a training state: params and an AdamState with an int32 count",
+            label="a training state: params and an `AdamState` with an `int32` count",
         ),
         Case(
             ("ckpt.npz", [leaf(), None, {"z": leaf(), "a": None}]),
-            label="a list with None subtrees",
+            label="a list with `None` subtrees",
             info={"as_path": True},
         ),
         Case(
@@ -1108,7 +1113,7 @@ def _save_cases(rng: np.random.Generator) -> list[Case]:
                     collections.OrderedDict(z=leaf(), a=Point(x=leaf(), y=None)),
                 ),
             ),
-            label="namedtuples and an OrderedDict",
+            label="namedtuples and an `OrderedDict`",
         ),
     ]
     for i in range(3):
@@ -1118,7 +1123,10 @@ def _save_cases(rng: np.random.Generator) -> list[Case]:
         }
         label = f"random tree {i + 1}, {describe(tree, 100)}"
         cases.append(Case((f"random_{i + 1}.npz", tree), label=label, info={"as_path": i == 1}))
-    layers, nested = "a layer and a training state", "None subtrees, namedtuples and OrderedDicts"
+    layers, nested = (
+        "a layer and a training state",
+        "None subtrees, namedtuples and OrderedDicts",
+    )
     return in_parts(cases, [layers, layers, nested, nested] + ["random trees"] * (len(cases) - 4))
 
 
@@ -1134,11 +1142,12 @@ SAVE_CHECKPOINT = Exercise(
     hints=(
         (
             "A checkpoint names each array by its key path, so that it can be read back by name; "
-            "None subtrees have no leaves and so no entries, and nothing else belongs in the file."
+            "`None` subtrees have no leaves and so no entries, and nothing else belongs in the "
+            "file."
         ),
         (
-            "np.savez(path, **{jax.tree_util.keystr(p): np.asarray(leaf) for p, leaf in "
-            "jax.tree_util.tree_leaves_with_path(tree)})."
+            "`np.savez(path, **{jax.tree_util.keystr(p): np.asarray(leaf) for p, leaf in "
+            "jax.tree_util.tree_leaves_with_path(tree)})`."
         ),
     ),
     reread=CHECKPOINTS,
@@ -1201,7 +1210,7 @@ _MISFIT = {
 
 def _judge_restore(got: Any, expected: Any, case: Case) -> str | Mistake | None:
     if not isinstance(got, dict):
-        return "the check could not read what restore_checkpoint did."
+        return "the check could not read what `restore_checkpoint` did."
     kind, offending = case.info["kind"], list(case.info["offending"])
     if "raised" in expected:
         why = _MISFIT[kind].format(path=offending[0])
@@ -1211,22 +1220,22 @@ def _judge_restore(got: Any, expected: Any, case: Case) -> str | Mistake | None:
                 "A checkpoint that does not fit must not load halfway: compare the file with "
                 "`like`, names and shapes, before building anything, and refuse a misfit.",
                 "Before unflattening, compare the set of entry names and each entry's shape "
-                "with those of like, and raise ValueError naming the first misfit's key path.",
+                "with those of `like`, and raise `ValueError` naming the first misfit's key path.",
             )
         if not got["value_error"]:
             return Mistake(
-                f"raised {got['raised']} ({got['message'][:120]}), not a ValueError: {why}.",
+                f"raised {got['raised']} ({got['message'][:120]}), not a `ValueError`: {why}.",
                 "A misfit is an error of its own, found by comparing the file with `like` "
-                "before reading anything; a KeyError or a shape error from halfway through the "
+                "before reading anything; a `KeyError` or a shape error from halfway through the "
                 "loading is an accident that says little.",
-                "Check every key path and shape first, and raise ValueError naming the path.",
+                "Check every key path and shape first, and raise `ValueError` naming the path.",
             )
         if not any(path in got["message"] for path in offending):
             return Mistake(
-                f"the ValueError says {got['message'][:160]!r}, but not where: {why}.",
+                f"the `ValueError` says {got['message'][:160]!r}, but not where: {why}.",
                 "A refused checkpoint must say which leaf does not fit, or its user cannot tell "
                 "what changed since it was written.",
-                "Put the offending key path in the message, written as jax.tree_util.keystr "
+                "Put the offending key path in the message, written as `jax.tree_util.keystr` "
                 f"writes it (here {offending[0]}).",
             )
         return None
@@ -1242,8 +1251,8 @@ def _judge_restore(got: Any, expected: Any, case: Case) -> str | Mistake | None:
             problem,
             "The restored tree takes its structure from `like`, not from the file: a file holds "
             "names only, and the same names can belong to a list or to a tuple.",
-            "Rebuild with jax.tree.unflatten(treedef, leaves), the treedef of "
-            "jax.tree_util.tree_flatten_with_path(like).",
+            "Rebuild with `jax.tree.unflatten(treedef, leaves)`, the treedef of "
+            "`jax.tree_util.tree_flatten_with_path(like)`.",
         )
     problem = _leaf_problem(mine, theirs, "the restored tree")
     if problem is None:
@@ -1257,10 +1266,11 @@ def _judge_restore(got: Any, expected: Any, case: Case) -> str | Mistake | None:
     if mine_leaves == their_leaves:
         return Mistake(
             problem + " The arrays are all there, in the wrong places.",
-            "The file's entries come in an order of their own, and like's leaves in flatten "
+            "The file's entries come in an order of their own, and `like`'s leaves in flatten "
             "order, where a namedtuple keeps the order of its fields: arrays and leaves are "
             "matched by key path, never by position.",
-            "Take the arrays in the order of like's leaves, each by the keystr of its key path.",
+            "Take the arrays in the order of `like`'s leaves, each by the `keystr` of its key "
+            "path.",
         )
     return problem
 
@@ -1299,9 +1309,9 @@ def _restore_cases(rng: np.random.Generator) -> list[Case]:
     )
     cases = [
         _restore_case(layer, _zeros(layer), "a layer, into a template of zeros"),
-        _restore_case(state, _zeros(state), "a training state with a None subtree"),
+        _restore_case(state, _zeros(state), "a training state with a `None` subtree"),
         _restore_case(
-            named, _zeros(named), "namedtuples, whose fields w, b are not in sorted order"
+            named, _zeros(named), "namedtuples, whose fields `w, b` are not in sorted order"
         ),
         _restore_case(
             listed,
@@ -1332,7 +1342,7 @@ def _restore_cases(rng: np.random.Generator) -> list[Case]:
         _restore_case(
             {"x": layer["b"], "y": layer["w"]},
             Point(x=_zeros(layer["b"]), y=_zeros(layer["w"])),
-            "a namedtuple template for a file written from a dict: .x is not ['x']",
+            "a namedtuple template for a file written from a dict: `.x` is not `['x']`",
             "renamed",
             (".x", ".y", "['x']", "['y']"),
         ),
@@ -1385,9 +1395,9 @@ RESTORE_CHECKPOINT = Exercise(
             "anything: a missing, extra or misshapen entry is an error that names its key path."
         ),
         (
-            "Compare np.load(path).files and each shape with the keystr names of "
-            "jax.tree_util.tree_flatten_with_path(like) (ValueError naming the path), then "
-            "jax.tree.unflatten(treedef, arrays in leaf order)."
+            "Compare `np.load(path).files` and each shape with the `keystr` names of "
+            "`jax.tree_util.tree_flatten_with_path(like)` (`ValueError` naming the path), then "
+            "`jax.tree.unflatten(treedef, arrays in leaf order)`."
         ),
     ),
     reread=CHECKPOINTS,
@@ -1501,13 +1511,13 @@ def _carry_mistake(carry: dict[str, Any] | None) -> Mistake | None:
             for line in carry["structure"]
         )
         return Mistake(
-            "the carry of lax.scan came out with another structure than it went in with:" + lines,
+            "the carry of `lax.scan` came out with another structure than it went in with:" + lines,
             "Pitfall 15: a compiled loop has one fixed type for its carry, so the body must "
             "return exactly the structure it received. Python code that creates the state on "
             "the first step (an `if ... is None` in the body) runs once, at trace time, and "
             "cannot change the carry's type.",
-            "Build the whole carry before the loop: the velocity is jax.tree.map(jnp.zeros_like, "
-            "params), with the structure of params, never None or a list of leaves.",
+            "Build the whole carry before the loop: the velocity is `jax.tree.map(jnp.zeros_like, "
+            "params)`, with the structure of `params`, never `None` or a list of leaves.",
             reread=PITFALL_15,
         )
     changed = {leaf["change"]: leaf for leaf in reversed(carry["leaves"])}
@@ -1517,10 +1527,10 @@ def _carry_mistake(carry: dict[str, Any] | None) -> Mistake | None:
             "a leaf of the carry changed dtype inside the loop: "
             + where.format(**changed["dtype"])
             + ".",
-            "Pitfall 15: every leaf of a scan carry keeps its dtype. With lr a float32 array, "
-            "lr * v is float32 even when v is bfloat16, and so is p - lr * v.",
-            "Cast each new parameter back, (p - lr * v).astype(p.dtype), and build the velocity "
-            "with jnp.zeros_like(p), so that it has the dtype of p.",
+            "Pitfall 15: every leaf of a `scan` carry keeps its dtype. With `lr` a `float32` "
+            "array, `lr * v` is `float32` even when `v` is `bfloat16`, and so is `p - lr * v`.",
+            "Cast each new parameter back, `(p - lr * v).astype(p.dtype)`, and build the "
+            "velocity with `jnp.zeros_like(p)`, so that it has the dtype of `p`.",
             reread=PITFALL_15,
         )
     if "shape" in changed:
@@ -1528,9 +1538,10 @@ def _carry_mistake(carry: dict[str, Any] | None) -> Mistake | None:
             "a leaf of the carry changed shape inside the loop: "
             + where.format(**changed["shape"])
             + ".",
-            "Pitfall 15: every leaf of a scan carry keeps its shape. A velocity leaf that "
+            "Pitfall 15: every leaf of a `scan` carry keeps its shape. A velocity leaf that "
             "starts as a scalar comes out of the first step with the shape of its parameter.",
-            "Start each velocity leaf with the shape of its parameter: jnp.zeros_like(p), not 0.0.",
+            "Start each velocity leaf with the shape of its parameter: `jnp.zeros_like(p)`, not "
+            "`0.0`.",
             reread=PITFALL_15,
         )
     if "kind" in changed:
@@ -1541,16 +1552,16 @@ def _carry_mistake(carry: dict[str, Any] | None) -> Mistake | None:
             "Pitfall 15: every leaf of the carry must come out of the body as it went in, an "
             "array of the same shape and dtype.",
             "Start the carry with arrays like those the body returns: the params as they are, "
-            "and the velocity jax.tree.map(jnp.zeros_like, params).",
+            "and the velocity `jax.tree.map(jnp.zeros_like, params)`.",
             reread=PITFALL_15,
         )
     return None
 
 
 _JIT_ONLY = (
-    "The check runs train_loop under jax.jit, and scan traces its body the same way: there, "
-    "values computed from params or batches are tracers, with no number inside for float(), "
-    ".item() or NumPy to read."
+    "The check runs `train_loop` under `jax.jit`, and `scan` traces its body the same way: there, "
+    "values computed from `params` or `batches` are tracers, with no number inside for `float()`, "
+    "`.item()` or NumPy to read."
 )
 
 
@@ -1580,22 +1591,22 @@ def _compare_record(
         return "structure", problem
     for (path, dtype), (_, want) in zip(mine["dtypes"], theirs["dtypes"], strict=True):
         if dtype != want:
-            said = f"{what}: the leaf {path} is {dtype}, expected {want}."
+            said = f"{what}: the leaf {path} is `{dtype}`, expected `{want}`."
             if what == "the velocity":
                 return "dtype", Mistake(
                     said,
-                    "The velocity has the dtype of its parameter, as optax's does. A scan carry "
-                    "keeps the dtype it starts with (Pitfall 15), so that dtype is decided where "
-                    "the velocity is created.",
-                    "Build it with jnp.zeros_like(p), which keeps the dtype of p, where "
-                    "jnp.zeros(p.shape) makes float32.",
+                    "The velocity has the dtype of its parameter, as `optax`'s does. A `scan` "
+                    "carry keeps the dtype it starts with (Pitfall 15), so that dtype is decided "
+                    "where the velocity is created.",
+                    "Build it with `jnp.zeros_like(p)`, which keeps the dtype of `p`, where "
+                    "`jnp.zeros(p.shape)` makes `float32`.",
                     reread=PITFALL_15,
                 )
             return "dtype", Mistake(
                 said,
-                "Every leaf of a scan carry keeps its dtype (Pitfall 15), and each parameter "
-                "keeps its own through training, as optax's do.",
-                "Cast each new leaf back with .astype(p.dtype).",
+                "Every leaf of a `scan` carry keeps its dtype (Pitfall 15), and each parameter "
+                "keeps its own through training, as `optax`'s do.",
+                "Cast each new leaf back with `.astype(p.dtype)`.",
                 reread=PITFALL_15,
             )
     for (path, dtype), x, y in zip(
@@ -1605,7 +1616,7 @@ def _compare_record(
         rtol, atol = _train_tolerance(*loop, dtype, *computed_from)
         x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
         if x.shape != y.shape:
-            return "shape", f"{where} has shape {x.shape}, expected {y.shape}."
+            return "shape", f"{where} has shape `{x.shape}`, expected `{y.shape}`."
         if not close_elements(x, y, rtol=rtol, atol=atol, equal_nan=True).all():
             worst = float(np.nanmax(np.abs(x - y))) if x.size else 0.0
             verb = "differ" if where == "losses" else "differs"
@@ -1620,34 +1631,34 @@ def _judge_train(got: Any, expected: Any, case: Case) -> str | Mistake | None:
     if "raised" in got:
         found = _carry_mistake(got.get("carry"))
         if not got.get("eager"):
-            return found or f"train_loop raised {got['message']}"
-        jit_only = "\n  train_loop runs without jit and fails under it."
+            return found or f"`train_loop` raised {got['message']}"
+        jit_only = "\n  `train_loop` runs without `jit` and fails under it."
         if found:
             return lead("", found, jit_only)
         return Mistake(
-            f"train_loop raised {got['message']}" + jit_only,
+            f"`train_loop` raised {got['message']}" + jit_only,
             _JIT_ONLY,
-            "Keep every value a JAX array: return the losses as scan stacks them, with no "
-            "float(), .item() or NumPy call on anything computed from params or batches.",
+            "Keep every value a JAX array: return the losses as `scan` stacks them, with no "
+            "`float()`, `.item()` or NumPy call on anything computed from `params` or `batches`.",
             reread=WHAT_JIT_SEES,
         )
     if "shape" in got:
         return Mistake(
             f"returned {got['shape']}, not a tuple of three.",
-            "train_loop hands back the trained params, the final velocity (to resume from) and "
+            "`train_loop` hands back the trained params, the final velocity (to resume from) and "
             "the losses, one per step.",
-            "Return (params, velocity, losses): the first two from scan's final carry, the "
+            "Return `(params, velocity, losses)`: the first two from `scan`'s final carry, the "
             "losses from its stacked outputs.",
         )
     steps = int(np.shape(case.args[2]["target"])[0])
     losses, want = rebuild_tree(got["losses"]["tree"]), rebuild_tree(expected["losses"]["tree"])
     if not isinstance(losses, np.ndarray) or losses.shape != want.shape:
         return Mistake(
-            f"losses is {describe(losses, 60)}, not an array of shape ({steps},), one loss per "
+            f"`losses` is {describe(losses, 60)}, not an array of shape `({steps},)`, one loss per "
             "step.",
-            "scan stacks the second output of the body along a new leading axis: a body that "
+            "`scan` stacks the second output of the body along a new leading axis: a body that "
             "returns its step's loss there gives one loss per batch.",
-            "Return (new_carry, loss) from the body, and the stacked losses scan gives back as "
+            "Return `(new_carry, loss)` from the body, and the stacked losses `scan` gives back as "
             "they are.",
             reread=PITFALL_15,
         )
@@ -1666,9 +1677,9 @@ def _judge_train(got: Any, expected: Any, case: Case) -> str | Mistake | None:
         if key == "losses" and kind == "values" and isinstance(problem, str):
             return Mistake(
                 problem.removesuffix(".") + ", though the params and the velocity are right.",
-                "losses holds the loss before each step: at the params the step starts from, "
+                "`losses` holds the loss before each step: at the params the step starts from, "
                 "the same evaluation that gives the gradients.",
-                "Take loss, grads = jax.value_and_grad(loss_fn)(params, batch) at the start of "
+                "Take `loss, grads = jax.value_and_grad(loss_fn)(params, batch)` at the start of "
                 "the body, and return that loss as the body's second output.",
                 reread=TRAINING,
             )
@@ -1677,11 +1688,11 @@ def _judge_train(got: Any, expected: Any, case: Case) -> str | Mistake | None:
         return Mistake(
             "the results are right, but the traced program holds no loop: Python unrolled "
             f"{steps} copies of the step.",
-            "Under jit a Python for loop runs at trace time, and the program holds one copy of "
+            "Under `jit` a Python `for` loop runs at trace time, and the program holds one copy of "
             "the step per batch, which takes longer to compile the more batches there are. "
-            "lax.scan compiles the step once, as a loop.",
-            "Write the step as body(carry, batch) -> (new_carry, loss) and run it with "
-            "jax.lax.scan(body, carry, batches).",
+            "`lax.scan` compiles the step once, as a loop.",
+            "Write the step as `body(carry, batch) -> (new_carry, loss)` and run it with "
+            "`jax.lax.scan(body, carry, batches)`.",
             reread=PITFALL_15,
         )
     return None
@@ -1713,11 +1724,11 @@ def _train_cases(rng: np.random.Generator) -> list[Case]:
     tree["skip"] = None
     layer = jax.device_put({"w": random_f32(rng, m, n), "b": random_f32(rng, n)})
     return [
-        _train_case(rng, layer, "a layer, lr a Python float", 0.1, 4),
+        _train_case(rng, layer, "a layer, `lr` a Python float", 0.1, 4),
         _train_case(
             rng,
             tree,
-            f"a random tree with None subtrees, lr a float32 array, {describe(tree, 100)}",
+            f"a random tree with `None` subtrees, `lr` a `float32` array, {describe(tree, 100)}",
             jax.device_put(np.float32(0.05)),
             5,
         ),
@@ -1727,7 +1738,7 @@ def _train_cases(rng: np.random.Generator) -> list[Case]:
                 Layer(w=_bf16(rng, m, n), b=None),
                 Point(x=jax.device_put(random_f32(rng, n)), y=_bf16(rng, n)),
             ],
-            "bfloat16 leaves next to float32 ones, lr a float32 array",
+            "`bfloat16` leaves next to `float32` ones, `lr` a `float32` array",
             jax.device_put(np.float32(0.1)),
             4,
         ),
@@ -1745,14 +1756,15 @@ TRAIN_LOOP = Exercise(
     judge=_judge_train,
     hints=(
         (
-            "lax.scan runs a body over the batches, one slice of the leading axis at a time, and "
+            "`lax.scan` runs a body over the batches, one slice of the leading axis at a time, and "
             "the carry must come out with exactly the structure, shapes and dtypes it went in with "
             "(Pitfall 15)."
         ),
         (
-            "body(carry, batch) with carry = (params, velocity) returns (new_carry, loss); create "
-            "the velocity before the loop with jax.tree.map(jnp.zeros_like, params), cast each new "
-            "leaf with .astype(p.dtype), and call jax.lax.scan(body, carry, batches)."
+            "`body(carry, batch)` with `carry = (params, velocity)` returns `(new_carry, loss)`; "
+            "create the velocity before the loop with `jax.tree.map(jnp.zeros_like, params)`, "
+            "cast each new leaf with `.astype(p.dtype)`, and call `jax.lax.scan(body, carry, "
+            "batches)`."
         ),
     ),
     reread=PITFALL_15,
@@ -1769,7 +1781,7 @@ TRAIN_LOOP = Exercise(
         "creates the optimizer state inside the loop, so the carry changes structure (Pitfall 15)",
         "lets a leaf of the carry change dtype",
         "lets a leaf of the carry change shape",
-        "starts a float32 velocity for bfloat16 parameters",
+        "starts a `float32` velocity for `bfloat16` parameters",
         "loops in Python instead of with `lax.scan`",
         "records the loss after each step instead of before it",
         "turns the losses into Python floats, which fails under `jit`",

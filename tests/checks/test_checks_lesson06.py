@@ -438,7 +438,7 @@ RIGHT: dict[str, Callable[..., Any]] = {
 
 WRONG: list[tuple[str, Callable[..., Any], str]] = [
     ("06.momentum_step", momentum_old_velocity, "moved with the old velocity"),
-    ("06.momentum_step", momentum_dampened, "averages the gradients, beta * v + (1 - beta) * g"),
+    ("06.momentum_step", momentum_dampened, "averages the gradients, `beta * v + (1 - beta) * g`"),
     ("06.momentum_step", momentum_lr_inside, "has the learning rate inside"),
     ("06.momentum_step", momentum_velocity_as_leaves, "the new velocity has another structure"),
     ("06.momentum_step", momentum_swapped, "the two results are swapped"),
@@ -459,9 +459,9 @@ WRONG: list[tuple[str, Callable[..., Any], str]] = [
     (
         "06.adam_step",
         adam_count_increased_twice,
-        "count + 1 after the count was already increased (off by one)",
+        "`count + 1` after the count was already increased (off by one)",
     ),
-    ("06.adam_step", adam_eps_inside_the_root, "eps went inside the square root"),
+    ("06.adam_step", adam_eps_inside_the_root, "`eps` went inside the square root"),
     ("06.adam_step", adam_keeping_the_count, "the new state's count is 0, expected 1"),
     ("06.adam_step", adam_plain_tuple_state, "the new state is a plain tuple"),
     ("06.save_checkpoint", save_positional, "named arr_0, arr_1"),
@@ -483,7 +483,7 @@ WRONG: list[tuple[str, Callable[..., Any], str]] = [
     (
         "06.train_loop",
         train_loop_lazy_velocity,
-        "the carry of lax.scan came out with another structure",
+        "the carry of `lax.scan` came out with another structure",
     ),
     (
         "06.train_loop",
@@ -498,7 +498,7 @@ WRONG: list[tuple[str, Callable[..., Any], str]] = [
     (
         "06.train_loop",
         train_loop_float32_velocity,
-        "the velocity: the leaf [0].w is float32, expected bfloat16",
+        "the velocity: the leaf [0].w is `float32`, expected `bfloat16`",
     ),
     ("06.train_loop", train_loop_unrolled, "the traced program holds no loop"),
     (
@@ -506,7 +506,11 @@ WRONG: list[tuple[str, Callable[..., Any], str]] = [
         train_loop_loss_after_the_step,
         "losses differ from the expected values (largest difference 1.06), though the params",
     ),
-    ("06.train_loop", train_loop_float_losses, "train_loop runs without jit and fails under it"),
+    (
+        "06.train_loop",
+        train_loop_float_losses,
+        "`train_loop` runs without `jit` and fails under it",
+    ),
 ]
 
 # Each wrong answer with the fix its last hint gives, applied as written: each leads to the
@@ -564,21 +568,21 @@ NAMED: dict[str, dict[str, str]] = {
     "06.momentum_step": {
         "moves the parameters with the old velocity": "moved with the old velocity",
         "averages the gradients into the velocity (dampened momentum)": (
-            "averages the gradients, beta * v + (1 - beta) * g"
+            "averages the gradients, `beta * v + (1 - beta) * g`"
         ),
         "puts the learning rate inside the velocity": "has the learning rate inside",
         "returns the velocity as a list of leaves": "the new velocity has another structure",
         "swaps the two results": "the two results are swapped",
         "returns the velocity that came in": "the velocity returned is the one that came in",
         "returns a list instead of a tuple": "returned a list, not a tuple",
-        "returns one tree of (p, v) pairs from a single map": (
+        "returns one tree of `(p, v)` pairs from a single map": (
             "returned one tree shaped like the params with a pair at each leaf (at ['b'], and"
         ),
     },
     "06.adam_init": {
         "returns a plain tuple instead of the state class": "the state is a plain tuple",
         "keeps the count as a Python int": "the count in the state is 0, a Python int",
-        "makes float32 moments for float16 parameters": (
+        "makes `float32` moments for `float16` parameters": (
             "leaf .mu['w'] has dtype `float32`, expected `float16`"
         ),
         "builds the moments as lists of leaves": "the state's mu has another structure",
@@ -592,9 +596,9 @@ NAMED: dict[str, dict[str, str]] = {
             "the count from before this step (off by one)"
         ),
         "adds one to a count already increased": (
-            "count + 1 after the count was already increased (off by one)"
+            "`count + 1` after the count was already increased (off by one)"
         ),
-        "puts `eps` inside the square root": "eps went inside the square root",
+        "puts `eps` inside the square root": "`eps` went inside the square root",
         "does not increase the count": "the new state's count is 0, expected 1",
         "returns a plain tuple as the new state": "the new state is a plain tuple",
     },
@@ -620,22 +624,22 @@ NAMED: dict[str, dict[str, str]] = {
         (
             "creates the optimizer state inside the loop, so the carry changes structure "
             "(Pitfall 15)"
-        ): "the carry of lax.scan came out with another structure",
+        ): "the carry of `lax.scan` came out with another structure",
         "lets a leaf of the carry change dtype": (
             "a leaf of the carry changed dtype inside the loop: at carry[0][0].w"
         ),
         "lets a leaf of the carry change shape": (
             "a leaf of the carry changed shape inside the loop: at carry[1]['b']"
         ),
-        "starts a float32 velocity for bfloat16 parameters": (
-            "the velocity: the leaf [0].w is float32, expected bfloat16"
+        "starts a `float32` velocity for `bfloat16` parameters": (
+            "the velocity: the leaf [0].w is `float32`, expected `bfloat16`"
         ),
         "loops in Python instead of with `lax.scan`": "the traced program holds no loop",
         "records the loss after each step instead of before it": (
             "losses differ from the expected values (largest difference 1.06), though the params"
         ),
         "turns the losses into Python floats, which fails under `jit`": (
-            "train_loop runs without jit and fails under it"
+            "`train_loop` runs without `jit` and fails under it"
         ),
     },
 }
@@ -659,7 +663,7 @@ def test_course_versions_do_not_count(
 ) -> None:
     verdict = evaluate(get_exercise(exercise_id), answer)
     assert verdict.status == "flagged" and verdict.points == 0
-    assert f"calls {name} (line " in verdict.message, verdict.message
+    assert f"calls `{name}` (line " in verdict.message, verdict.message
 
 
 def test_hidden_course_version_is_flagged_while_it_runs() -> None:
@@ -672,7 +676,8 @@ def test_hidden_course_version_is_flagged_while_it_runs() -> None:
 
     verdict = evaluate(get_exercise("06.momentum_step"), momentum_step)
     assert (
-        verdict.status == "flagged" and "momentum_step calls cl.momentum (line " in verdict.message
+        verdict.status == "flagged"
+        and "`momentum_step` calls `cl.momentum` (line " in verdict.message
     )
 
 
@@ -912,23 +917,23 @@ def test_has_loop_finds_scan_and_while_anywhere() -> None:
 TRAIN_LOOP_RAISING: list[tuple[Callable[..., Any], str, str]] = [
     (
         make_train_loop(lazy=True),
-        "the carry of lax.scan came out with another structure",
+        "the carry of `lax.scan` came out with another structure",
         "a compiled loop has one fixed type for its carry",
     ),
     (
         make_train_loop(cast=False),
         "a leaf of the carry changed dtype inside the loop: at carry[0]",
-        "every leaf of a scan carry keeps its dtype",
+        "every leaf of a `scan` carry keeps its dtype",
     ),
     (
         make_train_loop(init="scalar"),
         "a leaf of the carry changed shape inside the loop: at carry",
-        "every leaf of a scan carry keeps its shape",
+        "every leaf of a `scan` carry keeps its shape",
     ),
     (
         train_loop_float_losses,
-        "train_loop runs without jit and fails under it",
-        "The check runs train_loop under jax.jit",
+        "`train_loop` runs without `jit` and fails under it",
+        "The check runs `train_loop` under `jax.jit`",
     ),
 ]
 
@@ -962,7 +967,7 @@ def test_pickled_checkpoint_is_found_from_the_file_not_the_message(
     withhold_jax_wording(monkeypatch, wording, lesson)
     _, (out, again) = successive_reports("06.save_checkpoint", save_none_too, 2)
     assert "the file holds pickled Python objects, not plain arrays (in the entries" in out, out
-    assert "the idea: None subtrees hold no leaves, so they write nothing" in again, again
+    assert "the idea: `None` subtrees hold no leaves, so they write nothing" in again, again
 
 
 def test_a_train_loop_that_fails_everywhere_gets_the_error_only(
@@ -974,5 +979,5 @@ def test_a_train_loop_that_fails_everywhere_gets_the_error_only(
         return make_train_loop()(loss_fn, params, {"target": batches["weights"]}, lr, beta)
 
     out = check_output("06.train_loop", train_loop_missing_a_key, capsys)
-    assert "`train_loop` raised `KeyError`: 'weights'" in out, out
-    assert "Pitfall" not in out and "without jit" not in out
+    assert "`train_loop` raised KeyError: 'weights'" in out, out
+    assert "Pitfall" not in out and "without `jit`" not in out
