@@ -301,9 +301,9 @@ def _last_rule(got: str, matching: list[str]) -> Mistake:
         "The rules are read in order: specific rules come first, and the first rule that "
         "matches a leaf (and fits its rank) decides it; the rules after it are never "
         "consulted.",
-        "Stop at the first (pattern, spec) that matches and fits, for example by returning "
-        "from inside the loop over the rules; fall back to P() only when the loop ends "
-        "without one.",
+        "Stop at the first `(pattern, spec)` that matches and fits, for example by returning "
+        "from inside the loop over the rules; fall back to `P()` only when the loop ends without "
+        "one.",
     )
 
 
@@ -328,15 +328,15 @@ def _rule_variants(case: Case, index: int, mine: list[Any], theirs: list[Any]) -
         "vector. A rule whose spec is too long says nothing about that leaf, and the next "
         "rules are tried.",
         "Make the rank part of the test that picks a rule: a rule applies when its pattern "
-        "matches and len(spec) <= np.ndim(leaf).",
+        "matches and `len(spec) <= np.ndim(leaf)`.",
         reread=SHARDING_TREE,
     )
     at_start = Mistake(
         f"{got}: the pattern {deciding!r}, the rule that decides it, occurs inside the name "
         "but not at its start.",
-        "re.match and re.fullmatch find a pattern only at the start of the string; the rules "
+        "`re.match` and `re.fullmatch` find a pattern only at the start of the string; the rules "
         "are written to be found anywhere in the name, as with grep.",
-        "Test each rule with re.search(pattern, name).",
+        "Test each rule with `re.search(pattern, name)`.",
     )
     decides = (
         f"the rule {deciding!r}, written for its name, did not match it"
@@ -345,11 +345,11 @@ def _rule_variants(case: Case, index: int, mine: list[Any], theirs: list[Any]) -
     )
     default_format = Mistake(
         f"{got}: {decides}.",
-        "The rules are written for names such as 'layers/0/attn/wq'. keystr's default format "
-        "writes the same path as \"['layers'][0]['attn']['wq']\", with brackets and quotes, so "
+        "The rules are written for names such as `'layers/0/attn/wq'`. `keystr`'s default format "
+        "writes the same path as `\"['layers'][0]['attn']['wq']\"`, with brackets and quotes, so "
         "the rules are matched against a text they were not written for.",
-        "Write each key path as the rules expect it: jax.tree_util.keystr(path, simple=True, "
-        "separator='/').",
+        "Write each key path as the rules expect it: `jax.tree_util.keystr(path, simple=True, "
+        "separator='/')`.",
     )
     return [
         *variants,
@@ -362,46 +362,48 @@ def _rule_variants(case: Case, index: int, mine: list[Any], theirs: list[Any]) -
 def _judge_rules(got: Any, expected: Any, case: Case) -> str | Mistake | None:
     if not isinstance(got, dict) or "records" not in got:
         return (
-            f"returned {describe(got, 80)}, where a tree of NamedSharding with the structure of "
-            "params was expected."
+            f"returned {describe(got, 80)}, where a tree of `NamedSharding` with the structure of "
+            "`params` was expected."
         )
     problem = _structure_hint(got, expected, "the sharding tree")
     if problem:
         return Mistake(
             problem,
             "A sharding tree pairs one sharding with each leaf, so it must have the structure of "
-            "params exactly: the same containers and keys, and None where params has None.",
-            "Build it from params itself with jax.tree.map_with_path, which keeps every container "
-            "and None subtree, instead of assembling a new dict or list.",
+            "`params` exactly: the same containers and keys, and `None` where `params` has "
+            "`None`.",
+            "Build it from `params` itself with `jax.tree.map_with_path`, which keeps every "
+            "container and `None` subtree, instead of assembling a new dict or list.",
             reread=PITFALL_17,
         )
     specs = [r.get("spec") for r in got["records"]]
     for path, mine, theirs in zip(got["paths"], got["records"], expected["records"], strict=True):
         if mine["kind"] == "PartitionSpec":
             return Mistake(
-                f"the leaf at {path} is the PartitionSpec {spec_text(mine['spec'])}, not a "
-                "NamedSharding.",
-                "A PartitionSpec only names mesh axes; it does not say which devices. A "
-                "NamedSharding pairs it with a mesh, and that is what device_put and jit take "
-                "outside a mesh context.",
-                "Wrap each spec the rules give: NamedSharding(mesh, spec), with the mesh passed "
+                f"the leaf at {path} is the `PartitionSpec` {spec_text(mine['spec'])}, not a "
+                "`NamedSharding`.",
+                "A `PartitionSpec` only names mesh axes; it does not say which devices. A "
+                "`NamedSharding` pairs it with a mesh, and that is what `device_put` and `jit` "
+                "take outside a mesh context.",
+                "Wrap each spec the rules give: `NamedSharding(mesh, spec)`, with the mesh passed "
                 "in.",
                 reread=SHARDING_TREE,
             )
         if mine["kind"] != "NamedSharding":
             return (
-                f"the leaf at {path} is of type {mine['kind']}, where a NamedSharding was expected."
+                f"the leaf at {path} is of type {mine['kind']}, where a `NamedSharding` was "
+                "expected."
             )
         if (mine["axes"], mine["sizes"]) != (theirs["axes"], theirs["sizes"]):
             return Mistake(
                 f"the sharding at {path} is on another mesh ({mine['axes']}, sizes "
                 f"{mine['sizes']}) than the one passed in ({theirs['axes']}, sizes "
                 f"{theirs['sizes']}).",
-                "A NamedSharding is tied to its mesh: the rules' specs name the axes of the mesh "
+                "A `NamedSharding` is tied to its mesh: the rules' specs name the axes of the mesh "
                 "the caller gives, and a sharding on another mesh places the leaf on other "
                 "devices, or on axes the specs do not name.",
-                "Build every sharding on the mesh argument, NamedSharding(mesh, spec); make no "
-                "mesh of your own.",
+                "Build every sharding on the `mesh` argument, `NamedSharding(mesh, spec)`; make "
+                "no mesh of your own.",
                 reread=SHARDING_TREE,
             )
     wanted = [r["spec"] for r in expected["records"]]
@@ -433,9 +435,9 @@ SHARDINGS_FROM_RULES = Exercise(
             "replicated."
         ),
         (
-            "jax.tree.map_with_path over params: name = keystr(path, simple=True, separator='/'); "
-            "the first (pattern, spec) with re.search(pattern, name) and "
-            "len(spec) <= np.ndim(leaf), else P(); return NamedSharding(mesh, spec)."
+            "`jax.tree.map_with_path` over `params`: `name = keystr(path, simple=True, "
+            "separator='/')`; the first `(pattern, spec)` with `re.search(pattern, name)` and "
+            "`len(spec) <= np.ndim(leaf)`, else `P()`; return `NamedSharding(mesh, spec)`."
         ),
     ),
     reread=RULES_BY_KEY_PATH,
@@ -527,8 +529,8 @@ def _bytes_cases(rng: np.random.Generator) -> list[Case]:
         plan = _plan_tree(rng, kind, rate)
         what = {
             1.0: "arrays placed on the mesh",
-            0.0: "ShapeDtypeStructs with shardings",
-            0.5: "arrays and ShapeDtypeStructs mixed",
+            0.0: "`ShapeDtypeStruct`s with shardings",
+            0.5: "arrays and `ShapeDtypeStruct`s mixed",
         }[rate]
         shown = f"{describe(plan, 170)} on a {_mesh_text(shape, names)}"
         cases.append(
@@ -591,34 +593,34 @@ def _bytes_variants(case: Case, got: int, expected: int) -> list[Variant]:
         f"returned {got}, the bytes of the whole tree, {holds}.",
         "A sharded leaf is cut into blocks: a device holds only its block of each leaf, and "
         "a replicated leaf whole.",
-        "Count each leaf's block, not the leaf: leaf.sharding.shard_shape(leaf.shape) is the "
+        "Count each leaf's block, not the leaf: `leaf.sharding.shard_shape(leaf.shape)` is the "
         "shape of the block one device holds.",
     )
     divided = Mistake(
         f"returned {got}, the bytes of the whole tree divided by the {devices} devices, {holds}.",
-        "A leaf is split only over the mesh axes its spec names: a replicated leaf (P()) is "
-        "held whole by every device, and P('model') splits over 'model' alone, the 'data' "
+        "A leaf is split only over the mesh axes its spec names: a replicated leaf (`P()`) is "
+        "held whole by every device, and `P('model')` splits over `'model'` alone, the `'data'` "
         "axis holding copies.",
         "Let each leaf's sharding say what one device holds: "
-        "leaf.sharding.shard_shape(leaf.shape), instead of dividing by the number of devices.",
+        "`leaf.sharding.shard_shape(leaf.shape)`, instead of dividing by the number of devices.",
     )
     dtypes = sorted({leaf.dtype_name for leaf in leaves})
     four = Mistake(
         f"returned {got}, which counts 4 bytes per element of each block, {holds}; the "
         f"leaves' dtypes are {', '.join(dtypes)}.",
-        "An element takes as many bytes as its dtype says: 4 for float32 and int32, 2 for "
-        "bfloat16 and float16, 1 for int8.",
-        "Multiply each block's number of elements by np.dtype(leaf.dtype).itemsize.",
+        "An element takes as many bytes as its dtype says: 4 for `float32` and `int32`, 2 for "
+        "`bfloat16` and `float16`, 1 for `int8`.",
+        "Multiply each block's number of elements by `np.dtype(leaf.dtype).itemsize`.",
     )
     structs = sum(not leaf.placed for leaf in leaves)
     placed = Mistake(
         f"returned {got}, the bytes of the placed arrays alone, {holds}: the {structs} "
-        "ShapeDtypeStruct leaves were not counted.",
-        "A ShapeDtypeStruct with a sharding describes an array that does not exist yet, block by "
+        "`ShapeDtypeStruct` leaves were not counted.",
+        "A `ShapeDtypeStruct` with a sharding describes an array that does not exist yet, block by "
         "block: its sharding says what each device would hold, and it counts like a placed "
         "array.",
-        "Treat every leaf alike: arrays and ShapeDtypeStructs both have .shape, .dtype and "
-        ".sharding, so leaf.sharding.shard_shape(leaf.shape) works on each.",
+        "Treat every leaf alike: arrays and `ShapeDtypeStruct`s both have `.shape`, `.dtype` and "
+        "`.sharding`, so `leaf.sharding.shard_shape(leaf.shape)` works on each.",
         reread=TREES_WITHOUT_DATA,
     )
 
@@ -661,11 +663,11 @@ BYTES_PER_DEVICE = Exercise(
     hints=(
         (
             "A device holds one block of each leaf; the block's shape comes from the leaf's "
-            "sharding, and arrays and ShapeDtypeStructs both carry one."
+            "sharding, and arrays and `ShapeDtypeStruct`s both carry one."
         ),
         (
-            "Sum math.prod(leaf.sharding.shard_shape(leaf.shape)) * np.dtype(leaf.dtype).itemsize "
-            "over jax.tree.leaves(tree)."
+            "Sum `math.prod(leaf.sharding.shard_shape(leaf.shape)) * "
+            "np.dtype(leaf.dtype).itemsize` over `jax.tree.leaves(tree)`."
         ),
     ),
     reread=PER_DEVICE_MEMORY,
@@ -828,13 +830,13 @@ def _size_probe(fn: Callable[..., Any], case: Case) -> Any:
 def _judge_size(got: Any, expected: Any, case: Case) -> str | Mistake | None:
     if got["ran"]:
         return Mistake(
-            "init ran for real: the check saw its program run, and running it allocates every "
+            "`init` ran for real: the check saw its program run, and running it allocates every "
             "array of the model.",
-            "jax.eval_shape traces a function on abstract values: it returns the shapes and "
+            "`jax.eval_shape` traces a function on abstract values: it returns the shapes and "
             "dtypes of what the function would build, and runs and allocates nothing. Calling "
-            "init, jitted or not, builds the arrays.",
-            "Get the abstract tree with jax.eval_shape(init, key) and count from its "
-            "ShapeDtypeStruct leaves, which have .shape and .dtype.",
+            "`init`, jitted or not, builds the arrays.",
+            "Get the abstract tree with `jax.eval_shape(init, key)` and count from its "
+            "`ShapeDtypeStruct` leaves, which have `.shape` and `.dtype`.",
         )
     size, want = got["size"], expected["size"]
     if not isinstance(size, list):
@@ -851,9 +853,9 @@ def _judge_size(got: Any, expected: Any, case: Case) -> str | Mistake | None:
         return Mistake(
             f"the first number, {size[0]}, is the number of leaves of the tree, which holds "
             f"{want[0]:,} parameters.",
-            "A parameter is one element of a leaf: a (vocab, d) embedding table alone holds "
+            "A parameter is one element of a leaf: a `(vocab, d)` embedding table alone holds "
             "vocab × d of them.",
-            "Add up the number of elements of each leaf, math.prod(s.shape), instead of counting "
+            "Add up the number of elements of each leaf, `math.prod(s.shape)`, instead of counting "
             "the leaves.",
             reread=CONTAINERS_AND_LEAVES,
         )
@@ -861,9 +863,9 @@ def _judge_size(got: Any, expected: Any, case: Case) -> str | Mistake | None:
         return Mistake(
             f"the parameter count is right, but the bytes assume 4 per element: {size[1]:,}, "
             f"where the leaves' own dtypes give {want[1]:,}.",
-            "Each element takes as many bytes as its leaf's dtype says: bfloat16 is 2, float32 "
+            "Each element takes as many bytes as its leaf's dtype says: `bfloat16` is 2, `float32` "
             "is 4.",
-            "Multiply each leaf's number of elements by np.dtype(s.dtype).itemsize.",
+            "Multiply each leaf's number of elements by `np.dtype(s.dtype).itemsize`.",
         )
     if size == want[::-1]:
         return Mistake(
@@ -888,12 +890,13 @@ ABSTRACT_SIZE = Exercise(
     judge=_judge_size,
     hints=(
         (
-            "jax.eval_shape runs init abstractly: it returns the tree init would build, with "
-            "shapes and dtypes at the leaves, and allocates nothing."
+            "`jax.eval_shape` runs `init` abstractly: it returns the tree `init` would build, "
+            "with shapes and dtypes at the leaves, and allocates nothing."
         ),
         (
-            "abstract = jax.eval_shape(init, key); sum math.prod(s.shape) and math.prod(s.shape) * "
-            "np.dtype(s.dtype).itemsize over jax.tree.leaves(abstract); return the pair of ints."
+            "`abstract = jax.eval_shape(init, key)`; sum `math.prod(s.shape)` and "
+            "`math.prod(s.shape) * np.dtype(s.dtype).itemsize` over `jax.tree.leaves(abstract)`; "
+            "return the pair of ints."
         ),
     ),
     reread=TREES_WITHOUT_DATA,
@@ -1033,20 +1036,20 @@ def _layout_problem(
         return Mistake(
             f"the leaf at {path} is laid out as {got}, where the tree given says "
             f"{spec_text(theirs['spec'])}.",
-            "jit puts its outputs where out_shardings says; without it, they land where XLA "
+            "`jit` puts its outputs where `out_shardings` says; without it, they land where XLA "
             "chooses, usually whole on one device.",
-            "Pass shardings to jax.jit as out_shardings, the layout of what init returns: a "
-            "prefix tree is fine there, as it is for device_put.",
+            "Pass shardings to `jax.jit` as `out_shardings`, the layout of what `init` returns: "
+            "a prefix tree is fine there, as it is for `device_put`.",
             reread=SHARDINGS_IN_JIT,
         )
     if mine["dtype"] != theirs["dtype"]:
-        return f"the leaf at {path} has dtype {mine['dtype']}, expected {theirs['dtype']}."
+        return f"the leaf at {path} has dtype `{mine['dtype']}`, expected `{theirs['dtype']}`."
     if not trees_close(mine["value"], theirs["value"]):
         return Mistake(
-            f"the values at {path} are not those init(key) gives for the key passed in.",
-            "init is a function of its key: the same key gives the same parameters, another key "
-            "other ones.",
-            "Call init with the key argument itself, not with a key of your own.",
+            f"the values at {path} are not those `init(key)` gives for the key passed in.",
+            "`init` is a function of its key: the same key gives the same parameters, another "
+            "key other ones.",
+            "Call `init` with the `key` argument itself, not with a key of your own.",
         )
     return None
 
@@ -1063,14 +1066,14 @@ def _judge_init(got: Any, expected: Any, case: Case) -> str | Mistake | None:
             return found
     if not got["in_place"]:
         return Mistake(
-            "the values and shardings are right, but init created the whole tree first (on one "
+            "the values and shardings are right, but `init` created the whole tree first (on one "
             "device, or replicated) and it was moved into the shards afterwards: in the program "
             "that computes them, the arrays are laid out otherwise.",
-            "Placing the result of init, with device_put or a jit without out_shardings, builds "
-            "every array whole before cutting it up. Compiled with its output shardings, init "
-            "computes on each device only that device's blocks.",
-            "Give jax.jit the shardings when you compile init, as out_shardings, and call the "
-            "compiled function on key; no device_put afterwards.",
+            "Placing the result of `init`, with `device_put` or a `jit` without `out_shardings`, "
+            "builds every array whole before cutting it up. Compiled with its output shardings, "
+            "`init` computes on each device only that device's blocks.",
+            "Give `jax.jit` the shardings when you compile `init`, as `out_shardings`, and call "
+            "the compiled function on `key`; no `device_put` afterwards.",
         )
     return None
 
@@ -1087,12 +1090,13 @@ SHARDED_INIT = Exercise(
     hints=(
         (
             "Building the whole tree and cutting it up afterwards needs the whole model on one "
-            "device; jit can instead compile init so that each device computes only its own "
+            "device; `jit` can instead compile `init` so that each device computes only its own "
             "blocks, laid out as the shardings say."
         ),
         (
-            "jax.jit takes out_shardings, a tree of shardings (a prefix is fine) for what the "
-            "function returns: compile init with shardings there and call the result on key."
+            "`jax.jit` takes `out_shardings`, a tree of shardings (a prefix is fine) for what "
+            "the function returns: compile `init` with `shardings` there and call the result on "
+            "`key`."
         ),
     ),
     reread=TREES_WITHOUT_DATA,
@@ -1253,10 +1257,10 @@ def _judge_restore(got: Any, expected: Any, case: Case) -> str | Mistake | None:
     for path, mine, theirs in zip(got["paths"], got["records"], expected["records"], strict=True):
         if mine["kind"] != "Array":
             return Mistake(
-                f"the leaf at {path} is of type {mine['kind']}, not a jax.Array.",
-                "A restored leaf is to live on the new mesh: a jax.Array laid out by its "
+                f"the leaf at {path} is of type {mine['kind']}, not a `jax.Array`.",
+                "A restored leaf is to live on the new mesh: a `jax.Array` laid out by its "
                 "sharding. A NumPy array sits in the host's memory and has no sharding.",
-                "Restore into a target whose leaves are jax.ShapeDtypeStruct with the new "
+                "Restore into a target whose leaves are `jax.ShapeDtypeStruct` with the new "
                 "shardings, and return what restore gives without converting it.",
             )
         if mine.get("spec") != theirs["spec"] or mine.get("axes") != theirs["axes"]:
@@ -1268,14 +1272,14 @@ def _judge_restore(got: Any, expected: Any, case: Case) -> str | Mistake | None:
             if mine.get("spec") != _saved_specs(case).get(path):
                 return problem + "."
             return Mistake(
-                f"{problem}: the layout it was saved with, not the one shardings gives it.",
+                f"{problem}: the layout it was saved with, not the one `shardings` gives it.",
                 "Without a target, Orbax restores each array as it was saved. A target tree of "
-                "jax.ShapeDtypeStruct says the shape, dtype and sharding each leaf is to come "
-                "back in; shardings may be a prefix, and a target needs one sharding per leaf.",
-                "Spread shardings over abstract (jax.tree.broadcast, or jax.tree.map(f, "
-                "shardings, abstract) with f mapping over the subtree it is handed), make "
-                "jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=...) for each leaf, and pass "
-                "that tree to StandardCheckpointer().restore.",
+                "`jax.ShapeDtypeStruct` says the shape, dtype and sharding each leaf is to come "
+                "back in; `shardings` may be a prefix, and a target needs one sharding per leaf.",
+                "Spread `shardings` over `abstract` (`jax.tree.broadcast`, or `jax.tree.map(f, "
+                "shardings, abstract)` with `f` mapping over the subtree it is handed), make "
+                "`jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=...)` for each leaf, and pass "
+                "that tree to `StandardCheckpointer().restore`.",
             )
         if not trees_close(mine["value"], theirs["value"]):
             return f"the values at {path} are not those saved."
@@ -1293,15 +1297,16 @@ RESTORE_RESHARDED = Exercise(
     judge=_judge_restore,
     hints=(
         (
-            "Orbax restores into a target tree of jax.ShapeDtypeStruct that carries each leaf's "
-            "shape, dtype and sharding. shardings may be a prefix of abstract, so each of its "
-            "shardings must first be spread over the leaves of the subtree it covers."
+            "Orbax restores into a target tree of `jax.ShapeDtypeStruct` that carries each "
+            "leaf's shape, dtype and sharding. `shardings` may be a prefix of `abstract`, so "
+            "each of its shardings must first be spread over the leaves of the subtree it "
+            "covers."
         ),
         (
-            "jax.tree.broadcast(shardings, abstract) gives one sharding per leaf (or "
-            "jax.tree.map(f, shardings, abstract) hands f each sharding with its subtree); pair "
-            "each leaf s with its sharding as jax.ShapeDtypeStruct(s.shape, s.dtype, "
-            "sharding=...), then ocp.StandardCheckpointer().restore(path, target)."
+            "`jax.tree.broadcast(shardings, abstract)` gives one sharding per leaf (or "
+            "`jax.tree.map(f, shardings, abstract)` hands `f` each sharding with its subtree); "
+            "pair each leaf `s` with its sharding as `jax.ShapeDtypeStruct(s.shape, s.dtype, "
+            "sharding=...)`, then `ocp.StandardCheckpointer().restore(path, target)`."
         ),
     ),
     reread=PITFALL_17,

@@ -325,7 +325,7 @@ WRONG: list[tuple[str, Callable[..., Any], str]] = [
         shardings_default_keystr,
         "written for its name, did not match it",
     ),
-    ("07.shardings_from_rules", shardings_as_specs, "is the PartitionSpec P('model')"),
+    ("07.shardings_from_rules", shardings_as_specs, "is the `PartitionSpec` P('model')"),
     ("07.shardings_from_rules", shardings_on_own_mesh, "than the one passed in"),
     (
         "07.shardings_from_rules",
@@ -338,24 +338,28 @@ WRONG: list[tuple[str, Callable[..., Any], str]] = [
     (
         "07.bytes_per_device",
         bytes_of_arrays_only,
-        "ShapeDtypeStruct leaves were not counted",
+        "`ShapeDtypeStruct` leaves were not counted",
     ),
     ("07.bytes_per_device", bytes_as_text, "the number of bytes, an int"),
-    ("07.abstract_size", abstract_size_by_running, "init ran for real"),
+    ("07.abstract_size", abstract_size_by_running, "`init` ran for real"),
     ("07.abstract_size", abstract_size_four_bytes, "the bytes assume 4 per element"),
     ("07.abstract_size", abstract_size_leaves, "is the number of leaves"),
     ("07.abstract_size", abstract_size_swapped, "the two numbers are swapped"),
-    ("07.abstract_size", abstract_size_by_jit, "init ran for real"),
-    ("07.sharded_init", sharded_init_eager_then_put, "init created the whole tree first"),
+    ("07.abstract_size", abstract_size_by_jit, "`init` ran for real"),
+    ("07.sharded_init", sharded_init_eager_then_put, "`init` created the whole tree first"),
     (
         "07.sharded_init",
         sharded_init_unsharded,
         "where the tree given says P('model')",
     ),
-    ("07.sharded_init", sharded_init_other_key, "not those init(key) gives for the key passed in"),
-    ("07.sharded_init", sharded_init_jit_then_put, "init created the whole tree first"),
+    (
+        "07.sharded_init",
+        sharded_init_other_key,
+        "not those `init(key)` gives for the key passed in",
+    ),
+    ("07.sharded_init", sharded_init_jit_then_put, "`init` created the whole tree first"),
     ("07.restore_resharded", restore_saved_layout, "the layout it was saved with"),
-    ("07.restore_resharded", restore_as_numpy, "not a jax.Array"),
+    ("07.restore_resharded", restore_as_numpy, "not a `jax.Array`"),
 ]
 
 
@@ -400,7 +404,7 @@ NAMED: dict[str, dict[str, str]] = {
             "written for its name, did not match it"
         ),
         "returns bare `PartitionSpec`s instead of `NamedSharding`s": (
-            "is the PartitionSpec P('model')"
+            "is the `PartitionSpec` P('model')"
         ),
         "builds its own mesh instead of using the one passed in": "than the one passed in",
         "drops the `None` subtrees": "does not have the structure of the input tree",
@@ -412,26 +416,26 @@ NAMED: dict[str, dict[str, str]] = {
         ),
         "assumes 4 bytes per element": "counts 4 bytes per element",
         "skips `ShapeDtypeStruct` leaves that have a sharding": (
-            "ShapeDtypeStruct leaves were not counted"
+            "`ShapeDtypeStruct` leaves were not counted"
         ),
         "returns text instead of an int": "the number of bytes, an int",
     },
     "07.abstract_size": {
-        "runs `init` for real instead of with `jax.eval_shape`": "init ran for real",
+        "runs `init` for real instead of with `jax.eval_shape`": "`init` ran for real",
         "assumes 4 bytes per element": "the bytes assume 4 per element",
         "counts leaves instead of parameters": "is the number of leaves",
         "swaps the two numbers": "the two numbers are swapped",
     },
     "07.sharded_init": {
         "creates the whole tree first, then moves it into shards": (
-            "init created the whole tree first"
+            "`init` created the whole tree first"
         ),
         "leaves the parameters unsharded": "where the tree given says P('model')",
-        "calls `init` with another key": "not those init(key) gives for the key passed in",
+        "calls `init` with another key": "not those `init(key)` gives for the key passed in",
     },
     "07.restore_resharded": {
         "restores into the layout the checkpoint was saved with": "the layout it was saved with",
-        "returns NumPy arrays instead of `jax.Array`s": "not a jax.Array",
+        "returns NumPy arrays instead of `jax.Array`s": "not a `jax.Array`",
     },
 }
 """Each mistake an exercise names (``Exercise.mistakes``), with the text that the hint of its wrong
