@@ -112,7 +112,7 @@ def _judge_trees(got: Any, expected: Any, case: Case, bf16: bool = False) -> str
     difference = _dtype_difference(got, expected)
     if difference:
         path, mine, theirs = difference
-        return f"the leaf at {path} has dtype {mine}, expected {theirs}."
+        return f"the leaf at {path} has dtype `{mine}`, expected `{theirs}`."
     return None
 
 
@@ -144,8 +144,8 @@ def _guarded_cases(rng: np.random.Generator) -> list[Case]:
     for kind, label in enumerate(
         (
             "finite gradients",
-            "a NaN or inf in one gradient leaf",
-            "bfloat16 parameters, lr a float32 array",
+            "a `NaN` or inf in one gradient leaf",
+            "`bfloat16` parameters, `lr` a `float32` array",
         )
     ):
         params = _step_tree(rng, kind)
@@ -209,13 +209,13 @@ def _branches_hint(branches: dict[str, Any] | None, text: str) -> str | Mistake 
     if branches["structure"]:
         lines = "".join(f"\n  {line}" for line in branches["structure"])
         return Mistake(
-            f"the two branches of the cond return trees of different structures:{lines}\n  "
+            f"the two branches of the `cond` return trees of different structures:{lines}\n  "
             f"({text[:240]})",
-            "lax.cond compiles both branches into one program that returns one tree, so both "
-            "must return the same structure: the same containers, keys and None subtrees, with "
+            "`lax.cond` compiles both branches into one program that returns one tree, so both "
+            "must return the same structure: the same containers, keys and `None` subtrees, with "
             "the same shapes and dtypes at the leaves.",
-            "Let each branch return a tree built from params: the skipping branch params itself, "
-            "the stepping branch a jax.tree.map over params and grads.",
+            "Let each branch return a tree built from `params`: the skipping branch `params` "
+            "itself, the stepping branch a `jax.tree.map` over `params` and `grads`.",
             reread=PITFALL_21,
         )
     if not branches["leaves"]:
@@ -227,14 +227,14 @@ def _branches_hint(branches: dict[str, Any] | None, text: str) -> str | Mistake 
     )
     if leaf["change"] == "dtype":
         return Mistake(
-            f"the two branches of the cond return different dtypes: {where}.\n  ({text[:200]})",
-            "With lr a float32 array, p - lr * g of a bfloat16 p is promoted to float32, while "
-            "the branch that skips returns the bfloat16 p; cond needs one dtype per leaf from "
-            "both branches (Pitfall 21).",
-            "Cast each stepped leaf back to its parameter's dtype: (p - lr * g).astype(p.dtype).",
+            f"the two branches of the `cond` return different dtypes: {where}.\n  ({text[:200]})",
+            "With `lr` a `float32` array, `p - lr * g` of a `bfloat16` `p` is promoted to "
+            "`float32`, while the branch that skips returns the `bfloat16` `p`; `cond` needs one "
+            "dtype per leaf from both branches (Pitfall 21).",
+            "Cast each stepped leaf back to its parameter's dtype: `(p - lr * g).astype(p.dtype)`.",
             reread=PITFALL_21,
         )
-    return f"the two branches of the cond return different types: {where}."
+    return f"the two branches of the `cond` return different types: {where}."
 
 
 def _non_finite_path(grads: Any) -> str:
@@ -258,30 +258,32 @@ def _judge_guarded(got: Any, expected: Any, case: Case) -> str | Mistake | None:
                 else "one of its lines"
             )
             return Mistake(
-                f"guarded_step runs without jit and fails under it: {where} asks for the value "
+                f"`guarded_step` runs without `jit` and fails under it: {where} asks for the value "
                 f"of a traced array.\n  ({text[:200]})",
-                "Under jit the gradients are tracers, with shapes and dtypes but no values yet: a "
-                "decision on their values has to be part of the compiled program, where lax.cond "
-                "picks a branch at run time.",
-                "Compute one boolean array for 'every leaf is finite' with jnp (jnp.isfinite, "
-                "jnp.all), and let lax.cond(finite, step_branch, skip_branch, params) choose.",
+                "Under `jit` the gradients are tracers, with shapes and dtypes but no values "
+                "yet: a decision on their values has to be part of the compiled program, where "
+                "`lax.cond` picks a branch at run time.",
+                "Compute one boolean array for `'every leaf is finite'` with `jnp` "
+                "(`jnp.isfinite`, `jnp.all`), and let `lax.cond(finite, step_branch, "
+                "skip_branch, params)` choose.",
             )
         return f"raised {text}"
     if "returned" in got:
-        return f"returned {got['returned']}, where a pair (new_params, skipped) was expected."
+        return f"returned {got['returned']}, where a pair `(new_params, skipped)` was expected."
     if got["skipped"] != expected["skipped"]:
         if expected["skipped"]:
             (_, grads, _) = case.args
             return Mistake(
-                "skipped is False, but a gradient leaf holds a NaN or an inf (at "
+                "`skipped` is `False`, but a gradient leaf holds a `NaN` or an inf (at "
                 f"{_non_finite_path(grads)}).",
                 "The step is safe only when every entry of every gradient leaf is finite: one "
-                "NaN or inf anywhere, in any leaf, means skip.",
-                "Reduce jnp.all(jnp.isfinite(g)) over every leaf g of jax.tree.leaves(grads) to "
-                "one boolean, finite; let lax.cond(finite, step_branch, skip_branch, params) give "
-                "the new params, and return ~finite as skipped.",
+                "`NaN` or inf anywhere, in any leaf, means skip.",
+                "Reduce `jnp.all(jnp.isfinite(g))` over every leaf `g` of "
+                "`jax.tree.leaves(grads)` to one boolean, `finite`; let `lax.cond(finite, "
+                "step_branch, skip_branch, params)` give the new params, and return `~finite` as "
+                "`skipped`.",
             )
-        return "skipped is True, but every gradient is finite."
+        return "`skipped` is `True`, but every gradient is finite."
     if expected["skipped"]:
         (params, grads, lr) = case.args
         stepped = jax.tree.map(
@@ -293,12 +295,12 @@ def _judge_guarded(got: Any, expected: Any, case: Case) -> str | Mistake | None:
             moved = trees_close(rebuild_tree(got["tree"]), stepped)
         if moved:
             return Mistake(
-                "skipped is True, but the parameters moved: the step was taken although the "
+                "`skipped` is `True`, but the parameters moved: the step was taken although the "
                 f"gradient at {_non_finite_path(grads)} is not finite.",
-                "Skipping means the parameters come back exactly as they were; a step with a NaN "
-                "gradient would turn them into NaN.",
+                "Skipping means the parameters come back exactly as they were; a step with a `NaN` "
+                "gradient would turn them into `NaN`.",
                 "Let the same condition choose the new parameters: the branch taken for "
-                "non-finite gradients returns params unchanged.",
+                "non-finite gradients returns `params` unchanged.",
             )
     return _judge_trees(got, expected, case, bf16=case.info["bf16"])
 
@@ -314,21 +316,21 @@ GUARDED_STEP = Exercise(
     judge=_judge_guarded,
     hints=(
         (
-            "Under jit no Python `if` can read the gradients; lax.cond compiles both branches and "
-            "picks one at run time, and both must return the same tree with the same dtypes."
+            "Under `jit` no Python `if` can read the gradients; `lax.cond` compiles both branches "
+            "and picks one at run time, and both must return the same tree with the same dtypes."
         ),
         (
-            "finite = one boolean, jnp.all(jnp.isfinite(g)) combined over jax.tree.leaves(grads); "
-            "jax.lax.cond(finite, step, keep, params), where step maps (p - lr * "
-            "g).astype(p.dtype) over params and grads and keep returns params; skipped = "
-            "jnp.logical_not(finite)."
+            "`finite` = one boolean, `jnp.all(jnp.isfinite(g))` combined over "
+            "`jax.tree.leaves(grads)`; `jax.lax.cond(finite, step, keep, params)`, where `step` "
+            "maps `(p - lr * g).astype(p.dtype)` over `params` and `grads` and `keep` returns "
+            "`params`; `skipped = jnp.logical_not(finite)`."
         ),
     ),
     reread=COND_AND_SWITCH,
     mistakes=(
         "uses a Python `if` on a traced value",
         "has `lax.cond` branches whose dtypes differ (Pitfall 21)",
-        "steps even when a gradient holds a NaN or an inf",
+        "steps even when a gradient holds a `NaN` or an inf",
     ),
 )
 
@@ -412,12 +414,12 @@ def _judge_scan(got: Any, expected: Any, case: Case) -> str | Mistake | None:
         if len({size for _, size in sizes}) > 1:
             shown = ", ".join(f"{path or 'xs'} {size}" for path, size in sizes[:4])
             return Mistake(
-                "lax.scan was handed xs whose leaves differ in their leading axis. The leading "
-                f"sizes of xs are: {shown}.\n  ({text[:200]})",
-                "scan slices every leaf of xs along its leading axis, one slice per step, so "
+                "`lax.scan` was handed `xs` whose leaves differ in their leading axis. The "
+                f"leading sizes of `xs` are: {shown}.\n  ({text[:200]})",
+                "`scan` slices every leaf of `xs` along its leading axis, one slice per step, so "
                 "every leaf needs that axis, with one entry per layer: the weights and the "
                 "biases alike.",
-                "Stack each leaf over the layers, the biases too: jax.tree.map with jnp.stack "
+                "Stack each leaf over the layers, the biases too: `jax.tree.map` with `jnp.stack` "
                 "over the list of layers gives one tree whose every leaf starts with the layer "
                 "axis.",
                 reread=SCAN,
@@ -430,27 +432,27 @@ def _judge_scan(got: Any, expected: Any, case: Case) -> str | Mistake | None:
         shape = np.shape(rebuild_tree(got["tree"]))
         if shape == (depth, *np.shape(h)):
             return Mistake(
-                f"returned an array of shape {shape}: the output of every layer, stacked (scan's "
-                "ys), where the output of the last layer was expected.",
-                "lax.scan returns a pair, the final carry and the stacked per-step outputs ys; the "
-                "carry after the last step is the last layer's output.",
-                "Return the first item of what lax.scan returns; the body may return None as its "
-                "per-step output.",
+                f"returned an array of shape `{shape}`: the output of every layer, stacked "
+                "(`scan`'s `ys`), where the output of the last layer was expected.",
+                "`lax.scan` returns a pair, the final carry and the stacked per-step outputs "
+                "`ys`; the carry after the last step is the last layer's output.",
+                "Return the first item of what `lax.scan` returns; the body may return `None` as "
+                "its per-step output.",
                 reread=SCAN,
             )
         return problem
     if depth not in got["scans"] or got["outside"]:
         scans = got["scans"]
-        found = f"scans of lengths {scans}" if scans else "no scan"
+        found = f"scans of lengths {scans}" if scans else "no `scan`"
         return Mistake(
             f"the layers do not run as one loop of {depth} step{'s' if depth != 1 else ''} in the "
             "program: it holds "
-            f"{found}, and {got['outside']} tanh outside any scan.",
-            "A Python loop unrolls every layer: it runs while jit traces, so each layer becomes "
+            f"{found}, and {got['outside']} tanh outside any `scan`.",
+            "A Python loop unrolls every layer: it runs while `jit` traces, so each layer becomes "
             "its own copy in the program, which grows with the depth, and so does the compile "
-            "time. A scan traces its body once, whatever the number of layers.",
+            "time. A `scan` traces its body once, whatever the number of layers.",
             "Stack the layers into one tree with a leading layer axis, and run the layer "
-            "computation as the body of lax.scan over it, the activations as the carry.",
+            "computation as the body of `lax.scan` over it, the activations as the carry.",
             reread=SCAN,
         )
     return None
@@ -467,13 +469,13 @@ SCAN_LAYERS = Exercise(
     judge=_judge_scan,
     hints=(
         (
-            "scan walks a leading axis: stack the layers into one tree whose leaves have a layer "
+            "`scan` walks a leading axis: stack the layers into one tree whose leaves have a layer "
             "axis, and the body sees one layer's slice at a time, carrying the activations."
         ),
         (
-            "stacked = jax.tree.map(lambda *leaves: jnp.stack(leaves), *layers); a body (h, p) "
-            "that returns (the layer's output, None); final_h, _ = jax.lax.scan(body, h, "
-            "stacked)."
+            "`stacked = jax.tree.map(lambda *leaves: jnp.stack(leaves), *layers)`; a body `(h, "
+            "p)` that returns (the layer's output, `None`); `final_h, _ = jax.lax.scan(body, h, "
+            "stacked)`."
         ),
     ),
     reread=SCAN,
@@ -504,7 +506,7 @@ def _clip_params(rng: np.random.Generator, kind: int) -> Any:
 def _clip_cases(rng: np.random.Generator) -> list[Case]:
     cases = []
     for kind, label in enumerate(
-        ("a dict of parameters", "nested, with a None subtree", "a bfloat16 leaf")
+        ("a dict of parameters", "nested, with a `None` subtree", "a `bfloat16` leaf")
     ):
         params = _clip_params(rng, kind)
         weights = jax.tree.map(
@@ -512,8 +514,8 @@ def _clip_cases(rng: np.random.Generator) -> list[Case]:
         )
         limit = round(float(rng.uniform(0.5, 2.0)), 2)
         shown = (
-            f"params {describe(params, 100)}; limit {limit}; the loss sum(weights * leaf**2) "
-            f"with weights {describe(weights, 80)}"
+            f"params {describe(params, 100)}; limit {limit}; the loss sum(weights * leaf**2) with "
+            f"weights {describe(weights, 80)}"
         )
         cases.append(
             Case(
@@ -596,19 +598,19 @@ def _clip_variants(raw: Any, limit: float) -> list[Variant]:
     norm = float(np.sqrt(sum(np.sum(g**2) for g in jax.tree.leaves(raw))))
     unclipped = Mistake(
         "the gradients are not clipped: they are the plain gradients of the loss.",
-        "What the backward rule returns is the gradient that flows back to params: it "
-        "receives the cotangent g of the output and may change it.",
-        "In the backward rule, clip each leaf of g with jnp.clip(leaf, -limit, limit), "
+        "What the backward rule returns is the gradient that flows back to `params`: it receives "
+        "the cotangent `g` of the output and may change it.",
+        "In the backward rule, clip each leaf of `g` with `jnp.clip(leaf, -limit, limit)`, "
         "mapped over the tree.",
         reread=CUSTOM_VJP,
     )
     by_norm = Mistake(
         "the gradients were scaled by one factor, computed from the norm of the whole tree, "
-        f"where each entry was to be clipped to [-{limit}, {limit}] on its own.",
+        f"where each entry was to be clipped to `[-{limit}, {limit}]` on its own.",
         "Clipping per leaf, elementwise, bounds every entry independently; clipping by the "
         "global norm rescales every entry by one common factor, and is another operation "
         "(lesson 02).",
-        "In the backward rule, map jnp.clip(leaf, -limit, limit) over the leaves of g, and "
+        "In the backward rule, map `jnp.clip(leaf, -limit, limit)` over the leaves of `g`, and "
         "compute no norm.",
         reread=CUSTOM_VJP,
     )
@@ -632,23 +634,23 @@ def _judge_clip(got: Any, expected: Any, case: Case) -> str | Mistake | None:
                 else f"a {backward['kind']}"
             )
             return Mistake(
-                f"jax.grad raised {text.split(':', 1)[0]} on what your backward rule returned: "
+                f"`jax.grad` raised {text.split(':', 1)[0]} on what your backward rule returned: "
                 f"called on its own with the residuals and a cotangent, the rule returns {what}.",
                 "A backward rule returns a tuple with one cotangent per argument of the primal "
                 "function, in order, even for an argument that gets no gradient (Pitfall 22).",
-                "Return a pair from the backward rule: the clipped tree for params, and None for "
-                "limit.",
+                "Return a pair from the backward rule: the clipped tree for `params`, and `None` "
+                "for `limit`.",
                 reread=PITFALL_22,
             )
         if backward and backward.get("params"):
             lines = "".join(f"\n  {line}" for line in backward["params"])
             return Mistake(
                 "the backward rule's cotangent for params does not have the structure of "
-                f"params:{lines}\n  ({text[:200]})",
+                f"`params`:{lines}\n  ({text[:200]})",
                 "The cotangent for an argument is a tree with that argument's structure: one "
-                "leaf of gradient per leaf of params, None subtrees included.",
-                "Build the cotangent with jax.tree.map over g, which keeps its structure, rather "
-                "than assembling a new container.",
+                "leaf of gradient per leaf of `params`, `None` subtrees included.",
+                "Build the cotangent with `jax.tree.map` over `g`, which keeps its structure, "
+                "rather than assembling a new container.",
                 reread=CUSTOM_VJP,
             )
         return f"raised {text}"
@@ -658,12 +660,12 @@ def _judge_clip(got: Any, expected: Any, case: Case) -> str | Mistake | None:
     problem = _judge_trees(got["forward"], expected["forward"], case, bf16=bf16)
     if problem:
         return Mistake(
-            "the forward value is not params unchanged: " + problem,
-            "A custom_vjp changes the derivative only: callers compute with the primal "
-            "function's output, which here is params as given; the clipping belongs to the "
+            "the forward value is not `params` unchanged: " + problem,
+            "A `custom_vjp` changes the derivative only: callers compute with the primal "
+            "function's output, which here is `params` as given; the clipping belongs to the "
             "backward pass.",
-            "Return params from the primal function, and params as the output of the forward "
-            "rule; clip only the cotangent g, in the backward rule.",
+            "Return `params` from the primal function, and `params` as the output of the forward "
+            "rule; clip only the cotangent `g`, in the backward rule.",
             reread=CUSTOM_VJP,
         )
     params, limit = case.args
@@ -688,14 +690,14 @@ CLIP_PER_LEAF = Exercise(
     judge=_judge_clip,
     hints=(
         (
-            "A custom_vjp function gets a forward rule that saves residuals and a backward rule "
+            "A `custom_vjp` function gets a forward rule that saves residuals and a backward rule "
             "that returns one cotangent per primal argument, as a tuple (Pitfall 22)."
         ),
         (
-            "clip_per_leaf returns params; fwd(params, limit) returns (params, limit), the output "
-            "and limit as residual; bwd(limit, g) returns a pair, the tree of jnp.clip(leaf, "
-            "-limit, limit) over g and None for limit; connect them with "
-            "clip_per_leaf.defvjp(fwd, bwd)."
+            "`clip_per_leaf` returns `params`; `fwd(params, limit)` returns `(params, limit)`, "
+            "the output and `limit` as residual; `bwd(limit, g)` returns a pair, the tree of "
+            "`jnp.clip(leaf, -limit, limit)` over `g` and `None` for `limit`; connect them with "
+            "`clip_per_leaf.defvjp(fwd, bwd)`."
         ),
     ),
     reread=CUSTOM_VJP,
@@ -789,15 +791,15 @@ def _judge_ensemble(got: Any, expected: Any, case: Case) -> str | Mistake | None
             lines = text.splitlines()
             odd = f" ({lines[-1].strip(' *;.')})" if len(lines) > 1 else ""
             return Mistake(
-                f"ensemble_predict raised {lines[0].split(':', 1)[0]}: vmap was given mapped axes "
-                f"of different sizes{odd}. Its in_axes maps {got['mapped']} over the member axis "
-                f"too: with {_SQUARE} members, {_SQUARE} outputs and {_SQUARE} rows of x, where "
-                "that mapping runs, yours returns exactly what it gives.",
-                "in_axes is a prefix of the tuple of arguments (params, x): a 0 maps every leaf "
-                "below it over its leading axis, a None passes it whole. Only the member "
-                "weights have a member axis; the shared scale and x do not (Pitfall 13).",
-                "Give in_axes a tree that marks params['member'] with 0, and params['shared'] and "
-                "x with None: ({'member': 0, 'shared': None}, None).",
+                f"`ensemble_predict` raised {lines[0].split(':', 1)[0]}: `vmap` was given mapped "
+                f"axes of different sizes{odd}. Its `in_axes` maps {got['mapped']} over the "
+                f"member axis too: with {_SQUARE} members, {_SQUARE} outputs and {_SQUARE} rows "
+                "of `x`, where that mapping runs, yours returns exactly what it gives.",
+                "`in_axes` is a prefix of the tuple of arguments `(params, x)`: a `0` maps every "
+                "leaf below it over its leading axis, a `None` passes it whole. Only the member "
+                "weights have a member axis; the shared scale and `x` do not (Pitfall 13).",
+                "Give `in_axes` a tree that marks `params['member']` with `0`, and "
+                "`params['shared']` and `x` with `None`: `({'member': 0, 'shared': None}, None)`.",
                 reread=VMAP_ENSEMBLE,
             )
         return f"raised {text}"
@@ -807,16 +809,18 @@ def _judge_ensemble(got: Any, expected: Any, case: Case) -> str | Mistake | None
             np.moveaxis(theirs, 0, 1)
         ):
             return Mistake(
-                f"the result has shape {np.shape(mine)}, expected {np.shape(theirs)} (members, "
-                "batch, width): the member axis is not first.",
-                "vmap puts the mapped axis of its result where out_axes says: 0, the default, "
-                "makes it the leading axis.",
-                "Leave out_axes at 0 (and transpose nothing afterwards), so that the result is "
-                "(members, batch, width).",
+                f"the result has shape `{np.shape(mine)}`, expected `{np.shape(theirs)}` "
+                "(members, batch, width): the member axis is not first.",
+                "`vmap` puts the mapped axis of its result where `out_axes` says: `0`, the "
+                "default, makes it the leading axis.",
+                "Leave `out_axes` at `0` (and transpose nothing afterwards), so that the result "
+                "is (members, batch, width).",
                 reread=VMAP_ENSEMBLE,
             )
         wanted = np.shape(theirs)
-        return f"the result has shape {np.shape(mine)}, expected (members, batch, width) {wanted}."
+        return (
+            f"the result has shape `{np.shape(mine)}`, expected (members, batch, width) `{wanted}`."
+        )
     return _judge_trees(got, expected, case)
 
 
@@ -831,13 +835,13 @@ ENSEMBLE_PREDICT = Exercise(
     judge=_judge_ensemble,
     hints=(
         (
-            "vmap maps the leaves whose in_axes entry is 0 and passes those marked None whole; "
-            "in_axes is a prefix of the tuple of arguments (Pitfall 13)."
+            "`vmap` maps the leaves whose `in_axes` entry is `0` and passes those marked `None` "
+            "whole; `in_axes` is a prefix of the tuple of arguments (Pitfall 13)."
         ),
         (
-            "Write predict(p, x) for one member, scale * (x @ w + b) read from p, then "
-            "jax.vmap(predict, in_axes=...) with in_axes a tree that gives params['member'] 0, "
-            "and params['shared'] and x None."
+            "Write `predict(p, x)` for one member, `scale * (x @ w + b)` read from `p`, then "
+            "`jax.vmap(predict, in_axes=...)` with `in_axes` a tree that gives "
+            "`params['member']` `0`, and `params['shared']` and `x` `None`."
         ),
     ),
     reread=VMAP_ENSEMBLE,
@@ -878,13 +882,13 @@ def _updates_cases(rng: np.random.Generator) -> list[Case]:
     for label, lrs, grads in (
         ("a learning rate per top-level group", lrs0, grads0),
         ("a prefix of mixed depth", lrs1, grads1),
-        ("a bfloat16 leaf", lrs2, grads2),
+        ("a `bfloat16` leaf", lrs2, grads2),
     ):
         cases.append(
             Case(
                 (lrs, grads),
                 label=label,
-                info={"bf16": label.startswith("a bf")},
+                info={"bf16": "bfloat16" in label},
                 shown=f"lrs {describe(lrs, 80)}; grads {describe(grads, 100)}",
             )
         )
@@ -919,14 +923,14 @@ def _judge_updates(got: Any, expected: Any, case: Case) -> str | Mistake | None:
         text = got["raised"]
         if got.get("full_rates_run"):
             return Mistake(
-                "your function raised given the prefix lrs, and runs given one learning rate per "
-                f"gradient leaf.\n  ({text[:200]})",
-                "jax.tree.map walks its first tree and expects each other tree to have that "
-                "structure, or a subtree below each of its leaves. A prefix must come first: f "
-                "then gets the whole subtree of grads under each learning rate.",
-                "Map over lrs first, jax.tree.map(f, lrs, grads), with f(lr, subtree) mapping "
-                "the update over the subtree; or spread lrs with jax.tree.broadcast(lrs, grads) "
-                "first.",
+                "your function raised given the prefix `lrs`, and runs given one learning rate "
+                f"per gradient leaf.\n  ({text[:200]})",
+                "`jax.tree.map` walks its first tree and expects each other tree to have that "
+                "structure, or a subtree below each of its leaves. A prefix must come first: `f` "
+                "then gets the whole subtree of `grads` under each learning rate.",
+                "Map over `lrs` first, `jax.tree.map(f, lrs, grads)`, with `f(lr, subtree)` "
+                "mapping the update over the subtree; or spread `lrs` with "
+                "`jax.tree.broadcast(lrs, grads)` first.",
                 reread=TREE_TOOLS,
             )
         return f"raised {text}"
@@ -936,10 +940,10 @@ def _judge_updates(got: Any, expected: Any, case: Case) -> str | Mistake | None:
         lambda lr, sub: jax.tree.map(lambda g: lr * np.asarray(g, np.float64), sub), lrs, grads
     )
     uphill = Mistake(
-        "the updates point uphill: each is lr * g, the opposite of a step that lowers the loss.",
+        "the updates point uphill: each is `lr * g`, the opposite of a step that lowers the loss.",
         "An update is what gets added to the parameters; to lower the loss it moves against the "
         "gradient.",
-        "Negate it: each update is -lr * g.",
+        "Negate it: each update is `-lr * g`.",
         reread=SGD_UPDATE,
     )
     rtol, atol = _BFLOAT16 if case.info["bf16"] else _FLOAT32
@@ -956,10 +960,11 @@ def _judge_updates(got: Any, expected: Any, case: Case) -> str | Mistake | None:
     if problem and difference and difference[1] == "float32" and difference[2] != "float32":
         path, mine_dtype, theirs_dtype = difference
         return Mistake(
-            f"the leaf at {path} has dtype {mine_dtype}, expected {theirs_dtype}, its gradient's.",
-            f"A {theirs_dtype} array times a Python float stays {theirs_dtype}, but times a "
-            "float32 scalar or array it is promoted to float32, as in Pitfall 21.",
-            "Cast each update back to its gradient's dtype: (-lr * g).astype(g.dtype).",
+            f"the leaf at {path} has dtype `{mine_dtype}`, expected `{theirs_dtype}`, its "
+            "gradient's.",
+            f"A `{theirs_dtype}` array times a Python float stays `{theirs_dtype}`, but times a "
+            "`float32` scalar or array it is promoted to `float32`, as in Pitfall 21.",
+            "Cast each update back to its gradient's dtype: `(-lr * g).astype(g.dtype)`.",
             reread=PITFALL_21,
         )
     return problem
@@ -977,20 +982,21 @@ SCALED_UPDATES = Exercise(
     judge=_judge_updates,
     hints=(
         (
-            "lrs is a prefix of grads: one learning rate stands for a whole subtree of gradients, "
-            "and the prefix must be spread over that subtree."
+            "`lrs` is a prefix of `grads`: one learning rate stands for a whole subtree of "
+            "gradients, and the prefix must be spread over that subtree."
         ),
         (
-            "jax.tree.map(f, lrs, grads), lrs first, hands f(lr, subtree) each learning rate with "
-            "the subtree of grads it covers; f maps (-lr * g).astype(g.dtype) over that subtree. "
-            "Or jax.tree.broadcast(lrs, grads) first, then one map over both."
+            "`jax.tree.map(f, lrs, grads)`, `lrs` first, hands `f(lr, subtree)` each learning "
+            "rate with the subtree of `grads` it covers; `f` maps `(-lr * g).astype(g.dtype)` "
+            "over that subtree. Or `jax.tree.broadcast(lrs, grads)` first, then one map over "
+            "both."
         ),
     ),
     reread=TREE_TOOLS,
     mistakes=(
         "maps over the gradients first, so the prefix tree of rates is not the first tree",
         "climbs: the update is `-lr * g`",
-        "returns float32 updates for bfloat16 gradients",
+        "returns `float32` updates for `bfloat16` gradients",
     ),
 )
 

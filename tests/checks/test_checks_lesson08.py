@@ -277,16 +277,18 @@ NAMED: dict[str, dict[str, str]] = {
     "08.guarded_step": {
         "uses a Python `if` on a traced value": PYTHON_IF_LINE,
         "has `lax.cond` branches whose dtypes differ (Pitfall 21)": "return different dtypes",
-        "steps even when a gradient holds a NaN or an inf": "a gradient leaf holds a NaN or an inf",
+        "steps even when a gradient holds a `NaN` or an inf": (
+            "a gradient leaf holds a `NaN` or an inf"
+        ),
     },
     "08.scan_layers": {
-        "loops over the layers in Python, unrolling every one": "tanh outside any scan",
-        "returns the stacked outputs instead of the final carry": "(scan's ys)",
+        "loops over the layers in Python, unrolling every one": "tanh outside any `scan`",
+        "returns the stacked outputs instead of the final carry": "(`scan`'s `ys`)",
     },
     "08.clip_per_leaf": {
         "returns a bare tree from the backward rule (Pitfall 22)": "the rule returns a dict",
         "changes the forward value instead of passing `params` through": (
-            "the forward value is not params unchanged"
+            "the forward value is not `params` unchanged"
         ),
         "clips by the global norm instead of each leaf on its own": (
             "computed from the norm of the whole tree"
@@ -294,16 +296,18 @@ NAMED: dict[str, dict[str, str]] = {
     },
     "08.ensemble_predict": {
         "maps over the shared parameters too": (
-            "Its in_axes maps the shared scale over the member axis too"
+            "Its `in_axes` maps the shared scale over the member axis too"
         ),
         "puts the member axis last instead of first": "the member axis is not first",
     },
     "08.scaled_updates": {
         "maps over the gradients first, so the prefix tree of rates is not the first tree": (
-            "raised given the prefix lrs"
+            "raised given the prefix `lrs`"
         ),
         "climbs: the update is `-lr * g`": "the updates point uphill",
-        "returns float32 updates for bfloat16 gradients": "has dtype float32, expected bfloat16",
+        "returns `float32` updates for `bfloat16` gradients": (
+            "has dtype `float32`, expected `bfloat16`"
+        ),
     },
 }
 """Each mistake an exercise names (``Exercise.mistakes``), with the text that the hint of its wrong
@@ -330,23 +334,23 @@ class TestLesson08(LessonChecks):
     wrong = (
         ("08.guarded_step", guarded_with_python_if, PYTHON_IF_LINE),
         ("08.guarded_step", guarded_without_cast, "return different dtypes"),
-        ("08.guarded_step", guarded_always_steps, "a gradient leaf holds a NaN or an inf"),
+        ("08.guarded_step", guarded_always_steps, "a gradient leaf holds a `NaN` or an inf"),
         ("08.guarded_step", guarded_branch_of_leaves, "return trees of different structures"),
-        ("08.scan_layers", scan_python_loop, "tanh outside any scan"),
-        ("08.scan_layers", scan_returning_ys, "(scan's ys)"),
+        ("08.scan_layers", scan_python_loop, "tanh outside any `scan`"),
+        ("08.scan_layers", scan_returning_ys, "(`scan`'s `ys`)"),
         ("08.scan_layers", scan_with_one_bias, "differ in their leading axis"),
         ("08.clip_per_leaf", clip_bare_tree, "the rule returns a dict"),
-        ("08.clip_per_leaf", clip_forward_values, "the forward value is not params unchanged"),
+        ("08.clip_per_leaf", clip_forward_values, "the forward value is not `params` unchanged"),
         ("08.clip_per_leaf", clip_by_global_norm, "computed from the norm of the whole tree"),
         (
             "08.ensemble_predict",
             ensemble_mapping_everything,
-            "Its in_axes maps the shared scale over the member axis too",
+            "Its `in_axes` maps the shared scale over the member axis too",
         ),
         ("08.ensemble_predict", ensemble_members_last, "the member axis is not first"),
-        ("08.scaled_updates", updates_grads_first, "raised given the prefix lrs"),
+        ("08.scaled_updates", updates_grads_first, "raised given the prefix `lrs`"),
         ("08.scaled_updates", updates_uphill, "the updates point uphill"),
-        ("08.scaled_updates", updates_in_float32, "has dtype float32, expected bfloat16"),
+        ("08.scaled_updates", updates_in_float32, "has dtype `float32`, expected `bfloat16`"),
     )
     named = NAMED
     fixed = FIXED
@@ -380,10 +384,10 @@ def test_the_reference_clip_leaves_the_values_and_clips_each_gradient_entry() ->
 # (the cond's branches, the scan's xs, the backward rule called on its own) or by a controlled call
 # (without jit; on square ensemble inputs; with one learning rate per gradient leaf).
 REFUSED: list[tuple[str, Any, str]] = [
-    ("08.guarded_step", guarded_with_python_if, "runs without jit and fails under it"),
+    ("08.guarded_step", guarded_with_python_if, "runs without `jit` and fails under it"),
     ("08.guarded_step", guarded_without_cast, "the first branch returns float32"),
     ("08.guarded_step", guarded_branch_of_leaves, "return trees of different structures"),
-    ("08.scan_layers", scan_with_one_bias, "The leading sizes of xs are: [0] "),
+    ("08.scan_layers", scan_with_one_bias, "The leading sizes of `xs` are: [0] "),
     ("08.clip_per_leaf", clip_bare_tree, "the rule returns a dict"),
     ("08.ensemble_predict", ensemble_mapping_everything, "maps the shared scale over the member"),
     ("08.scaled_updates", updates_grads_first, "runs given one learning rate per gradient leaf"),
