@@ -92,7 +92,7 @@ def _decay_mask(params: Any) -> Any:
 def _mask_cases(rng: np.random.Generator) -> list[Case]:
     cases = []
     for kind, label in (
-        (0, "a model with a positional table and a w_mean vector"),
+        (0, "a model with a positional table and a `w_mean` vector"),
         (1, "a backbone of namedtuple blocks"),
         (2, "a tuple of layers"),
     ):
@@ -106,7 +106,7 @@ def _mask_cases(rng: np.random.Generator) -> list[Case]:
         "table": {"row": f(4), "w": f(4, 2)},
         "extra": None,
     }
-    label = "names that end in w: conv/dw, shadow, table/row"
+    label = "names that end in w: `conv/dw`, `shadow`, `table/row`"
     cases.append(Case((params,), label=label, shown=f"params {describe(params, 120)}"))
     return cases
 
@@ -116,35 +116,37 @@ def _mask_variants(params: Any, name: str, value: Any, ndim: int) -> list[Varian
     answer put there, and the parameter's number of dimensions."""
     last = name.split("/")[-1]
     default_format = Mistake(
-        f"no leaf is True, not even {name!r}, whose last key is 'w'.",
-        "keystr's default format writes a key path as \"['encoder'][0]['w']\", with brackets "
-        "and quotes and no slashes, so a rule written for names such as 'encoder/0/w' "
-        "matches nothing (Pitfall 26).",
-        "Write the name with keystr(path, simple=True, separator='/') before the rule reads it.",
+        f"no leaf is `True`, not even {name!r}, whose last key is `'w'`.",
+        "`keystr`'s default format writes a key path as `\"['encoder'][0]['w']\"`, with brackets "
+        "and quotes and no slashes, so a rule written for names such as `'encoder/0/w'` matches "
+        "nothing (Pitfall 26).",
+        "Write the name with `keystr(path, simple=True, separator='/')` before the rule reads it.",
         reread=PITFALL_26,
     )
     ending = Mistake(
-        f"the leaf {name!r} got True, but its name only ends in 'w': its last part is {last!r}.",
-        "The rule is about the last key of the path, compared whole: 'dw', 'shadow' and "
-        "'row' end in the letter w, but none of them is the key 'w'.",
-        "Split the name on '/' and compare its last part with ==: name.split('/')[-1] == 'w'.",
+        f"the leaf {name!r} got `True`, but its name only ends in `'w'`: its last part is "
+        f"{last!r}.",
+        "The rule is about the last key of the path, compared whole: `'dw'`, `'shadow'` and "
+        "`'row'` end in the letter w, but none of them is the key `'w'`.",
+        "Split the name on `'/'` and compare its last part with `==`: `name.split('/')[-1] == "
+        "'w'`.",
         reread=MASKS,
     )
     substring = Mistake(
-        f"the leaf {name!r} got True, but 'w' only occurs in its last part, {last!r}.",
-        "A substring test accepts every key that contains the letter, such as 'w_mean'; "
-        "the rule asks for the key 'w' exactly.",
-        "Compare the last part of the name with == rather than testing with in: "
-        "name.split('/')[-1] == 'w'.",
+        f"the leaf {name!r} got `True`, but `'w'` only occurs in its last part, {last!r}.",
+        "A substring test accepts every key that contains the letter, such as `'w_mean'`; "
+        "the rule asks for the key `'w'` exactly.",
+        "Compare the last part of the name with `==` rather than testing with `in`: "
+        "`name.split('/')[-1] == 'w'`.",
         reread=MASKS,
     )
     by_rank = Mistake(
         f"the leaf {name!r}, with {ndim} dimension{'' if ndim == 1 else 's'}, got "
         f"{describe(value)}: the mask follows the number of dimensions, not the names.",
-        "Weight decay here is a rule on names: the leaves whose last key is 'w' take it, and a "
-        "matrix with another name, such as the positional table 'pos', does not.",
-        "Decide from the key path, not the leaf: map_with_path hands f the path, and the last "
-        "part of the name decides.",
+        "Weight decay here is a rule on names: the leaves whose last key is `'w'` take it, and a "
+        "matrix with another name, such as the positional table `'pos'`, does not.",
+        "Decide from the key path, not the leaf: `map_with_path` hands `f` the path, and the "
+        "last part of the name decides.",
         reread=MASKS,
     )
     wrong_rules: list[tuple[Mistake, Callable[[str, Any], Any], Callable[[Any], str]]] = [
@@ -167,10 +169,11 @@ def _judge_mask(got: Any, expected: Any, case: Case) -> str | Mistake | None:
     if not same_structure(mine, theirs):
         return Mistake(
             str(tree_judge(dtypes=False)(got, expected, case)),
-            "A mask must have the structure of params exactly, None subtrees included: optax "
-            "pairs it with the params leaf by leaf, and refuses a tree that differs (Pitfall 23).",
-            "Build the mask from params with jax.tree.map_with_path, which keeps every container "
-            "and None subtree, rather than assembling a new dict.",
+            "A mask must have the structure of `params` exactly, `None` subtrees included: "
+            "`optax` pairs it with the params leaf by leaf, and refuses a tree that differs "
+            "(Pitfall 23).",
+            "Build the mask from `params` with `jax.tree.map_with_path`, which keeps every "
+            "container and `None` subtree, rather than assembling a new dict.",
             reread=PITFALL_23,
         )
     wrong = [
@@ -189,7 +192,7 @@ def _judge_mask(got: Any, expected: Any, case: Case) -> str | Mistake | None:
     mistake = first_mistake(mine, variants, rebuilt=True)
     if mistake:
         return mistake
-    wanted = not leaf if isinstance(leaf, bool) else "True or False"
+    wanted = not leaf if isinstance(leaf, bool) else "`True` or `False`"
     return f"the leaf at {name!r} is {describe(leaf)}, expected {wanted}."
 
 
@@ -208,9 +211,9 @@ DECAY_MASK = Exercise(
             "the rule reads the last part of the name exactly, not its ending."
         ),
         (
-            "jax.tree.map_with_path(f, params) hands f each leaf's path: write it with "
-            "keystr(path, simple=True, separator='/') and compare its last part, "
-            "name.split('/')[-1], with 'w'."
+            "`jax.tree.map_with_path(f, params)` hands `f` each leaf's path: write it with "
+            "`keystr(path, simple=True, separator='/')` and compare its last part, "
+            "`name.split('/')[-1]`, with `'w'`."
         ),
     ),
     reread=MASKS,
@@ -290,20 +293,20 @@ def _judge_freeze(got: Any, expected: Any, case: Case) -> str | Mistake | None:
     others = [group for group in params if group != frozen and group.startswith(frozen)]
     default_format = Mistake(
         f"every leaf moved, those of the frozen group {frozen!r} too: your step reads each name "
-        f'in keystr\'s default format, since given frozen="[{frozen!r}]" or a whole name in '
+        f'in `keystr`\'s default format, since given `frozen="[{frozen!r}]"` or a whole name in '
         "that format it keeps a leaf still.",
-        "keystr's default format writes a path as \"['encoder'][0]['w']\": the part before the "
-        "first '/' is the whole name, never a group (Pitfall 26).",
-        "Write the name with keystr(path, simple=True, separator='/'), so that "
-        "name.split('/')[0] is the group.",
+        "`keystr`'s default format writes a path as `\"['encoder'][0]['w']\"`: the part before "
+        "the first `'/'` is the whole name, never a group (Pitfall 26).",
+        "Write the name with `keystr(path, simple=True, separator='/')`, so that "
+        "`name.split('/')[0]` is the group.",
         reread=PITFALL_26,
     )
     nothing = Mistake(
         f"every leaf moved, those of the frozen group {frozen!r} too: nothing was frozen.",
         "The step must tell each leaf's group, the first part of its name, and leave the leaves "
         "of the frozen one as they are, while every other leaf takes the SGD step.",
-        "In jax.tree.map_with_path, write the name with keystr(path, simple=True, "
-        "separator='/') and return p unchanged when its first part equals frozen.",
+        "In `jax.tree.map_with_path`, write the name with `keystr(path, simple=True, "
+        "separator='/')` and return `p` unchanged when its first part equals `frozen`.",
     )
     variants = [
         Variant(
@@ -314,9 +317,9 @@ def _judge_freeze(got: Any, expected: Any, case: Case) -> str | Mistake | None:
             mistake=Mistake(
                 f"the wrong group stayed still: the leaves of {frozen!r} moved, and every other "
                 "leaf kept its value.",
-                "The group named by frozen is the one that keeps its values; every other leaf "
+                "The group named by `frozen` is the one that keeps its values; every other leaf "
                 "takes the SGD step.",
-                "Swap the two outcomes of your test: p where the group is frozen, p - lr * g "
+                "Swap the two outcomes of your test: `p` where the group is frozen, `p - lr * g` "
                 "elsewhere.",
             ),
             build=lambda: stepped(lambda name: name.split("/")[0] != frozen),
@@ -330,8 +333,8 @@ def _judge_freeze(got: Any, expected: Any, case: Case) -> str | Mistake | None:
                     f"{frozen!r}.",
                     f"A group is the first part of the name, compared whole: {others[0]!r} "
                     f"starts with {frozen!r} but is another group.",
-                    "Compare the first part of the name with ==, name.split('/')[0] == frozen, "
-                    "rather than testing name.startswith(frozen).",
+                    "Compare the first part of the name with `==`, `name.split('/')[0] == "
+                    "frozen`, rather than testing `name.startswith(frozen)`.",
                 ),
                 build=lambda: stepped(lambda name: name.startswith(frozen)),
             )
@@ -354,8 +357,9 @@ FREEZE_GROUP = Exercise(
             "values and the others take an SGD step."
         ),
         (
-            "jax.tree.map_with_path(f, params, grads) with f(path, p, g) returning p when "
-            "keystr(path, simple=True, separator='/').split('/')[0] == frozen, else p - lr * g."
+            "`jax.tree.map_with_path(f, params, grads)` with `f(path, p, g)` returning `p` when "
+            "`keystr(path, simple=True, separator='/').split('/')[0] == frozen`, else `p - lr * "
+            "g`."
         ),
     ),
     reread=FREEZING,
@@ -392,7 +396,7 @@ def _split_by_mask(tree: Any, mask: Any) -> tuple[Any, Any]:
 def _split_cases(rng: np.random.Generator) -> list[Case]:
     cases = []
     rules = (
-        ("the weights 'w'", lambda name: name.split("/")[-1] == "w"),
+        ("the weights `'w'`", lambda name: name.split("/")[-1] == "w"),
         ("everything but the first group", None),
         ("every other leaf", None),
     )
@@ -419,20 +423,21 @@ def _split_probe(fn: Callable[..., Any], case: Case) -> Any:
 def _judge_split(got: Any, expected: Any, case: Case) -> str | Mistake | None:
     if "not_a_pair" in got:
         return Mistake(
-            f"returned {got['not_a_pair']}, one tree, where a pair (selected, rest) was expected.",
+            f"returned {got['not_a_pair']}, one tree, where a pair `(selected, rest)` was "
+            "expected.",
             "A partition makes two trees from one: the leaves the mask selects, and the rest, "
-            "each half with None where the other holds a leaf.",
-            "Build both halves and return them together, as the tuple (selected, rest).",
+            "each half with `None` where the other holds a leaf.",
+            "Build both halves and return them together, as the tuple `(selected, rest)`.",
         )
     tree, mask = case.args
     selected, rest = rebuild_tree(got["selected"]), rebuild_tree(got["rest"])
     theirs = rebuild_tree(expected["selected"]), rebuild_tree(expected["rest"])
     swapped = Mistake(
         "the two halves are swapped: the first tree returned holds the leaves where the mask is "
-        "False.",
-        "The order of the pair is part of the answer: selected, the leaves where the mask is "
-        "True, comes first, and rest second.",
-        "Return (selected, rest), selected keeping each leaf whose mask entry is True.",
+        "`False`.",
+        "The order of the pair is part of the answer: `selected`, the leaves where the mask is "
+        "`True`, comes first, and `rest` second.",
+        "Return `(selected, rest)`, `selected` keeping each leaf whose mask entry is `True`.",
     )
     found = first_mistake(
         (selected, rest), [Variant(mistake=swapped, build=lambda: theirs[::-1])], rebuilt=True
@@ -449,13 +454,13 @@ def _judge_split(got: Any, expected: Any, case: Case) -> str | Mistake | None:
             for path, leaf in jax.tree_util.tree_leaves_with_path(selected)
             if np.size(leaf) > 0 and not np.any(leaf)
         ]
-        where = f" (in selected at {paths[0]})" if paths else ""
+        where = f" (in `selected` at {paths[0]})" if paths else ""
         return Mistake(
             "some placeholders are zeros: where the other half holds a leaf, yours holds an "
             f"array of zeros{where}.",
-            "A zero array is a leaf, which jax.grad would differentiate and jit would carry. "
-            "None is an empty subtree, no leaf at all, and that is what a placeholder must be.",
-            "Put None in place of each leaf that the other half holds.",
+            "A zero array is a leaf, which `jax.grad` would differentiate and `jit` would carry. "
+            "`None` is an empty subtree, no leaf at all, and that is what a placeholder must be.",
+            "Put `None` in place of each leaf that the other half holds.",
         )
     for half, want in zip((selected, rest), theirs, strict=True):
         same_leaves = [np.shape(a) for a in jax.tree.leaves(half)] == [
@@ -468,9 +473,9 @@ def _judge_split(got: Any, expected: Any, case: Case) -> str | Mistake | None:
                 + (lines[0] if lines else "the structures differ")
                 + ".",
                 "Both halves keep every container of the tree, so that they can be combined "
-                "leaf by leaf; a None placeholder keeps the key that a dropped entry loses.",
+                "leaf by leaf; a `None` placeholder keeps the key that a dropped entry loses.",
                 "Keep the tree's structure in both halves: fill its treedef with the leaves, "
-                "None in place of each leaf the other half holds, instead of filtering the "
+                "`None` in place of each leaf the other half holds, instead of filtering the "
                 "containers.",
             )
     for part, name in (("selected", "selected"), ("rest", "rest")):
@@ -492,12 +497,12 @@ SPLIT_BY_MASK = Exercise(
     hints=(
         (
             "Partitioning keeps the structure of the tree in both halves: each half holds the "
-            "leaves it selects and None in place of the others."
+            "leaves it selects and `None` in place of the others."
         ),
         (
-            "leaves, treedef = jax.tree.flatten(tree); bools = jax.tree.leaves(mask); selected = "
-            "jax.tree.unflatten(treedef, [x if m else None ...]); rest the opposite; return "
-            "(selected, rest)."
+            "`leaves, treedef = jax.tree.flatten(tree)`; `bools = jax.tree.leaves(mask)`; "
+            "`selected = jax.tree.unflatten(treedef, [x if m else None ...])`; `rest` the "
+            "opposite; return `(selected, rest)`."
         ),
     ),
     reread=PARTITION,
@@ -545,17 +550,17 @@ def _judge_rates(got: Any, expected: Any, case: Case) -> str | Mistake | None:
             mistake=Mistake(
                 f"every leaf took the first group's rate, {first} (that of {first_group!r}).",
                 "Each leaf belongs to the group named by the first part of its name, and moves "
-                "by that group's entry in rates.",
-                "Inside jax.tree.map_with_path, look the rate up by the leaf's own group: "
-                "rates[name.split('/')[0]].",
+                "by that group's entry in `rates`.",
+                "Inside `jax.tree.map_with_path`, look the rate up by the leaf's own group: "
+                "`rates[name.split('/')[0]]`.",
             ),
             build=lambda: jax.tree.map(lambda p, g: p - first * g, params, grads),
         ),
         Variant(
             mistake=Mistake(
-                "the steps go uphill: each leaf moved by +rate * g.",
+                "the steps go uphill: each leaf moved by `+rate * g`.",
                 "SGD moves against the gradient, the direction in which the loss falls.",
-                "Subtract the step: p - rates[group] * g.",
+                "Subtract the step: `p - rates[group] * g`.",
                 reread=SGD_UPDATE,
             ),
             build=lambda: _group_sgd(params, jax.tree.map(lambda g: -g, grads), rates),
@@ -566,7 +571,7 @@ def _judge_rates(got: Any, expected: Any, case: Case) -> str | Mistake | None:
                 "rate of their second key, not of their group.",
                 "A leaf's group is its top-level key, the first part of its name; the parts after "
                 "it name the layers and the leaves inside the group.",
-                "Take the first part: keystr(path, simple=True, separator='/').split('/')[0].",
+                "Take the first part: `keystr(path, simple=True, separator='/').split('/')[0]`.",
             ),
             build=lambda: jax.tree.map_with_path(
                 lambda path, p, g: p - rates.get(leaf_name(path).split("/")[1], 0.0) * g,
@@ -582,22 +587,22 @@ def _judge_rates_raise(error: str, message: str, case: Case) -> Mistake | None:
     if error != "KeyError":
         return None
     _, _, rates = case.args
-    what = f"rates has the keys {list(rates)}, and the key looked up was not one of them."
+    what = f"`rates` has the keys {list(rates)}, and the key looked up was not one of them."
     if "['" in message:  # keystr's default format, ['group']['w'], for these dicts of groups
         return Mistake(
             what,
-            "keystr(path) writes a path as Python code that would index the tree, brackets, "
-            "quotes and all, such as ['group']['w']; the groups in rates are plain names.",
-            "Take the group from keystr(path, simple=True, separator='/').split('/')[0], or "
+            "`keystr(path)` writes a path as Python code that would index the tree, brackets, "
+            "quotes and all, such as `['group']['w']`; the groups in `rates` are plain names.",
+            "Take the group from `keystr(path, simple=True, separator='/').split('/')[0]`, or "
             "from the first key of the path itself.",
             reread=PITFALL_26,
         )
     return Mistake(
         what,
         "A leaf's group is its top-level key, the first part of its name; each group has an "
-        "entry in rates.",
-        "Look the rate up by the first part: keystr(path, simple=True, separator='/')"
-        ".split('/')[0].",
+        "entry in `rates`.",
+        "Look the rate up by the first part: `keystr(path, simple=True, separator='/')"
+        ".split('/')[0]`.",
     )
 
 
@@ -616,9 +621,9 @@ GROUP_SGD = Exercise(
             "group's learning rate."
         ),
         (
-            "jax.tree.map_with_path(f, params, grads): f(path, p, g) reads the group, the first "
-            "part of keystr(path, simple=True, separator='/'), and steps p by that group's rate "
-            "in rates."
+            "`jax.tree.map_with_path(f, params, grads)`: `f(path, p, g)` reads the group, the "
+            "first part of `keystr(path, simple=True, separator='/')`, and steps `p` by that "
+            "group's rate in `rates`."
         ),
     ),
     reread=RATE_PER_GROUP,
@@ -646,9 +651,9 @@ def _count_by_group(params: dict[str, Any]) -> dict[str, int]:
 def _count_cases(rng: np.random.Generator) -> list[Case]:
     cases = []
     for kind, label in (
-        (0, "a model with an empty group (None)"),
+        (0, "a model with an empty group (`None`)"),
         (1, "namedtuple blocks and an empty group"),
-        (2, "a group holding a None"),
+        (2, "a group holding a `None`"),
     ):
         params = _groups(rng, kind)
         cases.append(Case((params,), label=label, shown=f"params {describe(params, 120)}"))
@@ -664,19 +669,19 @@ def _judge_count(got: Any, expected: Any, case: Case) -> str | Mistake | None:
         if missing and all(expected[k] == 0 for k in missing):
             return Mistake(
                 f"the groups {missing}, which hold no leaves, are missing from the result.",
-                "Every top-level key is a group, also one without leaves (None): it has 0 "
+                "Every top-level key is a group, also one without leaves (`None`): it has 0 "
                 "parameters and still gets an entry. Walking the leaves' paths never meets such "
                 "a group.",
-                "Loop over params.items() and count the leaves of each subtree, which gives 0 "
-                "for a None subtree.",
+                "Loop over `params.items()` and count the leaves of each subtree, which gives 0 "
+                "for a `None` subtree.",
             )
         leaves = {k: len(jax.tree.leaves(v)) for k, v in params.items()}
         if got == leaves:
             return Mistake(
                 f"those are the numbers of leaves (arrays) of the groups, {got}, not of "
                 "parameters.",
-                "A parameter is one element of an array: a (3, 4) matrix holds 12.",
-                "Add up leaf.size over each group's leaves instead of counting the leaves.",
+                "A parameter is one element of an array: a `(3, 4)` matrix holds 12.",
+                "Add up `leaf.size` over each group's leaves instead of counting the leaves.",
                 reread=CONTAINERS_AND_LEAVES,
             )
         if all(isinstance(v, (int, np.integer)) for v in got.values()) and sum(got.values()) == sum(
@@ -688,7 +693,7 @@ def _judge_count(got: Any, expected: Any, case: Case) -> str | Mistake | None:
                 f"{got.get(group)}, expected {expected[group]}.",
                 "A leaf counts toward the group at the top of its key path, the first part of "
                 "its name, and toward no other.",
-                "Count each group's own subtree, params[group], or group the leaves by the first "
+                "Count each group's own subtree, `params[group]`, or group the leaves by the first "
                 "key of their paths.",
             )
     return judge_equal(got, expected, case)
@@ -706,12 +711,12 @@ COUNT_BY_GROUP = Exercise(
     hints=(
         (
             "The groups are the top-level keys; a group's count adds the elements of every leaf in "
-            "its subtree, and a None subtree counts 0."
+            "its subtree, and a `None` subtree counts 0."
         ),
         (
-            "Loop over params.items(): a group's count is the sum of leaf.size over "
-            "jax.tree.leaves of its subtree, which lists nothing for None; return one entry per "
-            "group, in params' order."
+            "Loop over `params.items()`: a group's count is the sum of `leaf.size` over "
+            "`jax.tree.leaves` of its subtree, which lists nothing for `None`; return one entry "
+            "per group, in `params`' order."
         ),
     ),
     reread=KEY_PATHS_AND_NAMES,

@@ -257,30 +257,30 @@ RIGHT: dict[str, Callable[..., Any]] = {
 }
 
 WRONG: list[tuple[str, Callable[..., Any], str]] = [
-    ("09.decay_mask", decay_mask_default_keystr, "no leaf is True"),
-    ("09.decay_mask", decay_mask_substring, "'w' only occurs in its last part, 'w_mean'"),
+    ("09.decay_mask", decay_mask_default_keystr, "no leaf is `True`"),
+    ("09.decay_mask", decay_mask_substring, "`'w'` only occurs in its last part, 'w_mean'"),
     ("09.decay_mask", decay_mask_by_ndim, "not the names"),
     ("09.decay_mask", decay_mask_dropping_none, "structure differs"),
-    ("09.decay_mask", decay_mask_endswith, "its name only ends in 'w'"),
+    ("09.decay_mask", decay_mask_endswith, "its name only ends in `'w'`"),
     ("09.freeze_group", freeze_group_startswith, "its name only starts with 'encoder'"),
     ("09.freeze_group", freeze_group_nothing, "too: nothing was frozen."),
     ("09.freeze_group", freeze_group_inverted, "the wrong group stayed still"),
     (
         "09.freeze_group",
         freeze_group_default_keystr,
-        "too: your step reads each name in keystr's default format",
+        "too: your step reads each name in `keystr`'s default format",
     ),
     ("09.split_by_mask", split_by_mask_swapped, "the two halves are swapped"),
     ("09.split_by_mask", split_by_mask_zeros, "some placeholders are zeros"),
     ("09.split_by_mask", split_by_mask_dropping, "a container lost its keys"),
-    ("09.split_by_mask", split_by_mask_one, "where a pair (selected, rest) was expected"),
+    ("09.split_by_mask", split_by_mask_one, "where a pair `(selected, rest)` was expected"),
     ("09.group_sgd", group_sgd_first_rate, "every leaf took the first group's rate"),
     ("09.group_sgd", group_sgd_uphill, "the steps go uphill"),
     ("09.group_sgd", group_sgd_second_key, "the wrong part of the name"),
     (
         "09.group_sgd",
         group_sgd_by_default_keystr,
-        "rates has the keys ['embed', 'encoder', 'encoder_norm', 'head', 'extra'], and the key",
+        "`rates` has the keys ['embed', 'encoder', 'encoder_norm', 'head', 'extra'], and the key",
     ),
     (
         "09.count_by_group",
@@ -336,9 +336,9 @@ FIXED: list[tuple[str, Callable[..., Any], Callable[..., Any]]] = [
 
 NAMED: dict[str, dict[str, str]] = {
     "09.decay_mask": {
-        "writes the rule against `keystr`'s default format (Pitfall 26)": "no leaf is True",
+        "writes the rule against `keystr`'s default format (Pitfall 26)": "no leaf is `True`",
         "looks for a substring instead of the last part of the name": (
-            "'w' only occurs in its last part, 'w_mean'"
+            "`'w'` only occurs in its last part, 'w_mean'"
         ),
         "decides by the number of dimensions, not by the names": "not the names",
         "drops the `None` subtrees, so the mask's structure differs (Pitfall 23)": (
@@ -352,21 +352,22 @@ NAMED: dict[str, dict[str, str]] = {
         "freezes nothing": "too: nothing was frozen.",
         "freezes the wrong group": "the wrong group stayed still",
         "reads the group from `keystr`'s default format": (
-            "too: your step reads each name in keystr's default format"
+            "too: your step reads each name in `keystr`'s default format"
         ),
     },
     "09.split_by_mask": {
         "swaps the two halves": "the two halves are swapped",
         "fills the placeholders with zeros instead of `None`": "some placeholders are zeros",
         "drops keys instead of keeping `None` placeholders": "a container lost its keys",
-        "returns one tree instead of a pair": "where a pair (selected, rest) was expected",
+        "returns one tree instead of a pair": "where a pair `(selected, rest)` was expected",
     },
     "09.group_sgd": {
         "gives every leaf the first group's rate": "every leaf took the first group's rate",
         "steps uphill": "the steps go uphill",
         "reads the group from the wrong part of the name": "the wrong part of the name",
         "looks the rate up by the whole path in `keystr`'s default format (a `KeyError`)": (
-            "rates has the keys ['embed', 'encoder', 'encoder_norm', 'head', 'extra'], and the key"
+            "`rates` has the keys ['embed', 'encoder', 'encoder_norm', 'head', 'extra'], and the "
+            "key"
         ),
     },
     "09.count_by_group": {
