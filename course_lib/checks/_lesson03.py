@@ -235,7 +235,7 @@ def _as_a_leaf(value: Any) -> str:
     """What JAX does with a Python value that a class hands it as a leaf.
 
     >>> _as_a_leaf(2)
-    'jit would trace it, and grad refuses an integer leaf with a TypeError.'
+    '`jit` would trace it, and `grad` refuses an integer leaf with a `TypeError`.'
     """
     if isinstance(value, str):
         return "`jit` refuses a string leaf with a `TypeError`."

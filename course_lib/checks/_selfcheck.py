@@ -87,7 +87,7 @@ def _evaluate(
     if exercise.id not in _references:
         _references[exercise.id] = reference_results(exercise, cases)
     if not callable(fn):
-        message = f"expected the function {exercise.name}, got {describe(fn)}."
+        message = f"expected the function `{exercise.name}`, got {describe(fn)}."
         return Verdict(status="error", points=0, max_points=exercise.points, message=message), None
     outcomes = probe_all(exercise, fn, cases)
     verdict = judge_outcomes(exercise, outcomes, _references[exercise.id], cases)

@@ -361,7 +361,7 @@ def test_unknown_exercise_names_the_known_ones() -> None:
 
 def test_not_a_function(capsys: pytest.CaptureFixture[str]) -> None:
     check("01.count_params", 42)  # type: ignore[arg-type]  # a learner's mistake, on purpose
-    assert "expected the function count_params, got 42" in capsys.readouterr().out
+    assert "expected the function `count_params`, got 42" in capsys.readouterr().out
 
 
 # --- exceptions, unreadable results, custom exercises -------------------------------------------

@@ -475,7 +475,9 @@ FIXED: list[tuple[str, Callable[..., Any], Callable[..., Any]]] = [
 
 NAMED: dict[str, dict[str, str]] = {
     "02.sgd_step": {
-        "adds the step instead of subtracting it": "you added the step: your leaves are `p + lr * g`",
+        "adds the step instead of subtracting it": (
+            "you added the step: your leaves are `p + lr * g`"
+        ),
         "returns a flat list of leaves": (
             "returned a flat list of 2 leaves, where a tree shaped like"
         ),
