@@ -151,22 +151,26 @@ def grade(folder: Path, out: Path, *extra: str) -> subprocess.CompletedProcess[s
     return grade_class([folder], out, "--jobs", "2", "--quiet", "--no-canary", *extra, timeout=900)
 
 
+USING_OPTAX = ("optax_inline", "optax_bound", "optax06")
+
+
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, dict]]:
+    """The class graded as it is, and its students who use optax graded with ``--forbid optax``."""
     base = tmp_path_factory.mktemp("judging")
-    folder = base / "class"
     for student, build in STUDENTS.items():
-        (folder / student).mkdir(parents=True)
         name = L06.name if student == "optax06" else L02.name
-        nbformat.write(build(), folder / student / name)
+        for folder in ("allowed", "forbidden") if student in USING_OPTAX else ("allowed",):
+            (base / folder / student).mkdir(parents=True)
+            nbformat.write(build(), base / folder / student / name)
     books = {}
     for run, extra in (("allowed", ()), ("forbidden", ("--forbid", "optax"))):
-        result = grade(folder, base / run, *extra)
+        result = grade(base / run, base / f"{run}-out", *extra)
         assert result.returncode == 0, result.stderr[-3000:]
-        book = json.loads((base / run / "gradebook.json").read_text())
+        book = json.loads((base / f"{run}-out" / "gradebook.json").read_text())
         books[run] = {s["student"]: s for s in book["submissions"]}
         books[run]["_csv"] = list(
-            csv.DictReader((base / run / "gradebook.csv").read_text().splitlines())
+            csv.DictReader((base / f"{run}-out" / "gradebook.csv").read_text().splitlines())
         )
         books[run]["_grader"] = book["grader"]
     return books
