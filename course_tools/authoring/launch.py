@@ -212,9 +212,10 @@ def _shown_error(lines):
     return lines
 
 
-transformers = get_ipython().input_transformers_post
-transformers[:] = [t for t in transformers if getattr(t, "__name__", "") != "_shown_error"]
-transformers.append(_shown_error)"""
+_hooks = get_ipython().input_transformers_post
+_hooks[:] = [hook for hook in _hooks if getattr(hook, "__name__", "") != "_shown_error"]
+_hooks.append(_shown_error)
+del _hooks"""
 
 
 def setup_source(repo: Repository | None, *, lesson: bool = False) -> str:
@@ -231,8 +232,8 @@ def setup_source(repo: Repository | None, *, lesson: bool = False) -> str:
         course, floor = 'pytree-course @ git+https://github.com/octo/c@main', '0.7.1'
     >>> "pip" in setup_source(None)
     False
-    >>> setup_source(None, lesson=True).endswith("transformers.append(_shown_error)")
-    True
+    >>> setup_source(None, lesson=True).splitlines()[-2:]
+    ['_hooks.append(_shown_error)', 'del _hooks']
     """
     if repo is None:
         source = _SETUP_WITHOUT_REPOSITORY
