@@ -138,8 +138,14 @@ def test_the_class_of_fourteen_on_the_dashboard(
     for name, text in printed.items():
         assert f"Joined the room at {room.url} as '{name}'" in text, text
         assert "Traceback" not in text, text
-    sam = [row for row in csv.DictReader(room.export_csv_lines()) if row["learner"] == "Sam Stuck"]
-    assert [row["outcome"] for row in sam if row["kind"] == "check"] == ["incorrect"] * 4
+    # Sam's checks, without the heartbeats and check starts his kernel also sends (a busy machine
+    # may send one after his last check).
+    sam = [
+        row
+        for row in csv.DictReader(room.export_csv_lines())
+        if row["learner"] == "Sam Stuck" and row["kind"] == "check"
+    ]
+    assert [row["outcome"] for row in sam] == ["incorrect"] * 4
     assert sam[-1]["mistake"] and sam[-1]["idea"], "the check names the mistake it recognised"
     fix, idea = sam[-1]["fix"], sam[-1]["idea"]
     assert fix, "the check sends the mistake's fix"
