@@ -45,7 +45,9 @@ other way round):
 
 The grader uses this package through the names exported here only: the registry, the spec classes,
 ``reference_results`` and ``judge_outcomes``, ``loads`` and ``WireError`` for the kernel's report,
-``code_id`` and ``parse_cell`` for a submission's cells, ``round_points``, and ``RUNNER_MODULE``.
+``code_id`` and ``parse_cell`` for a submission's cells, ``round_points``, ``code_spans_html``
+for a check's text on a page (what it writes between backticks set as code), and
+``RUNNER_MODULE``.
 
 Adding the exercises of a lesson (say 02):
 
@@ -86,6 +88,7 @@ from ._evaluate import judge_outcomes as judge_outcomes
 from ._evaluate import reference_results as reference_results
 from ._guard import code_id as code_id
 from ._guard import parse_cell as parse_cell
+from ._panel import code_spans_html as code_spans_html
 from ._registry import all_exercises as all_exercises
 from ._registry import exercises as exercises
 from ._registry import get_exercise as get_exercise

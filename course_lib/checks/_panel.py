@@ -114,7 +114,7 @@ class CheckPanel:
             " font-family: var(--jp-content-font-family, sans-serif); line-height: 1.45;"
         )
         points = f" ({html.escape(self.points)})" if self.points else ""
-        step = f" <span>{_inline(self.next_step)}</span>" if self.next_step else ""
+        step = f" <span>{code_spans_html(self.next_step)}</span>" if self.next_step else ""
         head = (
             f'<div style="{_LINES}"><span aria-hidden="true">{_ICONS[self.tone]}</span> '
             f"<strong>{html.escape(self.word.capitalize())}</strong>"
@@ -126,7 +126,7 @@ class CheckPanel:
 
 
 def _row_html(row: Row) -> str:
-    text = f"<code>{html.escape(row.line)}</code>" if row.code else _inline(row.text)
+    text = f"<code>{html.escape(row.line)}</code>" if row.code else code_spans_html(row.text)
     label = f"<strong>{html.escape(row.label.capitalize())}:</strong> " if row.label else ""
     if not row.cut:
         return f'<div style="{_LINES} margin-top: 0.3em;">{label}{text}</div>'
@@ -146,10 +146,10 @@ line breaks stay."""
 _CODE = re.compile(r"`([^`\n]+)`")
 
 
-def _inline(text: str) -> str:
+def code_spans_html(text: str) -> str:
     """``text`` as HTML, each `span` in backticks set as code.
 
-    >>> _inline("use `a < b` here")
+    >>> code_spans_html("use `a < b` here")
     'use <code>a &lt; b</code> here'
     """
     parts = _CODE.split(text)  # the text between spans, then a span, and so on

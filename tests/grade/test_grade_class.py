@@ -236,7 +236,7 @@ def test_report_is_deterministic_and_counts_students(canvas: dict[str, Path]) ->
     # not of 4).
     assert "<tr><td>01.count_params</td><td>3</td><td>3</td></tr>" in report
     assert (
-        "<tr><td>01.leaf_paths</td><td>1</td><td>For a dict with `None` values" in report
+        "<tr><td>01.leaf_paths</td><td>1</td><td>For a dict with <code>None</code> values" in report
     )  # the hint, 1 student
     assert (
         "<td>Alice Smith (1001)</td><td>Bob Jones (1003)</td><td>01.count_params (identical)"

@@ -12,6 +12,8 @@ import html
 import io
 from collections import Counter
 
+from course_lib.checks import code_spans_html
+
 from ..._course import solutions_folder
 from ._answers import solution_regions
 from ._classbook import ClassBook, StudentRow
@@ -75,7 +77,7 @@ def _table(head: list[str], rows: list[list[str]]) -> str:
     if not rows:
         return "<p>None.</p>"
     cells = "".join(
-        "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in rows
+        "<tr>" + "".join(f"<td>{code_spans_html(c)}</td>" for c in row) + "</tr>" for row in rows
     )
     return (
         "<table><tr>"
