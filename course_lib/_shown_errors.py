@@ -28,8 +28,10 @@ from typing import Any
 
 __all__ = ["declared_cell", "declared_error", "run_showing_error"]
 
-_NAME = r"[A-Za-z_]\w*"
-_DECLARATION = re.compile(rf"#\s*Raises\s+({_NAME}(?:\s+or\s+{_NAME})*)\s*")
+# An exception's class name, as Python's own and JAX's are written: capitalised, ending in Error or
+# Exception. The first line starts "# Raises " exactly, as the lessons' setup cell looks for it.
+_NAME = r"[A-Z]\w*(?:Error|Exception)"
+_DECLARATION = re.compile(rf"# Raises +({_NAME}(?:\s+or\s+{_NAME})*)\s*")
 
 
 def declared_error(source: str) -> str | None:
@@ -41,6 +43,8 @@ def declared_error(source: str) -> str | None:
     >>> declared_error("# Raises  TypeError or ValueError\\njax.vmap(f)(x)")
     'TypeError or ValueError'
     >>> declared_error("# Raises an error only sometimes") is None
+    True
+    >>> declared_error("# Raises lr by 10 percent") is None
     True
     """
     match = _DECLARATION.fullmatch(source.split("\n", 1)[0].strip())
@@ -83,7 +87,7 @@ def run_showing_error(
 
     >>> run_showing_error("KeyError", "total = 1 + 1", {})
     Traceback (most recent call last):
-    AssertionError: This cell was meant to raise KeyError and raised nothing.
+    AssertionError: This cell was meant to raise KeyError and raised nothing. To run it as an ...
     >>> run_showing_error("KeyError", "1 / 0", {})
     Traceback (most recent call last):
     ZeroDivisionError: division by zero
@@ -98,4 +102,7 @@ def run_showing_error(
         shown = f"{type(error).__name__}: {message}" if message else type(error).__name__
         print(shown, file=sys.stderr)
         return
-    raise AssertionError(f"This cell was meant to raise {expected} and raised nothing.")
+    raise AssertionError(
+        f"This cell was meant to raise {expected} and raised nothing. To run it as an ordinary "
+        f'cell, delete its first line, "# Raises {expected}".'
+    )

@@ -215,7 +215,7 @@ def _shown_error(lines):
 _hooks = get_ipython().input_transformers_post
 _hooks[:] = [hook for hook in _hooks if getattr(hook, "__name__", "") != "_shown_error"]
 _hooks.append(_shown_error)
-del _hooks"""
+del _hooks, _shown_error, contextlib, io"""
 
 
 def setup_source(repo: Repository | None, *, lesson: bool = False) -> str:
@@ -233,7 +233,7 @@ def setup_source(repo: Repository | None, *, lesson: bool = False) -> str:
     >>> "pip" in setup_source(None)
     False
     >>> setup_source(None, lesson=True).splitlines()[-2:]
-    ['_hooks.append(_shown_error)', 'del _hooks']
+    ['_hooks.append(_shown_error)', 'del _hooks, _shown_error, contextlib, io']
     """
     if repo is None:
         source = _SETUP_WITHOUT_REPOSITORY

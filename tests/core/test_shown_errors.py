@@ -62,7 +62,10 @@ def test_a_cell_may_declare_the_errors_it_shows_on_different_releases(
 def test_a_declared_cell_that_raises_nothing_fails(shell: InteractiveShell) -> None:
     result = run(shell, "# Raises TypeError\nlen([1])")
     assert isinstance(result.error_in_exec, AssertionError)
-    assert str(result.error_in_exec) == "This cell was meant to raise TypeError and raised nothing."
+    assert str(result.error_in_exec) == (
+        "This cell was meant to raise TypeError and raised nothing. To run it as an ordinary cell, "
+        'delete its first line, "# Raises TypeError".'
+    )
 
 
 def test_an_error_of_another_type_is_raised_as_it_is(shell: InteractiveShell) -> None:
@@ -124,7 +127,10 @@ def test_without_the_setup_cell_the_comment_is_a_comment_and_the_error_is_raised
     ("first_line", "name"),
     [
         ("# Raises TypeError", "TypeError"),
-        ("#Raises   TooManyCompilesError  ", "TooManyCompilesError"),
+        ("# Raises   TooManyCompilesError  ", "TooManyCompilesError"),
+        ("#Raises TypeError", None),
+        ("# Raises lr", None),
+        ("# Raises typeError", None),
         ("# Raises TypeError  or\tInvalidInputException", "TypeError or InvalidInputException"),
         ("# Raises TypeError or", None),
         ("# Raises a TypeError when the shapes differ", None),
