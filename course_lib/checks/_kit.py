@@ -105,6 +105,7 @@ __all__ = [
     "to_python",
     "tree_judge",
     "trees_close",
+    "without_backticks",
 ]
 
 # --- parts ------------------------------------------------------------------------------------
@@ -463,8 +464,18 @@ def error_text(error: BaseException, limit: int = 300, lines: int = 1) -> str:
     except Exception:  # noqa: BLE001 (a learner's exception may fail to print)
         text = ""
     text = _FOLDERS.sub(r"\1", SOURCE_LOCATION.sub("", _ADDRESS.sub("", text)))
-    text = shorten(text, limit)
+    text = shorten(without_backticks(text), limit)
     return f"{type(error).__name__}: {text}" if text else type(error).__name__
+
+
+def without_backticks(text: str) -> str:
+    """Text a hint quotes from elsewhere (a learner's message, a library's), its backticks made
+    quotes: a hint's own backticks mark code, and a quoted one, often cut off, would pair with them.
+
+    >>> without_backticks("does not fit `like`")
+    "does not fit 'like'"
+    """
+    return text.replace("`", "'")
 
 
 def attempt(run: Callable[[], Any]) -> tuple[Any, Exception | None]:

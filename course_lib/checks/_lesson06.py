@@ -41,6 +41,7 @@ from ._kit import (
     structure_difference,
     tree_judge,
     trees_close,
+    without_backticks,
 )
 from ._mistakes import Variant, first_mistake, lead
 from ._plain import describe, rebuild_tree, tree_plain
@@ -1191,7 +1192,7 @@ def _restore_probe(fn: Callable[..., Any], case: Case) -> dict[str, Any]:
         np.savez(target, **case.info["entries"])
         out, error = attempt(lambda: fn(str(target), like))
         if error is not None:
-            message = str(error).replace(folder, "<folder>")[:600]
+            message = without_backticks(str(error).replace(folder, "<folder>"))[:600]
             return {
                 "raised": type(error).__name__,
                 "value_error": isinstance(error, ValueError),
