@@ -16,7 +16,7 @@ import jax
 import numpy as np
 from jax.tree_util import default_registry
 
-from .._leaves import is_namedtuple, key_text, leaf_spec, shorten
+from .._leaves import is_namedtuple, key_text, leaf_spec
 
 _MAX_DEPTH = 60
 
@@ -254,14 +254,25 @@ def abridge(text: str, limit: int) -> str:
     >>> abridge("Dense(w=f32[4,2], activation='leaky relu') on a mesh", 40)
     'Dense(w=f32[4,2], …)'
 
-    Where no space comes early enough, the text is cut where the limit falls (:func:`shorten`).
+    Where no cut at a space fits, the text is cut where the limit falls, its trailing spaces left
+    out, so that " …" always marks a cut between words:
+
+    >>> abridge("Pair(first=None, second=None)", 18)
+    'Pair(first=None,…'
+
     """
     if len(text) <= limit:
         return text
-    cut = shorten(text, limit)
     still_open: list[str] = []  # the closing brackets owed at this point, innermost last
     quote, escaped = "", False
+    word_end = 0  # where the text before this point ends, its trailing spaces left out
+    best: tuple[int, str] | None = None  # the last place to cut that fits: its end, its closers
     for at, char in enumerate(text[:limit]):
+        if char.isspace() and not quote:
+            if word_end + 2 + len(still_open) <= limit:  # the text, " …" and the closers
+                best = (word_end, "".join(reversed(still_open)))
+            continue
+        word_end = at + 1
         if quote:  # inside a string: only its own closing quote counts, an escaped one not
             if escaped:
                 escaped = False
@@ -275,11 +286,9 @@ def abridge(text: str, limit: int) -> str:
             still_open.append(_CLOSING[char])
         elif still_open and char == still_open[-1]:
             still_open.pop()
-        elif char.isspace():
-            candidate = text[:at].rstrip() + " …" + "".join(reversed(still_open))
-            if len(candidate) <= limit:
-                cut = candidate
-    return cut
+    if best is None:  # no space early enough: cut where the limit falls, never after a space
+        return text[: limit - 1].rstrip() + "…"
+    return text[: best[0]] + " …" + best[1]
 
 
 def _describe(x: Any, depth: int) -> str:
