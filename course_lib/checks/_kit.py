@@ -475,7 +475,7 @@ def without_backticks(text: str) -> str:
     >>> without_backticks("does not fit `like`")
     "does not fit 'like'"
     """
-    return text.replace("`", "'")
+    return text.replace(chr(96), "'")  # chr(96): the backtick
 
 
 def attempt(run: Callable[[], Any]) -> tuple[Any, Exception | None]:
