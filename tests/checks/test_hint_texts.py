@@ -47,8 +47,8 @@ def texts(source: str) -> list[str]:
 def unpaired(text: str) -> list[str]:
     """The lines of ``text`` with an odd number of backticks.
 
-    >>> unpaired("use `jax.tree.map`\\nnot `jax.tree_map")
-    ['not `jax.tree_map']
+    >>> unpaired("use `jax.tree.map`\\nnot `jax.tree.leaves")
+    ['not `jax.tree.leaves']
     """
     return [line for line in text.splitlines() if line.count("`") % 2]
 
