@@ -77,14 +77,9 @@ def test_lesson_runs_from_the_run_menu(
         assert connections and set(connections) == {"ipc"}, (
             f"{lesson}: kernels should talk over unix sockets, not TCP ports: {connections}"
         )
-        save_screenshot(page, _stem(lesson))
         problems = page.problems()
         assert not problems, f"{lesson} after Run > Run All Cells:\n  " + "\n  ".join(problems)
-        missing = page.missing_images()
-        assert not missing, f"{lesson}: no PNG image on the page for " + ", ".join(missing)
-        assert not page.console, f"{lesson}: errors in the page: {page.console}"
-        found = axe_problems(page.page, _outputs_only(page))
-        assert not found, f"{lesson}'s outputs, axe (WCAG 2.1 AA):\n  " + "\n  ".join(found)
+        _assert_shows_its_outputs(page, lesson, save_screenshot)
     finally:
         if lesson not in KEEP_OPEN:
             page.close()
@@ -96,14 +91,22 @@ def test_lesson_shows_its_saved_outputs(
 ) -> None:
     page = notebooks.show(lesson)
     try:
-        save_screenshot(page, _stem(lesson))
-        missing = page.missing_images()
-        assert not missing, f"{lesson}: no PNG image on the page for " + ", ".join(missing)
-        assert not page.console, f"{lesson}: errors in the page: {page.console}"
-        found = axe_problems(page.page, _outputs_only(page))
-        assert not found, f"{lesson}'s outputs, axe (WCAG 2.1 AA):\n  " + "\n  ".join(found)
+        _assert_shows_its_outputs(page, lesson, save_screenshot)
     finally:
         page.close()
+
+
+def _assert_shows_its_outputs(
+    page: NotebookPage, lesson: str, save_screenshot: Callable[[Any, str], Path]
+) -> None:
+    """A screenshot; then every PNG the committed notebook shows is on the page, the page logged
+    no error, and axe finds nothing in the outputs."""
+    save_screenshot(page, _stem(lesson))
+    missing = page.missing_images()
+    assert not missing, f"{lesson}: no PNG image on the page for " + ", ".join(missing)
+    assert not page.console, f"{lesson}: errors in the page: {page.console}"
+    found = axe_problems(page.page, _outputs_only(page))
+    assert not found, f"{lesson}'s outputs, axe (WCAG 2.1 AA):\n  " + "\n  ".join(found)
 
 
 def _outputs_only(page: NotebookPage) -> dict:
