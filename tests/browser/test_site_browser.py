@@ -19,6 +19,7 @@ import http.server
 import json
 import re
 import threading
+import time
 import urllib.parse
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -29,7 +30,6 @@ import pytest
 from axe import axe_problems
 from lab_browser import (
     ACTION_TIMEOUT_MS,
-    PlaywrightTimeout,
     parse_stats,
     visible_focus_changes,
     whole_screenshots,
@@ -43,6 +43,7 @@ pytestmark = pytest.mark.browser
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 LOAD_TIMEOUT_MS = 120_000
+QUIET_MS = 500
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
@@ -131,13 +132,23 @@ def _open(site: SiteServer, name: str, viewport: tuple[int, int] | None = None) 
     page.on("requestfailed", lambda r: pending.discard(r.url))
     before = len(site.blocked)
     page.goto(site.url(name), wait_until="load")
-    # Widgets, math and fonts load after the load event; the machine may be busy.
-    try:
-        page.wait_for_load_state("networkidle", timeout=LOAD_TIMEOUT_MS)
-    except PlaywrightTimeout:
-        pytest.fail(f"{name}: requests still open after {LOAD_TIMEOUT_MS} ms: {sorted(pending)}")
+    _wait_until_quiet(page, pending, name)
     problems += [f"tried to load from outside the site: {url}" for url in site.blocked[before:]]
     return OpenPage(page, problems)
+
+
+def _wait_until_quiet(page: Any, pending: set[str], name: str) -> None:
+    """Wait until no request of the page is open for QUIET_MS: widgets, math and fonts load after
+    the load event, later on a busy machine. (Playwright's own "networkidle" rests on Chromium's
+    idle detector, which can wait on requests the page's request events never name.)"""
+    deadline = time.monotonic() + LOAD_TIMEOUT_MS / 1000
+    quiet_since = time.monotonic()
+    while time.monotonic() - quiet_since < QUIET_MS / 1000:
+        if time.monotonic() > deadline:
+            pytest.fail(f"{name}: requests open after {LOAD_TIMEOUT_MS} ms: {sorted(pending)}")
+        page.wait_for_timeout(100)  # lets Playwright deliver the page's request events
+        if pending:
+            quiet_since = time.monotonic()
 
 
 def _notebook(name: str) -> dict:
