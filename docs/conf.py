@@ -44,10 +44,9 @@ myst_heading_anchors = 3
 # Show the prose exactly as the notebooks have it (no curly quotes), as nbval and the tests read it.
 smartquotes = False
 
-# Notebooks: render the committed outputs, run nothing. Tracebacks are stored short
-# (`%xmode minimal`); the pytb lexer reads them (the ipythontb one fails on that form).
+# Notebooks: render the committed outputs, run nothing. (They hold no error outputs: a cell that
+# shows an error prints it, course_lib/_shown_errors.py.)
 nb_execution_mode = "off"
-nb_render_error_lexer = "pytb"
 nb_merge_streams = True
 nb_custom_formats = {".ipynb": ["course_site.site_notebook", {}, False]}
 

@@ -257,13 +257,7 @@ def test_page_loads_and_shows_its_notebook(name: str, site: SiteServer, screensh
         shot = screenshots / f"site-{_stem(name)}.png"
         page.screenshot(path=str(shot), full_page=whole_screenshots())
         assert not opened.problems, f"{name}:\n  " + "\n  ".join(opened.problems)
-        for scheme in ("light", "dark"):  # the page follows the reader's system setting
-            page.emulate_media(color_scheme=scheme)
-            page.wait_for_function(f"document.documentElement.dataset.theme === '{scheme}'")
-            found = axe_problems(page)
-            assert not found, f"{name}, {scheme} scheme: axe (WCAG 2.1 AA):\n  " + "\n  ".join(
-                found
-            )
+        _assert_axe_finds_nothing_in_either_scheme(page, name)
         _assert_reflows(page, name)
         assert page.evaluate(_BROKEN_IMAGES_JS) == [], f"{name}: images that did not load"
         leaked = leaks(page.evaluate("() => document.body.textContent"), solution_secrets())
