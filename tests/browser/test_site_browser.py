@@ -37,7 +37,7 @@ from lab_browser import (
 from site_support import ROOT, build_site, course_notebooks, leaks, reading_order, solution_secrets
 
 if TYPE_CHECKING:
-    from playwright.sync_api import ConsoleMessage, Response
+    from playwright.sync_api import ConsoleMessage, Request, Response
 
 pytestmark = pytest.mark.browser
 
@@ -126,10 +126,12 @@ def _open(site: SiteServer, name: str, viewport: tuple[int, int] | None = None) 
     page.on("pageerror", lambda error: problems.append(f"page error: {error}"))
     page.on("requestfailed", lambda r: problems.append(f"request failed: {r.url} ({r.failure})"))
     page.on("response", on_response)
-    pending: set[str] = set()
-    page.on("request", lambda r: pending.add(r.url))
-    page.on("requestfinished", lambda r: pending.discard(r.url))
-    page.on("requestfailed", lambda r: pending.discard(r.url))
+    # Each request once, though two may ask for one URL. (Handlers are lambdas: Playwright marks
+    # each handler it wraps, and a built-in method such as set.add cannot be marked.)
+    pending: set[Request] = set()
+    page.on("request", lambda r: pending.add(r))
+    page.on("requestfinished", lambda r: pending.discard(r))
+    page.on("requestfailed", lambda r: pending.discard(r))
     before = len(site.blocked)
     page.goto(site.url(name), wait_until="load")
     _wait_until_quiet(page, pending, name)
@@ -137,7 +139,7 @@ def _open(site: SiteServer, name: str, viewport: tuple[int, int] | None = None) 
     return OpenPage(page, problems)
 
 
-def _wait_until_quiet(page: Any, pending: set[str], name: str) -> None:
+def _wait_until_quiet(page: Any, pending: set[Request], name: str) -> None:
     """Wait until no request of the page is open for QUIET_MS: widgets, math and fonts load after
     the load event, later on a busy machine. (Playwright's own "networkidle" rests on Chromium's
     idle detector, which can wait on requests the page's request events never name.)"""
@@ -145,7 +147,8 @@ def _wait_until_quiet(page: Any, pending: set[str], name: str) -> None:
     quiet_since = time.monotonic()
     while time.monotonic() - quiet_since < QUIET_MS / 1000:
         if time.monotonic() > deadline:
-            pytest.fail(f"{name}: requests open after {LOAD_TIMEOUT_MS} ms: {sorted(pending)}")
+            still = sorted(request.url for request in pending)
+            pytest.fail(f"{name}: requests open after {LOAD_TIMEOUT_MS} ms: {still}")
         page.wait_for_timeout(100)  # lets Playwright deliver the page's request events
         if pending:
             quiet_since = time.monotonic()
