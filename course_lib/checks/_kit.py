@@ -11,7 +11,8 @@ it): parts (``in_parts``); probes (``attempt``, ``call_value``, ``call_tree``, `
 ``jit_compile_calls``, ``jit_compile_report``, ``repeat_compiles``, ``input_changes``,
 ``recompiled_calls``, ``miss_of``, ``measured_calls``, ``error_text``, ``SOURCE_LOCATION``,
 ``returned_instead``, ``leaf_text``); judges (``judge_number``, ``judge_bool``, ``judge_equal``,
-``plain_difference``, ``structure_difference``, ``tree_judge``, ``judge_compiles``,
+``plain_difference``, ``structure_difference``, ``tree_judge``, ``structure_found``,
+``judge_compiles``,
 ``judge_compiles_with_advice``, ``recompile_cause``, ``missing_return``, ``returned_none``,
 ``trees_close``); references (``as_numpy``, ``scaled``, ``ACTIVATIONS``); plain data with dtypes
 (``as_judged``, ``as_float32``, ``dtype_name``, ``dtyped_plain``); random inputs (``random_f32``,
@@ -102,6 +103,7 @@ __all__ = [
     "small_float_leaf",
     "small_shape",
     "structure_difference",
+    "structure_found",
     "to_python",
     "tree_judge",
     "trees_close",
@@ -700,9 +702,7 @@ def tree_judge(
             mine, theirs, ("your result", "the expected result"), ("your structure", "expected")
         )
         if lines:
-            return "the structure differs from the expected one:\n" + "\n".join(
-                f"  {line}" for line in lines
-            )
+            return _STRUCTURE_DIFFERS + "\n" + "\n".join(f"  {line}" for line in lines)
         try:
             cl.assert_trees_close(mine, theirs, rtol=rtol, atol=atol, equal_nan=True)
         except AssertionError as error:
@@ -718,6 +718,22 @@ def tree_judge(
         return None
 
     return judge
+
+
+_STRUCTURE_DIFFERS = "the structure differs from the expected one:"
+
+
+def structure_found(problem: object) -> bool:
+    """Whether ``problem``, what a :func:`tree_judge` found, is a difference of structure rather
+    than of a leaf: the judges of tree answers take their structure hints from it.
+
+    >>> judge, mine, case = tree_judge(), tree_plain([1.0]), Case(())
+    >>> structure_found(judge(mine, tree_plain([1.0, 2.0]), case))  # one leaf, expected two
+    True
+    >>> structure_found(judge(mine, tree_plain([2.0]), case))  # one leaf, another value
+    False
+    """
+    return isinstance(problem, str) and problem.startswith(_STRUCTURE_DIFFERS)
 
 
 def judge_compiles(got: Any, expected: Any, case: Case) -> str | None:

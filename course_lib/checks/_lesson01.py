@@ -22,6 +22,7 @@ from ._kit import (
     random_f32,
     random_leaf,
     random_tree,
+    structure_found,
     to_python,
     tree_judge,
 )
@@ -549,7 +550,7 @@ def _judge_replace(got: Any, expected: Any, case: Case) -> str | Mistake | None:
         return None
     mine, theirs = rebuild_tree(got), rebuild_tree(expected)
     values = case.args[1]
-    if problem.startswith("the structure"):
+    if structure_found(problem):
         if isinstance(mine, list) and len(mine) == len(values) and not isinstance(theirs, list):
             return Mistake(
                 f"returned a list of {len(mine)} items, as long as `values`, where a tree shaped "

@@ -31,6 +31,7 @@ from ._kit import (
     repeat_compiles,
     scaled,
     small_float_leaf,
+    structure_found,
     to_python,
     tree_judge,
 )
@@ -220,7 +221,7 @@ _NEW_PARAMS = (
 
 def _explain_sgd(problem: str, mine: Any, theirs: Any, case: Case) -> str | Mistake:
     params, grads, lr = case.args
-    if problem.startswith("the structure"):
+    if structure_found(problem):
         return _flat_leaves_hint(mine, params, "params") or problem
     mistake = first_mistake(
         mine,
@@ -382,7 +383,7 @@ _EVERY_TREE = Steps(
 def _explain_average(problem: str, mine: Any, theirs: Any, case: Case) -> str | Mistake:
     (trees,) = case.args
     k = len(trees)
-    if problem.startswith("the structure"):
+    if structure_found(problem):
         return _one_tree_per_input(k) if _one_per_input(mine, theirs, trees) else problem
     if _shape_collapsed(mine, theirs):
         return Mistake(
@@ -824,43 +825,50 @@ def _judge_norm(got: Any, expected: Any, case: Case) -> str | Mistake | None:
             )
         return judge_number(got, expected, case)
 
-    def near(other: float) -> bool:
-        return bool(np.isclose(value, other, rtol=JUDGE_RTOL, atol=JUDGE_ATOL))
-
-    if near(want):
+    if np.isclose(value, want, rtol=JUDGE_RTOL, atol=JUDGE_ATOL):
         return None
     text = f"returned {round(value, 5)}, expected {round(want, 5)}"
     (tree,) = case.args
     leaves = [np.asarray(leaf, dtype=np.float64) for leaf in jax.tree.leaves(tree)]
     per_leaf = [float(np.sqrt(np.sum(leaf**2))) for leaf in leaves]
-    if near(want**2):
-        return Mistake(
-            f"{text}: that is the sum of squares, the square of the expected norm.",
-            "A norm is the square root of a sum of squares, so it grows like the entries do: "
-            "doubling every entry doubles the norm.",
-            "Take `jnp.sqrt` of your sum of squares.",
-        )
-    if per_leaf and near(sum(per_leaf)):
-        return Mistake(
-            f"{text}: that is the sum of the leaves' norms.",
-            "Norms do not add up: two leaves with norms `a` and `b` have the global norm "
-            "`sqrt(a ** 2 + b ** 2)`, not `a + b`.",
-            _ROOT_OF_ALL,
-        )
-    if per_leaf and near(max(per_leaf)):
-        return Mistake(
-            f"{text}: that is the largest norm of a single leaf.",
-            "Every leaf counts in the global norm, not only the largest one.",
-            _ROOT_OF_ALL,
-        )
-    if leaves and near(np.sqrt(sum(float(np.sum(leaf)) ** 2 for leaf in leaves))):
-        return Mistake(
-            f"{text}: that is what squaring the sum of each leaf gives.",
-            "Each entry is squared on its own before anything is added: squaring a sum lets "
-            "positive and negative entries cancel.",
-            "Square the entries first, `jnp.square(leaf)`, then sum them.",
-        )
-    return text + "."
+    variants = [
+        Variant(
+            mistake=Mistake(
+                f"{text}: that is the sum of squares, the square of the expected norm.",
+                "A norm is the square root of a sum of squares, so it grows like the entries do: "
+                "doubling every entry doubles the norm.",
+                "Take `jnp.sqrt` of your sum of squares.",
+            ),
+            build=lambda: want**2,
+        ),
+        Variant(
+            mistake=Mistake(
+                f"{text}: that is the sum of the leaves' norms.",
+                "Norms do not add up: two leaves with norms `a` and `b` have the global norm "
+                "`sqrt(a ** 2 + b ** 2)`, not `a + b`.",
+                _ROOT_OF_ALL,
+            ),
+            build=lambda: sum(per_leaf),
+        ),
+        Variant(
+            mistake=Mistake(
+                f"{text}: that is the largest norm of a single leaf.",
+                "Every leaf counts in the global norm, not only the largest one.",
+                _ROOT_OF_ALL,
+            ),
+            build=lambda: max(per_leaf),
+        ),
+        Variant(
+            mistake=Mistake(
+                f"{text}: that is what squaring the sum of each leaf gives.",
+                "Each entry is squared on its own before anything is added: squaring a sum lets "
+                "positive and negative entries cancel.",
+                "Square the entries first, `jnp.square(leaf)`, then sum them.",
+            ),
+            build=lambda: np.sqrt(sum(float(np.sum(leaf)) ** 2 for leaf in leaves)),
+        ),
+    ]
+    return first_mistake(value, variants) or text + "."
 
 
 GLOBAL_NORM = Exercise(
@@ -963,7 +971,7 @@ _ONE_FACTOR = (
 
 def _explain_clip(problem: str, mine: Any, theirs: Any, case: Case) -> str | Mistake:
     grads, max_norm = case.args
-    if problem.startswith("the structure"):
+    if structure_found(problem):
         return _flat_leaves_hint(mine, grads, "grads") or problem
     norm = case.info["norm"]
     holds_nan = any(
@@ -1167,7 +1175,7 @@ _NEW_AXIS = (
 def _explain_stack(problem: str, mine: Any, theirs: Any, case: Case) -> str | Mistake:
     (trees,) = case.args
     k = len(trees)
-    if problem.startswith("the structure"):
+    if structure_found(problem):
         if _one_per_input(mine, theirs, trees):
             return _one_tree_per_input(k)
         try:

@@ -33,6 +33,7 @@ from ._kit import (
     random_tree,
     scaled,
     small_float_leaf,
+    structure_found,
     tree_judge,
     trees_close,
 )
@@ -1159,7 +1160,7 @@ def _judge_decay(got: Any, expected: Any, case: Case) -> str | Mistake | None:
             WEIGHT_DECAY,
         )
     problem = _tree_judge(got, expected, case)
-    if not isinstance(problem, str) or problem.startswith("the structure"):
+    if not isinstance(problem, str) or structure_found(problem):
         return problem
     params, rate = case.args
     mine = jax.tree_util.tree_leaves_with_path(rebuild_tree(got))

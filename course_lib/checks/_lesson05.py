@@ -42,10 +42,11 @@ from ._kit import (
     recompiled_calls,
     repeat_compiles,
     returned_instead,
+    structure_found,
     tree_judge,
     trees_close,
 )
-from ._mistakes import lead
+from ._mistakes import Variant, first_mistake, lead
 from ._plain import describe, rebuild_tree, tree_plain
 from ._sections import (
     CACHE_KEY,
@@ -353,21 +354,23 @@ def _judge_step(got: Any, expected: Any, case: Case) -> str | Mistake | None:
                 "must hand back the new params, which the next step takes in.",
                 "End `step` with `return`, followed by the result of the jitted function.",
             )
-        if not problem.startswith("the structure"):
-            uphill = jax.tree.map(
-                lambda p, g: np.asarray(p) + float(rate) * np.asarray(g), params, grads
-            )
-            no_rate = jax.tree.map(lambda p, g: np.asarray(p) - np.asarray(g), params, grads)
-            if _tree(mine, tree_plain(uphill), case) is None:
-                return Mistake(
+        if structure_found(problem):
+            return f"with `lr = {_rate_text(rate)}`, {problem}"
+        variants = [
+            Variant(
+                mistake=Mistake(
                     f"with `lr = {_rate_text(rate)}`, `step` added `lr * grads` to the params.",
                     "The gradient points where the loss grows fastest: SGD moves each parameter "
                     "against it, downhill.",
                     "Subtract: each new leaf is `p - lr * g`.",
                     reread=SGD_UPDATE,
-                )
-            if _tree(mine, tree_plain(no_rate), case) is None:
-                return Mistake(
+                ),
+                build=lambda: jax.tree.map(
+                    lambda p, g: np.asarray(p) + float(rate) * np.asarray(g), params, grads
+                ),
+            ),
+            Variant(
+                mistake=Mistake(
                     f"with `lr = {_rate_text(rate)}`, `step` returned `params - grads`: the "
                     "result does not change with `lr`.",
                     "The learning rate scales every step. Passed in as an argument, a new value "
@@ -375,8 +378,14 @@ def _judge_step(got: Any, expected: Any, case: Case) -> str | Mistake | None:
                     "Multiply each gradient leaf by the `lr` the jitted function receives: "
                     "`p - lr * g`.",
                     reread=SGD_UPDATE,
-                )
-        return f"with `lr = {_rate_text(rate)}`, {problem}"
+                ),
+                build=lambda: jax.tree.map(
+                    lambda p, g: np.asarray(p) - np.asarray(g), params, grads
+                ),
+            ),
+        ]
+        mistake = first_mistake(rebuild_tree(mine), variants, rebuilt=True)
+        return mistake or f"with `lr = {_rate_text(rate)}`, {problem}"
 
     return _calls_problem(
         got, expected, case, explain, lambda got, expected: _step_advice(got, expected, rates)

@@ -108,7 +108,7 @@ def _judge_trees(got: Any, expected: Any, case: Case, bf16: bool = False) -> str
     """Structure, then values, then dtypes of two :func:`dtyped_plain` records."""
     problem = (_close_bf16 if bf16 else _close)(got["tree"], expected["tree"], case)
     if problem:
-        return problem.what if isinstance(problem, Mistake) else problem
+        return problem
     difference = _dtype_difference(got, expected)
     if difference:
         path, mine, theirs = difference

@@ -72,10 +72,6 @@ def _groups(rng: np.random.Generator, kind: int) -> dict[str, Any]:
 # --- typical names, written wrong --------------------------------------------------------------
 
 
-def _default_name(path: Any) -> str:
-    return keystr(path)
-
-
 def _by_name(
     params: Any, rule: Callable[[str, Any], Any], name: Callable[[Any], str] = leaf_name
 ) -> Any:
@@ -150,7 +146,7 @@ def _mask_variants(params: Any, name: str, value: Any, ndim: int) -> list[Varian
         reread=MASKS,
     )
     wrong_rules: list[tuple[Mistake, Callable[[str, Any], Any], Callable[[Any], str]]] = [
-        (default_format, lambda name, leaf: name.split("/")[-1] == "w", _default_name),
+        (default_format, lambda name, leaf: name.split("/")[-1] == "w", keystr),
         (ending, lambda name, leaf: name.endswith("w"), leaf_name),
         (substring, lambda name, leaf: "w" in name.split("/")[-1], leaf_name),
         (by_rank, lambda name, leaf: np.ndim(leaf) >= 2, leaf_name),
@@ -478,10 +474,10 @@ def _judge_split(got: Any, expected: Any, case: Case) -> str | Mistake | None:
                 "`None` in place of each leaf the other half holds, instead of filtering the "
                 "containers.",
             )
-    for part, name in (("selected", "selected"), ("rest", "rest")):
+    for part in ("selected", "rest"):
         problem = tree_judge()(got[part], expected[part], case)
         if problem:
-            return f"{name}: {problem}"
+            return f"{part}: {problem}"
     return None
 
 
