@@ -12,13 +12,12 @@ it): parts (``in_parts``); probes (``attempt``, ``call_value``, ``call_tree``, `
 ``recompiled_calls``, ``miss_of``, ``measured_calls``, ``error_text``, ``SOURCE_LOCATION``,
 ``returned_instead``, ``leaf_text``); judges (``judge_number``, ``judge_bool``, ``judge_equal``,
 ``plain_difference``, ``structure_difference``, ``tree_judge``, ``structure_found``,
-``judge_compiles``,
-``judge_compiles_with_advice``, ``recompile_cause``, ``missing_return``, ``returned_none``,
-``trees_close``); references (``as_numpy``, ``scaled``, ``ACTIVATIONS``); plain data with dtypes
-(``as_judged``, ``as_float32``, ``dtype_name``, ``dtyped_plain``); random inputs (``random_f32``,
-``random_array``, ``random_shape``, ``small_shape``, ``small_float_leaf``, ``random_float_leaf``,
-``random_like``); random trees (``Layer``, ``Point``, ``Opaque``, ``random_leaf``, ``random_tree``,
-``float_tree``, ``count_none``).
+``judge_compiles``, ``judge_compiles_with_advice``, ``recompile_cause``, ``missing_return``,
+``returned_none``, ``trees_close``); references (``as_numpy``, ``scaled``, ``ACTIVATIONS``); plain
+data with dtypes (``as_judged``, ``as_float32``, ``dtype_name``, ``dtyped_plain``); random inputs
+(``random_f32``, ``random_array``, ``random_shape``, ``small_shape``, ``small_float_leaf``,
+``random_float_leaf``, ``random_like``); random trees (``Layer``, ``Point``, ``Opaque``,
+``random_leaf``, ``random_tree``, ``float_tree``, ``count_none``).
 
 A hint names a cause that a probe measured: a controlled call, a compile count, the structure,
 dtypes and weak types of the inputs, what changed between two calls. The text of JAX's messages
