@@ -89,6 +89,23 @@ def test_each_notebook_page_has_its_title(html_dir: Path) -> None:
         assert title.replace("`", "") in texts, f"{name}: no h1 {title!r} among {texts}"
 
 
+def _title(html_dir: Path, name: str) -> str:
+    match = re.search(r"<title>(.*?)</title>", _page(html_dir, name), re.S)
+    return " ".join(html_text(match.group(1)).split()) if match else ""
+
+
+def test_each_page_has_a_title_that_names_it_once(html_dir: Path) -> None:
+    """The start page is titled with the site's name alone (its heading is that name); every other
+    page with its own heading, then the site's name: no title says a name twice, none is shared."""
+    titles = {name: _title(html_dir, name) for name in reading_order()}
+    site_name = titles.pop(START_PAGE)
+    assert site_name and " — " not in site_name, site_name
+    for name, title in titles.items():
+        heading = title.removesuffix(f" — {site_name}")
+        assert heading != title and heading and heading != site_name, f"{name}: {title!r}"
+    assert len(set(titles.values())) == len(titles), "two pages share a title"
+
+
 def _prev_next(html_dir: Path, name: str) -> dict[str, str]:
     """The pages that ``name``'s "previous" and "next" links open, as names like its own."""
     return {
