@@ -984,8 +984,8 @@ def _explain_clip(problem: str, mine: Any, theirs: Any, case: Case) -> str | Mis
             f"{problem} The global norm is 0 here, and dividing by it gives `nan`.",
             "A tree whose norm is at most `max_norm` comes back as it is, and a tree of zeros is "
             "one: dividing its zeros by its zero norm gives `0 / 0`, `nan`.",
-            "Keep the division away from a zero norm: divide by `jnp.maximum(norm, a tiny "
-            "number)`, or choose the factor 1 with `jnp.where` when `norm <= max_norm`.",
+            "Keep the division away from a zero norm: divide by `jnp.maximum(norm, 1e-12)`, or "
+            "choose the factor 1 with `jnp.where` when `norm <= max_norm`.",
         )
 
     def per_leaf() -> Any:

@@ -497,8 +497,8 @@ SPLIT_BY_MASK = Exercise(
         ),
         (
             "`leaves, treedef = jax.tree.flatten(tree)`; `bools = jax.tree.leaves(mask)`; "
-            "`selected = jax.tree.unflatten(treedef, [x if m else None ...])`; `rest` the "
-            "opposite; return `(selected, rest)`."
+            "`selected = jax.tree.unflatten(treedef, [x if m else None for x, m in zip(leaves, "
+            "bools, strict=True)])`; `rest` the opposite; return `(selected, rest)`."
         ),
     ),
     reread=PARTITION,

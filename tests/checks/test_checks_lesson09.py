@@ -144,13 +144,16 @@ def split_by_mask(tree, mask):
     return selected, rest
 
 
-def split_by_mask_flatten(tree, mask):
+def split_by_mask_flatten(tree, mask):  # the last hint's fix, as it writes it
     leaves, treedef = jax.tree.flatten(tree)
-    keep = jax.tree.leaves(mask)
-    return (
-        jax.tree.unflatten(treedef, [x if k else None for x, k in zip(leaves, keep, strict=True)]),
-        jax.tree.unflatten(treedef, [None if k else x for x, k in zip(leaves, keep, strict=True)]),
+    bools = jax.tree.leaves(mask)
+    selected = jax.tree.unflatten(
+        treedef, [x if m else None for x, m in zip(leaves, bools, strict=True)]
     )
+    rest = jax.tree.unflatten(
+        treedef, [None if m else x for x, m in zip(leaves, bools, strict=True)]
+    )
+    return (selected, rest)
 
 
 def split_by_mask_swapped(tree, mask):
