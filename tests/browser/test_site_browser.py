@@ -141,8 +141,9 @@ def _open(site: SiteServer, name: str, viewport: tuple[int, int] | None = None) 
 
 def _wait_until_quiet(page: Any, pending: set[Request], name: str) -> None:
     """Wait until no request of the page is open for QUIET_MS: widgets, math and fonts load after
-    the load event, later on a busy machine. (Playwright's own "networkidle" rests on Chromium's
-    idle detector, which can wait on requests the page's request events never name.)"""
+    the load event, later on a busy machine. (Playwright's docs advise against its own
+    "networkidle", which twice never came on a busy machine; this wait counts the page's request
+    events alone, and names the requests still open when it gives up.)"""
     deadline = time.monotonic() + LOAD_TIMEOUT_MS / 1000
     quiet_since = time.monotonic()
     while time.monotonic() - quiet_since < QUIET_MS / 1000:
