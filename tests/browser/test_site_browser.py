@@ -454,7 +454,7 @@ def test_menu_button_opens_the_lesson_list_on_a_phone(site: SiteServer, screensh
         )
         assert not lesson.is_visible()
         menu_button.click()
-        lesson.wait_for(state="visible", timeout=ACTION_TIMEOUT_MS)
+        lesson.wait_for(state="visible", timeout=5_000)
         page.screenshot(path=str(screenshots / "site-menu-open-390px.png"))
         lesson.click()
         page.wait_for_url(site.url("notebooks/08_trees_through_transformations"))
@@ -474,7 +474,7 @@ def test_a_laptop_screen_shows_one_search_box_and_the_menu_button_folds_the_side
         sidebar = page.locator("#pst-primary-sidebar")
         assert sidebar.is_visible()
         page.get_by_role("button", name="Toggle primary sidebar").click()
-        sidebar.wait_for(state="hidden", timeout=ACTION_TIMEOUT_MS)
+        sidebar.wait_for(state="hidden", timeout=5_000)
         assert not opened.problems, opened.problems
     finally:
         page.close()

@@ -410,9 +410,7 @@ def test_joining_a_room_that_answers_a_byte_at_a_time_waits_the_timeout_in_all(
     waited = time.monotonic() - started
     stop.set()
     listener.close()
-    # The whole answer takes 0.3 s a byte, about 14 s: a timeout per read would wait for all of it.
-    # The bound leaves a busy machine room to be slow without letting that through.
-    assert waited < 7.0
+    assert waited < 2.0
     assert "no whole answer within 1 s" in capsys.readouterr().out
 
 
