@@ -68,7 +68,8 @@ lab: $(LAB_STAMP)
 # clusters come first, the longest first: they spend part of their time waiting on kernels and
 # messages, and the tests that only run JAX in their own process (self-checks, the core, viz,
 # doctests) fill those waits and even out the finish. The test processes share one JAX compilation
-# cache (conftest.py).
+# cache (conftest.py) and, where JAX has only its CPU backend, compile without XLA's costly
+# optimisation (tests/fast_compiles.py); what they start compiles as a learner's kernel does.
 # Tests mirror the packages: tests/core, viz and checks (course_lib), tests/grade/{intake,sandbox,
 # grading,book} and tests/authoring (course_tools), tests/course (the notebooks and files as a whole).
 ALL_TESTS := $(sort $(shell find tests -name 'test_*.py' -not -path 'tests/browser/*' 2>/dev/null))

@@ -12,6 +12,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import pytest
+from fast_compiles import only_the_cpu_backend, start_the_backend_with_fast_compiles
 
 from course_lib import checks
 
@@ -35,6 +36,11 @@ COMPILATION_CACHE_LIMIT = 1 << 30  # bytes; past this the next run starts the ca
 jax.config.update("jax_compilation_cache_dir", str(COMPILATION_CACHE))
 jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
 jax.config.update("jax_persistent_cache_min_entry_size_bytes", -1)
+
+# On a machine whose JAX has only its CPU backend, the test processes compile without XLA's costly
+# optimisation; what they start keeps XLA's defaults (tests/fast_compiles.py).
+if only_the_cpu_backend():
+    start_the_backend_with_fast_compiles()
 
 
 def pytest_configure(config: pytest.Config) -> None:
