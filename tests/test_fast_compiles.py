@@ -28,7 +28,6 @@ def test_an_installed_accelerator_plugin_keeps_xla_defaults(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     monkeypatch.delenv("JAX_PLATFORMS", raising=False)
-    assert only_the_cpu_backend()  # this machine: JAX's CPU backend alone
     plugin = tmp_path / "jax_plugins" / "xla_made_up"
     plugin.mkdir(parents=True)
     (plugin / "__init__.py").write_text("")
