@@ -346,8 +346,8 @@ def _judge_step(got: Any, expected: Any, case: Case) -> str | Mistake | None:
         )
 
     def explain(i: int, mine: Any, theirs: Any, problem: str) -> str | Mistake:
-        rate = rates[i]
-        if rebuild_tree(mine) is None and rebuild_tree(theirs) is not None:
+        rate, answer = rates[i], rebuild_tree(mine)
+        if answer is None and rebuild_tree(theirs) is not None:
             return Mistake(
                 f"with `lr = {_rate_text(rate)}`, `step` returned `None`.",
                 "A Python function that ends without a `return` statement returns `None`: `step` "
@@ -384,7 +384,7 @@ def _judge_step(got: Any, expected: Any, case: Case) -> str | Mistake | None:
                 ),
             ),
         ]
-        mistake = first_mistake(rebuild_tree(mine), variants, rebuilt=True)
+        mistake = first_mistake(answer, variants, rebuilt=True)
         return mistake or f"with `lr = {_rate_text(rate)}`, {problem}"
 
     return _calls_problem(
