@@ -2,6 +2,7 @@
 for a commit whatever the clone, and each of them for some commits; and which notebooks a release
 runs."""
 
+import importlib.util
 import subprocess
 from pathlib import Path
 
@@ -70,3 +71,25 @@ def test_lessons_only_runs_the_lessons_and_not_the_solutions(
     assert _ran(capsys.readouterr().out) == lessons + [
         n.replace("notebooks", "solutions") for n in lessons
     ]
+
+
+def test_a_release_runs_write_their_bytecode_where_the_machine_says_not_to(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The environment compiles only what the course imports, so the kernels and tests may write
+    the bytecode of the rest, whatever PYTHONDONTWRITEBYTECODE says outside."""
+    root, env = _fake_course(tmp_path)
+    (env / "bin" / "python").write_text(
+        '#!/bin/sh\nfor a in "$@"; do case "$a" in *.ipynb) '
+        'echo "$a: ran, bytecode ${PYTHONDONTWRITEBYTECODE:-written}";; esac; done\n'
+    )
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
+    monkeypatch.setattr(compat, "build_environment", lambda root, version: (env, True))
+    assert compat.main(["--root", str(root), "--jax", "0.7.1", "--lessons-only"]) == 0
+    ran = [line for line in capsys.readouterr().out.splitlines() if ": ran" in line]
+    assert len(ran) == 3 and all(line.endswith("bytecode written") for line in ran), ran
+
+
+@pytest.mark.parametrize("name", compat._IMPORTED_BY_EVERY_RUN)
+def test_what_a_new_environment_compiles_is_importable(name: str) -> None:
+    assert importlib.util.find_spec(name) is not None, name
