@@ -179,7 +179,8 @@ COMPAT_PYTEST := -- -n 2 --dist loadfile -m "not browser" --doctest-modules cour
 # (jax.tree.static from 0.9.1), 05 (compile counts, cache-miss explanations), 07 (shardings,
 # Orbax) and 08 (cond's branches, inner jaxprs); the floor has found problems in 04, 05 and 08.
 # The wrong answers of 01, 02, 06 and 09 (102 tests: tree arithmetic, key paths and
-# optax's updates, optax being the lock's on every release) run on the lock's JAX only, and so do
+# optax's updates, optax being the lock's on every release), with the test that judges the wrong
+# answer linked to each mistake their checks name, run on the lock's JAX only, and so do
 # tests that have found nothing on the floor: tests/checks/test_judging.py (partial credit and
 # trivial answers: the same probes as the right and wrong answers, judged by NumPy; about 65
 # processor-seconds there) and tests/viz/ but its sharding pictures (the drawings and widgets, about
@@ -187,7 +188,7 @@ COMPAT_PYTEST := -- -n 2 --dist loadfile -m "not browser" --doctest-modules cour
 FLOOR_LOCK_ONLY := tests/checks/test_judging.py $(filter-out tests/viz/test_viz_sharding.py, \
   $(filter tests/viz/%, $(COMPAT_TESTS)))
 FLOOR_SAME_WRONG_ANSWERS := (lesson01 or lesson02 or lesson06 or lesson09) and \
-  test_check_incorrect_gives_the_targeted_hint
+  (test_check_incorrect_gives_the_targeted_hint or test_each_mistake_named_is_a_tested_wrong_answer)
 COMPAT_FLOOR_PYTEST := $(filter-out $(FLOOR_LOCK_ONLY),$(COMPAT_PYTEST)) \
   -k "not test_hint_survives_jax_wording and not ($(FLOOR_SAME_WRONG_ANSWERS))"
 # CI's middle release runs every lesson; the unit tests and doctests run on the floor and the lock
