@@ -16,7 +16,9 @@ from test_grade import ROOT, replace_body
 
 from course_tools.grade import main
 
-SOLVED = ROOT / "solutions" / "02_mapping_and_sgd.ipynb"
+# Lesson 01, whose exercises grade quickest: these tests are about the bundle and Gradescope's
+# format, and every lesson's grading is tested in test_grade.py.
+SOLVED = ROOT / "solutions" / "01_what_is_a_pytree.ipynb"
 BLANK = ROOT / "exercises" / SOLVED.name
 VISIBILITIES = {"hidden", "after_due_date", "after_published", "visible"}
 TOP_LEVEL = {"score", "execution_time", "output", "visibility", "stdout_visibility", "tests"}
@@ -40,11 +42,11 @@ def check_results(document: dict[str, Any]) -> None:
 
 @pytest.fixture(scope="module")
 def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The bundle for lesson 02, unzipped as Gradescope lays it out: source/ and run_autograder."""
+    """The bundle for lesson 01, unzipped as Gradescope lays it out: source/ and run_autograder."""
     base = tmp_path_factory.mktemp("gradescope")
     target = base / "autograder.zip"
     # A cell limit that the solution's cells keep on a busy machine: the canary grades them first.
-    assert main(["--gradescope-autograder", str(target), "02", "--timeout", "20"]) == 0
+    assert main(["--gradescope-autograder", str(target), "01", "--timeout", "20"]) == 0
     with zipfile.ZipFile(target) as archive:
         names = archive.namelist()
         assert {"setup.sh", "run_autograder", "requirements.txt", "gradescope.json"} <= set(names)
@@ -83,8 +85,8 @@ def scores(document: dict[str, Any]) -> dict[str, float]:
 
 def test_a_solved_notebook_gets_full_marks(bundle: Path, tmp_path: Path) -> None:
     document = run_autograder(bundle, tmp_path, nbformat.read(SOLVED, as_version=4))
-    assert document["score"] == sum(t["max_score"] for t in document["tests"]) == 12
-    assert len(document["tests"]) == 6 and "visibility" not in document
+    assert document["score"] == sum(t["max_score"] for t in document["tests"]) == 8
+    assert len(document["tests"]) == 5 and "visibility" not in document
 
 
 def test_a_blank_notebook_gets_zero(bundle: Path, tmp_path: Path) -> None:
@@ -98,14 +100,15 @@ def test_a_half_right_notebook_gets_its_points_and_the_feedback_text(
 ) -> None:
     notebook = replace_body(
         nbformat.read(SOLVED, as_version=4),
-        "02.sgd_step",
-        "    return jax.tree.map(lambda p, g: p + lr * g, params, grads)",
+        "01.leaf_paths",
+        "    return [jax.tree_util.keystr(p) for p, _ in "
+        "jax.tree_util.tree_leaves_with_path(tree)]",
     )
     document = run_autograder(bundle, tmp_path, notebook)
     got = scores(document)
-    assert got["02.sgd_step"] == 0 and got["02.average_trees"] == 2 and document["score"] < 12
-    wrong = next(t for t in document["tests"] if t["name"].startswith("02.sgd_step"))
-    assert wrong["output"].startswith("02.sgd_step (sgd_step): not yet right, 0/2\n    ")
+    assert got["01.leaf_paths"] == 0 and got["01.count_params"] == 2 and document["score"] < 8
+    wrong = next(t for t in document["tests"] if t["name"].startswith("01.leaf_paths"))
+    assert wrong["output"].startswith("01.leaf_paths (leaf_paths): not yet right, 0/2\n    ")
 
 
 def test_a_notebook_that_loops_and_floods_still_gets_results(bundle: Path, tmp_path: Path) -> None:
@@ -116,7 +119,7 @@ def test_a_notebook_that_loops_and_floods_still_gets_results(bundle: Path, tmp_p
         4, nbformat.v4.new_code_cell("import time\nwhile True:\n    time.sleep(1)")
     )
     document = run_autograder(bundle, tmp_path, notebook)
-    assert 0 < document["score"] <= 12
+    assert 0 < document["score"] <= 8
     assert "ran past the 20 s limit" in document["output"]
 
 
@@ -144,7 +147,7 @@ def test_the_bundle_packs_the_solutions_that_solutions_names(tmp_path: Path) -> 
     marked = SOLVED.read_bytes() + b"\n"  # still a notebook, but not the checkout's bytes
     (chosen / SOLVED.name).write_bytes(marked)
     target = tmp_path / "autograder.zip"
-    assert main(["--gradescope-autograder", str(target), "02", "--solutions", str(chosen)]) == 0
+    assert main(["--gradescope-autograder", str(target), "01", "--solutions", str(chosen)]) == 0
     with zipfile.ZipFile(target) as archive:
         packed = [name for name in archive.namelist() if name.startswith("course/solutions/")]
         assert packed == [f"course/solutions/{SOLVED.name}"]
