@@ -27,6 +27,10 @@ COURSE_GRADE = [sys.executable, "-m", "course_tools.grade"]  # the command, run 
 SOLUTION = ROOT / "solutions" / "01_what_is_a_pytree.ipynb"
 NAME = SOLUTION.name
 IDS = ["01.count_params", "01.leaf_paths", "01.is_node", "01.replace_leaves", "01.same_structure"]
+# A wrong body for 01.leaf_paths: the paths as keystr strings instead of key-path tuples.
+WRONG_LEAF_PATHS = (
+    "    return [jax.tree_util.keystr(p) for p, _ in jax.tree_util.tree_leaves_with_path(tree)]"
+)
 # Short limits keep the hostile batch quick; the solution needs well under a second per cell.
 FAST = ["--timeout", "4", "--notebook-timeout", "90", "--memory-mb", "700"]
 # The tests whose subject is not the canary grade without it: it grades each lesson's solution
@@ -241,13 +245,7 @@ for ex in C.exercises("01"):
             forbidden, "01.same_structure", "    return not getattr(cl, 'tree_' + 'diff')(a, b)"
         ),
     )
-    wrong = replace_body(
-        solution(),
-        "01.leaf_paths",
-        "    return [jax.tree_util.keystr(p) for p, _ in "
-        "jax.tree_util.tree_leaves_with_path(tree)]",
-    )
-    write(folder, "wrong_answer", wrong)
+    write(folder, "wrong_answer", replace_body(solution(), "01.leaf_paths", WRONG_LEAF_PATHS))
     renamed = solution()
     cell_of(renamed, "01.is_node").source = cell_of(renamed, "01.is_node").source.replace(
         "def is_node", "def is_a_node"
