@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -230,11 +231,24 @@ def test_moodle_layout_column_by_column(canvas: dict[str, Path]) -> None:
 
 def test_report_is_deterministic_and_counts_students(canvas: dict[str, Path]) -> None:
     report = (canvas["flat"] / "report.html").read_text()
-    assert "<img alt='histogram of totals' src='data:image/png;base64," in report
     assert "http" not in report.replace("http-equiv", "")  # no external assets
     # Alice of section B handed in two notebooks of lesson 01: one student, counted once (3 of 3,
     # not of 4).
-    assert "<tr><td>01.count_params</td><td>3</td><td>3</td></tr>" in report
+    assert (
+        "<tr><td>01.count_params</td><td>3</td><td>3</td>"
+        "<td class='bar' style='--share:100%'>100%</td></tr>" in report
+    )
+    # Totals 8, 6.4 and 6 of 8 points, and 0 for the three without a graded notebook: each range
+    # of one point counts its students, the last one holding 8.
+    assert "<th>total points (of 8)</th>" in report
+    totals = report.split("<h2>Totals</h2>")[1].split("</table>")[0]
+    rows = re.findall(r"<tr><td>([^<]+)</td><td>(\d+)</td><td[^>]*>([^<]+)</td></tr>", totals)
+    assert rows == [
+        ("0 to under 1", "3", "50%"),
+        *[(f"{i} to under {i + 1}", "0", "0%") for i in range(1, 6)],
+        ("6 to under 7", "2", "33%"),
+        ("7 to 8", "1", "17%"),
+    ]
     assert (
         "<tr><td>01.leaf_paths</td><td>1</td><td>For a dict with <code>None</code> values" in report
     )  # the hint, 1 student

@@ -1,16 +1,16 @@
 """``report.html``: how the class did, in one self-contained page for the instructor.
 
-Pass rate per exercise, a histogram of totals, the most frequent hint per exercise, notebooks with
+Pass rate per exercise, totals by range, the most frequent hint per exercise, notebooks with
 errors outside the exercise cells, students without a graded notebook, late students, and the
-similarity section (see ``_similarity``). Every count is of students, not notebooks. Figures are
-PNG embedded as base64; nothing in the page depends on the time or on random ids, so the same
-gradebook gives the same bytes.
+similarity section (see ``_similarity``). Every count is of students, not notebooks. The two
+charts are tables whose shares are written as text, with a bar drawn behind each; nothing in the
+page depends on the time or on random ids, so the same gradebook gives the same bytes.
 """
 
-import base64
 import html
-import io
+import math
 from collections import Counter
+from collections.abc import Sequence
 
 from course_lib.checks import code_spans_html
 
@@ -26,58 +26,56 @@ _STYLE = (
     "body{font-family:sans-serif;max-width:60em;margin:2em auto;color:#222}"
     "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:.2em "
     ".5em;text-align:left;vertical-align:top}"
-    "th{background:#f3f3f3}.num{text-align:right}img{max-width:100%}"
+    "th{background:#f3f3f3}.num{text-align:right}"
+    "td.bar{min-width:12em;background:linear-gradient(to right,#c5d6ea var(--share),transparent 0)}"
     ".fault{border:2px solid #b00;background:#fff4f4;padding:0 1em}"
 )
 
 
-def _png(figure: "object") -> str:
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=80, metadata={"Software": None})  # type: ignore[attr-defined]  # Figure from pyplot
-    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode()
+def _share(part: int, whole: int) -> str:
+    """A table cell that writes ``part / whole`` as a percentage, with a bar of that width behind
+    it: the text alone tells the share.
+
+    >>> _share(2, 3)
+    "<td class='bar' style='--share:67%'>67%</td>"
+    >>> _share(0, 0)
+    '<td>no one</td>'
+    """
+    if not whole:
+        return "<td>no one</td>"
+    percent = round(100 * part / whole)
+    return f"<td class='bar' style='--share:{percent}%'>{percent}%</td>"
 
 
-def _figures(book: ClassBook, rates: list[tuple[str, int, int]]) -> tuple[str, str]:
-    import matplotlib
+def _total_ranges(totals: list[float], top: float) -> list[tuple[str, int]]:
+    """How many of ``totals`` fall in each range of points from 0 to ``top``: whole points while
+    ``top`` is at most 20, else 20 equal ranges. Each range holds its lower end, the last one
+    ``top`` too.
 
-    matplotlib.use("Agg", force=True)
-    from matplotlib.figure import Figure
-
-    with matplotlib.rc_context(
-        {"font.family": "DejaVu Sans", "svg.hashsalt": "course-grade", "path.simplify": False}
-    ):
-        bars = Figure(figsize=(7, 0.3 * len(rates) + 1.2))
-        ax = bars.subplots()
-        ax.barh(
-            [r[0] for r in rates][::-1],
-            [100 * r[1] / r[2] if r[2] else 0 for r in rates][::-1],
-            color="#4a7ab5",
-        )
-        ax.set_xlim(0, 100)
-        ax.set_xlabel("students who passed (% of those who submitted the lesson)")
-        bars.tight_layout()
-        hist = Figure(figsize=(7, 3))
-        ax = hist.subplots()
-        totals = [row.total for row in book.rows]
-        top = max(book.max_points, 1)
-        ax.hist(
-            totals,
-            bins=min(20, max(1, int(top)) + 1),
-            range=(0, top),
-            color="#4a7ab5",
-            edgecolor="white",
-        )
-        ax.set_xlabel(f"total points (of {format_points(book.max_points)})")
-        ax.set_ylabel("students")
-        hist.tight_layout()
-        return _png(bars), _png(hist)
+    >>> _total_ranges([0, 1.5, 2, 2], 2)
+    [('0 to under 1', 1), ('1 to 2', 3)]
+    >>> _total_ranges([7.5], 7.5)[-1], _total_ranges([30], 40)[-1]
+    (('7 to 7.5', 1), ('38 to 40', 0))
+    """
+    top = max(top, 1)
+    width = 1 if top <= 20 else top / 20
+    count = math.ceil(top / width)
+    found = Counter(min(int(total // width), count - 1) for total in totals)
+    return [
+        (f"{format_points(i * width)} to under {format_points((i + 1) * width)}", found[i])
+        for i in range(count - 1)
+    ] + [(f"{format_points((count - 1) * width)} to {format_points(top)}", found[count - 1])]
 
 
-def _table(head: list[str], rows: list[list[str]]) -> str:
+def _table(head: list[str], rows: list[list[str]], shares: Sequence[str] = ()) -> str:
+    """A table of ``rows`` of text (`code` in backticks set as code); ``shares``, cells made by
+    :func:`_share`, one per row, make its last column."""
     if not rows:
         return "<p>None.</p>"
+    ends = shares or [""] * len(rows)
     cells = "".join(
-        "<tr>" + "".join(f"<td>{code_spans_html(c)}</td>" for c in row) + "</tr>" for row in rows
+        "<tr>" + "".join(f"<td>{code_spans_html(c)}</td>" for c in row) + end + "</tr>"
+        for row, end in zip(rows, ends, strict=True)
     )
     return (
         "<table><tr>"
@@ -113,7 +111,7 @@ def report_html(book: ClassBook) -> str:
         if messages:
             text, count = sorted(messages.items(), key=lambda kv: (-kv[1], kv[0]))[0]
             hints.append([e.id, str(count), text])
-    bars, hist = _figures(book, rates)
+    ranges = _total_ranges([row.total for row in book.rows], book.max_points)
     statuses = Counter(row.status for row in book.rows)
     outside = [
         [_who(row), g.result.notebook, "; ".join(g.outside_errors)]
@@ -163,12 +161,16 @@ def report_html(book: ClassBook) -> str:
         ".</p>",
         "<h2>Pass rate per exercise</h2>",
         _table(
-            ["exercise", "students passed", "of students who submitted the lesson"],
+            ["exercise", "students passed", "of students who submitted the lesson", "pass rate"],
             [[i, str(p), str(n)] for i, p, n in rates],
+            [_share(p, n) for _, p, n in rates],
         ),
-        f"<img alt='pass rate per exercise' src='{bars}'>",
         "<h2>Totals</h2>",
-        f"<img alt='histogram of totals' src='{hist}'>",
+        _table(
+            [f"total points (of {format_points(book.max_points)})", "students", "of the class"],
+            [[points, str(n)] for points, n in ranges],
+            [_share(n, len(book.rows)) for _, n in ranges],
+        ),
         "<h2>Most frequent hint per exercise</h2>",
         _table(["exercise", "students", "hint"], hints),
         "<h2>Notebooks with errors outside the exercises</h2>",
