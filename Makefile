@@ -117,9 +117,9 @@ lint: $(STAMP)
 # unit tests alone). nbval keeps the normal priority: its lessons time things and print how they
 # compare, and a starved kernel is a noisier clock. The background stages' logs
 # are in build/ and shown at the end, then each stage's wall time and processor seconds
-# (build/stage-times.txt, written by .ci/stage; a stage's orphans, such as Chromium's processes,
-# escape the count), and the processor seconds of the whole run, counted by the machine
-# (.ci/cpu-total: every process, orphans included).
+# (build/stage-times.txt, written by .ci/stage, which reaps and counts the processes a stage's
+# command leaves behind, such as Chromium's renderers), and the processor seconds of the whole
+# run, counted by the machine (.ci/cpu-total: every process, make's own included).
 STAGES := build/stage-times.txt
 FILLER := nice -n 5
 # A student copy (make student-release) has no tests/: they grade the solutions it leaves out.
