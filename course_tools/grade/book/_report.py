@@ -39,10 +39,10 @@ def _share(part: int, whole: int) -> str:
     >>> _share(2, 3)
     "<td class='bar' style='--share:67%'>67%</td>"
     >>> _share(0, 0)
-    '<td>no one</td>'
+    '<td>no one submitted</td>'
     """
     if not whole:
-        return "<td>no one</td>"
+        return "<td>no one submitted</td>"
     percent = round(100 * part / whole)
     return f"<td class='bar' style='--share:{percent}%'>{percent}%</td>"
 
